@@ -1,0 +1,45 @@
+"""Errors the user can cause, as opposed to bugs (which stay plain assertions)."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad user input: names the field, the value given, and what is allowed.
+
+    The CLI prints ``str(err)`` as one line and exits with code 2.
+    """
+
+    def __init__(self, field: str, value: object, allowed: str):
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{field}={value!r}: {allowed}")
+
+
+def require_positive_int(field: str, value: object) -> int:
+    """Return ``value`` as an int, or raise InputError unless it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, str) and value.strip().lstrip("+").isdigit():
+            value = int(value)
+        else:
+            raise InputError(field, value, "must be a positive integer")
+    if value < 1:
+        raise InputError(field, value, "must be a positive integer")
+    return value
+
+
+def require_nonneg_int(field: str, value: object) -> int:
+    """Return ``value`` as an int, or raise InputError unless it is an integer >= 0."""
+    if value == 0:
+        return 0
+    return require_positive_int(field, value)
+
+
+def require_choice(field: str, value: object, allowed: tuple[str, ...] | list[str]) -> str:
+    """Return ``value`` (lower-cased) if it is one of ``allowed``, else raise InputError."""
+    v = str(value).strip().lower()
+    if v not in allowed:
+        raise InputError(field, value, "allowed: " + ", ".join(allowed))
+    return v

@@ -1,0 +1,283 @@
+"""The Plan: how the work is split. Degrees, knobs, validation and the rank-to-mesh mapping.
+
+World size = dp * cp * tp * pp. MoE layers fold expert parallelism over the same ranks the
+attention uses (MoE Parallel Folding): ep * etp * edp = dp * cp * tp.
+
+Ranks are laid out with the axes of ``order`` from innermost (fastest varying) to outermost;
+the default ``tp-cp-dp-pp`` keeps tensor-parallel groups inside a node (Megatron's default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from math import prod
+
+from .errors import InputError, require_choice, require_nonneg_int, require_positive_int
+from .specs.model import ModelSpec
+from .specs.workload import Workload
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "looped_bfs", "zb_h1",
+             "interleaved_zb", "zb_v", "dualpipev")
+# Schedules whose ranks hold several model chunks (virtual stages).
+MULTI_CHUNK_SCHEDULES = ("interleaved_1f1b", "looped_bfs", "interleaved_zb", "zb_v", "dualpipev")
+# Schedules that need exactly two chunks per rank (V-shape placement).
+V_SCHEDULES = ("zb_v", "dualpipev")
+RECOMPUTE = ("none", "selective", "full")
+CP_KINDS = ("ring", "all_to_all")
+AXES = ("tp", "cp", "dp", "pp")
+DEFAULT_ORDER = "tp-cp-dp-pp"
+
+# Long names (config files, CLI) -> field names.
+ALIASES = {
+    "data_parallel": "dp", "tensor_parallel": "tp", "pipeline_parallel": "pp",
+    "context_parallel": "cp", "expert_parallel": "ep", "expert_tensor_parallel": "etp",
+    "zero_stage": "zero", "virtual_stages": "vpp", "virtual_pipeline_stages": "vpp",
+    "micro_batch_size": "micro_batch", "pipeline_schedule": "schedule",
+    "fsdp_shard_group": "hsdp_shard", "context_parallel_kind": "cp_kind",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    zero: int = 1  # 0 plain DP, 1 optimizer states, 2 + gradients, 3 + weights (FSDP)
+    hsdp_shard: int = 0  # size of the FSDP shard group inside dp*cp (HSDP); 0 = all of it
+    sequence_parallel: bool | None = None  # None: on whenever tp > 1
+    vpp: int = 1  # model chunks (virtual stages) per pipeline rank
+    schedule: str = ""  # "" -> 1f1b, or interleaved_1f1b when vpp > 1
+    micro_batch: int = 1
+    recompute: str = "none"
+    offload_optimizer: bool = False
+    cp_kind: str = "ring"
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    tp_comm_overlap: bool = False
+    order: str = DEFAULT_ORDER
+
+    def __post_init__(self) -> None:
+        for f in ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch"):
+            object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
+        object.__setattr__(self, "zero", require_nonneg_int("zero", self.zero))
+        object.__setattr__(self, "hsdp_shard", require_nonneg_int("hsdp_shard", self.hsdp_shard))
+        if self.zero > 3:
+            raise InputError("zero", self.zero, "allowed: 0, 1, 2, 3")
+        if self.sequence_parallel is None:
+            object.__setattr__(self, "sequence_parallel", self.tp > 1)
+        if self.sequence_parallel and self.tp == 1:
+            object.__setattr__(self, "sequence_parallel", False)
+        if not self.schedule:
+            object.__setattr__(self, "schedule", "interleaved_1f1b" if self.vpp > 1 else "1f1b")
+        object.__setattr__(self, "schedule", require_choice("schedule", self.schedule, SCHEDULES))
+        object.__setattr__(self, "recompute", require_choice("recompute", self.recompute, RECOMPUTE))
+        object.__setattr__(self, "cp_kind", require_choice("cp_kind", self.cp_kind, CP_KINDS))
+        order = tuple(a.strip().lower() for a in self.order.replace(",", "-").split("-"))
+        if sorted(order) != sorted(AXES):
+            raise InputError("order", self.order,
+                             "must name each of tp, cp, dp, pp once, innermost first")
+        object.__setattr__(self, "order", "-".join(order))
+        if self.pp == 1 and (self.vpp > 1 or self.schedule in V_SCHEDULES):
+            raise InputError("vpp" if self.vpp > 1 else "schedule",
+                             self.vpp if self.vpp > 1 else self.schedule,
+                             "virtual stages and V schedules need pipeline parallelism (pp > 1)")
+        if self.schedule in V_SCHEDULES and self.vpp != 2:
+            raise InputError("vpp", self.vpp, f"schedule {self.schedule} places exactly 2 chunks per rank")
+        if self.schedule in ("interleaved_1f1b", "looped_bfs", "interleaved_zb") and self.vpp < 2:
+            raise InputError("vpp", self.vpp, f"schedule {self.schedule} needs vpp >= 2")
+        if self.schedule in ("gpipe", "1f1b", "zb_h1") and self.vpp != 1:
+            raise InputError("schedule", self.schedule,
+                             f"holds one chunk per rank; vpp={self.vpp} needs interleaved_1f1b, "
+                             "looped_bfs, interleaved_zb, zb_v or dualpipev")
+        attn_ranks = self.dp * self.cp * self.tp
+        if attn_ranks % (self.ep * self.etp):
+            raise InputError("ep", self.ep,
+                             f"ep*etp ({self.ep}*{self.etp}) must divide dp*cp*tp ({attn_ranks})")
+        if self.hsdp_shard and (self.dp * self.cp) % self.hsdp_shard:
+            raise InputError("hsdp_shard", self.hsdp_shard,
+                             f"must divide dp*cp ({self.dp * self.cp})")
+        if self.zero == 0 and self.offload_optimizer:
+            raise InputError("offload_optimizer", True, "needs zero >= 1 (a sharded optimizer)")
+
+    # ---- derived sizes ------------------------------------------------------------------
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.cp * self.tp * self.pp
+
+    @property
+    def edp(self) -> int:
+        """Data-parallel degree of the expert weights (ep*etp*edp = dp*cp*tp)."""
+        return self.dp * self.cp * self.tp // (self.ep * self.etp)
+
+    @property
+    def fsdp_shard(self) -> int:
+        """Ranks one ZeRO/FSDP shard group spans (non-expert weights; dp*cp unless HSDP)."""
+        return self.hsdp_shard or self.dp * self.cp
+
+    @property
+    def num_chunks(self) -> int:
+        """Model chunks (virtual stages) in total: pp * vpp."""
+        return self.pp * self.vpp
+
+    def num_microbatches(self, workload: Workload) -> int:
+        return workload.global_batch // (self.dp * self.micro_batch)
+
+    # ---- checks against a model, a workload and a world --------------------------------
+    def validate(self, model: ModelSpec, workload: Workload, world_size: int | None = None) -> "Plan":
+        """Raise InputError naming the rule a plan breaks for this model and workload."""
+        if world_size is not None and self.world_size != world_size:
+            raise InputError("plan", self.describe(),
+                             f"dp*cp*tp*pp = {self.dp}*{self.cp}*{self.tp}*{self.pp} = "
+                             f"{self.world_size} must equal the number of GPUs ({world_size})")
+        if model.heads % self.tp:
+            raise InputError("tp", self.tp, f"must divide the attention heads ({model.heads})")
+        if not model.is_mla and model.kv_heads % self.tp and self.tp % model.kv_heads:
+            raise InputError("tp", self.tp,
+                             f"must divide, or be a multiple of, the kv heads ({model.kv_heads})")
+        if model.vocab % self.tp:
+            pass  # vocab is padded to a multiple of tp by every engine
+        if self.num_chunks > model.layers:
+            raise InputError("pp", self.pp,
+                             f"pp*vpp ({self.num_chunks}) must not exceed the layers ({model.layers})")
+        if not model.is_moe and (self.ep > 1 or self.etp > 1):
+            raise InputError("ep" if self.ep > 1 else "etp", max(self.ep, self.etp),
+                             f"{model.name} is dense: expert parallelism needs an MoE model")
+        if model.is_moe:
+            if model.moe_experts % self.ep:
+                raise InputError("ep", self.ep, f"must divide the experts ({model.moe_experts})")
+            if model.moe_expert_ffn % self.etp:
+                raise InputError("etp", self.etp,
+                                 f"must divide the expert ffn width ({model.moe_expert_ffn})")
+        if model.ffn and model.num_dense_layers and model.ffn % self.tp:
+            raise InputError("tp", self.tp, f"must divide the ffn width ({model.ffn})")
+        if workload.seq_len % (2 * self.cp if self.cp > 1 else 1):
+            raise InputError("cp", self.cp,
+                             f"seq_len ({workload.seq_len}) must split into 2*cp load-balanced chunks")
+        if self.sequence_parallel and (workload.seq_len // self.cp) % self.tp:
+            raise InputError("tp", self.tp,
+                             f"sequence parallel needs seq_len/cp ({workload.seq_len // self.cp}) "
+                             "divisible by tp")
+        per_step = self.dp * self.micro_batch
+        if workload.global_batch % per_step:
+            raise InputError("global_batch", workload.global_batch,
+                             f"must be a multiple of dp*micro_batch ({self.dp}*{self.micro_batch} "
+                             f"= {per_step})")
+        m = self.num_microbatches(workload)
+        if self.pp > 1 and self.schedule != "gpipe" and m < self.pp:
+            raise InputError("global_batch", workload.global_batch,
+                             f"gives {m} micro-batches per pipeline; schedule {self.schedule} "
+                             f"needs at least pp={self.pp} (global_batch >= "
+                             f"{self.pp * per_step})")
+        if self.schedule == "dualpipev" and m < 2 * self.pp:
+            raise InputError("global_batch", workload.global_batch,
+                             f"gives {m} micro-batches; dualpipev needs at least 2*pp={2 * self.pp}")
+        return self
+
+    # ---- layers on stages ---------------------------------------------------------------
+    def layer_split(self, model: ModelSpec) -> list[int]:
+        """Transformer layers in each model chunk, chunk c = virtual stage c (pp*vpp chunks).
+
+        Balanced: chunks differ by at most one layer, the extra layers going to the middle
+        chunks (the first holds the embedding and the last the output layer and loss).
+        """
+        n = self.num_chunks
+        base, extra = divmod(model.layers, n)
+        counts = [base] * n
+        # hand the extra layers to the chunks farthest from the ends first
+        order = sorted(range(n), key=lambda c: (-min(c, n - 1 - c), c))
+        for c in order[:extra]:
+            counts[c] += 1
+        return counts
+
+    def chunk_of(self, rank_in_pp: int, local_chunk: int) -> int:
+        """Virtual stage held by pipeline rank ``rank_in_pp`` as its ``local_chunk``-th chunk.
+
+        Interleaved schedules place chunk c*pp + r on rank r; V schedules (zb_v, dualpipev)
+        place r and 2*pp-1-r on rank r.
+        """
+        if self.schedule in V_SCHEDULES:
+            return rank_in_pp if local_chunk == 0 else 2 * self.pp - 1 - rank_in_pp
+        return local_chunk * self.pp + rank_in_pp
+
+    # ---- rank layout ---------------------------------------------------------------------
+    def axis_sizes(self) -> dict[str, int]:
+        return {"tp": self.tp, "cp": self.cp, "dp": self.dp, "pp": self.pp}
+
+    def axis_stride(self, axis: str) -> int:
+        """Distance in global rank between neighbours of a group along ``axis``."""
+        sizes = self.axis_sizes()
+        stride = 1
+        for a in self.order.split("-"):
+            if a == axis:
+                return stride
+            stride *= sizes[a]
+        raise KeyError(axis)
+
+    def rank_coords(self, rank: int) -> dict[str, int]:
+        sizes = self.axis_sizes()
+        coords = {}
+        for a in self.order.split("-"):
+            coords[a] = rank % sizes[a]
+            rank //= sizes[a]
+        return coords
+
+    def group_ranks(self, axes: tuple[str, ...] | str, rank: int = 0) -> list[int]:
+        """Global ranks in ``rank``'s group along ``axes`` (e.g. ("dp", "cp"))."""
+        if isinstance(axes, str):
+            axes = (axes,)
+        sizes = self.axis_sizes()
+        coords = self.rank_coords(rank)
+        members = []
+        for r in range(self.world_size):
+            c = self.rank_coords(r)
+            if all(c[a] == coords[a] for a in AXES if a not in axes):
+                members.append(r)
+        assert len(members) == prod(sizes[a] for a in axes)
+        return members
+
+    # ---- presentation --------------------------------------------------------------------
+    def describe(self) -> str:
+        parts = [f"dp{self.dp}", f"tp{self.tp}", f"pp{self.pp}"]
+        if self.vpp > 1:
+            parts.append(f"vpp{self.vpp}")
+        if self.cp > 1:
+            parts.append(f"cp{self.cp}")
+        if self.ep > 1 or self.etp > 1:
+            parts.append(f"ep{self.ep}")
+            if self.etp > 1:
+                parts.append(f"etp{self.etp}")
+        parts.append(f"zero{self.zero}")
+        if self.hsdp_shard:
+            parts.append(f"hsdp{self.hsdp_shard}")
+        parts.append(f"mb{self.micro_batch}")
+        if self.recompute != "none":
+            parts.append(f"rc-{self.recompute}")
+        if self.pp > 1:
+            parts.append(self.schedule)
+        if self.sequence_parallel:
+            parts.append("sp")
+        if self.offload_optimizer:
+            parts.append("offload")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Plan":
+        """Build from short or long field names; unknown names are an InputError."""
+        known = set(cls.__dataclass_fields__)
+        kw = {}
+        for k, v in d.items():
+            key = ALIASES.get(k, k)
+            if key not in known:
+                raise InputError(f"plan.{k}", v, "unknown plan field; known: "
+                                 + ", ".join(sorted(known | set(ALIASES))))
+            kw[key] = v
+        return cls(**kw)
+
+    def with_(self, **changes) -> "Plan":
+        return replace(self, **changes)

@@ -1,0 +1,109 @@
+"""A scenario: model x cluster x workload (and optionally a plan), from a TOML file or flags.
+
+    [model]      preset = "llama3.1-70b"   # or config = "path/to/config.json", or inline fields
+    [cluster]    gpus = "64xH100-SXM-80GB"  # or gpu = "...", num_gpus = 64
+                 gpus_per_node = 8          # optional overrides
+                 nic_gbps_per_gpu = 400
+                 gpu_file = "my_gpus.toml"  # optional extra GPU types
+    [workload]   seq_len = 8192
+                 global_batch = 512         # sequences (or global_batch_tokens = ...)
+                 precision = "bf16"
+    [plan]       tensor_parallel = 8 ...    # optional; long or short names (see plan.ALIASES)
+
+Relative paths are read relative to the TOML file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from .errors import InputError
+from .plan import Plan
+from .specs.catalog.gpus import GPUS
+from .specs.catalog.presets import load_model
+from .specs.hardware import GPU, Cluster, load_gpu_toml, lookup_gpu, parse_gpus
+from .specs.model import ModelSpec
+from .specs.workload import Workload
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: ModelSpec
+    cluster: Cluster
+    workload: Workload
+    plan: Plan | None = None
+
+
+def gpu_catalog(gpu_file: str | Path | None = None) -> dict[str, GPU]:
+    cat = dict(GPUS)
+    if gpu_file:
+        cat.update(load_gpu_toml(gpu_file))
+    return cat
+
+
+def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int | None = None,
+                 gpus_per_node: int | None = None, nic_gbps_per_gpu: float | None = None,
+                 scaleup_domain: int | None = None, gpu_file: str | Path | None = None) -> Cluster:
+    cat = gpu_catalog(gpu_file)
+    if gpus:
+        n, g = parse_gpus(gpus, cat)
+    elif gpu and num_gpus is not None:
+        n, g = num_gpus, lookup_gpu(gpu, cat)
+    else:
+        raise InputError("gpus", gpus, "give COUNTxGPU, e.g. 64xH100-SXM-80GB")
+    nic = (nic_gbps_per_gpu or 0) / 8 * 1e9
+    return Cluster(g, n, gpus_per_node=gpus_per_node or 0, nic_bytes_per_s=nic,
+                   scaleup_domain=scaleup_domain or 0)
+
+
+def _model_from_table(t: dict, base: Path) -> ModelSpec:
+    if "preset" in t:
+        return load_model(str(t["preset"]))
+    if "config" in t:
+        p = Path(t["config"])
+        return load_model(str(p if p.is_absolute() else base / p))
+    known = {f.name for f in fields(ModelSpec)}
+    bad = [k for k in t if k not in known]
+    if bad:
+        raise InputError(f"model.{bad[0]}", t[bad[0]], "unknown model field")
+    try:
+        return ModelSpec(**t)
+    except TypeError as e:
+        raise InputError("model", t, f"incomplete inline model ({e})") from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise InputError("scenario", str(path), f"cannot read ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError("scenario", str(path), f"not valid TOML ({e})") from None
+    for sec in ("model", "cluster", "workload"):
+        if not isinstance(data.get(sec), dict):
+            raise InputError("scenario", str(path), f"needs a [{sec}] table")
+    base = p.parent
+    model = _model_from_table(data["model"], base)
+    c = dict(data["cluster"])
+    gf = c.pop("gpu_file", None)
+    if gf and not Path(gf).is_absolute():
+        gf = base / gf
+    allowed = {"gpus", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "scaleup_domain"}
+    for k in c:
+        if k not in allowed:
+            raise InputError(f"cluster.{k}", c[k], "allowed: " + ", ".join(sorted(allowed)))
+    cluster = make_cluster(gpu_file=gf, **c)
+    w = dict(data["workload"])
+    if "global_batch_tokens" in w:
+        tokens = w.pop("global_batch_tokens")
+        workload = Workload.from_tokens(w.pop("seq_len", 0), tokens, **w)
+    else:
+        try:
+            workload = Workload(**w)
+        except TypeError as e:
+            raise InputError("workload", w, f"needs seq_len and global_batch ({e})") from None
+    plan = Plan.from_dict(data["plan"]) if isinstance(data.get("plan"), dict) else None
+    return Scenario(model, cluster, workload, plan)

@@ -1,0 +1,1 @@
+"""Inputs of the planner: the model, the hardware and the workload."""

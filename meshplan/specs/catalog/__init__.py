@@ -1,0 +1,1 @@
+"""Built-in catalogs: GPUs (gpus.py) and model presets (models/*.json via presets.py)."""

@@ -1,0 +1,95 @@
+"""The built-in GPU catalog: datasheet figures, each with where it comes from.
+
+Conventions: FLOP/s are dense tensor-core peaks (the "with sparsity" datasheet figures halved);
+bandwidths are bytes/s one direction per GPU (NVLink "900 GB/s" is 450 GB/s each way);
+memory is what the device reports, in GiB. NIC figures are the usual node's scale-out
+bandwidth per GPU (one NIC per GPU unless said otherwise).
+"""
+
+from __future__ import annotations
+
+from ..hardware import GPU
+
+GiB = 2**30
+T = 1e12
+GB = 1e9
+
+
+def _gbps(gbit: float) -> float:
+    """NIC line rate in Gb/s to bytes/s."""
+    return gbit / 8 * 1e9
+
+
+GPUS: dict[str, GPU] = {
+    # NVIDIA Tesla V100 SXM2 datasheet: 125 TFLOPS tensor (fp16), 15.7 fp32, 32 GB HBM2 at
+    # 900 GB/s, NVLink 300 GB/s total. DGX-1/DGX-2: one 100 Gb/s EDR port per 2 GPUs.
+    "V100-SXM-32GB": GPU(
+        "V100-SXM-32GB", {"fp32": 15.7 * T, "fp16": 125 * T}, 32 * GiB, 900 * GB, 150 * GB,
+        nic_bytes_per_s=_gbps(50), generation="volta",
+        source="NVIDIA V100 datasheet; DGX-1 4x EDR IB per 8 GPUs"),
+    # NVIDIA A100 datasheet: 312 TF bf16/fp16 dense, 156 tf32, 19.5 fp32; 40GB HBM2 1,555
+    # GB/s; NVLink3 600 GB/s total. DGX A100: 8x 200 Gb/s HDR, one per GPU.
+    "A100-SXM-40GB": GPU(
+        "A100-SXM-40GB", {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T},
+        40 * GiB, 1555 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
+        source="NVIDIA A100 datasheet; DGX A100 user guide"),
+    # As above, 80GB HBM2e at 2,039 GB/s.
+    "A100-SXM-80GB": GPU(
+        "A100-SXM-80GB", {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T},
+        80 * GiB, 2039 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
+        source="NVIDIA A100 datasheet; DGX A100 user guide"),
+    # NVIDIA H100 SXM5 datasheet: 989.4 TF bf16 dense (1,979 sparse), 1,979 fp8 dense,
+    # 494.7 tf32, 66.9 fp32; 80GB HBM3 3.35 TB/s; NVLink4 900 GB/s total.
+    # DGX H100: 8x 400 Gb/s ConnectX-7, one per GPU.
+    "H100-SXM-80GB": GPU(
+        "H100-SXM-80GB",
+        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        80 * GiB, 3350 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        source="NVIDIA H100 datasheet; DGX H100 user guide"),
+    # H100 SXM 96GB HBM2e at a 500 W power limit (Meta Grand Teton, used by the torchtitan
+    # benchmarks): same tensor cores, six HBM2e stacks (~2.4 TB/s, six stacks x 1024 bit x
+    # 3.2 Gb/s), RoCE 400 Gb/s per GPU. The power cap lowers sustained clocks: modelled by
+    # the power-limit factor in cost/efficiency.py, not here.
+    "H100-SXM-96GB-500W": GPU(
+        "H100-SXM-96GB-500W",
+        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        96 * GiB, 2460 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        source="H100 SXM tensor peaks; HBM2e stack arithmetic; torchtitan benchmark notes (500 W)"),
+    # H800 SXM: H100 compute, NVLink cut to 400 GB/s total (DeepSeek-V3 report, sec. 3.1);
+    # 8x 400 Gb/s InfiniBand per node.
+    "H800-SXM-80GB": GPU(
+        "H800-SXM-80GB",
+        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        80 * GiB, 3350 * GB, 200 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        source="DeepSeek-V3 technical report; H100 datasheet for compute"),
+    # NVIDIA H200 datasheet: H100 compute, 141 GB HBM3e at 4.8 TB/s (140 GiB as reported).
+    "H200-SXM-141GB": GPU(
+        "H200-SXM-141GB",
+        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        140 * GiB, 4800 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        source="NVIDIA H200 datasheet; DGX H200 user guide"),
+    # NVIDIA HGX/DGX B200: 2.25 PF bf16 dense, 4.5 PF fp8 dense, 1.1 PF tf32; 180 GB HBM3e
+    # at 8 TB/s (179 GiB reported); NVLink5 1.8 TB/s total; 8x 400 Gb/s ConnectX-7.
+    "B200": GPU(
+        "B200",
+        {"fp32": 75 * T, "tf32": 1100 * T, "bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T},
+        179 * GiB, 8000 * GB, 900 * GB, nic_bytes_per_s=_gbps(400), generation="blackwell",
+        source="NVIDIA DGX B200 datasheet"),
+    # NVIDIA GB200 NVL72 datasheet: 180 PF bf16 dense over 72 GPUs (2.5 PF each), fp8 5 PF,
+    # 13.4 TB HBM3e (186 GB, ~184 GiB per GPU) at 8 TB/s; NVLink5 1.8 TB/s total, all 72 GPUs
+    # in one NVLink domain; 4 GPUs per compute tray; 400 Gb/s ConnectX-7 per GPU.
+    "GB200": GPU(
+        "GB200",
+        {"fp32": 80 * T, "tf32": 1250 * T, "bf16": 2500 * T, "fp16": 2500 * T, "fp8": 5000 * T},
+        184 * GiB, 8000 * GB, 900 * GB, gpus_per_node=4, scaleup_domain=72,
+        nic_bytes_per_s=_gbps(400), generation="blackwell",
+        source="NVIDIA GB200 NVL72 datasheet"),
+    # AMD Instinct MI300X datasheet: 1,307.4 TF bf16 dense, 2,614.9 fp8, 653.7 tf32,
+    # 163.4 fp32; 192 GB HBM3 at 5.3 TB/s; Infinity Fabric 896 GB/s aggregate peer (7 links
+    # x 64 GB/s each way); 8 per node, 400 Gb/s NIC per GPU.
+    "MI300X": GPU(
+        "MI300X",
+        {"fp32": 163.4 * T, "tf32": 653.7 * T, "bf16": 1307.4 * T, "fp16": 1307.4 * T, "fp8": 2614.9 * T},
+        192 * GiB, 5300 * GB, 448 * GB, nic_bytes_per_s=_gbps(400), generation="cdna3",
+        scaleup_latency_s=5e-6, source="AMD Instinct MI300X datasheet"),
+}

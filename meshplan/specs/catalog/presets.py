@@ -1,0 +1,65 @@
+"""Model presets shipped with meshplan: HuggingFace-style config files in ``models/``.
+
+Each preset goes through the same parser as a user's ``config.json``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from ...errors import InputError
+from ..hf_config import model_from_hf_dict, model_from_hf_file
+from ..model import ModelSpec
+
+# Published parameter totals (total, active) the presets are tested against.
+# Sources: Llama 3 paper / model cards (8.03B, 70.6B, 405.9B); Mixtral paper (46.7B total,
+# 12.9B active; 8x22B: 141B, 39B); Qwen3 technical report (30.5B/3.3B, 235B/22B);
+# DeepSeek-V3 report (671B total, 37B activated, MTP module excluded); GPT-3 paper (175B);
+# GPT-2 small (124M); GPT-NeoX-20B paper (20.55B).
+PUBLISHED_PARAMS: dict[str, tuple[float, float | None]] = {
+    "llama3.1-8b": (8.03e9, None),
+    "llama3.1-70b": (70.6e9, None),
+    "llama3.1-405b": (405.9e9, None),
+    "mixtral-8x7b": (46.7e9, 12.9e9),
+    "mixtral-8x22b": (141e9, 39e9),
+    "qwen3-30b-a3b": (30.5e9, 3.3e9),
+    "qwen3-235b-a22b": (235e9, 22e9),
+    "deepseek-v3": (671e9, 37e9),
+    "gpt3-175b": (175e9, None),
+    "gpt2": (124e6, None),
+    "gpt-neox-20b": (20.55e9, None),
+}
+
+
+def _models_dir():
+    return resources.files(__package__) / "models"
+
+
+@lru_cache(maxsize=None)
+def preset_names() -> tuple[str, ...]:
+    return tuple(sorted(p.name[:-5] for p in _models_dir().iterdir() if p.name.endswith(".json")))
+
+
+@lru_cache(maxsize=None)
+def preset(name: str) -> ModelSpec:
+    import json
+
+    key = name.strip().lower()
+    if key not in preset_names():
+        raise InputError("model", name,
+                         "not a preset or an existing config.json; presets: "
+                         + ", ".join(preset_names()))
+    cfg = json.loads((_models_dir() / f"{key}.json").read_text())
+    return model_from_hf_dict(cfg, name=key)
+
+
+def load_model(name_or_path: str) -> ModelSpec:
+    """A preset by name, or a HuggingFace config.json (file or folder holding one)."""
+    p = Path(name_or_path)
+    if name_or_path.strip().lower() in preset_names():
+        return preset(name_or_path)
+    if p.suffix == ".json" or p.is_dir() or p.exists():
+        return model_from_hf_file(p)
+    return preset(name_or_path)  # raises the listing error

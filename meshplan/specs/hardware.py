@@ -1,0 +1,150 @@
+"""Where training runs: GPU types and clusters of them. Knows nothing about transformers.
+
+All bandwidths are bytes/s in one direction per GPU; FLOP/s are dense (no sparsity).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from ..errors import InputError, require_positive_int
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator type with its usual node. Datasheet numbers (see catalog/gpus.py)."""
+
+    name: str
+    peak_flops: dict[str, float]  # dense FLOP/s by precision: fp32, tf32, bf16, fp16, fp8
+    memory_bytes: float  # usable HBM capacity as the datasheet states it
+    memory_bytes_per_s: float  # HBM bandwidth
+    scaleup_bytes_per_s: float  # NVLink/xGMI bandwidth per GPU, one direction
+    gpus_per_node: int = 8
+    scaleup_domain: int = 8  # GPUs reachable over the scale-up fabric (72 on NVL72)
+    nic_bytes_per_s: float = 50e9  # scale-out NIC bandwidth per GPU, one direction
+    scaleup_latency_s: float = 3e-6
+    scaleout_latency_s: float = 8e-6
+    generation: str = ""  # kernel-efficiency family: volta, ampere, hopper, blackwell, cdna3
+    source: str = field(default="", compare=False)
+
+    def flops(self, precision: str) -> float:
+        p = "fp16" if precision == "bf16" and "bf16" not in self.peak_flops else precision
+        if p not in self.peak_flops:
+            if p == "fp8":  # no FP8 units: runs at 16-bit speed
+                return self.flops("bf16")
+            raise InputError("precision", precision,
+                             f"{self.name} supports " + ", ".join(sorted(self.peak_flops)))
+        return self.peak_flops[p]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """N GPUs of one type; node size and NIC bandwidth may override the GPU's usual node."""
+
+    gpu: GPU
+    num_gpus: int
+    gpus_per_node: int = 0  # 0: the GPU's usual node
+    nic_bytes_per_s: float = 0.0  # 0: the GPU's usual NIC
+    scaleup_domain: int = 0  # 0: the GPU's usual domain (at least one node)
+
+    def __post_init__(self) -> None:
+        require_positive_int("num_gpus", self.num_gpus)
+        if not self.gpus_per_node:
+            object.__setattr__(self, "gpus_per_node", self.gpu.gpus_per_node)
+        require_positive_int("gpus_per_node", self.gpus_per_node)
+        if not self.nic_bytes_per_s:
+            object.__setattr__(self, "nic_bytes_per_s", self.gpu.nic_bytes_per_s)
+        if self.nic_bytes_per_s <= 0:
+            raise InputError("nic_gbps_per_gpu", self.nic_bytes_per_s * 8 / 1e9, "must be positive")
+        if not self.scaleup_domain:
+            object.__setattr__(self, "scaleup_domain",
+                               max(self.gpu.scaleup_domain, self.gpus_per_node))
+        if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
+            raise InputError("num_gpus", self.num_gpus,
+                             f"must be a multiple of gpus_per_node ({self.gpus_per_node})")
+
+    @property
+    def domain_size(self) -> int:
+        """GPUs in one scale-up (NVLink) domain, capped by the cluster size."""
+        return min(self.scaleup_domain, self.num_gpus)
+
+    def describe(self) -> str:
+        return (f"{self.num_gpus} x {self.gpu.name} ({self.gpus_per_node} per node, "
+                f"NVLink domain {self.domain_size}, NIC {self.nic_bytes_per_s * 8 / 1e9:.0f} Gb/s"
+                " per GPU)")
+
+
+def gpu_from_dict(d: dict, name: str) -> GPU:
+    """A GPU from a TOML table: peak_tflops = {bf16 = ...}, memory_gib or memory_gb, ..."""
+    known = {f.name for f in fields(GPU)} | {
+        "peak_tflops", "memory_gb", "memory_gib", "memory_tb_per_s", "scaleup_gb_per_s",
+        "nic_gbps"}
+    for k in d:
+        if k not in known:
+            raise InputError(f"gpu.{name}.{k}", d[k], "unknown key; known: " + ", ".join(sorted(known)))
+    try:
+        peak = {k: float(v) * 1e12 for k, v in d["peak_tflops"].items()}
+        if "memory_gib" in d:
+            mem = float(d["memory_gib"]) * 2**30
+        else:
+            mem = float(d["memory_gb"]) * 1e9
+        return GPU(
+            name=name,
+            peak_flops=peak,
+            memory_bytes=mem,
+            memory_bytes_per_s=float(d["memory_tb_per_s"]) * 1e12,
+            scaleup_bytes_per_s=float(d["scaleup_gb_per_s"]) * 1e9,
+            gpus_per_node=int(d.get("gpus_per_node", 8)),
+            scaleup_domain=int(d.get("scaleup_domain", d.get("gpus_per_node", 8))),
+            nic_bytes_per_s=float(d.get("nic_gbps", 400)) / 8 * 1e9,
+            generation=str(d.get("generation", "hopper")),
+            source=str(d.get("source", "user file")),
+        )
+    except KeyError as e:
+        raise InputError(f"gpu.{name}.{e.args[0]}", None, "missing; required key") from None
+    except (TypeError, ValueError, AttributeError) as e:
+        raise InputError(f"gpu.{name}", d, f"malformed entry ({e})") from None
+
+
+def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
+    """User GPUs: ``[gpu.NAME]`` tables (see examples/my_gpus.toml)."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise InputError("gpu_file", str(path), f"cannot read ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError("gpu_file", str(path), f"not valid TOML ({e})") from None
+    table = data.get("gpu")
+    if not isinstance(table, dict) or not table:
+        raise InputError("gpu_file", str(path), "needs at least one [gpu.NAME] table")
+    return {name: gpu_from_dict(d, name) for name, d in table.items()}
+
+
+_GPUS_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S+)\s*$", re.I)
+
+
+def parse_gpus(text: str, catalog: dict[str, GPU]) -> tuple[int, GPU]:
+    """Parse ``64xH100-SXM-80GB`` into (64, GPU)."""
+    m = _GPUS_RE.match(text)
+    if not m:
+        raise InputError("gpus", text, "expected COUNTxGPU, e.g. 64xH100-SXM-80GB")
+    count = int(m.group(1))
+    if count < 1:
+        raise InputError("gpus", text, "the GPU count must be a positive integer")
+    return count, lookup_gpu(m.group(2), catalog)
+
+
+def lookup_gpu(name: str, catalog: dict[str, GPU]) -> GPU:
+    key = {k.lower(): k for k in catalog}.get(name.strip().lower())
+    if key is None:
+        raise InputError("gpu", name, "known GPUs: " + ", ".join(catalog))
+    return catalog[key]
+
+
+def with_overrides(gpu: GPU, **kw) -> GPU:
+    return replace(gpu, **kw)

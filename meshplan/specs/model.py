@@ -1,0 +1,240 @@
+"""What is trained: the shape of a decoder-only transformer, dense or mixture-of-experts.
+
+Parameter counts are exact for the architectures described (checked against published
+totals and against ``sum(p.numel())`` of a model built on the meta device in the tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..errors import InputError, require_choice, require_nonneg_int, require_positive_int
+
+MLP_KINDS = ("swiglu", "gelu")
+NORM_KINDS = ("rmsnorm", "layernorm")
+POSITION_KINDS = ("rope", "learned")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Transformer shape. Sizes are element counts; ``ffn`` is the dense MLP width.
+
+    MLA (DeepSeek multi-head latent attention) is on when ``kv_lora_rank > 0``. MoE is on
+    when ``moe_experts > 0``; the first ``moe_dense_layers`` layers then stay dense and
+    after that every ``moe_layer_freq``-th layer is MoE.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    head_dim: int = 0  # 0 means hidden // heads
+    mlp: str = "swiglu"
+    tied_embeddings: bool = False
+    norm: str = "rmsnorm"
+    linear_bias: bool = False  # biases on every linear layer (GPT-2, GPT-3, GPT-NeoX)
+    qkv_bias: bool = False  # biases on q, k, v only (Qwen2)
+    qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
+    position: str = "rope"
+    max_position: int = 0  # learned position table size (position == "learned")
+    # multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    # mixture of experts
+    moe_experts: int = 0
+    moe_topk: int = 0
+    moe_expert_ffn: int = 0
+    moe_shared_experts: int = 0
+    moe_shared_ffn: int = 0  # total width of the shared expert(s); 0 means count * expert ffn
+    moe_dense_layers: int = 0
+    moe_layer_freq: int = 1
+    moe_router_bias: bool = False  # per-expert score-correction bias (DeepSeek-V3)
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for f in ("layers", "hidden", "heads", "kv_heads", "vocab"):
+            require_positive_int(f, getattr(self, f))
+        for f in ("ffn", "head_dim", "max_position", "q_lora_rank", "kv_lora_rank",
+                  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_experts",
+                  "moe_topk", "moe_expert_ffn", "moe_shared_experts", "moe_shared_ffn",
+                  "moe_dense_layers"):
+            require_nonneg_int(f, getattr(self, f))
+        require_positive_int("moe_layer_freq", self.moe_layer_freq)
+        object.__setattr__(self, "mlp", require_choice("mlp", self.mlp, MLP_KINDS))
+        object.__setattr__(self, "norm", require_choice("norm", self.norm, NORM_KINDS))
+        object.__setattr__(self, "position",
+                           require_choice("position", self.position, POSITION_KINDS))
+        if self.head_dim == 0:
+            if self.hidden % self.heads:
+                raise InputError("heads", self.heads,
+                                 f"must divide hidden ({self.hidden}) unless head_dim is given")
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
+        if self.heads % self.kv_heads:
+            raise InputError("kv_heads", self.kv_heads, f"must divide heads ({self.heads})")
+        if self.position == "learned" and self.max_position <= 0:
+            raise InputError("max_position", self.max_position,
+                             "learned position embeddings need a positive table size")
+        if self.is_mla and (self.qk_rope_head_dim <= 0 or self.v_head_dim <= 0
+                            or self.qk_nope_head_dim <= 0):
+            raise InputError("kv_lora_rank", self.kv_lora_rank,
+                             "MLA needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim > 0")
+        if self.is_moe:
+            if not 1 <= self.moe_topk <= self.moe_experts:
+                raise InputError("moe_topk", self.moe_topk,
+                                 f"must be between 1 and moe_experts ({self.moe_experts})")
+            if self.moe_expert_ffn <= 0:
+                raise InputError("moe_expert_ffn", self.moe_expert_ffn, "must be positive for MoE")
+            if self.moe_dense_layers > self.layers:
+                raise InputError("moe_dense_layers", self.moe_dense_layers,
+                                 f"at most layers ({self.layers})")
+            if self.moe_shared_experts and not self.moe_shared_ffn:
+                object.__setattr__(self, "moe_shared_ffn",
+                                   self.moe_shared_experts * self.moe_expert_ffn)
+            if self.num_dense_layers and self.ffn <= 0:
+                raise InputError("ffn", self.ffn, "dense layers of an MoE model need ffn > 0")
+        elif self.ffn <= 0:
+            raise InputError("ffn", self.ffn, "must be a positive integer")
+
+    # ---- kinds -------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.moe_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def attention(self) -> str:
+        if self.is_mla:
+            return "mla"
+        return "mha" if self.kv_heads == self.heads else "gqa"
+
+    def layer_is_moe(self, index: int) -> bool:
+        """Whether layer ``index`` (0-based) has an MoE block instead of a dense MLP."""
+        if not self.is_moe or index < self.moe_dense_layers:
+            return False
+        return (index - self.moe_dense_layers) % self.moe_layer_freq == 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.layer_is_moe(i) for i in range(self.layers))
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.layers - self.num_moe_layers
+
+    # ---- widths ------------------------------------------------------------------------
+    @property
+    def q_dim(self) -> int:
+        """Width of the query projection output (all heads)."""
+        if self.is_mla:
+            return self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of one of K or V (all kv heads); for MLA the per-head K width times heads."""
+        if self.is_mla:
+            return self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.kv_heads * self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        """Width of the attention output that the output projection reads."""
+        if self.is_mla:
+            return self.heads * self.v_head_dim
+        return self.heads * self.head_dim
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.mlp == "swiglu" else 2
+
+    # ---- parameters --------------------------------------------------------------------
+    def norm_params(self, width: int) -> int:
+        return width * (2 if self.norm == "layernorm" else 1)
+
+    def attention_params(self) -> int:
+        """Parameters of one attention block, its input norm included."""
+        h = self.hidden
+        p = self.norm_params(h)
+        if self.is_mla:
+            qk_head = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                p += h * self.q_lora_rank + self.norm_params(self.q_lora_rank)
+                p += self.q_lora_rank * self.heads * qk_head
+            else:
+                p += h * self.heads * qk_head
+            p += h * (self.kv_lora_rank + self.qk_rope_head_dim)
+            p += self.norm_params(self.kv_lora_rank)
+            p += self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim)
+            p += self.heads * self.v_head_dim * h
+            return p
+        qkv = self.q_dim + 2 * self.kv_dim
+        p += h * qkv + self.attn_out_dim * h
+        if self.linear_bias:
+            p += qkv + h
+        elif self.qkv_bias:
+            p += qkv
+        if self.qk_norm:
+            p += 2 * self.norm_params(self.head_dim)
+        return p
+
+    def mlp_params(self, width: int) -> int:
+        """Parameters of one MLP of intermediate ``width`` (no norm)."""
+        p = self.mlp_matrices * self.hidden * width
+        if self.linear_bias:
+            p += (self.mlp_matrices - 1) * width + self.hidden
+        return p
+
+    def dense_layer_params(self) -> int:
+        return self.attention_params() + self.norm_params(self.hidden) + self.mlp_params(self.ffn)
+
+    def moe_router_params(self) -> int:
+        return self.hidden * self.moe_experts + (self.moe_experts if self.moe_router_bias else 0)
+
+    def moe_expert_params(self) -> int:
+        """Parameters of one routed expert."""
+        return self.mlp_params(self.moe_expert_ffn)
+
+    def moe_shared_params(self) -> int:
+        return self.mlp_params(self.moe_shared_ffn) if self.moe_shared_ffn else 0
+
+    def moe_layer_params(self, active_only: bool = False) -> int:
+        experts = self.moe_topk if active_only else self.moe_experts
+        return (self.attention_params() + self.norm_params(self.hidden)
+                + self.moe_router_params() + experts * self.moe_expert_params()
+                + self.moe_shared_params())
+
+    def embedding_params(self) -> int:
+        """Input embedding (+ learned positions) and the untied output layer."""
+        p = self.vocab * self.hidden
+        if self.position == "learned":
+            p += self.max_position * self.hidden
+        if not self.tied_embeddings:
+            p += self.vocab * self.hidden
+        return p
+
+    def total_params(self) -> int:
+        return (self.num_dense_layers * self.dense_layer_params()
+                + self.num_moe_layers * self.moe_layer_params()
+                + self.embedding_params() + self.norm_params(self.hidden))
+
+    def active_params(self) -> int:
+        """Parameters one token touches (top-k routed experts plus shared ones)."""
+        return (self.num_dense_layers * self.dense_layer_params()
+                + self.num_moe_layers * self.moe_layer_params(active_only=True)
+                + self.embedding_params() + self.norm_params(self.hidden))
+
+    def expert_params(self) -> int:
+        """All routed-expert parameters (the part sharded by expert parallelism)."""
+        return self.num_moe_layers * self.moe_experts * self.moe_expert_params()
+
+    def with_(self, **changes) -> "ModelSpec":
+        return replace(self, **changes)

@@ -1,0 +1,69 @@
+"""What one training step processes: sequence length, global batch, precision, optimizer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError, require_choice, require_positive_int
+
+WORKLOAD_PRECISIONS = ("bf16", "fp16", "fp8")
+OPTIMIZERS = ("adamw", "adam", "sgd")
+
+# Bytes per parameter kept by the optimizer beyond the 16-bit weights and gradients.
+# Mixed-precision Adam (ZeRO paper, sec. 3.1): fp32 master copy + two fp32 moments = 12;
+# with bf16 moments 4 + 2 + 2 = 8. SGD with momentum: master + momentum.
+_OPT_STATE_BYTES = {("adamw", "fp32"): 12, ("adam", "fp32"): 12,
+                    ("adamw", "bf16"): 8, ("adam", "bf16"): 8,
+                    ("sgd", "fp32"): 8, ("sgd", "bf16"): 6}
+
+
+@dataclass(frozen=True)
+class Workload:
+    seq_len: int
+    global_batch: int  # sequences per optimizer step
+    precision: str = "bf16"  # the linear layers' math: bf16, fp16 or fp8
+    optimizer: str = "adamw"
+    optimizer_state_precision: str = "fp32"
+
+    def __post_init__(self) -> None:
+        require_positive_int("seq_len", self.seq_len)
+        require_positive_int("global_batch", self.global_batch)
+        object.__setattr__(self, "precision",
+                           require_choice("precision", self.precision, WORKLOAD_PRECISIONS))
+        object.__setattr__(self, "optimizer",
+                           require_choice("optimizer", self.optimizer, OPTIMIZERS))
+        object.__setattr__(self, "optimizer_state_precision",
+                           require_choice("optimizer_state_precision",
+                                          self.optimizer_state_precision, ("fp32", "bf16")))
+
+    @classmethod
+    def from_tokens(cls, seq_len: int, global_batch_tokens: int, **kw) -> "Workload":
+        require_positive_int("seq_len", seq_len)
+        require_positive_int("global_batch_tokens", global_batch_tokens)
+        if global_batch_tokens % seq_len:
+            raise InputError("global_batch_tokens", global_batch_tokens,
+                             f"must be a multiple of seq_len ({seq_len})")
+        return cls(seq_len, global_batch_tokens // seq_len, **kw)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.seq_len * self.global_batch
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes per parameter of the working (compute) weights; fp8 keeps bf16 weights."""
+        return 2
+
+    @property
+    def grad_bytes(self) -> int:
+        return 2
+
+    @property
+    def master_and_state_bytes(self) -> int:
+        return _OPT_STATE_BYTES[(self.optimizer, self.optimizer_state_precision)]
+
+    @property
+    def activation_bytes(self) -> int:
+        """Bytes per stored activation element (16-bit; fp8 recipes keep 16-bit activations
+        for everything but the linear-layer inputs, see cost/memory.py)."""
+        return 2
