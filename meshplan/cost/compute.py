@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs.hardware import GPU
+from . import efficiency
 from .efficiency import KernelEfficiency, kernel_efficiency
 from .ops import LayerOps, MatMul
 
@@ -38,7 +39,8 @@ def device(gpu: GPU, precision: str) -> Device:
     e: KernelEfficiency = kernel_efficiency(gpu.generation)
     clock = 1.0
     if gpu.power_limit_w and e.full_clock_power_w:
-        clock = min(1.0, (gpu.power_limit_w / e.full_clock_power_w) ** (1 / 3))
+        clock = min(1.0, (gpu.power_limit_w / e.full_clock_power_w)
+                    ** efficiency.POWER_CLOCK_EXPONENT)
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
     frac = e.matmul_fp8 if fp8 else e.matmul_bf16
@@ -76,6 +78,7 @@ class OpTimes:
     bwd_weight_s: float
     attn_fwd_s: float  # part of fwd_s in the attention core
     act_fn_fwd_s: float  # part of fwd_s in the MLP activation function
+    norm_fwd_s: float  # part of fwd_s in the norms
 
 
 def op_times(dev: Device, ops: LayerOps) -> OpTimes:
@@ -90,4 +93,5 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     stream_f = ops.stream_bytes / dev.hbm_bytes_per_s
     stream_b = STREAM_BWD_BYTE_RATIO * stream_f
     act_f = ops.act_fn_bytes / dev.hbm_bytes_per_s
-    return OpTimes(fwd + attn_f + stream_f, bin_ + attn_b + stream_b, bw, attn_f, act_f)
+    norm_f = ops.norm_bytes / dev.hbm_bytes_per_s
+    return OpTimes(fwd + attn_f + stream_f, bin_ + attn_b + stream_b, bw, attn_f, act_f, norm_f)

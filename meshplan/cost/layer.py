@@ -92,18 +92,22 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         ops = layer_ops(model, kind == "moe", shard)
     dev = device(cluster.gpu, precision)
     t = op_times(dev, ops)
-    # recomputation: full repeats the forward; selective repeats the attention core
+    # recomputation: full repeats the forward; selective repeats the attention core, the
+    # norms and the MLP activation function
     if recompute == "full" and kind in ("dense", "moe"):
         rc, passes = t.fwd_s, 3
         saved = ops.input_bytes
-        working = ops.saved_bytes
+        # the recomputed activations plus their gradients while the layer runs backward
+        working = 2 * (ops.saved_bytes + ops.recomputable_bytes)
     elif recompute == "selective" and kind in ("dense", "moe"):
-        rc, passes = t.attn_fwd_s, 2
+        rc = t.attn_fwd_s + t.act_fn_fwd_s + t.norm_fwd_s
+        rc += ops.selective_matmul_flops / (dev.matmul_flops * 0.9)
+        passes = 2
         saved = ops.saved_bytes
-        working = ops.saved_attn_out_bytes
+        working = ops.recomputable_bytes
     else:
         rc, passes = 0.0, 2
-        saved = ops.saved_bytes + ops.saved_attn_out_bytes
+        saved = ops.saved_bytes + ops.recomputable_bytes
         working = 0.0
     # TP: one set of collectives per pass (forward, backward, recomputed forward)
     tp_pass = _tp_time(cluster, places.tp, ops, shard.sp)
@@ -139,7 +143,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if recompute == "full":
         hw_flops += mm_flops + ops.attn_fwd_flops
     elif recompute == "selective":
-        hw_flops += ops.attn_fwd_flops
+        hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
     return LayerCost(
         fwd_compute_s=t.fwd_s, bwd_input_compute_s=t.bwd_input_s,
         bwd_weight_compute_s=t.bwd_weight_s, recompute_s=rc,

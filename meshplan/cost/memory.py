@@ -4,9 +4,11 @@ Model states (ZeRO, Rajbhandari et al. 2020), with gradients accumulated and red
 fp32 as Megatron-LM (``accumulate_allreduce_grads_in_fp32``) and torchtitan (FSDP2
 ``reduce_dtype=float32``) do by default:
 - weights 2 bytes/param (bf16), gradients 4, optimizer 12 (fp32 master + Adam moments);
-- zero 1 shards the optimizer over the data-parallel group, zero 2 also the gradients
-  (weights stay gathered through a micro-batch: FSDP without resharding after forward),
-  zero 3 everything, gathering a layer at a time (plus one prefetched);
+- zero 1 shards the optimizer over the data-parallel group; zero 2 also the gradients,
+  with the weights kept gathered (FSDP without resharding after forward) and, under
+  gradient accumulation, the gradients accumulated unsharded until the last micro-batch
+  (torch.distributed.pipelining and FSDP2 ``set_requires_gradient_sync``); zero 3 shards
+  everything, gathering a layer at a time (plus one prefetched);
 - expert weights are sharded over their own data-parallel group (edp).
 Activations: the layer's saved tensors (ops.py, after Korthikanti et al. 2022) times the
 schedule's micro-batches in flight (pipeline.py), plus the working set of one layer's
@@ -37,7 +39,8 @@ class RankState:
     working_bytes: float  # one layer's backward working set / logits
 
 
-def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float) -> dict[str, float]:
+def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
+                 microbatches: int = 1) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak."""
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
@@ -46,7 +49,8 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float) -> dic
         weights = PARAM_BYTES * (p / sh + e / she) + 2 * PARAM_BYTES * st.largest_layer_params
     else:
         weights = PARAM_BYTES * (p + e)
-    grads = GRAD_BYTES * ((p / sh + e / she) if plan.zero >= 2 else (p + e))
+    sharded_grads = plan.zero == 3 or (plan.zero == 2 and microbatches == 1)
+    grads = GRAD_BYTES * ((p / sh + e / she) if sharded_grads else (p + e))
     opt = 0.0 if plan.offload_optimizer else optimizer_state_bytes * (p / sh + e / she)
     acts = st.act_per_microbatch_bytes * st.in_flight
     parts = {

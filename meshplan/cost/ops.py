@@ -60,9 +60,13 @@ class LayerOps:
     attn_model_flops: float = 0.0  # attention-core FLOPs by the PaLM convention (full s x s)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
     act_fn_bytes: float = 0.0  # part of stream_bytes that is the MLP activation function
+    norm_bytes: float = 0.0  # part of stream_bytes that is the norms
+    selective_matmul_flops: float = 0.0  # GEMM work that selective recomputation repeats
     # stored for backward, bytes per micro-batch, by how recomputation treats them
     saved_bytes: float = 0.0  # everything (no recompute)
-    saved_attn_out_bytes: float = 0.0  # dropped by selective recompute
+    # dropped by selective recomputation: outputs of cheap ops that are recomputed from
+    # what stays saved (norm outputs, the attention core's output, the MLP activation)
+    recomputable_bytes: float = 0.0
     input_bytes: float = 0.0  # the layer input, the only thing full recompute keeps
     # communication buffers (bytes) for one forward pass
     tp_buffer_bytes: float = 0.0  # hidden-state buffers that TP all-gathers / reduce-scatters
@@ -124,10 +128,11 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.attn_model_flops += 2 * T * s.seq * heads * (d_qk + d_v)
     # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
     ops.stream_bytes += ACT * Ts * h * (2 + 3) + ACT * T * 2 * (q_w + kv_w / 2)
+    ops.norm_bytes += ACT * Ts * h * 2
     # saved: norm input, QKV input (SP keeps the shard), q/k/v, softmax stats, o_proj input
-    ops.saved_bytes += ACT * Ts * h + _linear_in(ACT * Ts * h, s) + ACT * T * (q_w + kv_w)
+    ops.saved_bytes += ACT * Ts * h + ACT * T * (q_w + kv_w)
     ops.saved_bytes += 4 * T * heads  # log-sum-exp per head, fp32
-    ops.saved_attn_out_bytes += _linear_in(ACT * T * o_w, s)
+    ops.recomputable_bytes += _linear_in(ACT * Ts * h, s) + _linear_in(ACT * T * o_w, s)
     ops.tp_buffer_bytes = ACT * T * h
     ops.tp_collectives += 2 if tp > 1 else 0  # AG + RS (sp) or one AR counted as two halves
     if s.cp > 1:
@@ -147,8 +152,13 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     act = ACT * T * w * (3 if gated else 2)
     ops.stream_bytes += act
     ops.act_fn_bytes += act
-    ops.saved_bytes += _linear_in(ACT * s.stream_tokens * h, s) + ACT * T * w * (2 if gated else 1)
-    ops.saved_bytes += _linear_in(ACT * T * w, s)
+    # gated MLPs keep the gate output; the up projection is recomputed with the activation
+    # (op-level selective checkpointing recomputes every other GEMM, as torchtitan does)
+    ops.saved_bytes += ACT * T * w
+    ops.recomputable_bytes += _linear_in(ACT * s.stream_tokens * h, s) + _linear_in(ACT * T * w, s)
+    if gated:
+        ops.recomputable_bytes += ACT * T * w
+        ops.selective_matmul_flops += 2 * T * w * h
     ops.params += model.mlp_params(width) / tp
 
 
@@ -169,7 +179,8 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.stream_bytes += act + 4 * ACT * rows * h
     ops.act_fn_bytes += act
     ops.saved_bytes += _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1)
-    ops.saved_bytes += _linear_in(ACT * rows * w, s) + ACT * rows * h  # combine input
+    ops.saved_bytes += ACT * rows * h  # combine input
+    ops.recomputable_bytes += _linear_in(ACT * rows * w, s)
     ops.params += model.moe_router_params()
     ops.expert_params += local_experts * model.moe_expert_params() / s.etp
     if s.ep > 1:
@@ -188,6 +199,7 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     h, Ts = model.hidden, s.stream_tokens
     # second norm + residual add
     ops.stream_bytes += ACT * Ts * h * (2 + 3)
+    ops.norm_bytes += ACT * Ts * h * 2
     ops.saved_bytes += ACT * Ts * h
     ops.params += model.norm_params(h)
     if moe:
@@ -228,5 +240,6 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
 
 
 def logits_bytes(model: ModelSpec, s: Shard) -> float:
-    """Transient logits (16-bit) and their fp32 softmax on the last stage."""
-    return s.tokens * model.vocab / s.tp * (ACT + 4)
+    """Transient logits on the last stage while the loss runs backward: 16-bit logits, their
+    fp32 copy for the softmax, and its fp32 gradient (2 + 4 + 4 bytes per logit)."""
+    return s.tokens * model.vocab / s.tp * (ACT + 4 + 4)

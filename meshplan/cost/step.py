@@ -191,9 +191,14 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
         hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
         hide_a = min(ag, fwd_window) if plan.overlap_param_gather else 0.0
         return wire, wire - hide_r - hide_a, sent
-    # zero 2/3: gather (and, for 3, re-gather for backward) and reduce-scatter per micro-batch
-    ag_b = ag if plan.zero == 3 else 0.0
-    per_mb_f, per_mb_b = ag, rs + ag_b
+    # zero 2: weights gathered per micro-batch, gradients reduce-scattered after the last;
+    # zero 3: gather for forward and again for backward, reduce-scatter, per micro-batch
+    if plan.zero == 2:
+        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
+        wire = m * ag + rs + rep
+        exposed = m * max(0.0, ag - fwd_window) + rs - hide_r + rep
+        return wire, exposed, sent * m
+    per_mb_f, per_mb_b = ag, rs + ag
     wire = m * (per_mb_f + per_mb_b) + rep
     exposed = m * (max(0.0, per_mb_f - fwd_window) + max(0.0, per_mb_b - bwd_window)) + rep
     return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
@@ -228,10 +233,11 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         return layer_cost(model, cluster, kind, shard, plan.recompute, places,
                           plan.tp_comm_overlap, workload.precision, plan.cp_kind)
 
-    dense, moe = cost("dense"), (cost("moe") if model.is_moe else None)
+    dense = cost("dense") if model.num_dense_layers else None
+    moe = cost("moe") if model.is_moe else None
     emb, head = cost("embedding"), cost("head")
     # ---- chunks: counts of (dense, moe, embedding, head) parts in each ---------------------
-    kinds = (dense, moe or dense, emb, head)
+    kinds = (dense or moe, moe or dense, emb, head)
     split = plan.layer_split(model)
     p2p_bytes = ACT * shard.stream_tokens * model.hidden
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
@@ -343,7 +349,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             largest_layer_params=max(x.params + x.expert_params for x in present),
             act_per_microbatch_bytes=agg(rc, "saved_bytes"),
             in_flight=in_flight(plan, m, r), working_bytes=working)
-        memory.append(Breakdown(memory_parts(plan, state, workload.master_and_state_bytes)))
+        memory.append(Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m)))
     tokens = workload.tokens_per_step
     mf = model_flops_per_token(model, workload.seq_len) * tokens
     hw = sum(agg(rc, "hw_flops") for rc in rank_counts) * m * plan.tp * plan.cp * plan.dp

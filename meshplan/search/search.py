@@ -35,7 +35,8 @@ DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
 # Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
             "recompute", "sequence_parallel", "offload_optimizer", "hsdp_shard", "cp_kind",
-            "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order")
+            "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order",
+            "schedules")
 
 
 @dataclass
@@ -71,7 +72,7 @@ def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
 
 
 def _base_fields(pins: dict, tp: int) -> dict:
-    kw = {k: pins[k] for k in PINNABLE if k in pins}
+    kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
     kw.setdefault("tp_comm_overlap", tp > 1)
     return kw
 
@@ -98,7 +99,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         for mb in micro_batch_choices(workload, d.dp, pins):
             m = workload.global_batch // (d.dp * mb)
             scheds = schedule_choices(model, d.pp, m, pins)
-            screened = [vs for vs in scheds if vs[1] not in DOMINATED_SCHEDULES or "schedule" in pins]
+            screened = [vs for vs in scheds if d.pp == 1 or vs[1] not in DOMINATED_SCHEDULES
+                        or "schedule" in pins or "schedules" in pins]
             n_points = len(scheds) * ladder
             considered += n_points
             rejected[DOMINATED_SCHEDULE] += (len(scheds) - len(screened)) * ladder

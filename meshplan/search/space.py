@@ -115,6 +115,7 @@ def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tupl
     if m < pp:  # every schedule but GPipe needs a full pipeline of micro-batches
         return [(1, "gpipe")] if pins.get("schedule", "gpipe") == "gpipe" else []
     pinned_v, pinned_s = pins.get("vpp"), pins.get("schedule")
+    allowed = pins.get("schedules")  # a set of schedules to choose from (e.g. an engine's)
     out = []
     for v in ([pinned_v] if pinned_v else range(1, MAX_VPP + 1)):
         if pp * v > model.layers:
@@ -129,6 +130,9 @@ def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tupl
             names = ["interleaved_1f1b", "interleaved_zb"]
             if v == 2:
                 names += ["zb_v"] + (["dualpipev"] if m >= 2 * pp else [])
+        if allowed and not pinned_s:
+            names = [n for n in allowed if (n in MULTI_CHUNK_SCHEDULES) == (v > 1)
+                     and (n not in V_SCHEDULES or v == 2) and (n != "dualpipev" or m >= 2 * pp)]
         for s in names:
             chunky = s in MULTI_CHUNK_SCHEDULES
             if (v > 1) != chunky or (s in V_SCHEDULES and v != 2):
