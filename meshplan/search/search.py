@@ -48,6 +48,7 @@ class SearchResult:
     rejected: Counter
     elapsed_s: float
     pins: dict = field(default_factory=dict)
+    fitting: int = 0  # plans that fit (considered = fitting + sum of rejected)
 
     @property
     def best(self) -> Estimate | None:
@@ -85,7 +86,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             raise InputError(k, pins[k], "cannot be pinned; pinnable: " + ", ".join(PINNABLE))
     t0 = time.perf_counter()
     rejected: Counter = Counter()
-    considered = evaluated = 0
+    considered = evaluated = fitting = 0
     fits: list[tuple[float, float, Plan]] = []
     zeros = [pins["zero"]] if "zero" in pins else list(ZERO_ORDER)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
@@ -96,9 +97,14 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     for d in degree_choices(model, cluster, workload, pins):
         base = _base_fields(pins, d.tp)
         deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
+        too_big = False
         for mb in micro_batch_choices(workload, d.dp, pins):
             m = workload.global_batch // (d.dp * mb)
             scheds = schedule_choices(model, d.pp, m, pins)
+            if too_big:  # a smaller micro-batch already did not fit at its leanest
+                considered += len(scheds) * ladder
+                rejected[NOT_FIT] += len(scheds) * ladder
+                continue
             screened = [vs for vs in scheds if d.pp == 1 or vs[1] not in DOMINATED_SCHEDULES
                         or "schedule" in pins or "schedules" in pins]
             n_points = len(scheds) * ladder
@@ -118,10 +124,12 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             evaluated += 1
             if not lean.fits:
                 rejected[NOT_FIT] += len(screened) * ladder
-                break  # larger micro-batches hold more activations
+                too_big = True  # larger micro-batches hold more activations
+                continue
             fits.append((lean.step_time_s, lean.peak_memory_bytes, lean.plan))
             if len(best) >= keep and _lower_bound_s(lean) > -best[0]:
                 rejected[BOUNDED] += len(screened) * ladder - 1
+                fitting += 1
                 continue
             for vpp, sched in screened:
                 tried = 0
@@ -141,6 +149,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                             rejected[NOT_FIT] += 1
                             continue
                         fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
+                        fitting += 1
                         heapq.heappush(best, -est.step_time_s)
                         if len(best) > keep:
                             heapq.heappop(best)
@@ -159,7 +168,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             best_mem = mem
     pareto = [estimate(model, cluster, workload, p) for p in pareto_plans]
     return SearchResult(top, pareto, considered, evaluated, rejected,
-                        time.perf_counter() - t0, pins)
+                        time.perf_counter() - t0, pins, fitting)
 
 
 def explain(winner: Estimate, other: Estimate) -> str:
