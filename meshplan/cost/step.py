@@ -10,9 +10,9 @@ parts sum to its total.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
-from ..plan import Plan
+from ..plan import V_SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
@@ -70,9 +70,10 @@ class Estimate:
     plan: Plan
     num_microbatches: int
     step_time: Breakdown  # seconds
-    memory: list[Breakdown]  # bytes, one per pipeline rank
+    peak_candidates: dict  # pipeline rank -> memory Breakdown, for the ranks that can peak
+    rank_memory: object  # rank -> memory Breakdown (bytes), computed on demand
     comm: list[CommAxis]
-    chunks: list[ChunkCost]
+    chunk_inputs: tuple  # what `chunks` is built from, on demand (the search never asks)
     model_flops_per_step: float
     hw_flops_per_step: float
     tokens_per_step: int
@@ -81,6 +82,21 @@ class Estimate:
     capacity_bytes: float
     bottleneck_rank: int
     notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def chunks(self) -> list[ChunkCost]:
+        """One cost record per virtual stage, per micro-batch (the simulator's input)."""
+        counts, rank_of, kinds, split, p2p_one, p2p_bytes = self.chunk_inputs
+
+        def agg(cc, attr):
+            return sum(k * getattr(x, attr) for k, x in zip(cc, kinds) if k)
+
+        return [ChunkCost(index=c, rank=rank_of[c], layers=split[c],
+                          fwd_s=agg(cc, "fwd_s") + p2p_one,
+                          bwd_input_s=agg(cc, "bwd_input_s") + p2p_one,
+                          bwd_weight_s=agg(cc, "bwd_weight_s"), act_bytes=agg(cc, "saved_bytes"),
+                          p2p_bytes=p2p_bytes, p2p_s=p2p_one)
+                for c, cc in enumerate(counts)]
 
     @property
     def step_time_s(self) -> float:
@@ -105,18 +121,24 @@ class Estimate:
         return self.hw_flops_per_step / (
             self.step_time_s * self.world_size * self.peak_flops_per_gpu)
 
+    @cached_property
+    def memory(self) -> list[Breakdown]:
+        """Memory per GPU of every pipeline rank (bytes)."""
+        return [self.peak_candidates.get(r) or self.rank_memory(r)
+                for r in range(self.plan.pp)]
+
+    @property
+    def peak_memory_rank(self) -> int:
+        return max(self.peak_candidates, key=lambda r: (self.peak_candidates[r].total, -r))
+
     @property
     def peak_memory_bytes(self) -> float:
-        return max(m.total for m in self.memory)
+        return self.peak_candidates[self.peak_memory_rank].total
 
     @property
     def peak_reserved_bytes(self) -> float:
         """Peak as PyTorch reports it (reserved; the CUDA context excluded)."""
-        return max(reserved_bytes(m.parts) for m in self.memory)
-
-    @property
-    def peak_memory_rank(self) -> int:
-        return max(range(len(self.memory)), key=lambda r: self.memory[r].total)
+        return max(reserved_bytes(m.parts) for m in self.peak_candidates.values())
 
     @property
     def fits(self) -> bool:
@@ -125,9 +147,9 @@ class Estimate:
     @property
     def verdict(self) -> str:
         r = self.peak_memory_rank
-        need = self.memory[r].total / GiB
+        need = self.peak_memory_bytes / GiB
         cap = self.capacity_bytes / GiB
-        where = f" on pipeline stage {r}" if len(self.memory) > 1 else ""
+        where = f" on pipeline stage {r}" if self.plan.pp > 1 else ""
         if self.fits:
             return f"fits: needs {need:.1f} GiB per GPU{where}, the GPU has {cap:.0f} GiB"
         return f"does not fit: needs {need:.1f} GiB per GPU{where}, the GPU has {cap:.0f} GiB"
@@ -204,6 +226,28 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
 
 
+@lru_cache(maxsize=4096)
+def _chunk_counts(model: ModelSpec, split: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+    """(dense layers, MoE layers, has embedding, has output layer) of every chunk."""
+    out, start = [], 0
+    for c, n in enumerate(split):
+        n_moe = _moe_layers_between(model, start, start + n)
+        start += n
+        out.append((n - n_moe, n_moe, int(c == 0), int(c == len(split) - 1)))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _placement_of_chunks(pp: int, vpp: int, v_shape: bool) -> tuple[dict, list[list[int]]]:
+    """Pipeline rank of each chunk, and each rank's chunks (see Plan.chunk_of)."""
+    plan = Plan(pp=pp, vpp=vpp, schedule="zb_v" if v_shape else "")
+    rank_of = {plan.chunk_of(r, j): r for r in range(pp) for j in range(vpp)}
+    per_rank: list[list[int]] = [[] for _ in range(pp)]
+    for c in range(pp * vpp):
+        per_rank[rank_of[c]].append(c)
+    return rank_of, per_rank
+
+
 def _moe_layers_between(model: ModelSpec, start: int, end: int) -> int:
     if not model.is_moe:
         return 0
@@ -241,12 +285,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     split = plan.layer_split(model)
     p2p_bytes = ACT * shard.stream_tokens * model.hidden
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
-    chunk_counts: list[tuple[int, int, int, int]] = []
-    start = 0
-    for c, n in enumerate(split):
-        n_moe = _moe_layers_between(model, start, start + n)
-        start += n
-        chunk_counts.append((n - n_moe, n_moe, int(c == 0), int(c == len(split) - 1)))
+    chunk_counts = _chunk_counts(model, tuple(split))
 
     memo: dict = {}
 
@@ -257,23 +296,12 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             v = memo[key] = sum(k * getattr(x, attr) for k, x in zip(counts, kinds) if k)
         return v
 
-    rank_of = {}
-    for r in range(plan.pp):
-        for j in range(plan.vpp):
-            rank_of[plan.chunk_of(r, j)] = r
-    chunks = [ChunkCost(
-        index=c, rank=rank_of[c], layers=split[c],
-        fwd_s=agg(cc, "fwd_s") + p2p_one, bwd_input_s=agg(cc, "bwd_input_s") + p2p_one,
-        bwd_weight_s=agg(cc, "bwd_weight_s"), act_bytes=agg(cc, "saved_bytes"),
-        p2p_bytes=p2p_bytes, p2p_s=p2p_one) for c, cc in enumerate(chunk_counts)]
-    # ---- ranks --------------------------------------------------------------------------
-    per_rank: list[list[int]] = [[] for _ in range(plan.pp)]
-    for c in range(plan.num_chunks):
-        per_rank[rank_of[c]].append(c)
+    rank_of, per_rank = _placement_of_chunks(plan.pp, plan.vpp, plan.schedule in V_SCHEDULES)
     rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(4)) for cs in per_rank]
-    f = [sum(chunks[c].fwd_s for c in cs) for cs in per_rank]
-    b = [sum(chunks[c].bwd_input_s for c in cs) for cs in per_rank]
-    w = [sum(chunks[c].bwd_weight_s for c in cs) for cs in per_rank]
+    nv = plan.vpp
+    f = [agg(rc, "fwd_s") + nv * p2p_one for rc in rank_counts]
+    b = [agg(rc, "bwd_input_s") + nv * p2p_one for rc in rank_counts]
+    w = [agg(rc, "bwd_weight_s") for rc in rank_counts]
     t = [fi + bi + wi for fi, bi, wi in zip(f, b, w)]
     r_star = max(range(plan.pp), key=lambda r: t[r])
     bubble = bubble_s(plan, m, f, b, w)
@@ -299,7 +327,6 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         # read fp32 grad, master, two moments; write master, moments, bf16 weight
         opt_s = opt_params * (4 + 3 * 4 + 3 * 4 + 2) / hbm
     # ---- step breakdown -----------------------------------------------------------------
-    nv = len(per_rank[r_star])
     hidden = agg(rs, "hidden_comm_s") * m + (dp_wire - dp_exposed)
     parts = {
         "compute_s": m * (agg(rs, "fwd_compute_s") + agg(rs, "bwd_input_compute_s")
@@ -336,9 +363,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    memory = []
     logits = logits_bytes(model, shard)
-    for r in range(plan.pp):
+
+    def rank_memory(r: int) -> Breakdown:
         rc = rank_counts[r]
         present = [x for k, x in zip(rc, kinds) if k]
         working = max(x.working_bytes for x in present)
@@ -349,12 +376,23 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             largest_layer_params=max(x.params + x.expert_params for x in present),
             act_per_microbatch_bytes=agg(rc, "saved_bytes"),
             in_flight=in_flight(plan, m, r), working_bytes=working)
-        memory.append(Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m)))
+        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m))
+
+    # ranks holding the same layers differ only in micro-batches in flight: the one with the
+    # most is the fullest of its group, so only those are candidates for the peak
+    fullest: dict = {}
+    for r in range(plan.pp):
+        rc = rank_counts[r]
+        if rc not in fullest or in_flight(plan, m, r) > in_flight(plan, m, fullest[rc]):
+            fullest[rc] = r
+    candidates = {r: rank_memory(r) for r in fullest.values()}
     tokens = workload.tokens_per_step
     mf = model_flops_per_token(model, workload.seq_len) * tokens
     hw = sum(agg(rc, "hw_flops") for rc in rank_counts) * m * plan.tp * plan.cp * plan.dp
+    chunk_inputs = (chunk_counts, rank_of, kinds, tuple(split), p2p_one, p2p_bytes)
     return Estimate(
-        plan=plan, num_microbatches=m, step_time=Breakdown(parts), memory=memory, comm=comm,
-        chunks=chunks, model_flops_per_step=mf, hw_flops_per_step=hw, tokens_per_step=tokens,
+        plan=plan, num_microbatches=m, step_time=Breakdown(parts), peak_candidates=candidates,
+        rank_memory=rank_memory, comm=comm,
+        chunk_inputs=chunk_inputs, model_flops_per_step=mf, hw_flops_per_step=hw, tokens_per_step=tokens,
         world_size=cluster.num_gpus, peak_flops_per_gpu=cluster.gpu.flops("bf16"),
         capacity_bytes=cluster.gpu.memory_bytes, bottleneck_rank=r_star)
