@@ -34,12 +34,12 @@ TORCHTITAN = [
     ("llama405b-uneven-zbv", ("llama3.1-405b", "192xH100-SXM-80GB", 8192, 192), dict(dp=2, tp=8, pp=12, vpp=2, zero=3, schedule="zb_v")),
     ("qwen3-ep-zbv", ("qwen3-30b-a3b", "32xH100-SXM-80GB", 4096, 256), dict(dp=8, tp=2, pp=2, ep=8, zero=3, vpp=2, schedule="zb_v")),
     ("deepseek-dualpipev", ("deepseek-v3", "256xH100-SXM-80GB", 4096, 1024), dict(dp=32, pp=8, ep=32, zero=2, vpp=2, schedule="dualpipev")),
+    ("llama8b-fp8", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64, "fp8"), dict(dp=4, tp=4, zero=3)),
     ("llama8b-gpipe-asynctp", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=2, tp=4, pp=2, zero=3, schedule="gpipe", tp_comm_overlap=True)),
 ]
 
 DEEPSPEED = [
     ("llama8b-zero3-offload", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3, offload_optimizer=True)),
-    ("llama8b-mics", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3, hsdp_shard=8)),
     ("llama8b-autotp", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=8, tp=2, zero=1, sequence_parallel=False, recompute="full")),
     ("llama70b-pipe", ("llama3.1-70b", "64xH100-SXM-80GB", 4096, 256), dict(dp=16, pp=4, zero=1, recompute="full")),
     ("gpt2-fp16-ddp", ("gpt2", "8xA100-SXM-80GB", 1024, 64, "fp16"), dict(dp=8, zero=0, micro_batch=4)),

@@ -36,8 +36,8 @@ def megatron_parser() -> argparse.ArgumentParser:
             continue
         opt, kind, dest, choices = (line.split("\t") + [""])[:4]
         kw: dict = {"dest": dest}
-        if kind == "flag":
-            kw["action"] = "store_true"
+        if kind in ("flag", "noflag"):
+            kw["action"] = "store_true" if kind == "flag" else "store_false"
         else:
             if kind == "list":
                 kw["nargs"] = "+"
@@ -177,7 +177,7 @@ DS_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accum
            "gradient_clipping", "steps_per_print", "bf16", "fp16", "optimizer",
            "zero_optimization", "tensor_parallel", "pipeline", "activation_checkpointing"}
 DS_ZERO_KEYS = {"stage", "overlap_comm", "contiguous_gradients", "reduce_scatter",
-                "offload_optimizer", "mics_shard_size"}
+                "offload_optimizer"}
 
 
 @pytest.mark.parametrize("case", DEEPSPEED, ids=[c[0] for c in DEEPSPEED])
@@ -222,6 +222,7 @@ REFUSED = [
     ("deepspeed", ("mixtral-8x7b", "16xH100-SXM-80GB", 4096, 64), dict(dp=16, ep=8), "ep"),
     ("deepspeed", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=4, pp=4, vpp=2), "schedule"),
     ("deepspeed", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, recompute="selective"), "recompute"),
+    ("deepspeed", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3, hsdp_shard=8), "hsdp_shard"),
 ]
 
 

@@ -8,8 +8,7 @@ and its pipeline engine runs ``gradient_accumulation_steps`` micro-batches per s
 gradient_accumulation_steps = the plan's micro-batches either way.
 
 Mapping: zero -> ``zero_optimization.stage``; offload_optimizer ->
-``offload_optimizer.device = cpu``; HSDP with zero 3 -> MiCS (``mics_shard_size``, shard
-inside the group, replicate across groups); tp -> AutoTP training
+``offload_optimizer.device = cpu``; HSDP is refused (DeepSpeed 0.19 removed MiCS); tp -> AutoTP training
 (``tensor_parallel.autotp_size``); pp -> the pipeline engine (``pipeline.stages``; the
 model must be a ``PipelineModule(num_stages=pp, partition_method="uniform")``), whose
 schedule is 1F1B. What DeepSpeed sets in model code rather than in its config (expert
@@ -62,9 +61,11 @@ def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
         if p.zero >= 3:
             raise UnsupportedByEngine(ENGINE, "zero", p.zero,
                                       "AutoTP training works with ZeRO stages 0-2")
-    if p.hsdp_shard and p.hsdp_shard != p.dp * p.cp and p.zero != 3:
+    if p.zero >= 1 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
         raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
-                                  "partial sharding groups (MiCS) exist for ZeRO-3 only")
+                                  "DeepSpeed 0.19 removed MiCS (zero_optimization.mics_shard_size), "
+                                  "its only shard-inside-a-group mode; ZeRO++ hpZ still shards the "
+                                  "optimizer over all ranks")
     if p.recompute == "selective":
         raise UnsupportedByEngine(ENGINE, "recompute", "selective",
                                   "DeepSpeed checkpoints whole layers (full recompute) only")
@@ -97,8 +98,6 @@ def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
         zero["reduce_scatter"] = True
     if p.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-    if p.zero == 3 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
-        zero["mics_shard_size"] = p.hsdp_shard
     cfg["zero_optimization"] = zero
     if p.tp > 1:
         cfg["tensor_parallel"] = {"autotp_size": p.tp, "tp_overlap_comm": bool(p.tp_comm_overlap)}
