@@ -34,8 +34,8 @@ class UnsupportedByEngine(InputError):
     def __init__(self, engine: str, feature: str, value: object, reason: str):
         self.engine = engine
         self.feature = feature
-        super().__init__(f"plan.{feature}" if "." not in feature else feature, value,
-                         f"{engine} cannot express this: {reason}")
+        where = {"model": "model", "precision": "workload.precision"}.get(feature, f"plan.{feature}")
+        super().__init__(where, value, f"{engine} cannot express this: {reason}")
 
 
 @dataclass
