@@ -15,11 +15,15 @@ Model (one pipeline; every data-parallel replica runs the same):
   ahead (torch lowers RECVs as early as possible). With ``overlap_p2p=False`` the sender's
   compute stream also waits for its send to finish (blocking send/recv, as Megatron without
   ``overlap_p2p_comm``).
-- Data parallel, on a separate stream per rank: a chunk's parameter all-gather
-  (``param_gather_s``) is issued at the start, in order of first use, and the chunk's first
-  forward waits for it (``overlap_param_gather``) or the rank starts computing only after
-  all its gathers. A chunk's gradient reduction (``grad_reduce_s``) is issued when its last
-  weight gradient is done (``overlap_grad_reduce``) or when the rank's last compute ends.
+- Data parallel, on a separate stream per rank. A chunk's parameter all-gather
+  (``param_gather_s``) is issued at the start, in order of first use. Overlapped
+  (``overlap_param_gather``, gathered bucket by bucket as the forward reaches each layer, as
+  Megatron's distributed optimizer does) the chunk's first forward cannot end before its
+  gather has; not overlapped, the rank computes only after all its gathers. A chunk's
+  gradient reduction (``grad_reduce_s``) starts, overlapped (``overlap_grad_reduce``),
+  when the chunk's last weight-gradient action starts (buckets are reduced as that backward
+  produces them) and cannot end before that action does; not overlapped, it starts when the
+  rank's last compute ends.
   The rank's step ends when both streams are done, plus ``optimizer_s`` of its chunks.
 - Memory: a forward stashes ``act_bytes`` of its chunk at its start; ``B`` frees it at its
   end; a split backward frees ``act_bytes - w_hold_bytes`` after ``I`` and the rest after
@@ -213,6 +217,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                 gather_done[s] = 0.0
 
     free = list(rank_t0)
+    busy = [0.0] * pp
     ptr = [0] * pp
     starts: list[list[float]] = [[] for _ in range(pp)]
     ends: list[list[float]] = [[] for _ in range(pp)]
@@ -227,7 +232,8 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     pred_xfer: dict[int, tuple] = {}
     transfers: list[tuple] = []
     wgrad_count = [0] * S
-    reduce_issue = [NEG] * S  # when the chunk's gradients are complete
+    reduce_issue = [NEG] * S  # start of the chunk's last weight-gradient action
+    reduce_floor = [NEG] * S  # its end: the last bucket cannot be reduced before it
     ready = list(range(pp - 1, -1, -1))
 
     def send(r: int, dst: int, end: float, s_out: int) -> float:
@@ -247,6 +253,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
         t = free[r]
         st_r, en_r = starts[r], ends[r]
         base = gid_base[r]
+        bsy = busy[r]
         while i < n:
             k = K[i]
             if k == _O:
@@ -254,7 +261,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                 sf, mf, sb, mbb = fa.stage, fa.mb, ba.stage, ba.mb
                 kf = sf * m + mf
                 kb = sb * m + mbb
-                dep_f = gather_done[sf]
+                dep_f = 0.0
                 pf = -1
                 if sf > 0:
                     d = f_arr[kf - m]
@@ -276,7 +283,10 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                 start = t if t >= dep else dep
                 comp = comp_f[sf] + comp_b[sb]
                 comm = a2a_f[sf] + a2a_b[sb]
-                end = t_after = start + (comp if comp >= comm else comm)
+                end = start + (comp if comp >= comm else comm)
+                if gather_done[sf] > end:  # parameters still arriving (overlapped gather)
+                    end = gather_done[sf]
+                t_after = end
                 gid = base + i
                 if record:
                     pred[gid] = p if dep > t else (gid - 1 if i else -1)
@@ -307,7 +317,8 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                         ready.append(w)
                 wgrad_count[sb] += 1
                 if wgrad_count[sb] == m:
-                    reduce_issue[sb] = end
+                    reduce_issue[sb] = start
+                    reduce_floor[sb] = end
                 if last == sf:
                     w = waiting.pop(kf * 2, -1)
                     if w >= 0:
@@ -316,7 +327,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                 s = St[i]
                 key = s * m + Mb[i]
                 if k == _F:
-                    dep = gather_done[s]
+                    dep = 0.0
                     p = -1
                     if s > 0:
                         d = f_arr[key - m]
@@ -326,7 +337,10 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                         if d > dep:
                             dep, p = d, f_gid[key - m]
                     start = t if t >= dep else dep
-                    end = t_after = start + fwd[s]
+                    end = start + fwd[s]
+                    if gather_done[s] > end:  # parameters still arriving (overlapped gather)
+                        end = gather_done[s]
+                    t_after = end
                     gid = base + i
                     f_end[key] = end
                     f_gid[key] = gid
@@ -358,7 +372,8 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                     gid = base + i
                     wgrad_count[s] += 1
                     if wgrad_count[s] == m:
-                        reduce_issue[s] = end
+                        reduce_issue[s] = start
+                        reduce_floor[s] = end
                 else:  # B or I
                     if s == last:
                         dep = f_end[key]
@@ -380,7 +395,8 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                     if k == _B:
                         wgrad_count[s] += 1
                         if wgrad_count[s] == m:
-                            reduce_issue[s] = end
+                            reduce_issue[s] = start
+                            reduce_floor[s] = end
                     if s > 0:
                         dst = rank_of[s - 1]
                         if dst != r:
@@ -401,10 +417,12 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                     pred[gid] = p if dep > t else (gid - 1 if i else -1)
             st_r.append(start)
             en_r.append(end)
+            bsy += end - start
             t = t_after
             i += 1
         ptr[r] = i
         free[r] = t
+        busy[r] = bsy
 
     stuck = [r for r in range(pp) if ptr[r] < len(kinds[r])]
     if stuck:
@@ -427,19 +445,18 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
             at = reduce_issue[s] if overlap_grad_reduce else comp_end
             st = dpf if dpf > at else at
             dpf = st + g
+            if dpf < reduce_floor[s]:
+                dpf = reduce_floor[s]
             dp_events.append((r, "reduce", s, st, dpf))
         end_r = comp_end if comp_end > dpf else dpf
         opt = sum(chunks[s].optimizer_s for s in rstages)
         ends_rank.append((comp_end, end_r - comp_end, opt, end_r + opt))
     step = max(e[3] for e in ends_rank)
     for r in range(pp):
-        busy = 0.0
-        for a, b in zip(starts[r], ends[r]):
-            busy += b - a
         comp_end, dp_exp, opt, end_r = ends_rank[r]
-        idle = step - busy - opt
+        idle = step - busy[r] - opt
         peak_b, peak_n = _peak_memory(sched.order[r], chunks)
-        ranks.append(RankResult(r, busy, idle, idle / step if step > 0 else 0.0,
+        ranks.append(RankResult(r, busy[r], idle, idle / step if step > 0 else 0.0,
                                 comp_end, dp_exp, opt, end_r, peak_b, peak_n))
 
     crit: list[tuple] = []
@@ -489,7 +506,7 @@ def _memory_events(res: SimResult, rank: int) -> list[tuple[float, float]]:
                 ev.append((en, -(c.act_bytes - hold)))
             else:
                 ev.append((en, -hold))
-    ev.sort(key=lambda e: (e[0], e[1] < 0))  # allocations first at equal times (upper bound)
+    ev.sort(key=lambda e: (e[0], e[1] > 0))  # one stream: a free at t precedes an alloc at t
     out = [(0.0, 0.0)]
     cur = 0.0
     for t, d in ev:
