@@ -511,7 +511,10 @@ def _memory_events(res: SimResult, rank: int) -> list[tuple[float, float]]:
     cur = 0.0
     for t, d in ev:
         cur += d
-        out.append((t, cur))
+        if out[-1][0] == t:  # several changes at one instant: keep the net value
+            out[-1] = (t, cur)
+        else:
+            out.append((t, cur))
     return out
 
 
