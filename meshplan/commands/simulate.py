@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ..errors import InputError
-from ..plan import Plan
+from ..plan import V_SCHEDULES, Plan
 from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
                       scenario_from_args)
 
@@ -30,7 +30,9 @@ def _check_outputs(args) -> None:
 
 
 def _check_layers_divide(model, plan: Plan) -> None:
-    if plan.vpp > 1 and model.layers % plan.num_chunks:
+    """Interleaved schedules need equal chunks (Megatron-LM asserts layers % (pp*vpp) == 0);
+    the V schedules split unevenly as DeepSeek-V3 does (61 layers, DualPipe on PP16)."""
+    if plan.vpp > 1 and plan.schedule not in V_SCHEDULES and model.layers % plan.num_chunks:
         raise InputError("vpp", plan.vpp,
                          f"virtual stages must divide the layers: {model.layers} layers do not "
                          f"split into pp*vpp = {plan.pp}*{plan.vpp} = {plan.num_chunks} "

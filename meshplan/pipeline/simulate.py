@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from .actions import B, F, I, OVERLAP_F_B, W
-from .schedules import Schedule, ScheduleError, build_schedule
+from .schedules import Schedule, ScheduleError, build_schedule, no_gc
 
 _F, _B, _I, _W, _O = 0, 1, 2, 3, 4
 _CODE = {F: _F, B: _B, I: _I, W: _W, OVERLAP_F_B: _O}
@@ -151,6 +151,14 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     ``record=False`` skips the transfer list and the critical path (for the search).
     Raises ScheduleError if the lists deadlock, InputError if ``chunks`` does not match.
     """
+    with no_gc():
+        return _simulate(sched, chunks, overlap_p2p, overlap_grad_reduce,
+                         overlap_param_gather, record)
+
+
+def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
+              overlap_grad_reduce: bool, overlap_param_gather: bool,
+              record: bool) -> SimResult:
     S, m, pp = sched.num_stages, sched.num_microbatches, sched.pp
     if len(chunks) != S:
         raise InputError("chunks", len(chunks), f"need one ChunkTimes per stage ({S})")
@@ -178,7 +186,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     f_gid = [0] * n_keys
     b_gid = [0] * n_keys
     i_gid = [0] * n_keys
-    link_free: dict[int, float] = {}
+    link_free = [0.0] * (pp * pp)  # per (sender, receiver): when the link is free
     waiting: dict[int, int] = {}  # key * 2 (+1 for gradients) -> parked rank
 
     # encode the lists as parallel int lists
@@ -239,7 +247,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     def send(r: int, dst: int, end: float, s_out: int) -> float:
         """Issue a transfer of chunk ``s_out``'s activation size on link r->dst."""
         link = r * pp + dst
-        lf = link_free.get(link, 0.0)
+        lf = link_free[link]
         ts = end if end > lf else lf
         arr = ts + p2p[s_out]
         link_free[link] = arr
@@ -347,7 +355,10 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                     if s < last:
                         dst = rank_of[s + 1]
                         if dst != r:
-                            arr = send(r, dst, end, s)
+                            link = r * pp + dst  # inline send(): the hot path
+                            lf = link_free[link]
+                            arr = (end if end > lf else lf) + p2p[s]
+                            link_free[link] = arr
                             if record:
                                 transfers.append((r, dst, s, Mb[i], "F", arr - p2p[s], arr))
                             if not overlap_p2p:
@@ -400,7 +411,10 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
                     if s > 0:
                         dst = rank_of[s - 1]
                         if dst != r:
-                            arr = send(r, dst, end, s - 1)
+                            link = r * pp + dst
+                            lf = link_free[link]
+                            arr = (end if end > lf else lf) + p2p[s - 1]
+                            link_free[link] = arr
                             if record:
                                 transfers.append((r, dst, s, Mb[i], "B",
                                                   arr - p2p[s - 1], arr))
@@ -433,6 +447,9 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     # data-parallel gradient reduction and the optimizer
     ranks: list[RankResult] = []
     ends_rank = []
+    act = [c.act_bytes for c in chunks]
+    hold = [c.act_bytes if c.w_hold_bytes is None else min(c.w_hold_bytes, c.act_bytes)
+            for c in chunks]
     for r in range(pp):
         comp_end = free[r]
         dpf = dp_free[r]
@@ -455,7 +472,7 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     for r in range(pp):
         comp_end, dp_exp, opt, end_r = ends_rank[r]
         idle = step - busy[r] - opt
-        peak_b, peak_n = _peak_memory(sched.order[r], chunks)
+        peak_b, peak_n = _peak_memory(kinds[r], stages[r], subs[r], act, hold)
         ranks.append(RankResult(r, busy[r], idle, idle / step if step > 0 else 0.0,
                                 comp_end, dp_exp, opt, end_r, peak_b, peak_n))
 
@@ -465,28 +482,32 @@ def simulate(sched: Schedule, chunks: list[ChunkTimes], *, overlap_p2p: bool = T
     return SimResult(sched, list(chunks), step, ranks, crit, starts, ends, transfers, dp_events)
 
 
-def _peak_memory(acts, chunks: list[ChunkTimes]) -> tuple[float, int]:
-    """Peak stashed bytes and chunk-micro-batches, walking the rank's list in order."""
+def _peak_memory(K: list[int], St: list[int], subs: dict[int, tuple],
+                 act: list[float], hold: list[float]) -> tuple[float, int]:
+    """Peak stashed bytes and chunk-micro-batches, walking one rank's list in order."""
     cur = peak = 0.0
     n = peak_n = 0
-    for a in acts:
-        for x in a.leaves():
-            c = chunks[x.stage]
-            hold = c.act_bytes if c.w_hold_bytes is None else min(c.w_hold_bytes, c.act_bytes)
-            if x.kind == F:
-                cur += c.act_bytes
+    for i, k in enumerate(K):
+        if k == _O:
+            fa, ba = subs[i]
+            items = ((_F, fa.stage), (_CODE[ba.kind], ba.stage))
+        else:
+            items = ((k, St[i]),)
+        for kk, s in items:
+            if kk == _F:
+                cur += act[s]
                 n += 1
                 if cur > peak:
                     peak = cur
                 if n > peak_n:
                     peak_n = n
-            elif x.kind == B:
-                cur -= c.act_bytes
+            elif kk == _B:
+                cur -= act[s]
                 n -= 1
-            elif x.kind == I:
-                cur -= c.act_bytes - hold
+            elif kk == _I:
+                cur -= act[s] - hold[s]
             else:
-                cur -= hold
+                cur -= hold[s]
                 n -= 1
     return peak, peak_n
 
