@@ -99,7 +99,7 @@ def schedule_png(res: SimResult, path: str | Path, title: str = "",
     ax.set_xlabel(f"time ({unit}); blank = idle")
     ax.grid(axis="x", alpha=0.3)
     head = (f"{sched.name}  pp={pp} vpp={sched.vpp} m={sched.num_microbatches}  "
-            f"step {res.step_time_s * scale:.3g} {unit}, bubble {res.bubble_fraction:.1%}")
+            f"step {res.step_time_s * scale:,.1f} {unit}, mean idle {res.bubble_fraction:.1%}")
     ax.set_title(f"{title}\n{head}" if title else head, fontsize=10)
     handles = [Patch(color=COLORS[k], label=LABELS[k]) for k in COLORS if k in used]
     if sched.vpp > 1:

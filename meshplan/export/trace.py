@@ -83,6 +83,9 @@ def _atomic_write(p: Path, data: str | bytes) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plain file is wanted
         os.replace(tmp, p)
     except OSError as e:
         raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
