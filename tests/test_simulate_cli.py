@@ -109,3 +109,20 @@ def test_simulate_plan_memory_uses_the_schedules_real_peak():
     for r in range(4):
         assert ps.memory_parts[r]["activations"] == pytest.approx(
             (4 - r) * est.chunks[r].act_bytes)
+
+
+def test_rerank_orders_by_simulated_step_and_drops_unrunnable_schedules():
+    from meshplan.pipeline.from_cost import rerank
+
+    model, cluster = load_model("llama3.1-8b"), make_cluster("16xH100-SXM-80GB")
+    w = Workload(4096, 36, "bf16")  # 9 micro-batches per pipeline at dp 4
+    plans = [Plan(dp=4, tp=1, pp=4, schedule=s, vpp=v)
+             for s, v in (("1f1b", 1), ("zb_h1", 1), ("zb_v", 2), ("interleaved_1f1b", 2))]
+    ests = [estimate(model, cluster, w, p) for p in plans]
+    sims, dropped = rerank(ests)
+    # torch's interleaved and zero-bubble classes (zb_h1 is the latter with one chunk) need
+    # 9 micro-batches on 4 ranks to be a multiple of 9 // 4 = 2: both dropped
+    assert sum(dropped.values()) == 2 and "num_microbatches" in next(iter(dropped))
+    steps = [s.step_time_s for s in sims]
+    assert steps == sorted(steps)
+    assert [s.plan.schedule for s in sims] == ["zb_v", "1f1b"]

@@ -122,3 +122,22 @@ def simulate_plan(model, cluster, workload, plan: Plan, *, overlap_p2p: bool = T
 
     return simulate_estimate(estimate(model, cluster, workload, plan),
                              overlap_p2p=overlap_p2p, record=record)
+
+
+def rerank(estimates, *, overlap_p2p: bool = True) -> tuple[list[PlanSimulation], dict[str, int]]:
+    """Simulate the search's best candidates and order them by simulated step time (plans
+    that still fit first). A candidate whose schedule the runtime cannot build (e.g.
+    interleaving with a micro-batch count that is not a multiple of max(1, m // pp)) is
+    dropped and counted by reason, as the search counts its rejections."""
+    from ..errors import InputError
+
+    sims: list[PlanSimulation] = []
+    dropped: dict[str, int] = {}
+    for est in estimates:
+        try:
+            sims.append(simulate_estimate(est, overlap_p2p=overlap_p2p, record=False))
+        except InputError as e:
+            key = f"schedule cannot run: {e.field} ({e.allowed})"
+            dropped[key] = dropped.get(key, 0) + 1
+    sims.sort(key=lambda s: (not s.fits, s.step_time_s))
+    return sims, dropped
