@@ -69,11 +69,18 @@ def breakdown_text(e: Estimate) -> list[str]:
     return out
 
 
-def plans_table(ests: list[Estimate]) -> list[str]:
-    out = [f"{'#':>2}  {'plan':<52}{'step s':>8}{'tok/s/GPU':>11}{'MFU':>7}{'mem GiB':>9}  bottleneck"]
+def plans_table(ests: list[Estimate], simulated: dict | None = None) -> list[str]:
+    """One row per plan; with ``simulated`` (Plan -> PlanSimulation) the simulated step time
+    stands beside the closed form and tokens/s and MFU follow the simulation."""
+    sim = simulated or {}
+    out = [f"{'#':>2}  {'plan':<52}{'step s':>8}{'sim s':>8}{'tok/s/GPU':>11}{'MFU':>7}"
+           f"{'mem GiB':>9}  bottleneck"]
     for i, e in enumerate(ests, 1):
+        s = sim.get(e.plan)
+        tps = s.tokens_per_s_per_gpu if s else e.tokens_per_s_per_gpu
+        mfu = s.mfu if s else e.mfu
         out.append(f"{i:>2}  {e.plan.describe():<52}{e.step_time_s:>8.2f}"
-                   f"{e.tokens_per_s_per_gpu:>11,.0f}{e.mfu:>7.1%}"
+                   f"{(f'{s.step_time_s:.2f}' if s else '-'):>8}{tps:>11,.0f}{mfu:>7.1%}"
                    f"{e.peak_memory_bytes / GiB:>9.1f}  {e.bottleneck}")
     return out
 
@@ -87,8 +94,9 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
         out.append("no plan fits: every plan rejected above")
         return "\n".join(out)
     out.append("")
-    out.append("best plans:")
-    out += plans_table(r.top)
+    out.append("best plans" + (" (ranked by the simulated pipeline, 'sim s'):" if r.simulated
+                                else ":"))
+    out += plans_table(r.top, r.simulated)
     out.append("")
     if len(r.top) > 1:
         out.append("why #1 wins: " + explain(r.top[0], r.top[1]))
@@ -97,7 +105,7 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
     if r.pareto:
         out.append("")
         out.append("Pareto front (step time vs memory per GPU):")
-        out += plans_table(r.pareto[:8])
+        out += plans_table(r.pareto[:8], r.simulated)
     return "\n".join(out)
 
 
@@ -106,7 +114,8 @@ def search_json(sc: Scenario, r: SearchResult) -> dict:
         "scenario": scenario_line(sc),
         "considered": r.considered, "evaluated": r.evaluated,
         "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
-        "top": [estimate_json(e) for e in r.top],
+        "top": [estimate_json(e) | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s}
+                                    if e.plan in r.simulated else {}) for e in r.top],
         "why_best": explain(r.top[0], r.top[1]) if len(r.top) > 1 else None,
         "pareto": [{"describe": e.plan.describe(), "step_time_s": e.step_time_s,
                     "peak_memory_gib": e.peak_memory_bytes / GiB} for e in r.pareto],

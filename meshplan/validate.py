@@ -152,7 +152,7 @@ def predict_row(row: dict, with_search_best: bool = True) -> RowResult:
         workload = Workload(_num(row, "seq_len", int), _num(row, "global_batch_seqs", int),
                             (row.get("precision") or "bf16").strip().lower())
         pins = pins_from_row(row)
-        r = search(model, cluster, workload, pins, top_k=1, rerank_k=1)
+        r = search(model, cluster, workload, pins, top_k=1, rerank_k=5)
         if r.best is None:  # nothing fits: report the leanest plan's numbers
             lean = dict(pins, zero=pins.get("zero", 3), recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)

@@ -24,20 +24,33 @@ def test_returned_plans_validate_and_fit(result):
         assert estimate(m, c, w, e.plan).step_time_s == pytest.approx(e.step_time_s)
 
 
+def ranking_time(r, e):
+    """The simulated step time where the search re-ranked by simulation, else the estimate's."""
+    return r.simulated[e.plan].step_time_s if e.plan in r.simulated else e.step_time_s
+
+
 def test_ranked_and_counted(result):
-    times = [e.step_time_s for e in result.top]
+    times = [ranking_time(result, e) for e in result.top]
     assert times == sorted(times)
     # every plan of the space is either kept (fits) or rejected for a named reason
     assert result.considered == result.fitting + sum(result.rejected.values())
     assert result.rejected["does not fit in GPU memory"] > 0
     assert result.evaluated <= result.considered
+    plans = [e.plan for e in result.top]
+    assert len(set(plans)) == len(plans)
 
 
 def test_pareto_front_is_monotone(result):
     mems = [e.peak_memory_bytes for e in result.pareto]
-    times = [e.step_time_s for e in result.pareto]
+    times = [ranking_time(result, e) for e in result.pareto]
     assert times == sorted(times)
     assert all(a > b for a, b in zip(mems, mems[1:]))
+
+
+def test_simulator_reranks_pipeline_plans(result):
+    # the best pipelined candidates were simulated, and their 1F1B counterparts with them
+    assert result.simulated
+    assert any(p.schedule in ("1f1b", "interleaved_1f1b") for p in result.simulated)
 
 
 def test_pins_are_respected():

@@ -19,8 +19,8 @@ def _run(args) -> int:
     pins.update(plan_overrides(args))
     if args.export in ENGINE_SCHEDULES and "schedule" not in pins:
         pins["schedules"] = ENGINE_SCHEDULES[args.export]  # search what the engine can run
-    r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top)
-    r = rerank_with_simulator(sc, r, args)
+    r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
+               rerank_k=args.rerank, simulate=args.rerank > 0)
     rendered = None
     if args.export:
         if not r.top:
@@ -50,16 +50,14 @@ ENGINE_SCHEDULES = {
 }
 
 
-def rerank_with_simulator(sc, r, args):
-    """Hook for the pipeline simulator (re-ranks the top candidates when it is present)."""
-    return r
-
-
 def register(sub) -> None:
     p = sub.add_parser("plan", help="find the best parallel plans for a model on a cluster")
     add_scenario_args(p)
     add_plan_args(p, " (pin any of them; the rest is searched)")
     p.add_argument("--top", type=int, default=5, help="how many plans to show (default 5)")
+    p.add_argument("--rerank", type=int, default=50,
+                   help="simulate the pipeline of the best N plans and rank them by it "
+                        "(default 50; 0: closed forms only)")
     p.add_argument("--use-scenario-plan", action="store_true",
                    help="pin the knobs of the scenario file's [plan] table")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -49,6 +49,7 @@ class SearchResult:
     elapsed_s: float
     pins: dict = field(default_factory=dict)
     fitting: int = 0  # plans that fit (considered = fitting + sum of rejected)
+    simulated: dict = field(default_factory=dict)  # Plan -> PlanSimulation of re-ranked plans
 
     @property
     def best(self) -> Estimate | None:
@@ -79,7 +80,7 @@ def _base_fields(pins: dict, tp: int) -> dict:
 
 
 def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None,
-           top_k: int = 5, rerank_k: int = 50) -> SearchResult:
+           top_k: int = 5, rerank_k: int = 50, simulate: bool = True) -> SearchResult:
     pins = dict(pins or {})
     for k in pins:
         if k not in PINNABLE:
@@ -160,6 +161,12 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 if ladder - tried:
                     rejected[DOMINATED] += ladder - tried
     fits.sort(key=lambda x: (x[0], x[1]))
+    seen: set = set()
+    fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean plan may recur
+    simulated: dict = {}
+    if simulate and any(p.pp > 1 for _, _, p in fits[:rerank_k]):
+        fits, simulated, lost = _rerank(model, cluster, workload, fits, rerank_k, rejected)
+        fitting -= lost
     top = [estimate(model, cluster, workload, p) for _, _, p in fits[:top_k]]
     pareto_plans, best_mem = [], float("inf")
     for step, mem, plan in fits:
@@ -168,7 +175,43 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             best_mem = mem
     pareto = [estimate(model, cluster, workload, p) for p in pareto_plans]
     return SearchResult(top, pareto, considered, evaluated, rejected,
-                        time.perf_counter() - t0, pins, fitting)
+                        time.perf_counter() - t0, pins, fitting, simulated)
+
+
+def _rerank(model, cluster, workload, fits, k, rejected):
+    """Re-rank the best ``k`` plans of the closed-form screen by simulating their pipeline
+    schedule (meshplan.pipeline). For each of them the schedules the screen treated as
+    dominated (1F1B, interleaved 1F1B) are simulated too, so the simulator, not the closed
+    form, decides between them. Plans whose schedule cannot run are dropped and counted."""
+    from ..pipeline.from_cost import rerank
+
+    head, tail = fits[:k], fits[k:]
+    plans = [p for _, _, p in head]
+    seen = set(plans)
+    for p in list(plans):
+        alt = {"zb_h1": "1f1b", "interleaved_zb": "interleaved_1f1b"}.get(p.schedule)
+        if alt and p.with_(schedule=alt) not in seen:
+            seen.add(p.with_(schedule=alt))
+            plans.append(p.with_(schedule=alt))
+    ests = []
+    for p in plans:
+        try:
+            ests.append(estimate(model, cluster, workload, p))
+        except InputError:
+            continue
+    sims, _ = rerank(ests)
+    ranked = [(s.step_time_s, s.peak_memory_bytes, s.plan) for s in sims if s.fits]
+    # plans of the screen's head that the simulation drops move from kept to rejected (the
+    # added 1F1B variants were already counted under the dominated schedules)
+    kept = {p for _, _, p in ranked}
+    ok = {s.plan for s in sims}
+    lost = 0
+    for _, _, p in head:
+        if p not in kept:
+            lost += 1
+            rejected[NOT_FIT + " (simulated activations)" if p in ok
+                     else "schedule cannot run for this micro-batch count"] += 1
+    return ranked + tail, {s.plan: s for s in sims}, lost
 
 
 def explain(winner: Estimate, other: Estimate) -> str:
