@@ -20,6 +20,10 @@ def _gbps(gbit: float) -> float:
     return gbit / 8 * 1e9
 
 
+# H100 SXM5 dense tensor-core peaks (NVIDIA H100 datasheet), shared by every SXM Hopper part.
+HOPPER_PEAKS = {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T}
+AMPERE_PEAKS = {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T}
+
 GPUS: dict[str, GPU] = {
     # NVIDIA Tesla V100 SXM2 datasheet: 125 TFLOPS tensor (fp16), 15.7 fp32, 32 GB HBM2 at
     # 900 GB/s, NVLink 300 GB/s total. DGX-1/DGX-2: one 100 Gb/s EDR port per 2 GPUs.
@@ -30,20 +34,18 @@ GPUS: dict[str, GPU] = {
     # NVIDIA A100 datasheet: 312 TF bf16/fp16 dense, 156 tf32, 19.5 fp32; 40GB HBM2 1,555
     # GB/s; NVLink3 600 GB/s total. DGX A100: 8x 200 Gb/s HDR, one per GPU.
     "A100-SXM-40GB": GPU(
-        "A100-SXM-40GB", {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T},
-        40 * GiB, 1555 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
+        "A100-SXM-40GB", AMPERE_PEAKS, 40 * GiB, 1555 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
         source="NVIDIA A100 datasheet; DGX A100 user guide"),
     # As above, 80GB HBM2e at 2,039 GB/s.
     "A100-SXM-80GB": GPU(
-        "A100-SXM-80GB", {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T},
-        80 * GiB, 2039 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
+        "A100-SXM-80GB", AMPERE_PEAKS, 80 * GiB, 2039 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
         source="NVIDIA A100 datasheet; DGX A100 user guide"),
     # NVIDIA H100 SXM5 datasheet: 989.4 TF bf16 dense (1,979 sparse), 1,979 fp8 dense,
     # 494.7 tf32, 66.9 fp32; 80GB HBM3 3.35 TB/s; NVLink4 900 GB/s total.
     # DGX H100: 8x 400 Gb/s ConnectX-7, one per GPU.
     "H100-SXM-80GB": GPU(
         "H100-SXM-80GB",
-        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        HOPPER_PEAKS,
         80 * GiB, 3350 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         source="NVIDIA H100 datasheet; DGX H100 user guide"),
     # H100 SXM 96GB HBM2e at a 500 W power limit (Meta Grand Teton, used by the torchtitan
@@ -52,7 +54,7 @@ GPUS: dict[str, GPU] = {
     # the power-limit factor in cost/efficiency.py, not here.
     "H100-SXM-96GB-500W": GPU(
         "H100-SXM-96GB-500W",
-        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        HOPPER_PEAKS,
         96 * GiB, 2460 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         power_limit_w=500,
         source="H100 SXM tensor peaks; HBM2e stack arithmetic; torchtitan benchmark notes (500 W)"),
@@ -60,13 +62,13 @@ GPUS: dict[str, GPU] = {
     # 8x 400 Gb/s InfiniBand per node.
     "H800-SXM-80GB": GPU(
         "H800-SXM-80GB",
-        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        HOPPER_PEAKS,
         80 * GiB, 3350 * GB, 200 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         source="DeepSeek-V3 technical report; H100 datasheet for compute"),
     # NVIDIA H200 datasheet: H100 compute, 141 GB HBM3e at 4.8 TB/s (140 GiB as reported).
     "H200-SXM-141GB": GPU(
         "H200-SXM-141GB",
-        {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
+        HOPPER_PEAKS,
         140 * GiB, 4800 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         source="NVIDIA H200 datasheet; DGX H200 user guide"),
     # NVIDIA HGX/DGX B200: 2.25 PF bf16 dense, 4.5 PF fp8 dense, 1.1 PF tf32; 180 GB HBM3e
