@@ -19,19 +19,21 @@ CASES = [
 
 
 def main(repeats: int = 3) -> None:
-    print(f"{'model':<16}{'cluster':<22}{'plans':>9}{'estimated':>11}{'median s':>10}"
-          f"{'target s':>10}  best plan")
+    print(f"{'model':<16}{'cluster':<22}{'rerank':>7}{'plans':>9}{'estimated':>11}"
+          f"{'median s':>10}{'target s':>10}  best plan")
     for name, gpus, seq, gbs, target in CASES:
-        times = []
-        for _ in range(repeats):
-            compute.device.cache_clear()
-            layer.layer_cost.cache_clear()  # cold caches: each run pays for everything
-            t0 = time.perf_counter()
-            r = search(preset(name), make_cluster(gpus), Workload(seq, gbs))
-            times.append(time.perf_counter() - t0)
-        best = r.best.plan.describe() if r.best else "-"
-        print(f"{name:<16}{gpus:<22}{r.considered:>9,}{r.evaluated:>11,}"
-              f"{statistics.median(times):>10.2f}{target:>10.1f}  {best}")
+        for rerank in (0, 50):  # closed-form screen only; then with the simulator re-rank
+            times = []
+            for _ in range(repeats):
+                compute.device.cache_clear()
+                layer.layer_cost.cache_clear()  # cold caches: each run pays for everything
+                t0 = time.perf_counter()
+                r = search(preset(name), make_cluster(gpus), Workload(seq, gbs),
+                           rerank_k=max(rerank, 5), simulate=rerank > 0)
+                times.append(time.perf_counter() - t0)
+            best = r.best.plan.describe() if r.best else "-"
+            print(f"{name:<16}{gpus:<22}{rerank:>7}{r.considered:>9,}{r.evaluated:>11,}"
+                  f"{statistics.median(times):>10.2f}{target:>10.1f}  {best}", flush=True)
 
 
 if __name__ == "__main__":
