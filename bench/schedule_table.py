@@ -3,7 +3,7 @@
     python3 bench/schedule_table.py [--model llama3.1-70b] [--gpus 64xH100-SXM-80GB]
         [--seq-len 8192] [--global-batch 32] [--tp 8] [--pp 8] [--dp 1] [--img-dir DIR]
 
-Prints a Markdown table (the one in docs/pipeline.md) and, with --img-dir, draws the
+Prints a Markdown table (the one in the README, "Pipeline schedules, simulated") and, with --img-dir, draws the
 timeline and memory pictures of two of the plans.
 """
 

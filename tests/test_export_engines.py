@@ -1,6 +1,6 @@
 """Exports parsed back by the engines' own configuration code, where installed.
 
-Install (no GPU, no other torch): see docs/export.md, "Checking with the engines".
+Install (no GPU, no other torch): see the README, "Checking with the engines".
 Each engine's tests skip with the reason when its package is missing.
 """
 
@@ -117,7 +117,7 @@ def test_megatron_core_rejects_a_wrong_value():
 # ---- torchtitan: ConfigManager parses the exported job -----------------------------------------
 def _torchtitan():
     return pytest.importorskip("torchtitan.config", reason="torchtitan not installed (see "
-                               "docs/export.md for the no-deps install)")
+                               "the README for the no-deps install)")
 
 
 def _need_float8_gpu():
