@@ -135,6 +135,7 @@ class MLAttention(nn.Module):
         self.wkv_b = nn.Linear(spec.kv_lora_rank, spec.heads * (self.nope + self.vdim), bias=False)
         self.wo = nn.Linear(spec.heads * self.vdim, h, bias=False)
         self.core = None
+        self.kpe_region = None  # tensor parallelism: all-reduce of k_pe's gradient
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
         b, s, _ = x.shape
@@ -149,6 +150,8 @@ class MLAttention(nn.Module):
         cos, sin = rope_cos_sin(pos, self.rope, q.dtype)
         q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
         q = torch.cat([q_nope, apply_rope(q_pe, cos, sin)], dim=-1)
+        if self.kpe_region is not None:
+            k_pe = self.kpe_region(k_pe)
         k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)
         k = torch.cat([k_nope, k_pe], dim=-1)
         out = attend(self.core, q, k, v.contiguous(), positions, 1.0 / math.sqrt(qk))

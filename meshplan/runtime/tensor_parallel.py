@@ -17,6 +17,7 @@ plain tensors; router and shared-expert gradients are then partial sums that
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 from torch.distributed.tensor import DTensor, Replicate, Shard
 from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput,
                                                RowwiseParallel, SequenceParallel,
@@ -40,8 +41,27 @@ def check_tp(model: Transformer, plan: Plan) -> None:
                          "the runtime needs sequence parallelism for MoE models with tp > 1")
 
 
-def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[torch.nn.Parameter]:
-    """Parallelise ``model`` (whole or a pipeline chunk) in place; return tp-partial params."""
+class _ReduceInBackward(torch.autograd.Function):
+    """Identity forward, all-reduce of the gradient over tp backward (Megatron's "f")."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g.contiguous()
+        dist.all_reduce(g, group=ctx.group)
+        return g, None
+
+
+def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[str]:
+    """Parallelise ``model`` (whole or a pipeline chunk) in place.
+
+    Returns the names of the tp-partial parameters (resolve them after FSDP wrapping, which
+    replaces parameter objects).
+    """
     if plan.tp == 1:
         return []
     check_tp(model, plan)
@@ -58,12 +78,18 @@ def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[torch.nn.Parameter
     if top:
         parallelize_module(model, tp_mesh, top)
     partial = []
-    for block in model.layers.values():
-        lp = {"attention": PrepareModuleInput(input_layouts=(seq, None),
-                                              desired_input_layouts=(Replicate(), None)),
-              "attention.wo": RowwiseParallel(output_layouts=seq)}
+    for key, block in model.layers.items():
         att = block.attention
-        if hasattr(att, "wkv_b"):  # MLA
+        mla = hasattr(att, "wkv_b")
+        # MLA's replicated latent layers take plain tensors: hand the gathered input over local
+        lp = {"attention": PrepareModuleInput(input_layouts=(seq, None),
+                                              desired_input_layouts=(Replicate(), None),
+                                              use_local_output=mla),
+              "attention.wo": RowwiseParallel(output_layouts=seq)}
+        if mla:
+            # the shared rotary key part feeds every local head: its gradient is a tp partial sum
+            group = tp_mesh.get_group()
+            att.kpe_region = lambda t, g=group: _ReduceInBackward.apply(t, g)
             lp["attention.wkv_b"] = ColwiseParallel()
             lp["attention.wq_b" if hasattr(att, "wq_b") else "attention.wq"] = ColwiseParallel()
         else:
@@ -74,9 +100,8 @@ def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[torch.nn.Parameter
         if block.is_moe:
             if sp:
                 lp["ffn_norm"] = SequenceParallel(use_local_output=True)
-            partial += list(block.moe.gate.parameters())
-            if hasattr(block.moe, "shared"):
-                partial += list(block.moe.shared.parameters())
+            partial += [n for n, _ in model.named_parameters()
+                        if n.startswith(f"layers.{key}.moe.") and ".experts." not in n]
         else:
             if sp:
                 lp["ffn_norm"] = SequenceParallel()

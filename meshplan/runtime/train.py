@@ -44,6 +44,7 @@ class RunConfig:
     data: str = "synthetic"
     dtype: str = "fp32"
     weight_decay: float = 0.0
+    adam_eps: float = 1e-8
     extra: dict = field(default_factory=dict)
 
     def check(self, world_size: int | None = None) -> None:
@@ -68,7 +69,7 @@ class RunConfig:
 
 
 def make_optimizer(params, cfg: RunConfig):
-    return torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8,
+    return torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), eps=cfg.adam_eps,
                              weight_decay=cfg.weight_decay, foreach=False)
 
 
@@ -97,9 +98,10 @@ class Trainer:
             m.to(device)
             if spec.is_moe:
                 self.expert_params += apply_ep(m, plan, self.meshes.expert["ep"])
-            self.tp_partial += apply_tp(m, plan, self.meshes.tp)
+            partial_names = apply_tp(m, plan, self.meshes.tp)
             apply_cp(m, plan, self.meshes.group("cp"))
             apply_dp(m, plan, self.meshes, self.expert_params)
+            self.tp_partial += [m.get_parameter(n) for n in partial_names]
             m.set_positions(cp_positions(cfg.seq_len, plan.cp, self.coords["cp"]).to(device)
                             if plan.cp > 1 else None)
         self.parts = parts
