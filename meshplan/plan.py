@@ -139,9 +139,11 @@ class Plan:
                              f"must divide, or be a multiple of, the kv heads ({model.kv_heads})")
         if model.vocab % self.tp:
             pass  # vocab is padded to a multiple of tp by every engine
-        if self.num_chunks > model.layers:
+        if self.num_chunks > model.layers + 2:
             raise InputError("pp", self.pp,
-                             f"pp*vpp ({self.num_chunks}) must not exceed the layers ({model.layers})")
+                             f"pp*vpp ({self.num_chunks}) must not exceed the layers + 2 "
+                             f"({model.layers} + 2: the first and last chunk may hold only the "
+                             "embedding / the output layer)")
         if not model.is_moe and (self.ep > 1 or self.etp > 1):
             raise InputError("ep" if self.ep > 1 else "etp", max(self.ep, self.etp),
                              f"{model.name} is dense: expert parallelism needs an MoE model")
@@ -181,7 +183,9 @@ class Plan:
         """Transformer layers in each model chunk, chunk c = virtual stage c (pp*vpp chunks).
 
         Balanced: chunks differ by at most one layer, the extra layers going to the middle
-        chunks (the first holds the embedding and the last the output layer and loss).
+        chunks (the first holds the embedding and the last the output layer and loss). With
+        more chunks than layers the end chunks hold no layer, only the embedding / the
+        output layer (Megatron's account-for-embedding/loss-in-pipeline-split).
         """
         n = self.num_chunks
         base, extra = divmod(model.layers, n)

@@ -30,7 +30,12 @@ class GPU:
     scaleup_latency_s: float = 3e-6
     scaleout_latency_s: float = 8e-6
     generation: str = ""  # kernel-efficiency family: volta, ampere, hopper, blackwell, cdna3
+    power_limit_w: float = 0.0  # board power cap when below the part's usual TDP (0: none)
     source: str = field(default="", compare=False)
+
+    def __hash__(self) -> int:  # peak_flops is a dict; the name and sizes identify a part
+        return hash((self.name, self.memory_bytes, self.memory_bytes_per_s,
+                     self.scaleup_bytes_per_s, self.nic_bytes_per_s, self.power_limit_w))
 
     def flops(self, precision: str) -> float:
         p = "fp16" if precision == "bf16" and "bf16" not in self.peak_flops else precision
@@ -103,6 +108,7 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
             scaleup_domain=int(d.get("scaleup_domain", d.get("gpus_per_node", 8))),
             nic_bytes_per_s=float(d.get("nic_gbps", 400)) / 8 * 1e9,
             generation=str(d.get("generation", "hopper")),
+            power_limit_w=float(d.get("power_limit_w", 0)),
             source=str(d.get("source", "user file")),
         )
     except KeyError as e:

@@ -7,6 +7,7 @@ totals and against ``sum(p.numel())`` of a model built on the meta device in the
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..errors import InputError, require_choice, require_nonneg_int, require_positive_int
 
@@ -122,11 +123,11 @@ class ModelSpec:
             return False
         return (index - self.moe_dense_layers) % self.moe_layer_freq == 0
 
-    @property
+    @cached_property
     def num_moe_layers(self) -> int:
         return sum(self.layer_is_moe(i) for i in range(self.layers))
 
-    @property
+    @cached_property
     def num_dense_layers(self) -> int:
         return self.layers - self.num_moe_layers
 

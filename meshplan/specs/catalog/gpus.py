@@ -54,6 +54,7 @@ GPUS: dict[str, GPU] = {
         "H100-SXM-96GB-500W",
         {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T, "fp8": 1978.9 * T},
         96 * GiB, 2460 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        power_limit_w=500,
         source="H100 SXM tensor peaks; HBM2e stack arithmetic; torchtitan benchmark notes (500 W)"),
     # H800 SXM: H100 compute, NVLink cut to 400 GB/s total (DeepSeek-V3 report, sec. 3.1);
     # 8x 400 Gb/s InfiniBand per node.

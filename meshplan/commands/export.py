@@ -1,0 +1,41 @@
+"""``meshplan export PLAN.toml --to ENGINE --out DIR``: write a plan as an engine's config.
+
+PLAN.toml is a scenario file with a [plan] table (what ``meshplan export --to meshplan``
+writes); scenario and plan flags may be given instead of it, or on top of it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import InputError
+from ..export import ENGINES, render, write
+from ..scenario import Scenario
+from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
+
+
+def _export(args) -> int:
+    if args.plan_file:
+        if args.scenario and args.scenario != args.plan_file:
+            raise InputError("--scenario", args.scenario, "give the plan file once (PLAN or --scenario)")
+        args.scenario = args.plan_file
+    sc = scenario_from_args(args)
+    sc = Scenario(sc.model, sc.cluster, sc.workload, plan_from_args(args, sc))
+    rendered = render(sc, args.to)
+    for path in write(rendered, args.out):
+        print(path)
+    for note in rendered.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write a plan as Megatron-LM / torchtitan / DeepSpeed / "
+                       "meshplan configuration", description=__doc__.splitlines()[0])
+    p.add_argument("plan_file", nargs="?", metavar="PLAN.toml",
+                   help="scenario file with a [plan] table")
+    p.add_argument("--to", required=True, choices=ENGINES, help="engine to write for")
+    p.add_argument("--out", required=True, help="directory for the files (created if needed)")
+    add_scenario_args(p)
+    add_plan_args(p, " (override the file's [plan])")
+    p.set_defaults(func=_export)

@@ -1,0 +1,162 @@
+"""``meshplan simulate``: simulate one training step of a plan's pipeline, event by event.
+
+The plan comes from the scenario's [plan] table and/or the plan flags; with no parallel
+degrees given, the search runs (other plan flags pin it) and its winner is simulated.
+Prints the per-rank breakdown and the critical path; writes a Perfetto trace (--trace), a
+timeline picture (--png), memory per stage over the step (--mem-png) and the per-rank
+action lists in torch.distributed.pipelining's CSV format (--schedule-csv).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import InputError
+from ..plan import V_SCHEDULES, Plan
+from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
+                      scenario_from_args)
+
+GiB = 2**30
+DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp")
+
+
+def _check_outputs(args) -> None:
+    """Refuse bad output names before any work, so nothing is half written."""
+    for flag, suffix in (("trace", ".json"), ("png", ".png"), ("mem_png", ".png"),
+                         ("schedule_csv", ".csv")):
+        path = getattr(args, flag)
+        if path and not path.lower().endswith(suffix):
+            raise InputError("--" + flag.replace("_", "-"), path, f"file name must end in {suffix}")
+
+
+def _check_layers_divide(model, plan: Plan) -> None:
+    """Interleaved schedules need equal chunks (Megatron-LM asserts layers % (pp*vpp) == 0);
+    the V schedules split unevenly as DeepSeek-V3 does (61 layers, DualPipe on PP16)."""
+    if plan.vpp > 1 and plan.schedule not in V_SCHEDULES and model.layers % plan.num_chunks:
+        raise InputError("vpp", plan.vpp,
+                         f"virtual stages must divide the layers: {model.layers} layers do not "
+                         f"split into pp*vpp = {plan.pp}*{plan.vpp} = {plan.num_chunks} "
+                         "equal chunks")
+
+
+def _pick_plan(args, sc):
+    over = plan_overrides(args)
+    if sc.plan is not None or any(k in over for k in DEGREES):
+        return plan_from_args(args, sc), None
+    from ..search.search import search
+
+    res = search(sc.model, sc.cluster, sc.workload, pins=over)
+    if res.best is None:
+        raise InputError("plan", None, "the search found no plan that fits; "
+                         "see `meshplan plan` for the reasons")
+    return res.best.plan, "winner of the search"
+
+
+def _run(args) -> int:
+    _check_outputs(args)
+    sc = scenario_from_args(args)
+    plan, origin = _pick_plan(args, sc)
+    _check_layers_divide(sc.model, plan)
+    from ..cost import estimate
+    from ..pipeline.from_cost import simulate_estimate
+    from ..pipeline.schedules import schedule_for_plan
+
+    est = estimate(sc.model, sc.cluster, sc.workload, plan)
+    schedule_for_plan(plan, est.num_microbatches)  # InputError for impossible schedules
+    ps = simulate_estimate(est, overlap_p2p=not args.blocking_p2p)
+    sim = ps.sim
+    title = f"{sc.model.name} on {sc.cluster.num_gpus}x{sc.cluster.gpu.name}: {plan.describe()}"
+    # render everything first, then write: a failure leaves no half-written output
+    written = []
+    if args.schedule_csv:
+        from ..export.trace import _atomic_write
+        from ..pipeline.actions import format_csv
+        _atomic_write(__import__("pathlib").Path(args.schedule_csv), format_csv(sim.schedule.order))
+        written.append(args.schedule_csv)
+    if args.trace:
+        from ..export.trace import write_trace
+        write_trace(sim, args.trace, title)
+        written.append(args.trace)
+    if args.png:
+        from ..export.plots import schedule_png
+        schedule_png(sim, args.png, title)
+        written.append(args.png)
+    if args.mem_png:
+        from ..export.plots import memory_png
+        memory_png(sim, args.mem_png, title)
+        written.append(args.mem_png)
+    if args.json:
+        out = {"plan": plan.to_dict(), "plan_origin": origin or "given",
+               "step_time_s": ps.step_time_s, "step_parts": ps.step_parts,
+               "closed_form_step_time_s": est.step_time_s,
+               "closed_form_parts": est.step_time.parts,
+               "tokens_per_s_per_gpu": ps.tokens_per_s_per_gpu, "mfu": ps.mfu,
+               "fits": ps.fits, "peak_memory_bytes": ps.peak_memory_bytes,
+               "memory_parts": ps.memory_parts, "simulation": sim.summary(),
+               "written": written}
+        print(json.dumps(out, indent=2))
+        return 0
+    _print(sc, plan, origin, est, ps, args.path_lines)
+    for w in written:
+        print(f"wrote {w}")
+    return 0
+
+
+def _print(sc, plan, origin, est, ps, path_lines: int) -> None:
+    sim = ps.sim
+    sched = sim.schedule
+    print(f"{sc.model.name} on {sc.cluster.num_gpus}x{sc.cluster.gpu.name}, "
+          f"seq {sc.workload.seq_len}, global batch {sc.workload.global_batch}")
+    print(f"plan: {plan.describe()}" + (f"  ({origin})" if origin else ""))
+    print(f"schedule {sched.name}: pp={sched.pp} vpp={sched.vpp} "
+          f"micro-batches={sched.num_microbatches}, {sched.num_actions()} compute actions")
+    print(f"step time: simulated {ps.step_time_s:.4f} s, closed form {est.step_time_s:.4f} s; "
+          f"{ps.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, MFU {ps.mfu:.1%}")
+    print("  " + ", ".join(f"{k.removesuffix('_s')} {max(v, 0.0):.4f} s"
+                           for k, v in ps.step_parts.items()))
+    print(f"memory: peak {ps.peak_memory_bytes / GiB:.1f} GiB per GPU "
+          f"(closed form {est.peak_memory_bytes / GiB:.1f}), capacity "
+          f"{est.capacity_bytes / GiB:.0f} GiB: {'fits' if ps.fits else 'DOES NOT FIT'}")
+    print()
+    print(f"{'rank':>4} {'stages':<10}{'busy s':>10}{'idle s':>10}{'bubble':>8}"
+          f"{'in flight':>10}{'act GiB':>9}{'mem GiB':>9}")
+    for r in sim.ranks:
+        stages = ",".join(str(s) for s in sched.rank_stages(r.rank))
+        mem = sum(ps.memory_parts[r.rank].values()) / GiB
+        print(f"{r.rank:>4} {stages:<10}{r.busy_s:>10.4f}{r.idle_s:>10.4f}"
+              f"{r.bubble_fraction:>8.1%}{r.peak_in_flight:>10}"
+              f"{r.peak_act_bytes / GiB:>9.2f}{mem:>9.1f}")
+    path = sim.critical_path
+    if path:
+        comp = sum(e - s for k, *_, s, e in path if k == "compute")
+        p2p = sum(e - s for k, *_, s, e in path if k == "p2p")
+        print()
+        print(f"critical path: {len(path)} segments, compute {comp:.4f} s, "
+              f"transfers {p2p:.4f} s, outside the pipeline {ps.step_time_s - comp - p2p:.4f} s")
+        show = path if len(path) <= path_lines else path[:path_lines // 2] + [None] + \
+            path[-(path_lines - path_lines // 2):]
+        for seg in show:
+            if seg is None:
+                print("    ...")
+                continue
+            kind, where, label, s, e = seg
+            print(f"    {s:10.4f} - {e:10.4f} s  {kind:<9} {where!s:<8} {label}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="simulate a plan's pipeline step event by event "
+                                        "(or the search's winner), write trace and pictures")
+    add_scenario_args(p)
+    add_plan_args(p, " (none: simulate the search's winner)")
+    o = p.add_argument_group("output")
+    o.add_argument("--trace", metavar="FILE.json", help="Chrome/Perfetto trace")
+    o.add_argument("--png", metavar="FILE.png", help="timeline picture")
+    o.add_argument("--mem-png", dest="mem_png", metavar="FILE.png",
+                   help="activation memory per stage over the step")
+    o.add_argument("--schedule-csv", dest="schedule_csv", metavar="FILE.csv",
+                   help="per-rank action lists in torch.distributed.pipelining's CSV format")
+    o.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    o.add_argument("--blocking-p2p", action="store_true",
+                   help="sends block the compute stream (default: asynchronous sends)")
+    o.add_argument("--path-lines", type=int, default=12, help="critical-path lines to print")
+    p.set_defaults(func=_run)

@@ -1,0 +1,157 @@
+"""Per-layer cost on one rank for one micro-batch: times, exposed communication, memory.
+
+Cached on everything that shapes a layer (model, GPU, placements of its groups, sharding,
+recomputation): the search evaluates thousands of plans that share the same layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
+from .compute import device, op_times
+from .efficiency import NETWORK
+from .ops import LayerOps, Shard, embedding_ops, head_ops, layer_ops
+
+
+@dataclass(frozen=True)
+class CommPlacements:
+    tp: Placement
+    cp: Placement
+    ep: Placement
+    etp: Placement
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """One layer (or the embedding / head) on one rank, one micro-batch. Seconds / bytes."""
+
+    fwd_compute_s: float
+    bwd_input_compute_s: float
+    bwd_weight_compute_s: float
+    recompute_s: float  # extra forward work done during backward
+    tp_wire_s: float  # forward + backward (+ recomputed forward) TP collectives
+    tp_exposed_s: float
+    cp_wire_s: float
+    cp_exposed_s: float
+    ep_wire_s: float
+    ep_exposed_s: float
+    hidden_comm_s: float  # communication hidden behind compute (for contention)
+    saved_bytes: float  # activations kept from forward to backward
+    working_bytes: float  # transient peak while this layer runs backward
+    params: float
+    expert_params: float
+    model_flops: float  # forward + backward, PaLM convention
+    hw_flops: float  # executed, recomputation included
+
+    fwd_exposed_s: float  # part of the exposed communication inside the forward pass
+
+    @property
+    def exposed_s(self) -> float:
+        return self.tp_exposed_s + self.cp_exposed_s + self.ep_exposed_s
+
+    @property
+    def fwd_s(self) -> float:
+        """Forward critical-path time: compute plus the forward pass's exposed comm."""
+        return self.fwd_compute_s + self.fwd_exposed_s
+
+    @property
+    def bwd_input_s(self) -> float:
+        """Backward (input gradients) with recomputation and the rest of the exposed comm."""
+        return (self.bwd_input_compute_s + self.recompute_s
+                + self.exposed_s - self.fwd_exposed_s)
+
+    @property
+    def bwd_weight_s(self) -> float:
+        return self.bwd_weight_compute_s
+
+
+def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
+    """One pass (forward or backward) of the layer's TP collectives."""
+    if p.size == 1 or not ops.tp_collectives:
+        return 0.0
+    if sp:  # all-gather + reduce-scatter pairs of the full hidden state
+        return ops.tp_collectives * all_gather_s(cluster, p, ops.tp_buffer_bytes)
+    # all-reduce; tp_collectives counts halves of AG+RS pairs, one AR per pair
+    return ops.tp_collectives / 2 * all_reduce_s(cluster, p, ops.tp_buffer_bytes)
+
+
+@lru_cache(maxsize=4096)
+def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
+               places: CommPlacements, tp_overlap: bool, precision: str,
+               cp_kind: str = "ring") -> LayerCost:
+    """``kind`` is "dense", "moe", "embedding" or "head"."""
+    if kind == "embedding":
+        ops = embedding_ops(model, shard)
+    elif kind == "head":
+        ops = head_ops(model, shard)
+    else:
+        ops = layer_ops(model, kind == "moe", shard)
+    dev = device(cluster.gpu, precision)
+    t = op_times(dev, ops)
+    # recomputation: full repeats the forward; selective repeats the attention core, the
+    # norms and the MLP activation function
+    if recompute == "full" and kind in ("dense", "moe"):
+        rc, passes = t.fwd_s, 3
+        saved = ops.input_bytes
+        # the recomputed activations plus their gradients while the layer runs backward
+        working = 2 * (ops.saved_bytes + ops.recomputable_bytes)
+    elif recompute == "selective" and kind in ("dense", "moe"):
+        rc = t.attn_fwd_s + t.act_fn_fwd_s + t.norm_fwd_s
+        rc += ops.selective_matmul_flops / (dev.matmul_flops * 0.9)
+        passes = 2
+        saved = ops.saved_bytes
+        working = ops.recomputable_bytes
+    else:
+        rc, passes = 0.0, 2
+        saved = ops.saved_bytes + ops.recomputable_bytes
+        working = 0.0
+    # TP: one set of collectives per pass (forward, backward, recomputed forward)
+    tp_pass = _tp_time(cluster, places.tp, ops, shard.sp)
+    if ops.etp_buffer_bytes and places.etp.size > 1:
+        tp_pass += 2 * all_gather_s(cluster, places.etp, ops.etp_buffer_bytes)
+    tp_wire = tp_pass * passes
+    tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap else 0.0
+    # CP ring: (cp-1) K/V blocks forward, K/V plus their gradients backward, each step
+    # overlapped with the attention block it feeds; Ulysses all-to-all is not overlapped.
+    cp_wire = cp_hidden = cp_fwd_exposed = 0.0
+    if places.cp.size > 1 and kind in ("dense", "moe"):
+        n = places.cp.size
+        if cp_kind == "ring":
+            step = p2p_s(cluster, places.cp.nodes > 1, ops.cp_kv_bytes)
+            fwd_c, bwd_c = (n - 1) * step, 2 * (n - 1) * step
+            attn_f = t.attn_fwd_s
+            attn_b = attn_f * 2.5 * dev.attn_fwd_eff / dev.attn_bwd_eff
+            cp_wire = fwd_c * (passes - 1) + bwd_c
+            cp_hidden = min(fwd_c, attn_f) * (passes - 1) + min(bwd_c, attn_b)
+            cp_fwd_exposed = fwd_c - min(fwd_c, attn_f)
+        else:
+            a2a = all_to_all_s(cluster, places.cp, ops.cp_a2a_bytes)
+            cp_wire = a2a * (passes - 1) + a2a
+            cp_fwd_exposed = a2a
+    # EP: dispatch + combine forward, their mirror images backward
+    ep_wire = 0.0
+    if ops.ep_alltoalls and places.ep.size > 1:
+        ep_wire = ops.ep_alltoalls * all_to_all_s(cluster, places.ep, ops.ep_send_bytes)
+        ep_wire *= passes
+    mm_flops = sum(mm.flops for mm in ops.matmuls)
+    model_flops = 3 * (mm_flops + ops.attn_model_flops)
+    hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
+    if recompute == "full":
+        hw_flops += mm_flops + ops.attn_fwd_flops
+    elif recompute == "selective":
+        hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
+    return LayerCost(
+        fwd_compute_s=t.fwd_s, bwd_input_compute_s=t.bwd_input_s,
+        bwd_weight_compute_s=t.bwd_weight_s, recompute_s=rc,
+        tp_wire_s=tp_wire, tp_exposed_s=tp_wire - tp_hidden,
+        cp_wire_s=cp_wire, cp_exposed_s=cp_wire - cp_hidden,
+        ep_wire_s=ep_wire, ep_exposed_s=ep_wire,
+        hidden_comm_s=tp_hidden + cp_hidden,
+        saved_bytes=saved, working_bytes=working,
+        params=ops.params, expert_params=ops.expert_params,
+        model_flops=model_flops, hw_flops=hw_flops,
+        fwd_exposed_s=(tp_wire - tp_hidden + ep_wire) / passes + cp_fwd_exposed)

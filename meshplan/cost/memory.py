@@ -1,0 +1,72 @@
+"""Memory per GPU of one pipeline rank, as a breakdown in bytes.
+
+Model states (ZeRO, Rajbhandari et al. 2020), with gradients accumulated and reduced in
+fp32 as Megatron-LM (``accumulate_allreduce_grads_in_fp32``) and torchtitan (FSDP2
+``reduce_dtype=float32``) do by default:
+- weights 2 bytes/param (bf16), gradients 4, optimizer 12 (fp32 master + Adam moments);
+- zero 1 shards the optimizer over the data-parallel group; zero 2 also the gradients,
+  with the weights kept gathered (FSDP without resharding after forward) and, under
+  gradient accumulation, the gradients accumulated unsharded until the last micro-batch
+  (torch.distributed.pipelining and FSDP2 ``set_requires_gradient_sync``); zero 3 shards
+  everything, gathering a layer at a time (plus one prefetched);
+- expert weights are sharded over their own data-parallel group (edp).
+Activations: the layer's saved tensors (ops.py, after Korthikanti et al. 2022) times the
+schedule's micro-batches in flight (pipeline.py), plus the working set of one layer's
+backward, plus the last stage's logits. On top: communication buffers, the caching
+allocator's fragmentation, and the CUDA context (efficiency.HostCosts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..plan import Plan
+from .efficiency import HOST
+
+PARAM_BYTES = 2
+GRAD_BYTES = 4
+
+
+@dataclass(frozen=True)
+class RankState:
+    """What one pipeline rank holds, before sharding by data parallelism."""
+
+    params: float  # non-expert parameters of its layers (after tp)
+    expert_params: float  # routed-expert parameters (after ep, etp)
+    largest_layer_params: float  # for zero-3 gather buffers
+    act_per_microbatch_bytes: float
+    in_flight: float
+    working_bytes: float  # one layer's backward working set / logits
+
+
+def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
+                 microbatches: int = 1) -> dict[str, float]:
+    """Named parts in bytes; their sum is what the GPU must hold at the rank's peak."""
+    sh = plan.fsdp_shard if plan.zero >= 1 else 1
+    she = plan.edp if plan.zero >= 1 else 1
+    p, e = st.params, st.expert_params
+    if plan.zero == 3:
+        weights = PARAM_BYTES * (p / sh + e / she) + 2 * PARAM_BYTES * st.largest_layer_params
+    else:
+        weights = PARAM_BYTES * (p + e)
+    sharded_grads = plan.zero == 3 or (plan.zero == 2 and microbatches == 1)
+    grads = GRAD_BYTES * ((p / sh + e / she) if sharded_grads else (p + e))
+    opt = 0.0 if plan.offload_optimizer else optimizer_state_bytes * (p / sh + e / she)
+    acts = st.act_per_microbatch_bytes * st.in_flight
+    parts = {
+        "weights": weights,
+        "gradients": grads,
+        "optimizer_states": opt,
+        "activations": acts,
+        "activation_working_set": st.working_bytes,
+        "comm_buffers": HOST.comm_buffer_bytes,
+    }
+    allocated = sum(parts.values())
+    parts["allocator_fragmentation"] = HOST.allocator_fragmentation * allocated
+    parts["cuda_context"] = HOST.runtime_reserved_bytes
+    return parts
+
+
+def reserved_bytes(parts: dict[str, float]) -> float:
+    """What PyTorch reports as reserved (everything except the CUDA context)."""
+    return sum(v for k, v in parts.items() if k != "cuda_context")

@@ -1,0 +1,245 @@
+"""The operations of one transformer layer on one rank, for one micro-batch (forward pass).
+
+Each layer is a list of matrix multiplies (m, n, k after TP/EP sharding), one flash-style
+attention core, and streaming (memory-bound) element-wise work in bytes. Backward and
+recomputation are derived from this list in compute.py; FLOPs for MFU in flops.py.
+
+Shapes follow Megatron-LM's layout (Narayanan et al. 2021; Korthikanti et al. 2022):
+column-parallel QKV / FC1, row-parallel output projection / FC2, sequence parallel shards the
+norms and residual stream over tp; expert layers per MoE Parallel Folding (Liu et al. 2025).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..specs.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class MatMul:
+    name: str
+    m: float  # rows (tokens)
+    n: float  # output width
+    k: float  # inner dimension
+    count: float = 1.0  # identical GEMMs (e.g. local experts of a grouped GEMM)
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.count
+
+
+@dataclass(frozen=True)
+class Shard:
+    """How one rank sees a layer: local tokens and parallel degrees that shape its ops."""
+
+    seq: int  # full sequence length
+    micro_batch: int
+    tp: int = 1
+    cp: int = 1
+    sp: bool = False
+    ep: int = 1
+    etp: int = 1
+    fp8: bool = False
+
+    @property
+    def tokens(self) -> float:
+        """Tokens of this rank's attention (its share of the sequence under cp)."""
+        return self.seq / self.cp * self.micro_batch
+
+    @property
+    def stream_tokens(self) -> float:
+        """Tokens of the residual stream on this rank (sequence parallel divides by tp)."""
+        return self.tokens / self.tp if self.sp else self.tokens
+
+
+@dataclass
+class LayerOps:
+    matmuls: list[MatMul] = field(default_factory=list)
+    attn_fwd_flops: float = 0.0  # executed attention-core FLOPs (causal half skipped)
+    attn_model_flops: float = 0.0  # attention-core FLOPs by the PaLM convention (full s x s)
+    stream_bytes: float = 0.0  # element-wise HBM traffic, forward
+    act_fn_bytes: float = 0.0  # part of stream_bytes that is the MLP activation function
+    norm_bytes: float = 0.0  # part of stream_bytes that is the norms
+    selective_matmul_flops: float = 0.0  # GEMM work that selective recomputation repeats
+    # stored for backward, bytes per micro-batch, by how recomputation treats them
+    saved_bytes: float = 0.0  # everything (no recompute)
+    # dropped by selective recomputation: outputs of cheap ops that are recomputed from
+    # what stays saved (norm outputs, the attention core's output, the MLP activation)
+    recomputable_bytes: float = 0.0
+    input_bytes: float = 0.0  # the layer input, the only thing full recompute keeps
+    # communication buffers (bytes) for one forward pass
+    tp_buffer_bytes: float = 0.0  # hidden-state buffers that TP all-gathers / reduce-scatters
+    tp_collectives: int = 0  # number of such collectives (or all-reduces) in forward
+    etp_buffer_bytes: float = 0.0
+    ep_send_bytes: float = 0.0  # one all-to-all (dispatch or combine) send volume
+    ep_alltoalls: int = 0
+    cp_kv_bytes: float = 0.0  # this rank's K and V block, exchanged around the ring
+    cp_a2a_bytes: float = 0.0  # Ulysses: q, k, v and output volumes for all-to-all
+    params: float = 0.0  # parameters held on this rank (non-expert)
+    expert_params: float = 0.0  # routed-expert parameters held on this rank
+
+
+ACT = 2  # bytes per 16-bit activation element
+
+
+def _linear_in(bytes_16: float, shard: Shard) -> float:
+    """Saved input of a linear layer: FP8 recipes keep the FP8 cast (1 byte) for wgrad."""
+    return bytes_16 / 2 if shard.fp8 else bytes_16
+
+
+def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
+    h, tp, T, Ts = model.hidden, s.tp, s.tokens, s.stream_tokens
+    heads = model.heads / tp
+    if model.is_mla:
+        qk = model.qk_nope_head_dim + model.qk_rope_head_dim
+        v = model.v_head_dim
+        if model.q_lora_rank:
+            ops.matmuls.append(MatMul("q_down", T, model.q_lora_rank, h))
+            ops.matmuls.append(MatMul("q_up", T, heads * qk, model.q_lora_rank))
+        else:
+            ops.matmuls.append(MatMul("q_proj", T, heads * qk, h))
+        ops.matmuls.append(MatMul("kv_down", T, model.kv_lora_rank + model.qk_rope_head_dim, h))
+        ops.matmuls.append(MatMul("kv_up", T, heads * (model.qk_nope_head_dim + v),
+                                  model.kv_lora_rank))
+        ops.matmuls.append(MatMul("o_proj", T, h, heads * v))
+        q_w, kv_w, o_w = heads * qk, heads * (qk + v), heads * v
+        lat = model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim
+        ops.saved_bytes += ACT * T * lat
+        # head-sharded projections (q_up/q_proj, kv_up, o_proj) split over tp; the
+        # low-rank down projections and their norms are replicated
+        sharded = model.heads * (v * h + model.kv_lora_rank * (model.qk_nope_head_dim + v)
+                                 + (model.q_lora_rank or h) * qk)
+        ops.params += model.attention_params() - sharded + sharded / tp
+        d_qk, d_v = qk, v
+    else:
+        kv_heads = max(model.kv_heads / tp, 1.0)  # kv heads are replicated when tp > kv_heads
+        q_w = heads * model.head_dim
+        kv_w = 2 * kv_heads * model.head_dim
+        o_w = heads * model.head_dim
+        ops.matmuls.append(MatMul("qkv", T, q_w + kv_w, h))
+        ops.matmuls.append(MatMul("o_proj", T, h, o_w))
+        norm = model.norm_params(h)
+        ops.params += norm + (model.attention_params() - norm) / tp
+        d_qk = d_v = model.head_dim
+    # flash attention: every query attends to s/2 keys on average under the causal mask;
+    # with cp the load-balanced chunks give each rank the same average.
+    ops.attn_fwd_flops += 2 * T * (s.seq / 2) * heads * (d_qk + d_v)
+    ops.attn_model_flops += 2 * T * s.seq * heads * (d_qk + d_v)
+    # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
+    ops.stream_bytes += ACT * Ts * h * (2 + 3) + ACT * T * 2 * (q_w + kv_w / 2)
+    ops.norm_bytes += ACT * Ts * h * 2
+    # saved: norm input, QKV input (SP keeps the shard), q/k/v, softmax stats, o_proj input
+    ops.saved_bytes += ACT * Ts * h + ACT * T * (q_w + kv_w)
+    ops.saved_bytes += 4 * T * heads  # log-sum-exp per head, fp32
+    ops.recomputable_bytes += _linear_in(ACT * Ts * h, s) + _linear_in(ACT * T * o_w, s)
+    ops.tp_buffer_bytes = ACT * T * h
+    ops.tp_collectives += 2 if tp > 1 else 0  # AG + RS (sp) or one AR counted as two halves
+    if s.cp > 1:
+        ops.cp_kv_bytes += ACT * T * kv_w
+        ops.cp_a2a_bytes += ACT * T * (q_w + kv_w + o_w)
+
+
+def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "mlp",
+            tp: int | None = None) -> None:
+    """A dense (or shared-expert) MLP of intermediate ``width``, sharded over ``tp``."""
+    h, T = model.hidden, s.tokens
+    tp = s.tp if tp is None else tp
+    w = width / tp
+    gated = model.mlp == "swiglu"
+    ops.matmuls.append(MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h))
+    ops.matmuls.append(MatMul(f"{name}_fc2", T, h, w))
+    act = ACT * T * w * (3 if gated else 2)
+    ops.stream_bytes += act
+    ops.act_fn_bytes += act
+    # gated MLPs keep the gate output; the up projection is recomputed with the activation
+    # (op-level selective checkpointing recomputes every other GEMM, as torchtitan does)
+    ops.saved_bytes += ACT * T * w
+    ops.recomputable_bytes += _linear_in(ACT * s.stream_tokens * h, s) + _linear_in(ACT * T * w, s)
+    if gated:
+        ops.recomputable_bytes += ACT * T * w
+        ops.selective_matmul_flops += 2 * T * w * h
+    ops.params += model.mlp_params(width) / tp
+
+
+def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
+    """Router, dispatch over ep, grouped expert GEMMs (etp-sharded), combine, shared experts."""
+    h, Ts = model.hidden, s.stream_tokens
+    tokens_in = s.tokens / s.tp  # MoE input is the sequence-parallel shard
+    rows = tokens_in * model.moe_topk * s.etp  # token copies this rank's experts process
+    local_experts = model.moe_experts / s.ep
+    w = model.moe_expert_ffn / s.etp
+    gated = model.mlp == "swiglu"
+    ops.matmuls.append(MatMul("router", tokens_in, model.moe_experts, h))
+    m = rows / local_experts
+    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts))
+    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts))
+    act = ACT * rows * w * (3 if gated else 2)
+    # permute / unpermute token copies (read + write each way) and the activation function
+    ops.stream_bytes += act + 4 * ACT * rows * h
+    ops.act_fn_bytes += act
+    ops.saved_bytes += _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1)
+    ops.saved_bytes += ACT * rows * h  # combine input
+    ops.recomputable_bytes += _linear_in(ACT * rows * w, s)
+    ops.params += model.moe_router_params()
+    ops.expert_params += local_experts * model.moe_expert_params() / s.etp
+    if s.ep > 1:
+        ops.ep_send_bytes = ACT * tokens_in * model.moe_topk * h
+        ops.ep_alltoalls += 2  # dispatch + combine
+    if s.etp > 1:
+        ops.etp_buffer_bytes = ACT * rows * h
+    if model.moe_shared_ffn:
+        mlp_ops(model, s, ops, model.moe_shared_ffn, "shared")
+
+
+def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
+    """All forward operations of one transformer layer on one rank for one micro-batch."""
+    ops = LayerOps()
+    attention_ops(model, s, ops)
+    h, Ts = model.hidden, s.stream_tokens
+    # second norm + residual add
+    ops.stream_bytes += ACT * Ts * h * (2 + 3)
+    ops.norm_bytes += ACT * Ts * h * 2
+    ops.saved_bytes += ACT * Ts * h
+    ops.params += model.norm_params(h)
+    if moe:
+        moe_ops(model, s, ops)
+        if model.moe_shared_ffn and s.tp > 1:
+            ops.tp_collectives += 2
+    else:
+        mlp_ops(model, s, ops, model.ffn)
+        ops.tp_collectives += 2 if s.tp > 1 else 0
+    if s.fp8:  # quantise every linear input (read 16-bit, write 8-bit)
+        ops.stream_bytes += sum(3 * mm.m * mm.k * mm.count for mm in ops.matmuls)
+    ops.input_bytes = ACT * Ts * h
+    return ops
+
+
+def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
+    """Input embedding on the first stage: a gather of T rows of h."""
+    ops = LayerOps()
+    ops.stream_bytes = 2 * ACT * s.stream_tokens * model.hidden
+    ops.params = model.vocab * model.hidden / s.tp
+    if model.position == "learned":
+        ops.params += model.max_position * model.hidden
+    return ops
+
+
+def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
+    """Final norm, output layer and cross-entropy loss on the last stage."""
+    ops = LayerOps()
+    h, T, V = model.hidden, s.tokens, model.vocab / s.tp
+    ops.matmuls.append(MatMul("output", T, V, h))
+    # logits written in 16-bit, softmax/loss in fp32 (read 2 + write 4 + read 4 + write 2)
+    ops.stream_bytes = T * V * 12 + ACT * s.stream_tokens * h * 2
+    ops.saved_bytes = _linear_in(ACT * s.stream_tokens * h, s)
+    ops.params = model.norm_params(h) + (model.vocab * h / s.tp)
+    ops.tp_buffer_bytes = ACT * T * h
+    ops.tp_collectives = 1 if s.tp > 1 else 0  # all-gather of the sequence-parallel input
+    return ops
+
+
+def logits_bytes(model: ModelSpec, s: Shard) -> float:
+    """Transient logits on the last stage while the loss runs backward: 16-bit logits, their
+    fp32 copy for the softmax, and its fp32 gradient (2 + 4 + 4 bytes per logit)."""
+    return s.tokens * model.vocab / s.tp * (ACT + 4 + 4)

@@ -1,0 +1,63 @@
+"""Closed forms for the pipeline: bubble time and micro-batches in flight per rank.
+
+Per micro-batch and rank r: F_r forward, B_r input-gradient backward, W_r weight-gradient
+backward (B_r + W_r is the full backward). For equal stages:
+- GPipe, 1F1B: bubble (p-1)(F+B+W) (Narayanan et al. 2021 sec. 2.2; Huang et al. 2019).
+- Interleaved 1F1B / looped BFS with v chunks per rank: bubble divided by v.
+- ZB-H1: (p-1)(F+B-W); interleaved ZB divides it by v; ZB-V: (p-1)(F+B-2W) with F, B, W
+  per chunk (Qi et al. 2023, table 1 and sec. 4).
+- DualPipeV: (p/2-1)(F&B+B-3W) per chunk (DeepSeek-V3 report, table 2), F&B ~ F+B.
+Unequal stages: the slowest rank sets the steady state, the others add their fill/drain
+time once, i.e. m*t_max + (sum_r t_r - t_max) for 1F1B, divided by v when interleaved.
+The event simulator (meshplan.pipeline) replaces these for the top candidates.
+"""
+
+from __future__ import annotations
+
+from ..plan import Plan
+
+
+def bubble_s(plan: Plan, m: int, f: list[float], b: list[float], w: list[float]) -> float:
+    """Pipeline bubble of one step; f, b, w are per-rank per-micro-batch seconds."""
+    p, v = plan.pp, plan.vpp
+    if p == 1:
+        return 0.0
+    t = [fi + bi + wi for fi, bi, wi in zip(f, b, w)]
+    t_max = max(t)
+    fill = sum(t) - t_max  # (p-1) * t for equal stages
+    F, B, W = sum(f) / p, sum(b) / p, sum(w) / p
+    s = plan.schedule
+    if s in ("gpipe", "1f1b"):
+        return fill
+    if s in ("interleaved_1f1b", "looped_bfs"):
+        return fill / v
+    if s == "zb_h1":
+        return fill * max(0.0, F + B - W) / (F + B + W)
+    if s == "interleaved_zb":
+        return fill * max(0.0, F + B - W) / (F + B + W) / v
+    # V schedules: each rank holds two chunks, so per-chunk times are half the rank's
+    if s == "zb_v":
+        return fill * max(0.0, F + B - 2 * W) / (F + B + W) / 2
+    if s == "dualpipev":
+        return (p / 2 - 1) / (p - 1) * fill * max(0.0, F + 2 * B - 3 * W) / (F + B + W) / 2 \
+            if p > 2 else 0.0
+    raise AssertionError(s)
+
+
+def in_flight(plan: Plan, m: int, rank: int) -> float:
+    """Micro-batches whose activations rank ``rank`` holds at its peak, in units of one
+    micro-batch through all of the rank's layers (Korthikanti et al. 2022, sec. 4.2.3)."""
+    p, v, s = plan.pp, plan.vpp, plan.schedule
+    if p == 1:
+        return 1.0
+    if s in ("gpipe", "looped_bfs"):
+        n = float(m)
+    elif s in ("1f1b", "zb_h1"):
+        n = float(p - rank)
+    elif s in ("interleaved_1f1b", "interleaved_zb"):
+        n = (p - rank) * (1 + (p - 1) / (p * v))
+    elif s == "zb_v":
+        n = float(p)
+    else:  # dualpipev
+        n = p + 1.0
+    return min(n, float(m))

@@ -1,0 +1,398 @@
+"""estimate(model, cluster, workload, plan) -> Estimate: the one function at the centre.
+
+Composition: per-layer costs (layer.py) are summed into model chunks (virtual stages),
+chunks into pipeline ranks; the slowest rank sets the steady state, the schedule's closed
+form adds the bubble (pipeline.py), then data-parallel communication that backward and
+forward could not hide, and the optimizer step. Every result is a named breakdown whose
+parts sum to its total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+from ..plan import V_SCHEDULES, Plan
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from ..specs.workload import Workload
+from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
+from .compute import device
+from .efficiency import HOST, NETWORK
+from .flops import model_flops_per_token
+from .layer import CommPlacements, LayerCost, layer_cost
+from .memory import RankState, memory_parts, reserved_bytes
+from .ops import ACT, Shard, logits_bytes
+from .pipeline import bubble_s, in_flight
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Named parts (seconds or bytes) and their total."""
+
+    parts: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts.values())
+
+
+@dataclass(frozen=True)
+class CommAxis:
+    axis: str  # tp, cp, ep, pp, dp
+    collective: str
+    group_size: int
+    tier: str  # scale-up, scale-out, none
+    bytes_per_step: float  # per GPU, sent
+    wire_s: float  # time on the wire per step (bottleneck rank)
+    exposed_s: float  # the part not hidden by overlap
+
+
+@dataclass(frozen=True)
+class ChunkCost:
+    """One virtual stage, one micro-batch (the simulator's input)."""
+
+    index: int  # virtual stage id
+    rank: int  # pipeline rank holding it
+    layers: int
+    fwd_s: float
+    bwd_input_s: float
+    bwd_weight_s: float
+    act_bytes: float  # held from this chunk's forward to its backward
+    p2p_bytes: float  # activation (or gradient) sent to the neighbouring stage
+    p2p_s: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    plan: Plan
+    num_microbatches: int
+    step_time: Breakdown  # seconds
+    peak_candidates: dict  # pipeline rank -> memory Breakdown, for the ranks that can peak
+    rank_memory: object  # rank -> memory Breakdown (bytes), computed on demand
+    comm: list[CommAxis]
+    chunk_inputs: tuple  # what `chunks` is built from, on demand (the search never asks)
+    model_flops_per_step: float
+    hw_flops_per_step: float
+    tokens_per_step: int
+    world_size: int
+    peak_flops_per_gpu: float  # 16-bit dense datasheet peak (MFU denominator)
+    capacity_bytes: float
+    bottleneck_rank: int
+    notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def chunks(self) -> list[ChunkCost]:
+        """One cost record per virtual stage, per micro-batch (the simulator's input)."""
+        counts, rank_of, kinds, split, p2p_one, p2p_bytes = self.chunk_inputs
+
+        def agg(cc, attr):
+            return sum(k * getattr(x, attr) for k, x in zip(cc, kinds) if k)
+
+        return [ChunkCost(index=c, rank=rank_of[c], layers=split[c],
+                          fwd_s=agg(cc, "fwd_s") + p2p_one,
+                          bwd_input_s=agg(cc, "bwd_input_s") + p2p_one,
+                          bwd_weight_s=agg(cc, "bwd_weight_s"), act_bytes=agg(cc, "saved_bytes"),
+                          p2p_bytes=p2p_bytes, p2p_s=p2p_one)
+                for c, cc in enumerate(counts)]
+
+    @property
+    def step_time_s(self) -> float:
+        return self.step_time.total
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_time_s
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.world_size
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation against the GPU's dense 16-bit peak (PaLM convention)."""
+        return self.model_flops_per_step / (
+            self.step_time_s * self.world_size * self.peak_flops_per_gpu)
+
+    @property
+    def hfu(self) -> float:
+        return self.hw_flops_per_step / (
+            self.step_time_s * self.world_size * self.peak_flops_per_gpu)
+
+    @cached_property
+    def memory(self) -> list[Breakdown]:
+        """Memory per GPU of every pipeline rank (bytes)."""
+        return [self.peak_candidates.get(r) or self.rank_memory(r)
+                for r in range(self.plan.pp)]
+
+    @property
+    def peak_memory_rank(self) -> int:
+        return max(self.peak_candidates, key=lambda r: (self.peak_candidates[r].total, -r))
+
+    @property
+    def peak_memory_bytes(self) -> float:
+        return self.peak_candidates[self.peak_memory_rank].total
+
+    @property
+    def peak_reserved_bytes(self) -> float:
+        """Peak as PyTorch reports it (reserved; the CUDA context excluded)."""
+        return max(reserved_bytes(m.parts) for m in self.peak_candidates.values())
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_memory_bytes <= self.capacity_bytes
+
+    @property
+    def verdict(self) -> str:
+        r = self.peak_memory_rank
+        need = self.peak_memory_bytes / GiB
+        cap = self.capacity_bytes / GiB
+        where = f" on pipeline stage {r}" if self.plan.pp > 1 else ""
+        if self.fits:
+            return f"fits: needs {need:.1f} GiB per GPU{where}, the GPU has {cap:.0f} GiB"
+        return f"does not fit: needs {need:.1f} GiB per GPU{where}, the GPU has {cap:.0f} GiB"
+
+    @property
+    def bottleneck(self) -> str:
+        """The largest part of the step after compute: why this plan is as fast as it is."""
+        parts = {k: v for k, v in self.step_time.parts.items() if k != "compute_s"}
+        k = max(parts, key=parts.get)
+        share = parts[k] / self.step_time_s
+        if share < 0.05:
+            return "compute-bound (every overhead under 5% of the step)"
+        return f"{k.removesuffix('_s').replace('_', ' ')} ({share:.0%} of the step)"
+
+
+def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
+    st = plan.axis_stride
+    dom = cluster.domain_size
+    out = {
+        "tp": group_placement(cluster, (plan.tp, st("tp"))),
+        "cp": group_placement(cluster, (plan.cp, st("cp"))),
+        "dp": group_placement(cluster, (plan.cp, st("cp")), (plan.dp, st("dp"))),
+        # expert groups fold over the dp*cp*tp block: etp innermost, then ep, then edp
+        "etp": group_placement(cluster, (plan.etp, 1)),
+        "ep": group_placement(cluster, (plan.ep, plan.etp)),
+        "edp": group_placement(cluster, (plan.edp, plan.ep * plan.etp)),
+    }
+    if plan.hsdp_shard and plan.hsdp_shard < plan.dp * plan.cp:
+        shard_dp = max(1, plan.hsdp_shard // plan.cp)
+        out["dp_shard"] = group_placement(cluster, (plan.cp, st("cp")), (shard_dp, st("dp")))
+        out["dp_replicate"] = group_placement(
+            cluster, (plan.dp * plan.cp // plan.hsdp_shard, st("dp") * shard_dp))
+    out["pp_across_nodes"] = Placement(2, 1 if st("pp") >= dom else 2)
+    return out
+
+
+def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_params: float,
+             m: int, fwd_window: float, bwd_window: float) -> tuple[float, float, float]:
+    """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank."""
+    grad = 4.0  # fp32 gradient reduction
+    shard_pl = pl.get("dp_shard", pl["dp"])
+
+    def coll(place: Placement, p: float) -> tuple[float, float, float]:
+        """(reduce, gather, allreduce-replicate) times for p parameters on ``place``."""
+        if plan.zero == 0:
+            return all_reduce_s(cluster, place, grad * p), 0.0, 0.0
+        rs = all_gather_s(cluster, place, grad * p)
+        ag = all_gather_s(cluster, place, 2.0 * p)
+        return rs, ag, 0.0
+
+    rs_n, ag_n, _ = coll(shard_pl, params)
+    rs_e, ag_e, _ = coll(pl["edp"], expert_params)
+    rs, ag = rs_n + rs_e, ag_n + ag_e
+    rep = 0.0
+    if "dp_replicate" in pl:  # HSDP: all-reduce the shard across replicas
+        rep = all_reduce_s(cluster, pl["dp_replicate"], grad * params / plan.hsdp_shard)
+    n_dp = plan.dp * plan.cp
+    sent = (grad + (2.0 if plan.zero else grad)) * (params + expert_params) * (n_dp - 1) / max(n_dp, 1)
+    if plan.zero <= 1:
+        wire = rs + ag + rep
+        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
+        hide_a = min(ag, fwd_window) if plan.overlap_param_gather else 0.0
+        return wire, wire - hide_r - hide_a, sent
+    # zero 2: weights gathered per micro-batch, gradients reduce-scattered after the last;
+    # zero 3: gather for forward and again for backward, reduce-scatter, per micro-batch
+    if plan.zero == 2:
+        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
+        wire = m * ag + rs + rep
+        exposed = m * max(0.0, ag - fwd_window) + rs - hide_r + rep
+        return wire, exposed, sent * m
+    per_mb_f, per_mb_b = ag, rs + ag
+    wire = m * (per_mb_f + per_mb_b) + rep
+    exposed = m * (max(0.0, per_mb_f - fwd_window) + max(0.0, per_mb_b - bwd_window)) + rep
+    return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
+
+
+@lru_cache(maxsize=4096)
+def _chunk_counts(model: ModelSpec, split: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+    """(dense layers, MoE layers, has embedding, has output layer) of every chunk."""
+    out, start = [], 0
+    for c, n in enumerate(split):
+        n_moe = _moe_layers_between(model, start, start + n)
+        start += n
+        out.append((n - n_moe, n_moe, int(c == 0), int(c == len(split) - 1)))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _placement_of_chunks(pp: int, vpp: int, v_shape: bool) -> tuple[dict, list[list[int]]]:
+    """Pipeline rank of each chunk, and each rank's chunks (see Plan.chunk_of)."""
+    plan = Plan(pp=pp, vpp=vpp, schedule="zb_v" if v_shape else "")
+    rank_of = {plan.chunk_of(r, j): r for r in range(pp) for j in range(vpp)}
+    per_rank: list[list[int]] = [[] for _ in range(pp)]
+    for c in range(pp * vpp):
+        per_rank[rank_of[c]].append(c)
+    return rank_of, per_rank
+
+
+def _moe_layers_between(model: ModelSpec, start: int, end: int) -> int:
+    if not model.is_moe:
+        return 0
+    return _moe_prefix(model)[end] - _moe_prefix(model)[start]
+
+
+@lru_cache(maxsize=256)
+def _moe_prefix(model: ModelSpec) -> tuple[int, ...]:
+    """Number of MoE layers among the first i layers, for i = 0..layers."""
+    out = [0]
+    for i in range(model.layers):
+        out.append(out[-1] + model.layer_is_moe(i))
+    return tuple(out)
+
+
+def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan) -> Estimate:
+    """Predict one training step of ``plan``. Raises InputError if the plan is invalid."""
+    plan.validate(model, workload, cluster.num_gpus)
+    m = plan.num_microbatches(workload)
+    fp8 = workload.precision == "fp8"
+    shard = Shard(workload.seq_len, plan.micro_batch, plan.tp, plan.cp,
+                  bool(plan.sequence_parallel), plan.ep, plan.etp, fp8)
+    pl = placements(plan, cluster)
+    places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
+
+    def cost(kind: str) -> LayerCost:
+        return layer_cost(model, cluster, kind, shard, plan.recompute, places,
+                          plan.tp_comm_overlap, workload.precision, plan.cp_kind)
+
+    dense = cost("dense") if model.num_dense_layers else None
+    moe = cost("moe") if model.is_moe else None
+    emb, head = cost("embedding"), cost("head")
+    # ---- chunks: counts of (dense, moe, embedding, head) parts in each ---------------------
+    kinds = (dense or moe, moe or dense, emb, head)
+    split = plan.layer_split(model)
+    p2p_bytes = ACT * shard.stream_tokens * model.hidden
+    p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
+    chunk_counts = _chunk_counts(model, tuple(split))
+
+    memo: dict = {}
+
+    def agg(counts, attr: str) -> float:
+        key = (counts, attr)
+        v = memo.get(key)
+        if v is None:
+            v = memo[key] = sum(k * getattr(x, attr) for k, x in zip(counts, kinds) if k)
+        return v
+
+    rank_of, per_rank = _placement_of_chunks(plan.pp, plan.vpp, plan.schedule in V_SCHEDULES)
+    rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(4)) for cs in per_rank]
+    nv = plan.vpp
+    f = [agg(rc, "fwd_s") + nv * p2p_one for rc in rank_counts]
+    b = [agg(rc, "bwd_input_s") + nv * p2p_one for rc in rank_counts]
+    w = [agg(rc, "bwd_weight_s") for rc in rank_counts]
+    t = [fi + bi + wi for fi, bi, wi in zip(f, b, w)]
+    r_star = max(range(plan.pp), key=lambda r: t[r])
+    bubble = bubble_s(plan, m, f, b, w)
+    # ---- data parallel ------------------------------------------------------------------
+    dp_wire = dp_exposed = dp_bytes = 0.0
+    rank_params = [agg(rc, "params") for rc in rank_counts]
+    rank_eparams = [agg(rc, "expert_params") for rc in rank_counts]
+    rs = rank_counts[r_star]
+    if plan.dp * plan.cp > 1:
+        fwd_win = agg(rs, "fwd_compute_s")
+        bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+        dp_wire, dp_exposed, dp_bytes = _dp_comm(
+            plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win)
+    # ---- optimizer step -----------------------------------------------------------------
+    sh = plan.fsdp_shard if plan.zero >= 1 else 1
+    she = plan.edp if plan.zero >= 1 else 1
+    opt_params = max(rp / sh + re / she for rp, re in zip(rank_params, rank_eparams))
+    hbm = device(cluster.gpu, workload.precision).hbm_bytes_per_s
+    if plan.offload_optimizer:
+        opt_s = (opt_params / HOST.cpu_adam_params_per_s
+                 + opt_params * (4 + 2) / HOST.pcie_bytes_per_s)
+    else:
+        # read fp32 grad, master, two moments; write master, moments, bf16 weight
+        opt_s = opt_params * (4 + 3 * 4 + 3 * 4 + 2) / hbm
+    # ---- step breakdown -----------------------------------------------------------------
+    hidden = agg(rs, "hidden_comm_s") * m + (dp_wire - dp_exposed)
+    parts = {
+        "compute_s": m * (agg(rs, "fwd_compute_s") + agg(rs, "bwd_input_compute_s")
+                          + agg(rs, "bwd_weight_compute_s")),
+        "recompute_s": m * agg(rs, "recompute_s"),
+        "tp_exposed_s": m * agg(rs, "tp_exposed_s"),
+        "cp_exposed_s": m * agg(rs, "cp_exposed_s"),
+        "ep_exposed_s": m * agg(rs, "ep_exposed_s"),
+        "pp_p2p_s": m * 2 * nv * p2p_one,
+        "pp_bubble_s": bubble,
+        "dp_exposed_s": dp_exposed,
+        "optimizer_s": opt_s,
+        "overlap_slowdown_s": NETWORK.overlap_contention * hidden,
+    }
+    # ---- communication report -----------------------------------------------------------
+    def axis(name: str, coll: str, size: int, place: Placement, nbytes: float, wire: float,
+             exposed: float) -> CommAxis:
+        return CommAxis(name, coll, size, place.tier, nbytes, wire, exposed)
+
+    tp_bytes = m * sum(k for k, x in zip(rs, kinds) if x.tp_wire_s) * 2 * ACT * shard.tokens \
+        * model.hidden * (plan.tp - 1) / plan.tp
+    comm = [
+        axis("tp", "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
+             plan.tp, pl["tp"], tp_bytes, m * agg(rs, "tp_wire_s"),
+             parts["tp_exposed_s"]),
+        axis("cp", "ring K/V exchange" if plan.cp_kind == "ring" else "all-to-all", plan.cp,
+             pl["cp"], 0.0, m * agg(rs, "cp_wire_s"), parts["cp_exposed_s"]),
+        axis("ep", "all-to-all dispatch + combine", plan.ep, pl["ep"], 0.0,
+             m * agg(rs, "ep_wire_s"), parts["ep_exposed_s"]),
+        axis("pp", "send/recv", plan.pp, pl["pp_across_nodes"] if plan.pp > 1 else Placement(1, 1),
+             m * 2 * nv * p2p_bytes if plan.pp > 1 else 0.0, parts["pp_p2p_s"],
+             parts["pp_p2p_s"]),
+        axis("dp", {0: "all-reduce"}.get(plan.zero, "reduce-scatter + all-gather"),
+             plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
+    ]
+    # ---- memory -------------------------------------------------------------------------
+    logits = logits_bytes(model, shard)
+
+    def rank_memory(r: int) -> Breakdown:
+        rc = rank_counts[r]
+        present = [x for k, x in zip(rc, kinds) if k]
+        working = max(x.working_bytes for x in present)
+        if rc[3]:
+            working = max(working, logits)
+        state = RankState(
+            params=rank_params[r], expert_params=rank_eparams[r],
+            largest_layer_params=max(x.params + x.expert_params for x in present),
+            act_per_microbatch_bytes=agg(rc, "saved_bytes"),
+            in_flight=in_flight(plan, m, r), working_bytes=working)
+        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m))
+
+    # ranks holding the same layers differ only in micro-batches in flight: the one with the
+    # most is the fullest of its group, so only those are candidates for the peak
+    fullest: dict = {}
+    for r in range(plan.pp):
+        rc = rank_counts[r]
+        if rc not in fullest or in_flight(plan, m, r) > in_flight(plan, m, fullest[rc]):
+            fullest[rc] = r
+    candidates = {r: rank_memory(r) for r in fullest.values()}
+    tokens = workload.tokens_per_step
+    mf = model_flops_per_token(model, workload.seq_len) * tokens
+    hw = sum(agg(rc, "hw_flops") for rc in rank_counts) * m * plan.tp * plan.cp * plan.dp
+    chunk_inputs = (chunk_counts, rank_of, kinds, tuple(split), p2p_one, p2p_bytes)
+    return Estimate(
+        plan=plan, num_microbatches=m, step_time=Breakdown(parts), peak_candidates=candidates,
+        rank_memory=rank_memory, comm=comm,
+        chunk_inputs=chunk_inputs, model_flops_per_step=mf, hw_flops_per_step=hw, tokens_per_step=tokens,
+        world_size=cluster.num_gpus, peak_flops_per_gpu=cluster.gpu.flops("bf16"),
+        capacity_bytes=cluster.gpu.memory_bytes, bottleneck_rank=r_star)

@@ -1,0 +1,254 @@
+"""Megatron-LM: the arguments of ``pretrain_gpt.py`` and a torchrun launch script.
+
+Argument names and meanings are those of ``megatron/training/arguments.py`` in
+NVIDIA/Megatron-LM (checked in tests/data/megatron_lm_arguments.tsv, and through
+megatron-core's TransformerConfig when it is installed). Mapping of the plan:
+
+- degrees: --tensor/--pipeline/--context/--expert-model-parallel-size,
+  --expert-tensor-parallel-size; rank order tp-cp-(ep)-dp-pp is Megatron's default,
+  tp-cp-pp-dp is ``--use-tp-pp-dp-mapping``; other orders are refused.
+- ZeRO: 0 plain DDP; 1 ``--use-distributed-optimizer`` (optimizer states sharded over
+  dp*cp; HSDP via ``--num-distributed-optimizer-instances``); 2 and 3 Megatron FSDP
+  (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads`` /
+  ``optim_grads_params``).
+- pipeline: 1f1b; interleaved_1f1b with ``--num-layers-per-virtual-pipeline-stage``;
+  looped_bfs as interleaving with ``--microbatch-group-size-per-virtual-pipeline-stage``
+  equal to the number of micro-batches (every micro-batch passes a chunk before the next
+  chunk starts). GPipe and the zero-bubble / DualPipe schedules are not in Megatron-LM's
+  training loop and are refused. An uneven layer split is written as
+  ``--pipeline-model-parallel-layout`` (stage i of the layout = virtual stage i, the same
+  numbering as Plan.chunk_of).
+- recompute: selective = ``--recompute-granularity selective --recompute-modules core_attn``
+  (Korthikanti et al. 2022, the attention core); full = whole layers, uniform, 1 layer
+  per checkpoint.
+"""
+
+from __future__ import annotations
+
+from ..scenario import Scenario
+from . import Rendered, UnsupportedByEngine
+from ._common import launch_script, same_layout
+
+ENGINE = "Megatron-LM"
+UNSUPPORTED_SCHEDULES = {
+    "gpipe": "Megatron-LM trains with 1F1B or interleaved 1F1B only (no GPipe schedule)",
+    "zb_h1": "Megatron-LM has no zero-bubble schedule; use 1f1b",
+    "interleaved_zb": "Megatron-LM has no zero-bubble schedule; use interleaved_1f1b",
+    "zb_v": "Megatron-LM has no V-shape zero-bubble schedule; use interleaved_1f1b",
+    "dualpipev": "DualPipeV is not in Megatron-LM; use interleaved_1f1b",
+}
+
+
+def _moe_layer_freq(model) -> str | None:
+    """Megatron's --moe-layer-freq pattern ("[0]*3+[1]*58"), or None for every layer MoE."""
+    flags = [1 if model.layer_is_moe(i) else 0 for i in range(model.layers)]
+    if all(flags):
+        return None
+    runs: list[list[int]] = []
+    for f in flags:
+        if runs and runs[-1][0] == f:
+            runs[-1][1] += 1
+        else:
+            runs.append([f, 1])
+    return "+".join(f"[{f}]*{n}" for f, n in runs)
+
+
+def pipeline_layout(split: list[int]) -> str:
+    """Megatron's --pipeline-model-parallel-layout for layers per virtual stage."""
+    stages = []
+    last = len(split) - 1
+    for c, n in enumerate(split):
+        parts = (["E"] if c == 0 else []) + ([f"t*{n}"] if n else []) + (["L"] if c == last else [])
+        stages.append(",".join(parts))
+    return "|".join(stages)
+
+
+def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """(flags with their values, notes) for pretrain_gpt.py; raises UnsupportedByEngine."""
+    m, w, p = sc.model, sc.workload, sc.plan
+    notes: list[str] = []
+    a: list[tuple[str, list[str]]] = []
+
+    def add(flag: str, *vals: object) -> None:
+        a.append((flag, [str(v) for v in vals]))
+
+    # ---- refusals first ----------------------------------------------------------------
+    if p.pp > 1 and p.schedule in UNSUPPORTED_SCHEDULES:
+        raise UnsupportedByEngine(ENGINE, "schedule", p.schedule, UNSUPPORTED_SCHEDULES[p.schedule])
+    if same_layout(p, "tp-cp-dp-pp"):
+        tp_pp_dp = False
+    elif same_layout(p, "tp-cp-pp-dp"):
+        tp_pp_dp = True
+    else:
+        raise UnsupportedByEngine(ENGINE, "order", p.order,
+                                  "Megatron lays ranks out as tp-cp-dp-pp (default) or tp-cp-pp-dp "
+                                  "(--use-tp-pp-dp-mapping), innermost first")
+    if p.zero >= 2 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
+        raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
+                                  "meshplan writes HSDP for Megatron only with the distributed "
+                                  "optimizer (zero=1, --num-distributed-optimizer-instances)")
+    if w.precision == "fp16" and p.ep > 1:
+        raise UnsupportedByEngine(ENGINE, "ep", p.ep, "expert parallelism is not supported with "
+                                  "fp16 training (validate_args); use bf16")
+    if p.tp_comm_overlap and not p.sequence_parallel:
+        raise UnsupportedByEngine(ENGINE, "tp_comm_overlap", True,
+                                  "--tp-comm-overlap needs sequence parallelism")
+    if w.optimizer == "sgd" and p.offload_optimizer:
+        raise UnsupportedByEngine(ENGINE, "offload_optimizer", True,
+                                  "the CPU-offloaded optimizer is Adam only")
+
+    # ---- model shape ---------------------------------------------------------------------
+    add("--num-layers", m.layers)
+    add("--hidden-size", m.hidden)
+    add("--ffn-hidden-size", m.ffn or m.moe_expert_ffn)
+    add("--num-attention-heads", m.heads)
+    if m.is_mla:
+        add("--multi-latent-attention")
+        if m.q_lora_rank:
+            add("--q-lora-rank", m.q_lora_rank)
+        add("--kv-lora-rank", m.kv_lora_rank)
+        add("--qk-head-dim", m.qk_nope_head_dim)
+        add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
+        add("--v-head-dim", m.v_head_dim)
+    else:
+        if m.kv_heads != m.heads:
+            add("--group-query-attention")
+            add("--num-query-groups", m.kv_heads)
+        if m.head_dim * m.heads != m.hidden:
+            add("--kv-channels", m.head_dim)
+    if m.mlp == "swiglu":
+        add("--swiglu")
+    add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
+    if m.position == "rope":
+        add("--position-embedding-type", "rope")
+        add("--max-position-embeddings", w.seq_len)
+    else:
+        add("--position-embedding-type", "learned_absolute")
+        add("--max-position-embeddings", max(m.max_position, w.seq_len))
+    if not m.tied_embeddings:
+        add("--untie-embeddings-and-output-weights")
+    if not m.linear_bias:
+        add("--disable-bias-linear")
+        if m.qkv_bias:
+            add("--add-qkv-bias")
+    if m.qk_norm:
+        add("--qk-layernorm")
+    add("--seq-length", w.seq_len)
+    if m.is_moe:
+        add("--num-experts", m.moe_experts)
+        add("--moe-router-topk", m.moe_topk)
+        add("--moe-ffn-hidden-size", m.moe_expert_ffn)
+        if m.moe_shared_ffn:
+            add("--moe-shared-expert-intermediate-size", m.moe_shared_ffn)
+        freq = _moe_layer_freq(m)
+        if freq:
+            add("--moe-layer-freq", freq)
+        add("--moe-grouped-gemm")
+        add("--moe-token-dispatcher-type", "alltoall")
+        add("--moe-router-dtype", "fp32")
+        if m.moe_router_bias:  # DeepSeek-V3 aux-loss-free balancing (sigmoid scores + bias)
+            add("--moe-router-score-function", "sigmoid")
+            add("--moe-router-enable-expert-bias")
+            add("--moe-router-load-balancing-type", "seq_aux_loss")
+            add("--moe-aux-loss-coeff", "1e-4")
+        else:
+            add("--moe-router-load-balancing-type", "aux_loss")
+            add("--moe-aux-loss-coeff", "1e-2")
+
+    # ---- parallelism -----------------------------------------------------------------------
+    add("--tensor-model-parallel-size", p.tp)
+    add("--pipeline-model-parallel-size", p.pp)
+    add("--context-parallel-size", p.cp)
+    if p.cp > 1:
+        add("--cp-comm-type", "p2p" if p.cp_kind == "ring" else "a2a")
+    if m.is_moe:
+        add("--expert-model-parallel-size", p.ep)
+        add("--expert-tensor-parallel-size", p.etp)
+    if p.sequence_parallel:
+        add("--sequence-parallel")
+    if tp_pp_dp:
+        add("--use-tp-pp-dp-mapping")
+    split = p.layer_split(m)
+    if p.pp > 1:
+        if len(set(split)) > 1:
+            add("--pipeline-model-parallel-layout", pipeline_layout(split))
+        elif p.vpp > 1:
+            add("--num-layers-per-virtual-pipeline-stage", split[0])
+        if p.schedule == "looped_bfs":
+            add("--microbatch-group-size-per-virtual-pipeline-stage", p.num_microbatches(w))
+    if p.zero == 1:
+        add("--use-distributed-optimizer")
+        if p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
+            add("--num-distributed-optimizer-instances", p.dp * p.cp // p.hsdp_shard)
+    elif p.zero >= 2:
+        add("--use-megatron-fsdp")
+        add("--data-parallel-sharding-strategy", "optim_grads" if p.zero == 2 else "optim_grads_params")
+    if p.offload_optimizer:
+        add("--optimizer-cpu-offload")
+        add("--optimizer-offload-fraction", "1.0")
+    if p.overlap_grad_reduce:
+        add("--overlap-grad-reduce")
+    if p.overlap_param_gather and p.zero >= 1:
+        add("--overlap-param-gather")
+    if p.tp_comm_overlap:
+        add("--tp-comm-overlap")
+
+    # ---- batch, precision, recompute ---------------------------------------------------------
+    add("--micro-batch-size", p.micro_batch)
+    add("--global-batch-size", w.global_batch)
+    if w.precision == "fp16":
+        add("--fp16")
+    else:
+        add("--bf16")
+    if w.precision == "fp8":
+        if sc.cluster.gpu.generation == "blackwell":
+            add("--fp8-format", "e4m3")
+            add("--fp8-recipe", "mxfp8")
+        else:
+            add("--fp8-format", "hybrid")
+            add("--fp8-recipe", "delayed")
+            add("--fp8-amax-history-len", 1024)
+            add("--fp8-amax-compute-algo", "max")
+    if p.recompute == "full":
+        add("--recompute-granularity", "full")
+        add("--recompute-method", "uniform")
+        add("--recompute-num-layers", 1)
+    elif p.recompute == "selective":
+        add("--recompute-granularity", "selective")
+        add("--recompute-modules", "core_attn")
+
+    # ---- optimizer ---------------------------------------------------------------------------
+    add("--optimizer", "sgd" if w.optimizer == "sgd" else "adam")
+    if p.offload_optimizer or w.optimizer_state_precision == "bf16":
+        add("--use-precision-aware-optimizer")
+    if w.optimizer_state_precision == "bf16":
+        add("--exp-avg-dtype", "bf16")
+        add("--exp-avg-sq-dtype", "bf16")
+    if p.pp > 1 and p.schedule == "looped_bfs":
+        notes.append("looped_bfs is Megatron's interleaved schedule with every micro-batch "
+                     "grouped per virtual stage")
+    return a, notes
+
+
+def training_args(sc: Scenario) -> list[tuple[str, list[str]]]:
+    """Data, tokenizer and schedule settings for a throughput run on mock data."""
+    return [("--mock-data", []), ("--tokenizer-type", ["NullTokenizer"]),
+            ("--vocab-size", [str(sc.model.vocab)]),
+            ("--train-iters", ["100"]), ("--eval-iters", ["0"]),
+            ("--lr", ["3.0e-4"]), ("--min-lr", ["3.0e-5"]), ("--lr-decay-style", ["cosine"]),
+            ("--lr-warmup-iters", ["10"]), ("--weight-decay", ["0.1"]),
+            ("--adam-beta2", ["0.95"]), ("--clip-grad", ["1.0"]),
+            ("--log-interval", ["1"]), ("--log-throughput", [])]
+
+
+def render_megatron(sc: Scenario) -> Rendered:
+    plan_args, notes = megatron_args(sc)
+    args = plan_args + training_args(sc)
+    text = launch_script(
+        sc, "megatron_launch.sh", "megatron_launch.sh: Megatron-LM pretrain_gpt.py for this plan",
+        args, '"${MEGATRON_LM:-.}/pretrain_gpt.py"', notes,
+        env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+        extra_comments=["MEGATRON_LM = a Megatron-LM checkout. The run uses mock data and the "
+                        "NullTokenizer; for real training replace --mock-data/--tokenizer-type/"
+                        "--vocab-size with --data-path and your tokenizer."])
+    return Rendered("megatron", {"megatron_launch.sh": text}, {"megatron_launch.sh"}, notes)

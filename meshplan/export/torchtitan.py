@@ -1,0 +1,216 @@
+"""torchtitan 0.3: a config_registry module and the torchrun line that runs it.
+
+torchtitan 0.3 no longer reads TOML job files: a job is a Python function returning a
+``Trainer.Config``, chosen with ``--module MODULE --config FUNCTION`` (see
+``torchtitan/config/manager.py``). meshplan writes ``torchtitan_job.py`` whose function
+``meshplan_job()`` starts from torchtitan's own registered config for the model and sets
+the plan on it, and ``torchtitan_launch.sh`` that runs
+``torchrun -m torchtitan.train --module torchtitan_job --config meshplan_job``.
+
+Mapping (field names of torchtitan.config.ParallelismConfig / TrainingConfig):
+- data parallel: zero 0 = replicate only (dp_replicate = dp, dp_shard = 1);
+  zero 2 = FSDP2 with ``fsdp_reshard_after_forward="never"`` (ZeRO-2: weights stay
+  gathered from forward to backward); zero 3 = FSDP2 with ``"always"``. HSDP: dp_shard =
+  shard group / cp, dp_replicate = dp*cp / shard group (torchtitan shards over
+  dp_shard*cp). ZeRO-1 (optimizer-only sharding) has no torchtitan equivalent: refused.
+- pipeline: the schedule names of torch.distributed.pipelining (get_schedule_class), the
+  layer split written out as ``module_fqns_per_model_part`` (one list per virtual stage,
+  the same numbering as Plan.chunk_of); ZB-H1 on one chunk per rank is not in torch:
+  refused.
+- micro-batches: with pp > 1 ``local_batch_size`` = global batch / dp, split into
+  ``pipeline_parallel_microbatch_size`` pieces; without pp ``local_batch_size`` = the micro
+  batch and gradient accumulation = global / (local * dp).
+- fp8: ``Float8LinearConverter`` (torchao rowwise) on the model, with torch.compile on.
+"""
+
+from __future__ import annotations
+
+import pprint
+
+from ..scenario import Scenario
+from ..specs.catalog.presets import preset
+from . import Rendered, UnsupportedByEngine
+from ._common import header, launch_script, same_layout
+
+ENGINE = "torchtitan 0.3"
+
+# meshplan preset -> (torchtitan model module, config_registry function, flavor, registry kwargs)
+# Each entry's shape is checked against torchtitan's own model config in the tests.
+MODELS = {
+    "llama3.1-8b": ("llama3", "llama3_8b", "8B", {}),
+    "llama3.1-70b": ("llama3", "llama3_70b", "70B", {}),
+    "llama3.1-405b": ("llama3", "llama3_405b", "405B", {}),
+    "qwen3-30b-a3b": ("qwen3", "qwen3_30b_a3b", "30B-A3B", {}),
+    "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b", "671B", {"attn_backend": "flex"}),
+}
+
+SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
+    "gpipe": "GPipe", "1f1b": "1F1B", "interleaved_1f1b": "Interleaved1F1B",
+    "looped_bfs": "LoopedBFS", "interleaved_zb": "InterleavedZeroBubble",
+    "zb_v": "ZBVZeroBubble", "dualpipev": "DualPipeV",
+}
+
+
+def torchtitan_model(sc: Scenario) -> tuple[str, str, str, dict]:
+    m = sc.model
+    for name, entry in MODELS.items():
+        if preset(name) == m:
+            return entry
+    raise UnsupportedByEngine(ENGINE, "model", m.name,
+                              "torchtitan builds models from its own registered flavours; meshplan "
+                              "maps " + ", ".join(MODELS) + " (a model of another shape needs a "
+                              "torchtitan model config written by hand)")
+
+
+def stage_fqns(split: list[int]) -> list[list[str]]:
+    """Module names per virtual stage, in torchtitan's naming (tok_embeddings, layers.i,
+    norm, lm_head; see torchtitan/distributed/pipeline_parallel.py)."""
+    out, first = [], 0
+    for c, n in enumerate(split):
+        names = [f"layers.{i}" for i in range(first, first + n)]
+        first += n
+        if c == 0:
+            names.insert(0, "tok_embeddings")
+        if c == len(split) - 1:
+            names += ["norm", "lm_head"]
+        out.append(names)
+    return out
+
+
+def torchtitan_settings(sc: Scenario) -> tuple[dict, list[str]]:
+    """The values set on the config: {"training": {...}, "parallelism": {...},
+    "compile": {...}, "activation_checkpoint": None|"full"|"selective", "float8": bool},
+    plus notes. Raises UnsupportedByEngine."""
+    p, w = sc.plan, sc.workload
+    notes: list[str] = []
+    if w.precision == "fp16":
+        raise UnsupportedByEngine(ENGINE, "precision", "fp16",
+                                  "torchtitan trains in bf16 (mixed_precision_param) or fp32 only")
+    if p.etp > 1:
+        raise UnsupportedByEngine(ENGINE, "etp", p.etp,
+                                  "torchtitan has no expert tensor parallelism (experts are not "
+                                  "split over TP ranks; EP borrows FSDP and TP ranks)")
+    if p.cp > 1 and p.cp_kind != "ring":
+        raise UnsupportedByEngine(ENGINE, "cp_kind", p.cp_kind,
+                                  "torchtitan's context parallelism is ring attention only")
+    if not same_layout(p, "tp-cp-dp-pp"):
+        raise UnsupportedByEngine(ENGINE, "order", p.order,
+                                  "torchtitan's device mesh is [pp, dp_replicate, dp_shard, cp, tp] "
+                                  "(tp innermost), i.e. order tp-cp-dp-pp")
+    if p.offload_optimizer:
+        raise UnsupportedByEngine(ENGINE, "offload_optimizer", True,
+                                  "training.enable_cpu_offload offloads parameters and gradients "
+                                  "too, not only the optimizer states")
+    if p.pp > 1 and p.schedule not in SCHEDULES:
+        raise UnsupportedByEngine(ENGINE, "schedule", p.schedule,
+                                  "torch.distributed.pipelining has no single-chunk ZB-H1 schedule; "
+                                  "use interleaved_zb or zb_v")
+    dpcp = p.dp * p.cp
+    if p.zero == 0:
+        if p.cp > 1:
+            raise UnsupportedByEngine(ENGINE, "zero", 0, "torchtitan always shards the weights "
+                                      "over the cp ranks with FSDP; use zero=2 or 3")
+        replicate, shard, reshard = p.dp, 1, "default"
+    elif p.zero == 1 and dpcp > 1:
+        raise UnsupportedByEngine(ENGINE, "zero", 1,
+                                  "torchtitan shards with FSDP2 only: zero=2 (reshard_after_forward"
+                                  "=never) or zero=3; optimizer-only sharding (ZeRO-1) is not there")
+    else:
+        group = p.fsdp_shard
+        if group % p.cp:
+            raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
+                                      f"torchtitan's FSDP group is dp_shard*cp: the shard group "
+                                      f"must be a multiple of cp ({p.cp})")
+        replicate, shard = dpcp // group, group // p.cp
+        reshard = {1: "default", 2: "never", 3: "always"}[p.zero]
+    if p.ep > 1 and (shard * p.cp * p.tp) % p.ep:
+        raise UnsupportedByEngine(ENGINE, "ep", p.ep,
+                                  f"torchtitan folds EP over dp_shard*cp*tp = {shard * p.cp * p.tp} "
+                                  "ranks (not over dp_replicate); ep must divide it")
+    m = p.num_microbatches(w)
+    if p.pp > 1:
+        training = {"local_batch_size": w.global_batch // p.dp, "global_batch_size": w.global_batch,
+                    "seq_len": w.seq_len,
+                    # torchtitan refuses CUDA graphs with pipeline parallelism (Trainer.Config)
+                    "disable_cuda_graphs": True}
+    else:
+        training = {"local_batch_size": p.micro_batch, "global_batch_size": w.global_batch,
+                    "seq_len": w.seq_len}
+    par = {"data_parallel_replicate_degree": replicate, "data_parallel_shard_degree": shard,
+           "fsdp_reshard_after_forward": reshard, "tensor_parallel_degree": p.tp,
+           "enable_sequence_parallel": bool(p.sequence_parallel),
+           "pipeline_parallel_degree": p.pp, "context_parallel_degree": p.cp,
+           "expert_parallel_degree": p.ep}
+    if p.pp > 1:
+        par["pipeline_parallel_schedule"] = SCHEDULES[p.schedule]
+        par["pipeline_parallel_microbatch_size"] = p.micro_batch
+        par["module_fqns_per_model_part"] = stage_fqns(p.layer_split(sc.model))
+    fp8 = w.precision == "fp8"
+    compile_ = {"enable": bool(fp8 or p.tp_comm_overlap),
+                "enable_async_tensor_parallel": bool(p.tp_comm_overlap and p.tp > 1)}
+    if p.recompute == "selective":
+        notes.append("torchtitan's selective AC is op-level (saves matmul outputs, recomputes "
+                     "every second matmul), not Megatron's attention-core recompute")
+    if not (p.overlap_grad_reduce and p.overlap_param_gather) and dpcp > 1:
+        notes.append("FSDP2 always overlaps its all-gathers and reduce-scatters; the plan's "
+                     "overlap_*=false cannot be set")
+    if fp8 and sc.model.is_moe:
+        notes.append("Float8LinearConverter converts the dense linear layers; expert GEMMs stay bf16")
+    settings = {"training": training, "parallelism": par, "compile": compile_,
+                "activation_checkpoint": None if p.recompute == "none" else p.recompute,
+                "float8": fp8, "microbatches": m}
+    return settings, notes
+
+
+def _py(v) -> str:
+    return pprint.pformat(v, width=88, compact=True).replace("\n", "\n        ")
+
+
+def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
+    mod, fn, flavor, kw = torchtitan_model(sc)
+    lines = ['"""torchtitan 0.3 job for a meshplan plan (torchtitan_launch.sh runs it).', ""]
+    lines += [s.strip() for s in header(sc, "torchtitan_job.py", comment="")]
+    lines += ["", "Run: torchrun ... -m torchtitan.train --module torchtitan_job --config meshplan_job",
+              "(with this file's folder on PYTHONPATH)."]
+    lines += [f"note: {n}" for n in notes]
+    lines += ['"""', "", f"from torchtitan.models.{mod} import model_registry",
+              f"from torchtitan.models.{mod}.config_registry import {fn}"]
+    ac = settings["activation_checkpoint"]
+    if ac:
+        cls = "FullAC" if ac == "full" else "SelectiveAC"
+        lines.append(f"from torchtitan.distributed.activation_checkpoint import {cls}")
+    if settings["float8"]:
+        lines.append("from torchtitan.components.quantization import Float8LinearConverter")
+    lines += ["", "", "def meshplan_job():", f"    config = {fn}()"]
+    kwargs = "".join(f", {k}={_py(v)}" for k, v in kw.items())
+    if settings["float8"]:
+        lines.append(f"    config.model_spec = model_registry({flavor!r}{kwargs}, converters=["
+                     "Float8LinearConverter.Config(model_compile_enabled=True)])")
+    else:
+        lines.append(f"    config.model_spec = model_registry({flavor!r}{kwargs})")
+    for section in ("training", "parallelism", "compile"):
+        for k, v in settings[section].items():
+            lines.append(f"    config.{section}.{k} = {_py(v)}")
+    if ac is None:
+        lines.append("    config.activation_checkpoint = None")
+    else:
+        lines.append(f"    config.activation_checkpoint = {cls}.Config()")
+    lines += ["    return config", ""]
+    return "\n".join(lines)
+
+
+def render_torchtitan(sc: Scenario) -> Rendered:
+    torchtitan_model(sc)
+    settings, notes = torchtitan_settings(sc)
+    module = torchtitan_module(sc, settings, notes)
+    script = launch_script(
+        sc, "torchtitan_launch.sh", "torchtitan_launch.sh: torchtitan 0.3 training for this plan",
+        [("--module", ["torchtitan_job"]), ("--config", ["meshplan_job"])],
+        "-m torchtitan.train", notes,
+        extra_comments=["torchtitan_job.py (next to this script) holds the plan; download the "
+                        "model's tokenizer into the hf_assets_path that torchtitan's config names."])
+    script = script.replace("set -euo pipefail\n",
+                            'set -euo pipefail\nexport PYTHONPATH="$(cd "$(dirname "$0")" && pwd)'
+                            '${PYTHONPATH:+:$PYTHONPATH}"\n', 1)
+    return Rendered("torchtitan", {"torchtitan_job.py": module, "torchtitan_launch.sh": script},
+                    {"torchtitan_launch.sh"}, notes)

@@ -1,0 +1,113 @@
+"""Turn estimates and search results into text tables and JSON (no computation here)."""
+
+from __future__ import annotations
+
+from .cost import Estimate
+from .cost.memory import reserved_bytes
+from .scenario import Scenario
+from .search.search import SearchResult, explain
+
+GiB = 2**30
+
+
+def estimate_json(e: Estimate) -> dict:
+    return {
+        "plan": e.plan.to_dict(),
+        "describe": e.plan.describe(),
+        "num_microbatches": e.num_microbatches,
+        "step_time_s": e.step_time_s,
+        "step_time_breakdown_s": e.step_time.parts,
+        "tokens_per_s": e.tokens_per_s,
+        "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
+        "mfu": e.mfu,
+        "hfu": e.hfu,
+        "model_flops_per_step": e.model_flops_per_step,
+        "peak_memory_gib": e.peak_memory_bytes / GiB,
+        "peak_reserved_gib": e.peak_reserved_bytes / GiB,
+        "fits": e.fits,
+        "verdict": e.verdict,
+        "bottleneck": e.bottleneck,
+        "memory_per_stage_gib": [{k: v / GiB for k, v in m.parts.items()} | {"total": m.total / GiB}
+                                 for m in e.memory],
+        "communication": [{"axis": c.axis, "collective": c.collective, "group_size": c.group_size,
+                           "tier": c.tier, "bytes_per_step": c.bytes_per_step,
+                           "wire_s": c.wire_s, "exposed_s": c.exposed_s} for c in e.comm],
+    }
+
+
+def scenario_line(sc: Scenario) -> str:
+    m, w = sc.model, sc.workload
+    kind = (f"MoE {m.moe_experts} experts top-{m.moe_topk}, " if m.is_moe else "dense, ")
+    return (f"{m.name} ({kind}{m.total_params() / 1e9:.1f}B params) on {sc.cluster.describe()}; "
+            f"seq {w.seq_len}, global batch {w.global_batch} sequences "
+            f"({w.tokens_per_step / 1e6:.2f}M tokens), {w.precision}")
+
+
+def breakdown_text(e: Estimate) -> list[str]:
+    out = [f"step time {e.step_time_s:.3f} s  |  {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU  |  "
+           f"MFU {e.mfu:.1%}  |  {e.num_microbatches} micro-batches  |  {e.verdict}"]
+    out.append("  step time breakdown (bottleneck pipeline rank "
+               f"{e.bottleneck_rank}):")
+    for k, v in e.step_time.parts.items():
+        if v > 0:
+            out.append(f"    {k.removesuffix('_s'):<22}{v:>10.3f} s  {v / e.step_time_s:>6.1%}")
+    out.append("  communication per step (wire time / exposed):")
+    for c in e.comm:
+        if c.group_size > 1 and c.wire_s > 0:
+            out.append(f"    {c.axis:<3} {c.collective:<30} group {c.group_size:<5} {c.tier:<10}"
+                       f" {c.wire_s:>8.3f} s / {c.exposed_s:>7.3f} s")
+    r = e.peak_memory_rank
+    mem = e.memory[r]
+    out.append(f"  memory on pipeline stage {r} (the fullest), GiB:")
+    for k, v in mem.parts.items():
+        out.append(f"    {k:<24}{v / GiB:>8.2f}")
+    out.append(f"    {'total':<24}{mem.total / GiB:>8.2f}  (PyTorch reserved "
+               f"{reserved_bytes(mem.parts) / GiB:.2f})")
+    if len(e.memory) > 1:
+        per = ", ".join(f"{m.total / GiB:.1f}" for m in e.memory)
+        out.append(f"  memory per stage, GiB: {per}")
+    return out
+
+
+def plans_table(ests: list[Estimate]) -> list[str]:
+    out = [f"{'#':>2}  {'plan':<52}{'step s':>8}{'tok/s/GPU':>11}{'MFU':>7}{'mem GiB':>9}  bottleneck"]
+    for i, e in enumerate(ests, 1):
+        out.append(f"{i:>2}  {e.plan.describe():<52}{e.step_time_s:>8.2f}"
+                   f"{e.tokens_per_s_per_gpu:>11,.0f}{e.mfu:>7.1%}"
+                   f"{e.peak_memory_bytes / GiB:>9.1f}  {e.bottleneck}")
+    return out
+
+
+def search_text(sc: Scenario, r: SearchResult) -> str:
+    out = [scenario_line(sc)]
+    out.append(f"searched {r.considered:,} plans ({r.evaluated:,} estimated) in {r.elapsed_s:.2f} s")
+    for reason, n in r.rejected.most_common():
+        out.append(f"  rejected {n:>7,}: {reason}")
+    if not r.top:
+        out.append("no plan fits: every plan rejected above")
+        return "\n".join(out)
+    out.append("")
+    out.append("best plans:")
+    out += plans_table(r.top)
+    out.append("")
+    if len(r.top) > 1:
+        out.append("why #1 wins: " + explain(r.top[0], r.top[1]))
+    out.append("winner: " + r.top[0].plan.describe())
+    out += breakdown_text(r.top[0])
+    if r.pareto:
+        out.append("")
+        out.append("Pareto front (step time vs memory per GPU):")
+        out += plans_table(r.pareto[:8])
+    return "\n".join(out)
+
+
+def search_json(sc: Scenario, r: SearchResult) -> dict:
+    return {
+        "scenario": scenario_line(sc),
+        "considered": r.considered, "evaluated": r.evaluated,
+        "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
+        "top": [estimate_json(e) for e in r.top],
+        "why_best": explain(r.top[0], r.top[1]) if len(r.top) > 1 else None,
+        "pareto": [{"describe": e.plan.describe(), "step_time_s": e.step_time_s,
+                    "peak_memory_gib": e.peak_memory_bytes / GiB} for e in r.pareto],
+    }

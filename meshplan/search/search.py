@@ -1,0 +1,186 @@
+"""Search the plan space: evaluate, prune, rank, explain.
+
+Every (degrees x micro-batch x schedule) point is tried with recomputation from none to
+full and ZeRO from 1 to 3, stopping at the first setting that fits: a higher ZeRO stage
+never moves fewer bytes and more recomputation never does less work, so once a setting fits
+the rest of that ladder is dominated (counted, not estimated). ZeRO 0 is dominated by ZeRO 1
+(same bytes, more memory) and is tried only when pinned.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..cost import Estimate, estimate
+from ..errors import InputError
+from ..plan import Plan
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from ..specs.workload import Workload
+from ..cost.pipeline import in_flight
+from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, micro_batch_choices,
+                    schedule_choices)
+
+NOT_FIT = "does not fit in GPU memory"
+DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the same memory "
+                      "with a smaller bubble)")
+# Screened only when pinned: zb_h1 / interleaved_zb hold the same activations with less bubble.
+DOMINATED_SCHEDULES = ("1f1b", "interleaved_1f1b", "gpipe", "looped_bfs")
+BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
+DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
+
+# Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
+PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
+            "recompute", "sequence_parallel", "offload_optimizer", "hsdp_shard", "cp_kind",
+            "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order",
+            "schedules")
+
+
+@dataclass
+class SearchResult:
+    top: list[Estimate]
+    pareto: list[Estimate]  # fastest plan at each memory level: step time vs peak memory
+    considered: int
+    evaluated: int
+    rejected: Counter
+    elapsed_s: float
+    pins: dict = field(default_factory=dict)
+    fitting: int = 0  # plans that fit (considered = fitting + sum of rejected)
+
+    @property
+    def best(self) -> Estimate | None:
+        return self.top[0] if self.top else None
+
+
+def _lower_bound_s(lean: Estimate) -> float:
+    """A floor on the step time of any setting at the lean plan's degrees and micro-batch:
+    the same compute with no recomputation, the communication of two passes instead of
+    three, no bubble, no data-parallel exposure (5% margin for a different layer split)."""
+    p = lean.step_time.parts
+    comm = p["tp_exposed_s"] + p["cp_exposed_s"] + p["ep_exposed_s"]
+    passes = 3 if lean.plan.recompute == "full" else 2
+    return 0.95 * (p["compute_s"] + comm * 2 / passes + p["pp_p2p_s"])
+
+
+def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
+    v, sched = vs
+    if pp == 1:
+        return 1.0
+    return in_flight(Plan(pp=pp, vpp=v, schedule=sched), 10**9, 0)
+
+
+def _base_fields(pins: dict, tp: int) -> dict:
+    kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
+    kw.setdefault("tp_comm_overlap", tp > 1)
+    return kw
+
+
+def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None,
+           top_k: int = 5, rerank_k: int = 50) -> SearchResult:
+    pins = dict(pins or {})
+    for k in pins:
+        if k not in PINNABLE:
+            raise InputError(k, pins[k], "cannot be pinned; pinnable: " + ", ".join(PINNABLE))
+    t0 = time.perf_counter()
+    rejected: Counter = Counter()
+    considered = evaluated = fitting = 0
+    fits: list[tuple[float, float, Plan]] = []
+    zeros = [pins["zero"]] if "zero" in pins else list(ZERO_ORDER)
+    rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
+    ladder = len(zeros) * len(rcs)
+    lean_z, lean_rc = zeros[-1], rcs[-1]
+    keep = max(top_k, rerank_k)
+    best: list[float] = []  # max-heap (negated) of the `keep` best step times so far
+    for d in degree_choices(model, cluster, workload, pins):
+        base = _base_fields(pins, d.tp)
+        deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
+        too_big = False
+        for mb in micro_batch_choices(workload, d.dp, pins):
+            m = workload.global_batch // (d.dp * mb)
+            scheds = schedule_choices(model, d.pp, m, pins)
+            if too_big:  # a smaller micro-batch already did not fit at its leanest
+                considered += len(scheds) * ladder
+                rejected[NOT_FIT] += len(scheds) * ladder
+                continue
+            screened = [vs for vs in scheds if d.pp == 1 or vs[1] not in DOMINATED_SCHEDULES
+                        or "schedule" in pins or "schedules" in pins]
+            n_points = len(scheds) * ladder
+            considered += n_points
+            rejected[DOMINATED_SCHEDULE] += (len(scheds) - len(screened)) * ladder
+            if not screened:
+                continue
+            # the leanest setting first: if it does not fit, nothing at this point does
+            v0, s0 = min(screened, key=lambda vs: in_flight_rank0(d.pp, vs))
+            try:
+                lean = estimate(model, cluster, workload,
+                                Plan(**dict(deg, micro_batch=mb, vpp=v0, schedule=s0,
+                                            recompute=lean_rc, zero=lean_z)))
+            except InputError as e:
+                rejected[f"invalid: {e.field} ({e.allowed})"] += len(screened) * ladder
+                continue
+            evaluated += 1
+            if not lean.fits:
+                rejected[NOT_FIT] += len(screened) * ladder
+                too_big = True  # larger micro-batches hold more activations
+                continue
+            fits.append((lean.step_time_s, lean.peak_memory_bytes, lean.plan))
+            if len(best) >= keep and _lower_bound_s(lean) > -best[0]:
+                rejected[BOUNDED] += len(screened) * ladder - 1
+                fitting += 1
+                continue
+            for vpp, sched in screened:
+                tried = 0
+                for rc in rcs:
+                    fitted_at = None
+                    for z in zeros:
+                        tried += 1
+                        plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
+                                           recompute=rc, zero=z))
+                        try:
+                            est = estimate(model, cluster, workload, plan)
+                        except InputError as e:
+                            rejected[f"invalid: {e.field} ({e.allowed})"] += 1
+                            continue
+                        evaluated += 1
+                        if not est.fits:
+                            rejected[NOT_FIT] += 1
+                            continue
+                        fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
+                        fitting += 1
+                        heapq.heappush(best, -est.step_time_s)
+                        if len(best) > keep:
+                            heapq.heappop(best)
+                        fitted_at = z
+                        break
+                    if fitted_at is not None and fitted_at == zeros[0]:
+                        break  # more recomputation cannot be faster
+                if ladder - tried:
+                    rejected[DOMINATED] += ladder - tried
+    fits.sort(key=lambda x: (x[0], x[1]))
+    top = [estimate(model, cluster, workload, p) for _, _, p in fits[:top_k]]
+    pareto_plans, best_mem = [], float("inf")
+    for step, mem, plan in fits:
+        if mem < best_mem:
+            pareto_plans.append(plan)
+            best_mem = mem
+    pareto = [estimate(model, cluster, workload, p) for p in pareto_plans]
+    return SearchResult(top, pareto, considered, evaluated, rejected,
+                        time.perf_counter() - t0, pins, fitting)
+
+
+def explain(winner: Estimate, other: Estimate) -> str:
+    """Why ``winner`` beats ``other``: the parts of the step that differ most."""
+    diff = {k: other.step_time.parts.get(k, 0.0) - v for k, v in winner.step_time.parts.items()}
+    gain = other.step_time_s - winner.step_time_s
+    items = sorted(((v, k) for k, v in diff.items() if abs(v) > 0.01 * other.step_time_s),
+                   reverse=True)
+    if not items:
+        return f"{gain * 1e3:.0f} ms faster per step (small differences spread over the step)"
+    words = []
+    for v, k in items[:3]:
+        name = k.removesuffix("_s").replace("_", " ")
+        words.append(f"{'less' if v > 0 else 'more'} {name} ({-v:+.2f} s)")
+    return f"{gain:.2f} s faster per step than {other.plan.describe()}: " + ", ".join(words)

@@ -1,0 +1,145 @@
+"""Generators of valid choices for each knob; the plan space is their product.
+
+Each generator yields only values that can be valid for the model, cluster and workload
+(divisibility of heads, layers, experts, sequence and batch), so the product holds few
+invalid plans. A pinned knob yields just its pinned value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..plan import MULTI_CHUNK_SCHEDULES, V_SCHEDULES
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from ..specs.workload import Workload
+
+MAX_CP = 32
+MAX_PP = 128
+MAX_MICRO_BATCH = 16
+MAX_VPP = 8
+MAX_MICRO_BATCH_TOKENS = 32768
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+@dataclass(frozen=True)
+class Degrees:
+    tp: int
+    cp: int
+    pp: int
+    dp: int
+    ep: int = 1
+    etp: int = 1
+
+
+def tp_choices(model: ModelSpec, cluster: Cluster, pins: dict) -> list[int]:
+    if "tp" in pins:
+        return [pins["tp"]]
+    out = []
+    for t in divisors(cluster.num_gpus):
+        if t > cluster.domain_size or model.heads % t:
+            continue
+        if not model.is_mla and model.kv_heads % t and t % model.kv_heads:
+            continue
+        if model.num_dense_layers and model.ffn % t:
+            continue
+        out.append(t)
+    return out
+
+
+def cp_choices(workload: Workload, pins: dict) -> list[int]:
+    if "cp" in pins:
+        return [pins["cp"]]
+    out = [1]
+    c = 2
+    while c <= MAX_CP and workload.seq_len % (2 * c) == 0 and workload.seq_len // c >= 1024:
+        out.append(c)
+        c *= 2
+    return out
+
+
+def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
+                   pins: dict) -> Iterator[Degrees]:
+    n = cluster.num_gpus
+    for tp in tp_choices(model, cluster, pins):
+        for cp in cp_choices(workload, pins):
+            if n % (tp * cp):
+                continue
+            rest = n // (tp * cp)
+            pps = [pins["pp"]] if "pp" in pins else [
+                p for p in divisors(rest) if p <= min(MAX_PP, model.layers)]
+            for pp in pps:
+                if rest % pp:
+                    continue
+                dp = rest // pp
+                if "dp" in pins and pins["dp"] != dp:
+                    continue
+                if workload.global_batch % dp:
+                    continue
+                for ep, etp in expert_choices(model, dp * cp * tp, tp, pins):
+                    yield Degrees(tp, cp, pp, dp, ep, etp)
+
+
+def expert_choices(model: ModelSpec, attn_ranks: int, tp: int, pins: dict) -> list[tuple[int, int]]:
+    if not model.is_moe:
+        return [(pins.get("ep", 1), pins.get("etp", 1))]
+    etps = [pins["etp"]] if "etp" in pins else sorted({1, tp})
+    out = []
+    for etp in etps:
+        if model.moe_expert_ffn % etp:
+            continue
+        eps = [pins["ep"]] if "ep" in pins else [
+            e for e in divisors(model.moe_experts) if attn_ranks % (e * etp) == 0]
+        out += [(e, etp) for e in eps if attn_ranks % (e * etp) == 0]
+    return out
+
+
+def micro_batch_choices(workload: Workload, dp: int, pins: dict) -> list[int]:
+    if "micro_batch" in pins:
+        return [pins["micro_batch"]]
+    local = workload.global_batch // dp
+    # GEMM efficiency saturates long before this; bigger micro-batches only add bubble
+    cap = max(1, min(MAX_MICRO_BATCH, MAX_MICRO_BATCH_TOKENS // workload.seq_len))
+    return [b for b in divisors(local) if b <= cap]
+
+
+def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tuple[int, str]]:
+    """(vpp, schedule) pairs for a pipeline of ``pp`` ranks and ``m`` micro-batches."""
+    if pp == 1:
+        return [(1, pins.get("schedule", "1f1b"))]
+    if m < pp:  # every schedule but GPipe needs a full pipeline of micro-batches
+        return [(1, "gpipe")] if pins.get("schedule", "gpipe") == "gpipe" else []
+    pinned_v, pinned_s = pins.get("vpp"), pins.get("schedule")
+    allowed = pins.get("schedules")  # a set of schedules to choose from (e.g. an engine's)
+    out = []
+    for v in ([pinned_v] if pinned_v else range(1, MAX_VPP + 1)):
+        if pp * v > model.layers:
+            break
+        if v > 1 and model.layers % (pp * v) and not pinned_v:
+            continue  # uneven virtual stages: only when asked for
+        if pinned_s:
+            names = [pinned_s]
+        elif v == 1:
+            names = ["1f1b", "zb_h1"]
+        else:
+            names = ["interleaved_1f1b", "interleaved_zb"]
+            if v == 2:
+                names += ["zb_v"] + (["dualpipev"] if m >= 2 * pp else [])
+        if allowed and not pinned_s:
+            names = [n for n in allowed if (n in MULTI_CHUNK_SCHEDULES) == (v > 1)
+                     and (n not in V_SCHEDULES or v == 2) and (n != "dualpipev" or m >= 2 * pp)]
+        for s in names:
+            chunky = s in MULTI_CHUNK_SCHEDULES
+            if (v > 1) != chunky or (s in V_SCHEDULES and v != 2):
+                continue
+            out.append((v, s))
+    return out
+
+
+ZERO_ORDER = (1, 2, 3)  # zero 0 moves the same bytes as zero 1 and holds more: dominated
+RECOMPUTE_ORDER = ("none", "selective", "full")

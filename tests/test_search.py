@@ -1,0 +1,56 @@
+"""Search: every plan it returns validates and fits; pins hold; Pareto front is a front."""
+
+import pytest
+
+from meshplan.cost import estimate
+from meshplan.search.search import search
+from meshplan.scenario import make_cluster
+from meshplan.specs.catalog.presets import preset
+from meshplan.specs.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def result():
+    return search(preset("llama3.1-70b"), make_cluster("64xH100-SXM-80GB"), Workload(8192, 512),
+                  top_k=10)
+
+
+def test_returned_plans_validate_and_fit(result):
+    m, c, w = preset("llama3.1-70b"), make_cluster("64xH100-SXM-80GB"), Workload(8192, 512)
+    assert result.top
+    for e in result.top + result.pareto:
+        e.plan.validate(m, w, 64)
+        assert e.fits
+        assert estimate(m, c, w, e.plan).step_time_s == pytest.approx(e.step_time_s)
+
+
+def test_ranked_and_counted(result):
+    times = [e.step_time_s for e in result.top]
+    assert times == sorted(times)
+    # every plan of the space is either kept (fits) or rejected for a named reason
+    assert result.considered == result.fitting + sum(result.rejected.values())
+    assert result.rejected["does not fit in GPU memory"] > 0
+    assert result.evaluated <= result.considered
+
+
+def test_pareto_front_is_monotone(result):
+    mems = [e.peak_memory_bytes for e in result.pareto]
+    times = [e.step_time_s for e in result.pareto]
+    assert times == sorted(times)
+    assert all(a > b for a, b in zip(mems, mems[1:]))
+
+
+def test_pins_are_respected():
+    r = search(preset("llama3.1-8b"), make_cluster("16xH100-SXM-80GB"), Workload(4096, 64),
+               {"tp": 2, "recompute": "full"})
+    assert r.top and all(e.plan.tp == 2 and e.plan.recompute == "full" for e in r.top)
+
+
+def test_nothing_fits_reports_reasons():
+    r = search(preset("llama3.1-405b"), make_cluster("8xA100-SXM-40GB"), Workload(8192, 8))
+    assert not r.top and r.rejected["does not fit in GPU memory"] > 0
+
+
+def test_moe_search_uses_expert_parallelism():
+    r = search(preset("mixtral-8x7b"), make_cluster("64xH100-SXM-80GB"), Workload(4096, 256))
+    assert r.best is not None and r.best.fits

@@ -1,0 +1,128 @@
+"""``meshplan simulate``, the trace / PNG / CSV outputs, and the bridge to the cost model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from meshplan.cli import main
+from meshplan.cost import estimate
+from meshplan.pipeline.actions import read_csv
+from meshplan.pipeline.from_cost import from_estimate, simulate_estimate, simulate_plan
+from meshplan.pipeline.schedules import build_schedule
+from meshplan.pipeline.simulate import simulate_schedule, uniform_chunks
+from meshplan.plan import Plan
+from meshplan.scenario import make_cluster
+from meshplan.specs.catalog.presets import load_model
+from meshplan.specs.workload import Workload
+
+BASE = ["simulate", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB", "--seq-len",
+        "4096", "--global-batch", "32", "--dp", "2", "--tp", "2", "--pp", "4"]
+
+
+def test_trace_has_one_track_per_rank_and_stream_with_stage_and_microbatch():
+    from meshplan.export.trace import trace_events
+
+    res = simulate_schedule("dualpipev", 4, 2, 8, uniform_chunks(8, 1e-3, 1e-3, 1e-3, p2p_s=1e-4))
+    tr = trace_events(res)
+    ev = tr["traceEvents"]
+    names = {(e["pid"], e["args"]["name"]) for e in ev if e["name"] == "thread_name"}
+    assert {(r, "compute") for r in range(4)} <= names
+    compute = [e for e in ev if e["ph"] == "X" and e["tid"] == 0]
+    assert len(compute) == res.schedule.num_actions()
+    over = [e for e in compute if e["cat"] == "overlap_forward_backward"]
+    assert over and {"forward_stage", "backward_microbatch"} <= set(over[0]["args"])
+    plain = [e for e in compute if e["cat"] == "forward"]
+    assert {"stage", "microbatch"} <= set(plain[0]["args"])
+    sends = [e for e in ev if e.get("cat") == "p2p"]
+    assert len(sends) == len(res.transfers) > 0
+    end_us = max(e["ts"] + e["dur"] for e in compute)
+    assert end_us == pytest.approx(res.step_time_s * 1e6, rel=1e-6)
+
+
+def test_cli_writes_trace_png_memory_png_and_csv(tmp_path, capsys):
+    files = {"trace": tmp_path / "t.json", "png": tmp_path / "s.png",
+             "mem-png": tmp_path / "m.png", "schedule-csv": tmp_path / "s.csv"}
+    argv = BASE + ["--vpp", "2"] + [a for k, v in files.items() for a in ("--" + k, str(v))]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "interleaved_1f1b" in out and "critical path" in out
+    for p in (files["png"], files["mem-png"]):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    trace = json.loads(files["trace"].read_text())
+    assert {e["pid"] for e in trace["traceEvents"]} == {0, 1, 2, 3}
+    order = read_csv(files["schedule-csv"])
+    m = 32 // 2
+    assert order == build_schedule("interleaved_1f1b", 4, 2, m).order
+
+
+def test_cli_json_matches_the_library(capsys):
+    assert main(BASE + ["--schedule", "zb_h1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    model, cluster = load_model("llama3.1-8b"), make_cluster("16xH100-SXM-80GB")
+    ps = simulate_plan(model, cluster, Workload(4096, 32, "bf16"),
+                       Plan(dp=2, tp=2, pp=4, schedule="zb_h1"))
+    assert out["step_time_s"] == pytest.approx(ps.step_time_s)
+    assert sum(out["step_parts"].values()) == pytest.approx(out["step_time_s"])
+    assert out["simulation"]["schedule"] == "zb_h1"
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--schedule", "zb_x"], "schedule="),
+    (["--vpp", "3"], "must divide the layers"),               # 32 layers, 12 chunks
+    (["--schedule", "dualpipev", "--vpp", "2", "--global-batch", "8"], "dualpipev needs"),
+    (["--png", "out.jpg"], "must end in .png"),
+])
+def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, extra, needle,
+                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = BASE + extra + ["--trace", "t.json"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_from_estimate_puts_the_cost_models_work_on_the_bottleneck_rank():
+    model, cluster = load_model("llama3.1-8b"), make_cluster("16xH100-SXM-80GB")
+    w = Workload(4096, 32, "bf16")
+    est = estimate(model, cluster, w, Plan(dp=2, tp=2, pp=4, recompute="selective"))
+    chunks = from_estimate(est)
+    assert len(chunks) == 4
+    ps = simulate_estimate(est)
+    p = est.step_time.parts
+    work = p["compute_s"] + p["recompute_s"] + p["tp_exposed_s"] + p["cp_exposed_s"] \
+        + p["ep_exposed_s"]
+    assert ps.sim.ranks[est.bottleneck_rank].busy_s == pytest.approx(work, rel=1e-9)
+    # the simulated 1F1B bubble of uneven stages is at least the closed form's equal-stage one
+    assert ps.step_parts["pp_bubble_s"] > 0
+    assert ps.step_time_s == pytest.approx(sum(ps.step_parts.values()))
+
+
+def test_simulate_plan_memory_uses_the_schedules_real_peak():
+    model, cluster = load_model("llama3.1-8b"), make_cluster("16xH100-SXM-80GB")
+    w = Workload(4096, 32, "bf16")
+    ps = simulate_plan(model, cluster, w, Plan(dp=2, tp=2, pp=4))
+    est = ps.estimate
+    # 1F1B: rank r holds pp - r micro-batches of its chunk's activations
+    for r in range(4):
+        assert ps.memory_parts[r]["activations"] == pytest.approx(
+            (4 - r) * est.chunks[r].act_bytes)
+
+
+def test_rerank_orders_by_simulated_step_and_drops_unrunnable_schedules():
+    from meshplan.pipeline.from_cost import rerank
+
+    model, cluster = load_model("llama3.1-8b"), make_cluster("16xH100-SXM-80GB")
+    w = Workload(4096, 36, "bf16")  # 9 micro-batches per pipeline at dp 4
+    plans = [Plan(dp=4, tp=1, pp=4, schedule=s, vpp=v)
+             for s, v in (("1f1b", 1), ("zb_h1", 1), ("zb_v", 2), ("interleaved_1f1b", 2))]
+    ests = [estimate(model, cluster, w, p) for p in plans]
+    sims, dropped = rerank(ests)
+    # torch's interleaved and zero-bubble classes (zb_h1 is the latter with one chunk) need
+    # 9 micro-batches on 4 ranks to be a multiple of 9 // 4 = 2: both dropped
+    assert sum(dropped.values()) == 2 and "num_microbatches" in next(iter(dropped))
+    steps = [s.step_time_s for s in sims]
+    assert steps == sorted(steps)
+    assert [s.plan.schedule for s in sims] == ["zb_v", "1f1b"]
