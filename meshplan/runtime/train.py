@@ -106,7 +106,9 @@ class Trainer:
                             if plan.cp > 1 else None)
         self.parts = parts
         self.params = [p for m in parts for p in m.parameters()]
-        self.optimizer = make_optimizer(self.params, cfg)
+        # one optimizer per model part: checkpoints then key optimizer state by the
+        # parameter names of the whole model, whatever the layout (as torchtitan does)
+        self.optimizers = [make_optimizer(list(m.parameters()), cfg) for m in parts]
         self.schedule = None
         if plan.pp > 1:
             self.schedule, self.stages = build_schedule(
@@ -128,7 +130,8 @@ class Trainer:
         """Run optimizer step ``step``; return the global mean loss (same on every rank)."""
         t0 = time.perf_counter()
         x, y = self.local_batch(step)
-        self.optimizer.zero_grad(set_to_none=True)
+        for opt in self.optimizers:
+            opt.zero_grad(set_to_none=True)
         plan = self.cfg.plan
         with loss_context(plan):
             if self.schedule is None:
@@ -136,7 +139,8 @@ class Trainer:
             else:
                 loss = self._pipeline(x, y)
         reduce_grads(self.params, plan, self.meshes, self.expert_params, self.tp_partial)
-        self.optimizer.step()
+        for opt in self.optimizers:
+            opt.step()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self.step_times_s.append(time.perf_counter() - t0)
