@@ -98,6 +98,8 @@ def run_worker(run: dict, rank: int, device: torch.device) -> dict:
     ckpt_dir, every = extra.get("ckpt_dir"), int(extra.get("ckpt_every") or 0)
     start, history = 0, []
     resume = extra.get("resume")
+    if not resume and ckpt_dir and int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:
+        resume = True  # torchrun restarted the group after a failure: continue from the last save
     if resume:
         path = Path(resume) if resume is not True else checkpoint.latest(ckpt_dir)
         if path is not None:
