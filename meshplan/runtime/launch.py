@@ -31,7 +31,7 @@ def backend_for(device_type: str) -> str:
 
 
 def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str = "cpu",
-               threads: int = 1):
+               threads: int = 1, init_process_group: bool = True):
     """Run ``fn(rank, world, *args)`` in ``world`` forked ranks; return their results by rank.
 
     Any rank's exception is re-raised here as RuntimeError with that rank's traceback (the
@@ -52,8 +52,9 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
             torch.set_num_threads(threads)
             os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                               WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
-            dist.init_process_group(backend_for(device_type), rank=rank, world_size=world,
-                                    init_method=f"tcp://127.0.0.1:{port}")
+            if init_process_group:
+                dist.init_process_group(backend_for(device_type), rank=rank, world_size=world,
+                                        init_method=f"tcp://127.0.0.1:{port}")
             res = fn(rank, world, *args)
             q.put((rank, True, res))
         except BaseException:  # noqa: BLE001 - report everything to the parent

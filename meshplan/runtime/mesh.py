@@ -62,6 +62,12 @@ def dim_layout(plan: Plan) -> list[tuple[str, int]]:
 
 
 def build_meshes(plan: Plan, device_type: str, moe: bool) -> Meshes:
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    with unset_fake_temporarily():  # the dry run builds models under FakeTensorMode
+        return _build_meshes(plan, device_type, moe)
+
+
+def _build_meshes(plan: Plan, device_type: str, moe: bool) -> Meshes:
     layout = dim_layout(plan)
     names = tuple(n for n, _ in layout)
     ranks = torch.arange(plan.world_size).reshape([s for _, s in layout])

@@ -337,7 +337,15 @@ def build_model(spec: ModelSpec, seed: int = 0, layer_ids=None, first=True, last
                 dtype: torch.dtype = torch.float32) -> Transformer:
     m = Transformer(spec, layer_ids, first, last)
     init_weights(m, seed)
-    return m.to(dtype)
+    if dtype != torch.float32:  # by hand: Module.to cannot swap fake tensors (dry run)
+        memo: dict = {}
+        for mod in m.modules():
+            for k, p in mod._parameters.items():
+                if p is not None:
+                    if id(p) not in memo:
+                        memo[id(p)] = nn.Parameter(p.detach().to(dtype), p.requires_grad)
+                    mod._parameters[k] = memo[id(p)]
+    return m
 
 
 def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
