@@ -272,7 +272,15 @@ class Block(nn.Module):
         else:
             self.feed_forward = MLP(spec, spec.ffn)
 
+    recompute: str = "none"  # "full": recompute the block in backward (set by train.py)
+
     def forward(self, x, positions):
+        if self.recompute == "full" and torch.is_grad_enabled():
+            from torch.utils.checkpoint import checkpoint
+            return checkpoint(self._forward, x, positions, use_reentrant=False)
+        return self._forward(x, positions)
+
+    def _forward(self, x, positions):
         x = x + self.attention(self.attention_norm(x), positions)
         y = self.ffn_norm(x)
         return x + (self.moe(y) if self.is_moe else self.feed_forward(y))

@@ -60,6 +60,11 @@ class RunConfig:
             from .model import Transformer
             with torch.device("meta"):
                 check_tp(Transformer(self.spec, layer_ids=[]), self.plan)
+        if self.plan.recompute == "selective":
+            raise InputError("recompute", "selective", "the runtime recomputes whole blocks "
+                             "(full) or nothing (none)")
+        if self.plan.offload_optimizer:
+            raise InputError("offload_optimizer", True, "not executed by the runtime")
         if self.spec.is_moe and self.plan.etp != 1:
             raise InputError("etp", self.plan.etp, "the runtime shards experts over ep only (etp=1)")
 
@@ -96,6 +101,8 @@ class Trainer:
         self.expert_params, self.tp_partial = [], []
         for m in parts:
             m.to(device)
+            for block in m.layers.values():
+                block.recompute = plan.recompute
             if spec.is_moe:
                 self.expert_params += apply_ep(m, plan, self.meshes.expert["ep"])
             partial_names = apply_tp(m, plan, self.meshes.tp)

@@ -89,7 +89,7 @@ def measure_memory_cpu(trainer: Trainer, step: int) -> dict:
     trainer.step_times_s.pop()
     peak = mt.get_tracker_snapshot("peak")
     snap = next(iter(peak.values())) if peak else {}
-    return {str(k): int(v) for k, v in snap.items()}
+    return {getattr(k, "value", str(k)): int(v) for k, v in snap.items()}
 
 
 def run_worker(run: dict, rank: int, device: torch.device) -> dict:

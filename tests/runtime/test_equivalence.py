@@ -22,6 +22,8 @@ DENSE = {  # id: plan fields
     "dp2-zero0": dict(dp=2, zero=0),
     "dp2-zero2": dict(dp=2, zero=2),
     "dp2-zero3-mb2": dict(dp=2, zero=3, micro_batch=2),
+    "dp2-zero3-recompute": dict(dp=2, zero=3, recompute="full"),
+    "pp2-tp2-recompute": dict(pp=2, tp=2, recompute="full"),
     "hsdp2x2": dict(dp=4, zero=3, hsdp_shard=2),
     "tp2-sp": dict(tp=2),
     "tp2-nosp": dict(tp=2, sequence_parallel=False),
