@@ -1,0 +1,57 @@
+"""meshplan dryrun: build the real model at full world size on fake tensors, report memory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ._common import add_plan_args, plan_from_args
+from .run import _scenario
+
+GiB = 2**30
+
+
+def register(sub) -> None:
+    p = sub.add_parser("dryrun", help="per-rank peak memory of the real model on fake tensors "
+                       "(needs meshplan[run])", description=__doc__)
+    p.add_argument("--scenario")
+    p.add_argument("--model")
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--global-batch", type=int)
+    p.add_argument("--gpus", help="COUNTxGPU for the cost model's breakdown")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default="bf16")
+    p.add_argument("--json", action="store_true")
+    add_plan_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..runtime.launch import require_torch
+    require_torch()
+    from ..runtime.dryrun import dryrun
+    from ..runtime.train import RunConfig
+    from ..scenario import make_cluster
+
+    sc = _scenario(args)
+    plan = plan_from_args(args, sc)
+    cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
+                    global_batch=sc.workload.global_batch, dtype=args.dtype)
+    measured = dryrun(cfg)
+    pred = None
+    gpus = args.gpus or (f"{plan.world_size}x{sc.cluster.gpu.name}" if sc.cluster else None)
+    if gpus:
+        from ..cost import estimate
+        est = estimate(sc.model, make_cluster(gpus), sc.workload, plan)
+        pred = [dict(m.parts, Total=m.total) for m in est.memory]
+    if args.json:
+        print(json.dumps({"measured": measured, "predicted": pred}, indent=1))
+        return 0
+    print(f"dry run: {sc.model.name}, plan {plan.describe()}, seq {cfg.seq_len} x batch "
+          f"{cfg.global_batch}, {args.dtype}, {plan.world_size} ranks (fake tensors, MemTracker)")
+    for r, m in enumerate(measured):
+        print(f"pp rank {r}: measured peak {m['Total'] / GiB:.2f} GiB = "
+              + ", ".join(f"{k} {v / GiB:.2f}" for k, v in m.items() if k != "Total" and v))
+        if pred:
+            print(f"           cost model {pred[r]['Total'] / GiB:.2f} GiB = "
+                  + ", ".join(f"{k} {v / GiB:.2f}" for k, v in pred[r].items() if k != "Total" and v))
+    return 0

@@ -1,0 +1,172 @@
+"""meshplan run: execute a plan on torch.distributed and report measured next to predicted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import InputError
+from ._common import add_plan_args, plan_from_args
+from ..scenario import Scenario, load_scenario, make_cluster
+from ..specs.catalog.presets import load_model
+from ..specs.workload import Workload
+
+GiB = 2**30
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="train a plan for real on torch.distributed (needs meshplan[run])",
+                       description=__doc__)
+    p.add_argument("--scenario", help="TOML file with [model], [workload], [plan] (and [cluster])")
+    p.add_argument("--model", help="preset or config.json (default tiny-llama)")
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--global-batch", type=int)
+    p.add_argument("--gpus", help="COUNTxGPU for the planner's prediction, e.g. 8xH100-SXM-80GB")
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", choices=("synthetic", "corpus"), default="synthetic")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default=None,
+                   help="parameter/compute dtype (default fp32 on CPU, bf16 on GPU)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--checkpoint-dir")
+    p.add_argument("--checkpoint-every", type=int, default=0)
+    p.add_argument("--resume", nargs="?", const=True, default=None,
+                   help="resume from the latest checkpoint in --checkpoint-dir, or from PATH")
+    p.add_argument("--max-restarts", type=int, default=0, help="torchrun restarts after a crash")
+    p.add_argument("--nnodes", type=int, default=1, help=">1: print the torchrun command per node")
+    p.add_argument("--master", default="NODE0_ADDRESS", help="rendezvous host for --nnodes > 1")
+    p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--out", help="folder for the workers' result files")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_plan_args(p)
+    p.set_defaults(func=run)
+
+
+def _scenario(args) -> Scenario:
+    sc = load_scenario(args.scenario) if args.scenario else None
+    model = load_model(args.model) if args.model else (sc.model if sc else load_model("tiny-llama"))
+    w = sc.workload if sc else None
+    seq = args.seq_len or (w.seq_len if w else 64)
+    gb = args.global_batch or (w.global_batch if w else 8)
+    workload = Workload(seq, gb, w.precision if w else "bf16")
+    cluster = sc.cluster if sc else None
+    return Scenario(model, cluster, workload, sc.plan if sc else None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..runtime.launch import require_torch
+    require_torch()
+    import torch
+
+    from ..runtime import checkpoint, orchestrate
+    from ..runtime.train import RunConfig
+
+    sc = _scenario(args)
+    try:
+        plan = plan_from_args(args, sc)
+    except InputError as e:
+        if e.field != "plan":
+            raise
+        from ..plan import Plan
+        plan = Plan()
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device", "cuda", "no CUDA device is visible to PyTorch")
+    if device == "cuda" and plan.world_size > torch.cuda.device_count() and args.nnodes == 1:
+        raise InputError("plan", plan.describe(), f"needs {plan.world_size} GPUs on this machine, "
+                         f"{torch.cuda.device_count()} visible (use --nnodes for several machines)")
+    dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
+    cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
+                    global_batch=sc.workload.global_batch, steps=args.steps, lr=args.lr,
+                    seed=args.seed, data=args.data, dtype=dtype)
+    cfg.check(plan.world_size)
+    if args.steps < 1:
+        raise InputError("--steps", args.steps, "must be at least 1")
+    if args.resume not in (None, True):
+        checkpoint.check(args.resume)
+    elif args.resume and args.checkpoint_dir:
+        latest = checkpoint.latest(args.checkpoint_dir)
+        if latest is None:
+            raise InputError("--resume", args.checkpoint_dir, "holds no complete checkpoint")
+        checkpoint.check(latest)
+    elif args.resume:
+        raise InputError("--resume", True, "needs --checkpoint-dir or a checkpoint PATH")
+    cluster = None
+    if args.gpus:
+        cluster = make_cluster(args.gpus)
+    elif sc.cluster is not None:
+        cluster = sc.cluster
+    run_opts = {"device": device, "ckpt_dir": args.checkpoint_dir,
+                "ckpt_every": args.checkpoint_every, "resume": args.resume,
+                "measure_memory": True}
+    if args.nnodes > 1:
+        import os
+        conf = os.path.abspath(args.out or "meshplan-run.json")
+        for n, cmd in enumerate(orchestrate.node_commands(cfg, dict(run_opts, out="."),
+                                                          args.nnodes, args.master, args.port, conf)):
+            print(f"# node {n}\n{cmd}")
+        return 0
+    res = orchestrate.start_local(cfg, run_opts, args.out, args.max_restarts)
+    summary = orchestrate.summarize(cfg, res["results"])
+    pred = _predict(sc, cluster, plan)
+    if args.json:
+        print(json.dumps({"plan": plan.to_dict(), "measured": summary, "predicted": pred}, indent=1))
+        return 0
+    print(_format(cfg, summary, pred, cluster))
+    return 0
+
+
+def _predict(sc: Scenario, cluster, plan) -> dict | None:
+    if cluster is None:
+        return None
+    try:
+        from ..cost import estimate
+    except ImportError:  # the cost model is not on this branch yet
+        return None
+    if cluster.num_gpus != plan.world_size:
+        cluster = make_cluster(f"{plan.world_size}x{cluster.gpu.name}")
+    est = estimate(sc.model, cluster, sc.workload, plan)
+    return {"gpu": cluster.gpu.name, "step_time_s": est.step_time_s,
+            "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu,
+            "memory_by_pp_rank": {r: {k: v for k, v in m.parts.items()} | {"Total": m.total}
+                                  for r, m in enumerate(est.memory)},
+            "step_time_parts": est.step_time.parts}
+
+
+def _format(cfg, m: dict, pred: dict | None, cluster) -> str:
+    lines = [f"plan {cfg.plan.describe()} | model {cfg.spec.name} | seq {cfg.seq_len} x batch "
+             f"{cfg.global_batch} | {cfg.dtype} on {m['device'].split(':')[0]} "
+             f"({cfg.plan.world_size} ranks)",
+             "losses: " + " ".join(f"{x:.4f}" for x in m["losses"])]
+    p = pred
+    where = f"predicted ({p['gpu']})" if p else "predicted"
+    lines.append(f"{'':26}{'measured':>14}{where:>28}")
+
+    def row(name, a, b):
+        lines.append(f"{name:26}{a:>14}{b:>28}")
+
+    row("step time", f"{m['step_time_s'] * 1e3:.1f} ms", f"{p['step_time_s'] * 1e3:.2f} ms" if p else "-")
+    row("tokens/s per rank", f"{m['tokens_per_s_per_gpu']:.0f}",
+        f"{p['tokens_per_s_per_gpu']:.0f}" if p else "-")
+    for r, mem in sorted(m["memory_by_pp_rank"].items(), key=lambda kv: int(kv[0])):
+        pm = p["memory_by_pp_rank"].get(int(r)) if p else None
+        row(f"peak memory, pp rank {r}", f"{mem.get('Total', 0) / 2**20:.2f} MiB",
+            f"{pm['Total'] / 2**20:.2f} MiB" if pm else "-")
+    r0 = sorted(m["memory_by_pp_rank"], key=int)[0]
+    cats = {k: v for k, v in m["memory_by_pp_rank"][r0].items() if k != "Total" and v}
+    if cats:
+        lines.append(f"measured peak by category, pp rank {r0} (MemTracker): "
+                     + ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in cats.items()))
+    if p:
+        parts = {k: v for k, v in p["memory_by_pp_rank"][int(r0)].items() if k != "Total" and v}
+        lines.append(f"predicted memory parts, pp rank {r0}: "
+                     + ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in parts.items()))
+    if not p:
+        lines.append("(no prediction: give --gpus COUNTxGPU to compare with the planner)")
+    elif m["device"].startswith("cpu"):
+        lines.append(f"(measured on CPU/gloo in {cfg.dtype}; the prediction is for {p['gpu']} in "
+                     "the workload's precision: compare shapes, not values)")
+    return "\n".join(lines)

@@ -1,0 +1,110 @@
+"""Context parallelism: ring attention with its own autograd (Liu et al. 2023, "Ring
+Attention with Blockwise Transformers"; blockwise softmax merge of Milakov & Gimelshein 2018
+and FlashAttention-2's backward, Dao 2023).
+
+Every cp rank keeps the queries of its two load-balanced sequence chunks; the K/V blocks
+travel around the ring by point-to-point messages. Forward merges per-block results through
+their log-sum-exp; backward recomputes each block's probabilities from the saved
+log-sum-exp and sends the K/V gradient accumulators around the ring with the blocks, so
+after ``cp`` hops each block's gradient is back on its owner. Masks use global positions.
+PyTorch's own ``context_parallel`` only shards the CUDA SDPA kernels, hence this version,
+which runs on CPU/gloo as well as on GPUs.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from ..errors import InputError
+from .data import cp_positions
+
+
+def _ring_exchange(t: torch.Tensor, group) -> torch.Tensor:
+    """Send ``t`` to the next rank of the ring, return what the previous rank sent."""
+    n, r = dist.get_world_size(group), dist.get_rank(group)
+    nxt = dist.get_global_rank(group, (r + 1) % n)
+    prv = dist.get_global_rank(group, (r - 1) % n)
+    t = t.contiguous()
+    out = torch.empty_like(t)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, nxt, group),
+                                   dist.P2POp(dist.irecv, out, prv, group)])
+    for q in reqs:
+        q.wait()
+    return out
+
+
+def _scores(q, k, q_pos, k_pos, scale):
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    return s.masked_fill(~(q_pos[:, None] >= k_pos[None, :]), float("-inf"))
+
+
+class RingAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, q_pos, seq_len, scale, group):
+        n, r = dist.get_world_size(group), dist.get_rank(group)
+        dk_, dv_ = k.shape[-1], v.shape[-1]
+        out = torch.zeros(*q.shape[:-1], dv_, dtype=q.dtype, device=q.device)
+        lse = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device)
+        kv = torch.cat([k, v], dim=-1)
+        for step in range(n):
+            src = (r - step) % n
+            k_pos = cp_positions(seq_len, n, src).to(q.device)
+            kb, vb = kv.split([dk_, dv_], dim=-1)
+            s = _scores(q, kb, q_pos, k_pos, scale)
+            m = s.amax(dim=-1)
+            m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+            p = torch.exp(s - m[..., None])
+            blk_lse = m + torch.log(p.sum(dim=-1))
+            new_lse = torch.logaddexp(lse, blk_lse)
+            a = torch.exp(lse - new_lse).nan_to_num(0.0)
+            b = torch.exp(m - new_lse).nan_to_num(0.0)
+            out = out * a[..., None] + torch.matmul(p, vb) * b[..., None]
+            lse = new_lse
+            if step < n - 1:
+                kv = _ring_exchange(kv, group)
+        ctx.save_for_backward(q, k, v, out, lse, q_pos)
+        ctx.seq_len, ctx.scale, ctx.group = seq_len, scale, group
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse, q_pos = ctx.saved_tensors
+        group, scale = ctx.group, ctx.scale
+        n, r = dist.get_world_size(group), dist.get_rank(group)
+        dk_, dv_ = k.shape[-1], v.shape[-1]
+        dout = dout.contiguous()
+        delta = (dout * out).sum(dim=-1, keepdim=True)
+        dq = torch.zeros_like(q)
+        buf = torch.cat([k, v, torch.zeros_like(k), torch.zeros_like(v)], dim=-1)
+        for step in range(n):
+            src = (r - step) % n
+            k_pos = cp_positions(ctx.seq_len, n, src).to(q.device)
+            kb, vb, dkb, dvb = buf.split([dk_, dv_, dk_, dv_], dim=-1)
+            p = torch.exp(_scores(q, kb, q_pos, k_pos, scale) - lse[..., None])
+            dvb = dvb + torch.matmul(p.transpose(-1, -2), dout)
+            ds = p * (torch.matmul(dout, vb.transpose(-1, -2)) - delta)
+            dq = dq + torch.matmul(ds, kb) * scale
+            dkb = dkb + torch.matmul(ds.transpose(-1, -2), q) * scale
+            buf = torch.cat([kb, vb, dkb, dvb], dim=-1)
+            buf = _ring_exchange(buf, group)  # n hops: the accumulators come home
+        _, _, dk, dv = buf.split([dk_, dv_, dk_, dv_], dim=-1)
+        return dq, dk.contiguous(), dv.contiguous(), None, None, None, None
+
+
+def make_ring_core(group, cp: int):
+    def core(q, k, v, positions, scale):
+        return RingAttention.apply(q.contiguous(), k.contiguous(), v.contiguous(),
+                                   positions, positions.numel() * cp, scale, group)
+    return core
+
+
+def apply_cp(model, plan, group) -> None:
+    """Route every attention layer of ``model`` through ring attention over ``group``."""
+    if plan.cp == 1:
+        return
+    if plan.cp_kind != "ring":
+        raise InputError("cp_kind", plan.cp_kind, "the runtime implements ring attention only")
+    core = make_ring_core(group, plan.cp)
+    for block in model.layers.values():
+        block.attention.core = core

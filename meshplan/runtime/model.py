@@ -1,0 +1,361 @@
+"""A Llama-style decoder built from the planner's ``ModelSpec``.
+
+RMSNorm (or LayerNorm), rotary embeddings (RoFormer, Su et al. 2021), GQA attention or
+DeepSeek multi-head latent attention (DeepSeek-V2 report, section 2.1), SwiGLU (Shazeer 2020)
+or GELU MLP, and MoE layers with top-k routing and shared experts (DeepSeek-MoE; the
+sigmoid router with a selection-only bias is DeepSeek-V3's, otherwise softmax + top-k with
+renormalised weights as in Mixtral/Qwen3).
+
+Like torchtitan the model is defined apart from how it is parallelised: the parallel
+modules only swap parameters for DTensors or set hooks (``Attention.core`` for context
+parallelism, ``MoE.dispatch`` for expert parallelism). ``layers`` is a ModuleDict keyed by
+the global layer index, so a pipeline chunk keeps the fully qualified names of the whole
+model and checkpoints reshard between layouts.
+
+Weights are drawn per parameter from a generator seeded by (seed, parameter name), so a
+model built whole, a pipeline chunk of it, or the same model on another layout starts from
+bit-identical values.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import InputError
+from ..specs.model import ModelSpec
+
+NORM_EPS = 1e-5
+ROPE_THETA = 10000.0
+INIT_STD = 0.02
+
+
+def check_buildable(spec: ModelSpec) -> None:
+    """Raise InputError for the model features this runtime does not build."""
+    if spec.linear_bias:
+        raise InputError("model", spec.name, "the runtime builds models without linear biases "
+                         "(linear_bias=True, e.g. GPT-2/GPT-3/NeoX, is not supported)")
+    if spec.position != "rope":
+        raise InputError("model", spec.name, "the runtime builds rotary-position models only "
+                         f"(position={spec.position!r} is not supported)")
+
+
+def make_norm(spec: ModelSpec, width: int) -> nn.Module:
+    if spec.norm == "layernorm":
+        return nn.LayerNorm(width, eps=NORM_EPS, bias=True)
+    return nn.RMSNorm(width, eps=NORM_EPS)
+
+
+def rope_cos_sin(positions: torch.Tensor, dim: int, dtype: torch.dtype):
+    """cos, sin of shape [s, dim/2] for the given integer positions (RoFormer eq. 34)."""
+    inv = 1.0 / (ROPE_THETA ** (torch.arange(0, dim, 2, dtype=torch.float64,
+                                              device=positions.device) / dim))
+    ang = positions.to(torch.float64)[:, None] * inv[None, :]
+    return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[2i], x[2i+1]) of the last dim; x is [b, heads, s, d]."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    r1 = x1 * cos - x2 * sin
+    r2 = x1 * sin + x2 * cos
+    return torch.stack((r1, r2), dim=-1).flatten(-2)
+
+
+def local_causal_attention(q, k, v, q_pos, k_pos, scale):
+    """softmax(q k^T * scale + causal mask by global position) v, all heads at once."""
+    if q_pos is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    mask = q_pos[:, None] >= k_pos[None, :]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+
+
+class Attention(nn.Module):
+    """GQA attention. ``core(q, k, v, positions, scale)`` is replaceable (ring attention)."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        h, d = spec.hidden, spec.head_dim
+        self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, d
+        self.wq = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
+        self.wk = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.wv = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.wo = nn.Linear(spec.heads * d, h, bias=False)
+        if spec.qk_norm:
+            self.q_norm = make_norm(spec, d)
+            self.k_norm = make_norm(spec, d)
+        self.core = None  # set by context parallelism
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.wq(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+        pos = positions if positions is not None else torch.arange(s, device=x.device)
+        cos, sin = rope_cos_sin(pos, self.head_dim, q.dtype)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        rep = q.shape[1] // k.shape[1]  # local heads per local kv head (TP shards both)
+        if rep > 1:
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        out = attend(self.core, q, k, v, positions, 1.0 / math.sqrt(self.head_dim))
+        return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+
+
+def attend(core, q, k, v, positions, scale):
+    if core is not None:
+        return core(q, k, v, positions, scale)
+    return local_causal_attention(q, k, v, positions, positions, scale)
+
+
+class MLAttention(nn.Module):
+    """DeepSeek multi-head latent attention (training form, no weight absorption)."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        h = spec.hidden
+        self.heads = spec.heads
+        self.nope, self.rope, self.vdim = spec.qk_nope_head_dim, spec.qk_rope_head_dim, spec.v_head_dim
+        self.kv_lora = spec.kv_lora_rank
+        qk = self.nope + self.rope
+        if spec.q_lora_rank:
+            self.wq_a = nn.Linear(h, spec.q_lora_rank, bias=False)
+            self.q_norm = make_norm(spec, spec.q_lora_rank)
+            self.wq_b = nn.Linear(spec.q_lora_rank, spec.heads * qk, bias=False)
+        else:
+            self.wq = nn.Linear(h, spec.heads * qk, bias=False)
+        self.wkv_a = nn.Linear(h, spec.kv_lora_rank + self.rope, bias=False)
+        self.kv_norm = make_norm(spec, spec.kv_lora_rank)
+        self.wkv_b = nn.Linear(spec.kv_lora_rank, spec.heads * (self.nope + self.vdim), bias=False)
+        self.wo = nn.Linear(spec.heads * self.vdim, h, bias=False)
+        self.core = None
+        self.kpe_region = None  # tensor parallelism: all-reduce of k_pe's gradient
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+        b, s, _ = x.shape
+        qk = self.nope + self.rope
+        q = self.wq_b(self.q_norm(self.wq_a(x))) if hasattr(self, "wq_a") else self.wq(x)
+        q = q.view(b, s, -1, qk).transpose(1, 2)  # local heads under TP
+        kv_a = self.wkv_a(x)
+        c_kv, k_pe = kv_a.split([self.kv_lora, self.rope], dim=-1)
+        kv = self.wkv_b(self.kv_norm(c_kv)).view(b, s, -1, self.nope + self.vdim).transpose(1, 2)
+        k_nope, v = kv.split([self.nope, self.vdim], dim=-1)
+        pos = positions if positions is not None else torch.arange(s, device=x.device)
+        cos, sin = rope_cos_sin(pos, self.rope, q.dtype)
+        q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
+        q = torch.cat([q_nope, apply_rope(q_pe, cos, sin)], dim=-1)
+        if self.kpe_region is not None:
+            k_pe = self.kpe_region(k_pe)
+        k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)
+        k = torch.cat([k_nope, k_pe], dim=-1)
+        out = attend(self.core, q, k, v.contiguous(), positions, 1.0 / math.sqrt(qk))
+        return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, spec: ModelSpec, width: int):
+        super().__init__()
+        self.swiglu = spec.mlp == "swiglu"
+        self.w1 = nn.Linear(spec.hidden, width, bias=False)
+        self.w2 = nn.Linear(width, spec.hidden, bias=False)
+        if self.swiglu:
+            self.w3 = nn.Linear(spec.hidden, width, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.swiglu:
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        return self.w2(F.gelu(self.w1(x)))
+
+
+class GroupedExperts(nn.Module):
+    """``num`` routed experts as stacked weights [E, ...] (Shard(0) under expert parallelism)."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        e, h, f = spec.moe_experts, spec.hidden, spec.moe_expert_ffn
+        self.swiglu = spec.mlp == "swiglu"
+        self.w1 = nn.Parameter(torch.empty(e, f, h))
+        self.w2 = nn.Parameter(torch.empty(e, h, f))
+        if self.swiglu:
+            self.w3 = nn.Parameter(torch.empty(e, f, h))
+
+    def local(self, name: str) -> torch.Tensor:
+        p = getattr(self, name)
+        return p.to_local() if hasattr(p, "to_local") else p
+
+    def forward(self, x: torch.Tensor, counts: list[int]) -> torch.Tensor:
+        """x: tokens sorted by local expert, ``counts[e]`` rows each."""
+        w1, w2 = self.local("w1"), self.local("w2")
+        w3 = self.local("w3") if self.swiglu else None
+        outs = []
+        for e, part in enumerate(torch.split(x, counts, dim=0)):
+            if self.swiglu:
+                hdn = F.silu(part @ w1[e].t()) * (part @ w3[e].t())
+            else:
+                hdn = F.gelu(part @ w1[e].t())
+            outs.append(hdn @ w2[e].t())
+        return torch.cat(outs, dim=0) if outs else x.new_zeros((0, x.shape[-1]))
+
+
+def local_dispatch(x: torch.Tensor, expert_ids: torch.Tensor, experts: GroupedExperts,
+                   num_experts: int) -> torch.Tensor:
+    """Each (token, choice) row through its expert, all experts in this process.
+
+    x: [n, h]; expert_ids: [n*k] expert of each row of x (x already repeated k times).
+    Returns the expert outputs in the order of x.
+    """
+    order = torch.argsort(expert_ids, stable=True)
+    counts = torch.bincount(expert_ids, minlength=num_experts).tolist()
+    y_sorted = experts(x[order], counts)
+    y = torch.empty_like(y_sorted)
+    y[order] = y_sorted
+    return y
+
+
+class MoE(nn.Module):
+    """Router + routed experts + shared experts. ``dispatch`` is swapped by expert parallelism."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.num_experts, self.topk = spec.moe_experts, spec.moe_topk
+        self.gate = nn.Linear(spec.hidden, spec.moe_experts, bias=False)
+        self.sigmoid_router = spec.moe_router_bias
+        if self.sigmoid_router:  # selection-only bias, updated outside autograd in DeepSeek-V3
+            self.register_buffer("expert_bias", torch.zeros(spec.moe_experts), persistent=True)
+        self.experts = GroupedExperts(spec)
+        if spec.moe_shared_ffn:
+            self.shared = MLP(spec, spec.moe_shared_ffn)
+        self.dispatch = None  # (x_rows, expert_ids, experts) -> y_rows
+
+    def route(self, x: torch.Tensor):
+        logits = self.gate(x)
+        if self.sigmoid_router:
+            scores = torch.sigmoid(logits)
+            idx = torch.topk(scores + self.expert_bias, self.topk, dim=-1).indices
+            w = scores.gather(-1, idx)
+        else:
+            scores = torch.softmax(logits, dim=-1)
+            w, idx = torch.topk(scores, self.topk, dim=-1)
+        return idx, w / w.sum(dim=-1, keepdim=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        xf = x.reshape(-1, shape[-1])
+        idx, w = self.route(xf)
+        rows = xf.repeat_interleave(self.topk, dim=0)
+        ids = idx.reshape(-1)
+        if self.dispatch is None:
+            y = local_dispatch(rows, ids, self.experts, self.num_experts)
+        else:
+            y = self.dispatch(rows, ids, self.experts)
+        out = (y.view(-1, self.topk, shape[-1]) * w.unsqueeze(-1)).sum(dim=1)
+        if hasattr(self, "shared"):
+            out = out + self.shared(xf)
+        return out.view(shape)
+
+
+class Block(nn.Module):
+    def __init__(self, spec: ModelSpec, index: int):
+        super().__init__()
+        self.attention_norm = make_norm(spec, spec.hidden)
+        self.attention = MLAttention(spec) if spec.is_mla else Attention(spec)
+        self.ffn_norm = make_norm(spec, spec.hidden)
+        self.is_moe = spec.layer_is_moe(index)
+        if self.is_moe:
+            self.moe = MoE(spec)
+        else:
+            self.feed_forward = MLP(spec, spec.ffn)
+
+    recompute: str = "none"  # "full": recompute the block in backward (set by train.py)
+
+    def forward(self, x, positions):
+        if self.recompute == "full" and torch.is_grad_enabled():
+            from torch.utils.checkpoint import checkpoint
+            return checkpoint(self._forward, x, positions, use_reentrant=False)
+        return self._forward(x, positions)
+
+    def _forward(self, x, positions):
+        x = x + self.attention(self.attention_norm(x), positions)
+        y = self.ffn_norm(x)
+        return x + (self.moe(y) if self.is_moe else self.feed_forward(y))
+
+
+class Transformer(nn.Module):
+    """The decoder, or one pipeline chunk of it (``layer_ids``, ``first``, ``last``).
+
+    ``positions`` (global positions of the local tokens, set by context parallelism) is an
+    attribute rather than an argument so pipeline stages pass only the hidden states.
+    """
+
+    def __init__(self, spec: ModelSpec, layer_ids=None, first: bool = True, last: bool = True):
+        super().__init__()
+        check_buildable(spec)
+        self.spec = spec
+        layer_ids = range(spec.layers) if layer_ids is None else layer_ids
+        if first:
+            self.tok_embeddings = nn.Embedding(spec.vocab, spec.hidden)
+        self.layers = nn.ModuleDict({str(i): Block(spec, i) for i in layer_ids})
+        if last:
+            self.norm = make_norm(spec, spec.hidden)
+            self.output = nn.Linear(spec.hidden, spec.vocab, bias=False)
+            if spec.tied_embeddings:
+                if not first:
+                    raise InputError("model", spec.name,
+                                     "tied embeddings cannot be split over pipeline stages")
+                self.output.weight = self.tok_embeddings.weight
+        self.positions: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.tok_embeddings(x) if hasattr(self, "tok_embeddings") else x
+        for layer in self.layers.values():
+            h = layer(h, self.positions)
+        if hasattr(self, "output"):
+            h = self.output(self.norm(h))
+        return h
+
+    def set_positions(self, positions: torch.Tensor | None) -> None:
+        self.positions = positions
+
+
+def init_weights(model: nn.Module, seed: int) -> None:
+    """Deterministic per-parameter init: norms to one (LayerNorm bias zero), the rest normal(0, 0.02).
+
+    Each parameter's values come from a generator seeded with (seed, its name), so they do
+    not depend on which other parameters the module holds.
+    """
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            is_norm = "norm" in name.rsplit(".", 2)[-2] if "." in name else False
+            if is_norm:
+                p.fill_(1.0 if leaf == "weight" else 0.0)
+                continue
+            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
+            full = torch.empty(p.shape, dtype=torch.float32).normal_(0.0, INIT_STD, generator=g)
+            p.copy_(full.to(p.dtype))
+
+
+def build_model(spec: ModelSpec, seed: int = 0, layer_ids=None, first=True, last=True,
+                dtype: torch.dtype = torch.float32) -> Transformer:
+    m = Transformer(spec, layer_ids, first, last)
+    init_weights(m, seed)
+    if dtype != torch.float32:  # by hand: Module.to cannot swap fake tensors (dry run)
+        memo: dict = {}
+        for mod in m.modules():
+            for k, p in mod._parameters.items():
+                if p is not None:
+                    if id(p) not in memo:
+                        memo[id(p)] = nn.Parameter(p.detach().to(dtype), p.requires_grad)
+                    mod._parameters[k] = memo[id(p)]
+    return m
+
+
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean token cross entropy (the loss of every trainer here, parallel or not)."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))

@@ -1,0 +1,84 @@
+"""What ``meshplan run`` does on the launching machine: check, start ranks, collect, report.
+
+Local runs start ``torchrun --standalone`` with one process per rank (GPUs if the plan's
+device is cuda, else CPU/gloo); several machines get the torchrun command of each node
+printed instead. Results come back as ``rank-R.json`` files from the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from .launch import format_command, free_port, scratch_dir, torchrun_command
+from .train import RunConfig
+from .worker import config_to_json
+
+
+def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_restarts: int = 0,
+                env: dict | None = None, timeout_s: float | None = None) -> dict:
+    """Run ``cfg`` on this machine with torchrun; return the per-rank results."""
+    world = cfg.plan.world_size
+    out = Path(out_dir or scratch_dir())
+    out.mkdir(parents=True, exist_ok=True)
+    for f in list(out.glob("rank-*.json")) + list(out.glob("error-*.txt")):
+        f.unlink()
+    conf = out / "run.json"
+    conf.write_text(config_to_json(cfg, out=str(out), **run))
+    cmd = torchrun_command(world, 1, 0, "127.0.0.1", free_port(), [str(conf)], max_restarts)
+    cmd.insert(3, "--rdzv-backend=c10d")
+    e = dict(os.environ)
+    e["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+    e.setdefault("OMP_NUM_THREADS", "1")
+    e["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])]
+                                      + [p for p in [e.get("PYTHONPATH")] if p])
+    e.update(env or {})
+    proc = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout_s)
+    errors = sorted(out.glob("error-*.txt"))
+    if errors:
+        raise InputError(*_split_error(errors[0].read_text()))
+    results = [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
+    if proc.returncode != 0 or len(results) != world:
+        tail = "\n".join((proc.stderr or "").splitlines()[-25:])
+        raise RuntimeError(f"torchrun exited with {proc.returncode}:\n{tail}")
+    return {"results": sorted(results, key=lambda r: r["rank"]), "out": str(out),
+            "log": proc.stderr}
+
+
+def _split_error(text: str) -> tuple[str, str, str]:
+    field, _, rest = text.partition("=")
+    return field, rest.split(": ", 1)[0], rest.split(": ", 1)[-1]
+
+
+def node_commands(cfg: RunConfig, run: dict, nnodes: int, master: str, port: int,
+                  conf_path: str) -> list[str]:
+    """The command to start on each node of a multi-machine run."""
+    world = cfg.plan.world_size
+    if world % nnodes:
+        raise InputError("nnodes", nnodes, f"must divide the plan's world size ({world})")
+    Path(conf_path).write_text(config_to_json(cfg, **run))
+    return [format_command(torchrun_command(world // nnodes, nnodes, n, master, port, [conf_path]))
+            for n in range(nnodes)]
+
+
+def summarize(cfg: RunConfig, results: list[dict]) -> dict:
+    """Measured step time (mean over steps after the first), throughput, memory per rank."""
+    times = [max(r["step_times_s"][i] for r in results)
+             for i in range(len(results[0]["step_times_s"]))]
+    steady = times[1:] or times
+    step_s = sum(steady) / len(steady)
+    tokens = cfg.seq_len * cfg.global_batch
+    pp_peak: dict[int, dict] = {}
+    for r in results:
+        p = r["coords"]["pp"]
+        tot = r["memory"].get("Total", 0)
+        if tot >= pp_peak.get(p, {}).get("Total", -1):
+            pp_peak[p] = r["memory"]
+    return {"step_time_s": step_s, "first_step_s": times[0] if times else 0.0,
+            "tokens_per_s": tokens / step_s, "tokens_per_s_per_gpu": tokens / step_s / len(results),
+            "losses": results[0]["losses"], "memory_by_pp_rank": pp_peak,
+            "device": results[0]["device"], "steps_timed": len(steady)}

@@ -1,0 +1,156 @@
+"""One rank of ``meshplan run``: started by torchrun (``python -m meshplan.runtime.worker
+CONFIG.json``) or forked; trains, checkpoints, measures, writes ``rank-R.json``.
+
+Measurement: step time is wall time per optimizer step (the first step, which builds
+caches and pipeline metadata, is reported apart); peak memory is
+``torch.cuda.max_memory_allocated`` on a GPU and, on CPU, the peak of PyTorch's
+``MemTracker`` (by category: parameters, gradients, optimizer states, activations,
+temporaries) over one extra step that is not timed.
+
+Fault injection for the crash test: ``MESHPLAN_FAULT=RANK:STEP`` kills that rank with
+SIGKILL when it starts optimizer step STEP, in the first attempt only
+(``TORCHELASTIC_RESTART_COUNT`` 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ..errors import InputError
+from ..plan import Plan
+from ..specs.model import ModelSpec
+from . import checkpoint
+from .launch import backend_for
+from .train import RunConfig, Trainer
+
+
+def config_to_json(cfg: RunConfig, **run) -> str:
+    d = {k: v for k, v in asdict(cfg).items() if k not in ("spec", "plan")}
+    d["spec"] = asdict(cfg.spec)
+    d["plan"] = cfg.plan.to_dict()
+    d.update(run)
+    return json.dumps(d)
+
+
+def config_from_dict(d: dict) -> tuple[RunConfig, dict]:
+    d = dict(d)
+    spec = ModelSpec(**d.pop("spec"))
+    plan = Plan(**d.pop("plan"))
+    fields = set(RunConfig.__dataclass_fields__) - {"spec", "plan"}
+    cfg = RunConfig(spec, plan, **{k: d.pop(k) for k in list(d) if k in fields})
+    return cfg, d
+
+
+def _fault(rank: int, step: int) -> None:
+    spec = os.environ.get("MESHPLAN_FAULT", "")
+    if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
+        return
+    r, s = (int(x) for x in spec.split(":"))
+    if r == rank and s == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def step_mem_tracker():
+    """A MemTracker that accepts a root module called once per micro-batch.
+
+    MemTracker refuses a second forward of a root module (it assumes a new iteration);
+    gradient accumulation and pipeline schedules do exactly that within one step, so the
+    root's per-module record is restarted instead. The global peak by category, which is
+    what is reported, is unaffected.
+    """
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    class StepMemTracker(MemTracker):
+        def _pre_fw_hook(self, module, inputs):
+            try:
+                super()._pre_fw_hook(module, inputs)
+            except NotImplementedError:
+                self.memory_tracking.pop(module, None)
+                super()._pre_fw_hook(module, inputs)
+
+    return StepMemTracker()
+
+
+def measure_memory_cpu(trainer: Trainer, step: int) -> dict:
+    """Peak bytes by category over one step, from PyTorch's MemTracker."""
+    mt = step_mem_tracker()
+    mt.track_external(*trainer.parts, *trainer.optimizers)
+    with mt:
+        trainer.train_step(step)
+    trainer.step_times_s.pop()
+    peak = mt.get_tracker_snapshot("peak")
+    snap = next(iter(peak.values())) if peak else {}
+    return {getattr(k, "value", str(k)): int(v) for k, v in snap.items()}
+
+
+def run_worker(run: dict, rank: int, device: torch.device) -> dict:
+    cfg, extra = config_from_dict(run)
+    trainer = Trainer(cfg, device)
+    ckpt_dir, every = extra.get("ckpt_dir"), int(extra.get("ckpt_every") or 0)
+    start, history = 0, []
+    resume = extra.get("resume")
+    if not resume and ckpt_dir and int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:
+        resume = True  # torchrun restarted the group after a failure: continue from the last save
+    if resume:
+        path = Path(resume) if resume is not True else checkpoint.latest(ckpt_dir)
+        if path is not None:
+            meta = checkpoint.load(trainer, path)
+            start, history = int(meta["step"]) + 1, list(meta["losses"])
+    resumed_from = start
+    for step in range(start, cfg.steps):
+        _fault(rank, step)
+        history.append(trainer.train_step(step))
+        if ckpt_dir and every and ((step + 1) % every == 0 or step == cfg.steps - 1):
+            checkpoint.save(trainer, ckpt_dir, step, history)
+    mem = {}
+    if extra.get("measure_memory"):
+        if device.type == "cuda":
+            mem = {"Total": int(torch.cuda.max_memory_allocated(device))}
+        else:
+            mem = measure_memory_cpu(trainer, cfg.steps)
+    return {"rank": rank, "coords": trainer.coords, "losses": history,
+            "resumed_from": resumed_from, "step_times_s": trainer.step_times_s,
+            "memory": mem, "device": str(device)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    run = json.loads(Path(argv[0]).read_text())
+    out = Path(run["out"])
+    rank = int(os.environ["RANK"])
+    use_cuda = run.get("device", "cpu") == "cuda"
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+    else:
+        torch.set_num_threads(max(1, int(run.get("threads", 1))))
+    dist.init_process_group(backend_for(device.type))
+    code = 0
+    try:
+        res = run_worker(run, rank, device)
+        (out / f"rank-{rank}.json").write_text(json.dumps(res))
+    except InputError as e:
+        (out / f"error-{rank}.txt").write_text(str(e))
+        code = 2
+    except BaseException:  # noqa: BLE001 - os._exit below would hide it
+        import traceback
+        traceback.print_exc()
+        code = 1
+    finally:
+        dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

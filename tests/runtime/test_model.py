@@ -1,0 +1,107 @@
+"""Single-process checks of the runtime model against independent truth."""
+
+import math
+
+import pytest
+import torch
+
+from meshplan.errors import InputError
+from meshplan.plan import Plan
+from meshplan.runtime.data import corpus_bytes, cp_positions, global_batch, local_slice
+from meshplan.runtime.model import MoE, Transformer, build_model, cross_entropy
+from meshplan.runtime.train import RunConfig, reference_run
+from meshplan.specs.catalog.presets import preset
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-moe", "llama3.1-8b", "mixtral-8x7b",
+                                  "qwen3-30b-a3b", "deepseek-v3"])
+def test_parameter_count_matches_the_planner(name):
+    """sum(numel) of the built model equals ModelSpec.total_params (the planner's count).
+
+    DeepSeek-V3's router score-correction bias is a buffer here (it is not trained by
+    gradients), the planner counts it as a parameter.
+    """
+    spec = preset(name)
+    with torch.device("meta"):
+        m = Transformer(spec)
+    bias = sum(b.numel() for n, b in m.named_buffers() if n.endswith("expert_bias"))
+    assert sum(p.numel() for p in m.parameters()) + bias == spec.total_params()
+
+
+def test_initial_loss_is_log_vocab():
+    """With 0.02-std weights the logits are near zero, so the loss is close to ln(V)."""
+    spec = preset("tiny-llama")
+    m = build_model(spec, seed=3)
+    x, y = global_batch("synthetic", 0, 0, 4, 32, spec.vocab)
+    assert abs(float(cross_entropy(m(x), y).detach()) - math.log(spec.vocab)) < 0.05
+
+
+def test_chunks_start_from_the_same_weights_as_the_whole_model():
+    spec = preset("tiny-llama")
+    whole = dict(build_model(spec, seed=1).named_parameters())
+    chunk = build_model(spec, seed=1, layer_ids=[2, 3], first=False, last=True)
+    for n, p in chunk.named_parameters():
+        assert torch.equal(p, whole[n]), n
+    other = dict(build_model(spec, seed=2).named_parameters())
+    assert not torch.equal(other["layers.0.attention.wq.weight"], whole["layers.0.attention.wq.weight"])
+
+
+def test_causal_model_does_not_see_the_future():
+    spec = preset("tiny-moe")
+    m = build_model(spec)
+    x = torch.randint(0, spec.vocab, (1, 16))
+    x2 = x.clone()
+    x2[0, 10:] = (x2[0, 10:] + 1) % spec.vocab
+    assert torch.allclose(m(x)[0, :10], m(x2)[0, :10], atol=1e-6)
+    assert not torch.allclose(m(x)[0, 10:], m(x2)[0, 10:], atol=1e-6)
+
+
+def test_moe_layer_matches_a_per_token_loop():
+    """Sorted dispatch equals routing every token through its top-k experts one by one."""
+    spec = preset("tiny-moe")
+    torch.manual_seed(0)
+    moe = MoE(spec)
+    for p in moe.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    x = torch.randn(2, 5, spec.hidden)
+    got = moe(x)
+    xf = x.reshape(-1, spec.hidden)
+    idx, w = moe.route(xf)
+    want = []
+    for t in range(xf.shape[0]):
+        acc = moe.shared(xf[t:t + 1])[0]
+        for j in range(spec.moe_topk):
+            e = int(idx[t, j])
+            h = torch.nn.functional.silu(xf[t] @ moe.experts.w1[e].t()) * (xf[t] @ moe.experts.w3[e].t())
+            acc = acc + w[t, j] * (h @ moe.experts.w2[e].t())
+        want.append(acc)
+    assert torch.allclose(got.reshape(-1, spec.hidden), torch.stack(want), atol=1e-6)
+
+
+def test_context_parallel_chunks_cover_every_position_once():
+    for cp in (1, 2, 4):
+        pos = torch.cat([cp_positions(32, cp, r) for r in range(cp)])
+        assert sorted(pos.tolist()) == list(range(32))
+    x = torch.arange(4 * 8).view(4, 8)
+    assert local_slice(x, 2, 1, 2, 0).tolist() == [[16, 17, 22, 23], [24, 25, 30, 31]]
+
+
+def test_corpus_is_bytes_and_reference_learns_it():
+    data = corpus_bytes()
+    assert data.numel() > 2000 and int(data.max()) < 256
+    cfg = RunConfig(preset("tiny-llama"), Plan(), seq_len=32, global_batch=8, steps=30,
+                    lr=3e-3, data="corpus")
+    losses, _ = reference_run(cfg)
+    assert losses[-1] < losses[0] - 1.0  # English bytes are far from uniform
+
+
+def test_models_the_runtime_cannot_build_are_input_errors():
+    with pytest.raises(InputError, match="linear bias"):
+        Transformer(preset("gpt2"))
+    cfg = RunConfig(preset("tiny-llama"), Plan(dp=2), seq_len=16, global_batch=8)
+    with pytest.raises(InputError, match="must equal the number of GPUs"):
+        cfg.check(world_size=4)
+    with pytest.raises(InputError, match="ring attention only"):
+        RunConfig(preset("tiny-llama"), Plan(cp=2, cp_kind="all_to_all"), seq_len=16).check(2)
+    with pytest.raises(InputError, match="ZB-H1"):
+        RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)
