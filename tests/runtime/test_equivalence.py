@@ -5,7 +5,7 @@ single-process run of the same model, weights and batches: the loss of every ste
 after the last step every parameter and its gradient, gathered to full size (fp32 on CPU;
 relative difference ||a-b||/||b|| at most 1e-5, see train.rel_diff). Adam's epsilon is
 1e-6: with 1e-8, elements whose gradient is near epsilon amplify last-bit differences of an
-equally exact summation order (documented in docs/runtime.md).
+equally exact summation order (documented in the README, "Running a plan for real").
 """
 
 import pytest
