@@ -218,6 +218,9 @@ def explain(winner: Estimate, other: Estimate) -> str:
     """Why ``winner`` beats ``other``: the parts of the step that differ most."""
     diff = {k: other.step_time.parts.get(k, 0.0) - v for k, v in winner.step_time.parts.items()}
     gain = other.step_time_s - winner.step_time_s
+    if gain < 0:
+        return (f"{-gain:.2f} s slower by the closed forms than {other.plan.describe()}; "
+                "the simulated pipeline ranks it first")
     items = sorted(((v, k) for k, v in diff.items() if abs(v) > 0.01 * other.step_time_s),
                    reverse=True)
     if not items:
