@@ -137,8 +137,6 @@ class Plan:
         if not model.is_mla and model.kv_heads % self.tp and self.tp % model.kv_heads:
             raise InputError("tp", self.tp,
                              f"must divide, or be a multiple of, the kv heads ({model.kv_heads})")
-        if model.vocab % self.tp:
-            pass  # vocab is padded to a multiple of tp by every engine
         if self.num_chunks > model.layers + 2:
             raise InputError("pp", self.pp,
                              f"pp*vpp ({self.num_chunks}) must not exceed the layers + 2 "

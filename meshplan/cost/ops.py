@@ -164,7 +164,7 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
 
 def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     """Router, dispatch over ep, grouped expert GEMMs (etp-sharded), combine, shared experts."""
-    h, Ts = model.hidden, s.stream_tokens
+    h = model.hidden
     tokens_in = s.tokens / s.tp  # MoE input is the sequence-parallel shard
     rows = tokens_in * model.moe_topk * s.etp  # token copies this rank's experts process
     local_experts = model.moe_experts / s.ep

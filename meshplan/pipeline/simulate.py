@@ -237,7 +237,6 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
         gid_base[r] = tot
         tot += len(kinds[r])
     pred = [-1] * tot if record else None
-    pred_xfer: dict[int, tuple] = {}
     transfers: list[tuple] = []
     wgrad_count = [0] * S
     reduce_issue = [NEG] * S  # start of the chunk's last weight-gradient action

@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import InputError, require_positive_int
@@ -151,6 +151,3 @@ def lookup_gpu(name: str, catalog: dict[str, GPU]) -> GPU:
         raise InputError("gpu", name, "known GPUs: " + ", ".join(catalog))
     return catalog[key]
 
-
-def with_overrides(gpu: GPU, **kw) -> GPU:
-    return replace(gpu, **kw)

@@ -40,10 +40,6 @@ def _int(cfg: dict, key: str, default: Any = ..., *alts: str) -> int:
     return v
 
 
-def _act_to_mlp(cfg: dict, gated_default: bool) -> str:
-    return "swiglu" if gated_default else "gelu"
-
-
 @_family("llama", "mistral", "qwen2", "qwen3")
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
