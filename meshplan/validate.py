@@ -15,7 +15,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cost import estimate
 from .errors import InputError
+from .plan import Plan
 from .scenario import make_cluster
 from .search.search import search
 from .specs.model import ModelSpec
@@ -156,8 +158,6 @@ def predict_row(row: dict, with_search_best: bool = True) -> RowResult:
         if r.best is None:  # nothing fits: report the leanest plan's numbers
             lean = dict(pins, zero=pins.get("zero", 3), recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
-            from .cost import estimate
-            from .plan import Plan
             fill = {"micro_batch": 1, "vpp": 1}
             est = estimate(model, cluster, workload, Plan(**{**fill, **lean}))
         else:

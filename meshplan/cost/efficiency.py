@@ -15,8 +15,9 @@ from dataclasses import dataclass
 class KernelEfficiency:
     """Achievable fractions of datasheet peaks for one GPU generation."""
 
-    # Large square GEMM, fraction of dense peak. Hopper: 8192^3 bf16 ran at 798 of 989
-    # TFLOP/s here (FIELD.md), cuBLAS on A100 reaches ~280 of 312 (NVIDIA DL perf guide).
+    # Large square GEMM sustained through a training step, fraction of dense peak. A single
+    # 8192^3 bf16 GEMM reaches 798 of 989 TFLOP/s on H100 (FIELD.md) and cuBLAS ~280 of 312
+    # on A100: upper bounds; whole-model runs sustain less (see EFFICIENCY below).
     matmul_bf16: float
     # FP8 GEMM, fraction of the FP8 peak (Hopper cuBLASLt fp8 ~1,300 of 1,979 TFLOP/s at
     # large sizes; the scaling/amax work around it is counted as memory traffic).

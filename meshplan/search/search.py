@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from functools import lru_cache
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -66,6 +67,7 @@ def _lower_bound_s(lean: Estimate) -> float:
     return 0.95 * (p["compute_s"] + comm * 2 / passes + p["pp_p2p_s"])
 
 
+@lru_cache(maxsize=1024)
 def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
     v, sched = vs
     if pp == 1:
