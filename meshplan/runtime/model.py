@@ -28,6 +28,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..specs.model import ModelSpec
+from .recompute import kept, recomputed, run_block
 
 NORM_EPS = 1e-5
 ROPE_THETA = 10000.0
@@ -104,8 +105,9 @@ class Attention(nn.Module):
         if rep > 1:
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
-        out = attend(self.core, q, k, v, positions, 1.0 / math.sqrt(self.head_dim))
-        return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+        with recomputed():
+            out = attend(self.core, q, k, v, positions, 1.0 / math.sqrt(self.head_dim))
+            return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
 
 def attend(core, q, k, v, positions, scale):
@@ -154,8 +156,9 @@ class MLAttention(nn.Module):
             k_pe = self.kpe_region(k_pe)
         k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)
         k = torch.cat([k_nope, k_pe], dim=-1)
-        out = attend(self.core, q, k, v.contiguous(), positions, 1.0 / math.sqrt(qk))
-        return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+        with recomputed():
+            out = attend(self.core, q, k, v.contiguous(), positions, 1.0 / math.sqrt(qk))
+            return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
 
 class MLP(nn.Module):
@@ -168,9 +171,11 @@ class MLP(nn.Module):
             self.w3 = nn.Linear(spec.hidden, width, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.swiglu:
-            return self.w2(F.silu(self.w1(x)) * self.w3(x))
-        return self.w2(F.gelu(self.w1(x)))
+        gate = self.w1(x)  # kept under selective recomputation, the rest is recomputed
+        with recomputed():
+            if self.swiglu:
+                return self.w2(F.silu(gate) * self.w3(x))
+            return self.w2(F.gelu(gate))
 
 
 class GroupedExperts(nn.Module):
@@ -272,16 +277,15 @@ class Block(nn.Module):
         else:
             self.feed_forward = MLP(spec, spec.ffn)
 
-    recompute: str = "none"  # "full": recompute the block in backward (set by train.py)
+    recompute: str = "none"  # "full" or "selective" (recompute.py; set by train.py)
 
     def forward(self, x, positions):
-        if self.recompute == "full" and torch.is_grad_enabled():
-            from torch.utils.checkpoint import checkpoint
-            return checkpoint(self._forward, x, positions, use_reentrant=False)
-        return self._forward(x, positions)
+        return run_block(self._forward, self.recompute, x, positions)
 
     def _forward(self, x, positions):
-        x = x + self.attention(self.attention_norm(x), positions)
+        a = self.attention(self.attention_norm(x), positions)
+        with kept():  # the residual stream between attention and MLP
+            x = x + a
         y = self.ffn_norm(x)
         return x + (self.moe(y) if self.is_moe else self.feed_forward(y))
 

@@ -60,9 +60,6 @@ class RunConfig:
             from .model import Transformer
             with torch.device("meta"):
                 check_tp(Transformer(self.spec, layer_ids=[]), self.plan)
-        if self.plan.recompute == "selective":
-            raise InputError("recompute", "selective", "the runtime recomputes whole blocks "
-                             "(full) or nothing (none)")
         if self.plan.offload_optimizer:
             raise InputError("offload_optimizer", True, "not executed by the runtime")
         if self.spec.is_moe and self.plan.etp != 1:
