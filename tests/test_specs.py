@@ -109,3 +109,20 @@ def test_workload_errors():
     with pytest.raises(InputError, match="precision"):
         Workload(128, 8, "int4")
     assert Workload.from_tokens(4096, 4 * 2**20).global_batch == 1024
+
+
+@pytest.mark.parametrize("name,mem_bytes,gpu_id", [
+    # names and total_memory as torch.cuda.get_device_properties reports them
+    ("NVIDIA H100 80GB HBM3", 85_031_714_816, "H100-SXM-80GB"),
+    ("NVIDIA H200", 150_110_011_392, "H200-SXM-141GB"),
+    ("NVIDIA A100-SXM4-40GB", 42_505_273_344, "A100-SXM-40GB"),
+    ("NVIDIA A100-SXM4-80GB", 85_198_045_184, "A100-SXM-80GB"),
+    ("Tesla V100-SXM2-32GB", 34_089_730_048, "V100-SXM-32GB"),
+    ("AMD Instinct MI300X", 205_822_885_888, "MI300X"),
+    ("NVIDIA H100 PCIe", 85_031_714_816, None),  # other clocks and links than the SXM part
+    ("NVIDIA GH200 480GB", 102_005_473_280, None),
+    ("NVIDIA GeForce RTX 4090", 25_393_692_672, None),
+])
+def test_gpu_for_device_names(name, mem_bytes, gpu_id):
+    from meshplan.specs.catalog.gpus import gpu_for_device
+    assert gpu_for_device(name, mem_bytes) == gpu_id

@@ -99,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         cluster = make_cluster(args.gpus)
     elif sc.cluster is not None:
         cluster = sc.cluster
+    elif device == "cuda":
+        cluster = _local_cluster(torch, plan.world_size)
     run_opts = {"device": device, "ckpt_dir": args.checkpoint_dir,
                 "ckpt_every": args.checkpoint_every, "resume": args.resume,
                 "measure_memory": True}
@@ -117,6 +119,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(_format(cfg, summary, pred, cluster))
     return 0
+
+
+def _local_cluster(torch, world: int):
+    """The GPUs of this machine as a catalog cluster, so a GPU run is compared by default."""
+    from ..specs.catalog.gpus import gpu_for_device
+    props = torch.cuda.get_device_properties(0)
+    gpu_id = gpu_for_device(props.name, props.total_memory)
+    if gpu_id is None:
+        print(f"meshplan: {props.name} is not in the GPU catalog; give --gpus COUNTxGPU "
+              "for a prediction", flush=True)
+        return None
+    return make_cluster(f"{world}x{gpu_id}")
 
 
 def _predict(sc: Scenario, cluster, plan) -> dict | None:

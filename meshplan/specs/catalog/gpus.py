@@ -96,3 +96,27 @@ GPUS: dict[str, GPU] = {
         192 * GiB, 5300 * GB, 448 * GB, nic_bytes_per_s=_gbps(400), generation="cdna3",
         scaleup_latency_s=5e-6, source="AMD Instinct MI300X datasheet"),
 }
+
+
+# What ``torch.cuda.get_device_name`` reports, matched to catalog ids (first match wins).
+# A100 and H100 come in several memory sizes; the reported memory picks the part. PCIe and
+# NVL boards have other clocks and links than the SXM parts here, so they are not guessed.
+_DEVICE_NAMES = (("GB200", "GB200"), ("B200", "B200"), ("GH200", None), ("H200", "H200-SXM-141GB"),
+                 ("H800", "H800-SXM-80GB"), ("H100", None), ("A100", None),
+                 ("V100", "V100-SXM-32GB"), ("MI300X", "MI300X"))
+
+
+def gpu_for_device(name: str, memory_bytes: int) -> str | None:
+    """The catalog id of a device PyTorch reports (name, total memory), or None if unknown."""
+    upper = name.upper()
+    if "PCIE" in upper or "NVL" in upper:
+        return None
+    for key, gpu_id in _DEVICE_NAMES:
+        if key not in upper:
+            continue
+        if gpu_id is not None or key not in ("H100", "A100"):
+            return gpu_id
+        if key == "H100":
+            return "H100-SXM-96GB-500W" if memory_bytes > 88 * GiB else "H100-SXM-80GB"
+        return "A100-SXM-80GB" if memory_bytes > 48 * GiB else "A100-SXM-40GB"
+    return None
