@@ -27,6 +27,11 @@ def test_llama3_8b_exact():
     assert preset("llama3.1-8b").total_params() == 8_030_261_248
 
 
+def test_llama32_1b_exact():
+    # 1,235,814,400 = sum(p.numel()) of LlamaForCausalLM(Llama-3.2-1B), tied head counted once
+    assert preset("llama3.2-1b").total_params() == 1_235_814_400
+
+
 def test_gpt2_exact():
     # 124,439,808 = sum(p.numel()) of GPT2LMHeadModel (tied head counted once)
     assert preset("gpt2").total_params() == 124_439_808

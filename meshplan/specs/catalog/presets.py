@@ -19,6 +19,7 @@ from ..model import ModelSpec
 # DeepSeek-V3 report (671B total, 37B activated, MTP module excluded); GPT-3 paper (175B);
 # GPT-2 small (124M); GPT-NeoX-20B paper (20.55B).
 PUBLISHED_PARAMS: dict[str, tuple[float, float | None]] = {
+    "llama3.2-1b": (1.24e9, None),
     "llama3.1-8b": (8.03e9, None),
     "llama3.1-70b": (70.6e9, None),
     "llama3.1-405b": (405.9e9, None),
