@@ -18,7 +18,7 @@ import torch.distributed as dist
 from ..errors import InputError
 from ..plan import Plan
 from ..specs.model import ModelSpec
-from .context_parallel import apply_cp
+from .context_parallel import apply_cp, check_cp
 from .data import cp_positions, global_batch, local_slice
 from .data_parallel import apply_dp, reduce_grads
 from .expert_parallel import apply_ep
@@ -54,8 +54,7 @@ class RunConfig:
         if self.dtype not in DTYPES:
             raise InputError("dtype", self.dtype, "allowed: " + ", ".join(DTYPES))
         check_schedule(self.plan)
-        if self.plan.cp_kind != "ring" and self.plan.cp > 1:
-            raise InputError("cp_kind", self.plan.cp_kind, "the runtime implements ring attention only")
+        check_cp(self.spec, self.plan)
         if self.plan.tp > 1:
             from .model import Transformer
             with torch.device("meta"):

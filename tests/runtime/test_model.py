@@ -101,7 +101,10 @@ def test_models_the_runtime_cannot_build_are_input_errors():
     cfg = RunConfig(preset("tiny-llama"), Plan(dp=2), seq_len=16, global_batch=8)
     with pytest.raises(InputError, match="must equal the number of GPUs"):
         cfg.check(world_size=4)
-    with pytest.raises(InputError, match="ring attention only"):
-        RunConfig(preset("tiny-llama"), Plan(cp=2, cp_kind="all_to_all"), seq_len=16).check(2)
+    RunConfig(preset("tiny-llama"), Plan(cp=2, cp_kind="all_to_all"), seq_len=16).check(2)
+    with pytest.raises(InputError, match="heads per tp rank") as e:  # 4 heads / tp2 = 2, cp 4
+        RunConfig(preset("tiny-llama"), Plan(tp=2, cp=4, cp_kind="all_to_all"),
+                  seq_len=16).check(8)
+    assert e.value.field == "cp"
     with pytest.raises(InputError, match="ZB-H1"):
         RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)
