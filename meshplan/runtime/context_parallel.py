@@ -162,7 +162,9 @@ def make_ulysses_core(group, cp: int):
     gathered: dict = {}  # seq_len -> global positions of the gathered tokens
 
     def core(q, k, v, positions, scale):
-        seq_len = positions.numel() * cp
+        # the gathered positions follow from the sequence length alone (``positions``, this
+        # rank's own, is not needed: the dry run leaves it unset)
+        seq_len = q.shape[-2] * cp
         pos = gathered.get(seq_len)
         if pos is None:
             pos = torch.cat([cp_positions(seq_len, cp, r) for r in range(cp)]).to(q.device)
