@@ -64,8 +64,6 @@ class RunConfig:
                              "(full) or nothing (none)")
         if self.plan.offload_optimizer:
             raise InputError("offload_optimizer", True, "not executed by the runtime")
-        if self.spec.is_moe and self.plan.etp != 1:
-            raise InputError("etp", self.plan.etp, "the runtime shards experts over ep only (etp=1)")
 
     @property
     def n_microbatches(self) -> int:
@@ -103,7 +101,7 @@ class Trainer:
             for block in m.layers.values():
                 block.recompute = plan.recompute
             if spec.is_moe:
-                self.expert_params += apply_ep(m, plan, self.meshes.expert["ep"])
+                self.expert_params += apply_ep(m, plan, self.meshes.expert)
             partial_names = apply_tp(m, plan, self.meshes.tp)
             apply_cp(m, plan, self.meshes.group("cp"))
             apply_dp(m, plan, self.meshes, self.expert_params)
