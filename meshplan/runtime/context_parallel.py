@@ -1,6 +1,8 @@
-"""Context parallelism: ring attention with its own autograd (Liu et al. 2023, "Ring
-Attention with Blockwise Transformers"; blockwise softmax merge of Milakov & Gimelshein 2018
-and FlashAttention-2's backward, Dao 2023).
+"""Context parallelism: ring attention or DeepSpeed-Ulysses, each with its own autograd.
+
+Ring attention (``cp_kind="ring"``; Liu et al. 2023, "Ring Attention with Blockwise
+Transformers"; blockwise softmax merge of Milakov & Gimelshein 2018 and FlashAttention-2's
+backward, Dao 2023):
 
 Every cp rank keeps the queries of its two load-balanced sequence chunks; the K/V blocks
 travel around the ring by point-to-point messages. Forward merges per-block results through
@@ -9,6 +11,14 @@ log-sum-exp and sends the K/V gradient accumulators around the ring with the blo
 after ``cp`` hops each block's gradient is back on its owner. Masks use global positions.
 PyTorch's own ``context_parallel`` only shards the CUDA SDPA kernels, hence this version,
 which runs on CPU/gloo as well as on GPUs.
+
+Ulysses (``cp_kind="all_to_all"``; Jacobs et al. 2023, "DeepSpeed Ulysses", arXiv:2309.14509):
+an all-to-all over the cp group turns q, k, v from [b, heads, s/cp, d] (this rank's tokens,
+all local heads) into [b, heads/cp, s, d] (every token, a slice of the heads); attention is
+then local, causal by the global positions of the gathered tokens (the concatenation of every
+cp rank's ``cp_positions``), and a second all-to-all returns the output to [b, heads, s/cp, d].
+k and v arrive already repeated to the q head count (GQA, MLA), so the local heads
+(heads / tp) must be divisible by cp.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import torch.distributed as dist
 
 from ..errors import InputError
 from .data import cp_positions
+from .model import local_causal_attention
 
 
 def _ring_exchange(t: torch.Tensor, group) -> torch.Tensor:
@@ -99,12 +110,89 @@ def make_ring_core(group, cp: int):
     return core
 
 
+class _HeadsToSeq(torch.autograd.Function):
+    """[b, H, s/cp, d] -> [b, H/cp, s, d] by one all_to_all_single over ``group``.
+
+    Head slice j goes to cp rank j; the received sequence blocks are laid out in cp-rank
+    order. Backward is the reverse exchange (``_SeqToHeads`` of the gradient).
+    """
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return _heads_to_seq(x, group)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _seq_to_heads(g, ctx.group), None
+
+
+class _SeqToHeads(torch.autograd.Function):
+    """[b, H/cp, s, d] -> [b, H, s/cp, d], the inverse of ``_HeadsToSeq``."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return _seq_to_heads(x, group)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _heads_to_seq(g, ctx.group), None
+
+
+def _heads_to_seq(x: torch.Tensor, group) -> torch.Tensor:
+    n = dist.get_world_size(group)
+    b, h, s, d = x.shape
+    send = x.reshape(b, n, h // n, s, d).transpose(0, 1).contiguous()  # [dest, b, h/n, s, d]
+    recv = torch.empty_like(send)  # [src, b, h/n, s, d]
+    dist.all_to_all_single(recv, send, group=group)
+    return recv.permute(1, 2, 0, 3, 4).reshape(b, h // n, n * s, d)
+
+
+def _seq_to_heads(x: torch.Tensor, group) -> torch.Tensor:
+    n = dist.get_world_size(group)
+    b, hn, sn, d = x.shape
+    send = x.reshape(b, hn, n, sn // n, d).permute(2, 0, 1, 3, 4).contiguous()  # [dest, ...]
+    recv = torch.empty_like(send)  # [src = head slice, b, h/n, s/n, d]
+    dist.all_to_all_single(recv, send, group=group)
+    return recv.transpose(0, 1).reshape(b, n * hn, sn // n, d)
+
+
+def make_ulysses_core(group, cp: int):
+    gathered: dict = {}  # seq_len -> global positions of the gathered tokens
+
+    def core(q, k, v, positions, scale):
+        # the gathered positions follow from the sequence length alone (``positions``, this
+        # rank's own, is not needed: the dry run leaves it unset)
+        seq_len = q.shape[-2] * cp
+        pos = gathered.get(seq_len)
+        if pos is None:
+            pos = torch.cat([cp_positions(seq_len, cp, r) for r in range(cp)]).to(q.device)
+            gathered[seq_len] = pos
+        q, k, v = (_HeadsToSeq.apply(t, group) for t in (q, k, v))
+        out = local_causal_attention(q, k, v, pos, pos, scale)
+        return _SeqToHeads.apply(out, group)
+    return core
+
+
+def check_cp(spec, plan) -> None:
+    """Raise InputError for context-parallel settings the runtime cannot run."""
+    if plan.cp == 1 or plan.cp_kind == "ring":
+        return
+    local_heads = spec.heads // plan.tp
+    if local_heads % plan.cp:
+        raise InputError("cp", plan.cp, f"Ulysses (cp_kind=all_to_all) needs the attention heads "
+                         f"per tp rank ({spec.heads}/{plan.tp} = {local_heads}) divisible by cp")
+
+
 def apply_cp(model, plan, group) -> None:
-    """Route every attention layer of ``model`` through ring attention over ``group``."""
+    """Route every attention layer of ``model`` through ring attention or Ulysses over ``group``."""
     if plan.cp == 1:
         return
-    if plan.cp_kind != "ring":
-        raise InputError("cp_kind", plan.cp_kind, "the runtime implements ring attention only")
-    core = make_ring_core(group, plan.cp)
+    check_cp(model.spec, plan)
+    if plan.cp_kind == "all_to_all":
+        core = make_ulysses_core(group, plan.cp)
+    else:
+        core = make_ring_core(group, plan.cp)
     for block in model.layers.values():
         block.attention.core = core

@@ -101,7 +101,7 @@ class _StageTrainer:
         self.first, self.last = c == 0, c == plan.num_chunks - 1
         m = build_model(spec, cfg.seed, chunk_layers(spec, plan)[c], self.first, self.last,
                         DTYPES[cfg.dtype])
-        experts = apply_ep(m, plan, self.meshes.expert["ep"]) if spec.is_moe else []
+        experts = apply_ep(m, plan, self.meshes.expert) if spec.is_moe else []
         apply_tp(m, plan, self.meshes.tp)
         apply_cp(m, plan, self.meshes.group("cp"))
         apply_dp(m, plan, self.meshes, experts)

@@ -3,9 +3,11 @@
 Dims are named ``pp``, ``dp_rep``, ``dp_shard``, ``cp``, ``tp`` (outermost first in the order
 of ``plan.order`` reversed; ``dp`` is split into ``dp_rep`` x ``dp_shard`` for HSDP, where
 the FSDP shard group ``dp_shard * cp`` has ``plan.hsdp_shard`` ranks). The expert mesh
-(``pp``, ``edp``, ``ep``) folds expert parallelism over the attention ranks (MoE Parallel
-Folding, Liu et al. 2025): attention rank a = tp + tp_size * (cp + cp_size * dp), expert
-rank = a mod ep, expert-data-parallel rank = a div ep, so EP groups take the innermost ranks.
+(``pp``, ``edp``, ``ep``, ``etp``) folds expert parallelism over the attention ranks (MoE
+Parallel Folding, Liu et al. 2025, arXiv:2504.14960), in Megatron-Core's order (expert tensor
+parallel innermost, then expert parallel, then expert data parallel; the order the cost
+model's ``step.py`` places the groups by): attention rank a = tp + tp_size * (cp + cp_size *
+dp), etp rank = a mod etp, ep rank = (a div etp) mod ep, edp rank = a div (etp * ep).
 """
 
 from __future__ import annotations
@@ -77,19 +79,18 @@ def _build_meshes(plan: Plan, device_type: str, moe: bool) -> Meshes:
     world[("dp_rep", "dp_shard", "cp")]._flatten("dp_cp")
     expert = None
     if moe:
-        expert = DeviceMesh(device_type, expert_rank_grid(plan), mesh_dim_names=("pp", "edp", "ep"))
+        expert = DeviceMesh(device_type, expert_rank_grid(plan),
+                            mesh_dim_names=("pp", "edp", "ep", "etp"))
     return Meshes(world, expert, device_type)
 
 
 def expert_rank_grid(plan: Plan) -> torch.Tensor:
-    """[pp, edp, ep] global ranks of the folded expert layout."""
-    if plan.etp != 1:
-        raise InputError("etp", plan.etp, "the runtime shards experts over ep only (etp=1)")
-    grid = torch.empty(plan.pp, plan.edp, plan.ep, dtype=torch.long)
+    """[pp, edp, ep, etp] global ranks of the folded expert layout."""
+    grid = torch.empty(plan.pp, plan.edp, plan.ep, plan.etp, dtype=torch.long)
     for r in range(plan.world_size):
         c = plan.rank_coords(r)
         a = c["tp"] + plan.tp * (c["cp"] + plan.cp * c["dp"])
-        grid[c["pp"], a // plan.ep, a % plan.ep] = r
+        grid[c["pp"], a // (plan.ep * plan.etp), (a // plan.etp) % plan.ep, a % plan.etp] = r
     return grid
 
 

@@ -18,7 +18,7 @@ import torch.distributed as dist
 from ..errors import InputError
 from ..plan import Plan
 from ..specs.model import ModelSpec
-from .context_parallel import apply_cp
+from .context_parallel import apply_cp, check_cp
 from .data import cp_positions, global_batch, local_slice
 from .data_parallel import apply_dp, reduce_grads
 from .expert_parallel import apply_ep
@@ -54,16 +54,13 @@ class RunConfig:
         if self.dtype not in DTYPES:
             raise InputError("dtype", self.dtype, "allowed: " + ", ".join(DTYPES))
         check_schedule(self.plan)
-        if self.plan.cp_kind != "ring" and self.plan.cp > 1:
-            raise InputError("cp_kind", self.plan.cp_kind, "the runtime implements ring attention only")
+        check_cp(self.spec, self.plan)
         if self.plan.tp > 1:
             from .model import Transformer
             with torch.device("meta"):
                 check_tp(Transformer(self.spec, layer_ids=[]), self.plan)
         if self.plan.offload_optimizer:
             raise InputError("offload_optimizer", True, "not executed by the runtime")
-        if self.spec.is_moe and self.plan.etp != 1:
-            raise InputError("etp", self.plan.etp, "the runtime shards experts over ep only (etp=1)")
 
     @property
     def n_microbatches(self) -> int:
@@ -101,7 +98,7 @@ class Trainer:
             for block in m.layers.values():
                 block.recompute = plan.recompute
             if spec.is_moe:
-                self.expert_params += apply_ep(m, plan, self.meshes.expert["ep"])
+                self.expert_params += apply_ep(m, plan, self.meshes.expert)
             partial_names = apply_tp(m, plan, self.meshes.tp)
             apply_cp(m, plan, self.meshes.group("cp"))
             apply_dp(m, plan, self.meshes, self.expert_params)

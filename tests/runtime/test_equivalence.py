@@ -40,6 +40,9 @@ DENSE = {  # id: plan fields
     "dp2-pp2-tp2-zero3": dict(dp=2, pp=2, tp=2, zero=3),
     "dp2-cp2-tp2-zero3": dict(dp=2, cp=2, tp=2, zero=3),
     "dp2-pp2-tp2-zero1-interleaved": dict(dp=2, pp=2, tp=2, vpp=2, zero=1),
+    "cp2-ulysses": dict(cp=2, cp_kind="all_to_all"),
+    "cp4-ulysses": dict(cp=4, cp_kind="all_to_all"),
+    "dp2-cp2-tp2-ulysses-zero3": dict(dp=2, cp=2, tp=2, zero=3, cp_kind="all_to_all"),
 }
 MOE = {
     "dp2-ep2-zero3": dict(dp=2, ep=2, zero=3),
@@ -48,6 +51,16 @@ MOE = {
     "dp2-tp2-ep4-zero3": dict(dp=2, tp=2, ep=4, zero=3),
     "cp2-ep2": dict(cp=2, ep=2),
     "dp2-pp2-tp2-ep2-zero3": dict(dp=2, pp=2, tp=2, ep=2, zero=3),
+    "cp2-ulysses": dict(cp=2, cp_kind="all_to_all"),
+    "cp2-tp2-ulysses-ep2": dict(cp=2, tp=2, ep=2, cp_kind="all_to_all"),
+    # expert tensor parallelism: alone (ep 1), over the tp ranks, with ep, edp, cp and pp
+    "dp2-etp2-zero3": dict(dp=2, etp=2, zero=3),
+    "tp2-etp2": dict(tp=2, etp=2),
+    "dp4-etp2-zero0": dict(dp=4, etp=2, zero=0),
+    "dp2-tp2-ep2-etp2-zero3": dict(dp=2, tp=2, ep=2, etp=2, zero=3),
+    "cp2-tp2-ep2-etp2": dict(cp=2, tp=2, ep=2, etp=2),
+    "dp4-tp2-ep2-etp2-zero3": dict(dp=4, tp=2, ep=2, etp=2, zero=3),
+    "dp2-pp2-tp2-ep2-etp2-zero3": dict(dp=2, pp=2, tp=2, ep=2, etp=2, zero=3),
 }
 
 

@@ -101,7 +101,40 @@ def test_models_the_runtime_cannot_build_are_input_errors():
     cfg = RunConfig(preset("tiny-llama"), Plan(dp=2), seq_len=16, global_batch=8)
     with pytest.raises(InputError, match="must equal the number of GPUs"):
         cfg.check(world_size=4)
-    with pytest.raises(InputError, match="ring attention only"):
-        RunConfig(preset("tiny-llama"), Plan(cp=2, cp_kind="all_to_all"), seq_len=16).check(2)
+    RunConfig(preset("tiny-llama"), Plan(cp=2, cp_kind="all_to_all"), seq_len=16).check(2)
+    with pytest.raises(InputError, match="heads per tp rank") as e:  # 4 heads / tp2 = 2, cp 4
+        RunConfig(preset("tiny-llama"), Plan(tp=2, cp=4, cp_kind="all_to_all"),
+                  seq_len=16).check(8)
+    assert e.value.field == "cp"
     with pytest.raises(InputError, match="ZB-H1"):
         RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)
+
+
+def test_expert_mesh_folds_etp_innermost_as_megatron_does():
+    """Closed form of MoE Parallel Folding (Megatron order etp, ep, edp over the attention
+    ranks a = tp + tp*(cp + cp*dp)): with etp = tp the etp groups are the tp groups, and
+    the expert groups stay inside one pipeline stage."""
+    from meshplan.runtime.mesh import expert_rank_grid
+    plan = Plan(dp=2, tp=2, pp=2, ep=2, etp=2)
+    assert expert_rank_grid(plan).tolist() == [[[[0, 1], [2, 3]]], [[[4, 5], [6, 7]]]]
+    plan = Plan(dp=4, cp=2, tp=2, ep=2, etp=2)  # edp = 4
+    grid = expert_rank_grid(plan)
+    assert grid.shape == (1, 4, 2, 2)
+    for row in grid.reshape(-1, 2).tolist():
+        assert row == plan.group_ranks("tp", row[0])
+    assert grid[0, 3].flatten().tolist() == [12, 13, 14, 15]
+    assert sorted(grid.flatten().tolist()) == list(range(16))
+
+
+def test_cli_refuses_ulysses_when_heads_do_not_split_over_cp():
+    """tiny-llama has 4 heads: tp2 leaves 2 per rank, which cp4 cannot split."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    e = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    r = subprocess.run([sys.executable, "-m", "meshplan.cli", "run", "--tp", "2", "--cp", "4",
+                        "--cp-kind", "all_to_all", "--seq-len", "16", "--steps", "1"],
+                       capture_output=True, text=True, env=e, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert len(r.stderr.strip().splitlines()) == 1 and "cp=4" in r.stderr, r.stderr
