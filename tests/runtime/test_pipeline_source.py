@@ -132,3 +132,14 @@ def test_cli_refuses_bad_microbatch_counts_and_sources_in_one_line():
     assert len(r.stderr.strip().splitlines()) == 1
     r = _cli("--pp", "2", "--schedule", "zb_h1", "--schedule-source", "torch")
     assert r.returncode == 2 and "no class for zb_h1" in r.stderr, r.stderr
+
+
+def test_schedule_source_survives_the_worker_config_round_trip():
+    import json
+
+    from meshplan.runtime.train import RunConfig
+    from meshplan.runtime.worker import config_from_dict, config_to_json
+    from meshplan.specs.catalog.presets import preset
+    cfg = RunConfig(preset("tiny-llama"), Plan(pp=2), schedule_source="meshplan")
+    back, _ = config_from_dict(json.loads(config_to_json(cfg, device="cpu")))
+    assert back.schedule_source == "meshplan" and back.plan == cfg.plan
