@@ -103,5 +103,7 @@ def test_models_the_runtime_cannot_build_are_input_errors():
         cfg.check(world_size=4)
     with pytest.raises(InputError, match="ring attention only"):
         RunConfig(preset("tiny-llama"), Plan(cp=2, cp_kind="all_to_all"), seq_len=16).check(2)
-    with pytest.raises(InputError, match="ZB-H1"):
-        RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)
+    RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)  # runs
+    with pytest.raises(InputError, match="no class for zb_h1"):
+        RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16,
+                  schedule_source="torch").check(2)
