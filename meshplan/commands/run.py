@@ -29,6 +29,9 @@ def register(sub) -> None:
     p.add_argument("--dtype", choices=("fp32", "bf16"), default=None,
                    help="parameter/compute dtype (default fp32 on CPU, bf16 on GPU)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--schedule-source", choices=("torch", "meshplan"), default="",
+                   help="pipeline lists from torch's schedule classes or meshplan's own "
+                        "(default: torch where it has the schedule, meshplan for zb_h1)")
     p.add_argument("--checkpoint-dir")
     p.add_argument("--checkpoint-every", type=int, default=0)
     p.add_argument("--resume", nargs="?", const=True, default=None,
@@ -81,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
     cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
                     global_batch=sc.workload.global_batch, steps=args.steps, lr=args.lr,
-                    seed=args.seed, data=args.data, dtype=dtype)
+                    seed=args.seed, data=args.data, dtype=dtype,
+                    schedule_source=args.schedule_source)
     cfg.check(plan.world_size)
     if args.steps < 1:
         raise InputError("--steps", args.steps, "must be at least 1")

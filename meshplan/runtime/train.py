@@ -45,6 +45,7 @@ class RunConfig:
     dtype: str = "fp32"
     weight_decay: float = 0.0
     adam_eps: float = 1e-8
+    schedule_source: str = ""  # "torch" | "meshplan"; "" = torch where it has the schedule
     extra: dict = field(default_factory=dict)
 
     def check(self, world_size: int | None = None) -> None:
@@ -53,7 +54,7 @@ class RunConfig:
         self.plan.validate(self.spec, w, world_size)
         if self.dtype not in DTYPES:
             raise InputError("dtype", self.dtype, "allowed: " + ", ".join(DTYPES))
-        check_schedule(self.plan)
+        check_schedule(self.plan, self.n_microbatches, self.schedule_source)
         check_cp(self.spec, self.plan)
         if self.plan.tp > 1:
             from .model import Transformer
@@ -114,7 +115,7 @@ class Trainer:
         if plan.pp > 1:
             self.schedule, self.stages = build_schedule(
                 plan, parts, self.chunk_ids, device, self.meshes.group("pp"),
-                cfg.n_microbatches, self.loss_fn)
+                cfg.n_microbatches, self.loss_fn, cfg.schedule_source)
         self.step_times_s: list[float] = []
 
     # ---- data ------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ..plan import Plan
 from ..specs.model import ModelSpec
 from . import checkpoint
 from .launch import backend_for
+from .data_parallel import ZERO_BUBBLE
 from .train import RunConfig, Trainer
 
 
@@ -58,7 +59,7 @@ def _fault(rank: int, step: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def step_mem_tracker():
+def step_mem_tracker(split_backward: bool = False):
     """A MemTracker that accepts a root module called once per micro-batch.
 
     MemTracker refuses a second forward of a root module (it assumes a new iteration);
@@ -67,8 +68,26 @@ def step_mem_tracker():
     what is reported, is unaffected.
     """
     from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.distributed._tools.mod_tracker import ModTracker
+
+    class LeafSafeModTracker(ModTracker):
+        """Hooks the gradients of a module's non-leaf inputs only: torch 2.13's multi-grad
+        hook on a leaf (a pipeline stage's received activation) raises inside
+        ``autograd.grad``, which zero-bubble schedules use for the input gradient (I)."""
+
+        def _fw_pre_hook(self, mod, input):
+            leaf = [isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf
+                    for a in (input if isinstance(input, tuple) else (input,))]
+            if any(leaf):
+                input = tuple(a for a, lf in zip(input, leaf) if not lf)
+            super()._fw_pre_hook(mod, input)
 
     class StepMemTracker(MemTracker):
+        def __init__(self):
+            super().__init__()
+            if split_backward:  # else keep torch's tracker: same figures as before
+                self._mod_tracker = LeafSafeModTracker()
+
         def _pre_fw_hook(self, module, inputs):
             try:
                 super()._pre_fw_hook(module, inputs)
@@ -81,7 +100,8 @@ def step_mem_tracker():
 
 def measure_memory_cpu(trainer: Trainer, step: int) -> dict:
     """Peak bytes by category over one step, from PyTorch's MemTracker."""
-    mt = step_mem_tracker()
+    plan = trainer.cfg.plan
+    mt = step_mem_tracker(plan.pp > 1 and plan.schedule in ZERO_BUBBLE)
     mt.track_external(*trainer.parts, *trainer.optimizers)
     with mt:
         trainer.train_step(step)

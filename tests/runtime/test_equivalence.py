@@ -43,6 +43,21 @@ DENSE = {  # id: plan fields
     "cp2-ulysses": dict(cp=2, cp_kind="all_to_all"),
     "cp4-ulysses": dict(cp=4, cp_kind="all_to_all"),
     "dp2-cp2-tp2-ulysses-zero3": dict(dp=2, cp=2, tp=2, zero=3, cp_kind="all_to_all"),
+    # ZB-H1 runs from meshplan's own lists (torch has no single-chunk class for it)
+    "pp2-zb_h1": dict(pp=2, schedule="zb_h1"),
+    "dp2-pp2-zb_h1-zero3": dict(dp=2, pp=2, schedule="zb_h1", zero=3),
+    "pp4-zb_h1": dict(pp=4, schedule="zb_h1"),
+    "pp2-tp2-zb_h1": dict(pp=2, tp=2, schedule="zb_h1"),
+    # every torch-native schedule once more, from meshplan's lists instead of torch's class
+    "pp2-gpipe-meshplan": dict(pp=2, schedule="gpipe", schedule_source="meshplan"),
+    "dp2-pp2-1f1b-zero3-meshplan": dict(dp=2, pp=2, zero=3, schedule_source="meshplan"),
+    "pp2-interleaved-meshplan": dict(pp=2, vpp=2, schedule_source="meshplan"),
+    "pp2-looped_bfs-meshplan": dict(pp=2, vpp=2, schedule="looped_bfs",
+                                    schedule_source="meshplan"),
+    "pp2-interleaved_zb-meshplan": dict(pp=2, vpp=2, schedule="interleaved_zb",
+                                        schedule_source="meshplan"),
+    "pp2-zbv-meshplan": dict(pp=2, vpp=2, schedule="zb_v", schedule_source="meshplan"),
+    "pp2-dualpipev-meshplan": dict(pp=2, vpp=2, schedule="dualpipev", schedule_source="meshplan"),
 }
 MOE = {
     "dp2-ep2-zero3": dict(dp=2, ep=2, zero=3),
@@ -61,13 +76,16 @@ MOE = {
     "cp2-tp2-ep2-etp2": dict(cp=2, tp=2, ep=2, etp=2),
     "dp4-tp2-ep2-etp2-zero3": dict(dp=4, tp=2, ep=2, etp=2, zero=3),
     "dp2-pp2-tp2-ep2-etp2-zero3": dict(dp=2, pp=2, tp=2, ep=2, etp=2, zero=3),
+    "dp2-pp2-ep2-zb_h1-zero3": dict(dp=2, pp=2, ep=2, schedule="zb_h1", zero=3),
 }
 
 
 def _run(model: str, fields: dict):
+    fields = dict(fields)
+    source = fields.pop("schedule_source", "")  # RunConfig's, not a Plan field
     plan = Plan(**fields)
     cfg = RunConfig(preset(model), plan, seq_len=16, global_batch=8, steps=3, lr=5e-4,
-                    adam_eps=1e-6)
+                    adam_eps=1e-6, schedule_source=source)
     rep = check_equivalence(cfg, plan.world_size)
     assert rep.loss_rel <= TOL, rep
     assert rep.param_rel <= TOL, rep

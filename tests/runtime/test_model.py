@@ -106,8 +106,10 @@ def test_models_the_runtime_cannot_build_are_input_errors():
         RunConfig(preset("tiny-llama"), Plan(tp=2, cp=4, cp_kind="all_to_all"),
                   seq_len=16).check(8)
     assert e.value.field == "cp"
-    with pytest.raises(InputError, match="ZB-H1"):
-        RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)
+    RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16).check(2)  # runs
+    with pytest.raises(InputError, match="no class for zb_h1"):
+        RunConfig(preset("tiny-llama"), Plan(pp=2, schedule="zb_h1"), seq_len=16,
+                  schedule_source="torch").check(2)
 
 
 def test_expert_mesh_folds_etp_innermost_as_megatron_does():
