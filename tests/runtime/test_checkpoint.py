@@ -18,8 +18,8 @@ from meshplan.specs.catalog.presets import preset
 pytestmark = pytest.mark.slow
 
 
-def _cfg(plan, steps=4):
-    return RunConfig(preset("tiny-llama"), plan, seq_len=16, global_batch=8, steps=steps,
+def _cfg(plan, steps=4, model="tiny-llama"):
+    return RunConfig(preset(model), plan, seq_len=16, global_batch=8, steps=steps,
                      lr=5e-4, adam_eps=1e-6)
 
 
@@ -48,6 +48,16 @@ def test_resume_into_a_different_layout_gives_the_same_losses(tmp_path):
     # same layout resume is bit-for-bit the uninterrupted run
     c = _run(a, resume=str(tmp_path / "step-1"))[0]
     assert c["losses"] == full
+
+
+def test_moe_checkpoint_reshards_experts_between_ep_etp_layouts(tmp_path):
+    """Experts saved sharded over ep2 x etp2 (8 ranks) resume on ep2 alone (4 ranks)."""
+    a = _cfg(Plan(dp=2, tp=2, ep=2, etp=2, zero=3), model="tiny-moe")
+    full = _run(a, ckpt_dir=str(tmp_path), ckpt_every=2)[0]["losses"]
+    b = _cfg(Plan(dp=4, ep=2, zero=3), model="tiny-moe")
+    res = _run(b, resume=str(tmp_path / "step-1"))[0]
+    assert res["resumed_from"] == 2
+    assert max(abs(x - y) / y for x, y in zip(res["losses"], full)) < 1e-5
 
 
 def test_missing_or_corrupt_checkpoints_are_input_errors(tmp_path):
