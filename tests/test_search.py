@@ -67,3 +67,18 @@ def test_nothing_fits_reports_reasons():
 def test_moe_search_uses_expert_parallelism():
     r = search(preset("mixtral-8x7b"), make_cluster("64xH100-SXM-80GB"), Workload(4096, 256))
     assert r.best is not None and r.best.fits
+
+
+def test_search_skips_micro_batch_counts_torch_schedules_cannot_run():
+    """torch's interleaved/ZB schedules run m micro-batches in rounds of max(1, m // pp); with
+    global batch 9 on a pipeline most such counts do not divide: skipped and counted."""
+    from meshplan.pipeline.schedules import rounds_fit
+    from meshplan.search.search import ROUNDS
+    gb = 9
+    r = search(preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"), Workload(8192, gb),
+               top_k=50, simulate=False)
+    assert r.rejected[ROUNDS] > 0
+    piped = [e.plan for e in r.top + r.pareto if e.plan.pp > 1]
+    assert piped, "the case must exercise pipelined plans"
+    for p in piped:
+        assert rounds_fit(p.schedule, p.pp, gb // (p.dp * p.micro_batch)), p.describe()

@@ -113,6 +113,14 @@ def min_microbatches(name: str, pp: int, vpp: int) -> int:
     return 1
 
 
+def rounds_fit(name: str, pp: int, m: int) -> bool:
+    """torch's flexible interleaving (interleaved 1F1B, interleaved ZB, ZB-H1) runs m
+    micro-batches in rounds of max(1, m // pp): m must be a multiple of that."""
+    if name not in ("interleaved_1f1b", "interleaved_zb", "zb_h1"):
+        return True
+    return m % max(1, m // pp) == 0
+
+
 def check_inputs(name: str, pp: int, vpp: int, m: int) -> tuple[str, int, int, int]:
     """Validate (schedule, pp, vpp, num_microbatches); InputError names what is wrong."""
     name = str(name).strip().lower()
@@ -135,13 +143,12 @@ def check_inputs(name: str, pp: int, vpp: int, m: int) -> tuple[str, int, int, i
         raise InputError("num_microbatches", m,
                          f"schedule {name} on pp={pp} (vpp={vpp}) needs at least {need} "
                          "micro-batches")
-    if name in ("interleaved_1f1b", "interleaved_zb", "zb_h1"):
+    if not rounds_fit(name, pp, m):
         rounds = max(1, m // pp)
-        if m % rounds:
-            raise InputError("num_microbatches", m,
-                             f"schedule {name} on pp={pp} needs a multiple of "
-                             f"max(1, m // pp) = {rounds} micro-batches (torch's flexible "
-                             f"interleaving); try {m - m % rounds} or {m - m % rounds + rounds}")
+        raise InputError("num_microbatches", m,
+                         f"schedule {name} on pp={pp} needs a multiple of "
+                         f"max(1, m // pp) = {rounds} micro-batches (torch's flexible "
+                         f"interleaving); try {m - m % rounds} or {m - m % rounds + rounds}")
     return name, pp, vpp, m
 
 

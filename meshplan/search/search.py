@@ -22,6 +22,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
+from ..pipeline.schedules import rounds_fit
 from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, micro_batch_choices,
                     schedule_choices)
 
@@ -30,6 +31,8 @@ DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the sam
                       "with a smaller bubble)")
 # Screened only when pinned: zb_h1 / interleaved_zb hold the same activations with less bubble.
 DOMINATED_SCHEDULES = ("1f1b", "interleaved_1f1b", "gpipe", "looped_bfs")
+ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs a multiple "
+          "of max(1, m // pp))")
 BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
 DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
 
@@ -104,6 +107,11 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         for mb in micro_batch_choices(workload, d.dp, pins):
             m = workload.global_batch // (d.dp * mb)
             scheds = schedule_choices(model, d.pp, m, pins)
+            runnable = [vs for vs in scheds if rounds_fit(vs[1], d.pp, m)]
+            if len(runnable) < len(scheds):
+                considered += (len(scheds) - len(runnable)) * ladder
+                rejected[ROUNDS] += (len(scheds) - len(runnable)) * ladder
+                scheds = runnable
             if too_big:  # a smaller micro-batch already did not fit at its leanest
                 considered += len(scheds) * ladder
                 rejected[NOT_FIT] += len(scheds) * ladder
