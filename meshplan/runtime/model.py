@@ -90,12 +90,19 @@ class Attention(nn.Module):
             self.q_norm = make_norm(spec, d)
             self.k_norm = make_norm(spec, d)
         self.core = None  # set by context parallelism
+        # tensor parallelism with more ranks than kv heads: wk/wv stay replicated, each rank
+        # picks the kv head of its query heads, and the input's gradient is reduced over tp
+        self.kv_pick: slice | None = None
+        self.kv_region = None
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
         b, s, _ = x.shape
         q = self.wq(x).view(b, s, -1, self.head_dim).transpose(1, 2)
-        k = self.wk(x).view(b, s, -1, self.head_dim).transpose(1, 2)
-        v = self.wv(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        xkv = x if self.kv_region is None else self.kv_region(x)
+        k = self.wk(xkv).view(b, s, -1, self.head_dim).transpose(1, 2)
+        v = self.wv(xkv).view(b, s, -1, self.head_dim).transpose(1, 2)
+        if self.kv_pick is not None:
+            k, v = k[:, self.kv_pick], v[:, self.kv_pick]
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         pos = positions if positions is not None else torch.arange(s, device=x.device)

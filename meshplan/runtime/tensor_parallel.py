@@ -32,8 +32,9 @@ def check_tp(model: Transformer, plan: Plan) -> None:
     spec = model.spec
     if plan.tp == 1:
         return
-    if not spec.is_mla and spec.kv_heads % plan.tp:
-        raise InputError("tp", plan.tp, f"the runtime needs tp to divide the kv heads ({spec.kv_heads})")
+    if not spec.is_mla and spec.kv_heads % plan.tp and plan.tp % spec.kv_heads:
+        raise InputError("tp", plan.tp, f"must divide, or be a multiple of, the kv heads "
+                         f"({spec.kv_heads})")
     if spec.tied_embeddings:
         raise InputError("model", spec.name, "the runtime does not tensor-split tied embeddings")
     if spec.is_moe and not plan.sequence_parallel:
@@ -92,9 +93,26 @@ def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[str]:
             att.kpe_region = lambda t, g=group: _ReduceInBackward.apply(t, g)
             lp["attention.wkv_b"] = ColwiseParallel()
             lp["attention.wq_b" if hasattr(att, "wq_b") else "attention.wq"] = ColwiseParallel()
+        elif plan.tp > att.kv_heads:
+            # more tp ranks than kv heads (Megatron replicates them): wq splits by heads,
+            # wk/wv stay whole on every rank, which keeps the kv head of its query heads
+            lp["attention"] = PrepareModuleInput(input_layouts=(seq, None),
+                                                 desired_input_layouts=(Replicate(), None),
+                                                 use_local_output=True)
+            lp["attention.wq"] = ColwiseParallel()
+            group, r = tp_mesh.get_group(), tp_mesh.get_local_rank()
+            head = r * att.kv_heads // plan.tp
+            att.kv_pick = slice(head, head + 1)
+            att.kv_region = lambda t, g=group: _ReduceInBackward.apply(t, g)
+            partial += [f"layers.{key}.attention.{n}.{w}" for n in ("wk", "wv")
+                        for w, _ in getattr(att, n).named_parameters()]
         else:
             for n in ("wq", "wk", "wv"):
                 lp[f"attention.{n}"] = ColwiseParallel()
+        if hasattr(att, "q_norm") and not mla:
+            # per-head norms applied to this rank's heads: their weight gradient is a tp partial sum
+            partial += [f"layers.{key}.attention.{n}.{w}" for n in ("q_norm", "k_norm")
+                        for w, _ in getattr(att, n).named_parameters()]
         if sp:
             lp["attention_norm"] = SequenceParallel()
         if block.is_moe:
