@@ -35,8 +35,6 @@ def check_tp(model: Transformer, plan: Plan) -> None:
     if not spec.is_mla and spec.kv_heads % plan.tp and plan.tp % spec.kv_heads:
         raise InputError("tp", plan.tp, f"must divide, or be a multiple of, the kv heads "
                          f"({spec.kv_heads})")
-    if spec.tied_embeddings:
-        raise InputError("model", spec.name, "the runtime does not tensor-split tied embeddings")
     if spec.is_moe and not plan.sequence_parallel:
         raise InputError("sequence_parallel", False,
                          "the runtime needs sequence parallelism for MoE models with tp > 1")
@@ -78,6 +76,10 @@ def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[str]:
                                         use_local_output=True)
     if top:
         parallelize_module(model, tp_mesh, top)
+    if model.spec.tied_embeddings and hasattr(model, "output"):
+        # both layers split the [vocab, hidden] weight by vocabulary rows (Shard(0)): tie the
+        # DTensors again (parallelize_module made one parameter each)
+        model.output.weight = model.tok_embeddings.weight
     partial = []
     for key, block in model.layers.items():
         att = block.attention

@@ -1,8 +1,9 @@
-"""Tensor parallelism over attention heads in the shapes the planner allows.
+"""Tensor parallelism on the model shapes the planner allows.
 
 The planner accepts tp that divides the kv heads or is a multiple of them (Megatron
-replicates kv heads when tp > kv_heads), and Qwen3-style per-head q/k norms. Both must
-compute what one process computes (same tolerance and method as test_equivalence.py).
+replicates kv heads when tp > kv_heads), Qwen3-style per-head q/k norms and tied input and
+output embeddings (both split by vocabulary rows). Each must compute what one process
+computes (same tolerance and method as test_equivalence.py).
 """
 
 import dataclasses
@@ -16,6 +17,7 @@ from meshplan.specs.catalog.presets import preset
 
 pytestmark = pytest.mark.slow
 QK_NORM = dataclasses.replace(preset("tiny-llama"), name="tiny-qwen3", qk_norm=True, qkv_bias=True)
+TIED = dataclasses.replace(preset("tiny-llama"), name="tiny-tied", tied_embeddings=True)
 MQA = dataclasses.replace(preset("tiny-llama"), name="tiny-mqa", kv_heads=1)
 CASES = {  # tiny-llama: 4 heads, 2 kv heads
     "tp4-kv-replicated": (preset("tiny-llama"), dict(tp=4)),
@@ -23,6 +25,8 @@ CASES = {  # tiny-llama: 4 heads, 2 kv heads
     "tp2-mqa-nosp": (MQA, dict(tp=2, sequence_parallel=False)),
     "tp2-qk-norm": (QK_NORM, dict(tp=2)),
     "tp4-qk-norm-kv-replicated": (QK_NORM, dict(tp=4)),
+    "tp2-tied": (TIED, dict(tp=2)),
+    "dp2-tp2-tied-zero3": (TIED, dict(dp=2, tp=2, zero=3)),
 }
 
 
