@@ -61,6 +61,14 @@ def apply_dp(model, plan: Plan, meshes: Meshes, ignored: list, dtype: str = "fp3
     for block in model.layers.values():
         mine = {p for p in block.parameters() if p in ign}
         fully_shard(block, ignored_params=mine or None, **kw)
+    # the embedding and the output layer are units of their own (as torchtitan wraps them):
+    # left in the root they stay gathered, and their gradients unsharded, for the whole
+    # forward and backward (vocab x hidden each; measured by the dry run)
+    if not model.spec.tied_embeddings:
+        if hasattr(model, "tok_embeddings"):
+            fully_shard(model.tok_embeddings, **kw)
+        if hasattr(model, "output"):
+            fully_shard([model.norm, model.output], **kw)
     fully_shard(model, ignored_params=ign or None, **kw)
 
 

@@ -25,7 +25,7 @@ from .expert_parallel import apply_ep
 from .mesh import build_meshes
 from .model import build_model, cross_entropy
 from .pipeline import build_schedule, check_schedule, chunk_layers, local_chunks
-from .precision import PARAM_DTYPES, autocast, autocast_forward, check_dtype, param_dtype
+from .precision import PARAM_DTYPES, apply_mixed, autocast, check_dtype, param_dtype
 from .tensor_parallel import apply_tp, check_tp, loss_context, make_loss_fn
 
 DTYPES = PARAM_DTYPES  # run dtype -> parameter dtype (precision.py)
@@ -109,7 +109,7 @@ class Trainer:
             partial_names = apply_tp(m, plan, self.meshes.tp)
             apply_cp(m, plan, self.meshes.group("cp"))
             apply_dp(m, plan, self.meshes, self.expert_params, cfg.dtype, device.type)
-            autocast_forward(m, cfg.dtype, device.type)
+            apply_mixed(m, cfg.dtype, device.type, uses_fsdp(plan))
             self.tp_partial += [m.get_parameter(n) for n in partial_names]
             m.set_positions(cp_positions(cfg.seq_len, plan.cp, self.coords["cp"]).to(device)
                             if plan.cp > 1 else None)
