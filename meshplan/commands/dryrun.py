@@ -19,23 +19,30 @@ def register(sub) -> None:
     p.add_argument("--seq-len", type=int)
     p.add_argument("--global-batch", type=int)
     p.add_argument("--gpus", help="COUNTxGPU for the cost model's breakdown")
-    p.add_argument("--dtype", choices=("fp32", "bf16"), default="bf16")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "bf16-mixed"), default=None,
+                   help="default: bf16-mixed (fp32 master, bf16 compute) when the workload's "
+                   "precision is bf16, else fp32")
     p.add_argument("--json", action="store_true")
     add_plan_args(p)
     p.set_defaults(func=run)
 
 
+def default_dtype(sc) -> str:
+    """What a bf16 workload trains in: mixed precision with fp32 master weights."""
+    return "bf16-mixed" if sc.workload.precision == "bf16" else "fp32"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..runtime.launch import require_torch
     require_torch()
-    from ..runtime.dryrun import dryrun
+    from ..runtime.dryrun import agreement, dryrun
     from ..runtime.train import RunConfig
     from ..scenario import make_cluster
 
     sc = _scenario(args)
     plan = plan_from_args(args, sc)
     cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
-                    global_batch=sc.workload.global_batch, dtype=args.dtype)
+                    global_batch=sc.workload.global_batch, dtype=args.dtype or default_dtype(sc))
     measured = dryrun(cfg)
     pred = None
     gpus = args.gpus or (f"{plan.world_size}x{sc.cluster.gpu.name}" if sc.cluster else None)
@@ -44,14 +51,21 @@ def run(args: argparse.Namespace) -> int:
         est = estimate(sc.model, make_cluster(gpus), sc.workload, plan)
         pred = [dict(m.parts, Total=m.total) for m in est.memory]
     if args.json:
-        print(json.dumps({"measured": measured, "predicted": pred}, indent=1))
+        agree = [agreement(m, p) for m, p in zip(measured, pred)] if pred else None
+        print(json.dumps({"measured": measured, "predicted": pred, "agreement": agree}, indent=1))
         return 0
     print(f"dry run: {sc.model.name}, plan {plan.describe()}, seq {cfg.seq_len} x batch "
-          f"{cfg.global_batch}, {args.dtype}, {plan.world_size} ranks (fake tensors, MemTracker)")
+          f"{cfg.global_batch}, {cfg.dtype}, {plan.world_size} ranks (fake tensors, MemTracker)")
     for r, m in enumerate(measured):
         print(f"pp rank {r}: measured peak {m['Total'] / GiB:.2f} GiB = "
-              + ", ".join(f"{k} {v / GiB:.2f}" for k, v in m.items() if k != "Total" and v))
+              + ", ".join(f"{k} {v / GiB:.2f}" for k, v in m.items()
+                          if k != "Total" and v and "_" not in k))
         if pred:
             print(f"           cost model {pred[r]['Total'] / GiB:.2f} GiB = "
                   + ", ".join(f"{k} {v / GiB:.2f}" for k, v in pred[r].items() if k != "Total" and v))
+            for k, (a, b) in agreement(m, pred[r]).items():
+                print(f"           {k:17s} measured {a / GiB:7.2f}  cost model {b / GiB:7.2f} GiB")
+        if m.get("host_offloaded"):
+            print(f"           host (offloaded master, gradient shards, AdamW states) "
+                  f"{m['host_offloaded'] / GiB:.2f} GiB; on CPU the host is the device")
     return 0

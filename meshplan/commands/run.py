@@ -26,8 +26,9 @@ def register(sub) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", choices=("synthetic", "corpus"), default="synthetic")
-    p.add_argument("--dtype", choices=("fp32", "bf16"), default=None,
-                   help="parameter/compute dtype (default fp32 on CPU, bf16 on GPU)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "bf16-mixed"), default=None,
+                   help="default fp32 on CPU; on GPU bf16-mixed (fp32 master, bf16 compute) "
+                   "for a bf16 workload")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--schedule-source", choices=("torch", "meshplan"), default="",
                    help="pipeline lists from torch's schedule classes or meshplan's own "
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     if device == "cuda" and plan.world_size > torch.cuda.device_count() and args.nnodes == 1:
         raise InputError("plan", plan.describe(), f"needs {plan.world_size} GPUs on this machine, "
                          f"{torch.cuda.device_count()} visible (use --nnodes for several machines)")
-    dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
+    dtype = args.dtype or ("bf16-mixed" if device == "cuda" and sc.workload.precision == "bf16"
+                           else "fp32")
     cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
                     global_batch=sc.workload.global_batch, steps=args.steps, lr=args.lr,
                     seed=args.seed, data=args.data, dtype=dtype,

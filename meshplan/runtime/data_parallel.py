@@ -2,10 +2,25 @@
 
 ZeRO stages (Rajbhandari et al. 2020) map onto FSDP2 as torchtitan does: zero 3 reshards
 the weights after forward (``reshard_after_forward=True``), zero 1 and 2 keep them
-unsharded until backward ends (FSDP2 always shards gradients and optimizer states, so the
-runtime runs zero 1 as zero 2). Zero-bubble pipeline schedules need
-``reshard_after_forward=False`` (found on torch 2.13: they give wrong gradients otherwise).
-zero 0 keeps full replicas and averages gradients with one all-reduce per tensor.
+unsharded until backward ends. FSDP2 always shards the optimizer states (they follow the
+sharded fp32 parameters); the stages differ in when gradients are reduce-scattered:
+- zero 2 and 3 (FSDP2's default): after every micro-batch's backward, so only sharded
+  gradients are accumulated;
+- zero 1, Megatron-LM's distributed optimizer: gradients accumulate unsharded (fp32)
+  over the micro-batches and are reduce-scattered once, after the last
+  (``set_requires_gradient_sync(False)`` before the others; ``grad_sync``). Under a
+  pipeline schedule torch.distributed.pipelining does this itself for every FSDP stage,
+  whatever the zero stage (``PipelineStage.backward_maybe_with_nosync``).
+Zero-bubble pipeline schedules need ``reshard_after_forward=False`` (found on torch 2.13:
+they give wrong gradients otherwise). zero 0 keeps full replicas and averages gradients
+with one all-reduce per tensor.
+
+``offload_optimizer`` (ZeRO-Offload, Ren et al. 2021) is FSDP2's ``CPUOffloadPolicy``:
+the sharded fp32 parameters (the master), their gradients and so the AdamW states live in
+host memory and the optimizer step runs on the CPU; FSDP copies a layer to the device to
+all-gather it. Beyond ZeRO-Offload (which keeps fp16 weights on the GPU) it offloads the
+weights' shards too, so the device holds only gathered layers. It runs with a CPU device
+(``pin_memory`` off, found on torch 2.13).
 
 Gradients that no data-parallel wrapper reduces are reduced in ``reduce_grads``: expert
 weights (sum over the expert-data-parallel group / (dp*cp)) and tp-partial weights (sum
@@ -16,25 +31,60 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, fully_shard
 
 from ..plan import Plan
 from .mesh import Meshes, fsdp_mesh
+from .precision import fsdp_policy
 
 ZERO_BUBBLE = ("zb_h1", "interleaved_zb", "zb_v", "dualpipev")
 
 
-def apply_dp(model, plan: Plan, meshes: Meshes, ignored: list) -> None:
+def uses_fsdp(plan: Plan) -> bool:
+    return plan.zero > 0 and plan.dp * plan.cp > 1
+
+
+def apply_dp(model, plan: Plan, meshes: Meshes, ignored: list, dtype: str = "fp32",
+             device_type: str = "cpu") -> None:
     """Wrap each transformer block and the root of ``model`` (a model or pipeline chunk)."""
-    if plan.zero == 0 or plan.dp * plan.cp == 1:
+    if not uses_fsdp(plan):
         return
     mesh = fsdp_mesh(meshes.world)
     reshard = plan.zero == 3 and not (plan.pp > 1 and plan.schedule in ZERO_BUBBLE)
+    kw = {"mesh": mesh, "reshard_after_forward": reshard}
+    mp = fsdp_policy(dtype)
+    if mp is not None:
+        kw["mp_policy"] = mp
+    if plan.offload_optimizer:
+        kw["offload_policy"] = CPUOffloadPolicy(pin_memory=device_type == "cuda")
     ign = set(ignored)
     for block in model.layers.values():
         mine = {p for p in block.parameters() if p in ign}
-        fully_shard(block, mesh=mesh, reshard_after_forward=reshard, ignored_params=mine or None)
-    fully_shard(model, mesh=mesh, reshard_after_forward=reshard, ignored_params=ign or None)
+        fully_shard(block, ignored_params=mine or None, **kw)
+    # the embedding and the output layer are units of their own (as torchtitan wraps them):
+    # left in the root they stay gathered, and their gradients unsharded, for the whole
+    # forward and backward (vocab x hidden each; measured by the dry run)
+    if not model.spec.tied_embeddings:
+        if hasattr(model, "tok_embeddings"):
+            fully_shard(model.tok_embeddings, **kw)
+        if hasattr(model, "output"):
+            fully_shard([model.norm, model.output], **kw)
+    fully_shard(model, ignored_params=ign or None, **kw)
+
+
+def grad_sync(parts, plan: Plan, last_microbatch: bool) -> None:
+    """Before a micro-batch's backward (no pipeline): zero 1 reduce-scatters on the last only.
+
+    The gradients of the others accumulate unsharded, in FSDP2's reduce dtype (fp32 under
+    mixed precision), and the weights stay gathered between micro-batches.
+    """
+    if plan.zero != 1 or not uses_fsdp(plan):
+        return
+    for m in parts:
+        if isinstance(m, FSDPModule):
+            m.set_requires_gradient_sync(last_microbatch)
+            m.set_reshard_after_backward(last_microbatch)
+            m.set_is_last_backward(last_microbatch)
 
 
 def _local(t: torch.Tensor) -> torch.Tensor:

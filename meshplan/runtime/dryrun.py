@@ -2,16 +2,27 @@
 tensors (FakeTensorMode) and a fake process group, measured by PyTorch's MemTracker.
 
 For each pipeline rank one representative rank (dp = cp = tp = 0 coordinates) is built
-with every parallel wrapper of the real run (FSDP2, DTensor TP, ring attention, EP), then
-the second optimizer step is tracked (the first creates the optimizer states).
+with every parallel wrapper of the real run (FSDP2 with the run's mixed-precision and
+offload policies, DTensor TP, ring attention, EP), then the second optimizer step is
+tracked (the first creates the optimizer states).
 
-The runtime keeps parameters, gradients and AdamW states in the run's dtype (no fp32
-master copy) and attends with PyTorch's SDPA (on CPU the math kernel, which materialises
-the s x s scores), so its numbers differ from the cost model's mixed-precision,
-flash-attention assumptions by design; ``meshplan dryrun`` prints both side by side. Pipeline stages are run without the schedule: the rank's
-chunk does the forward of the micro-batches 1F1B keeps in flight on it (pp - r, at most
-the micro-batch count), then their backwards, which is where the 1F1B peak sits
-(Narayanan et al. 2021); interleaved schedules are measured as their first chunk only.
+Pipeline ranks are run without the schedule but in the state where the schedule peaks:
+the rank's action list (meshplan.pipeline.schedules, the lists the simulator and the cost
+model use) is replayed counting forwards not yet backwarded per local chunk, weighted by
+the chunk's layers; at the peak every local chunk (interleaved and V schedules hold two or
+more) runs that many forwards, then their backwards (Narayanan et al. 2021 for 1F1B's
+peak). Gradients are synchronised as torch.distributed.pipelining does for FSDP stages:
+accumulated unsharded over the micro-batches, reduce-scattered once at the end
+(``PipelineStage.perform_reduce_grad``). Without a pipeline, ZeRO-1 runs two
+micro-batches (the first without gradient sync, as the Trainer does), other stages one.
+
+MoE: token counts per expert are data-dependent, which fake tensors cannot follow, so the
+router picks experts round-robin (every expert gets n*topk/E rows, the balanced routing
+the cost model assumes) and the EP all-to-all uses those static splits.
+
+On CPU the host is the device: with ``offload_optimizer`` MemTracker sees the offloaded
+master weights, gradient shards and AdamW states in the same (cpu) memory, so they are
+reported apart by computing their bytes from the shards (``host_bytes``).
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import torch.distributed as dist
 
 from ..plan import Plan
 from ..errors import InputError
+from .data import cp_positions
 from .train import RunConfig
 
 
@@ -33,7 +45,9 @@ def _rank_for_stage(plan: Plan, pp_rank: int) -> int:
 
 
 def dryrun_rank(cfg: RunConfig, rank: int) -> dict:
-    """Peak bytes by MemTracker category for one optimizer step of ``rank``."""
+    """Peak bytes by MemTracker category for one optimizer step of ``rank``, plus
+    ``host_master`` (bytes of the fp32 master shards, inside ``Parameter``) and, offloaded,
+    ``host_offloaded`` (computed from the shards; see the module doc)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
@@ -48,14 +62,35 @@ def dryrun_rank(cfg: RunConfig, rank: int) -> dict:
             tr = _StageTrainer(cfg, rank)
             tr.train_step(0)  # untracked: creates the optimizer states (steady state)
             mt = step_mem_tracker()
+            cat_peaks = _track_category_peaks(mt)
             mt.track_external(*tr.parts, *tr.optimizers)
             with mt:
                 tr.train_step(1)
             peak = mt.get_tracker_snapshot("peak")
+            host = tr.host_bytes()
     finally:
         dist.destroy_process_group()
     snap = next(iter(peak.values())) if peak else {}
-    return {getattr(k, "value", str(k)): int(v) for k, v in snap.items()}
+    out = {getattr(k, "value", str(k)): int(v) for k, v in snap.items()}
+    out.update({f"peak_{k}": int(v) for k, v in cat_peaks.items()})
+    out.update({f"host_{k}": int(v) for k, v in host.items()})  # computed, not tracked
+    return out
+
+
+def _track_category_peaks(mt) -> dict:
+    """Record each category's own peak over the step (MemTracker keeps only the snapshot
+    at the peak of the total, where e.g. zero 3's gradients are not alive yet)."""
+    peaks: dict = {}
+    orig = mt._update_peak_stats
+
+    def update(state):
+        orig(state)
+        for dev_snap in mt._curr_mem_snap.values():
+            for k, v in dev_snap.items():
+                name = getattr(k, "value", str(k))
+                peaks[name] = max(peaks.get(name, 0), v)
+    mt._update_peak_stats = update
+    return peaks
 
 
 class _real_mesh_concat:
@@ -81,74 +116,214 @@ class _real_mesh_concat:
 
 
 class _StageTrainer:
-    """One rank's (first) chunk, driven 1F1B-style without a schedule (see the module doc)."""
+    """One rank's local chunks, driven into the schedule's peak state (see the module doc)."""
 
     def __init__(self, cfg: RunConfig, rank: int):
         from .context_parallel import apply_cp
-        from .data_parallel import apply_dp
+        from .data_parallel import apply_dp, uses_fsdp
         from .expert_parallel import apply_ep
         from .mesh import build_meshes
         from .model import build_model
-        from .pipeline import chunk_layers
+        from .pipeline import chunk_layers, local_chunks
+        from .precision import apply_mixed, param_dtype
         from .tensor_parallel import apply_tp, make_loss_fn
-        from .train import DTYPES, make_optimizer
+        from .train import make_optimizer
 
         plan, spec = cfg.plan, cfg.spec
         self.cfg, self.plan = cfg, plan
         self.coords = plan.rank_coords(rank)
         self.meshes = build_meshes(plan, "cpu", spec.is_moe)
-        c = plan.chunk_of(self.coords["pp"], 0)
-        self.first, self.last = c == 0, c == plan.num_chunks - 1
-        m = build_model(spec, cfg.seed, chunk_layers(spec, plan)[c], self.first, self.last,
-                        DTYPES[cfg.dtype])
-        experts = apply_ep(m, plan, self.meshes.expert) if spec.is_moe else []
-        apply_tp(m, plan, self.meshes.tp)
-        apply_cp(m, plan, self.meshes.group("cp"))
-        apply_dp(m, plan, self.meshes, experts)
-        self.parts = [m]
-        self.optimizers = [make_optimizer(list(m.parameters()), cfg)]
+        self.chunk_ids = local_chunks(plan, self.coords["pp"]) if plan.pp > 1 else [0]
+        layers = chunk_layers(spec, plan)
+        self.parts = []
+        for c in self.chunk_ids:
+            m = build_model(spec, cfg.seed, layers[c], c == 0, c == plan.num_chunks - 1,
+                            param_dtype(cfg.dtype))
+            for block in m.layers.values():
+                block.recompute = plan.recompute
+            experts = []
+            if spec.is_moe:
+                experts = apply_ep(m, plan, self.meshes.expert)
+                balanced_moe(m, plan.ep, self.meshes.expert["ep"].get_group() if plan.ep > 1
+                             else None, plan.etp)
+            apply_tp(m, plan, self.meshes.tp)
+            apply_cp(m, plan, self.meshes.group("cp"))
+            if plan.cp > 1:
+                m.set_positions(cp_positions(cfg.seq_len, plan.cp, self.coords["cp"]))
+            apply_dp(m, plan, self.meshes, experts, cfg.dtype, "cpu")
+            apply_mixed(m, cfg.dtype, "cpu", uses_fsdp(plan))
+            self.parts.append(m)
+        self.optimizers = [make_optimizer(list(m.parameters()), cfg) for m in self.parts]
         self.loss_fn = make_loss_fn(plan, self.meshes.tp)
-        n = cfg.n_microbatches
-        # 1F1B keeps pp - r micro-batches in flight on rank r; without a pipeline one at a time
-        self.in_flight = min(plan.pp - self.coords["pp"], n) if plan.pp > 1 else 1
+        self.in_flight = peak_in_flight(plan, cfg.n_microbatches, self.coords["pp"],
+                                        [len(layers[c]) for c in self.chunk_ids])
+
+    def host_bytes(self) -> dict:
+        """Bytes of the sharded fp32 master weights (mixed precision) and, offloaded, of
+        everything FSDP's CPUOffloadPolicy keeps on the host."""
+        from .precision import MIXED
+        shards = sum(_local(p).numel() * _local(p).element_size()
+                     for m in self.parts for p in m.parameters())
+        out = {"master": shards if self.cfg.dtype == MIXED else 0}
+        if self.plan.offload_optimizer:
+            # master/param shards + their gradients + two AdamW moments, all fp32 shards
+            out["offloaded"] = 4 * shards
+        return out
+
+    def _input(self, c: int):
+        cfg, plan = self.cfg, self.plan
+        mb, s = plan.micro_batch, cfg.seq_len // plan.cp
+        if c == 0:
+            return torch.randint(0, cfg.spec.vocab, (mb, s))
+        if plan.sequence_parallel and plan.tp > 1:
+            s //= plan.tp
+        from .precision import MIXED
+        dt = torch.bfloat16 if cfg.dtype in ("bf16", MIXED) else torch.float32
+        return torch.randn(mb, s, cfg.spec.hidden, dtype=dt, requires_grad=True)
+
+    def _forward(self, j: int):
+        c, m = self.chunk_ids[j], self.parts[j]
+        out = m(self._input(c))
+        if c == self.plan.num_chunks - 1:
+            y = torch.randint(0, self.cfg.spec.vocab, (self.plan.micro_batch,
+                                                       self.cfg.seq_len // self.plan.cp))
+            return self.loss_fn(out, y)
+        return out.float().sum()
 
     def train_step(self, step: int) -> None:
+        from .data_parallel import grad_sync
         from .tensor_parallel import loss_context
-        cfg, plan, m = self.cfg, self.plan, self.parts[0]
-        mb, s = plan.micro_batch, cfg.seq_len // plan.cp
-        if plan.sequence_parallel:
-            s //= plan.tp
-        outs = []
+        plan = self.plan
         with loss_context(plan):
-            for _ in range(self.in_flight):
-                if self.first:
-                    x = torch.randint(0, cfg.spec.vocab, (mb, cfg.seq_len // plan.cp))
-                else:
-                    x = torch.randn(mb, s, cfg.spec.hidden, requires_grad=True)
-                out = m(x)
-                if self.last:
-                    y = torch.randint(0, cfg.spec.vocab, (mb, cfg.seq_len // plan.cp))
-                    out = self.loss_fn(out, y)
-                else:
-                    out = out.sum()
-                outs.append(out)
-                if len(outs) == self.in_flight:  # steady state reached: drain
-                    for o in outs:
-                        o.backward()
-                    outs = []
-                    break
+            if plan.pp > 1:
+                _pipeline_sync(self.parts, False)
+                outs = [self._forward(j) for j, k in enumerate(self.in_flight) for _ in range(k)]
+                for o in outs:
+                    o.backward()
+                del outs
+                _pipeline_sync(self.parts, True)
+            else:
+                n = 2 if plan.zero == 1 and self.cfg.n_microbatches > 1 else 1
+                for i in range(n):
+                    grad_sync(self.parts, plan, i == n - 1)
+                    self._forward(0).backward()
         for opt in self.optimizers:
             opt.step()
             opt.zero_grad(set_to_none=True)
 
 
+def _local(t):
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def _pipeline_sync(parts, on: bool) -> None:
+    """What PipelineStage does to FSDP stages: no sync during backward (``on`` False); then
+    the final reduce-scatter (perform_reduce_grad in torch/distributed/pipelining/stage.py)."""
+    from torch.distributed.fsdp import FSDPModule, fully_shard
+    for m in parts:
+        if not isinstance(m, FSDPModule):
+            continue
+        m.set_is_last_backward(on)
+        m.set_reshard_after_backward(on)
+        m.set_requires_gradient_sync(on)
+        if on:
+            state = fully_shard.state(m)
+            for st in state._state_ctx.all_states:
+                for group in st._fsdp_param_groups:
+                    group.post_backward()
+            state._root_post_backward_final_callback()
+
+
+def peak_in_flight(plan: Plan, n_micro: int, pp_rank: int, chunk_layers: list[int]) -> list[int]:
+    """Forwards held per local chunk where the rank's held layers*micro-batches peak.
+
+    Replays the rank's action list: F adds a micro-batch to its chunk, B or I (backward,
+    or backward-input of zero-bubble schedules) removes it.
+    """
+    if plan.pp == 1:
+        return [1]
+    from ..pipeline.schedules import schedule_for_plan
+    sched = schedule_for_plan(plan, n_micro)
+    stages = sched.rank_stages(pp_rank)
+    held = [0] * len(stages)
+    best, best_held = -1, list(held)
+    for action in sched.order[pp_rank]:
+        for a in action.leaves():
+            if a.stage not in stages:
+                continue
+            j = stages.index(a.stage)
+            if a.kind == "F":
+                held[j] += 1
+                w = sum(h * n for h, n in zip(held, chunk_layers))
+                if w > best:
+                    best, best_held = w, list(held)
+            elif a.kind in ("B", "I"):
+                held[j] -= 1
+    return best_held
+
+
+def balanced_moe(model, ep: int, ep_group, etp: int = 1) -> None:
+    """Round-robin routing and static all-to-all splits (see the module doc); with etp > 1
+    every rank holds the rows of its etp peers (etp times its own) for its ffn slice."""
+    import types
+
+    from .expert_parallel import _AllToAll
+
+    def route(self, x):
+        n, k, e = x.shape[0], self.topk, self.num_experts
+        scores = torch.softmax(self.gate(x).float(), dim=-1)
+        idx = (torch.arange(n * k, device=x.device) % e).view(n, k)
+        w = scores.gather(-1, idx)
+        return idx, w / w.sum(dim=-1, keepdim=True)
+
+    def split(rows: int, parts: int) -> list[int]:
+        return [rows // parts + (1 if i < rows % parts else 0) for i in range(parts)]
+
+    def make_dispatch(num_experts):
+        def dispatch(rows, ids, experts):
+            send = split(rows.shape[0], ep)  # every rank sends and receives the same splits
+            x = _AllToAll.apply(rows, send, send, ep_group) if ep > 1 else rows
+            if etp > 1:  # the gathered rows of the etp peers, then the sum of partial outputs
+                x = x.repeat(etp, 1)
+            y = experts(x, split(x.shape[0], num_experts // ep))
+            if etp > 1:
+                y = y.view(etp, -1, y.shape[-1]).sum(0)
+            return _AllToAll.apply(y, send, send, ep_group) if ep > 1 else y
+        return dispatch
+
+    for block in model.layers.values():
+        if block.is_moe:
+            block.moe.route = types.MethodType(route, block.moe)
+            block.moe.dispatch = make_dispatch(block.moe.num_experts)
+
+
 def dryrun(cfg: RunConfig) -> list[dict]:
     """Peak memory by category of one representative rank per pipeline stage."""
     cfg.check(cfg.plan.world_size)
-    if cfg.spec.is_moe:
-        raise InputError("model", cfg.spec.name, "the dry run builds dense models only (MoE token "
-                         "counts are data-dependent, which fake tensors cannot follow)")
     from .launch import fork_ranks
     # one forked process per stage: the fake process group and its meshes are per process
     return [fork_ranks(lambda _r, _w: dryrun_rank(cfg, _rank_for_stage(cfg.plan, p)), 1,
                        init_process_group=False, timeout_s=600)[0] for p in range(cfg.plan.pp)]
+
+
+def agreement(measured: dict, predicted: dict) -> dict[str, tuple[float, float]]:
+    """category -> (measured bytes, cost-model bytes), for one pipeline rank.
+
+    MemTracker's categories are mapped onto the cost model's (cost/memory.py): the fp32
+    master shards, which MemTracker counts as Parameter, are optimizer state in the cost
+    model (12 bytes = master + two moments), so they move over; weights are then the bf16
+    copies (gathered layers); gradients, weights and optimizer each at their own peak over
+    the step (the cost model adds the parts as if they peak together), except the optimizer
+    states, taken at the step's peak (their own peak adds AdamW's per-tensor temporaries
+    inside the step); activations are
+    Activation + Temp at the step's peak against activations + working set.
+    """
+    master = measured.get("host_master", 0)
+    return {
+        "weights": (measured.get("peak_Parameter", 0) - master, predicted["weights"]),
+        "gradients": (measured.get("peak_Gradient", 0), predicted["gradients"]),
+        "optimizer_states": (measured.get("Optstate", 0) + master,
+                             predicted["optimizer_states"]),
+        "activations": (measured.get("Activation", 0) + measured.get("Temp", 0),
+                        predicted["activations"] + predicted.get("activation_working_set", 0)),
+    }

@@ -20,14 +20,15 @@ from ..plan import Plan
 from ..specs.model import ModelSpec
 from .context_parallel import apply_cp, check_cp
 from .data import cp_positions, global_batch, local_slice
-from .data_parallel import apply_dp, reduce_grads
+from .data_parallel import apply_dp, grad_sync, reduce_grads, uses_fsdp
 from .expert_parallel import apply_ep
 from .mesh import build_meshes
 from .model import build_model, cross_entropy
 from .pipeline import build_schedule, check_schedule, chunk_layers, local_chunks
+from .precision import PARAM_DTYPES, apply_mixed, autocast, check_dtype, param_dtype
 from .tensor_parallel import apply_tp, check_tp, loss_context, make_loss_fn
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+DTYPES = PARAM_DTYPES  # run dtype -> parameter dtype (precision.py)
 
 
 @dataclass
@@ -52,16 +53,16 @@ class RunConfig:
         from ..specs.workload import Workload
         w = Workload(self.seq_len, self.global_batch)
         self.plan.validate(self.spec, w, world_size)
-        if self.dtype not in DTYPES:
-            raise InputError("dtype", self.dtype, "allowed: " + ", ".join(DTYPES))
+        check_dtype(self.dtype)
         check_schedule(self.plan, self.n_microbatches, self.schedule_source)
         check_cp(self.spec, self.plan)
         if self.plan.tp > 1:
             from .model import Transformer
             with torch.device("meta"):
                 check_tp(Transformer(self.spec, layer_ids=[]), self.plan)
-        if self.plan.offload_optimizer:
-            raise InputError("offload_optimizer", True, "not executed by the runtime")
+        if self.plan.offload_optimizer and (not uses_fsdp(self.plan) or self.spec.is_moe):
+            raise InputError("offload_optimizer", True, "the runtime offloads with FSDP2 "
+                             "(zero >= 1, dp*cp > 1) and not the routed experts (MoE)")
 
     @property
     def n_microbatches(self) -> int:
@@ -84,7 +85,7 @@ class Trainer:
         self.coords = plan.rank_coords(self.rank)
         self.meshes = build_meshes(plan, device.type, spec.is_moe)
         self.loss_fn = make_loss_fn(plan, self.meshes.tp)
-        dtype = DTYPES[cfg.dtype]
+        dtype = param_dtype(cfg.dtype)
         if plan.pp > 1:
             layers = chunk_layers(spec, plan)
             self.chunk_ids = local_chunks(plan, self.coords["pp"])
@@ -102,7 +103,8 @@ class Trainer:
                 self.expert_params += apply_ep(m, plan, self.meshes.expert)
             partial_names = apply_tp(m, plan, self.meshes.tp)
             apply_cp(m, plan, self.meshes.group("cp"))
-            apply_dp(m, plan, self.meshes, self.expert_params)
+            apply_dp(m, plan, self.meshes, self.expert_params, cfg.dtype, device.type)
+            apply_mixed(m, cfg.dtype, device.type, uses_fsdp(plan))
             self.tp_partial += [m.get_parameter(n) for n in partial_names]
             m.set_positions(cp_positions(cfg.seq_len, plan.cp, self.coords["cp"]).to(device)
                             if plan.cp > 1 else None)
@@ -154,6 +156,7 @@ class Trainer:
         mb = self.cfg.plan.micro_batch
         total = torch.zeros((), device=self.device)
         for i in range(n):
+            grad_sync(self.parts, self.cfg.plan, i == n - 1)
             out = m(x[i * mb:(i + 1) * mb])
             loss = self.loss_fn(out, y[i * mb:(i + 1) * mb]) / n
             loss.backward()
@@ -201,13 +204,15 @@ class Trainer:
 
 def reference_run(cfg: RunConfig, steps: int | None = None):
     """Single process, no parallelism: (losses, {name: (param, grad)}) after the steps."""
-    model = build_model(cfg.spec, cfg.seed, dtype=DTYPES[cfg.dtype])
+    model = build_model(cfg.spec, cfg.seed, dtype=param_dtype(cfg.dtype))
     opt = make_optimizer(list(model.parameters()), cfg)
     losses = []
     for step in range(cfg.steps if steps is None else steps):
         x, y = global_batch(cfg.data, cfg.seed, step, cfg.global_batch, cfg.seq_len, cfg.spec.vocab)
         opt.zero_grad(set_to_none=True)
-        loss = cross_entropy(model(x), y)
+        with autocast(cfg.dtype, "cpu"):
+            out = model(x)
+        loss = cross_entropy(out, y)
         loss.backward()
         opt.step()
         losses.append(float(loss.detach()))

@@ -28,11 +28,11 @@ def test_llama8b_on_64_ranks_optimizer_state_matches_the_closed_form():
                     16 * spec.dense_layer_params() + spec.vocab * spec.hidden + spec.hidden]
     for m, n in zip(mem, stage_params):
         assert abs(m["Optstate"] - 2 * 2 * n / 32) / (4 * n / 32) < 0.01
-        # FSDP zero3: the shards, plus the unsharded root (embedding or output, /tp) and at
-        # most three unsharded layers (current, prefetched, resharding)
-        assert 2 * n / 32 < m["Parameter"] < (2 * n / 32 + 2 * spec.vocab * spec.hidden / 4
-                                               + 3 * 2 * spec.dense_layer_params() / 4)
-        assert m["Activation"] > 0 and m["Total"] >= sum(v for k, v in m.items() if k != "Total")
+        # FSDP zero3 under a pipeline: the shards, plus the stage's layers that backward has
+        # gathered (torch.distributed.pipelining keeps FSDP stages unsharded between the
+        # micro-batches' backwards until the final reduce-scatter): at most all of them /tp
+        assert 2 * n / 32 < m["Parameter"] <= 1.01 * (2 * n / 32 + 2 * n / 4)
+        assert m["Activation"] > 0 and m["Total"] >= sum(v for k, v in m.items() if k != "Total" and "_" not in k)
 
 
 def test_dryrun_cli_prints_measured_next_to_the_cost_model():
@@ -44,3 +44,87 @@ def test_dryrun_cli_prints_measured_next_to_the_cost_model():
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout)
     assert out["measured"][0]["Total"] > 0 and out["predicted"][0]["weights"] > 0
+
+
+def _agree(spec, plan, recompute, **kw):
+    from meshplan.cost import estimate
+    from meshplan.runtime.dryrun import agreement
+    from meshplan.scenario import make_cluster
+    from meshplan.specs.workload import Workload
+    import dataclasses
+    plan = dataclasses.replace(plan, recompute=recompute)
+    cfg = RunConfig(spec, plan, dtype="bf16-mixed", **kw)
+    mem = dryrun(cfg)
+    est = estimate(spec, make_cluster(f"{plan.world_size}xH100-SXM-80GB"),
+                   Workload(cfg.seq_len, cfg.global_batch), plan)
+    return mem, [agreement(m, p.parts) for m, p in zip(mem, est.memory)]
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_llama8b_zero1_pp2_model_states_agree_with_the_cost_model(recompute):
+    """Llama-3.1-8B, dp8 tp4 pp2 zero1, bf16-mixed, 64 fake ranks: weights (bf16, gathered:
+    2 B/param of the stage after tp) and optimizer states (fp32 master + two moments,
+    12 B/param sharded over dp) agree with cost/memory.py within 3% (measured: exact to
+    0.1%). Gradients are not compared: the fp32 gradients FSDP2 accumulates unsharded under
+    zero 1 live outside ``.grad`` and MemTracker files them as Temp; checked here as
+    Temp (its peak) >= the cost model's 4 B/param. Activations: stage 0 (1F1B holds 2 micro-batches)
+    Activation within 25% of the cost model with recompute none; with full recompute
+    the runtime holds more than the cost model (the recomputed layer, fp32 loss
+    temporaries), pinned as at most 25x (see the report)."""
+    mem, agree = _agree(preset("llama3.1-8b"), Plan(dp=8, tp=4, pp=2, zero=1), recompute,
+                        seq_len=2048, global_batch=16)
+    for m, a in zip(mem, agree):
+        for cat in ("weights", "optimizer_states"):
+            got, want = a[cat]
+            assert abs(got - want) / want < 0.03, (cat, got, want)
+        assert m["peak_Temp"] >= a["gradients"][1] * 0.95
+    got_act = mem[0]["Activation"]
+    want_act = agree[0]["activations"][1] - 0  # stage 0 has no logits working set
+    if recompute == "none":
+        assert abs(got_act - want_act) / want_act < 0.25, (got_act, want_act)
+    else:
+        assert got_act < 25 * want_act
+
+
+def test_moe_dry_run_with_balanced_routing_and_ep():
+    """Mixtral-8x7B, dp8 tp2 pp4 ep8 zero1 on 64 fake ranks: MoE runs under fake tensors
+    (balanced routing). The runtime leaves routed experts out of FSDP (replicated over
+    edp), so its optimizer states exceed the cost model's, which shards them over edp:
+    asserted as measured >= predicted, the non-expert part equal (checked: dense test)."""
+    spec = preset("mixtral-8x7b")
+    mem, agree = _agree(spec, Plan(dp=8, tp=2, pp=4, ep=8, zero=1), "none",
+                        seq_len=1024, global_batch=32)
+    assert len(mem) == 4
+    for m, a in zip(mem, agree):
+        assert m["Activation"] > 0 and m["Gradient"] > 0
+        got, want = a["optimizer_states"]
+        assert want < got < 2.5 * want
+
+
+def test_interleaved_dry_run_measures_every_local_chunk():
+    """pp2 vpp2: each rank builds both of its chunks; the parameters tracked are the sum of
+    both chunks' (fp32, sharded over dp=2, 4 B/param)."""
+    spec = preset("tiny-llama")
+    plan = Plan(dp=2, pp=2, vpp=2, zero=3)
+    mem = dryrun(RunConfig(spec, plan, seq_len=64, global_batch=8, dtype="fp32"))
+    per_layer = spec.dense_layer_params()
+    emb = spec.vocab * spec.hidden
+    # rank 0 holds chunks 0 and 2: layers 0 and 2 + embedding; rank 1 chunks 1 and 3
+    want0 = 4 * (2 * per_layer + emb) / 2
+    assert abs(mem[0]["Optstate"] - 2 * want0) / (2 * want0) < 0.02
+
+
+def test_offload_dry_run_reports_host_bytes():
+    """dp2 zero3 offload: the host holds master, gradient shards and two moments (16 B per
+    sharded fp32 parameter); the cost model puts no optimizer state on the device."""
+    from meshplan.cost import estimate
+    from meshplan.scenario import make_cluster
+    from meshplan.specs.workload import Workload
+    spec = preset("tiny-llama")
+    plan = Plan(dp=2, zero=3, offload_optimizer=True)
+    mem = dryrun(RunConfig(spec, plan, seq_len=64, global_batch=8, dtype="bf16-mixed"))
+    master = mem[0]["host_master"]
+    assert mem[0]["host_offloaded"] == 4 * master
+    assert abs(mem[0]["Optstate"] - 2 * master) / master < 0.02
+    est = estimate(spec, make_cluster("2xH100-SXM-80GB"), Workload(64, 8), plan)
+    assert est.memory[0].parts["optimizer_states"] == 0
