@@ -22,9 +22,10 @@ all-gather it. Beyond ZeRO-Offload (which keeps fp16 weights on the GPU) it offl
 weights' shards too, so the device holds only gathered layers. It runs with a CPU device
 (``pin_memory`` off, found on torch 2.13).
 
-Gradients that no data-parallel wrapper reduces are reduced in ``reduce_grads``: expert
-weights (sum over the expert-data-parallel group / (dp*cp)) and tp-partial weights (sum
-over tp; see tensor_parallel).
+Routed experts are sharded by FSDP2 over their own data-parallel group (edp, MoE Parallel
+Folding) when it has more than one rank. Gradients that no data-parallel wrapper reduces are
+reduced in ``reduce_grads``: expert weights without ZeRO (sum over edp / (dp*cp)) and
+tp-partial weights (sum over tp; see tensor_parallel).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def apply_dp(model, plan: Plan, meshes: Meshes, ignored: list, dtype: str = "fp3
         kw["offload_policy"] = CPUOffloadPolicy(pin_memory=device_type == "cuda")
     ign = set(ignored)
     for block in model.layers.values():
+        if block.is_moe and shards_experts(plan):
+            _shard_experts(block.moe.experts, plan, meshes, kw)
         mine = {p for p in block.parameters() if p in ign}
         fully_shard(block, ignored_params=mine or None, **kw)
     # the embedding and the output layer are units of their own (as torchtitan wraps them):
@@ -70,6 +73,33 @@ def apply_dp(model, plan: Plan, meshes: Meshes, ignored: list, dtype: str = "fp3
         if hasattr(model, "output"):
             fully_shard([model.norm, model.output], **kw)
     fully_shard(model, ignored_params=ign or None, **kw)
+
+
+def shards_experts(plan: Plan) -> bool:
+    """Routed experts get ZeRO over their own data-parallel group (edp) when it has > 1 rank."""
+    return uses_fsdp(plan) and plan.edp > 1
+
+
+def _shard_experts(experts, plan: Plan, meshes: Meshes, kw: dict) -> None:
+    """FSDP2 over the expert-data-parallel dim of the expert mesh (as torchtitan shards MoE
+    experts): the weights are DTensors on (ep, etp) of the same mesh, so this is 2-D/3-D
+    FSDP. FSDP averages over edp; ``reduce_grads`` rescales to the global mean.
+
+    FSDP shards dim 0 (the expert index) when the local experts split evenly over edp;
+    otherwise (e.g. Mixtral: 8 experts on ep 8 leaves one per rank) the hidden dim, which
+    expert tensor parallelism never splits, so every edp rank holds an equal share."""
+    from torch.distributed.tensor import Shard
+
+    local_experts = plan_local_experts(experts, plan)
+    if local_experts % plan.edp:
+        hidden_dim = {"w1": 2, "w3": 2, "w2": 1}
+        dims = {id(p): hidden_dim[n] for n, p in experts.named_parameters()}
+        kw = dict(kw, shard_placement_fn=lambda p: Shard(dims[id(p)]))
+    fully_shard(experts, **dict(kw, mesh=meshes.expert["edp"]))
+
+
+def plan_local_experts(experts, plan: Plan) -> int:
+    return experts.w1.shape[0] // plan.ep
 
 
 def grad_sync(parts, plan: Plan, last_microbatch: bool) -> None:
@@ -107,7 +137,14 @@ def reduce_grads(params, plan: Plan, meshes: Meshes, expert: list, tp_partial: l
         for p in tp_partial:
             if p.grad is not None:
                 dist.all_reduce(_local(p.grad), group=g)
-    if expert:
+    if expert and shards_experts(plan):
+        # FSDP's reduce-scatter averaged over edp; a token's gradient reaches its expert once,
+        # from the rank holding the token, so the global mean divides the sum by dp*cp.
+        # (FSDP's own divide factor needs PREMUL_SUM, which gloo lacks.)
+        for p in expert:
+            if p.grad is not None:
+                _local(p.grad).mul_(plan.edp / dpcp)
+    elif expert:
         g = meshes.expert.get_group("edp")
         for p in expert:
             if p.grad is not None:

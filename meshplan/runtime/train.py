@@ -110,6 +110,9 @@ class Trainer:
                             if plan.cp > 1 else None)
         self.parts = parts
         self.params = [p for m in parts for p in m.parameters()]
+        # FSDP replaced the parameter objects it wraps (experts too, under ZeRO over edp)
+        self.expert_params = [p for m in parts for n, p in m.named_parameters()
+                              if ".moe.experts." in n]
         # one optimizer per model part: checkpoints then key optimizer state by the
         # parameter names of the whole model, whatever the layout (as torchtitan does)
         self.optimizers = [make_optimizer(list(m.parameters()), cfg) for m in parts]

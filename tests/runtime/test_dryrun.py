@@ -88,17 +88,17 @@ def test_llama8b_zero1_pp2_model_states_agree_with_the_cost_model(recompute):
 
 def test_moe_dry_run_with_balanced_routing_and_ep():
     """Mixtral-8x7B, dp8 tp2 pp4 ep8 zero1 on 64 fake ranks: MoE runs under fake tensors
-    (balanced routing). The runtime leaves routed experts out of FSDP (replicated over
-    edp), so its optimizer states exceed the cost model's, which shards them over edp:
-    asserted as measured >= predicted, the non-expert part equal (checked: dense test)."""
+    (balanced routing). Routed experts are sharded over their own data-parallel group
+    (edp = 2) as the cost model assumes: optimizer states (AdamW + fp32 master) agree."""
     spec = preset("mixtral-8x7b")
     mem, agree = _agree(spec, Plan(dp=8, tp=2, pp=4, ep=8, zero=1), "none",
                         seq_len=1024, global_batch=32)
     assert len(mem) == 4
     for m, a in zip(mem, agree):
-        assert m["Activation"] > 0 and m["Gradient"] > 0
+        # (FSDP's unsharded gradient accumulators are tracked as Temp, see the dense test)
+        assert m["Activation"] > 0 and m["Temp"] > 0
         got, want = a["optimizer_states"]
-        assert want < got < 2.5 * want
+        assert abs(got - want) / want < 0.02, (got, want)
 
 
 def test_interleaved_dry_run_measures_every_local_chunk():
