@@ -90,16 +90,12 @@ def _shard_experts(experts, plan: Plan, meshes: Meshes, kw: dict) -> None:
     expert tensor parallelism never splits, so every edp rank holds an equal share."""
     from torch.distributed.tensor import Shard
 
-    local_experts = plan_local_experts(experts, plan)
-    if local_experts % plan.edp:
+    if (experts.w1.shape[0] // plan.ep) % plan.edp:  # local experts do not split over edp
         hidden_dim = {"w1": 2, "w3": 2, "w2": 1}
         dims = {id(p): hidden_dim[n] for n, p in experts.named_parameters()}
         kw = dict(kw, shard_placement_fn=lambda p: Shard(dims[id(p)]))
     fully_shard(experts, **dict(kw, mesh=meshes.expert["edp"]))
 
-
-def plan_local_experts(experts, plan: Plan) -> int:
-    return experts.w1.shape[0] // plan.ep
 
 
 def grad_sync(parts, plan: Plan, last_microbatch: bool) -> None:

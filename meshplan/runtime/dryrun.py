@@ -33,6 +33,7 @@ import torch.distributed as dist
 from ..plan import Plan
 from ..errors import InputError
 from .data import cp_positions
+from .data_parallel import _local
 from .train import RunConfig
 
 
@@ -210,10 +211,6 @@ class _StageTrainer:
         for opt in self.optimizers:
             opt.step()
             opt.zero_grad(set_to_none=True)
-
-
-def _local(t):
-    return t.to_local() if hasattr(t, "to_local") else t
 
 
 def _pipeline_sync(parts, on: bool) -> None:
