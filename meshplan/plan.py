@@ -242,28 +242,9 @@ class Plan:
 
     # ---- presentation --------------------------------------------------------------------
     def describe(self) -> str:
-        parts = [f"dp{self.dp}", f"tp{self.tp}", f"pp{self.pp}"]
-        if self.vpp > 1:
-            parts.append(f"vpp{self.vpp}")
-        if self.cp > 1:
-            parts.append(f"cp{self.cp}")
-        if self.ep > 1 or self.etp > 1:
-            parts.append(f"ep{self.ep}")
-            if self.etp > 1:
-                parts.append(f"etp{self.etp}")
-        parts.append(f"zero{self.zero}")
-        if self.hsdp_shard:
-            parts.append(f"hsdp{self.hsdp_shard}")
-        parts.append(f"mb{self.micro_batch}")
-        if self.recompute != "none":
-            parts.append(f"rc-{self.recompute}")
-        if self.pp > 1:
-            parts.append(self.schedule)
-        if self.sequence_parallel:
-            parts.append("sp")
-        if self.offload_optimizer:
-            parts.append("offload")
-        return " ".join(parts)
+        """The plan's complete label (meshplan/plan_label.py prints and parses it)."""
+        from .plan_label import format_label
+        return format_label(self)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -13,6 +13,7 @@ GiB = 2**30
 def estimate_json(e: Estimate) -> dict:
     return {
         "plan": e.plan.to_dict(),
+        "label": e.plan.describe(),
         "describe": e.plan.describe(),
         "num_microbatches": e.num_microbatches,
         "step_time_s": e.step_time_s,
@@ -73,13 +74,14 @@ def plans_table(ests: list[Estimate], simulated: dict | None = None) -> list[str
     """One row per plan; with ``simulated`` (Plan -> PlanSimulation) the simulated step time
     stands beside the closed form and tokens/s and MFU follow the simulation."""
     sim = simulated or {}
-    out = [f"{'#':>2}  {'plan':<52}{'step s':>8}{'sim s':>8}{'tok/s/GPU':>11}{'MFU':>7}"
+    w = max([52] + [len(e.plan.describe()) + 2 for e in ests])
+    out = [f"{'#':>2}  {'plan':<{w}}{'step s':>8}{'sim s':>8}{'tok/s/GPU':>11}{'MFU':>7}"
            f"{'mem GiB':>9}  bottleneck"]
     for i, e in enumerate(ests, 1):
         s = sim.get(e.plan)
         tps = s.tokens_per_s_per_gpu if s else e.tokens_per_s_per_gpu
         mfu = s.mfu if s else e.mfu
-        out.append(f"{i:>2}  {e.plan.describe():<52}{e.step_time_s:>8.2f}"
+        out.append(f"{i:>2}  {e.plan.describe():<{w}}{e.step_time_s:>8.2f}"
                    f"{(f'{s.step_time_s:.2f}' if s else '-'):>8}{tps:>11,.0f}{mfu:>7.1%}"
                    f"{e.peak_memory_bytes / GiB:>9.1f}  {e.bottleneck}")
     return out
@@ -97,6 +99,10 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
     out.append("best plans" + (" (ranked by the simulated pipeline, 'sim s'):" if r.simulated
                                 else ":"))
     out += plans_table(r.top, r.simulated)
+    out.append("('step s': the closed forms, reproduced by `meshplan predict --plan LABEL`; "
+               "'sim s': the simulated pipeline, by `meshplan simulate --plan LABEL`)"
+               if r.simulated else
+               "('step s' is reproduced by `meshplan predict --plan LABEL`)")
     out.append("")
     if len(r.top) > 1:
         a, b = (r.simulated.get(e.plan) for e in r.top[:2])
@@ -123,6 +129,6 @@ def search_json(sc: Scenario, r: SearchResult) -> dict:
         "top": [estimate_json(e) | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s}
                                     if e.plan in r.simulated else {}) for e in r.top],
         "why_best": explain(r.top[0], r.top[1]) if len(r.top) > 1 else None,
-        "pareto": [{"describe": e.plan.describe(), "step_time_s": e.step_time_s,
+        "pareto": [{"label": e.plan.describe(), "describe": e.plan.describe(), "step_time_s": e.step_time_s,
                     "peak_memory_gib": e.peak_memory_bytes / GiB} for e in r.pareto],
     }

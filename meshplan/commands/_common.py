@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import InputError
 from ..plan import Plan
+from ..plan_label import label_fields
 from ..scenario import Scenario, load_scenario, make_cluster
 from ..specs.catalog.presets import load_model
 from ..specs.workload import Workload
@@ -13,8 +14,10 @@ from ..specs.workload import Workload
 PLAN_FLAGS = {  # flag -> (Plan field, type)
     "dp": int, "tp": int, "pp": int, "cp": int, "ep": int, "etp": int, "zero": int,
     "vpp": int, "micro_batch": int, "hsdp_shard": int,
-    "schedule": str, "recompute": str, "cp_kind": str,
+    "schedule": str, "recompute": str, "cp_kind": str, "order": str,
 }
+BOOL_FLAGS = ("sequence_parallel", "offload_optimizer", "tp_comm_overlap", "overlap_grad_reduce",
+              "overlap_param_gather")
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:
@@ -33,17 +36,23 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
 
 def add_plan_args(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
     g = p.add_argument_group("plan knobs" + help_suffix)
+    g.add_argument("--plan", dest="plan_label", metavar="LABEL", default=None,
+                   help="a plan label exactly as `meshplan plan` prints it (or its --json "
+                        "'label'); flags given beside it override its fields")
     for flag, typ in PLAN_FLAGS.items():
         g.add_argument("--" + flag.replace("_", "-"), dest=flag, type=typ, default=None)
-    g.add_argument("--sequence-parallel", dest="sequence_parallel", default=None,
-                   action=argparse.BooleanOptionalAction)
-    g.add_argument("--offload-optimizer", dest="offload_optimizer", default=None,
-                   action=argparse.BooleanOptionalAction)
+    for flag in BOOL_FLAGS:
+        g.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None,
+                       action=argparse.BooleanOptionalAction)
 
 
 def plan_overrides(args: argparse.Namespace) -> dict:
-    keys = list(PLAN_FLAGS) + ["sequence_parallel", "offload_optimizer"]
-    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+    """Plan fields from --plan LABEL, with the per-field flags on top."""
+    label = getattr(args, "plan_label", None)
+    out = label_fields(label) if label is not None else {}
+    keys = list(PLAN_FLAGS) + list(BOOL_FLAGS)
+    out.update({k: getattr(args, k) for k in keys if getattr(args, k, None) is not None})
+    return out
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
@@ -79,6 +88,8 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
 def plan_from_args(args: argparse.Namespace, sc: Scenario) -> Plan:
     """A full plan: the scenario's [plan] table with flags on top."""
     base = sc.plan.to_dict() if sc.plan else {}
+    if getattr(args, "plan_label", None) is not None:
+        base = {}  # a label is a whole plan: it replaces the scenario's [plan]
     base.update(plan_overrides(args))
     if not base:
         raise InputError("plan", None, "give the plan with --dp/--tp/--pp/... or a [plan] table")
