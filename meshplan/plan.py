@@ -127,53 +127,9 @@ class Plan:
 
     # ---- checks against a model, a workload and a world --------------------------------
     def validate(self, model: ModelSpec, workload: Workload, world_size: int | None = None) -> "Plan":
-        """Raise InputError naming the rule a plan breaks for this model and workload."""
-        if world_size is not None and self.world_size != world_size:
-            raise InputError("plan", self.describe(),
-                             f"dp*cp*tp*pp = {self.dp}*{self.cp}*{self.tp}*{self.pp} = "
-                             f"{self.world_size} must equal the number of GPUs ({world_size})")
-        if model.heads % self.tp:
-            raise InputError("tp", self.tp, f"must divide the attention heads ({model.heads})")
-        if not model.is_mla and model.kv_heads % self.tp and self.tp % model.kv_heads:
-            raise InputError("tp", self.tp,
-                             f"must divide, or be a multiple of, the kv heads ({model.kv_heads})")
-        if self.num_chunks > model.layers + 2:
-            raise InputError("pp", self.pp,
-                             f"pp*vpp ({self.num_chunks}) must not exceed the layers + 2 "
-                             f"({model.layers} + 2: the first and last chunk may hold only the "
-                             "embedding / the output layer)")
-        if not model.is_moe and (self.ep > 1 or self.etp > 1):
-            raise InputError("ep" if self.ep > 1 else "etp", max(self.ep, self.etp),
-                             f"{model.name} is dense: expert parallelism needs an MoE model")
-        if model.is_moe:
-            if model.moe_experts % self.ep:
-                raise InputError("ep", self.ep, f"must divide the experts ({model.moe_experts})")
-            if model.moe_expert_ffn % self.etp:
-                raise InputError("etp", self.etp,
-                                 f"must divide the expert ffn width ({model.moe_expert_ffn})")
-        if model.ffn and model.num_dense_layers and model.ffn % self.tp:
-            raise InputError("tp", self.tp, f"must divide the ffn width ({model.ffn})")
-        if workload.seq_len % (2 * self.cp if self.cp > 1 else 1):
-            raise InputError("cp", self.cp,
-                             f"seq_len ({workload.seq_len}) must split into 2*cp load-balanced chunks")
-        if self.sequence_parallel and (workload.seq_len // self.cp) % self.tp:
-            raise InputError("tp", self.tp,
-                             f"sequence parallel needs seq_len/cp ({workload.seq_len // self.cp}) "
-                             "divisible by tp")
-        per_step = self.dp * self.micro_batch
-        if workload.global_batch % per_step:
-            raise InputError("global_batch", workload.global_batch,
-                             f"must be a multiple of dp*micro_batch ({self.dp}*{self.micro_batch} "
-                             f"= {per_step})")
-        m = self.num_microbatches(workload)
-        if self.pp > 1 and self.schedule != "gpipe" and m < self.pp:
-            raise InputError("global_batch", workload.global_batch,
-                             f"gives {m} micro-batches per pipeline; schedule {self.schedule} "
-                             f"needs at least pp={self.pp} (global_batch >= "
-                             f"{self.pp * per_step})")
-        if self.schedule == "dualpipev" and m < 2 * self.pp:
-            raise InputError("global_batch", workload.global_batch,
-                             f"gives {m} micro-batches; dualpipev needs at least 2*pp={2 * self.pp}")
+        """Raise InputError naming the rule a plan breaks (the one rule: meshplan/validity.py)."""
+        from .validity import check_plan
+        check_plan(model, workload, self, world_size)
         return self
 
     # ---- layers on stages ---------------------------------------------------------------

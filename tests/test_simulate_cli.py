@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from meshplan.errors import InputError
+
 from meshplan.cli import main
 from meshplan.cost import estimate
 from meshplan.pipeline.actions import read_csv
@@ -118,11 +120,18 @@ def test_rerank_orders_by_simulated_step_and_drops_unrunnable_schedules():
     w = Workload(4096, 36, "bf16")  # 9 micro-batches per pipeline at dp 4
     plans = [Plan(dp=4, tp=1, pp=4, schedule=s, vpp=v)
              for s, v in (("1f1b", 1), ("zb_h1", 1), ("zb_v", 2), ("interleaved_1f1b", 2))]
-    ests = [estimate(model, cluster, w, p) for p in plans]
-    sims, dropped = rerank(ests)
     # torch's interleaved and zero-bubble classes (zb_h1 is the latter with one chunk) need
-    # 9 micro-batches on 4 ranks to be a multiple of 9 // 4 = 2: both dropped
-    assert sum(dropped.values()) == 2 and "num_microbatches" in next(iter(dropped))
+    # 9 micro-batches on 4 ranks to be a multiple of 9 // 4 = 2: the one validity rule
+    # (meshplan/validity.py) refuses both before any estimate or simulation
+    ests = []
+    for p in plans:
+        try:
+            ests.append(estimate(model, cluster, w, p))
+        except InputError as e:
+            assert "rounds of max(1, m // pp) = 2" in e.allowed
+    assert len(ests) == 2
+    sims, dropped = rerank(ests)
+    assert not dropped
     steps = [s.step_time_s for s in sims]
     assert steps == sorted(steps)
     assert [s.plan.schedule for s in sims] == ["zb_v", "1f1b"]

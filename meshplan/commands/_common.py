@@ -7,6 +7,7 @@ import argparse
 from ..errors import InputError
 from ..plan import Plan
 from ..plan_label import label_fields
+from ..validity import check_plan
 from ..scenario import Scenario, load_scenario, make_cluster
 from ..specs.catalog.presets import load_model
 from ..specs.workload import Workload
@@ -85,12 +86,18 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     return Scenario(model, cluster, workload, None)
 
 
-def plan_from_args(args: argparse.Namespace, sc: Scenario) -> Plan:
-    """A full plan: the scenario's [plan] table with flags on top."""
+def plan_from_args(args: argparse.Namespace, sc: Scenario, on_cluster: bool = True) -> Plan:
+    """A full plan: the scenario's [plan] table (or --plan LABEL) with flags on top, checked
+    by the one validity rule (meshplan/validity.py) against the scenario's model, workload
+    and, when ``on_cluster``, its number of GPUs (run and dryrun use the plan's own world)."""
     base = sc.plan.to_dict() if sc.plan else {}
     if getattr(args, "plan_label", None) is not None:
         base = {}  # a label is a whole plan: it replaces the scenario's [plan]
     base.update(plan_overrides(args))
     if not base:
         raise InputError("plan", None, "give the plan with --dp/--tp/--pp/... or a [plan] table")
-    return Plan.from_dict(base)
+    plan = Plan.from_dict(base)
+    if sc.workload is not None:
+        check_plan(sc.model, sc.workload, plan,
+                   sc.cluster.num_gpus if on_cluster and sc.cluster else None)
+    return plan

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ..scenario import make_cluster
 
     sc = _scenario(args)
-    plan = plan_from_args(args, sc)
+    plan = plan_from_args(args, sc, on_cluster=False)
     cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
                     global_batch=sc.workload.global_batch, dtype=args.dtype or default_dtype(sc))
     measured = dryrun(cfg)

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     sc = _scenario(args)
     try:
-        plan = plan_from_args(args, sc)
+        plan = plan_from_args(args, sc, on_cluster=False)
     except InputError as e:
         if e.field != "plan":
             raise

@@ -29,16 +29,6 @@ def _check_outputs(args) -> None:
             raise InputError("--" + flag.replace("_", "-"), path, f"file name must end in {suffix}")
 
 
-def _check_layers_divide(model, plan: Plan) -> None:
-    """Interleaved schedules need equal chunks (Megatron-LM asserts layers % (pp*vpp) == 0);
-    the V schedules split unevenly as DeepSeek-V3 does (61 layers, DualPipe on PP16)."""
-    if plan.vpp > 1 and plan.schedule not in V_SCHEDULES and model.layers % plan.num_chunks:
-        raise InputError("vpp", plan.vpp,
-                         f"virtual stages must divide the layers: {model.layers} layers do not "
-                         f"split into pp*vpp = {plan.pp}*{plan.vpp} = {plan.num_chunks} "
-                         "equal chunks")
-
-
 def _pick_plan(args, sc):
     over = plan_overrides(args)
     if sc.plan is not None or any(k in over for k in DEGREES):
@@ -56,7 +46,6 @@ def _run(args) -> int:
     _check_outputs(args)
     sc = scenario_from_args(args)
     plan, origin = _pick_plan(args, sc)
-    _check_layers_divide(sc.model, plan)
     from ..cost import estimate
     from ..pipeline.from_cost import simulate_estimate
     from ..pipeline.schedules import schedule_for_plan

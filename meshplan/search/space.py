@@ -72,7 +72,7 @@ def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
                 continue
             rest = n // (tp * cp)
             pps = [pins["pp"]] if "pp" in pins else [
-                p for p in divisors(rest) if p <= min(MAX_PP, model.layers)]
+                p for p in divisors(rest) if p <= min(MAX_PP, model.layers + 2)]
             for pp in pps:
                 if rest % pp:
                     continue
@@ -118,10 +118,8 @@ def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tupl
     allowed = pins.get("schedules")  # a set of schedules to choose from (e.g. an engine's)
     out = []
     for v in ([pinned_v] if pinned_v else range(1, MAX_VPP + 1)):
-        if pp * v > model.layers:
+        if pp * v > model.layers + 2:  # validity.py: at most layers + 2 chunks
             break
-        if v > 1 and model.layers % (pp * v) and not pinned_v:
-            continue  # uneven virtual stages: only when asked for
         if pinned_s:
             names = [pinned_s]
         elif v == 1:

@@ -1,0 +1,138 @@
+"""The one validity rule: is a plan valid for a model, a cluster and a workload, and if not, why.
+
+``check_plan`` is called by the cost model (so by the search and by predict, simulate,
+export, run and dryrun through it) and by the exporters before their own engine limits.
+``check_pins`` applies the same rules to a partial plan (the knobs a user pins for the
+search), so an impossible pin is refused with the rule it breaks instead of "no plan fits".
+Each rule raises InputError(field, value, what is allowed).
+"""
+
+from __future__ import annotations
+
+from .errors import InputError
+from .plan import Plan
+from .specs.model import ModelSpec
+from .specs.workload import Workload
+
+
+def _tp_rules(model: ModelSpec, workload: Workload, tp: int, cp: int, sp: bool,
+              num_gpus: int | None) -> None:
+    if model.heads % tp or (num_gpus is not None and num_gpus % tp):
+        gpus = f" and the {num_gpus} GPUs" if num_gpus is not None else ""
+        raise InputError("tp", tp, f"must divide the {model.heads} attention heads{gpus}")
+    if not model.is_mla and model.kv_heads % tp and tp % model.kv_heads:
+        raise InputError("tp", tp,
+                         f"must divide, or be a multiple of, the kv heads ({model.kv_heads})")
+    if model.ffn and model.num_dense_layers and model.ffn % tp:
+        raise InputError("tp", tp, f"must divide the ffn width ({model.ffn})")
+    if sp and (workload.seq_len // cp) % tp:
+        raise InputError("tp", tp, f"sequence parallel needs seq_len/cp "
+                         f"({workload.seq_len // cp}) divisible by tp")
+
+
+def _cp_rules(workload: Workload, cp: int, num_gpus: int | None) -> None:
+    if workload.seq_len % (2 * cp if cp > 1 else 1):
+        raise InputError("cp", cp, f"seq_len ({workload.seq_len}) must split into 2*cp "
+                         "load-balanced chunks")
+    if num_gpus is not None and num_gpus % cp:
+        raise InputError("cp", cp, f"must divide the {num_gpus} GPUs")
+
+
+def _pp_rules(model: ModelSpec, pp: int, vpp: int, schedule: str | None,
+              num_gpus: int | None) -> None:
+    if num_gpus is not None and num_gpus % pp:
+        raise InputError("pp", pp, f"must divide the {num_gpus} GPUs")
+    # an uneven split of layers over chunks is valid: the runtime, torch.distributed.pipelining
+    # and Megatron-LM (--pipeline-model-parallel-layout) all run it (Plan.layer_split)
+    if pp * vpp > model.layers + 2:
+        raise InputError("pp", pp, f"pp*vpp ({pp * vpp}) must not exceed the layers + 2 "
+                         f"({model.layers} + 2: the first and last chunk may hold only the "
+                         "embedding / the output layer)")
+
+
+def _expert_rules(model: ModelSpec, ep: int, etp: int) -> None:
+    if not model.is_moe and (ep > 1 or etp > 1):
+        raise InputError("ep" if ep > 1 else "etp", max(ep, etp),
+                         f"{model.name} is dense: expert parallelism needs an MoE model")
+    if model.is_moe:
+        if model.moe_experts % ep:
+            raise InputError("ep", ep, f"must divide the experts ({model.moe_experts})")
+        if model.moe_expert_ffn % etp:
+            raise InputError("etp", etp, f"must divide the expert ffn width ({model.moe_expert_ffn})")
+
+
+def _batch_rules(workload: Workload, plan: Plan) -> None:
+    from .pipeline.schedules import min_microbatches, rounds_fit
+
+    per_step = plan.dp * plan.micro_batch
+    if workload.global_batch % per_step:
+        raise InputError("global_batch", workload.global_batch,
+                         f"must be a multiple of dp*micro_batch ({plan.dp}*{plan.micro_batch} "
+                         f"= {per_step})")
+    m = plan.num_microbatches(workload)
+    if plan.pp > 1 and plan.schedule != "gpipe" and m < plan.pp:
+        raise InputError("global_batch", workload.global_batch,
+                         f"gives {m} micro-batches per pipeline; schedule {plan.schedule} "
+                         f"needs at least pp={plan.pp} (global_batch >= {plan.pp * per_step})")
+    need = min_microbatches(plan.schedule, plan.pp, plan.vpp)
+    if m < need:
+        raise InputError("global_batch", workload.global_batch,
+                         f"gives {m} micro-batches; {plan.schedule} needs at least {need} on "
+                         f"pp={plan.pp} (global_batch >= {need * per_step})")
+    if plan.pp > 1 and not rounds_fit(plan.schedule, plan.pp, m):
+        r = max(1, m // plan.pp)
+        raise InputError("micro_batch", plan.micro_batch,
+                         f"gives {m} micro-batches; schedule {plan.schedule} on pp={plan.pp} "
+                         f"runs them in rounds of max(1, m // pp) = {r}, so m must be a "
+                         f"multiple of {r} (torch's flexible interleaving)")
+
+
+def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
+               num_gpus: int | None = None) -> Plan:
+    """Raise InputError naming the first rule ``plan`` breaks; return it when valid.
+
+    The plan's own consistency (schedule vs vpp, ep*etp | dp*cp*tp, ...) is checked when
+    a Plan is built (plan.py); this adds what needs the model, the workload and the GPUs.
+    """
+    _tp_rules(model, workload, plan.tp, plan.cp, plan.sequence_parallel, num_gpus)
+    _cp_rules(workload, plan.cp, num_gpus)
+    _pp_rules(model, plan.pp, plan.vpp, plan.schedule, num_gpus)
+    if num_gpus is not None and plan.world_size != num_gpus:
+        raise InputError("plan", plan.describe(),
+                         f"dp*cp*tp*pp = {plan.dp}*{plan.cp}*{plan.tp}*{plan.pp} = "
+                         f"{plan.world_size} must equal the number of GPUs ({num_gpus})")
+    _expert_rules(model, plan.ep, plan.etp)
+    _batch_rules(workload, plan)
+    return plan
+
+
+def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) -> None:
+    """The rules a partial plan (pinned knobs) already breaks, whatever the rest becomes."""
+    g = dict(pins)
+    tp, cp, pp, dp = (g.get(k) for k in ("tp", "cp", "pp", "dp"))
+    if tp is not None:
+        _tp_rules(model, workload, tp, cp or 1, bool(g.get("sequence_parallel", tp > 1)) and tp > 1
+                  and cp is not None, num_gpus)
+    if cp is not None:
+        _cp_rules(workload, cp, num_gpus)
+    if pp is not None:
+        _pp_rules(model, pp, g.get("vpp", 1), g.get("schedule"), num_gpus)
+    if dp is not None:
+        if num_gpus % dp:
+            raise InputError("dp", dp, f"must divide the {num_gpus} GPUs")
+        mb = g.get("micro_batch", 1)
+        if workload.global_batch % (dp * mb):
+            raise InputError("global_batch", workload.global_batch,
+                             f"must be a multiple of dp*micro_batch ({dp}*{mb} = {dp * mb})")
+    elif "micro_batch" in g and workload.global_batch % g["micro_batch"]:
+        raise InputError("micro_batch", g["micro_batch"],
+                         f"must divide the global batch ({workload.global_batch})")
+    pinned = [k for k in ("dp", "tp", "cp", "pp") if g.get(k) is not None]
+    prod = 1
+    for k in pinned:
+        prod *= g[k]
+    if num_gpus % prod or (len(pinned) == 4 and prod != num_gpus):
+        raise InputError("plan", " ".join(f"{k}{g[k]}" for k in pinned),
+                         f"{'*'.join(pinned)} = {prod} must divide the {num_gpus} GPUs "
+                         "(dp*cp*tp*pp = GPUs)")
+    _expert_rules(model, g.get("ep", 1), g.get("etp", 1))
