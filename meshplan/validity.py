@@ -17,9 +17,10 @@ from .specs.workload import Workload
 
 def _tp_rules(model: ModelSpec, workload: Workload, tp: int, cp: int, sp: bool,
               num_gpus: int | None) -> None:
-    if model.heads % tp or (num_gpus is not None and num_gpus % tp):
-        gpus = f" and the {num_gpus} GPUs" if num_gpus is not None else ""
-        raise InputError("tp", tp, f"must divide the {model.heads} attention heads{gpus}")
+    broken = ([f"the {model.heads} attention heads"] if model.heads % tp else []) + (
+        [f"the {num_gpus} GPUs"] if num_gpus is not None and num_gpus % tp else [])
+    if broken:
+        raise InputError("tp", tp, "must divide " + " and ".join(broken))
     if not model.is_mla and model.kv_heads % tp and tp % model.kv_heads:
         raise InputError("tp", tp,
                          f"must divide, or be a multiple of, the kv heads ({model.kv_heads})")

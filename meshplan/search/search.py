@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..cost import Estimate, estimate
 from ..errors import InputError
 from ..plan import Plan
+from ..validity import check_pins
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
@@ -29,8 +30,29 @@ from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, micro_batch_cho
 NOT_FIT = "does not fit in GPU memory"
 DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the same memory "
                       "with a smaller bubble)")
-# Screened only when pinned: zb_h1 / interleaved_zb hold the same activations with less bubble.
-DOMINATED_SCHEDULES = ("1f1b", "interleaved_1f1b", "gpipe", "looped_bfs")
+# Theorem (schedule dominance). At the same degrees, micro-batch, vpp, recomputation and ZeRO,
+# schedule S is dominated by D = DOMINATOR[S] (same vpp) when D is runnable at (pp, m) and
+# the condition below holds: the closed forms of cost/pipeline.py give bubble_D <= bubble_S
+# (fill*(F+B-W)/(F+B+W) <= fill since W >= 0) and in_flight_D(r) <= in_flight_S(r) on every
+# rank r (1f1b/zb_h1 and interleaved_1f1b/interleaved_zb hold the same; gpipe holds m >= pp;
+# looped_bfs holds m, which must be >= (p - r)(1 + (p-1)/(p v)) at r = 0), and no other part
+# of the estimate depends on the schedule (cost/step.py: bubble, in_flight, chunk placement
+# only, and S and D place chunks alike). So D is at least as fast and fits whenever S does.
+# When D cannot run (e.g. m < pp leaves only GPipe) S is not dominated and is searched.
+# The simulator re-ranks the best plans together with their 1F1B variants (_rerank).
+DOMINATOR = {"1f1b": "zb_h1", "gpipe": "zb_h1", "interleaved_1f1b": "interleaved_zb",
+             "looped_bfs": "interleaved_zb"}
+
+
+def schedule_dominated(vs: tuple[int, str], runnable: list[tuple[int, str]], pp: int,
+                       m: int) -> bool:
+    v, s = vs
+    d = DOMINATOR.get(s)
+    if d is None or (v, d) not in runnable:
+        return False
+    if s == "looped_bfs":
+        return m >= pp * (1 + (pp - 1) / (pp * v))
+    return True
 ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs a multiple "
           "of max(1, m // pp))")
 BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
@@ -90,6 +112,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     for k in pins:
         if k not in PINNABLE:
             raise InputError(k, pins[k], "cannot be pinned; pinnable: " + ", ".join(PINNABLE))
+    check_pins(model, workload, cluster.num_gpus,
+               {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
     t0 = time.perf_counter()
     rejected: Counter = Counter()
     considered = evaluated = fitting = 0
@@ -116,11 +140,13 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 considered += len(scheds) * ladder
                 rejected[NOT_FIT] += len(scheds) * ladder
                 continue
-            screened = [vs for vs in scheds if d.pp == 1 or vs[1] not in DOMINATED_SCHEDULES
-                        or "schedule" in pins or "schedules" in pins]
+            pinned_s = "schedule" in pins or "schedules" in pins
+            screened = [vs for vs in scheds if d.pp == 1 or pinned_s
+                        or not schedule_dominated(vs, scheds, d.pp, m)]
             n_points = len(scheds) * ladder
             considered += n_points
-            rejected[DOMINATED_SCHEDULE] += (len(scheds) - len(screened)) * ladder
+            if len(scheds) > len(screened):
+                rejected[DOMINATED_SCHEDULE] += (len(scheds) - len(screened)) * ladder
             if not screened:
                 continue
             # the leanest setting first: if it does not fit, nothing at this point does
