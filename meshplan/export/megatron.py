@@ -26,18 +26,8 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
 from __future__ import annotations
 
 from ..scenario import Scenario
-from . import Rendered, UnsupportedByEngine
+from . import Rendered
 from ._common import launch_script, same_layout
-
-ENGINE = "Megatron-LM"
-UNSUPPORTED_SCHEDULES = {
-    "gpipe": "Megatron-LM trains with 1F1B or interleaved 1F1B only (no GPipe schedule)",
-    "zb_h1": "Megatron-LM has no zero-bubble schedule; use 1f1b",
-    "interleaved_zb": "Megatron-LM has no zero-bubble schedule; use interleaved_1f1b",
-    "zb_v": "Megatron-LM has no V-shape zero-bubble schedule; use interleaved_1f1b",
-    "dualpipev": "DualPipeV is not in Megatron-LM; use interleaved_1f1b",
-}
-
 
 def _moe_layer_freq(model) -> str | None:
     """Megatron's --moe-layer-freq pattern ("[0]*3+[1]*58"), or None for every layer MoE."""
@@ -72,30 +62,8 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
     def add(flag: str, *vals: object) -> None:
         a.append((flag, [str(v) for v in vals]))
 
-    # ---- refusals first ----------------------------------------------------------------
-    if p.pp > 1 and p.schedule in UNSUPPORTED_SCHEDULES:
-        raise UnsupportedByEngine(ENGINE, "schedule", p.schedule, UNSUPPORTED_SCHEDULES[p.schedule])
-    if same_layout(p, "tp-cp-dp-pp"):
-        tp_pp_dp = False
-    elif same_layout(p, "tp-cp-pp-dp"):
-        tp_pp_dp = True
-    else:
-        raise UnsupportedByEngine(ENGINE, "order", p.order,
-                                  "Megatron lays ranks out as tp-cp-dp-pp (default) or tp-cp-pp-dp "
-                                  "(--use-tp-pp-dp-mapping), innermost first")
-    if p.zero >= 2 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
-        raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
-                                  "meshplan writes HSDP for Megatron only with the distributed "
-                                  "optimizer (zero=1, --num-distributed-optimizer-instances)")
-    if w.precision == "fp16" and p.ep > 1:
-        raise UnsupportedByEngine(ENGINE, "ep", p.ep, "expert parallelism is not supported with "
-                                  "fp16 training (validate_args); use bf16")
-    if p.tp_comm_overlap and not p.sequence_parallel:
-        raise UnsupportedByEngine(ENGINE, "tp_comm_overlap", True,
-                                  "--tp-comm-overlap needs sequence parallelism")
-    if w.optimizer == "sgd" and p.offload_optimizer:
-        raise UnsupportedByEngine(ENGINE, "offload_optimizer", True,
-                                  "the CPU-offloaded optimizer is Adam only")
+    # refusals: meshplan/engines.py (render() checks them before this runs)
+    tp_pp_dp = not same_layout(p, "tp-cp-dp-pp") and same_layout(p, "tp-cp-pp-dp")
 
     # ---- model shape ---------------------------------------------------------------------
     add("--num-layers", m.layers)
