@@ -175,7 +175,9 @@ def test_torchtitan_settings(case, tmp_path):
 # "tensor_parallel" in the AutoTP training tutorial).
 DS_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
            "gradient_clipping", "steps_per_print", "bf16", "fp16", "optimizer",
-           "zero_optimization", "tensor_parallel", "pipeline", "activation_checkpointing"}
+           "zero_optimization", "tensor_parallel", "pipeline", "activation_checkpointing",
+           # Ulysses: read by deepspeed.initialize (deepspeed/__init__.py) to build its mesh
+           "sequence_parallel_size", "data_parallel_size"}
 DS_ZERO_KEYS = {"stage", "overlap_comm", "contiguous_gradients", "reduce_scatter",
                 "offload_optimizer"}
 

@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..engines import LIMITED_ENGINES
-from ..errors import InputError
+from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
 from ..report import search_json, search_text
 from ..scenario import Scenario
@@ -15,6 +15,8 @@ from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_
 
 
 def _run(args) -> int:
+    require_positive_int("top", args.top)
+    require_nonneg_int("rerank", args.rerank)
     sc = scenario_from_args(args)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
