@@ -99,6 +99,8 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
         missing = torchtitan_model_missing(model)
         if missing:
             out.append(Violation("model", model.name, missing))
+    if engine == "megatron":
+        out += _megatron_model(model)
     if engine == "deepspeed" and prec == "fp8":
         out.append(Violation("precision", "fp8", "ds_config has no fp8 training setting "
                              "(fp8 comes from Transformer Engine in model code)"))
@@ -107,6 +109,46 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
         out.append(Violation("precision", "fp8", f"{cluster.gpu.name} ({cluster.gpu.generation}) "
                              "has no fp8 tensor cores; Transformer Engine and torchao need "
                              "Hopper, Ada or newer"))
+    return out
+
+
+# Megatron's llama3 rope scaling fixes these (megatron/core/models/common/embeddings/
+# rotary_pos_embedding.py, _apply_scaling); only the factor is an argument.
+MEGATRON_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192}
+# Megatron's MLA YaRN defaults (MLATransformerConfig) that have no argument.
+MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1}
+
+
+def rope_scaling(model) -> dict:
+    """The model's rope_scaling object ({} when none)."""
+    import json
+    return json.loads(model.rope_scaling) if model.rope_scaling else {}
+
+
+def _megatron_model(m) -> list[Violation]:
+    out = []
+    if m.position == "rope" and not float(m.rope_theta).is_integer():
+        out.append(Violation("model", m.name, f"rope_theta {m.rope_theta} is not an integer "
+                             "(Megatron's --rotary-base is an int)"))
+    rs = rope_scaling(m)
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "llama3":
+        bad = {k: rs.get(k) for k, v in MEGATRON_LLAMA3_ROPE.items() if rs.get(k, v) != v}
+        if bad:
+            out.append(Violation("model", m.name, f"llama3 rope scaling with {bad}: Megatron's "
+                                 f"--use-rope-scaling fixes {MEGATRON_LLAMA3_ROPE}"))
+    elif kind == "yarn":
+        bad = {k: rs.get(k) for k, v in MEGATRON_MLA_YARN.items() if rs.get(k, v) != v}
+        if not m.is_mla or bad:
+            out.append(Violation("model", m.name, "YaRN rope scaling is written for Megatron only "
+                                 f"with multi-latent attention and {MEGATRON_MLA_YARN}"))
+    elif kind is not None:
+        out.append(Violation("model", m.name, f"rope scaling {kind!r}: Megatron-LM has llama3 "
+                             "scaling (--use-rope-scaling) and YaRN for MLA only"))
+    if m.is_moe and m.moe_score == "sigmoid" and not m.moe_topk_norm:
+        out.append(Violation("model", m.name, "Megatron renormalises sigmoid top-k router "
+                             "weights always; the model does not (norm_topk_prob=false)"))
     return out
 
 

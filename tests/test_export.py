@@ -34,7 +34,7 @@ def megatron_parser() -> argparse.ArgumentParser:
     for line in (DATA / "megatron_lm_arguments.tsv").read_text().splitlines():
         if not line or line.startswith("#"):
             continue
-        opt, kind, dest, choices = (line.split("\t") + [""])[:4]
+        opt, kind, dest, choices, typ = (line.split("\t") + ["", ""])[:5]
         kw: dict = {"dest": dest}
         if kind in ("flag", "noflag"):
             kw["action"] = "store_true" if kind == "flag" else "store_false"
@@ -43,6 +43,8 @@ def megatron_parser() -> argparse.ArgumentParser:
                 kw["nargs"] = "+"
             if choices:
                 kw["choices"] = choices.split(",")
+            if typ:  # int/float as Megatron declares them: "1e4" for an int option fails
+                kw["type"] = {"int": int, "float": float}[typ]
         p.add_argument(opt, **kw)
     return p
 
