@@ -8,6 +8,7 @@ import sys
 from ..engines import LIMITED_ENGINES
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
+from ..progress import Progress
 from ..report import search_json, search_text
 from ..scenario import Scenario
 from ..search.search import search
@@ -29,8 +30,13 @@ def _run(args) -> int:
         raise InputError("--out", None, "required with --export (a directory)")
     if args.export:
         check_out_dir(args.out)  # before the search: a bad --out fails fast
-    r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
-               rerank_k=args.rerank, simulate=args.rerank > 0, engine=engine)
+    with Progress("searching (degree points)", quiet=args.json) as bar:
+        def shown(done: int, total: int) -> None:
+            bar.total, bar.done = total, done
+            bar.draw()
+        r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
+                   rerank_k=args.rerank, simulate=args.rerank > 0, engine=engine,
+                   progress=shown)
     rendered = None
     if args.export:
         if not r.top:

@@ -105,9 +105,10 @@ def _engine_filter(engine: str | None, model: ModelSpec, workload: Workload, rej
 
 def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None,
            top_k: int = 5, rerank_k: int = 50, simulate: bool = True,
-           engine: str | None = None) -> SearchResult:
+           engine: str | None = None, progress=None) -> SearchResult:
     """The best plans; with ``engine`` (megatron, torchtitan, deepspeed) only plans that
-    engine runs (meshplan/engines.py, the limits its exporter enforces)."""
+    engine runs (meshplan/engines.py, the limits its exporter enforces). ``progress``, if
+    given, is called with (degree points done, degree points in all) as the search walks."""
     pins_in, pins = pins, dict(pins or {})
     for k in pins:
         if k not in PINNABLE:
@@ -132,7 +133,10 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     lean_z, lean_rc = zeros[-1], rcs[-1]
     keep = max(top_k, rerank_k)
     best: list[float] = []  # max-heap (negated) of the `keep` best step times so far
-    for d in degree_choices(model, cluster, workload, pins):
+    points = list(degree_choices(model, cluster, workload, pins))
+    for i, d in enumerate(points):
+        if progress is not None:
+            progress(i, len(points))
         base = _base_fields(pins, d.tp, engine_defaults)
         deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
         too_big = False
