@@ -43,3 +43,24 @@ def require_choice(field: str, value: object, allowed: tuple[str, ...] | list[st
     if v not in allowed:
         raise InputError(field, value, "allowed: " + ", ".join(allowed))
     return v
+
+
+def require_bool(field: str, value: object) -> bool:
+    """Return ``value`` if it is a bool (true/false in TOML and JSON), else raise InputError.
+
+    Strings such as "false" are refused: bool("false") is True, the opposite of what was meant."""
+    if not isinstance(value, bool):
+        raise InputError(field, value, "must be true or false (a boolean, not a string or number)")
+    return value
+
+
+def require_positive_number(field: str, value: object, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float if it is a finite number > 0 (>= 0 with allow_zero)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(field, value, "must be a number")
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise InputError(field, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
+    return v

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from math import prod
 
-from .errors import InputError, require_choice, require_nonneg_int, require_positive_int
+from .errors import (InputError, require_bool, require_choice, require_nonneg_int,
+                     require_positive_int)
 from .specs.model import ModelSpec
 from .specs.workload import Workload
 
@@ -64,6 +65,10 @@ class Plan:
             object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
         object.__setattr__(self, "zero", require_nonneg_int("zero", self.zero))
         object.__setattr__(self, "hsdp_shard", require_nonneg_int("hsdp_shard", self.hsdp_shard))
+        for f in ("offload_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+                  "tp_comm_overlap") + (("sequence_parallel",) if self.sequence_parallel is not None
+                                        else ()):
+            require_bool(f, getattr(self, f))
         if self.zero > 3:
             raise InputError("zero", self.zero, "allowed: 0, 1, 2, 3")
         if self.sequence_parallel is None:

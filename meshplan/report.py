@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .engines import ENGINE_NAMES
+
 from .cost import Estimate
 from .cost.memory import reserved_bytes
 from .scenario import Scenario
@@ -90,6 +92,9 @@ def plans_table(ests: list[Estimate], simulated: dict | None = None) -> list[str
 def search_text(sc: Scenario, r: SearchResult) -> str:
     out = [scenario_line(sc)]
     out.append(f"searched {r.considered:,} plans ({r.evaluated:,} estimated) in {r.elapsed_s:.2f} s")
+    if r.engine:
+        out.append(f"engine limits: {ENGINE_NAMES[r.engine]} (only plans it runs as planned; "
+                   "see meshplan/engines.py)")
     for reason, n in r.rejected.most_common():
         out.append(f"  rejected {n:>7,}: {reason}")
     if not r.top:
@@ -124,6 +129,7 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
 def search_json(sc: Scenario, r: SearchResult) -> dict:
     return {
         "scenario": scenario_line(sc),
+        "engine": r.engine,
         "considered": r.considered, "evaluated": r.evaluated,
         "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
         "top": [estimate_json(e) | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s}

@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, require_positive_int, require_positive_number
 from .plan import Plan
 from .specs.catalog.gpus import GPUS
 from .specs.catalog.presets import load_model
@@ -53,7 +53,15 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
         n, g = num_gpus, lookup_gpu(gpu, cat)
     else:
         raise InputError("gpus", gpus, "give COUNTxGPU, e.g. 64xH100-SXM-80GB")
-    nic = (nic_gbps_per_gpu or 0) / 8 * 1e9
+    if gpus_per_node is not None:
+        gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node)
+    if scaleup_domain is not None:
+        scaleup_domain = require_positive_int("scaleup_domain", scaleup_domain)
+    if num_gpus is not None and not gpus:
+        n = require_positive_int("num_gpus", num_gpus)
+    nic = 0.0
+    if nic_gbps_per_gpu is not None:
+        nic = require_positive_number("nic_gbps_per_gpu", nic_gbps_per_gpu) / 8 * 1e9
     return Cluster(g, n, gpus_per_node=gpus_per_node or 0, nic_bytes_per_s=nic,
                    scaleup_domain=scaleup_domain or 0)
 
@@ -78,8 +86,12 @@ def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text())
+    except IsADirectoryError:
+        raise InputError("scenario", str(path), "is a directory; give a TOML file") from None
     except OSError as e:
         raise InputError("scenario", str(path), f"cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError("scenario", str(path), "not a text file (not UTF-8)") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError("scenario", str(path), f"not valid TOML ({e})") from None
     for sec in ("model", "cluster", "workload"):

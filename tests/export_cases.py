@@ -43,6 +43,7 @@ DEEPSPEED = [
     ("llama8b-autotp", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=8, tp=2, zero=1, sequence_parallel=False, recompute="full")),
     ("llama70b-pipe", ("llama3.1-70b", "64xH100-SXM-80GB", 4096, 256), dict(dp=16, pp=4, zero=1, recompute="full")),
     ("gpt2-fp16-ddp", ("gpt2", "8xA100-SXM-80GB", 1024, 64, "fp16"), dict(dp=8, zero=0, micro_batch=4)),
+    ("llama8b-ulysses", ("llama3.1-8b", "16xH100-SXM-80GB", 16384, 64), dict(dp=4, cp=4, zero=3, cp_kind="all_to_all", recompute="full")),
 ]
 
 

@@ -34,7 +34,7 @@ def megatron_parser() -> argparse.ArgumentParser:
     for line in (DATA / "megatron_lm_arguments.tsv").read_text().splitlines():
         if not line or line.startswith("#"):
             continue
-        opt, kind, dest, choices = (line.split("\t") + [""])[:4]
+        opt, kind, dest, choices, typ = (line.split("\t") + ["", ""])[:5]
         kw: dict = {"dest": dest}
         if kind in ("flag", "noflag"):
             kw["action"] = "store_true" if kind == "flag" else "store_false"
@@ -43,6 +43,8 @@ def megatron_parser() -> argparse.ArgumentParser:
                 kw["nargs"] = "+"
             if choices:
                 kw["choices"] = choices.split(",")
+            if typ:  # int/float as Megatron declares them: "1e4" for an int option fails
+                kw["type"] = {"int": int, "float": float}[typ]
         p.add_argument(opt, **kw)
     return p
 
@@ -175,7 +177,9 @@ def test_torchtitan_settings(case, tmp_path):
 # "tensor_parallel" in the AutoTP training tutorial).
 DS_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
            "gradient_clipping", "steps_per_print", "bf16", "fp16", "optimizer",
-           "zero_optimization", "tensor_parallel", "pipeline", "activation_checkpointing"}
+           "zero_optimization", "tensor_parallel", "pipeline", "activation_checkpointing",
+           # Ulysses: read by deepspeed.initialize (deepspeed/__init__.py) to build its mesh
+           "sequence_parallel_size", "data_parallel_size"}
 DS_ZERO_KEYS = {"stage", "overlap_comm", "contiguous_gradients", "reduce_scatter",
                 "offload_optimizer"}
 

@@ -35,6 +35,13 @@ def _num(v):
     return v
 
 
+def _noflags() -> dict[str, str]:
+    rows = [line.split("\t") for line in
+            (Path(__file__).parent / "data" / "megatron_lm_arguments.tsv").read_text().splitlines()
+            if line and not line.startswith("#")]
+    return {r[0]: r[2] for r in rows if r[1] == "noflag"}
+
+
 def megatron_transformer_config(argv: list[str]):
     """TransformerConfig from pretrain_gpt.py arguments, following
     core_transformer_config_from_args and validate_args in megatron/training/arguments.py:
@@ -58,6 +65,9 @@ def megatron_transformer_config(argv: list[str]):
     cls = MLATransformerConfig if args["multi_latent_attention"] else TransformerConfig
     names = {f.name for f in dataclasses.fields(cls)}
     kw = {k: v for k, v in args.items() if k in names and v is not None}
+    for opt, k in _noflags().items():
+        if opt not in argv:
+            kw.pop(k, None)  # a store_false option not given: the config's own default applies
     kw["num_moe_experts"] = args.get("num_experts")
     kw["num_query_groups"] = args["num_query_groups"] if args["group_query_attention"] else None
     params_dtype = torch.float16 if args["fp16"] else torch.bfloat16

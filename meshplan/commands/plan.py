@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import InputError
-from ..export import ENGINES, render, write
+from ..engines import LIMITED_ENGINES
+from ..errors import InputError, require_nonneg_int, require_positive_int
+from ..export import ENGINES, check_out_dir, render, write
+from ..progress import Progress
 from ..report import search_json, search_text
 from ..scenario import Scenario
 from ..search.search import search
@@ -14,19 +16,31 @@ from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_
 
 
 def _run(args) -> int:
+    require_positive_int("top", args.top)
+    require_nonneg_int("rerank", args.rerank)
     sc = scenario_from_args(args)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
-    if args.export in ENGINE_SCHEDULES and "schedule" not in pins:
-        pins["schedules"] = ENGINE_SCHEDULES[args.export]  # search what the engine can run
-    r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
-               rerank_k=args.rerank, simulate=args.rerank > 0)
+    engine = args.engine
+    if args.export in LIMITED_ENGINES:
+        if engine and engine != args.export:
+            raise InputError("--engine", engine, f"must match --export ({args.export}) or be left out")
+        engine = args.export  # search only what the engine can run
+    if args.export and not args.out:
+        raise InputError("--out", None, "required with --export (a directory)")
+    if args.export:
+        check_out_dir(args.out)  # before the search: a bad --out fails fast
+    with Progress("searching (degree points)", quiet=args.json) as bar:
+        def shown(done: int, total: int) -> None:
+            bar.total, bar.done = total, done
+            bar.draw()
+        r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
+                   rerank_k=args.rerank, simulate=args.rerank > 0, engine=engine,
+                   progress=shown)
     rendered = None
     if args.export:
         if not r.top:
             raise InputError("--export", args.export, "no plan fits, so there is nothing to export")
-        if not args.out:
-            raise InputError("--out", None, "required with --export (a directory)")
         best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
         rendered = render(best, args.export)  # refuses before anything is printed or written
     if args.json:
@@ -41,15 +55,6 @@ def _run(args) -> int:
     return 0 if r.top else 1
 
 
-# Pipeline schedules each engine can express (see meshplan/export/*.py for the refusals).
-ENGINE_SCHEDULES = {
-    "megatron": ("1f1b", "interleaved_1f1b"),
-    "deepspeed": ("1f1b",),
-    "torchtitan": ("gpipe", "1f1b", "interleaved_1f1b", "looped_bfs", "interleaved_zb", "zb_v",
-                   "dualpipev"),
-}
-
-
 def register(sub) -> None:
     p = sub.add_parser("plan", help="find the best parallel plans for a model on a cluster")
     add_scenario_args(p)
@@ -61,6 +66,9 @@ def register(sub) -> None:
     p.add_argument("--use-scenario-plan", action="store_true",
                    help="pin the knobs of the scenario file's [plan] table")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--engine", choices=LIMITED_ENGINES,
+                   help="search only plans this engine runs as planned (its limits: "
+                        "meshplan/engines.py); --export ENGINE implies it")
     p.add_argument("--export", choices=ENGINES, help="write the winner's config for an engine")
     p.add_argument("--out", help="directory for --export")
     p.set_defaults(func=_run)

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..errors import InputError
+from ..progress import activity
 from ._common import add_plan_args, plan_from_args
 from ..scenario import Scenario, load_scenario, make_cluster
 from ..specs.catalog.presets import load_model
@@ -117,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
                                                           args.nnodes, args.master, args.port, conf)):
             print(f"# node {n}\n{cmd}")
         return 0
-    res = orchestrate.start_local(cfg, run_opts, args.out, args.max_restarts)
+    with activity(f"training {args.steps} step(s)", quiet=args.json):
+        res = orchestrate.start_local(cfg, run_opts, args.out, args.max_restarts)
     summary = orchestrate.summarize(cfg, res["results"])
     pred = _predict(sc, cluster, plan)
     if args.json:

@@ -13,6 +13,7 @@ import json
 
 from ..errors import InputError
 from ..plan import V_SCHEDULES, Plan
+from ..progress import activity
 from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
                       scenario_from_args)
 
@@ -52,7 +53,9 @@ def _run(args) -> int:
 
     est = estimate(sc.model, sc.cluster, sc.workload, plan)
     schedule_for_plan(plan, est.num_microbatches)  # InputError for impossible schedules
-    ps = simulate_estimate(est, overlap_p2p=not args.blocking_p2p)
+    with activity(f"simulating {est.num_microbatches:,} micro-batches on {plan.pp} pipeline "
+                  "ranks", quiet=args.json):
+        ps = simulate_estimate(est, overlap_p2p=not args.blocking_p2p)
     sim = ps.sim
     title = f"{sc.model.name} on {sc.cluster.num_gpus}x{sc.cluster.gpu.name}: {plan.describe()}"
     # render everything first, then write: a failure leaves no half-written output

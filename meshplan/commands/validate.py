@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..progress import activity
 from ..validate import validate
 
 
@@ -12,8 +13,18 @@ def _fmt(x, spec: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def _rows(path: str) -> str:
+    """The number of data rows, for the progress line ('?' when unreadable: validate says why)."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
+            return str(max(0, sum(1 for line in f if line.strip()) - 1))
+    except OSError:
+        return "?"
+
+
 def _run(args) -> int:
-    results, summary = validate(args.csv, with_search_best=not args.no_search)
+    with activity(f"validating {_rows(args.csv)} published runs", quiet=args.json):
+        results, summary = validate(args.csv, with_search_best=not args.no_search)
     if args.json:
         print(json.dumps({"rows": [r.to_json() for r in results], "summary": summary}, indent=2))
         return 0

@@ -10,7 +10,8 @@ with a [plan] table that ``meshplan run`` reads).
 
 A plan that uses something an engine cannot express raises :class:`UnsupportedByEngine`
 (an InputError) naming the feature, the value and the engine, instead of writing a config
-that would silently run something else. Files are written only after every file of the
+that would silently run something else. What each engine can express lives in
+meshplan/engines.py, which the search reads too. Files are written only after every file of the
 export has been rendered, each through a temporary file renamed into place, so a failed
 export leaves no half-written output.
 """
@@ -18,24 +19,17 @@ export leaves no half-written output.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engines import LIMITED_ENGINES, UnsupportedByEngine, check
 from ..errors import InputError, require_choice
 from ..scenario import Scenario
 
 ENGINES = ("megatron", "torchtitan", "deepspeed", "meshplan")
 
-
-class UnsupportedByEngine(InputError):
-    """A plan feature that ``engine`` cannot express; says which and what would work."""
-
-    def __init__(self, engine: str, feature: str, value: object, reason: str):
-        self.engine = engine
-        self.feature = feature
-        where = {"model": "model", "precision": "workload.precision"}.get(feature, f"plan.{feature}")
-        super().__init__(where, value, f"{engine} cannot express this: {reason}")
 
 
 @dataclass
@@ -55,6 +49,8 @@ def render(sc: Scenario, engine: str) -> Rendered:
         raise InputError("plan", None, "the scenario has no plan to export; give a [plan] "
                          "table or plan flags (--dp/--tp/--pp/...)")
     sc.plan.validate(sc.model, sc.workload, sc.cluster.num_gpus)
+    if engine in LIMITED_ENGINES:
+        check(engine, sc)  # the limits the search reads too (meshplan/engines.py)
     if engine == "megatron":
         from .megatron import render_megatron as fn
     elif engine == "torchtitan":
@@ -66,28 +62,80 @@ def render(sc: Scenario, engine: str) -> Rendered:
     return fn(sc)
 
 
-def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
-    """Write rendered files into ``out_dir`` (created if needed); returns their paths."""
+def _found(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
+    """The --out directory if an export may go there, else InputError.
+
+    Allowed: a path that does not exist yet (its nearest existing parent a writable
+    directory), an empty directory, or a directory holding only files an export writes
+    (``names``; a previous export being replaced whole)."""
     out = Path(out_dir)
+    allowed = ("allowed: a new or empty directory, or one holding only a previous export "
+               "(meshplan never overwrites part of a folder)")
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise InputError("--out", str(out_dir), "is a file; " + allowed)
+        try:
+            held = sorted(x.name for x in out.iterdir())
+        except OSError as e:
+            raise InputError("--out", str(out_dir), f"cannot list it ({e.strerror})") from None
+        known = names if names is not None else set(ALL_EXPORT_FILES)
+        foreign = [n for n in held if n not in known]
+        if foreign:
+            raise InputError("--out", str(out_dir), f"holds other files ({_found(foreign)}); "
+                             + allowed)
+        if not os.access(out, os.W_OK):
+            raise InputError("--out", str(out_dir), "is not writable")
+        return out
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError("--out", str(out_dir), f"cannot be created ({parent} is not a writable "
+                         "directory)")
+    return out
+
+
+def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
+    """Write rendered files into ``out_dir``; returns their paths.
+
+    Every file is written into a temporary directory beside ``out_dir`` first, which then
+    takes its place in one rename: a failure leaves either the old folder or the new one,
+    never a mix. An existing ``out_dir`` must be empty or hold only a previous export."""
+    out = check_out_dir(out_dir, set(ALL_EXPORT_FILES) | set(rendered.files))
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.absolute().parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.absolute().parent))
     except OSError as e:
-        raise InputError("out", str(out_dir), f"cannot create the directory ({e.strerror})") from None
-    staged: list[tuple[str, Path]] = []
+        raise InputError("--out", str(out_dir), f"cannot create the directory ({e.strerror})") from None
     try:
         for name, text in rendered.files.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out)
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.chmod(tmp, 0o755 if name in rendered.executable else 0o644)
-            staged.append((tmp, out / name))
+            (tmp / name).write_text(text)
+            os.chmod(tmp / name, 0o755 if name in rendered.executable else 0o644)
+        os.chmod(tmp, 0o755)
+        if out.is_dir():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.absolute().parent))
+            os.replace(out, old)  # onto the empty temporary folder
+            try:
+                os.replace(tmp, out)
+            except OSError:
+                os.replace(old, out)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
     except OSError as e:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        raise InputError("out", str(out_dir), f"cannot write there ({e.strerror})") from None
-    for tmp, final in staged:
-        os.replace(tmp, final)
-    return [final for _, final in staged]
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
+    return [out / name for name in rendered.files]
+
+
+# Every file name an export writes (a folder holding only these is a previous export).
+ALL_EXPORT_FILES = ("megatron_launch.sh", "torchtitan_job.py", "torchtitan_launch.sh",
+                    "ds_config.json", "deepspeed_launch.sh", "plan.toml", "gpus.toml")
 
 
 def export(sc: Scenario, engine: str, out_dir: str | Path) -> list[Path]:

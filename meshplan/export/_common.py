@@ -55,7 +55,8 @@ def flatten(args: list[tuple[str, list[str]]]) -> list[str]:
 
 def launch_script(sc: Scenario, filename: str, title: str, args: list[tuple[str, list[str]]],
                   entry: str, notes: list[str], env: dict[str, str] | None = None,
-                  extra_comments: list[str] | None = None) -> str:
+                  extra_comments: list[str] | None = None,
+                  before_launch: list[str] | None = None) -> str:
     """A bash script that starts the job on one node with torchrun; run it on every node.
 
     ``entry`` is what torchrun runs (a script path, or ``-m module``)."""
@@ -80,6 +81,7 @@ def launch_script(sc: Scenario, filename: str, title: str, args: list[tuple[str,
     if args:
         lines.append(format_args(args))
     lines.append(")")
+    lines += before_launch or []
     lines.append('torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" '
                  '--node-rank "$NODE_RANK" \\')
     lines.append('  --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" \\')

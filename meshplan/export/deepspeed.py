@@ -12,8 +12,11 @@ Mapping: zero -> ``zero_optimization.stage``; offload_optimizer ->
 (``tensor_parallel.autotp_size``); pp -> the pipeline engine (``pipeline.stages``; the
 model must be a ``PipelineModule(num_stages=pp, partition_method="uniform")``), whose
 schedule is 1F1B. What DeepSpeed sets in model code rather than in its config (expert
-parallelism, Ulysses sequence parallelism) or does not have (interleaved and zero-bubble
-schedules, Megatron sequence parallelism, fp8) is refused.
+parallelism) or does not have (interleaved and zero-bubble schedules, Megatron sequence
+parallelism, ring attention, fp8) is refused (meshplan/engines.py). Context parallelism of
+kind all_to_all is DeepSpeed-Ulysses: ``sequence_parallel_size`` = cp and
+``data_parallel_size`` = dp in ds_config, from which ``deepspeed.initialize`` builds its
+(data, sequence) mesh (deepspeed/__init__.py), sequence innermost.
 """
 
 from __future__ import annotations
@@ -21,59 +24,14 @@ from __future__ import annotations
 import json
 
 from ..scenario import Scenario
-from . import Rendered, UnsupportedByEngine
-from ._common import launch_script, same_layout
-
-ENGINE = "DeepSpeed"
+from . import Rendered
+from ._common import launch_script
 
 
 def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
     p, w, m = sc.plan, sc.workload, sc.model
     notes: list[str] = []
-    if w.precision == "fp8":
-        raise UnsupportedByEngine(ENGINE, "precision", "fp8", "ds_config has no fp8 training "
-                                  "setting (fp8 comes from Transformer Engine in model code)")
-    if p.cp > 1:
-        raise UnsupportedByEngine(ENGINE, "cp", p.cp, "DeepSpeed's sequence parallelism (Ulysses) "
-                                  "is built in model code, not set in ds_config")
-    if p.ep > 1 or p.etp > 1:
-        raise UnsupportedByEngine(ENGINE, "ep", p.ep, "DeepSpeed-MoE sets expert parallelism in "
-                                  "model code (deepspeed.moe.layer.MoE(ep_size=...)), not in ds_config")
-    if p.pp > 1:
-        if p.schedule != "1f1b":
-            raise UnsupportedByEngine(ENGINE, "schedule", p.schedule,
-                                      "the DeepSpeed pipeline engine runs 1F1B with one chunk per "
-                                      "stage only")
-        if p.zero >= 2:
-            raise UnsupportedByEngine(ENGINE, "zero", p.zero, "ZeRO-2 and ZeRO-3 are incompatible "
-                                      "with DeepSpeed's pipeline parallelism; use zero 0 or 1")
-        split = p.layer_split(m)
-        if len(set(split)) > 1:
-            raise UnsupportedByEngine(ENGINE, "pp", p.pp,
-                                      f"the layer split {split} is uneven; DeepSpeed's uniform "
-                                      "partition gives the extra layers to the first stages, "
-                                      "meshplan's plan puts them in the middle")
-    if p.tp > 1:
-        if p.sequence_parallel:
-            raise UnsupportedByEngine(ENGINE, "sequence_parallel", True,
-                                      "DeepSpeed AutoTP has no Megatron-style sequence parallelism; "
-                                      "use sequence_parallel=false")
-        if p.zero >= 3:
-            raise UnsupportedByEngine(ENGINE, "zero", p.zero,
-                                      "AutoTP training works with ZeRO stages 0-2")
-    if p.zero >= 1 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
-        raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
-                                  "DeepSpeed 0.19 removed MiCS (zero_optimization.mics_shard_size), "
-                                  "its only shard-inside-a-group mode; ZeRO++ hpZ still shards the "
-                                  "optimizer over all ranks")
-    if p.recompute == "selective":
-        raise UnsupportedByEngine(ENGINE, "recompute", "selective",
-                                  "DeepSpeed checkpoints whole layers (full recompute) only")
-    if not same_layout(p, "tp-cp-dp-pp"):
-        raise UnsupportedByEngine(ENGINE, "order", p.order,
-                                  "DeepSpeed's topology is [pipe, data, model] (model innermost), "
-                                  "i.e. order tp-dp-pp")
-
+    # refusals: meshplan/engines.py (render() checks them before this runs)
     cfg: dict = {
         "train_batch_size": w.global_batch,
         "train_micro_batch_size_per_gpu": p.micro_batch,
@@ -99,6 +57,14 @@ def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
     if p.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     cfg["zero_optimization"] = zero
+    if p.cp > 1:  # Ulysses: deepspeed.initialize builds a (data, sequence) mesh from these two
+        cfg["sequence_parallel_size"] = p.cp
+        cfg["data_parallel_size"] = p.dp
+        notes.append(f"Ulysses sequence parallelism over {p.cp} ranks: wrap each attention in "
+                     "deepspeed.sequence.layer.DistributedAttention(local_attention, "
+                     "sequence_parallel_group) and give each rank its 1/"
+                     f"{p.cp} slice of every sequence (ranks r*{p.cp}..r*{p.cp}+{p.cp - 1} "
+                     "share one sequence)")
     if p.tp > 1:
         cfg["tensor_parallel"] = {"autotp_size": p.tp, "tp_overlap_comm": bool(p.tp_comm_overlap)}
     if p.pp > 1:

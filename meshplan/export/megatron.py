@@ -26,18 +26,9 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
 from __future__ import annotations
 
 from ..scenario import Scenario
-from . import Rendered, UnsupportedByEngine
+from ..engines import rope_scaling
+from . import Rendered
 from ._common import launch_script, same_layout
-
-ENGINE = "Megatron-LM"
-UNSUPPORTED_SCHEDULES = {
-    "gpipe": "Megatron-LM trains with 1F1B or interleaved 1F1B only (no GPipe schedule)",
-    "zb_h1": "Megatron-LM has no zero-bubble schedule; use 1f1b",
-    "interleaved_zb": "Megatron-LM has no zero-bubble schedule; use interleaved_1f1b",
-    "zb_v": "Megatron-LM has no V-shape zero-bubble schedule; use interleaved_1f1b",
-    "dualpipev": "DualPipeV is not in Megatron-LM; use interleaved_1f1b",
-}
-
 
 def _moe_layer_freq(model) -> str | None:
     """Megatron's --moe-layer-freq pattern ("[0]*3+[1]*58"), or None for every layer MoE."""
@@ -72,30 +63,8 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
     def add(flag: str, *vals: object) -> None:
         a.append((flag, [str(v) for v in vals]))
 
-    # ---- refusals first ----------------------------------------------------------------
-    if p.pp > 1 and p.schedule in UNSUPPORTED_SCHEDULES:
-        raise UnsupportedByEngine(ENGINE, "schedule", p.schedule, UNSUPPORTED_SCHEDULES[p.schedule])
-    if same_layout(p, "tp-cp-dp-pp"):
-        tp_pp_dp = False
-    elif same_layout(p, "tp-cp-pp-dp"):
-        tp_pp_dp = True
-    else:
-        raise UnsupportedByEngine(ENGINE, "order", p.order,
-                                  "Megatron lays ranks out as tp-cp-dp-pp (default) or tp-cp-pp-dp "
-                                  "(--use-tp-pp-dp-mapping), innermost first")
-    if p.zero >= 2 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
-        raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
-                                  "meshplan writes HSDP for Megatron only with the distributed "
-                                  "optimizer (zero=1, --num-distributed-optimizer-instances)")
-    if w.precision == "fp16" and p.ep > 1:
-        raise UnsupportedByEngine(ENGINE, "ep", p.ep, "expert parallelism is not supported with "
-                                  "fp16 training (validate_args); use bf16")
-    if p.tp_comm_overlap and not p.sequence_parallel:
-        raise UnsupportedByEngine(ENGINE, "tp_comm_overlap", True,
-                                  "--tp-comm-overlap needs sequence parallelism")
-    if w.optimizer == "sgd" and p.offload_optimizer:
-        raise UnsupportedByEngine(ENGINE, "offload_optimizer", True,
-                                  "the CPU-offloaded optimizer is Adam only")
+    # refusals: meshplan/engines.py (render() checks them before this runs)
+    tp_pp_dp = not same_layout(p, "tp-cp-dp-pp") and same_layout(p, "tp-cp-pp-dp")
 
     # ---- model shape ---------------------------------------------------------------------
     add("--num-layers", m.layers)
@@ -119,9 +88,22 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
     if m.mlp == "swiglu":
         add("--swiglu")
     add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
+    add("--norm-epsilon", m.norm_eps)
     if m.position == "rope":
         add("--position-embedding-type", "rope")
         add("--max-position-embeddings", w.seq_len)
+        add("--rotary-base", int(m.rope_theta))
+        if m.rope_fraction != 1:
+            add("--rotary-percent", m.rope_fraction)
+        rs = rope_scaling(m)
+        if rs.get("rope_type", rs.get("type")) == "llama3":
+            add("--use-rope-scaling")
+            add("--rope-scaling-factor", rs["factor"])
+        elif rs.get("rope_type", rs.get("type")) == "yarn":  # MLA (engines.py checks)
+            add("--rope-type", "yarn")
+            add("--rotary-scaling-factor", rs.get("factor", 1.0))
+            add("--mscale", rs.get("mscale", 1.0))
+            add("--mscale-all-dim", rs.get("mscale_all_dim", 0.0))
     else:
         add("--position-embedding-type", "learned_absolute")
         add("--max-position-embeddings", max(m.max_position, w.seq_len))
@@ -134,6 +116,12 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
     if m.qk_norm:
         add("--qk-layernorm")
     add("--seq-length", w.seq_len)
+    # Megatron pads the vocabulary to a multiple of this times tp; 1 keeps the planned size
+    # (padded only up to a multiple of tp when tp does not divide it)
+    add("--make-vocab-size-divisible-by", 1)
+    if m.vocab % p.tp:
+        notes.append(f"Megatron pads the vocabulary {m.vocab} to {-(-m.vocab // p.tp) * p.tp} "
+                     f"(a multiple of tp={p.tp})")
     if m.is_moe:
         add("--num-experts", m.moe_experts)
         add("--moe-router-topk", m.moe_topk)
@@ -146,14 +134,22 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         add("--moe-grouped-gemm")
         add("--moe-token-dispatcher-type", "alltoall")
         add("--moe-router-dtype", "fp32")
+        add("--moe-router-score-function", m.moe_score)
+        if m.moe_score == "softmax" and not m.moe_topk_norm:
+            add("--moe-router-pre-softmax")  # softmax over all experts, top-k not renormalised
+        if m.moe_routed_scale != 1:
+            add("--moe-router-topk-scaling-factor", m.moe_routed_scale)
+        if m.moe_groups:
+            add("--moe-router-num-groups", m.moe_groups)
+            add("--moe-router-group-topk", m.moe_group_topk)
         if m.moe_router_bias:  # DeepSeek-V3 aux-loss-free balancing (sigmoid scores + bias)
-            add("--moe-router-score-function", "sigmoid")
             add("--moe-router-enable-expert-bias")
             add("--moe-router-load-balancing-type", "seq_aux_loss")
+            # the sequence-wise balance loss weight of the DeepSeek-V3 report (alpha = 1e-4)
             add("--moe-aux-loss-coeff", "1e-4")
         else:
             add("--moe-router-load-balancing-type", "aux_loss")
-            add("--moe-aux-loss-coeff", "1e-2")
+            add("--moe-aux-loss-coeff", m.moe_aux_loss_coef or "1e-2")
 
     # ---- parallelism -----------------------------------------------------------------------
     add("--tensor-model-parallel-size", p.tp)
@@ -231,14 +227,34 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
 
 
 def training_args(sc: Scenario) -> list[tuple[str, list[str]]]:
-    """Data, tokenizer and schedule settings for a throughput run on mock data."""
-    return [("--mock-data", []), ("--tokenizer-type", ["NullTokenizer"]),
-            ("--vocab-size", [str(sc.model.vocab)]),
-            ("--train-iters", ["100"]), ("--eval-iters", ["0"]),
+    """Schedule and logging settings (data and tokenizer come from the script's options)."""
+    return [("--train-iters", ["100"]), ("--eval-iters", ["0"]),
             ("--lr", ["3.0e-4"]), ("--min-lr", ["3.0e-5"]), ("--lr-decay-style", ["cosine"]),
             ("--lr-warmup-iters", ["10"]), ("--weight-decay", ["0.1"]),
             ("--adam-beta2", ["0.95"]), ("--clip-grad", ["1.0"]),
             ("--log-interval", ["1"]), ("--log-throughput", [])]
+
+
+USAGE = ("usage: bash megatron_launch.sh --data-path PREFIX [PREFIX ...] --tokenizer-model "
+         "TOKENIZER [more pretrain_gpt.py options], or bash megatron_launch.sh --mock-data")
+
+
+def data_block(sc: Scenario) -> list[str]:
+    """Bash lines choosing the tokenizer from the script's own options: real data with a
+    Hugging Face tokenizer (--data-path + --tokenizer-model), or --mock-data with
+    Megatron's NullTokenizer. NullTokenizer adds an end-of-document id after --vocab-size
+    ids, so --vocab-size is the planned vocabulary minus one."""
+    return [
+        'case " $* " in',
+        f'  *" --mock-data "*) ARGS+=(--tokenizer-type NullTokenizer --vocab-size {sc.model.vocab - 1}) ;;',
+        '  *" --data-path "*)',
+        '    if [[ " $* " != *" --tokenizer-model "* ]]; then',
+        f'      echo "megatron_launch.sh: --data-path needs --tokenizer-model; {USAGE}" >&2; exit 2',
+        '    fi',
+        '    ARGS+=(--tokenizer-type HuggingFaceTokenizer) ;;',
+        f'  *) echo "megatron_launch.sh: no data given; {USAGE}" >&2; exit 2 ;;',
+        'esac',
+    ]
 
 
 def render_megatron(sc: Scenario) -> Rendered:
@@ -248,7 +264,9 @@ def render_megatron(sc: Scenario) -> Rendered:
         sc, "megatron_launch.sh", "megatron_launch.sh: Megatron-LM pretrain_gpt.py for this plan",
         args, '"${MEGATRON_LM:-.}/pretrain_gpt.py"', notes,
         env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
-        extra_comments=["MEGATRON_LM = a Megatron-LM checkout. The run uses mock data and the "
-                        "NullTokenizer; for real training replace --mock-data/--tokenizer-type/"
-                        "--vocab-size with --data-path and your tokenizer."])
+        extra_comments=["MEGATRON_LM = a Megatron-LM checkout. Data: --data-path PREFIX "
+                        "(Megatron's indexed dataset) --tokenizer-model HF_NAME_OR_PATH, or "
+                        "--mock-data for a throughput run on synthetic tokens. Options after "
+                        "these go to pretrain_gpt.py as they are."],
+        before_launch=data_block(sc))
     return Rendered("megatron", {"megatron_launch.sh": text}, {"megatron_launch.sh"}, notes)

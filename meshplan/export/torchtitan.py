@@ -28,21 +28,11 @@ from __future__ import annotations
 import pprint
 
 from ..scenario import Scenario
-from ..specs.catalog.presets import preset
-from . import Rendered, UnsupportedByEngine
-from ._common import header, launch_script, same_layout
-
-ENGINE = "torchtitan 0.3"
-
-# meshplan preset -> (torchtitan model module, config_registry function, flavor, registry kwargs)
-# Each entry's shape is checked against torchtitan's own model config in the tests.
-MODELS = {
-    "llama3.1-8b": ("llama3", "llama3_8b", "8B", {}),
-    "llama3.1-70b": ("llama3", "llama3_70b", "70B", {}),
-    "llama3.1-405b": ("llama3", "llama3_405b", "405B", {}),
-    "qwen3-30b-a3b": ("qwen3", "qwen3_30b_a3b", "30B-A3B", {}),
-    "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b", "671B", {"attn_backend": "flex"}),
-}
+from ..engines import UnsupportedByEngine, torchtitan_fsdp
+from . import Rendered
+from ._common import header, launch_script
+from .torchtitan_models import MODELS, torchtitan_model_missing  # noqa: F401 (MODELS: tests)
+from .torchtitan_models import torchtitan_model as model_entry
 
 SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
     "gpipe": "GPipe", "1f1b": "1F1B", "interleaved_1f1b": "Interleaved1F1B",
@@ -52,14 +42,11 @@ SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
 
 
 def torchtitan_model(sc: Scenario) -> tuple[str, str, str, dict]:
-    m = sc.model
-    for name, entry in MODELS.items():
-        if preset(name) == m:
-            return entry
-    raise UnsupportedByEngine(ENGINE, "model", m.name,
-                              "torchtitan builds models from its own registered flavours; meshplan "
-                              "maps " + ", ".join(MODELS) + " (a model of another shape needs a "
-                              "torchtitan model config written by hand)")
+    entry = model_entry(sc.model)
+    if entry is None:
+        raise UnsupportedByEngine("torchtitan", "model", sc.model.name,
+                                  torchtitan_model_missing(sc.model))
+    return entry
 
 
 def stage_fqns(split: list[int]) -> list[list[str]]:
@@ -83,50 +70,10 @@ def torchtitan_settings(sc: Scenario) -> tuple[dict, list[str]]:
     plus notes. Raises UnsupportedByEngine."""
     p, w = sc.plan, sc.workload
     notes: list[str] = []
-    if w.precision == "fp16":
-        raise UnsupportedByEngine(ENGINE, "precision", "fp16",
-                                  "torchtitan trains in bf16 (mixed_precision_param) or fp32 only")
-    if p.etp > 1:
-        raise UnsupportedByEngine(ENGINE, "etp", p.etp,
-                                  "torchtitan has no expert tensor parallelism (experts are not "
-                                  "split over TP ranks; EP borrows FSDP and TP ranks)")
-    if p.cp > 1 and p.cp_kind != "ring":
-        raise UnsupportedByEngine(ENGINE, "cp_kind", p.cp_kind,
-                                  "torchtitan's context parallelism is ring attention only")
-    if not same_layout(p, "tp-cp-dp-pp"):
-        raise UnsupportedByEngine(ENGINE, "order", p.order,
-                                  "torchtitan's device mesh is [pp, dp_replicate, dp_shard, cp, tp] "
-                                  "(tp innermost), i.e. order tp-cp-dp-pp")
-    if p.offload_optimizer:
-        raise UnsupportedByEngine(ENGINE, "offload_optimizer", True,
-                                  "training.enable_cpu_offload offloads parameters and gradients "
-                                  "too, not only the optimizer states")
-    if p.pp > 1 and p.schedule not in SCHEDULES:
-        raise UnsupportedByEngine(ENGINE, "schedule", p.schedule,
-                                  "torch.distributed.pipelining has no single-chunk ZB-H1 schedule; "
-                                  "use interleaved_zb or zb_v")
+    # refusals: meshplan/engines.py (render() checks them before this runs)
     dpcp = p.dp * p.cp
-    if p.zero == 0:
-        if p.cp > 1:
-            raise UnsupportedByEngine(ENGINE, "zero", 0, "torchtitan always shards the weights "
-                                      "over the cp ranks with FSDP; use zero=2 or 3")
-        replicate, shard, reshard = p.dp, 1, "default"
-    elif p.zero == 1 and dpcp > 1:
-        raise UnsupportedByEngine(ENGINE, "zero", 1,
-                                  "torchtitan shards with FSDP2 only: zero=2 (reshard_after_forward"
-                                  "=never) or zero=3; optimizer-only sharding (ZeRO-1) is not there")
-    else:
-        group = p.fsdp_shard
-        if group % p.cp:
-            raise UnsupportedByEngine(ENGINE, "hsdp_shard", p.hsdp_shard,
-                                      f"torchtitan's FSDP group is dp_shard*cp: the shard group "
-                                      f"must be a multiple of cp ({p.cp})")
-        replicate, shard = dpcp // group, group // p.cp
-        reshard = {1: "default", 2: "never", 3: "always"}[p.zero]
-    if p.ep > 1 and (shard * p.cp * p.tp) % p.ep:
-        raise UnsupportedByEngine(ENGINE, "ep", p.ep,
-                                  f"torchtitan folds EP over dp_shard*cp*tp = {shard * p.cp * p.tp} "
-                                  "ranks (not over dp_replicate); ep must divide it")
+    replicate, shard = torchtitan_fsdp(p)
+    reshard = {0: "default", 1: "default", 2: "never", 3: "always"}[p.zero]
     m = p.num_microbatches(w)
     if p.pp > 1:
         training = {"local_batch_size": w.global_batch // p.dp, "global_batch_size": w.global_batch,

@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate
+from ..engines import (ENGINE_NAMES, UnsupportedByEngine, plan_violations, scenario_violations,
+                       search_hints)
 from ..errors import InputError
 from ..plan import Plan
 from ..validity import check_pins
@@ -76,6 +78,7 @@ class SearchResult:
     pins: dict = field(default_factory=dict)
     fitting: int = 0  # plans that fit (considered = fitting + sum of rejected)
     simulated: dict = field(default_factory=dict)  # Plan -> PlanSimulation of re-ranked plans
+    engine: str | None = None  # the engine whose limits (meshplan/engines.py) applied
 
     @property
     def best(self) -> Estimate | None:
@@ -100,15 +103,35 @@ def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
     return in_flight(Plan(pp=pp, vpp=v, schedule=sched), 10**9, 0)
 
 
-def _base_fields(pins: dict, tp: int) -> dict:
+def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None) -> dict:
     kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
+    for k, v in (engine_defaults or {}).items():
+        kw.setdefault(k, v)
     kw.setdefault("tp_comm_overlap", tp > 1)
     return kw
 
 
+def _engine_filter(engine: str | None, model: ModelSpec, workload: Workload, rejected: Counter):
+    """A function plan -> True when ``engine`` can run it (counting the refusals by field)."""
+    if engine is None:
+        return lambda plan: True
+    name = ENGINE_NAMES[engine]
+
+    def ok(plan: Plan) -> bool:
+        v = plan_violations(engine, plan, model, workload)
+        if v:
+            rejected[f"{name} cannot run {v[0].field}={v[0].value}"] += 1
+        return not v
+    return ok
+
+
 def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None,
-           top_k: int = 5, rerank_k: int = 50, simulate: bool = True) -> SearchResult:
-    pins = dict(pins or {})
+           top_k: int = 5, rerank_k: int = 50, simulate: bool = True,
+           engine: str | None = None, progress=None) -> SearchResult:
+    """The best plans; with ``engine`` (megatron, torchtitan, deepspeed) only plans that
+    engine runs (meshplan/engines.py, the limits its exporter enforces). ``progress``, if
+    given, is called with (degree points done, degree points in all) as the search walks."""
+    pins_in, pins = pins, dict(pins or {})
     for k in pins:
         if k not in PINNABLE:
             raise InputError(k, pins[k], "cannot be pinned; pinnable: " + ", ".join(PINNABLE))
@@ -118,14 +141,27 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     rejected: Counter = Counter()
     considered = evaluated = fitting = 0
     fits: list[tuple[float, float, Plan]] = []
-    zeros = [pins["zero"]] if "zero" in pins else list(ZERO_ORDER)
+    zero_order, engine_defaults = ZERO_ORDER, {}
+    if engine is not None:
+        bad = scenario_violations(engine, model, workload, cluster)
+        if bad:  # no plan of this scenario can run there
+            raise UnsupportedByEngine(engine, *bad[0])
+        hints = search_hints(engine)
+        if "schedule" not in pins and "schedules" not in pins:
+            pins["schedules"] = hints["schedules"]
+        zero_order, engine_defaults = hints["zeros"], hints["defaults"]
+    runs_on_engine = _engine_filter(engine, model, workload, rejected)
+    zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     ladder = len(zeros) * len(rcs)
     lean_z, lean_rc = zeros[-1], rcs[-1]
     keep = max(top_k, rerank_k)
     best: list[float] = []  # max-heap (negated) of the `keep` best step times so far
-    for d in degree_choices(model, cluster, workload, pins):
-        base = _base_fields(pins, d.tp)
+    points = list(degree_choices(model, cluster, workload, pins))
+    for i, d in enumerate(points):
+        if progress is not None:
+            progress(i, len(points))
+        base = _base_fields(pins, d.tp, engine_defaults)
         deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
         too_big = False
         for mb in micro_batch_choices(workload, d.dp, pins):
@@ -159,24 +195,29 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 rejected[f"invalid: {e.field} ({e.allowed})"] += len(screened) * ladder
                 continue
             evaluated += 1
-            if not lean.fits:
+            if not lean.fits:  # the leanest setting, runnable by the engine or not
                 rejected[NOT_FIT] += len(screened) * ladder
                 too_big = True  # larger micro-batches hold more activations
                 continue
-            fits.append((lean.step_time_s, lean.peak_memory_bytes, lean.plan))
+            lean_runs = engine is None or not plan_violations(engine, lean.plan, model, workload)
+            if lean_runs:
+                fits.append((lean.step_time_s, lean.peak_memory_bytes, lean.plan))
             if len(best) >= keep and _lower_bound_s(lean) > -best[0]:
-                rejected[BOUNDED] += len(screened) * ladder - 1
-                fitting += 1
+                rejected[BOUNDED] += len(screened) * ladder - int(lean_runs)
+                fitting += int(lean_runs)
                 continue
             for vpp, sched in screened:
                 tried = 0
                 for rc in rcs:
                     fitted_at = None
+                    missed = False  # a runnable lower ZeRO stage did not fit at this rc
                     for z in zeros:
                         tried += 1
-                        plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
-                                           recompute=rc, zero=z))
                         try:
+                            plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
+                                               recompute=rc, zero=z))
+                            if not runs_on_engine(plan):
+                                continue
                             est = estimate(model, cluster, workload, plan)
                         except InputError as e:
                             rejected[f"invalid: {e.field} ({e.allowed})"] += 1
@@ -184,6 +225,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                         evaluated += 1
                         if not est.fits:
                             rejected[NOT_FIT] += 1
+                            missed = True
                             continue
                         fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
                         fitting += 1
@@ -192,7 +234,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                             heapq.heappop(best)
                         fitted_at = z
                         break
-                    if fitted_at is not None and fitted_at == zeros[0]:
+                    if fitted_at is not None and not missed:
                         break  # more recomputation cannot be faster
                 if ladder - tried:
                     rejected[DOMINATED] += ladder - tried
@@ -201,7 +243,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean plan may recur
     simulated: dict = {}
     if simulate and any(p.pp > 1 for _, _, p in fits[:rerank_k]):
-        fits, simulated, lost = _rerank(model, cluster, workload, fits, rerank_k, rejected)
+        fits, simulated, lost = _rerank(model, cluster, workload, fits, rerank_k, rejected,
+                                        engine)
         fitting -= lost
     top = [estimate(model, cluster, workload, p) for _, _, p in fits[:top_k]]
     pareto_plans, best_mem = [], float("inf")
@@ -210,11 +253,13 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             pareto_plans.append(plan)
             best_mem = mem
     pareto = [estimate(model, cluster, workload, p) for p in pareto_plans]
+    if "schedules" not in (pins_in or {}):
+        pins.pop("schedules", None)  # the engine's schedules are not the user's pins
     return SearchResult(top, pareto, considered, evaluated, rejected,
-                        time.perf_counter() - t0, pins, fitting, simulated)
+                        time.perf_counter() - t0, pins, fitting, simulated, engine)
 
 
-def _rerank(model, cluster, workload, fits, k, rejected):
+def _rerank(model, cluster, workload, fits, k, rejected, engine=None):
     """Re-rank the best ``k`` plans of the closed-form screen by simulating their pipeline
     schedule (meshplan.pipeline). For each of them the schedules the screen treated as
     dominated (1F1B, interleaved 1F1B) are simulated too, so the simulator, not the closed
@@ -226,7 +271,9 @@ def _rerank(model, cluster, workload, fits, k, rejected):
     seen = set(plans)
     for p in list(plans):
         alt = {"zb_h1": "1f1b", "interleaved_zb": "interleaved_1f1b"}.get(p.schedule)
-        if alt and p.with_(schedule=alt) not in seen:
+        if alt and p.with_(schedule=alt) not in seen and (
+                engine is None or not plan_violations(engine, p.with_(schedule=alt), model,
+                                                      workload)):
             seen.add(p.with_(schedule=alt))
             plans.append(p.with_(schedule=alt))
     ests = []

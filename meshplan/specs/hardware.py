@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..errors import InputError, require_positive_int
+from ..errors import InputError, require_positive_int, require_positive_number
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
@@ -59,6 +59,8 @@ class Cluster:
 
     def __post_init__(self) -> None:
         require_positive_int("num_gpus", self.num_gpus)
+        if self.num_gpus > MAX_GPUS:
+            raise InputError("num_gpus", self.num_gpus, f"must be at most {MAX_GPUS:,}")
         if not self.gpus_per_node:
             object.__setattr__(self, "gpus_per_node", self.gpu.gpus_per_node)
         require_positive_int("gpus_per_node", self.gpus_per_node)
@@ -92,56 +94,80 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
     for k in d:
         if k not in known:
             raise InputError(f"gpu.{name}.{k}", d[k], "unknown key; known: " + ", ".join(sorted(known)))
-    try:
-        peak = {k: float(v) * 1e12 for k, v in d["peak_tflops"].items()}
-        if "memory_gib" in d:
-            mem = float(d["memory_gib"]) * 2**30
-        else:
-            mem = float(d["memory_gb"]) * 1e9
-        return GPU(
-            name=name,
-            peak_flops=peak,
-            memory_bytes=mem,
-            memory_bytes_per_s=float(d["memory_tb_per_s"]) * 1e12,
-            scaleup_bytes_per_s=float(d["scaleup_gb_per_s"]) * 1e9,
-            gpus_per_node=int(d.get("gpus_per_node", 8)),
-            scaleup_domain=int(d.get("scaleup_domain", d.get("gpus_per_node", 8))),
-            nic_bytes_per_s=float(d.get("nic_gbps", 400)) / 8 * 1e9,
-            generation=str(d.get("generation", "hopper")),
-            power_limit_w=float(d.get("power_limit_w", 0)),
-            source=str(d.get("source", "user file")),
-        )
-    except KeyError as e:
-        raise InputError(f"gpu.{name}.{e.args[0]}", None, "missing; required key") from None
-    except (TypeError, ValueError, AttributeError) as e:
-        raise InputError(f"gpu.{name}", d, f"malformed entry ({e})") from None
+    f = f"gpu.{name}"
+
+    def num(key: str, default: object = ..., allow_zero: bool = False) -> float:
+        if key not in d:
+            if default is ...:
+                raise InputError(f"{f}.{key}", None, "missing; required key")
+            return float(default)
+        return require_positive_number(f"{f}.{key}", d[key], allow_zero)
+
+    def count(key: str, default: int) -> int:
+        return require_positive_int(f"{f}.{key}", d[key]) if key in d else default
+
+    peaks = d.get("peak_tflops")
+    if not isinstance(peaks, dict) or not peaks:
+        raise InputError(f"{f}.peak_tflops", peaks, "a table of TFLOP/s per precision, "
+                         "e.g. {bf16 = 989, fp8 = 1979}")
+    peak = {k: require_positive_number(f"{f}.peak_tflops.{k}", v) * 1e12 for k, v in peaks.items()}
+    mem = num("memory_gib") * 2**30 if "memory_gib" in d else num("memory_gb") * 1e9
+    per_node = count("gpus_per_node", 8)
+    return GPU(
+        name=name,
+        peak_flops=peak,
+        memory_bytes=mem,
+        memory_bytes_per_s=num("memory_tb_per_s") * 1e12,
+        scaleup_bytes_per_s=num("scaleup_gb_per_s") * 1e9,
+        gpus_per_node=per_node,
+        scaleup_domain=count("scaleup_domain", per_node),
+        nic_bytes_per_s=num("nic_gbps", 400) / 8 * 1e9,
+        generation=str(d.get("generation", "hopper")),
+        power_limit_w=num("power_limit_w", 0, allow_zero=True),
+        source=str(d.get("source", "user file")),
+    )
 
 
 def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
     """User GPUs: ``[gpu.NAME]`` tables (see examples/my_gpus.toml)."""
     try:
         data = tomllib.loads(Path(path).read_text())
+    except IsADirectoryError:
+        raise InputError("gpu_file", str(path), "is a directory; give a TOML file") from None
     except OSError as e:
         raise InputError("gpu_file", str(path), f"cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError("gpu_file", str(path), "not a text file (not UTF-8)") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError("gpu_file", str(path), f"not valid TOML ({e})") from None
     table = data.get("gpu")
     if not isinstance(table, dict) or not table:
         raise InputError("gpu_file", str(path), "needs at least one [gpu.NAME] table")
+    for name, d in table.items():
+        if not isinstance(d, dict):
+            raise InputError(f"gpu.{name}", d, "must be a table ([gpu.NAME] with its keys)")
     return {name: gpu_from_dict(d, name) for name, d in table.items()}
 
 
+# The largest cluster meshplan plans for: 2**20 GPUs (5x the largest announced training
+# clusters of 2025, ~200k GPUs); the search over its divisors still answers in seconds.
+MAX_GPUS = 2**20
 _GPUS_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S+)\s*$", re.I)
 
 
 def parse_gpus(text: str, catalog: dict[str, GPU]) -> tuple[int, GPU]:
     """Parse ``64xH100-SXM-80GB`` into (64, GPU)."""
+    if not isinstance(text, str):
+        raise InputError("gpus", text, "expected COUNTxGPU text, e.g. \"64xH100-SXM-80GB\"")
     m = _GPUS_RE.match(text)
     if not m:
         raise InputError("gpus", text, "expected COUNTxGPU, e.g. 64xH100-SXM-80GB")
     count = int(m.group(1))
     if count < 1:
         raise InputError("gpus", text, "the GPU count must be a positive integer")
+    if count > MAX_GPUS:
+        raise InputError("gpus", text, f"the GPU count must be at most {MAX_GPUS:,} "
+                         "(meshplan plans single clusters up to 2**20 GPUs)")
     return count, lookup_gpu(m.group(2), catalog)
 
 

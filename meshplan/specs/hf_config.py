@@ -7,6 +7,7 @@ gpt_neox. Field names follow each family's ``configuration_*.py`` in transformer
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,138 +41,223 @@ def _int(cfg: dict, key: str, default: Any = ..., *alts: str) -> int:
     return v
 
 
+def _pos(cfg: dict, key: str, default: Any = ..., *alts: str) -> int:
+    """A size that must be at least 1 (layers, widths, heads, vocabulary)."""
+    v = _get(cfg, key, default, *alts)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InputError(f"config.json:{key}", v, "must be a positive integer")
+    return v
+
+
+def _bool(cfg: dict, key: str, default: bool) -> bool:
+    """true/false; a string such as "false" is an error, not truthy."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise InputError(f"config.json:{key}", v, "must be true or false (a JSON boolean)")
+    return v
+
+
+def _float(cfg: dict, key: str, default: float, *alts: str, allow_zero: bool = False) -> float:
+    v = _get(cfg, key, default, *alts)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+            or v < 0 or (v == 0 and not allow_zero):
+        raise InputError(f"config.json:{key}", v, "must be a finite number "
+                         + (">= 0" if allow_zero else "> 0"))
+    return float(v)
+
+
+def _str(cfg: dict, key: str, default: str) -> str:
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, str):
+        raise InputError(f"config.json:{key}", v, "must be a string")
+    return v
+
+
+def _rope_scaling(cfg: dict) -> str:
+    """The rope_scaling object as canonical JSON ("" when there is none)."""
+    v = cfg.get("rope_scaling")
+    if v is None:
+        return ""
+    if not isinstance(v, dict):
+        raise InputError("config.json:rope_scaling", v, "must be an object such as "
+                         '{"rope_type": "llama3", "factor": 8.0, ...} or null')
+    kind = v.get("rope_type", v.get("type"))
+    if not isinstance(kind, str):
+        raise InputError("config.json:rope_scaling.rope_type", kind, "must name the scaling "
+                         "(llama3, yarn, linear, dynamic, ...)")
+    for k, x in v.items():
+        if isinstance(x, float) and not math.isfinite(x):
+            raise InputError(f"config.json:rope_scaling.{k}", x, "must be a finite number")
+    return json.dumps(v, sort_keys=True)
+
+
+def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6) -> dict:
+    """Fields every family shares: tying, rotary base and scaling, norm epsilon."""
+    return dict(tied_embeddings=_bool(cfg, "tie_word_embeddings", False),
+                rope_theta=_float(cfg, "rope_theta", 10000.0),
+                rope_scaling=_rope_scaling(cfg),
+                norm_eps=_float(cfg, eps_key, eps_default))
+
+
+# Defaults are those of each family's configuration_*.py in transformers (used when a
+# config.json leaves a field out).
 @_family("llama", "mistral", "qwen2", "qwen3")
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
-    heads = _int(cfg, "num_attention_heads")
-    attn_bias = bool(cfg.get("attention_bias", False))
+    heads = _pos(cfg, "num_attention_heads")
+    attn_bias = _bool(cfg, "attention_bias", False)
     return ModelSpec(
         name=name,
-        layers=_int(cfg, "num_hidden_layers"),
-        hidden=_int(cfg, "hidden_size"),
+        layers=_pos(cfg, "num_hidden_layers"),
+        hidden=_pos(cfg, "hidden_size"),
         heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", heads),
+        kv_heads=_pos(cfg, "num_key_value_heads", heads),
         head_dim=_int(cfg, "head_dim", 0),
-        ffn=_int(cfg, "intermediate_size"),
-        vocab=_int(cfg, "vocab_size"),
+        ffn=_pos(cfg, "intermediate_size"),
+        vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         qkv_bias=(mt == "qwen2") or attn_bias,
         qk_norm=(mt == "qwen3"),
+        **_common(cfg),
     )
 
 
 @_family("mixtral")
 def _mixtral(name: str, cfg: dict) -> ModelSpec:
-    heads = _int(cfg, "num_attention_heads")
-    ffn = _int(cfg, "intermediate_size")
+    heads = _pos(cfg, "num_attention_heads")
+    ffn = _pos(cfg, "intermediate_size")
+    common = _common(cfg, eps_default=1e-5)
+    common["rope_theta"] = _float(cfg, "rope_theta", 1e6)
     return ModelSpec(
         name=name,
-        layers=_int(cfg, "num_hidden_layers"),
-        hidden=_int(cfg, "hidden_size"),
+        layers=_pos(cfg, "num_hidden_layers"),
+        hidden=_pos(cfg, "hidden_size"),
         heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", heads),
+        kv_heads=_pos(cfg, "num_key_value_heads", heads),
         head_dim=_int(cfg, "head_dim", 0),
         ffn=ffn,
-        vocab=_int(cfg, "vocab_size"),
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        moe_experts=_int(cfg, "num_local_experts"),
-        moe_topk=_int(cfg, "num_experts_per_tok"),
+        vocab=_pos(cfg, "vocab_size"),
+        moe_experts=_pos(cfg, "num_local_experts"),
+        moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=ffn,
+        moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
+        **common,
     )
 
 
 @_family("qwen3_moe")
 def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
-    heads = _int(cfg, "num_attention_heads")
-    layers = _int(cfg, "num_hidden_layers")
-    dense_only = sorted(cfg.get("mlp_only_layers") or [])
+    heads = _pos(cfg, "num_attention_heads")
+    layers = _pos(cfg, "num_hidden_layers")
+    raw = cfg.get("mlp_only_layers") or []
+    if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                            for i in raw):
+        raise InputError("config.json:mlp_only_layers", raw, "must be a list of layer indices")
+    dense_only = sorted(raw)
     if dense_only != list(range(len(dense_only))):
         raise InputError("config.json:mlp_only_layers", dense_only,
                          "only a leading run of dense layers (0, 1, ..., k-1) is supported")
     return ModelSpec(
         name=name,
         layers=layers,
-        hidden=_int(cfg, "hidden_size"),
+        hidden=_pos(cfg, "hidden_size"),
         heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", heads),
+        kv_heads=_pos(cfg, "num_key_value_heads", heads),
         head_dim=_int(cfg, "head_dim", 0),
         ffn=_int(cfg, "intermediate_size"),
-        vocab=_int(cfg, "vocab_size"),
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        vocab=_pos(cfg, "vocab_size"),
         qk_norm=True,
-        moe_experts=_int(cfg, "num_experts"),
-        moe_topk=_int(cfg, "num_experts_per_tok"),
-        moe_expert_ffn=_int(cfg, "moe_intermediate_size"),
+        moe_experts=_pos(cfg, "num_experts"),
+        moe_topk=_pos(cfg, "num_experts_per_tok"),
+        moe_expert_ffn=_pos(cfg, "moe_intermediate_size"),
         moe_dense_layers=len(dense_only),
         moe_layer_freq=_int(cfg, "decoder_sparse_step", 1) or 1,
+        moe_topk_norm=_bool(cfg, "norm_topk_prob", False),
+        moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
+        **_common(cfg),
     )
 
 
 @_family("deepseek_v2", "deepseek_v3")
 def _deepseek(name: str, cfg: dict) -> ModelSpec:
-    heads = _int(cfg, "num_attention_heads")
+    heads = _pos(cfg, "num_attention_heads")
     routed = _int(cfg, "n_routed_experts", 0)
+    v3 = cfg.get("model_type") == "deepseek_v3"
     return ModelSpec(
         name=name,
-        layers=_int(cfg, "num_hidden_layers"),
-        hidden=_int(cfg, "hidden_size"),
+        layers=_pos(cfg, "num_hidden_layers"),
+        hidden=_pos(cfg, "hidden_size"),
         heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", heads),
-        head_dim=_int(cfg, "v_head_dim"),
+        kv_heads=_pos(cfg, "num_key_value_heads", heads),
+        head_dim=_pos(cfg, "v_head_dim"),
         ffn=_int(cfg, "intermediate_size"),
-        vocab=_int(cfg, "vocab_size"),
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        vocab=_pos(cfg, "vocab_size"),
         q_lora_rank=_int(cfg, "q_lora_rank", 0),
-        kv_lora_rank=_int(cfg, "kv_lora_rank"),
-        qk_nope_head_dim=_int(cfg, "qk_nope_head_dim"),
-        qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
-        v_head_dim=_int(cfg, "v_head_dim"),
+        kv_lora_rank=_pos(cfg, "kv_lora_rank"),
+        qk_nope_head_dim=_pos(cfg, "qk_nope_head_dim"),
+        qk_rope_head_dim=_pos(cfg, "qk_rope_head_dim"),
+        v_head_dim=_pos(cfg, "v_head_dim"),
         moe_experts=routed,
         moe_topk=_int(cfg, "num_experts_per_tok", 0) if routed else 0,
         moe_expert_ffn=_int(cfg, "moe_intermediate_size", 0) if routed else 0,
         moe_shared_experts=_int(cfg, "n_shared_experts", 0) if routed else 0,
         moe_dense_layers=_int(cfg, "first_k_dense_replace", 0) if routed else 0,
         moe_layer_freq=_int(cfg, "moe_layer_freq", 1) or 1,
-        moe_router_bias=cfg.get("topk_method") == "noaux_tc",
+        moe_router_bias=_str(cfg, "topk_method", "noaux_tc" if v3 else "greedy") == "noaux_tc",
+        moe_score=_str(cfg, "scoring_func", "sigmoid" if v3 else "softmax"),
+        moe_topk_norm=_bool(cfg, "norm_topk_prob", v3),
+        moe_routed_scale=_float(cfg, "routed_scaling_factor", 2.5 if v3 else 1.0),
+        moe_groups=_int(cfg, "n_group", 8 if v3 else 0),
+        moe_group_topk=_int(cfg, "topk_group", 4 if v3 else 0),
+        moe_aux_loss_coef=_float(cfg, "aux_loss_alpha", 0.001, allow_zero=True),
+        **_common(cfg),
     )
 
 
 @_family("gpt2")
 def _gpt2(name: str, cfg: dict) -> ModelSpec:
-    hidden = _int(cfg, "n_embd", ..., "hidden_size")
+    hidden = _pos(cfg, "n_embd", ..., "hidden_size")
     return ModelSpec(
         name=name,
-        layers=_int(cfg, "n_layer", ..., "num_hidden_layers"),
+        layers=_pos(cfg, "n_layer", ..., "num_hidden_layers"),
         hidden=hidden,
-        heads=_int(cfg, "n_head", ..., "num_attention_heads"),
-        kv_heads=_int(cfg, "n_head", ..., "num_attention_heads"),
-        ffn=_int(cfg, "n_inner", 4 * hidden),
-        vocab=_int(cfg, "vocab_size"),
+        heads=_pos(cfg, "n_head", ..., "num_attention_heads"),
+        kv_heads=_pos(cfg, "n_head", ..., "num_attention_heads"),
+        ffn=_pos(cfg, "n_inner", 4 * hidden),
+        vocab=_pos(cfg, "vocab_size"),
         mlp="gelu",
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        tied_embeddings=_bool(cfg, "tie_word_embeddings", True),
         norm="layernorm",
+        norm_eps=_float(cfg, "layer_norm_epsilon", 1e-5),
         linear_bias=True,
         position="learned",
-        max_position=_int(cfg, "n_positions", ..., "max_position_embeddings"),
+        max_position=_pos(cfg, "n_positions", ..., "max_position_embeddings"),
     )
 
 
 @_family("gpt_neox")
 def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
-    heads = _int(cfg, "num_attention_heads")
+    heads = _pos(cfg, "num_attention_heads")
     return ModelSpec(
         name=name,
-        layers=_int(cfg, "num_hidden_layers"),
-        hidden=_int(cfg, "hidden_size"),
+        layers=_pos(cfg, "num_hidden_layers"),
+        hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=heads,
-        ffn=_int(cfg, "intermediate_size"),
-        vocab=_int(cfg, "vocab_size"),
+        ffn=_pos(cfg, "intermediate_size"),
+        vocab=_pos(cfg, "vocab_size"),
         mlp="gelu",
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        tied_embeddings=_bool(cfg, "tie_word_embeddings", False),
         norm="layernorm",
-        linear_bias=bool(cfg.get("attention_bias", True)),
+        norm_eps=_float(cfg, "layer_norm_eps", 1e-5),
+        linear_bias=_bool(cfg, "attention_bias", True),
+        rope_theta=_float(cfg, "rotary_emb_base", 10000.0, "rope_theta"),
+        rope_scaling=_rope_scaling(cfg),
+        rope_fraction=_float(cfg, "rotary_pct", 0.25),
     )
 
 
@@ -191,6 +277,8 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
         p = p / "config.json"
     try:
         text = p.read_text()
+    except UnicodeDecodeError:
+        raise InputError("model", str(path), "not a text file (not UTF-8 JSON)") from None
     except OSError as e:
         raise InputError("model", str(path), f"cannot read file ({e.strerror})") from None
     try:

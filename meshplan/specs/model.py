@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from ..errors import InputError, require_choice, require_nonneg_int, require_positive_int
+from ..errors import (InputError, require_bool, require_choice, require_nonneg_int,
+                      require_positive_int, require_positive_number)
 
 MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
 POSITION_KINDS = ("rope", "learned")
+MOE_SCORES = ("softmax", "sigmoid")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,17 @@ class ModelSpec:
     moe_dense_layers: int = 0
     moe_layer_freq: int = 1
     moe_router_bias: bool = False  # per-expert score-correction bias (DeepSeek-V3)
+    # what an engine needs to build the same model (no effect on sizes or FLOPs)
+    rope_theta: float = 10000.0  # rotary base
+    rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
+    rope_fraction: float = 1.0  # share of each head's dims that rotate (GPT-NeoX: 0.25)
+    norm_eps: float = 1e-5
+    moe_score: str = "softmax"  # router score function: softmax or sigmoid
+    moe_topk_norm: bool = True  # renormalise the top-k routing weights to sum to 1
+    moe_routed_scale: float = 1.0  # routed experts' output scale (DeepSeek-V3: 2.5)
+    moe_groups: int = 0  # device-limited routing: expert groups (DeepSeek-V3: 8)
+    moe_group_topk: int = 0  # groups each token may use (DeepSeek-V3: 4)
+    moe_aux_loss_coef: float = 0.0  # load-balancing loss weight the model was trained with
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +80,21 @@ class ModelSpec:
                   "moe_dense_layers"):
             require_nonneg_int(f, getattr(self, f))
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
+        for f in ("moe_groups", "moe_group_topk"):
+            require_nonneg_int(f, getattr(self, f))
+        for f in ("rope_theta", "norm_eps", "rope_fraction", "moe_routed_scale"):
+            object.__setattr__(self, f, require_positive_number(f, getattr(self, f)))
+        object.__setattr__(self, "moe_aux_loss_coef", require_positive_number(
+            "moe_aux_loss_coef", self.moe_aux_loss_coef, allow_zero=True))
+        if self.rope_fraction > 1:
+            raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
+        for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
+                  "moe_topk_norm"):
+            require_bool(f, getattr(self, f))
+        object.__setattr__(self, "moe_score",
+                           require_choice("moe_score", self.moe_score, MOE_SCORES))
+        if not isinstance(self.rope_scaling, str):
+            raise InputError("rope_scaling", self.rope_scaling, "must be JSON text ('' for none)")
         object.__setattr__(self, "mlp", require_choice("mlp", self.mlp, MLP_KINDS))
         object.__setattr__(self, "norm", require_choice("norm", self.norm, NORM_KINDS))
         object.__setattr__(self, "position",

@@ -26,8 +26,10 @@ class Workload:
     optimizer_state_precision: str = "fp32"
 
     def __post_init__(self) -> None:
-        require_positive_int("seq_len", self.seq_len)
-        require_positive_int("global_batch", self.global_batch)
+        for f in ("seq_len", "global_batch"):
+            object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
+        if self.seq_len > 2**24:
+            raise InputError("seq_len", self.seq_len, "must be at most 16,777,216 tokens")
         object.__setattr__(self, "precision",
                            require_choice("precision", self.precision, WORKLOAD_PRECISIONS))
         object.__setattr__(self, "optimizer",

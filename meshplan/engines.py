@@ -1,0 +1,308 @@
+"""What each training engine can run: the one place the exporters and the search read.
+
+    engine_violations(engine, plan, model, workload, cluster=None) -> list[Violation]
+    scenario_violations(engine, model, workload, cluster=None) -> list[Violation]
+    search_hints(engine) -> dict            # how the search walks only runnable plans
+
+A Violation is (field, value, allowed): the plan field (or "model" / "precision"), the
+value the plan has, and what the engine allows instead. An empty list means the engine
+can run the plan as meshplan planned it; the exporters (meshplan/export/*.py) refuse
+exactly when the list is not empty, with its first entry, and ``meshplan plan --engine E``
+/ ``--export E`` search only plans whose list is empty.
+
+Sources per engine (versions the exports target):
+- Megatron-LM (megatron/training/arguments.py, validate_args; main as of 2026-08): 1F1B and
+  interleaved 1F1B only; rank orders tp-cp-ep-dp-pp or tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping);
+  expert parallelism not with fp16; --tp-comm-overlap needs --sequence-parallel; the CPU
+  optimizer offload is Adam only; HSDP only through the distributed optimizer's instances.
+- torchtitan 0.3 (torchtitan/config/job_config.py, distributed/parallel_dims.py): bf16/fp32
+  only; FSDP2 (no ZeRO-1 when anything is sharded); ring context parallelism; no expert
+  tensor parallelism; EP folded over dp_shard*cp*tp; CPU offload moves weights and grads too;
+  schedules of torch.distributed.pipelining (no single-chunk ZB-H1); models from its own
+  registry (meshplan/export/torchtitan.py maps them).
+- DeepSpeed 0.19 (deepspeed/runtime/config.py, pipe/engine.py, __init__.py): no fp8 in
+  ds_config; no expert parallelism in ds_config; Ulysses sequence parallelism through
+  ``sequence_parallel_size`` + ``data_parallel_size`` (a (dp, sp) mesh, sp innermost) only
+  without AutoTP and without the pipeline engine; the pipeline engine runs 1F1B on one chunk
+  per stage, ZeRO 0-1, uniform layer partition; AutoTP has no sequence parallelism and no
+  ZeRO-3; no MiCS/HSDP; full-layer checkpointing only.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .errors import InputError, require_choice
+
+LIMITED_ENGINES = ("megatron", "torchtitan", "deepspeed")
+ENGINE_NAMES = {"megatron": "Megatron-LM", "torchtitan": "torchtitan 0.3",
+                "deepspeed": "DeepSpeed 0.19"}
+
+# Pipeline schedules each engine runs (meshplan names).
+SCHEDULES = {
+    "megatron": ("1f1b", "interleaved_1f1b", "looped_bfs"),
+    "torchtitan": ("gpipe", "1f1b", "interleaved_1f1b", "looped_bfs", "interleaved_zb", "zb_v",
+                   "dualpipev"),
+    "deepspeed": ("1f1b",),
+}
+SCHEDULE_REASONS = {
+    "megatron": {
+        "gpipe": "Megatron-LM trains with 1F1B or interleaved 1F1B only (no GPipe schedule)",
+        "zb_h1": "Megatron-LM has no zero-bubble schedule; use 1f1b",
+        "interleaved_zb": "Megatron-LM has no zero-bubble schedule; use interleaved_1f1b",
+        "zb_v": "Megatron-LM has no V-shape zero-bubble schedule; use interleaved_1f1b",
+        "dualpipev": "DualPipeV is not in Megatron-LM; use interleaved_1f1b",
+    },
+    "torchtitan": {"zb_h1": "torch.distributed.pipelining has no single-chunk ZB-H1 schedule; "
+                            "use interleaved_zb or zb_v"},
+    "deepspeed": {},
+}
+# Rank orders (innermost first, axes of size 1 ignored) each engine lays out.
+ORDERS = {"megatron": ("tp-cp-dp-pp", "tp-cp-pp-dp"), "torchtitan": ("tp-cp-dp-pp",),
+          "deepspeed": ("tp-cp-dp-pp",)}
+ORDER_REASONS = {
+    "megatron": "Megatron lays ranks out as tp-cp-dp-pp (default) or tp-cp-pp-dp "
+                "(--use-tp-pp-dp-mapping), innermost first",
+    "torchtitan": "torchtitan's device mesh is [pp, dp_replicate, dp_shard, cp, tp] "
+                  "(tp innermost), i.e. order tp-cp-dp-pp",
+    "deepspeed": "DeepSpeed's topology is [pipe, data, model] (model innermost) and its "
+                 "Ulysses mesh [data, sequence], i.e. order tp-cp-dp-pp",
+}
+
+
+class Violation(NamedTuple):
+    field: str
+    value: object
+    allowed: str
+
+
+def _engine(engine: str) -> str:
+    return require_choice("engine", engine, LIMITED_ENGINES)
+
+
+def _layout_ok(plan, order: str) -> bool:
+    sizes = plan.axis_sizes()
+    mine = [a for a in plan.order.split("-") if sizes[a] > 1]
+    return mine == [a for a in order.split("-") if sizes[a] > 1]
+
+
+def scenario_violations(engine: str, model, workload, cluster=None) -> list[Violation]:
+    """What the engine refuses whatever the plan: the model, the precision, the GPUs."""
+    engine = _engine(engine)
+    out: list[Violation] = []
+    prec = workload.precision
+    if engine == "torchtitan":
+        if prec == "fp16":
+            out.append(Violation("precision", "fp16", "torchtitan trains in bf16 "
+                                 "(mixed_precision_param) or fp32 only"))
+        from .export.torchtitan_models import torchtitan_model_missing
+        missing = torchtitan_model_missing(model)
+        if missing:
+            out.append(Violation("model", model.name, missing))
+    if engine == "megatron":
+        out += _megatron_model(model)
+    if engine == "deepspeed" and prec == "fp8":
+        out.append(Violation("precision", "fp8", "ds_config has no fp8 training setting "
+                             "(fp8 comes from Transformer Engine in model code)"))
+    if (prec == "fp8" and cluster is not None
+            and cluster.gpu.generation in ("volta", "ampere")):
+        out.append(Violation("precision", "fp8", f"{cluster.gpu.name} ({cluster.gpu.generation}) "
+                             "has no fp8 tensor cores; Transformer Engine and torchao need "
+                             "Hopper, Ada or newer"))
+    return out
+
+
+# Megatron's llama3 rope scaling fixes these (megatron/core/models/common/embeddings/
+# rotary_pos_embedding.py, _apply_scaling); only the factor is an argument.
+MEGATRON_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192}
+# Megatron's MLA YaRN defaults (MLATransformerConfig) that have no argument.
+MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1}
+
+
+def rope_scaling(model) -> dict:
+    """The model's rope_scaling object ({} when none)."""
+    import json
+    return json.loads(model.rope_scaling) if model.rope_scaling else {}
+
+
+def _megatron_model(m) -> list[Violation]:
+    out = []
+    if m.position == "rope" and not float(m.rope_theta).is_integer():
+        out.append(Violation("model", m.name, f"rope_theta {m.rope_theta} is not an integer "
+                             "(Megatron's --rotary-base is an int)"))
+    rs = rope_scaling(m)
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "llama3":
+        bad = {k: rs.get(k) for k, v in MEGATRON_LLAMA3_ROPE.items() if rs.get(k, v) != v}
+        if bad:
+            out.append(Violation("model", m.name, f"llama3 rope scaling with {bad}: Megatron's "
+                                 f"--use-rope-scaling fixes {MEGATRON_LLAMA3_ROPE}"))
+    elif kind == "yarn":
+        bad = {k: rs.get(k) for k, v in MEGATRON_MLA_YARN.items() if rs.get(k, v) != v}
+        if not m.is_mla or bad:
+            out.append(Violation("model", m.name, "YaRN rope scaling is written for Megatron only "
+                                 f"with multi-latent attention and {MEGATRON_MLA_YARN}"))
+    elif kind is not None:
+        out.append(Violation("model", m.name, f"rope scaling {kind!r}: Megatron-LM has llama3 "
+                             "scaling (--use-rope-scaling) and YaRN for MLA only"))
+    if m.is_moe and m.moe_score == "sigmoid" and not m.moe_topk_norm:
+        out.append(Violation("model", m.name, "Megatron renormalises sigmoid top-k router "
+                             "weights always; the model does not (norm_topk_prob=false)"))
+    return out
+
+
+def plan_violations(engine: str, plan, model, workload) -> list[Violation]:
+    """What the engine refuses in this plan (the scenario-level limits not included)."""
+    engine = _engine(engine)
+    return _PLAN_CHECKS[engine](plan, model, workload)
+
+
+def engine_violations(engine: str, plan, model, workload, cluster=None) -> list[Violation]:
+    """Every reason ``engine`` cannot run ``plan`` for this model and workload (empty: it can)."""
+    return scenario_violations(engine, model, workload, cluster) + \
+        plan_violations(engine, plan, model, workload)
+
+
+def _common(engine: str, p) -> list[Violation]:
+    out = []
+    if p.pp > 1 and p.schedule not in SCHEDULES[engine]:
+        out.append(Violation("schedule", p.schedule, SCHEDULE_REASONS[engine].get(
+            p.schedule, f"{ENGINE_NAMES[engine]} runs " + ", ".join(SCHEDULES[engine]))))
+    if not any(_layout_ok(p, o) for o in ORDERS[engine]):
+        out.append(Violation("order", p.order, ORDER_REASONS[engine]))
+    return out
+
+
+def _megatron(p, m, w) -> list[Violation]:
+    out = _common("megatron", p)
+    if p.zero >= 2 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
+        out.append(Violation("hsdp_shard", p.hsdp_shard,
+                             "meshplan writes HSDP for Megatron only with the distributed "
+                             "optimizer (zero=1, --num-distributed-optimizer-instances)"))
+    if w.precision == "fp16" and p.ep > 1:
+        out.append(Violation("ep", p.ep, "expert parallelism is not supported with fp16 "
+                             "training (validate_args); use bf16"))
+    if p.tp_comm_overlap and not p.sequence_parallel:
+        out.append(Violation("tp_comm_overlap", True, "--tp-comm-overlap needs sequence parallelism"))
+    if w.optimizer == "sgd" and p.offload_optimizer:
+        out.append(Violation("offload_optimizer", True, "the CPU-offloaded optimizer is Adam only"))
+    return out
+
+
+def torchtitan_fsdp(p) -> tuple[int, int]:
+    """(dp_replicate, dp_shard) of torchtitan's mesh for the plan (FSDP spans dp_shard*cp)."""
+    if p.zero == 0 or (p.zero == 1 and p.dp * p.cp == 1):
+        return p.dp, 1
+    group = p.fsdp_shard
+    return p.dp * p.cp // group, group // p.cp
+
+
+def _torchtitan(p, m, w) -> list[Violation]:
+    out = _common("torchtitan", p)
+    if p.etp > 1:
+        out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
+                             "are not split over TP ranks; EP borrows FSDP and TP ranks)"))
+    if p.cp > 1 and p.cp_kind != "ring":
+        out.append(Violation("cp_kind", p.cp_kind,
+                             "torchtitan's context parallelism is ring attention only"))
+    if p.offload_optimizer:
+        out.append(Violation("offload_optimizer", True, "training.enable_cpu_offload offloads "
+                             "parameters and gradients too, not only the optimizer states"))
+    dpcp = p.dp * p.cp
+    if p.zero == 0 and p.cp > 1:
+        out.append(Violation("zero", 0, "torchtitan always shards the weights over the cp ranks "
+                             "with FSDP; use zero=2 or 3"))
+    elif p.zero == 1 and dpcp > 1:
+        out.append(Violation("zero", 1, "torchtitan shards with FSDP2 only: zero=2 "
+                             "(reshard_after_forward=never) or zero=3; optimizer-only sharding "
+                             "(ZeRO-1) is not there"))
+    elif p.zero >= 2 and p.fsdp_shard % p.cp:
+        out.append(Violation("hsdp_shard", p.hsdp_shard, "torchtitan's FSDP group is dp_shard*cp: "
+                             f"the shard group must be a multiple of cp ({p.cp})"))
+    else:
+        _, shard = torchtitan_fsdp(p)
+        if p.ep > 1 and (shard * p.cp * p.tp) % p.ep:
+            out.append(Violation("ep", p.ep, "torchtitan folds EP over dp_shard*cp*tp = "
+                                 f"{shard * p.cp * p.tp} ranks (not over dp_replicate); ep must "
+                                 "divide it"))
+    return out
+
+
+def _deepspeed(p, m, w) -> list[Violation]:
+    out = _common("deepspeed", p)
+    if p.cp > 1:
+        if p.cp_kind != "all_to_all":
+            out.append(Violation("cp_kind", p.cp_kind, "DeepSpeed's sequence parallelism is "
+                                 "Ulysses (all-to-all); ring attention is not in DeepSpeed"))
+        elif p.pp > 1 or p.tp > 1:
+            out.append(Violation("cp", p.cp, "Ulysses (sequence_parallel_size) builds a (data, "
+                                 "sequence) mesh without the pipeline engine or AutoTP; use "
+                                 "pp=1 and tp=1 with cp"))
+        elif m.heads % p.cp or (not m.is_mla and m.kv_heads % p.cp):
+            out.append(Violation("cp", p.cp, f"Ulysses scatters attention heads: cp must divide "
+                                 f"the heads ({m.heads}) and the kv heads ({m.kv_heads})"))
+    if p.ep > 1 or p.etp > 1:
+        out.append(Violation("ep", p.ep, "DeepSpeed-MoE sets expert parallelism in model code "
+                             "(deepspeed.moe.layer.MoE(ep_size=...)), not in ds_config"))
+    if p.pp > 1:
+        if p.zero >= 2:
+            out.append(Violation("zero", p.zero, "ZeRO-2 and ZeRO-3 are incompatible with "
+                                 "DeepSpeed's pipeline parallelism; use zero 0 or 1"))
+        split = p.layer_split(m)
+        if p.schedule in SCHEDULES["deepspeed"] and len(set(split)) > 1:
+            out.append(Violation("pp", p.pp, f"the layer split {split} is uneven; DeepSpeed's "
+                                 "uniform partition gives the extra layers to the first stages, "
+                                 "meshplan's plan puts them in the middle"))
+    if p.tp > 1:
+        if p.sequence_parallel:
+            out.append(Violation("sequence_parallel", True, "DeepSpeed AutoTP has no "
+                                 "Megatron-style sequence parallelism; use sequence_parallel=false"))
+        if p.zero >= 3:
+            out.append(Violation("zero", p.zero, "AutoTP training works with ZeRO stages 0-2"))
+    if p.zero >= 1 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
+        out.append(Violation("hsdp_shard", p.hsdp_shard, "DeepSpeed 0.19 removed MiCS "
+                             "(zero_optimization.mics_shard_size), its only shard-inside-a-group "
+                             "mode; ZeRO++ hpZ still shards the optimizer over all ranks"))
+    if p.recompute == "selective":
+        out.append(Violation("recompute", "selective",
+                             "DeepSpeed checkpoints whole layers (full recompute) only"))
+    return out
+
+
+_PLAN_CHECKS = {"megatron": _megatron, "torchtitan": _torchtitan, "deepspeed": _deepspeed}
+
+
+def search_hints(engine: str) -> dict:
+    """How the search walks only plans the engine runs:
+
+    - ``schedules``: the pipeline schedules to try;
+    - ``zeros``: the ZeRO ladder (torchtitan has no ZeRO-1, so plain replication competes);
+    - ``defaults``: plan fields the search sets unless pinned (DeepSpeed AutoTP without
+      sequence parallelism, DeepSpeed context parallelism as Ulysses)."""
+    engine = _engine(engine)
+    hints: dict = {"schedules": SCHEDULES[engine], "zeros": (1, 2, 3), "defaults": {}}
+    if engine == "torchtitan":
+        hints["zeros"] = (0, 1, 2, 3)
+    if engine == "deepspeed":
+        hints["defaults"] = {"sequence_parallel": False, "cp_kind": "all_to_all"}
+    return hints
+
+
+def check(engine: str, sc) -> None:
+    """Raise UnsupportedByEngine (an InputError) with the first reason ``engine`` cannot run
+    the scenario's plan."""
+    v = engine_violations(engine, sc.plan, sc.model, sc.workload, sc.cluster)
+    if v:
+        raise UnsupportedByEngine(engine, *v[0])
+
+
+class UnsupportedByEngine(InputError):
+    """A plan feature that ``engine`` cannot express; says which and what would work."""
+
+    def __init__(self, engine: str, feature: str, value: object, reason: str):
+        self.engine = engine
+        self.feature = feature
+        where = {"model": "model", "precision": "workload.precision"}.get(feature, f"plan.{feature}")
+        name = ENGINE_NAMES.get(engine, engine)
+        super().__init__(where, value, f"{name} cannot express this: {reason}")

@@ -1,0 +1,254 @@
+"""Bad input, everywhere: every command and every input file gets one line naming the field,
+the value and what is allowed, exit code 2, no traceback, nothing written.
+
+CASES is the one list: (id, files to create, argv, text the error line must hold). The
+table printed by ``python tests/test_bad_input.py`` (and kept in the module docstring of
+the closing note) comes from it. ``{d}`` in files and argv is the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from meshplan.cli import main
+
+GOOD_SCENARIO = ('[model]\npreset = "llama3.1-8b"\n[cluster]\ngpus = "8xH100-SXM-80GB"\n'
+                 '[workload]\nseq_len = 4096\nglobal_batch = 32\n[plan]\ndp = 8\n')
+GOOD_GPU = ('[gpu.MyGPU]\npeak_tflops = {bf16 = 500}\nmemory_gib = 96\nmemory_tb_per_s = 4\n'
+            'scaleup_gb_per_s = 300\ngpus_per_node = 4\nnic_gbps = 200\n')
+LLAMA_HF = ('{"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 256, '
+            '"num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512, '
+            '"vocab_size": 1000%s}')
+W = ["--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "32"]
+M = ["--model", "llama3.1-8b"]
+
+
+def hf(extra: str) -> str:
+    return LLAMA_HF % extra
+
+
+# (id, {relative file: text}, argv, needle in the one error line)
+CASES = [
+    # ---- sizes, degrees, NaN/inf -----------------------------------------------------------
+    ("seq-len-zero", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len", "0",
+                          "--global-batch", "8"], "seq_len=0"),
+    ("global-batch-negative", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096",
+                                   "--global-batch", "-8"], "global_batch=-8"),
+    ("seq-len-not-a-number", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len", "4k",
+                                  "--global-batch", "8"], "--seq-len"),
+    ("nic-nan", {}, ["plan", *M, *W, "--nic-gbps", "nan"], "nic"),
+    ("nic-inf", {}, ["plan", *M, *W, "--nic-gbps", "inf"], "nic"),
+    ("nic-negative", {}, ["plan", *M, *W, "--nic-gbps", "-100"], "nic"),
+    ("gpus-per-node-zero", {}, ["plan", *M, *W, "--gpus-per-node", "0"], "gpus_per_node=0"),
+    ("gpus-zero", {}, ["plan", *M, "--gpus", "0xH100-SXM-80GB", "--seq-len", "4096",
+                       "--global-batch", "8"], "gpus='0xH100-SXM-80GB'"),
+    ("gpus-malformed", {}, ["plan", *M, "--gpus", "H100x8", "--seq-len", "4096",
+                            "--global-batch", "8"], "gpus='H100x8'"),
+    ("gpus-absurd", {}, ["plan", *M, "--gpus", "1000000000xH100-SXM-80GB", "--seq-len", "4096",
+                         "--global-batch", "8"], "gpus="),
+    ("tp-negative", {}, ["predict", *M, *W, "--dp", "8", "--tp", "-2"], "tp=-2"),
+    ("tp-not-dividing", {}, ["predict", *M, "--gpus", "24xH100-SXM-80GB", "--seq-len", "4096",
+                             "--global-batch", "24", "--dp", "8", "--tp", "3"], "tp=3"),
+    ("zero-4", {}, ["predict", *M, *W, "--dp", "8", "--zero", "4"], "zero=4"),
+    ("schedule-unknown", {}, ["predict", *M, *W, "--dp", "4", "--pp", "2", "--schedule", "zigzag"],
+     "schedule='zigzag'"),
+    ("batch-not-multiple", {}, ["predict", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096",
+                                "--global-batch", "12", "--dp", "8"], "global_batch=12"),
+    ("global-batch-tokens-too-small", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len",
+                                           "4096", "--global-batch-tokens", "100"], "global_batch"),
+    ("top-zero", {}, ["plan", *M, *W, "--top", "0"], "top=0"),
+    ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
+    # ---- names -----------------------------------------------------------------------------
+    ("gpu-unknown", {}, ["plan", *M, "--gpus", "8xH9000", "--seq-len", "4096",
+                         "--global-batch", "8"], "gpu='H9000'"),
+    ("model-unknown", {}, ["plan", "--model", "llama99", *W], "model='llama99'"),
+    ("model-missing-flag", {}, ["plan", *W], "--model"),
+    # ---- paths -----------------------------------------------------------------------------
+    ("model-path-missing", {}, ["plan", "--model", "{d}/nope/config.json", *W], "model="),
+    ("model-path-dir-without-config", {"empty/.keep": ""}, ["plan", "--model", "{d}/empty", *W],
+     "model="),
+    ("scenario-missing", {}, ["predict", "--scenario", "{d}/nope.toml"], "scenario="),
+    ("scenario-is-dir", {"sdir/.keep": ""}, ["predict", "--scenario", "{d}/sdir"], "scenario="),
+    ("gpu-file-missing", {}, ["plan", *M, *W, "--gpu-file", "{d}/nope.toml"], "gpu_file="),
+    ("gpu-file-is-dir", {"gdir/.keep": ""}, ["plan", *M, *W, "--gpu-file", "{d}/gdir"], "gpu_file="),
+    ("out-holds-files", {"out/mine.txt": "keep me"},
+     ["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", "{d}/out"], "--out="),
+    ("out-is-a-file", {"afile": "x"},
+     ["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", "{d}/afile"], "--out="),
+    ("plan-export-out-holds-files", {"out2/mine.txt": "keep me"},
+     ["plan", *M, *W, "--export", "torchtitan", "--out", "{d}/out2"], "--out="),
+    ("trace-into-missing-dir", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
+                                    "--trace", "{d}/no/such/dir/t.json"], "directory does not exist"),
+    # ---- scenario TOML ---------------------------------------------------------------------
+    ("scenario-not-toml", {"s.toml": "[model\npreset = 1"}, ["predict", "--scenario", "{d}/s.toml"],
+     "not valid TOML"),
+    ("scenario-missing-table", {"s.toml": '[model]\npreset = "llama3.1-8b"\n'},
+     ["predict", "--scenario", "{d}/s.toml"], "[cluster]"),
+    ("scenario-seq-len-string", {"s.toml": GOOD_SCENARIO.replace("4096", '"long"')},
+     ["predict", "--scenario", "{d}/s.toml"], "seq_len"),
+    ("scenario-seq-len-float", {"s.toml": GOOD_SCENARIO.replace("4096", "4096.5")},
+     ["predict", "--scenario", "{d}/s.toml"], "seq_len"),
+    ("scenario-dp-nan", {"s.toml": GOOD_SCENARIO.replace("dp = 8", "dp = nan")},
+     ["predict", "--scenario", "{d}/s.toml"], "dp"),
+    ("scenario-plan-unknown-field", {"s.toml": GOOD_SCENARIO + "tensor = 2\n"},
+     ["predict", "--scenario", "{d}/s.toml"], "plan.tensor"),
+    ("scenario-plan-bool-as-string", {"s.toml": GOOD_SCENARIO + 'offload_optimizer = "yes"\n'},
+     ["predict", "--scenario", "{d}/s.toml"], "offload_optimizer"),
+    ("scenario-cluster-unknown-key", {"s.toml": GOOD_SCENARIO.replace(
+        '[cluster]\n', '[cluster]\nspeed = 3\n')}, ["predict", "--scenario", "{d}/s.toml"],
+     "cluster.speed"),
+    ("scenario-model-not-table", {"s.toml": GOOD_SCENARIO.replace(
+        '[model]\npreset = "llama3.1-8b"\n', 'model = 3\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "model"),
+    ("scenario-precision-unknown", {"s.toml": GOOD_SCENARIO.replace(
+        "global_batch = 32\n", 'global_batch = 32\nprecision = "fp4"\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "precision='fp4'"),
+    # ---- GPU TOML --------------------------------------------------------------------------
+    ("gpu-toml-not-toml", {"g.toml": "[gpu.X\n"}, ["plan", *M, *W, "--gpu-file", "{d}/g.toml"],
+     "not valid TOML"),
+    ("gpu-toml-no-table", {"g.toml": "a = 1\n"}, ["plan", *M, *W, "--gpu-file", "{d}/g.toml"],
+     "[gpu.NAME]"),
+    ("gpu-toml-missing-key", {"g.toml": GOOD_GPU.replace("memory_tb_per_s = 4\n", "")},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_tb_per_s"),
+    ("gpu-toml-memory-string", {"g.toml": GOOD_GPU.replace("memory_gib = 96", 'memory_gib = "lots"')},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_gib"),
+    ("gpu-toml-memory-negative", {"g.toml": GOOD_GPU.replace("memory_gib = 96", "memory_gib = -96")},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_gib"),
+    ("gpu-toml-peak-nan", {"g.toml": GOOD_GPU.replace("bf16 = 500", "bf16 = nan")},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops.bf16"),
+    ("gpu-toml-peak-inf", {"g.toml": GOOD_GPU.replace("bf16 = 500", "bf16 = inf")},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops.bf16"),
+    ("gpu-toml-per-node-float", {"g.toml": GOOD_GPU.replace("gpus_per_node = 4", "gpus_per_node = 4.5")},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.gpus_per_node"),
+    ("gpu-toml-unknown-key", {"g.toml": GOOD_GPU + "colour = 1\n"},
+     ["plan", *M, *W, "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.colour"),
+    # ---- HuggingFace config.json -------------------------------------------------------------
+    ("hf-not-json", {"c/config.json": "{"}, ["plan", "--model", "{d}/c", *W], "not valid JSON"),
+    ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W], "JSON object"),
+    ("hf-unknown-family", {"c/config.json": '{"model_type": "bert"}'},
+     ["plan", "--model", "{d}/c", *W], "model_type='bert'"),
+    ("hf-missing-field", {"c/config.json": hf("").replace('"vocab_size": 1000', '"x": 1')},
+     ["plan", "--model", "{d}/c", *W], "vocab_size"),
+    ("hf-tie-as-string", {"c/config.json": hf(', "tie_word_embeddings": "false"')},
+     ["plan", "--model", "{d}/c", *W], "tie_word_embeddings='false'"),
+    ("hf-bias-as-int", {"c/config.json": hf(', "attention_bias": 1')},
+     ["plan", "--model", "{d}/c", *W], "attention_bias=1"),
+    ("hf-layers-as-string", {"c/config.json": hf("").replace('"num_hidden_layers": 4',
+                                                              '"num_hidden_layers": "4"')},
+     ["plan", "--model", "{d}/c", *W], "num_hidden_layers='4'"),
+    ("hf-layers-zero", {"c/config.json": hf("").replace('"num_hidden_layers": 4',
+                                                         '"num_hidden_layers": 0')},
+     ["plan", "--model", "{d}/c", *W], "num_hidden_layers=0"),
+    ("hf-hidden-float", {"c/config.json": hf("").replace('"hidden_size": 256', '"hidden_size": 256.5')},
+     ["plan", "--model", "{d}/c", *W], "hidden_size=256.5"),
+    ("hf-rope-theta-string", {"c/config.json": hf(', "rope_theta": "500000"')},
+     ["plan", "--model", "{d}/c", *W], "rope_theta='500000'"),
+    ("hf-rope-theta-nan", {"c/config.json": hf(', "rope_theta": NaN')},
+     ["plan", "--model", "{d}/c", *W], "rope_theta"),
+    ("hf-norm-eps-negative", {"c/config.json": hf(', "rms_norm_eps": -1e-5')},
+     ["plan", "--model", "{d}/c", *W], "rms_norm_eps"),
+    ("hf-rope-scaling-not-table", {"c/config.json": hf(', "rope_scaling": "yarn"')},
+     ["plan", "--model", "{d}/c", *W], "rope_scaling='yarn'"),
+    ("hf-heads-not-dividing", {"c/config.json": hf("").replace('"num_key_value_heads": 4',
+                                                                '"num_key_value_heads": 3')},
+     ["plan", "--model", "{d}/c", *W], "kv_heads=3"),
+    # ---- engines -----------------------------------------------------------------------------
+    ("engine-model-missing", {}, ["plan", "--model", "gpt2", "--gpus", "8xH100-SXM-80GB",
+                                  "--seq-len", "1024", "--global-batch", "64",
+                                  "--engine", "torchtitan"], "model='gpt2'"),
+    ("export-refused", {}, ["export", *M, *W, "--dp", "8", "--zero", "1", "--to", "torchtitan",
+                            "--out", "{d}/o"], "plan.zero=1"),
+    # ---- other commands ----------------------------------------------------------------------
+    ("simulate-bad-plan", {}, ["simulate", *M, *W, "--dp", "3"], "dp*cp*tp*pp"),
+    ("validate-missing-csv", {}, ["validate", "{d}/nope.csv"], "nope.csv"),
+    ("run-bad-steps", {}, ["run", "--steps", "0"], "steps=0"),
+    ("run-bad-plan", {}, ["run", "--tp", "3"], "tp=3"),
+    ("dryrun-bad-model", {}, ["dryrun", "--model", "llama99"], "model='llama99'"),
+    ("gpus-command-bad-file", {}, ["gpus", "--gpu-file", "{d}/nope.toml"], "gpu_file="),
+]
+
+
+def _materialize(tmp: Path, files: dict, argv: list[str]) -> list[str]:
+    for rel, text in files.items():
+        p = tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return [a.replace("{d}", str(tmp)) for a in argv]
+
+
+def _snapshot(tmp: Path) -> dict:
+    return {str(p.relative_to(tmp)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(tmp.rglob("*"))}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_exit_2_nothing_written(case, tmp_path, capsys):
+    _, files, argv, needle = case
+    argv = _materialize(tmp_path, files, argv)
+    before = _snapshot(tmp_path)
+    t0 = time.perf_counter()
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse's own errors (a non-integer where one belongs)
+        rc = e.code
+    took = time.perf_counter() - t0
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert rc == 2, f"exit {rc}; stderr: {err!r}"
+    assert len(lines) == 1, f"not one line: {err!r}"
+    assert "Traceback" not in err and needle in lines[0], lines[0]
+    assert out == ""
+    assert _snapshot(tmp_path) == before, "something was written"
+    assert took < 20, f"took {took:.1f} s"
+
+
+def test_a_million_gpus_answers_in_seconds(capsys):
+    """The largest cluster in range is planned, not refused, and quickly."""
+    t0 = time.perf_counter()
+    rc = main(["plan", "--model", "llama3.1-405b", "--gpus", f"{2**20}xH100-SXM-80GB",
+               "--seq-len", "8192", "--global-batch", str(2**22), "--rerank", "0", "--top", "1"])
+    assert rc == 0 and "winner:" in capsys.readouterr().out
+    assert time.perf_counter() - t0 < 30
+
+
+def test_one_case_through_a_real_process(tmp_path):
+    """The same through the installed entry point: no traceback reaches the terminal."""
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "plan", "--model", "llama99", *W],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+
+
+def table() -> str:
+    """The cases and what each gets, as a Markdown table (run this file to print it)."""
+    import contextlib
+    import io
+    import tempfile
+
+    rows = ["| case | command | exit | error line |", "|---|---|---|---|"]
+    for cid, files, argv, _ in CASES:
+        with tempfile.TemporaryDirectory() as d:
+            args = _materialize(Path(d), files, argv)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                try:
+                    rc = main(args)
+                except SystemExit as e:
+                    rc = e.code
+            line = err.getvalue().strip().replace(d, "DIR").replace("|", "\\|")
+        rows.append(f"| {cid} | `{argv[0]}` | {rc} | {line} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table())
