@@ -275,7 +275,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
 
     def cost(kind: str) -> LayerCost:
         return layer_cost(model, cluster, kind, shard, plan.recompute, places,
-                          plan.tp_comm_overlap, workload.precision, plan.cp_kind)
+                          plan.tp_comm_overlap, workload.precision, plan.cp_kind,
+                          workload.framework)
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None
