@@ -49,8 +49,9 @@ ATTN_HALF_SEQ = 512.0
 
 # Measured single-kernel fractions. Sources:
 # - GEMM bf16 Hopper: 8192^3 bf16 at ~798 of 989 TFLOP/s on one H100 SXM, 769-798 on H200
-#   (FIELD.md, measured here) -> 0.80. FP8: cuBLASLt fp8 8192^3 on H100 SXM ~1,300 of 1,979
-#   TFLOP/s (NVIDIA cuBLAS 12 / Transformer Engine GEMM benchmarks) -> 0.66.
+#   (FIELD.md, measured here) -> 0.80. FP8: DeepGEMM README (deepseek-ai/DeepGEMM): fp8
+#   GEMMs "up to 1550 TFLOPS" on H800 (same SMs and clocks as H100 SXM, 1,979 dense fp8
+#   peak), on par with cuBLASLt at 8192^3 -> 0.76 (upper end: large, well-shaped GEMMs).
 # - GEMM Ampere: cuBLAS bf16 8192^3 ~ 250-260 of 312 TFLOP/s on A100 SXM (NVIDIA A100
 #   whitepaper GEMM figures; Megatron-LM 2021 sec. 5.1 reports 52% of peak end to end).
 # - Attention: FlashAttention-2 paper (A100, fwd up to 73% of peak, bwd up to ~63%; at
@@ -60,14 +61,15 @@ ATTN_HALF_SEQ = 512.0
 #   Transformer Engine runs; engines on FA2-class kernels (torch SDPA) use ATTENTION_FA2.
 # - Streaming: device-to-device copy 3.0 of 3.35 TB/s (H100) and 4.3 of 4.8 (H200),
 #   FIELD.md -> 0.89-0.90.
-# - Volta, Blackwell, CDNA3: no microbenchmark here; vendor GEMM figures (B200: ~1,750 of
-#   2,250 dense bf16 in NVIDIA's cuBLAS 12.8 blog, 0.78; MI300X: ~ 650-700 of 1,307 bf16
-#   in AMD's hipBLASLt ROCm 6 figures, 0.5) and the neighbouring generation's attention.
+# - Volta, Blackwell, CDNA3: no microbenchmark here and no table checked in this session;
+#   values are recalled vendor GEMM figures (B200 bf16 ~0.78 of 2,250, fp8 ~0.70 of 4,500;
+#   MI300X bf16 ~0.5 of 1,307, hipBLASLt ROCm 6) and the neighbouring generation's
+#   attention. Replace them with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
     "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 64),
     "ampere": KernelEfficiency(0.82, 0.82, 0.67, 0.56, 0.85, 128),
-    "hopper": KernelEfficiency(0.80, 0.66, 0.62, 0.50, 0.89, 256, full_clock_power_w=700),
-    "blackwell": KernelEfficiency(0.78, 0.66, 0.62, 0.50, 0.89, 256, full_clock_power_w=1000),
+    "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 256, full_clock_power_w=700),
+    "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 256, full_clock_power_w=1000),
     "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 256),
 }
 

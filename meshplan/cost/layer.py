@@ -103,12 +103,14 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved = ops.input_bytes
         # the recomputed activations plus their gradients while the layer runs backward
         working = 2 * (ops.saved_bytes + ops.recomputable_bytes)
-    elif recompute == "selective" and kind in ("dense", "moe") and engine in MEGATRON_ENGINES:
+    elif recompute == "selective" and kind == "dense" and engine in MEGATRON_ENGINES:
         # Megatron-LM / NeMo selective recomputation (recompute_granularity=selective,
         # modules core_attn): only the attention core is recomputed, everything else stays
         # saved. With flash attention the core keeps only q, k, v and its output anyway,
         # so memory is that of no recomputation (Korthikanti et al. 2022 sec. 5 without
-        # the 5as/h term) and the cost is one more attention forward.
+        # the 5as/h term) and the cost is one more attention forward. MoE layers keep the
+        # op-level branch below: Megatron-Core's MoE recipes add the moe_act / layernorm
+        # recompute modules (an assumption: the calibration rows do not print them).
         rc = t.attn_fwd_s
         passes = 2
         saved = ops.saved_bytes + ops.recomputable_bytes
@@ -158,7 +160,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
     if recompute == "full":
         hw_flops += mm_flops + ops.attn_fwd_flops
-    elif recompute == "selective" and engine in MEGATRON_ENGINES:
+    elif recompute == "selective" and engine in MEGATRON_ENGINES and kind == "dense":
         hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":
         hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
