@@ -87,7 +87,7 @@ ENGINE_ATTENTION = {"megatron": "te", "nemo": "te"}
 # Share of the microbenchmark tensor-core throughput a whole training step sustains:
 # board power and temperature hold clocks lower under hours of all-GPU load than in a
 # seconds-long single-kernel run, and back-to-back kernels lose L2 reuse.
-SUSTAINED_TENSOR = 0.75
+SUSTAINED_TENSOR = 0.70
 # Idle time per kernel on the critical path (launch latency, tail of the previous kernel,
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
 # adds CPU time that is hidden only when the GPU is ahead of the host.

@@ -42,6 +42,10 @@ class Shard:
     ep: int = 1
     etp: int = 1
     fp8: bool = False
+    # Transformer Engine FP8 (Megatron-LM, NeMo): the cast is fused into the producing
+    # kernel (LayerNormLinear, fused activation + cast) and fp8 weights are cached across
+    # micro-batches; other stacks (torchao float8 in torchtitan) cast in separate kernels
+    fp8_fused_casts: bool = False
 
     @property
     def tokens(self) -> float:
@@ -226,9 +230,12 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
         # 8-bit, and a transposed 8-bit copy for the weight gradient) and its amax reduced;
         # the weights are cast the same way; attention, norms and element-wise work stay
         # in 16-bit. Two extra kernels (cast-transpose, amax) per GEMM.
-        ops.stream_bytes += sum(4 * mm.m * mm.k * mm.count + 4 * mm.n * mm.k * mm.count
-                                for mm in ops.matmuls)
-        ops.kernels += 2 * len(ops.matmuls)
+        if s.fp8_fused_casts:  # only the transposed 8-bit copy for the weight gradient
+            ops.stream_bytes += sum(mm.m * mm.k * mm.count for mm in ops.matmuls)
+        else:
+            ops.stream_bytes += sum(4 * mm.m * mm.k * mm.count + 4 * mm.n * mm.k * mm.count
+                                    for mm in ops.matmuls)
+            ops.kernels += 2 * len(ops.matmuls)
     ops.input_bytes = ACT * Ts * h
     return ops
 

@@ -20,7 +20,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, group_placement,
 from .compute import device
 from .efficiency import HOST, NETWORK
 from .flops import model_flops_per_token
-from .layer import CommPlacements, LayerCost, layer_cost
+from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline import bubble_s, in_flight
@@ -269,7 +269,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     m = plan.num_microbatches(workload)
     fp8 = workload.precision == "fp8"
     shard = Shard(workload.seq_len, plan.micro_batch, plan.tp, plan.cp,
-                  bool(plan.sequence_parallel), plan.ep, plan.etp, fp8)
+                  bool(plan.sequence_parallel), plan.ep, plan.etp, fp8,
+                  fp8 and workload.framework in MEGATRON_ENGINES)
     pl = placements(plan, cluster)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
 

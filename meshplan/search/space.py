@@ -120,8 +120,9 @@ def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tupl
     for v in ([pinned_v] if pinned_v else range(1, MAX_VPP + 1)):
         if pp * v > model.layers:
             break
-        if v > 1 and model.layers % (pp * v) and not pinned_v:
-            continue  # uneven virtual stages: only when asked for
+        if v > 1 and model.layers % (pp * v) and not pinned_v and model.layers % pp == 0:
+            continue  # uneven virtual stages: only when asked for, or when the stages are
+            # uneven anyway (Llama 3 405B: 126 layers on 16 stages, interleaved, paper sec. 3.3.2)
         if pinned_s:
             names = [pinned_s]
         elif v == 1:
