@@ -113,4 +113,11 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     stream_b = STREAM_BWD_BYTE_RATIO * stream_f
     act_f = ops.act_fn_bytes / dev.hbm_bytes_per_s
     norm_f = ops.norm_bytes / dev.hbm_bytes_per_s
-    return OpTimes(fwd + attn_f + stream_f, bin_ + attn_b + stream_b, bw, attn_f, act_f, norm_f)
+    # the host issues kernels while earlier ones run; when the GPU work of a layer is shorter
+    # than the host's time to issue it, the GPU waits for the host (launch-bound)
+    f_total = fwd + attn_f + stream_f
+    b_total = bin_ + attn_b + stream_b + bw
+    host_wait_f = max(0.0, ops.host_ops * efficiency.HOST_OP_FWD_S - f_total)
+    host_wait_b = max(0.0, ops.host_ops * efficiency.HOST_OP_BWD_S - b_total)
+    return OpTimes(f_total + host_wait_f, bin_ + attn_b + stream_b + host_wait_b, bw,
+                   attn_f, act_f, norm_f)

@@ -92,6 +92,13 @@ SUSTAINED_TENSOR = 0.70
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
 # adds CPU time that is hidden only when the GPU is ahead of the host.
 KERNEL_GAP_S = 0.0
+# Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
+# and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
+# PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",
+# PyTorch blog 2021: launch overheads of several microseconds per kernel make small-batch
+# work CPU-bound); a layer whose GPU work is shorter than this waits for the host.
+HOST_OP_FWD_S = 10e-6
+HOST_OP_BWD_S = 1.5 * 5e-6
 # MoE routing imbalance: tokens on the busiest expert rank over the mean. 1.0 for
 # force-balanced benchmarks; auxiliary-loss balanced training reports max/mean loads of
 # ~1.1-1.3 (Switch Transformer capacity factors 1.0-1.25; DeepSeek-V3 sec. 2.1.2).

@@ -65,6 +65,7 @@ class LayerOps:
     attn_model_flops: float = 0.0  # attention-core FLOPs by the PaLM convention (full s x s)
     attn_seq: float = 0.0  # key length each attention kernel sees (sets its efficiency)
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
+    host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
     act_fn_bytes: float = 0.0  # part of stream_bytes that is the MLP activation function
     norm_bytes: float = 0.0  # part of stream_bytes that is the norms
@@ -134,6 +135,8 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.attn_seq = s.seq / s.cp
     # norm, projections, rope, attention core, residual add
     ops.kernels += 4 + sum(1 for mm in ops.matmuls)
+    # norm, projections, q/k/v split and reshape, rope on q and k, attention, residual add
+    ops.host_ops += 8 + sum(1 for mm in ops.matmuls)
     ops.attn_fwd_flops += 2 * T * (s.seq / 2) * heads * (d_qk + d_v)
     ops.attn_model_flops += 2 * T * s.seq * heads * (d_qk + d_v)
     # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
@@ -160,6 +163,7 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     ops.matmuls.append(MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h))
     ops.matmuls.append(MatMul(f"{name}_fc2", T, h, w))
     ops.kernels += 3  # fc1, activation, fc2
+    ops.host_ops += 4
     act = ACT * T * w * (3 if gated else 2)
     ops.stream_bytes += act
     ops.act_fn_bytes += act
@@ -189,6 +193,11 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
     # unpermute, weighted combine (Megatron-Core MoE layer; grouped GEMM, not per expert)
     ops.kernels += 10
+    # host side of a Megatron-Core MoE layer (router: linear, score, top-k, gather, aux loss;
+    # dispatcher: histogram, device-to-host copy of the per-expert counts (a stream sync),
+    # sort/permute, all-to-all, unpermute, combine; grouped MLP): ~34 framework ops, plus a
+    # per-expert quantisation loop under FP8 (TE GroupedLinear splits the input per expert)
+    ops.host_ops += 34 + (4 * local_experts if s.fp8 else 0)
     act = ACT * rows * w * (3 if gated else 2)
     # permute / unpermute token copies (read + write each way) and the activation function
     ops.stream_bytes += act + 4 * ACT * rows * h
@@ -216,6 +225,7 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     ops.stream_bytes += ACT * Ts * h * (2 + 3)
     ops.norm_bytes += ACT * Ts * h * 2
     ops.kernels += 2  # second norm, residual add
+    ops.host_ops += 2
     ops.saved_bytes += ACT * Ts * h
     ops.params += model.norm_params(h)
     if moe:
