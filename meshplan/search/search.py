@@ -210,7 +210,10 @@ def _rerank(model, cluster, workload, fits, k, rejected):
         except InputError:
             continue
     sims, _ = rerank(ests)
-    ranked = [(s.step_time_s, s.peak_memory_bytes, s.plan) for s in sims if s.fits]
+    # memory as the returned Estimates state it, so the Pareto front is a front of them
+    est_mem = {e.plan: e.peak_memory_bytes for e in ests}
+    ranked = [(s.step_time_s, est_mem.get(s.plan, s.peak_memory_bytes), s.plan)
+              for s in sims if s.fits]
     # plans of the screen's head that the simulation drops move from kept to rejected (the
     # added 1F1B variants were already counted under the dominated schedules)
     kept = {p for _, _, p in ranked}
