@@ -96,7 +96,7 @@ def main(calib: str, heldout: str | None = None) -> None:
             loso[j] = table[i][j]
         ins = [table[all_i][j] for j in idx]
         out = [table[i][j] for j in idx]
-        print(f"  {g[:60]:<60} in {_summary(ins)}\n  {'':<60} out {_summary(out)}  fit {points[i]}")
+        print(f"  {g[-70:]:<70} in {_summary(ins)}\n  {'':<70} out {_summary(out)}  fit {points[i]}")
     print(f"\nall rows, leave-one-source-out: {_summary(loso)}")
     _set(points[all_i])
     if heldout:
@@ -105,7 +105,7 @@ def main(calib: str, heldout: str | None = None) -> None:
         print(f"held-out ({heldout}) at the fitted constants: {_summary(herr)}")
         hg = [source_group(r.get("source", "")) for r in hrows]
         for g in sorted(set(hg)):
-            print(f"  {g[:60]:<60} {_summary([e for e, x in zip(herr, hg) if x == g])}")
+            print(f"  {g[-70:]:<70} {_summary([e for e, x in zip(herr, hg) if x == g])}")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ SUSTAINED_TENSOR = 0.70
 # Idle time per kernel on the critical path (launch latency, tail of the previous kernel,
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
 # adds CPU time that is hidden only when the GPU is ahead of the host.
-KERNEL_GAP_S = 0.0
+KERNEL_GAP_S = 8e-6
 # Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
 # and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
 # PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",
