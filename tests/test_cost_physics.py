@@ -149,3 +149,16 @@ def test_heldout_csv_is_sourced_and_diverse():
     if CALIB.exists():  # held out means: no row shares a source document with the tuning set
         calib = {r["source"].split("(")[0].strip() for r in csv.DictReader(open(CALIB))}
         assert not calib & {r["source"].split("(")[0].strip() for r in rows}
+
+
+def test_fused_cross_entropy_holds_fewer_logit_bytes():
+    # Megatron's vocab-parallel cross entropy keeps one fp32 buffer (2 + 4 bytes per logit);
+    # torch cross_entropy on upcast logits also holds the fp32 gradient (2 + 4 + 4)
+    m = preset("llama3.1-8b")
+    plan = Plan(dp=8, zero=3, micro_batch=2, recompute="full")
+    c = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
+    ws = {fw: estimate(m, c, Workload(8192, 64, "bf16", framework=fw), plan)
+          .peak_candidates[0].parts["activation_working_set"] for fw in ("nemo", "torchtitan")}
+    tokens_vocab = 2 * 8192 * m.vocab
+    assert ws["nemo"] == pytest.approx(6 * tokens_vocab, rel=0.01)
+    assert ws["torchtitan"] == pytest.approx(10 * tokens_vocab, rel=0.01)

@@ -274,7 +274,10 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     return ops
 
 
-def logits_bytes(model: ModelSpec, s: Shard) -> float:
-    """Transient logits on the last stage while the loss runs backward: 16-bit logits, their
-    fp32 copy for the softmax, and its fp32 gradient (2 + 4 + 4 bytes per logit)."""
-    return s.tokens * model.vocab / s.tp * (ACT + 4 + 4)
+def logits_bytes(model: ModelSpec, s: Shard, fused_cross_entropy: bool = False) -> float:
+    """Transient logits on the last stage while the loss runs backward. Unfused (torch
+    cross_entropy on upcast logits): 16-bit logits, their fp32 copy kept for the softmax, and
+    its fp32 gradient (2 + 4 + 4 bytes per logit). Megatron's vocab-parallel cross entropy
+    (and TE's fused one) keeps one fp32 softmax buffer and writes the gradient into it in
+    place (2 + 4)."""
+    return s.tokens * model.vocab / s.tp * (ACT + 4 + (0 if fused_cross_entropy else 4))

@@ -365,7 +365,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard)
+    logits = logits_bytes(model, shard, workload.framework in MEGATRON_ENGINES)
 
     def rank_memory(r: int) -> Breakdown:
         rc = rank_counts[r]
