@@ -378,7 +378,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             largest_layer_params=max(x.params + x.expert_params for x in present),
             act_per_microbatch_bytes=agg(rc, "saved_bytes"),
             in_flight=in_flight(plan, m, r), working_bytes=working)
-        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m))
+        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
+                                      plan.zero <= 1 and workload.framework in MEGATRON_ENGINES))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak
