@@ -96,6 +96,7 @@ def model_from_row(row: dict) -> ModelSpec:
         name=(row.get("model") or "row").strip(),
         layers=_num(row, "layers", int), hidden=_num(row, "hidden", int),
         heads=_num(row, "heads", int), kv_heads=_num(row, "kv_heads", int) or _num(row, "heads", int),
+        head_dim=_num(row, "head_dim", int) or 0,  # optional column (Qwen3: 128 != hidden/heads)
         ffn=_num(row, "ffn", int) or 0, vocab=_num(row, "vocab", int),
         mlp=(row.get("mlp") or "swiglu").strip().lower(),
         tied_embeddings=bool(_num(row, "tied_embeddings", int) or 0),
@@ -152,7 +153,8 @@ def predict_row(row: dict, with_search_best: bool = True) -> RowResult:
                                gpus_per_node=_num(row, "gpus_per_node", int),
                                nic_gbps_per_gpu=_num(row, "nic_gbps_per_gpu"))
         workload = Workload(_num(row, "seq_len", int), _num(row, "global_batch_seqs", int),
-                            (row.get("precision") or "bf16").strip().lower())
+                            (row.get("precision") or "bf16").strip().lower(),
+                            framework=(row.get("framework") or "").strip().lower())
         pins = pins_from_row(row)
         r = search(model, cluster, workload, pins, top_k=1, rerank_k=5)
         if r.best is None:  # nothing fits: report the leanest plan's numbers

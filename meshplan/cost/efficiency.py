@@ -1,9 +1,11 @@
-"""Every fitted constant of the cost model, in one place, each with where it comes from.
+"""Every constant of the cost model, in one place, each with where it comes from.
 
-The constants are physical: they belong to a GPU generation or to a kind of kernel, never to
-a model, a source or a calibration row. They were set from microbenchmarks and vendor
-figures first and then checked against ``../shared/validation/calibration.csv`` as a whole
-(``meshplan validate``); see the README's accuracy table.
+The constants are physical: they belong to a GPU generation, a kind of kernel or an engine,
+never to a model, a source or a calibration row. Kernel-level fractions come from
+microbenchmarks and published kernel tables; only three end-to-end constants
+(SUSTAINED_TENSOR, KERNEL_GAP_S, POWER_CLOCK_EXPONENT) are fitted, on the calibration rows
+only, by bench/fit_constants.py, which also reports their leave-one-source-out error and the
+error on the held-out runs in bench/data/heldout_runs.csv.
 """
 
 from __future__ import annotations
@@ -13,21 +15,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class KernelEfficiency:
-    """Achievable fractions of datasheet peaks for one GPU generation."""
+    """Fractions of datasheet peaks that single kernels reach on one GPU generation, as
+    measured by microbenchmarks (sources beside each table entry). What a whole training
+    step sustains on top of these is set by the fitted end-to-end constants below."""
 
-    # Large square GEMM sustained through a training step, fraction of dense peak. A single
-    # 8192^3 bf16 GEMM reaches 798 of 989 TFLOP/s on H100 (FIELD.md) and cuBLAS ~280 of 312
-    # on A100: upper bounds; whole-model runs sustain less (see EFFICIENCY below).
+    # Large square GEMM (8192^3), fraction of the dense peak of that dtype.
     matmul_bf16: float
-    # FP8 GEMM, fraction of the FP8 peak (Hopper cuBLASLt fp8 ~1,300 of 1,979 TFLOP/s at
-    # large sizes; the scaling/amax work around it is counted as memory traffic).
     matmul_fp8: float
-    # Flash attention forward / backward, fraction of the 16-bit peak (FlashAttention-2
-    # paper: 50-73% forward on A100; FA2/cuDNN on H100 ~ 45-60%, FA3 up to 75%).
+    # Flash attention at long sequences (>= 8k, head dim 128, causal), fraction of the
+    # 16-bit dense peak, forward and backward; shorter sequences lose by
+    # seq / (seq + ATTN_HALF_SEQ) (tile and launch under-occupancy, FA2/FA3 papers' curves).
     attention_fwd: float
     attention_bwd: float
-    # Streaming kernels (norms, activations, adds, casts): fraction of HBM bandwidth
-    # (a device-to-device copy reached 3.0 of 3.35 TB/s on H100 here, FIELD.md).
+    # Streaming kernels (norms, activations, adds, casts): fraction of HBM bandwidth.
     memory: float
     # Matrix dimension at which a GEMM runs at half its large-size efficiency along that
     # dimension (tile and wave quantisation: 128x128/256x128 tiles on 100+ SMs).
@@ -38,23 +38,74 @@ class KernelEfficiency:
 
 
 # Clock vs power under a cap: dynamic power ~ f * V^2; near the top of the V/f curve V ~ f
-# gives f ~ P^(1/3), at the voltage floor f ~ P. Fitted between those bounds.
-POWER_CLOCK_EXPONENT = 0.75
+# gives f ~ P^(1/3), at the voltage floor f ~ P. Fitted between those bounds (bench/fit_constants.py).
+POWER_CLOCK_EXPONENT = 0.5
 
+# Sequence length at which flash attention runs at half its long-sequence efficiency.
+# FlashAttention-2 paper (Dao 2023) Fig. 4-5 (A100, head dim 128, causal forward):
+# ~110 TFLOP/s at 512, ~150 at 1k, ~180 at 2k, ~200 at 4k, ~210 at 8k (chart reading):
+# 512/(512+h) / (8192/(8192+h)) ~ 0.52 gives h ~ 450; FlashAttention-3 paper (Shah et al.
+# 2024) Fig. 5 on H100 shows the same shape. Causal masks waste the diagonal blocks.
+ATTN_HALF_SEQ = 512.0
 
-# Sustained in training, not in a single-kernel microbenchmark: the GEMM fractions below are
-# what whole-model runs reach (clocks under sustained board power, GEMMs interleaved with
-# other kernels, TE/cuBLAS heuristics on real shapes). Hopper and Ampere were fitted on the
-# calibration runs (coordinate search over a coarse grid of physically plausible values,
-# scripts in bench/fit_constants.py); Volta, Blackwell and CDNA3 have no calibration run
-# and take their generation neighbour's values scaled by vendor GEMM benchmarks.
+# Measured single-kernel fractions. Sources:
+# - GEMM bf16 Hopper: 8192^3 bf16 at ~798 of 989 TFLOP/s on one H100 SXM, 769-798 on H200
+#   (FIELD.md, measured here) -> 0.80. FP8: DeepGEMM README (deepseek-ai/DeepGEMM): fp8
+#   GEMMs "up to 1550 TFLOPS" on H800 (same SMs and clocks as H100 SXM, 1,979 dense fp8
+#   peak), on par with cuBLASLt at 8192^3 -> 0.76 (upper end: large, well-shaped GEMMs).
+# - GEMM Ampere: cuBLAS bf16 8192^3 ~ 250-260 of 312 TFLOP/s on A100 SXM (recalled
+#   cuBLAS figures, not re-checked in this session; llm-foundry's A100 MPT runs reach 64% MFU
+#   end to end, which bounds the sustained GEMM rate from below).
+# - Attention: FlashAttention-2 paper (A100, fwd up to 73% of peak, bwd up to ~63%; at
+#   long causal sequences ~67% / ~56%); FlashAttention-3 paper (H100, FA3 fwd causal
+#   hdim 128 ~ 600-640 TFLOP/s at 8-16k = 0.62, bwd ~ 470-520 = 0.50; FA2 on H100 fwd ~
+#   330-350 = 0.35, bwd ~ 0.30; chart readings recalled, not re-checked in this session).
+#   Hopper entries use the FA3/cuDNN class of kernels that
+#   Transformer Engine runs; engines on FA2-class kernels (torch SDPA) use ATTENTION_FA2.
+# - Streaming: device-to-device copy 3.0 of 3.35 TB/s (H100) and 4.3 of 4.8 (H200),
+#   FIELD.md -> 0.89-0.90.
+# - Volta, Blackwell, CDNA3: no microbenchmark here and no table checked in this session;
+#   values are recalled vendor GEMM figures (B200 bf16 ~0.78 of 2,250, fp8 ~0.70 of 4,500;
+#   MI300X bf16 ~0.5 of 1,307, hipBLASLt ROCm 6) and the neighbouring generation's
+#   attention. Replace them with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
-    "volta": KernelEfficiency(0.60, 0.60, 0.30, 0.25, 0.80, 64),
-    "ampere": KernelEfficiency(0.60, 0.60, 0.30, 0.25, 0.85, 64),
-    "hopper": KernelEfficiency(0.55, 0.55, 0.30, 0.25, 0.88, 256, full_clock_power_w=700),
-    "blackwell": KernelEfficiency(0.55, 0.55, 0.30, 0.25, 0.88, 256, full_clock_power_w=1000),
-    "cdna3": KernelEfficiency(0.45, 0.40, 0.25, 0.20, 0.80, 256),
+    "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 64),
+    "ampere": KernelEfficiency(0.82, 0.82, 0.67, 0.56, 0.85, 128),
+    "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 256, full_clock_power_w=700),
+    "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 256, full_clock_power_w=1000),
+    "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 256),
 }
+
+# FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper: the FA3
+# paper's FA2 baseline, fwd ~0.35 and bwd ~0.30 of the H100 peak. Other generations: their
+# EFFICIENCY entry (FA2 is the best kernel there).
+ATTENTION_FA2 = {"hopper": (0.35, 0.30), "blackwell": (0.35, 0.30)}
+
+# Which attention kernel each engine runs by default: Megatron-LM / NeMo use Transformer
+# Engine's cuDNN fused attention (FA3 class on Hopper); torchtitan, DeepSpeed, Composer
+# (llm-foundry) and others call torch SDPA / flash-attn 2.
+ENGINE_ATTENTION = {"megatron": "te", "nemo": "te"}
+
+# ---- the only constants fitted end to end (bench/fit_constants.py, leave-one-source-out) ----
+# Share of the microbenchmark tensor-core throughput a whole training step sustains:
+# board power and temperature hold clocks lower under hours of all-GPU load than in a
+# seconds-long single-kernel run, and back-to-back kernels lose L2 reuse.
+SUSTAINED_TENSOR = 0.70
+# Idle time per kernel on the critical path (launch latency, tail of the previous kernel,
+# stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
+# adds CPU time that is hidden only when the GPU is ahead of the host.
+KERNEL_GAP_S = 8e-6
+# Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
+# and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
+# PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",
+# PyTorch blog 2021: launch overheads of several microseconds per kernel make small-batch
+# work CPU-bound); a layer whose GPU work is shorter than this waits for the host.
+HOST_OP_FWD_S = 10e-6
+HOST_OP_BWD_S = 1.5 * 5e-6
+# MoE routing imbalance: tokens on the busiest expert rank over the mean. 1.0 for
+# force-balanced benchmarks; auxiliary-loss balanced training reports max/mean loads of
+# ~1.1-1.3 (Switch Transformer capacity factors 1.0-1.25; DeepSeek-V3 sec. 2.1.2).
+MOE_LOAD_IMBALANCE = 1.0
 
 
 @dataclass(frozen=True)
@@ -65,10 +116,13 @@ class NetworkEfficiency:
     scaleup: float = 0.80
     # InfiniBand/RoCE NDR 400 Gb/s: ~46 of 50 GB/s per NIC in nccl-tests across nodes.
     scaleout: float = 0.85
-    # All-to-all across nodes reaches less (many small messages, routing imbalance;
-    # DeepEP reaches ~40-45 GB/s of 50 on H800; the all-to-all dispatchers of the
-    # calibrated engines reach far less: fitted 0.30 on the MoE calibration runs).
-    alltoall_scaleout: float = 0.30
+    # All-to-all across nodes: every rank talks to every other, so messages are n times
+    # smaller than a ring's and NIC queue pairs contend. At MoE sizes (MBs per peer) and with
+    # NCCL's NVLink aggregation (PXN) it comes close to the ring's NIC rate; DeepEP README
+    # (H800, CX7 400 Gb/s): internode dispatch 43-58 GB/s "RDMA bandwidth" per 50 GB/s NIC
+    # (NVLink forwarding). Set a little below scale-out; the 0.30 fitted before made the
+    # calibration's EP32-across-nodes Qwen3 rows 50% too slow.
+    alltoall_scaleout: float = 0.80
     # Share of TP communication hidden when the plan asks for TP overlap (Megatron TE
     # userbuffers / async TP: most but not all of the all-gather / reduce-scatter).
     tp_overlap: float = 0.80

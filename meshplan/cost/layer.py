@@ -79,18 +79,22 @@ def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
     return ops.tp_collectives / 2 * all_reduce_s(cluster, p, ops.tp_buffer_bytes)
 
 
+MEGATRON_ENGINES = ("megatron", "nemo")
+
+
 @lru_cache(maxsize=4096)
 def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
                places: CommPlacements, tp_overlap: bool, precision: str,
-               cp_kind: str = "ring") -> LayerCost:
-    """``kind`` is "dense", "moe", "embedding" or "head"."""
+               cp_kind: str = "ring", engine: str = "") -> LayerCost:
+    """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
+    kernels run it (Workload.framework)."""
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
         ops = head_ops(model, shard)
     else:
         ops = layer_ops(model, kind == "moe", shard)
-    dev = device(cluster.gpu, precision)
+    dev = device(cluster.gpu, precision, engine)
     t = op_times(dev, ops)
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
@@ -99,7 +103,21 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved = ops.input_bytes
         # the recomputed activations plus their gradients while the layer runs backward
         working = 2 * (ops.saved_bytes + ops.recomputable_bytes)
+    elif recompute == "selective" and kind == "dense" and engine in MEGATRON_ENGINES:
+        # Megatron-LM / NeMo selective recomputation (recompute_granularity=selective,
+        # modules core_attn): only the attention core is recomputed, everything else stays
+        # saved. With flash attention the core keeps only q, k, v and its output anyway,
+        # so memory is that of no recomputation (Korthikanti et al. 2022 sec. 5 without
+        # the 5as/h term) and the cost is one more attention forward. MoE layers keep the
+        # op-level branch below: Megatron-Core's MoE recipes add the moe_act / layernorm
+        # recompute modules (an assumption: the calibration rows do not print them).
+        rc = t.attn_fwd_s
+        passes = 2
+        saved = ops.saved_bytes + ops.recomputable_bytes
+        working = 0.0
     elif recompute == "selective" and kind in ("dense", "moe"):
+        # torchtitan-style op-level selective checkpointing: norms, the attention core,
+        # the MLP activation and every other GEMM of a gated MLP are recomputed
         rc = t.attn_fwd_s + t.act_fn_fwd_s + t.norm_fwd_s
         rc += ops.selective_matmul_flops / (dev.matmul_flops * 0.9)
         passes = 2
@@ -142,6 +160,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
     if recompute == "full":
         hw_flops += mm_flops + ops.attn_fwd_flops
+    elif recompute == "selective" and engine in MEGATRON_ENGINES and kind == "dense":
+        hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":
         hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
     return LayerCost(

@@ -40,8 +40,14 @@ class RankState:
 
 
 def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
-                 microbatches: int = 1) -> dict[str, float]:
-    """Named parts in bytes; their sum is what the GPU must hold at the rank's peak."""
+                 microbatches: int = 1, contiguous_states: bool = False) -> dict[str, float]:
+    """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
+
+    ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
+    large buffers allocated once (Megatron-LM's param-and-grad buffers and distributed
+    optimizer shards), which the caching allocator cannot fragment; only the transient part
+    (activations, working set, communication buffers) fragments. Engines that allocate
+    per-parameter tensors and gather/free them per layer (FSDP2) fragment everything."""
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
     p, e = st.params, st.expert_params
@@ -62,6 +68,8 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         "comm_buffers": HOST.comm_buffer_bytes,
     }
     allocated = sum(parts.values())
+    if contiguous_states:
+        allocated -= weights + grads + opt
     parts["allocator_fragmentation"] = HOST.allocator_fragmentation * allocated
     parts["cuda_context"] = HOST.runtime_reserved_bytes
     return parts

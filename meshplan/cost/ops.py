@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..specs.model import ModelSpec
+from . import efficiency
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class Shard:
     ep: int = 1
     etp: int = 1
     fp8: bool = False
+    # Transformer Engine FP8 (Megatron-LM, NeMo): the cast is fused into the producing
+    # kernel (LayerNormLinear, fused activation + cast) and fp8 weights are cached across
+    # micro-batches; other stacks (torchao float8 in torchtitan) cast in separate kernels
+    fp8_fused_casts: bool = False
 
     @property
     def tokens(self) -> float:
@@ -58,6 +63,9 @@ class LayerOps:
     matmuls: list[MatMul] = field(default_factory=list)
     attn_fwd_flops: float = 0.0  # executed attention-core FLOPs (causal half skipped)
     attn_model_flops: float = 0.0  # attention-core FLOPs by the PaLM convention (full s x s)
+    attn_seq: float = 0.0  # key length each attention kernel sees (sets its efficiency)
+    kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
+    host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
     act_fn_bytes: float = 0.0  # part of stream_bytes that is the MLP activation function
     norm_bytes: float = 0.0  # part of stream_bytes that is the norms
@@ -124,6 +132,11 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         d_qk = d_v = model.head_dim
     # flash attention: every query attends to s/2 keys on average under the causal mask;
     # with cp the load-balanced chunks give each rank the same average.
+    ops.attn_seq = s.seq / s.cp
+    # norm, projections, rope, attention core, residual add
+    ops.kernels += 4 + sum(1 for mm in ops.matmuls)
+    # norm, projections, q/k/v split and reshape, rope on q and k, attention, residual add
+    ops.host_ops += 8 + sum(1 for mm in ops.matmuls)
     ops.attn_fwd_flops += 2 * T * (s.seq / 2) * heads * (d_qk + d_v)
     ops.attn_model_flops += 2 * T * s.seq * heads * (d_qk + d_v)
     # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
@@ -149,6 +162,8 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     gated = model.mlp == "swiglu"
     ops.matmuls.append(MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h))
     ops.matmuls.append(MatMul(f"{name}_fc2", T, h, w))
+    ops.kernels += 3  # fc1, activation, fc2
+    ops.host_ops += 4
     act = ACT * T * w * (3 if gated else 2)
     ops.stream_bytes += act
     ops.act_fn_bytes += act
@@ -166,7 +181,8 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     """Router, dispatch over ep, grouped expert GEMMs (etp-sharded), combine, shared experts."""
     h = model.hidden
     tokens_in = s.tokens / s.tp  # MoE input is the sequence-parallel shard
-    rows = tokens_in * model.moe_topk * s.etp  # token copies this rank's experts process
+    # token copies this rank's experts process; the busiest rank sets the pace
+    rows = tokens_in * model.moe_topk * s.etp * efficiency.MOE_LOAD_IMBALANCE
     local_experts = model.moe_experts / s.ep
     w = model.moe_expert_ffn / s.etp
     gated = model.mlp == "swiglu"
@@ -174,6 +190,14 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     m = rows / local_experts
     ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts))
     ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts))
+    # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
+    # unpermute, weighted combine (Megatron-Core MoE layer; grouped GEMM, not per expert)
+    ops.kernels += 10
+    # host side of a Megatron-Core MoE layer (router: linear, score, top-k, gather, aux loss;
+    # dispatcher: histogram, device-to-host copy of the per-expert counts (a stream sync),
+    # sort/permute, all-to-all, unpermute, combine; grouped MLP): ~34 framework ops, plus a
+    # per-expert quantisation loop under FP8 (TE GroupedLinear splits the input per expert)
+    ops.host_ops += 34 + (4 * local_experts if s.fp8 else 0)
     act = ACT * rows * w * (3 if gated else 2)
     # permute / unpermute token copies (read + write each way) and the activation function
     ops.stream_bytes += act + 4 * ACT * rows * h
@@ -200,6 +224,8 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     # second norm + residual add
     ops.stream_bytes += ACT * Ts * h * (2 + 3)
     ops.norm_bytes += ACT * Ts * h * 2
+    ops.kernels += 2  # second norm, residual add
+    ops.host_ops += 2
     ops.saved_bytes += ACT * Ts * h
     ops.params += model.norm_params(h)
     if moe:
@@ -209,8 +235,17 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     else:
         mlp_ops(model, s, ops, model.ffn)
         ops.tp_collectives += 2 if s.tp > 1 else 0
-    if s.fp8:  # quantise every linear input (read 16-bit, write 8-bit)
-        ops.stream_bytes += sum(3 * mm.m * mm.k * mm.count for mm in ops.matmuls)
+    if s.fp8:
+        # Transformer Engine recipes: every linear input is quantised (read 16-bit, write
+        # 8-bit, and a transposed 8-bit copy for the weight gradient) and its amax reduced;
+        # the weights are cast the same way; attention, norms and element-wise work stay
+        # in 16-bit. Two extra kernels (cast-transpose, amax) per GEMM.
+        if s.fp8_fused_casts:  # only the transposed 8-bit copy for the weight gradient
+            ops.stream_bytes += sum(mm.m * mm.k * mm.count for mm in ops.matmuls)
+        else:
+            ops.stream_bytes += sum(4 * mm.m * mm.k * mm.count + 4 * mm.n * mm.k * mm.count
+                                    for mm in ops.matmuls)
+            ops.kernels += 2 * len(ops.matmuls)
     ops.input_bytes = ACT * Ts * h
     return ops
 
@@ -239,7 +274,10 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     return ops
 
 
-def logits_bytes(model: ModelSpec, s: Shard) -> float:
-    """Transient logits on the last stage while the loss runs backward: 16-bit logits, their
-    fp32 copy for the softmax, and its fp32 gradient (2 + 4 + 4 bytes per logit)."""
-    return s.tokens * model.vocab / s.tp * (ACT + 4 + 4)
+def logits_bytes(model: ModelSpec, s: Shard, fused_cross_entropy: bool = False) -> float:
+    """Transient logits on the last stage while the loss runs backward. Unfused (torch
+    cross_entropy on upcast logits): 16-bit logits, their fp32 copy kept for the softmax, and
+    its fp32 gradient (2 + 4 + 4 bytes per logit). Megatron's vocab-parallel cross entropy
+    (and TE's fused one) keeps one fp32 softmax buffer and writes the gradient into it in
+    place (2 + 4)."""
+    return s.tokens * model.vocab / s.tp * (ACT + 4 + (0 if fused_cross_entropy else 4))

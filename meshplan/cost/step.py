@@ -20,7 +20,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, group_placement,
 from .compute import device
 from .efficiency import HOST, NETWORK
 from .flops import model_flops_per_token
-from .layer import CommPlacements, LayerCost, layer_cost
+from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline import bubble_s, in_flight
@@ -269,13 +269,15 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     m = plan.num_microbatches(workload)
     fp8 = workload.precision == "fp8"
     shard = Shard(workload.seq_len, plan.micro_batch, plan.tp, plan.cp,
-                  bool(plan.sequence_parallel), plan.ep, plan.etp, fp8)
+                  bool(plan.sequence_parallel), plan.ep, plan.etp, fp8,
+                  fp8 and workload.framework in MEGATRON_ENGINES)
     pl = placements(plan, cluster)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
 
     def cost(kind: str) -> LayerCost:
         return layer_cost(model, cluster, kind, shard, plan.recompute, places,
-                          plan.tp_comm_overlap, workload.precision, plan.cp_kind)
+                          plan.tp_comm_overlap, workload.precision, plan.cp_kind,
+                          workload.framework)
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None
@@ -363,7 +365,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard)
+    logits = logits_bytes(model, shard, workload.framework in MEGATRON_ENGINES)
 
     def rank_memory(r: int) -> Breakdown:
         rc = rank_counts[r]
@@ -376,7 +378,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             largest_layer_params=max(x.params + x.expert_params for x in present),
             act_per_microbatch_bytes=agg(rc, "saved_bytes"),
             in_flight=in_flight(plan, m, r), working_bytes=working)
-        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m))
+        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
+                                      plan.zero <= 1 and workload.framework in MEGATRON_ENGINES))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

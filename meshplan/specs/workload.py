@@ -24,6 +24,10 @@ class Workload:
     precision: str = "bf16"  # the linear layers' math: bf16, fp16 or fp8
     optimizer: str = "adamw"
     optimizer_state_precision: str = "fp32"
+    # the engine that runs the step, when it matters for prediction (its kernels and
+    # memory policy): megatron, nemo, torchtitan, deepspeed, maxtext, other; "" = meshplan's
+    # own runtime (cost/efficiency.py ENGINE_ATTENTION)
+    framework: str = ""
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -34,6 +38,7 @@ class Workload:
                            require_choice("precision", self.precision, WORKLOAD_PRECISIONS))
         object.__setattr__(self, "optimizer",
                            require_choice("optimizer", self.optimizer, OPTIMIZERS))
+        object.__setattr__(self, "framework", str(self.framework or "").strip().lower())
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision, ("fp32", "bf16")))
