@@ -21,6 +21,7 @@ per estimate, nothing is re-estimated.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from dataclasses import dataclass
@@ -170,3 +171,26 @@ def verdict(est, iv: Interval) -> str:
         return (f"may not fit: 90th percentile {iv.peak_memory_gib[1]:.1f} GiB per GPU, "
                 f"the GPU has {iv.capacity_gib:.0f} GiB")
     return "fits"
+
+
+def scaled(iv: Interval, step_time_s: float, point_step_s: float) -> Interval:
+    """The same interval around another step time of the same plan (the simulated one)."""
+    k = step_time_s / point_step_s
+    return dataclasses.replace(
+        iv, step_time_s=(iv.step_time_s[0] * k, iv.step_time_s[1] * k),
+        tokens_per_s_per_gpu=(iv.tokens_per_s_per_gpu[0] / k, iv.tokens_per_s_per_gpu[1] / k))
+
+
+def ranking_sigma(a, b, data: dict | None = None) -> float:
+    """Relative 1-sigma of the step-time difference between two plans of one scenario.
+
+    The class residual is shared by every plan of a scenario (same model, GPUs and scale),
+    so it cancels in a comparison; what differs is how much each plan leans on each group
+    of constants."""
+    data = data or load()
+    return math.sqrt(constants_var(data, a.step_time.parts) + constants_var(data, b.step_time.parts))
+
+
+def too_close(t1_s: float, t2_s: float, a, b, data: dict | None = None) -> bool:
+    """Whether #2 is within the 10-90% band of the difference of #1 (t1 <= t2)."""
+    return (t2_s - t1_s) / t1_s < Z90 * ranking_sigma(a, b, data)
