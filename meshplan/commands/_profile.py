@@ -7,6 +7,8 @@ import sys
 
 from .. import profile
 
+_RESTORE: list = []  # undo functions of the profiles applied in this process
+
 
 def add_profile_arg(p) -> None:
     p.add_argument("--profile", help="calibration profile TOML written by `meshplan calibrate`")
@@ -17,7 +19,8 @@ def apply_profile_arg(args, generation: str | None = None) -> dict | None:
     path = getattr(args, "profile", None)
     if not path:
         return None
-    meta, _ = profile.use(path)
+    meta, restore = profile.use(path)
+    _RESTORE.append(restore)
     print(f"note: using calibration profile {path} ({meta.get('device', '?')}, "
           f"{meta.get('date', '?')})", file=sys.stderr)
     return meta
@@ -30,3 +33,9 @@ def check_generation(meta: dict | None, generation: str) -> None:
         print(f"note: the profile was measured on {meta.get('gpu', meta['generation'])} "
               f"({meta['generation']}); this cluster's GPUs are {generation}: only its "
               "generation-independent constants apply", file=sys.stderr)
+
+
+def reset() -> None:
+    """Undo every profile applied by a command in this process (tests call it)."""
+    while _RESTORE:
+        _RESTORE.pop()()

@@ -146,5 +146,8 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="fewer and smaller shapes")
     p.add_argument("--folds", type=int, default=5, help="--from-runs: cross-validation folds "
                                                          "(default 5; capped at the row count)")
+    p.add_argument("--force", action="store_true",
+                   help="--from-runs: write the profile even when the refit does not lower "
+                        "the cross-validated error")
     p.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: test stand-in
     p.set_defaults(func=_run)
