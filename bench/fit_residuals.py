@@ -59,20 +59,49 @@ def _generation(cls: str) -> str:
     return cls.split("/")[0]
 
 
-def fit(path: str) -> tuple[dict, list]:
+def loso_refit(rows: list[dict], results) -> dict:
+    """Row id -> tokens/s per GPU predicted with the end-to-end constants refitted on the
+    other sources only (meshplan.calibrate.from_runs: one coordinate pass)."""
+    from meshplan import profile
+    from meshplan.calibrate import from_runs
+
+    src = {r.id: r.source for r in results}
+    scored = [row for row, r in zip(rows, results)
+              if r.error is None and r.measured_tokens_per_s_per_gpu]
+    out = {}
+    for s in sorted({src[row["id"]] for row in scored}):
+        train = [row for row in scored if src[row["id"]] != s]
+        test = [row for row in rows if src.get(row["id"]) == s]
+        names = from_runs.default_names(train)
+        consts = from_runs.fit(train, names, passes=1)
+        restore = profile.apply(consts)
+        try:
+            for r in predict_rows(test, with_search_best=False, residuals=_placeholder()):
+                if r.error is None:
+                    out[r.id] = r.predicted_tokens_per_s_per_gpu
+        finally:
+            restore()
+        print(f"  left out {s}: {len(test)} rows, refitted "
+              + ", ".join(f"{k.split('.', 1)[-1]}={v:.3g}" for k, v in consts.items()), flush=True)
+    return out
+
+
+def fit(path: str, refit: bool = True) -> tuple[dict, list]:
     rows = read_rows(path)
     results = predict_rows(rows, with_search_best=False, residuals=_placeholder())
-    method = "in-sample residuals of the shipped constants (fit_constants.py offers no LOSO)"
     try:
         import fit_constants  # bench/fit_constants.py, the constants' owner
 
         loso = fit_constants.loso_predictions(rows)
-        for r in results:
-            if r.id in loso and r.error is None:
-                r.predicted_tokens_per_s_per_gpu = loso[r.id]
         method = "leave-one-source-out predictions of bench/fit_constants.py loso_predictions"
     except (ImportError, AttributeError):
-        pass
+        loso = loso_refit(rows, results) if refit else {}
+        method = ("leave-one-source-out: the end-to-end constants of `meshplan calibrate "
+                  "--from-runs` refitted without each source" if refit else
+                  "in-sample residuals of the shipped constants")
+    for r in results:
+        if r.id in loso and r.error is None:
+            r.predicted_tokens_per_s_per_gpu = loso[r.id]
     scored = [r for r in results if r.error is None and r.tokens_residual is not None]
     tput = uncertainty.fit_stats([(r.throughput_class, r.tokens_residual) for r in scored])
     mem_rows = [r for r in results if r.error is None and r.memory_residual is not None]
@@ -111,9 +140,11 @@ def to_toml(data: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
+    ap.add_argument("--in-sample", action="store_true",
+                    help="residuals of the shipped constants as they are (no refit per source)")
     ap.add_argument("--out", default=str(Path(uncertainty.__file__).with_name("residuals.toml")))
     a = ap.parse_args()
-    data, results = fit(a.csv)
+    data, results = fit(a.csv, refit=not a.in_sample)
     text = to_toml(data)
     Path(a.out).write_text(text)
     import tomllib

@@ -117,7 +117,7 @@ class RowResult:
 def source_key(source: str) -> str:
     """The document a row comes from ("torchtitan benchmarks llama3_h100_202412" for all of
     its tables): the unit left out in leave-one-source-out."""
-    s = re.split(r"\s+\(|\s+Table\s+\d", source.strip(), maxsplit=1)[0].strip()
+    s = re.split(r"\s+\(|\s+Table\s+\d|,\s", source.strip(), maxsplit=1)[0].strip()
     return s or "(no source)"
 
 
