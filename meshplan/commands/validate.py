@@ -14,7 +14,10 @@ from ._profile import add_profile_arg, apply_profile_arg
 
 
 def _fmt(x, spec: str) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+    width = int(spec.split(".")[0] or 0)
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-".rjust(width)
+    return format(x, spec)
 
 
 def _err(x) -> str:
