@@ -117,21 +117,26 @@ def test_collectives_on_two_gloo_ranks():
 
     ctx = mp.get_context("spawn")
     q = ctx.SimpleQueue()
-    mp.start_processes(_coll_worker, args=(2, q), nprocs=2, start_method="spawn")
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    mp.start_processes(_coll_worker, args=(2, q, port), nprocs=2, start_method="spawn")
     res = q.get()
     ok = [r for r in res if "bus_bytes_per_s" in r]
     assert {r["collective"] for r in ok} >= {"all_reduce", "all_gather"}
     assert all(r["group"] == 2 and r["bus_bytes_per_s"] > 0 for r in ok)
 
 
-def _coll_worker(rank, world, q):
+def _coll_worker(rank, world, q, port):
     import os
 
     import torch.distributed as dist
 
     from meshplan.calibrate import micro
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     res = micro.collectives("cpu", [2**16], [2], 1, 2)
     if rank == 0:
