@@ -180,3 +180,18 @@ def test_from_runs_refit_lowers_cv_error(tmp_path, capsys):
     c = tomllib.loads(out.read_text())["constants"]
     assert math.isclose(c["EFFICIENCY.hopper.matmul_bf16"],
                         efficiency.EFFICIENCY["hopper"].matmul_bf16 * 1.25, rel_tol=0.02)
+
+
+def test_validate_uses_the_profile_in_every_worker(tmp_path, capsys):
+    import json
+
+    path = _runs_csv(tmp_path, 1.0)  # measured = the defaults' own predictions
+    assert main(["validate", str(path), "--json", "--jobs", "2"]) == 0
+    base = json.loads(capsys.readouterr().out)["summary"]["tokens_median_abs_error"]
+    assert base < 1e-9
+    prof = tmp_path / "p.toml"
+    mm = efficiency.EFFICIENCY["hopper"].matmul_bf16
+    prof.write_text(f'[meta]\ndevice = "test"\n[constants]\n"EFFICIENCY.hopper.matmul_bf16" = {mm / 2}\n')
+    assert main(["validate", str(path), "--json", "--jobs", "2", "--profile", str(prof)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(r["tokens_error"] < -0.1 for r in out["rows"])  # slower GEMMs in both workers
