@@ -6,14 +6,26 @@ from .engines import ENGINE_NAMES
 
 from .cost import Estimate
 from .cost.memory import reserved_bytes
+from .uncertainty import Interval, interval, scaled, verdict
 from .scenario import Scenario
 from .search.search import SearchResult, explain
 
 GiB = 2**30
 
 
-def estimate_json(e: Estimate) -> dict:
-    return {
+def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = None) -> dict:
+    """Plan -> 10-90% Interval, around the simulated step time where there is one."""
+    out = {}
+    for e in ests:
+        iv = interval(e, sc.model, sc.cluster)
+        s = (simulated or {}).get(e.plan)
+        out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s) if s else iv
+    return out
+
+
+def estimate_json(e: Estimate, iv: Interval | None = None) -> dict:
+    extra = {"interval": iv.to_json(), "verdict_with_interval": verdict(e, iv)} if iv else {}
+    return extra | {
         "plan": e.plan.to_dict(),
         "label": e.plan.describe(),
         "describe": e.plan.describe(),
@@ -46,9 +58,15 @@ def scenario_line(sc: Scenario) -> str:
             f"({w.tokens_per_step / 1e6:.2f}M tokens), {w.precision}")
 
 
-def breakdown_text(e: Estimate) -> list[str]:
+def breakdown_text(e: Estimate, iv: Interval | None = None) -> list[str]:
     out = [f"step time {e.step_time_s:.3f} s  |  {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU  |  "
-           f"MFU {e.mfu:.1%}  |  {e.num_microbatches} micro-batches  |  {e.verdict}"]
+           f"MFU {e.mfu:.1%}  |  {e.num_microbatches} micro-batches  |  "
+           f"{verdict(e, iv) if iv else e.verdict}"]
+    if iv:
+        out.append(f"  10-90% interval: step time {iv.step_time_s[0]:.3f}-{iv.step_time_s[1]:.3f} s"
+                   f", tokens/s/GPU {iv.tokens_per_s_per_gpu[0]:,.0f}-"
+                   f"{iv.tokens_per_s_per_gpu[1]:,.0f}, peak memory {iv.peak_memory_gib[0]:.1f}-"
+                   f"{iv.peak_memory_gib[1]:.1f} GiB (class {iv.throughput_class})")
     out.append("  step time breakdown (bottleneck pipeline rank "
                f"{e.bottleneck_rank}):")
     for k, v in e.step_time.parts.items():
@@ -72,20 +90,28 @@ def breakdown_text(e: Estimate) -> list[str]:
     return out
 
 
-def plans_table(ests: list[Estimate], simulated: dict | None = None) -> list[str]:
+def plans_table(ests: list[Estimate], simulated: dict | None = None,
+                intervals: dict | None = None) -> list[str]:
     """One row per plan; with ``simulated`` (Plan -> PlanSimulation) the simulated step time
-    stands beside the closed form and tokens/s and MFU follow the simulation."""
+    stands beside the closed form and tokens/s and MFU follow the simulation; with
+    ``intervals`` (Plan -> Interval) the 10-90% step time and memory follow each figure."""
     sim = simulated or {}
+    ivs = intervals or {}
     w = max([52] + [len(e.plan.describe()) + 2 for e in ests])
-    out = [f"{'#':>2}  {'plan':<{w}}{'step s':>8}{'sim s':>8}{'tok/s/GPU':>11}{'MFU':>7}"
-           f"{'mem GiB':>9}  bottleneck"]
+    out = [f"{'#':>2}  {'plan':<{w}}{'step s':>8}{'sim s':>8}"
+           + (f"{'p10-p90 s':>14}" if ivs else "") + f"{'tok/s/GPU':>11}{'MFU':>7}"
+           f"{'mem GiB':>9}" + (f"{'p10-p90':>12}" if ivs else "") + "  bottleneck"]
     for i, e in enumerate(ests, 1):
         s = sim.get(e.plan)
         tps = s.tokens_per_s_per_gpu if s else e.tokens_per_s_per_gpu
         mfu = s.mfu if s else e.mfu
+        iv = ivs.get(e.plan)
+        st = (f"{f'{iv.step_time_s[0]:.2f}-{iv.step_time_s[1]:.2f}':>14}" if iv else "")
+        mt = (f"{f'{iv.peak_memory_gib[0]:.1f}-{iv.peak_memory_gib[1]:.1f}':>12}" if iv else "")
+        warn = "may not fit; " if iv and e.fits and iv.may_not_fit else ""
         out.append(f"{i:>2}  {e.plan.describe():<{w}}{e.step_time_s:>8.2f}"
-                   f"{(f'{s.step_time_s:.2f}' if s else '-'):>8}{tps:>11,.0f}{mfu:>7.1%}"
-                   f"{e.peak_memory_bytes / GiB:>9.1f}  {e.bottleneck}")
+                   f"{(f'{s.step_time_s:.2f}' if s else '-'):>8}{st}{tps:>11,.0f}{mfu:>7.1%}"
+                   f"{e.peak_memory_bytes / GiB:>9.1f}{mt}  {warn}{e.bottleneck}")
     return out
 
 
@@ -101,15 +127,24 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
         out.append("no plan fits: every plan rejected above")
         return "\n".join(out)
     out.append("")
-    out.append("best plans" + (" (ranked by the simulated pipeline, 'sim s'):" if r.simulated
-                                else ":"))
-    out += plans_table(r.top, r.simulated)
+    ivs = intervals_of(sc, r.top + r.pareto[:8], r.simulated)
+    ranked_by = getattr(r, "ranked_by", "")
+    out.append("best plans" + (f" (ranked by {ranked_by}):" if ranked_by else
+                               " (ranked by the simulated pipeline, 'sim s'):" if r.simulated
+                               else ":"))
+    out += plans_table(r.top, r.simulated, ivs)
     out.append("('step s': the closed forms, reproduced by `meshplan predict --plan LABEL`; "
                "'sim s': the simulated pipeline, by `meshplan simulate --plan LABEL`)"
                if r.simulated else
                "('step s' is reproduced by `meshplan predict --plan LABEL`)")
+    for note in getattr(r, "notes", []):
+        out.append("note: " + note)
     out.append("")
-    if len(r.top) > 1:
+    if len(r.top) > 1 and ranked_by:
+        p1, p2 = (ivs[e.plan].step_time_s[1] for e in r.top[:2])
+        out.append(f"why #1 wins: its 90th percentile step time is {p2 - p1:.3f} s lower than "
+                   "#2's")
+    elif len(r.top) > 1:
         a, b = (r.simulated.get(e.plan) for e in r.top[:2])
         if a and b:
             out.append(f"why #1 wins: simulated {b.step_time_s - a.step_time_s:.3f} s faster per "
@@ -118,22 +153,27 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
         else:
             out.append("why #1 wins: " + explain(r.top[0], r.top[1]))
     out.append("winner: " + r.top[0].plan.describe())
-    out += breakdown_text(r.top[0])
+    out += breakdown_text(r.top[0], interval(r.top[0], sc.model, sc.cluster))
     if r.pareto:
         out.append("")
         out.append("Pareto front (step time vs memory per GPU):")
-        out += plans_table(r.pareto[:8], r.simulated)
+        out += plans_table(r.pareto[:8], r.simulated, ivs)
     return "\n".join(out)
 
 
 def search_json(sc: Scenario, r: SearchResult) -> dict:
+    ivs = intervals_of(sc, r.top, r.simulated)
     return {
         "scenario": scenario_line(sc),
         "engine": r.engine,
         "considered": r.considered, "evaluated": r.evaluated,
         "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
-        "top": [estimate_json(e) | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s}
-                                    if e.plan in r.simulated else {}) for e in r.top],
+        "top": [estimate_json(e, ivs[e.plan])
+                | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s}
+                   if e.plan in r.simulated else {}) for e in r.top],
+        "ranked_by": getattr(r, "ranked_by", "") or ("simulated step time" if r.simulated
+                                                     else "step time"),
+        "notes": list(getattr(r, "notes", [])),
         "why_best": explain(r.top[0], r.top[1]) if len(r.top) > 1 else None,
         "pareto": [{"label": e.plan.describe(), "describe": e.plan.describe(), "step_time_s": e.step_time_s,
                     "peak_memory_gib": e.peak_memory_bytes / GiB} for e in r.pareto],

@@ -1,30 +1,42 @@
 """Published training runs -> predictions -> error table.
 
-Reads the schema of ``shared/validation/calibration.csv`` (its README): columns in any
-order, a missing optional column is blank, unknown columns are ignored. Every knob a row
+Reads the schema of ``shared/validation/calibration.csv`` (runs_csv.py). Every knob a row
 gives is pinned; the knobs it leaves blank (micro-batch, vpp, recompute, zero, ...) are
 chosen by the search under the row's other settings and reported as ``chosen``. The
 pipeline schedule is the one the row's framework runs for its vpp (1F1B, or interleaved
 1F1B when vpp > 1): the engines in these sources had no zero-bubble schedules.
+
+A row that cannot be predicted or scored (a blank required field, a fractional count, a
+value that is not finite, an unknown GPU, ...) is listed with its reason and left out of
+every statistic; the other rows are still scored.
+
+Speed: searches are cached per (model, cluster, workload, pins) and the free search (the
+search's own best plan, to compare with the published one) per (model, cluster, workload);
+with ``jobs > 1`` rows sharing a free search go to the same worker process.
 """
 
 from __future__ import annotations
 
-import csv
+import math
+import os
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import runs_csv, uncertainty
 from .cost import estimate
 from .errors import InputError
 from .plan import Plan
+from .row_model import model_from_row
+from .runs_csv import count, flag, measured, text
 from .scenario import make_cluster
 from .search.search import search
-from .specs.model import ModelSpec
 from .specs.workload import Workload
 
 GiB = 2**30
 ENGINE_SCHEDULES = ("1f1b", "interleaved_1f1b")
+read_rows = runs_csv.read_rows
 
 
 @dataclass
@@ -33,17 +45,25 @@ class RowResult:
     trust: str
     model: str
     gpus: str
-    measured_tokens_per_s_per_gpu: float | None
-    measured_step_time_s: float | None
-    measured_peak_mem_gib: float | None
-    measured_oom: bool
+    measured_tokens_per_s_per_gpu: float | None = None
+    measured_step_time_s: float | None = None
+    measured_peak_mem_gib: float | None = None
+    measured_oom: bool = False
+    source: str = ""
     predicted_tokens_per_s_per_gpu: float | None = None
     predicted_step_time_s: float | None = None
     predicted_peak_mem_gib: float | None = None
     predicted_oom: bool | None = None
+    predicted_may_not_fit: bool | None = None
     predicted_mfu: float | None = None
+    tokens_p10_p90: tuple[float, float] | None = None
+    step_time_p10_p90: tuple[float, float] | None = None
+    peak_mem_p10_p90: tuple[float, float] | None = None
+    throughput_class: str = ""
+    constants_var: float = 0.0  # the constants' share of the interval (log-scale variance)
     plan: str = ""
     chosen: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     search_best_tokens_per_s_per_gpu: float | None = None
     search_best_plan: str = ""
     error: str | None = None
@@ -60,71 +80,60 @@ class RowResult:
             return None
         return self.predicted_peak_mem_gib / self.measured_peak_mem_gib - 1
 
+    @property
+    def tokens_residual(self) -> float | None:
+        """ln(measured / predicted) tokens/s per GPU: what the interval model is fitted on."""
+        e = self.tokens_error
+        return None if e is None else -math.log1p(e)
+
+    @property
+    def memory_residual(self) -> float | None:
+        e = self.memory_error
+        return None if e is None else -math.log1p(e)
+
     def to_json(self) -> dict:
         return {
-            "id": self.id, "trust": self.trust,
+            "id": self.id, "trust": self.trust, "source": self.source,
             "predicted_tokens_per_s_per_gpu": self.predicted_tokens_per_s_per_gpu,
+            "predicted_tokens_per_s_per_gpu_p10_p90": self.tokens_p10_p90,
             "predicted_step_time_s": self.predicted_step_time_s,
+            "predicted_step_time_s_p10_p90": self.step_time_p10_p90,
             "predicted_peak_mem_gib": self.predicted_peak_mem_gib,
-            "predicted_oom": self.predicted_oom, "predicted_mfu": self.predicted_mfu,
+            "predicted_peak_mem_gib_p10_p90": self.peak_mem_p10_p90,
+            "predicted_oom": self.predicted_oom,
+            "predicted_may_not_fit": self.predicted_may_not_fit,
+            "predicted_mfu": self.predicted_mfu, "throughput_class": self.throughput_class,
             "measured_tokens_per_s_per_gpu": self.measured_tokens_per_s_per_gpu,
+            "measured_step_time_s": self.measured_step_time_s,
             "measured_peak_mem_gib": self.measured_peak_mem_gib,
+            "measured_oom": self.measured_oom,
             "tokens_error": self.tokens_error, "memory_error": self.memory_error,
-            "plan": self.plan, "chosen": self.chosen,
+            "plan": self.plan, "chosen": self.chosen, "notes": self.notes,
             "search_best_tokens_per_s_per_gpu": self.search_best_tokens_per_s_per_gpu,
             "search_best_plan": self.search_best_plan, "error": self.error,
         }
 
 
-def _num(row: dict, key: str, kind=float):
-    v = (row.get(key) or "").strip()
-    if v == "":
-        return None
-    try:
-        x = float(v)
-    except ValueError:
-        raise InputError(key, v, "must be a number") from None
-    return int(x) if kind is int else x
-
-
-def model_from_row(row: dict) -> ModelSpec:
-    moe = (row.get("arch") or "").strip().lower() == "moe"
-    attn = (row.get("attention") or "").strip().lower()
-    if attn == "mla":
-        raise InputError("attention", "mla", "MLA rows need q/kv low-rank dims the CSV does not have")
-    kw = dict(
-        name=(row.get("model") or "row").strip(),
-        layers=_num(row, "layers", int), hidden=_num(row, "hidden", int),
-        heads=_num(row, "heads", int), kv_heads=_num(row, "kv_heads", int) or _num(row, "heads", int),
-        head_dim=_num(row, "head_dim", int) or 0,  # optional column (Qwen3: 128 != hidden/heads)
-        ffn=_num(row, "ffn", int) or 0, vocab=_num(row, "vocab", int),
-        mlp=(row.get("mlp") or "swiglu").strip().lower(),
-        tied_embeddings=bool(_num(row, "tied_embeddings", int) or 0),
-    )
-    for k in ("layers", "hidden", "heads", "vocab"):
-        if kw[k] is None:
-            raise InputError(k, "", "required for a prediction")
-    if moe:
-        kw.update(moe_experts=_num(row, "moe_experts", int) or 0,
-                  moe_topk=_num(row, "moe_topk", int) or 0,
-                  moe_expert_ffn=_num(row, "moe_expert_ffn", int) or 0,
-                  moe_shared_experts=_num(row, "moe_shared_experts", int) or 0,
-                  moe_dense_layers=_num(row, "moe_dense_layers", int) or 0)
-    return ModelSpec(**kw)
+def source_key(source: str) -> str:
+    """The document a row comes from ("torchtitan benchmarks llama3_h100_202412" for all of
+    its tables): the unit left out in leave-one-source-out."""
+    s = re.split(r"\s+\(|\s+Table\s+\d|,\s", source.strip(), maxsplit=1)[0].strip()
+    return s or "(no source)"
 
 
 def pins_from_row(row: dict) -> dict:
     pins: dict = {}
-    for col, key in (("tp", "tp"), ("pp", "pp"), ("dp", "dp"), ("cp", "cp"), ("ep", "ep"),
-                     ("etp", "etp"), ("zero", "zero"), ("vpp", "vpp"),
-                     ("micro_batch", "micro_batch")):
-        v = _num(row, col, int)
+    for key in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "micro_batch"):
+        v = count(row, key, minimum=1)
         if v is not None:
             pins[key] = v
-    sp = _num(row, "sequence_parallel", int)
+    z = count(row, "zero", minimum=0)
+    if z is not None:
+        pins["zero"] = z
+    sp = flag(row, "sequence_parallel")
     if sp is not None and pins.get("tp", 1) > 1:
-        pins["sequence_parallel"] = bool(sp)
-    rc = (row.get("recompute") or "").strip().lower()
+        pins["sequence_parallel"] = sp
+    rc = text(row, "recompute").lower()
     if rc:
         pins["recompute"] = rc
     if pins.get("pp", 1) > 1:
@@ -137,74 +146,106 @@ def pins_from_row(row: dict) -> dict:
     return pins
 
 
-def predict_row(row: dict, with_search_best: bool = True) -> RowResult:
-    res = RowResult(
-        id=str(row.get("id", "")).strip(), trust=(row.get("trust") or "").strip(),
-        model=(row.get("model") or "").strip(),
-        gpus=f"{row.get('num_gpus', '')}x{row.get('gpu', '')}",
-        measured_tokens_per_s_per_gpu=_safe(row, "measured_tokens_per_s_per_gpu"),
-        measured_step_time_s=_safe(row, "measured_step_time_s"),
-        measured_peak_mem_gib=_safe(row, "measured_peak_mem_gib"),
-        measured_oom=bool(_safe(row, "oom") or 0))
+@dataclass(frozen=True)
+class Prepared:
+    model: object
+    cluster: object
+    workload: Workload
+    pins: tuple
+    notes: tuple
+
+    @property
+    def free_key(self) -> tuple:
+        return (self.model, self.cluster, self.workload)
+
+
+def prepare(row: dict) -> Prepared:
+    """Everything a prediction needs from the row, checked (InputError names the field)."""
+    model, notes = model_from_row(row)
+    gpu = text(row, "gpu")
+    if not gpu:
+        raise InputError("gpu", "", "required (blank)")
+    cluster = make_cluster(gpu=gpu, num_gpus=count(row, "num_gpus", required=True, minimum=1),
+                           gpus_per_node=count(row, "gpus_per_node", minimum=1),
+                           nic_gbps_per_gpu=runs_csv.number(row, "nic_gbps_per_gpu"))
+    workload = Workload(count(row, "seq_len", required=True, minimum=1),
+                        count(row, "global_batch_seqs", required=True, minimum=1),
+                        (text(row, "precision") or "bf16").lower(),
+                        framework=(text(row, "framework") or "").lower())
+    pins = pins_from_row(row)
+    return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
+
+
+def _new_result(row: dict) -> RowResult:
+    return RowResult(id=text(row, "id"), trust=text(row, "trust"), model=text(row, "model"),
+                     gpus=f"{text(row, 'num_gpus')}x{text(row, 'gpu')}",
+                     source=source_key(text(row, "source")))
+
+
+def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = None,
+                residuals: dict | None = None) -> RowResult:
+    res = _new_result(row)
+    cache = {} if cache is None else cache
     try:
-        model = model_from_row(row)
-        cluster = make_cluster(gpu=(row.get("gpu") or "").strip(),
-                               num_gpus=_num(row, "num_gpus", int),
-                               gpus_per_node=_num(row, "gpus_per_node", int),
-                               nic_gbps_per_gpu=_num(row, "nic_gbps_per_gpu"))
-        workload = Workload(_num(row, "seq_len", int), _num(row, "global_batch_seqs", int),
-                            (row.get("precision") or "bf16").strip().lower(),
-                            framework=(row.get("framework") or "").strip().lower())
-        pins = pins_from_row(row)
-        r = search(model, cluster, workload, pins, top_k=1, rerank_k=5)
+        res.measured_tokens_per_s_per_gpu = measured(row, "measured_tokens_per_s_per_gpu")
+        res.measured_step_time_s = measured(row, "measured_step_time_s")
+        res.measured_peak_mem_gib = measured(row, "measured_peak_mem_gib")
+        res.measured_oom = bool(flag(row, "oom"))
+        prep = prepare(row)
+        res.notes = list(prep.notes)
+        _fill_prediction(res, prep, cache, residuals)
+        if with_search_best:
+            key = ("free",) + prep.free_key
+            if key not in cache:
+                free = search(prep.model, prep.cluster, prep.workload, {}, top_k=1, rerank_k=1)
+                cache[key] = ((free.best.tokens_per_s_per_gpu, free.best.plan.describe())
+                              if free.best is not None else (None, ""))
+            res.search_best_tokens_per_s_per_gpu, res.search_best_plan = cache[key]
+    except InputError as e:
+        res.error = str(e)
+        _clear_prediction(res)
+    return res
+
+
+def _clear_prediction(res: RowResult) -> None:
+    for k in ("predicted_tokens_per_s_per_gpu", "predicted_step_time_s",
+              "predicted_peak_mem_gib", "predicted_oom", "predicted_may_not_fit",
+              "predicted_mfu", "tokens_p10_p90", "step_time_p10_p90", "peak_mem_p10_p90"):
+        setattr(res, k, None)
+
+
+def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
+    pins = dict(prep.pins)
+    key = ("pinned", prep.free_key, prep.pins)
+    if key not in cache:
+        r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
         if r.best is None:  # nothing fits: report the leanest plan's numbers
             lean = dict(pins, zero=pins.get("zero", 3), recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
             fill = {"micro_batch": 1, "vpp": 1}
-            est = estimate(model, cluster, workload, Plan(**{**fill, **lean}))
+            cache[key] = estimate(prep.model, prep.cluster, prep.workload,
+                                  Plan(**{**fill, **lean}))
         else:
-            est = r.best
-        res.predicted_tokens_per_s_per_gpu = est.tokens_per_s_per_gpu
-        res.predicted_step_time_s = est.step_time_s
-        res.predicted_peak_mem_gib = est.peak_reserved_bytes / GiB
-        res.predicted_oom = not est.fits
-        res.predicted_mfu = est.mfu
-        res.plan = est.plan.describe()
-        res.chosen = {k: getattr(est.plan, k) for k in
-                      ("micro_batch", "vpp", "schedule", "recompute", "zero", "sequence_parallel",
-                       "tp_comm_overlap") if k not in pins}
-        if with_search_best:
-            free = search(model, cluster, workload, {}, top_k=1, rerank_k=1)
-            if free.best is not None:
-                res.search_best_tokens_per_s_per_gpu = free.best.tokens_per_s_per_gpu
-                res.search_best_plan = free.best.plan.describe()
-    except InputError as e:
-        res.error = str(e)
-    return res
-
-
-def _safe(row: dict, key: str) -> float | None:
-    try:
-        return _num(row, key)
-    except InputError:
-        return None
-
-
-def read_rows(path: str | Path) -> list[dict]:
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise InputError("csv", str(path), f"cannot read ({e.strerror})") from None
-    except csv.Error as e:
-        raise InputError("csv", str(path), f"malformed CSV ({e})") from None
-    if not rows:
-        raise InputError("csv", str(path), "has no data rows")
-    need = {"gpu", "num_gpus", "layers", "hidden", "seq_len", "global_batch_seqs"}
-    missing = need - set(rows[0])
-    if missing:
-        raise InputError("csv", str(path), "missing columns: " + ", ".join(sorted(missing)))
-    return rows
+            cache[key] = r.best
+    est = cache[key]
+    res.predicted_tokens_per_s_per_gpu = est.tokens_per_s_per_gpu
+    res.predicted_step_time_s = est.step_time_s
+    res.predicted_peak_mem_gib = est.peak_reserved_bytes / GiB
+    res.predicted_oom = not est.fits
+    res.predicted_mfu = est.mfu
+    res.plan = est.plan.describe()
+    res.chosen = {k: getattr(est.plan, k) for k in
+                  ("micro_batch", "vpp", "schedule", "recompute", "zero", "sequence_parallel",
+                   "tp_comm_overlap") if k not in pins}
+    data = residuals or uncertainty.load()
+    iv = uncertainty.interval(est, prep.model, prep.cluster, data)
+    res.tokens_p10_p90 = iv.tokens_per_s_per_gpu
+    res.step_time_p10_p90 = iv.step_time_s
+    lo, hi = iv.memory_factors
+    res.peak_mem_p10_p90 = (res.predicted_peak_mem_gib * lo, res.predicted_peak_mem_gib * hi)
+    res.predicted_may_not_fit = est.fits and iv.may_not_fit
+    res.throughput_class = iv.throughput_class
+    res.constants_var = uncertainty.constants_var(data, est.step_time.parts)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -217,32 +258,125 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def summarize(results: list[RowResult]) -> dict:
-    ab = [r for r in results if r.trust in ("A", "B")]
+def _inside(x: float | None, iv) -> bool | None:
+    if x is None or iv is None:
+        return None
+    return iv[0] <= x <= iv[1]
+
+
+def loso_coverage(results: list[RowResult], residuals: dict | None = None) -> dict:
+    """Interval coverage when the residual model is refitted without each source: the
+    honest coverage of the class intervals on this file (tokens/s per GPU)."""
+    data = residuals or uncertainty.load()
+    between = data["meta"].get("between_generation_sigma", 0.0)
+    scored = [r for r in results if r.error is None and r.tokens_residual is not None]
+    per_source: dict[str, list[bool]] = {}
+    for src in sorted({r.source for r in scored}):
+        train = [(r.throughput_class, r.tokens_residual) for r in scored if r.source != src]
+        stats = uncertainty.fit_stats(train)
+        for r in scored:
+            if r.source != src:
+                continue
+            mu, var = uncertainty.class_var(stats, r.throughput_class, between)
+            sd = math.sqrt(var + r.constants_var)
+            z = uncertainty.Z90
+            per_source.setdefault(src, []).append(mu - z * sd <= r.tokens_residual <= mu + z * sd)
+    flat = [x for xs in per_source.values() for x in xs]
+    return {"rows": len(flat), "coverage": (sum(flat) / len(flat)) if flat else None,
+            "per_source": {s: sum(xs) / len(xs) for s, xs in per_source.items()}}
+
+
+def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
+    ok = [r for r in results if r.error is None]
+    ab = [r for r in ok if r.trust in ("A", "B") or not r.trust]
     tok = [abs(r.tokens_error) for r in ab if r.tokens_error is not None]
     mem = [abs(r.memory_error) for r in ab if r.memory_error is not None]
-    beats = [r for r in results if r.search_best_tokens_per_s_per_gpu is not None
+    beats = [r for r in ok if r.search_best_tokens_per_s_per_gpu is not None
              and r.predicted_tokens_per_s_per_gpu is not None]
+    tin = [_inside(r.measured_tokens_per_s_per_gpu, r.tokens_p10_p90) for r in ok]
+    tin = [x for x in tin if x is not None]
+    min_ = [_inside(r.measured_peak_mem_gib, r.peak_mem_p10_p90) for r in ok]
+    min_ = [x for x in min_ if x is not None]
+    per_source: dict[str, dict] = {}
+    for src in sorted({r.source for r in ok}):
+        errs = [abs(r.tokens_error) for r in ok if r.source == src and r.tokens_error is not None]
+        if errs:
+            per_source[src] = {"rows": len(errs), "tokens_median_abs_error": statistics.median(errs)}
+    loso = loso_coverage(results, residuals)
+    for src, cov in loso["per_source"].items():
+        per_source.setdefault(src, {})["loso_interval_coverage"] = cov
+    oom_rows = [r for r in ok if r.predicted_oom is not None]
     return {
         "rows": len(results),
-        "predicted": sum(r.error is None for r in results),
-        "errors": sum(r.error is not None for r in results),
+        "predicted": len(ok),
+        "errors": len(results) - len(ok),
+        "failed_rows": [{"id": r.id, "error": r.error} for r in results if r.error],
         "tokens_rows_trust_ab": len(tok),
         "tokens_median_abs_error": statistics.median(tok) if tok else None,
         "tokens_p90_abs_error": _pct(tok, 0.9) if tok else None,
         "memory_rows_trust_ab": len(mem),
         "memory_median_abs_error": statistics.median(mem) if mem else None,
         "memory_p90_abs_error": _pct(mem, 0.9) if mem else None,
-        "oom_rows_agreeing": sum(r.predicted_oom == r.measured_oom for r in results
-                                 if r.predicted_oom is not None),
+        "tokens_interval_rows": len(tin),
+        "tokens_interval_coverage": sum(tin) / len(tin) if tin else None,
+        "memory_interval_rows": len(min_),
+        "memory_interval_coverage": sum(min_) / len(min_) if min_ else None,
+        "tokens_interval_coverage_loso": loso["coverage"],
+        "oom_rows": len(oom_rows),
+        "oom_rows_agreeing": sum(r.predicted_oom == r.measured_oom for r in oom_rows),
+        "oom_measured": sum(r.measured_oom for r in oom_rows),
+        "oom_flagged": sum(r.measured_oom and (r.predicted_oom or bool(r.predicted_may_not_fit))
+                           for r in oom_rows),
+        "may_not_fit": sum(bool(r.predicted_may_not_fit) for r in ok),
         "search_at_least_as_fast": sum(
             r.search_best_tokens_per_s_per_gpu >= r.predicted_tokens_per_s_per_gpu * (1 - 1e-9)
             for r in beats),
         "search_compared": len(beats),
+        "per_source": per_source,
     }
 
 
-def validate(path: str | Path, with_search_best: bool = True) -> tuple[list[RowResult], dict]:
+def _work(args):
+    rows, with_search_best, residuals = args
+    cache: dict = {}
+    return [(i, predict_row(r, with_search_best, cache, residuals)) for i, r in rows]
+
+
+def _group_key(row: dict):
+    try:
+        return prepare(row).free_key
+    except InputError:
+        return None
+
+
+def predict_rows(rows: list[dict], with_search_best: bool = True, jobs: int = 1,
+                 residuals: dict | None = None) -> list[RowResult]:
+    """Predict every row; ``jobs`` worker processes (0: one per CPU), rows that share a
+    (model, cluster, workload) in the same worker so its searches are done once."""
+    if jobs == 0:
+        jobs = os.cpu_count() or 1
+    if jobs <= 1 or len(rows) < 2:
+        return [r for _, r in _work((list(enumerate(rows)), with_search_best, residuals))]
+    import multiprocessing as mp
+
+    groups: dict = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(_group_key(r) or ("row", i), []).append((i, r))
+    tasks = sorted(groups.values(), key=len, reverse=True)
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:
+        ctx = mp.get_context()
+    out: list = [None] * len(rows)
+    with ctx.Pool(min(jobs, len(tasks))) as pool:
+        for part in pool.imap_unordered(_work, [(t, with_search_best, residuals) for t in tasks]):
+            for i, res in part:
+                out[i] = res
+    return out
+
+
+def validate(path: str | Path, with_search_best: bool = True, jobs: int = 1,
+             residuals: dict | None = None) -> tuple[list[RowResult], dict]:
     rows = read_rows(path)
-    results = [predict_row(r, with_search_best) for r in rows]
-    return results, summarize(results)
+    results = predict_rows(rows, with_search_best, jobs, residuals)
+    return results, summarize(results, residuals)

@@ -9,16 +9,20 @@ from ..engines import LIMITED_ENGINES
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
 from ..progress import Progress
-from ..report import search_json, search_text
+from ..report import intervals_of, search_json, search_text
+from ..uncertainty import Z90, ranking_sigma
 from ..scenario import Scenario
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
+from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
 def _run(args) -> int:
     require_positive_int("top", args.top)
     require_nonneg_int("rerank", args.rerank)
+    meta = apply_profile_arg(args)
     sc = scenario_from_args(args)
+    check_generation(meta, sc.cluster.gpu.generation)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
     engine = args.engine
@@ -30,13 +34,16 @@ def _run(args) -> int:
         raise InputError("--out", None, "required with --export (a directory)")
     if args.export:
         check_out_dir(args.out)  # before the search: a bad --out fails fast
+    pessimistic = args.rank_by == "p90"
     with Progress("searching (degree points)", quiet=args.json) as bar:
         def shown(done: int, total: int) -> None:
             bar.total, bar.done = total, done
             bar.draw()
-        r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
+        r = search(sc.model, sc.cluster, sc.workload, pins,
+                   top_k=max(args.top, 10) if pessimistic else args.top,
                    rerank_k=args.rerank, simulate=args.rerank > 0, engine=engine,
                    progress=shown)
+    _rank_and_warn(sc, r, args.top, pessimistic)
     rendered = None
     if args.export:
         if not r.top:
@@ -55,6 +62,28 @@ def _run(args) -> int:
     return 0 if r.top else 1
 
 
+def _rank_and_warn(sc: Scenario, r, top: int, pessimistic: bool) -> None:
+    """--rank-by p90: order by the 90th percentile step time; and a note when #2 is closer
+    to #1 than the uncertainty of the difference between them."""
+    ivs = intervals_of(sc, r.top, r.simulated)
+    r.notes = []
+    if pessimistic and r.top:
+        r.top = sorted(r.top, key=lambda e: ivs[e.plan].step_time_s[1])[:top]
+        r.ranked_by = "90th percentile step time, --rank-by p90"
+        figure = {e.plan: ivs[e.plan].step_time_s[1] for e in r.top}
+    else:
+        figure = {e.plan: (r.simulated[e.plan].step_time_s if e.plan in r.simulated
+                           else e.step_time_s) for e in r.top}
+    if len(r.top) > 1:
+        a, b = r.top[:2]
+        t1, t2 = figure[a.plan], figure[b.plan]
+        band = Z90 * ranking_sigma(a, b)
+        if (t2 - t1) / t1 < band:
+            r.notes.append(f"#1 and #2 are {(t2 - t1) / t1:.1%} apart, within the 10-90% "
+                           f"uncertainty of their difference ({band:.1%}, from the constants "
+                           "each leans on): either may be faster in practice")
+
+
 def register(sub) -> None:
     p = sub.add_parser("plan", help="find the best parallel plans for a model on a cluster")
     add_scenario_args(p)
@@ -65,6 +94,10 @@ def register(sub) -> None:
                         "(default 50; 0: closed forms only)")
     p.add_argument("--use-scenario-plan", action="store_true",
                    help="pin the knobs of the scenario file's [plan] table")
+    p.add_argument("--rank-by", choices=("step", "p90"), default="step",
+                   help="rank by the predicted step time (default) or by its pessimistic "
+                        "90th percentile")
+    add_profile_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--engine", choices=LIMITED_ENGINES,
                    help="search only plans this engine runs as planned (its limits: "

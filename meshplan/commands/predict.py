@@ -6,19 +6,24 @@ import json
 
 from ..cost import estimate
 from ..report import breakdown_text, estimate_json, scenario_line
+from ..uncertainty import interval
 from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
+from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
 def _run(args) -> int:
+    meta = apply_profile_arg(args)
     sc = scenario_from_args(args)
+    check_generation(meta, sc.cluster.gpu.generation)
     plan = plan_from_args(args, sc)
     e = estimate(sc.model, sc.cluster, sc.workload, plan)
+    iv = interval(e, sc.model, sc.cluster)
     if args.json:
-        print(json.dumps({"scenario": scenario_line(sc)} | estimate_json(e), indent=2))
+        print(json.dumps({"scenario": scenario_line(sc)} | estimate_json(e, iv), indent=2))
     else:
         print(scenario_line(sc))
         print("plan: " + plan.describe())
-        print("\n".join(breakdown_text(e)))
+        print("\n".join(breakdown_text(e, iv)))
     return 0
 
 
@@ -26,5 +31,6 @@ def register(sub) -> None:
     p = sub.add_parser("predict", help="predict step time, throughput and memory of one plan")
     add_scenario_args(p)
     add_plan_args(p)
+    add_profile_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

@@ -1,4 +1,8 @@
-"""``meshplan validate CSV``: predict published runs and print the error table."""
+"""``meshplan validate CSV``: predict published runs and print the error table.
+
+Rows that cannot be predicted or scored are listed with their reason and left out of the
+statistics; the exit code is 1 when any row failed (2 when the file itself is unusable).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,22 @@ import math
 
 from ..progress import activity
 from ..validate import validate
+from ._profile import add_profile_arg, apply_profile_arg
 
 
 def _fmt(x, spec: str) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+    width = int(spec.split(".")[0] or 0)
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-".rjust(width)
+    return format(x, spec)
+
+
+def _err(x) -> str:
+    return "-" if x is None else f"{x * 100:+.1f}%"
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1%}"
 
 
 def _rows(path: str) -> str:
@@ -23,43 +39,76 @@ def _rows(path: str) -> str:
 
 
 def _run(args) -> int:
+    apply_profile_arg(args)
+    search_best = args.search_best and not args.no_search
     with activity(f"validating {_rows(args.csv)} published runs", quiet=args.json):
-        results, summary = validate(args.csv, with_search_best=not args.no_search)
+        results, summary = validate(args.csv, with_search_best=search_best, jobs=args.jobs)
     if args.json:
         print(json.dumps({"rows": [r.to_json() for r in results], "summary": summary}, indent=2))
-        return 0
+        return 1 if summary["errors"] else 0
     print(f"{'id':>4} {'tr':<2} {'model':<22} {'GPUs':<24}{'measured':>10}{'predicted':>10}"
-          f"{'err':>8}{'mem meas':>9}{'mem pred':>9}{'err':>8}  plan (chosen knobs)")
+          f"{'p10-p90':>16}{'err':>8}{'mem meas':>9}{'mem pred':>9}{'err':>8}  plan (chosen knobs)")
     for r in results:
         if r.error:
-            print(f"{r.id:>4} {r.trust:<2} {r.model[:22]:<22} {r.gpus:<24}  error: {r.error}")
             continue
-        print(f"{r.id:>4} {r.trust:<2} {r.model[:22]:<22} {r.gpus:<24}"
+        iv = r.tokens_p10_p90
+        ivs = f"{iv[0]:.0f}-{iv[1]:.0f}" if iv else "-"
+        flag = "  [may not fit]" if r.predicted_may_not_fit else ""
+        print(f"{r.id:>4} {r.trust:<2} {r.model[:22]:<22} {r.gpus[:23]:<24}"
               f"{_fmt(r.measured_tokens_per_s_per_gpu, '10.1f')}"
-              f"{_fmt(r.predicted_tokens_per_s_per_gpu, '10.1f')}"
-              f"{_fmt(r.tokens_error and r.tokens_error * 100, '+7.1f')}%"
+              f"{_fmt(r.predicted_tokens_per_s_per_gpu, '10.1f')}{ivs:>16}"
+              f"{_err(r.tokens_error):>8}"
               f"{_fmt(r.measured_peak_mem_gib, '9.1f')}{_fmt(r.predicted_peak_mem_gib, '9.1f')}"
-              f"{_fmt(r.memory_error and r.memory_error * 100, '+7.1f')}%  {r.plan}")
+              f"{_err(r.memory_error):>8}  {r.plan}{flag}")
+        for note in r.notes:
+            print(f"{'':>8}note: {note}")
     s = summary
+    if s["errors"]:
+        print()
+        print(f"rows not scored ({s['errors']}):")
+        for r in results:
+            if r.error:
+                print(f"{r.id:>4} {r.model[:22]:<22} {r.error}")
     print()
-    print(f"rows {s['rows']}, predicted {s['predicted']}, errors {s['errors']}")
+    print(f"rows {s['rows']}, predicted {s['predicted']}, not scored {s['errors']}")
     if s["tokens_median_abs_error"] is not None:
         print(f"tokens/s per GPU, trust A/B ({s['tokens_rows_trust_ab']} rows): median |error| "
               f"{s['tokens_median_abs_error']:.1%}, 90th percentile {s['tokens_p90_abs_error']:.1%}")
     if s["memory_median_abs_error"] is not None:
         print(f"peak memory, trust A/B ({s['memory_rows_trust_ab']} rows): median |error| "
               f"{s['memory_median_abs_error']:.1%}, 90th percentile {s['memory_p90_abs_error']:.1%}")
-    print(f"out-of-memory verdicts agreeing: {s['oom_rows_agreeing']}")
+    if s["tokens_interval_coverage"] is not None:
+        print(f"10-90% interval coverage (target ~80%): tokens/s {_pct(s['tokens_interval_coverage'])}"
+              f" of {s['tokens_interval_rows']} rows (residual model refitted without each "
+              f"source: {_pct(s['tokens_interval_coverage_loso'])})"
+              + (f", peak memory {_pct(s['memory_interval_coverage'])} of "
+                 f"{s['memory_interval_rows']} rows" if s["memory_interval_rows"] else ""))
+    print(f"out-of-memory verdicts agreeing: {s['oom_rows_agreeing']} of {s['oom_rows']}"
+          + (f"; runs that went out of memory flagged (does not fit / may not fit): "
+             f"{s['oom_flagged']} of {s['oom_measured']}" if s["oom_measured"] else "")
+          + (f"; 'may not fit': {s['may_not_fit']}" if s["may_not_fit"] else ""))
     if s["search_compared"]:
         print(f"search's best plan predicted at least as fast as the published plan: "
               f"{s['search_at_least_as_fast']} of {s['search_compared']} rows")
-    return 0
+    if s["per_source"]:
+        print("per source: rows, median |error| tokens/s (shipped constants), 10-90% coverage "
+              "with the residual model left out for the source")
+        for src, d in s["per_source"].items():
+            print(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
+                  f"{_pct(d.get('loso_interval_coverage')):>6}  {src}")
+    return 1 if s["errors"] else 0
 
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="predict published training runs and report errors")
-    p.add_argument("csv", help="calibration CSV (schema of shared/validation/README.md)")
+    p.add_argument("csv", help="runs CSV (schema of shared/validation/README.md)")
+    p.add_argument("--search-best", action="store_true",
+                   help="also search each row's best plan and compare it with the published "
+                        "one (a full search per distinct scenario: about 0.7 s a row)")
     p.add_argument("--no-search", action="store_true",
-                   help="skip searching each row's best plan (faster)")
+                   help="do not search each row's best plan (the default; kept for scripts)")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="worker processes (default 0: one per CPU; 1: in this process)")
+    add_profile_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

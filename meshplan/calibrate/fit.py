@@ -1,0 +1,124 @@
+"""Microbenchmark results -> named constants of meshplan/cost/efficiency.py (no torch).
+
+Each measured figure becomes the fraction of the GPU's datasheet figure that the cost model
+uses for it; a measurement whose constant efficiency.py no longer defines is reported and
+skipped (names are looked up at run time through meshplan.profile).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import profile
+from ..specs.hardware import GPU
+
+SQUARE = (1024, 2048, 4096, 8192)
+BIG = 8192
+
+
+def default_shapes(quick: bool = False) -> list[tuple[int, int, int]]:
+    """Square GEMMs (the efficiency curve) plus transformer shapes (tokens x hidden x 3h,
+    x 4h) at hidden 4096 and 8192 as the cost model prices them."""
+    sq = [(d, d, d) for d in (SQUARE[1:] if quick else SQUARE)]
+    tf = [] if quick else [(8192, 3 * 4096, 4096), (8192, 4096, 14336), (4096, 8192, 28672)]
+    return sq + tf
+
+
+def _value(name: str):
+    mod = profile._module()
+    obj = getattr(mod, name.split(".")[0], None)
+    for k in name.split(".")[1:]:
+        if obj is None:
+            return None
+        obj = obj.get(k) if isinstance(obj, dict) else getattr(obj, k, None)
+    return obj if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
+
+
+def clock_factor(gpu: GPU) -> float:
+    """The clock scaling the cost model applies to this GPU (power cap), so a measured
+    fraction is stored as the model will use it."""
+    gen = gpu.generation or "hopper"
+    full = _value(f"EFFICIENCY.{gen}.full_clock_power_w") or 0.0
+    exp = _value("POWER_CLOCK_EXPONENT") or 1.0
+    if gpu.power_limit_w and full:
+        return min(1.0, (gpu.power_limit_w / full) ** exp)
+    return 1.0
+
+
+def fit_half_dim(sweep: list[dict]) -> float | None:
+    """The matrix dimension at which a square GEMM runs at half its large-size efficiency
+    per dimension, fitted on the square shapes: eff(d)/eff(8192) = (d/(d+h))^3/(8192/(8192+h))^3."""
+    sq = {r["m"]: r["flops_per_s"] for r in sweep if r["m"] == r["n"] == r["k"]}
+    if BIG not in sq or len(sq) < 3:
+        return None
+    best = None
+    for h in range(8, 2049, 8):
+        ref = (BIG / (BIG + h)) ** 3
+        err = sum((math.log(sq[d] / sq[BIG]) - math.log((d / (d + h)) ** 3 / ref)) ** 2
+                  for d in sq if d != BIG)
+        if best is None or err < best[0]:
+            best = (err, h)
+    return float(best[1])
+
+
+def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dict]]:
+    """(constants for the profile, one report line per measurement)."""
+    gen = gpu.generation or "hopper"
+    clock = clock_factor(gpu)
+    bf16 = gpu.flops("bf16") * clock
+    lines: list[dict] = []
+
+    def put(name: str, value: float | None, what: str) -> None:
+        if value is None or not math.isfinite(value) or value <= 0:
+            return
+        lines.append({"name": name, "default": _value(name), "measured": value, "what": what})
+
+    sweep = measured.get("gemm") or []
+    big = [r for r in sweep if r["m"] == r["n"] == r["k"] == BIG]
+    if big:
+        f = big[0]["flops_per_s"]
+        put(f"EFFICIENCY.{gen}.matmul_bf16", f / bf16,
+            f"{BIG}^3 GEMM {f / 1e12:.3g} TFLOP/s of {bf16 / 1e12:.0f} bf16 peak")
+    h = fit_half_dim(sweep)
+    put(f"EFFICIENCY.{gen}.matmul_half_dim", h, "square-GEMM efficiency curve")
+    att = measured.get("attention")
+    if att:
+        put(f"EFFICIENCY.{gen}.attention_fwd", att["fwd_flops_per_s"] / bf16,
+            f"causal SDPA forward {att['fwd_flops_per_s'] / 1e12:.3g} TFLOP/s (seq {att['seq']}, "
+            f"head dim {att['head_dim']})")
+        put(f"EFFICIENCY.{gen}.attention_bwd", att["bwd_flops_per_s"] / bf16,
+            f"causal SDPA backward {att['bwd_flops_per_s'] / 1e12:.3g} TFLOP/s")
+    cp = measured.get("copy")
+    if cp:
+        put(f"EFFICIENCY.{gen}.memory", cp["bytes_per_s"] / gpu.memory_bytes_per_s,
+            f"copy {cp['bytes_per_s'] / 1e9:.3g} GB/s of {gpu.memory_bytes_per_s / 1e9:.0f}")
+    coll = [c for c in measured.get("collectives", []) if "bus_bytes_per_s" in c]
+    per_node = measured.get("gpus_per_node") or gpu.gpus_per_node
+    nic = measured.get("nic_bytes_per_s") or gpu.nic_bytes_per_s
+
+    def best(name: str, inside: bool) -> float | None:
+        xs = [c for c in coll if c["collective"] == name and (c["group"] <= per_node) == inside]
+        if not xs:
+            return None
+        top = max(c["bytes"] for c in xs)  # the largest message: bandwidth, not latency
+        return max(c["bus_bytes_per_s"] for c in xs if c["bytes"] == top)
+
+    ar_in = best("all_reduce", True)
+    if ar_in:
+        put("NETWORK.scaleup", ar_in / gpu.scaleup_bytes_per_s,
+            f"all-reduce bus bandwidth {ar_in / 1e9:.0f} GB/s inside a node")
+    ar_out = best("all_reduce", False)
+    if ar_out:
+        put("NETWORK.scaleout", ar_out / nic,
+            f"all-reduce bus bandwidth {ar_out / 1e9:.1f} GB/s across nodes")
+    a2a_out = best("all_to_all", False)
+    if a2a_out:
+        put("NETWORK.alltoall_scaleout", a2a_out / nic,
+            f"all-to-all bus bandwidth {a2a_out / 1e9:.1f} GB/s across nodes")
+    known = set(profile.known_names())
+    consts = {}
+    for ln in lines:
+        ln["applies"] = ln["name"] in known
+        if ln["applies"]:
+            consts[ln["name"]] = ln["measured"]
+    return consts, lines

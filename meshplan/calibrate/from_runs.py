@@ -1,0 +1,160 @@
+"""``meshplan calibrate --from-runs my_runs.csv``: refit a few end-to-end constants on the
+user's own measured steps, and say honestly whether it helped.
+
+The constants (by default, per GPU generation in the file: the large-GEMM efficiency at the
+file's precision and the flash-attention forward efficiency; and the hidden share of TP
+communication) are fitted by coordinate search over multiplicative grids around their
+current values, minimising the mean |ln(predicted / measured)| tokens/s per GPU. The error
+is reported k-fold cross-validated: each fold's rows are predicted with constants fitted on
+the other folds only; "before" is the defaults' error on the same rows (nothing fitted, so
+already out of sample). The profile written holds the constants fitted on every row.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from .. import profile
+from ..errors import InputError
+from ..runs_csv import measured, text
+from ..validate import predict_rows, prepare, read_rows
+
+FACTORS = (0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4)
+
+
+def default_names(rows: list[dict]) -> list[str]:
+    names = []
+    for r in rows:
+        try:
+            p = prepare(r)
+        except InputError:
+            continue
+        gen = p.cluster.gpu.generation or "hopper"
+        mm = "matmul_fp8" if p.workload.precision == "fp8" else "matmul_bf16"
+        for n in (f"EFFICIENCY.{gen}.{mm}", f"EFFICIENCY.{gen}.attention_fwd"):
+            if n not in names:
+                names.append(n)
+    names.append("NETWORK.tp_overlap")
+    known = set(profile.known_names())
+    return [n for n in names if n in known]
+
+
+def _with_tokens(rows: list[dict]) -> list[dict]:
+    """Rows with a measured tokens/s per GPU (derived from the step time when only that is
+    given); the others cannot score a fit."""
+    out = []
+    for r in rows:
+        try:
+            tps = measured(r, "measured_tokens_per_s_per_gpu")
+            step = measured(r, "measured_step_time_s")
+            if tps is None and step is not None:
+                p = prepare(r)
+                tps = p.workload.tokens_per_step / step / p.cluster.num_gpus
+                r = dict(r, measured_tokens_per_s_per_gpu=repr(tps))
+        except InputError:
+            continue
+        if tps is not None:
+            out.append(r)
+    return out
+
+
+def log_errors(rows: list[dict], consts: dict[str, float]) -> list[float]:
+    restore = profile.apply(consts) if consts else None
+    try:
+        res = predict_rows(rows, with_search_best=False, jobs=1)
+    finally:
+        if restore:
+            restore()
+    return [abs(r.tokens_residual) for r in res if r.error is None and r.tokens_residual is not None]
+
+
+def _score(rows, consts) -> float:
+    e = log_errors(rows, consts)
+    return sum(e) / len(e) if e else math.inf
+
+
+def fit(rows: list[dict], names: list[str], passes: int = 2) -> dict[str, float]:
+    from .fit import _value
+
+    cur = {n: float(_value(n)) for n in names}
+    best = _score(rows, cur)
+    for _ in range(passes):
+        for n in names:
+            base = cur[n]
+            for f in FACTORS:
+                v = base * f
+                if base <= 1.0:
+                    v = min(v, 1.0)
+                if v <= 0 or v == cur[n]:
+                    continue
+                trial = dict(cur, **{n: v})
+                s = _score(rows, trial)
+                if s < best - 1e-12:
+                    best, cur = s, trial
+    return cur
+
+
+def cross_validate(rows: list[dict], names: list[str], folds: int, passes: int = 2):
+    """(errors before, errors after) per row, k-fold: relative |errors| of tokens/s."""
+    k = max(2, min(folds, len(rows)))
+    before = [math.expm1(e) for e in log_errors(rows, {})]
+    after: list[float] = []
+    for i in range(k):
+        train = [r for j, r in enumerate(rows) if j % k != i]
+        test = [r for j, r in enumerate(rows) if j % k == i]
+        consts = fit(train, names, passes)
+        after += [math.expm1(e) for e in log_errors(test, consts)]
+    return before, after, k
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    pos = q * (len(xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def run_from_runs(args) -> int:
+    rows = _with_tokens(read_rows(args.from_runs))
+    if len(rows) < 2:
+        raise InputError("--from-runs", args.from_runs,
+                         "needs at least 2 rows with a measured tokens/s or step time")
+    names = default_names(rows)
+    if not names:
+        raise InputError("--from-runs", args.from_runs, "no constant of efficiency.py to fit")
+    print(f"fitting {', '.join(names)} on {len(rows)} measured runs")
+    before, after, k = cross_validate(rows, names, args.folds)
+    consts = fit(rows, names)
+    insample = [math.expm1(e) for e in log_errors(rows, consts)]
+    print(f"tokens/s per GPU error (max(pred/meas, meas/pred) - 1), {k}-fold cross-validated:")
+    for label, xs in (("defaults", before), ("refitted (CV)", after), ("refitted (in-sample)",
+                                                                      insample)):
+        if xs:
+            print(f"  {label:<22} median {statistics.median(xs):6.1%}   90th percentile "
+                  f"{_pct(xs, 0.9):6.1%}   ({len(xs)} rows)")
+    from .fit import _value
+
+    for n in names:
+        print(f"  {n:<36} {_value(n):.4g} -> {consts[n]:.4g}")
+    worse = statistics.median(after) >= statistics.median(before)
+    if worse:
+        print("the refit does not lower the cross-validated error: the defaults predict runs "
+              "like these at least as well" + ("" if getattr(args, "force", False) else
+                                               " (no profile written; --force writes it)"))
+    if args.out and (not worse or getattr(args, "force", False)):
+        meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "device": f"end-to-end fit on {Path(args.from_runs).name} ({len(rows)} runs)",
+                "command": "meshplan " + " ".join(sys.argv[1:]),
+                "cv_median_error_before": statistics.median(before) if before else -1.0,
+                "cv_median_error_after": statistics.median(after) if after else -1.0}
+        gens = {n.split(".")[1] for n in names if n.startswith("EFFICIENCY.")}
+        if len(gens) == 1:
+            meta["generation"] = gens.pop()
+        Path(args.out).write_text(profile.to_toml(meta, consts))
+        print(f"wrote {args.out}")
+    return 0

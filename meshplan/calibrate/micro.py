@@ -1,0 +1,139 @@
+"""Microbenchmarks for ``meshplan calibrate`` (torch; imported only by that command).
+
+Each function times one kind of kernel the cost model prices and returns plain numbers:
+a GEMM sweep over square and transformer-like shapes, flash attention through torch's
+scaled_dot_product_attention (forward and backward, causal), an element-wise copy (HBM
+bandwidth), and, inside an initialised process group, NCCL (or gloo) collectives over the
+group sizes a plan uses. On ``device="cpu"`` the same code runs on CPU tensors: the stand-in
+the tests use (the numbers are then the CPU's, not a GPU's).
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        _torch().cuda.synchronize()
+
+
+def _time(fn, device: str, warmup: int, iters: int) -> float:
+    """Median seconds of ``fn()`` over ``iters`` runs after ``warmup``."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def gemm_sweep(device: str, dtype: str, shapes: list[tuple[int, int, int]], warmup: int = 3,
+               iters: int = 10) -> list[dict]:
+    """FLOP/s of C[m, n] = A[m, k] @ B[k, n] for each (m, n, k)."""
+    torch = _torch()
+    dt = getattr(torch, dtype)
+    out = []
+    for m, n, k in shapes:
+        a = torch.randn(m, k, device=device, dtype=dt)
+        b = torch.randn(k, n, device=device, dtype=dt)
+        s = _time(lambda: torch.matmul(a, b), device, warmup, iters)
+        out.append({"m": m, "n": n, "k": k, "seconds": s, "flops_per_s": 2.0 * m * n * k / s})
+        del a, b
+    return out
+
+
+def attention(device: str, dtype: str, batch: int, heads: int, seq: int, head_dim: int,
+              warmup: int = 2, iters: int = 5) -> dict:
+    """Causal SDPA forward and backward FLOP/s, counting the executed causal half
+    (2 matmuls forward, 2.5x that backward; FlashAttention-2 sec. 3)."""
+    torch = _torch()
+    dt = getattr(torch, dtype)
+    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=dt,
+                           requires_grad=True) for _ in range(3))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    fwd = _time(lambda: sdpa(q, k, v, is_causal=True), device, warmup, iters)
+    o = sdpa(q, k, v, is_causal=True)
+    g = torch.randn_like(o)
+
+    def both():
+        out = sdpa(q, k, v, is_causal=True)
+        out.backward(g)
+
+    total = _time(both, device, warmup, iters)
+    flops_fwd = 4.0 * batch * heads * seq * (seq / 2) * head_dim
+    return {"batch": batch, "heads": heads, "seq": seq, "head_dim": head_dim,
+            "fwd_s": fwd, "bwd_s": max(total - fwd, 1e-12),
+            "fwd_flops_per_s": flops_fwd / fwd,
+            "bwd_flops_per_s": 2.5 * flops_fwd / max(total - fwd, 1e-12)}
+
+
+def copy_bandwidth(device: str, nbytes: int, warmup: int = 3, iters: int = 10) -> dict:
+    """Device-to-device copy: bytes read + written per second."""
+    torch = _torch()
+    n = nbytes // 2
+    a = torch.empty(n, device=device, dtype=torch.bfloat16).fill_(1)
+    b = torch.empty_like(a)
+    s = _time(lambda: b.copy_(a), device, warmup, iters)
+    return {"bytes": 2 * n, "seconds": s, "bytes_per_s": 2.0 * 2 * n / s}
+
+
+BUS_FACTOR = {  # nccl-tests: bus bandwidth = algorithm bandwidth x this (n ranks)
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+}
+
+
+def collectives(device: str, sizes_bytes: list[int], group_sizes: list[int], warmup: int = 2,
+                iters: int = 5) -> list[dict]:
+    """Bus bandwidth of each collective per group size and message size, in an initialised
+    torch.distributed process group (torchrun). Groups are consecutive ranks (inside a node
+    first, as the planner lays tp innermost). Every rank must call this; rank 0's list is
+    the result."""
+    torch = _torch()
+    import torch.distributed as dist
+
+    world, rank = dist.get_world_size(), dist.get_rank()
+    out = []
+    for g in group_sizes:
+        if g < 2 or world % g:
+            continue
+        groups = [dist.new_group(list(range(s, s + g))) for s in range(0, world, g)]
+        pg = groups[rank // g]
+        for nbytes in sizes_bytes:
+            n = max(g, nbytes // 2 // g * g)
+            x = torch.ones(n, device=device, dtype=torch.bfloat16)
+            shard = torch.empty(n // g, device=device, dtype=torch.bfloat16)
+            full = torch.empty(n, device=device, dtype=torch.bfloat16)
+            ops = {
+                "all_reduce": lambda: dist.all_reduce(x, group=pg),
+                "all_gather": lambda: dist.all_gather_into_tensor(full, shard, group=pg),
+                "reduce_scatter": lambda: dist.reduce_scatter_tensor(shard, x, group=pg),
+                "all_to_all": lambda: dist.all_to_all_single(full, x, group=pg),
+            }
+            for name, fn in ops.items():
+                try:
+                    s = _time(fn, device, warmup, iters)
+                except (RuntimeError, NotImplementedError) as e:  # e.g. gloo lacks one
+                    out.append({"collective": name, "group": g, "bytes": 2 * n,
+                                "error": str(e).splitlines()[0][:120]})
+                    continue
+                t = torch.tensor([s], dtype=torch.float64, device=device)
+                dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank sets the time
+                s = float(t.item())
+                out.append({"collective": name, "group": g, "bytes": 2 * n, "seconds": s,
+                            "bus_bytes_per_s": BUS_FACTOR[name](g) * 2 * n / s})
+    return out

@@ -1,0 +1,41 @@
+"""``--profile FILE``: use a calibration profile (``meshplan calibrate``) instead of the
+datasheet-derived defaults of meshplan/cost/efficiency.py."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import profile
+
+_RESTORE: list = []  # undo functions of the profiles applied in this process
+
+
+def add_profile_arg(p) -> None:
+    p.add_argument("--profile", help="calibration profile TOML written by `meshplan calibrate`")
+
+
+def apply_profile_arg(args, generation: str | None = None) -> dict | None:
+    """Apply ``args.profile`` for the rest of the process; returns its [meta]."""
+    path = getattr(args, "profile", None)
+    if not path:
+        return None
+    meta, restore = profile.use(path)
+    _RESTORE.append(restore)
+    print(f"note: using calibration profile {path} ({meta.get('device', '?')}, "
+          f"{meta.get('date', '?')})", file=sys.stderr)
+    return meta
+
+
+def check_generation(meta: dict | None, generation: str) -> None:
+    """Say so when the profile was measured on another GPU generation than the scenario's:
+    its per-generation constants then do not apply, only the generation-free ones."""
+    if meta and meta.get("generation") and meta["generation"] != generation:
+        print(f"note: the profile was measured on {meta.get('gpu', meta['generation'])} "
+              f"({meta['generation']}); this cluster's GPUs are {generation}: only its "
+              "generation-independent constants apply", file=sys.stderr)
+
+
+def reset() -> None:
+    """Undo every profile applied by a command in this process (tests call it)."""
+    while _RESTORE:
+        _RESTORE.pop()()

@@ -1,0 +1,122 @@
+"""The model of one runs-CSV row: its shape columns, or the preset its `model` names.
+
+A row whose `model` names a preset (matched the way people write names: "DeepSeek-V3",
+"deepseek-ai/DeepSeek-V3", "Llama 3.1 405B", "llama3.1-405b") takes the preset's shape for
+every shape column it leaves blank, and for the MLA dimensions when it says `attention=mla`
+without giving them; the row's own columns win where it gives them. ``model_from_row``
+returns the notes that say so. A row that names no preset needs layers, hidden, heads,
+vocab (and ffn for dense layers); a blank one fails with its field name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from .errors import InputError
+from .runs_csv import count, flag, text
+from .specs.catalog.presets import preset, preset_names
+from .specs.model import ModelSpec
+
+# column -> ModelSpec field (the same name)
+INT_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "head_dim",
+               "moe_experts", "moe_topk", "moe_expert_ffn", "moe_shared_experts",
+               "moe_dense_layers")
+MLA_COLUMNS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+               "v_head_dim")
+NEEDED = ("layers", "hidden", "heads", "vocab")
+_SUFFIXES = ("instruct", "base", "hf", "chat")
+
+
+def _norm(name: str) -> str:
+    s = name.strip().lower().rsplit("/", 1)[-1]
+    s = re.sub(r"[^a-z0-9]", "", s)
+    if s.startswith("metallama"):
+        s = s[4:]
+    for suf in _SUFFIXES:
+        if s.endswith(suf) and len(s) > len(suf):
+            s = s[: -len(suf)]
+    return s
+
+
+def match_preset(name: str) -> str | None:
+    """The preset a model name refers to, or None. Exact after normalising case,
+    punctuation, an organisation prefix ("meta-llama/") and an -Instruct/-Base suffix; a
+    name that differs in version or size ("Llama 3 70B", "GPT 1.7B") matches nothing."""
+    if not name.strip():
+        return None
+    key = _norm(name)
+    for p in preset_names():
+        if _norm(p) == key:
+            return p
+    return None
+
+
+def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
+    name = text(row, "model") or "row"
+    given: dict = {}
+    for c in INT_COLUMNS + MLA_COLUMNS:
+        v = count(row, c, minimum=0)
+        if v is not None:
+            given[c] = v
+    mlp = text(row, "mlp").lower()
+    if mlp:
+        given["mlp"] = mlp
+    tied = flag(row, "tied_embeddings")
+    if tied is not None:
+        given["tied_embeddings"] = tied
+    arch = text(row, "arch").lower()
+    if arch and arch not in ("dense", "moe"):
+        raise InputError("arch", arch, "allowed: dense, moe")
+    attn = text(row, "attention").lower()
+    if attn and attn not in ("mha", "gqa", "mla"):
+        raise InputError("attention", attn, "allowed: mha, gqa, mla")
+    if arch == "dense":
+        for c in ("moe_experts", "moe_topk", "moe_expert_ffn", "moe_shared_experts",
+                  "moe_dense_layers"):
+            given.pop(c, None)  # a dense row's MoE columns mean nothing
+    notes: list[str] = []
+    base_name = match_preset(name)
+    if base_name:
+        base = preset(base_name)
+        blank = [c for c in NEEDED + ("kv_heads", "ffn") if c not in given]
+        if attn == "mla" and not base.is_mla and "kv_lora_rank" not in given:
+            raise InputError("kv_lora_rank", "", "MLA row: give q_lora_rank, kv_lora_rank, "
+                             "qk_rope_head_dim, qk_nope_head_dim, v_head_dim")
+        kw = dict(given)
+        if ("hidden" in kw and kw["hidden"] != base.hidden) or \
+                ("heads" in kw and kw["heads"] != base.heads):
+            kw.setdefault("head_dim", 0)  # derive it from the row's hidden / heads
+        if arch == "dense" and base.is_moe:
+            kw.update(moe_experts=0, moe_topk=0, moe_expert_ffn=0, moe_shared_experts=0,
+                      moe_shared_ffn=0, moe_dense_layers=0)
+        if "moe_shared_experts" in kw and "moe_expert_ffn" in kw:
+            kw.setdefault("moe_shared_ffn", 0)
+        spec = dataclasses.replace(base, name=name, **kw)
+        if spec.is_moe and spec.num_dense_layers == 0 and "ffn" in blank:
+            blank.remove("ffn")  # no dense layer uses it
+        if set(blank) >= set(NEEDED):
+            notes.append(f"shape from preset {base_name}")
+        elif blank:
+            notes.append(f"{', '.join(blank)} from preset {base_name}")
+        if attn == "mla" and not any(c in given for c in MLA_COLUMNS):
+            notes.append(f"MLA dims from preset {base_name}")
+        return spec, notes
+    for c in NEEDED:
+        if c not in given:
+            raise InputError(c, "", "required for a prediction (blank, and `model` names "
+                             "no preset: " + ", ".join(preset_names()) + ")")
+    if attn == "mla" and "kv_lora_rank" not in given:
+        raise InputError("kv_lora_rank", "", "MLA row: give q_lora_rank, kv_lora_rank, "
+                         "qk_rope_head_dim, qk_nope_head_dim, v_head_dim, or name a preset")
+    kw = dict(given, name=name)
+    kw.setdefault("kv_heads", kw["heads"])
+    kw.setdefault("ffn", 0)
+    if arch == "dense" or (not arch and not kw.get("moe_experts")):
+        for c in ("moe_experts", "moe_topk", "moe_expert_ffn", "moe_shared_experts",
+                  "moe_dense_layers"):
+            kw.pop(c, None)
+    if attn != "mla":
+        for c in MLA_COLUMNS:
+            kw.pop(c, None)
+    return ModelSpec(**kw), notes

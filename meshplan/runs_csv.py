@@ -1,0 +1,130 @@
+"""Reading a runs CSV (the schema of ``../shared/validation/README.md``) without guessing.
+
+The file: columns in any order, unknown columns ignored, a missing optional column is blank,
+a UTF-8 byte-order mark and CRLF line ends are accepted. A file that cannot be read, has no
+data rows or lacks a required column is refused as a whole (InputError: one line, exit 2).
+
+A row: every value is checked before it is used. A count that is not a whole number (24.5),
+a value that is not finite (nan, inf), a measured value that is not positive, or a required
+field left blank makes the row fail with the field named (InputError); the caller lists it
+and leaves it out of the statistics.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from .errors import InputError
+
+# Needed in the header of every file: the cluster and the workload. The model's shape may
+# come from a preset named in `model` instead of the shape columns (see row_model.py).
+REQUIRED_COLUMNS = ("gpu", "num_gpus", "seq_len", "global_batch_seqs")
+SHAPE_COLUMNS = ("layers", "hidden", "heads", "vocab")
+MEASURED = ("measured_tokens_per_s_per_gpu", "measured_step_time_s", "measured_peak_mem_gib")
+_TRUE = {"1", "true", "yes", "y", "t"}
+_FALSE = {"0", "false", "no", "n", "f"}
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """The data rows of a runs CSV as dicts of stripped strings (blank = "")."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError("csv", str(path), f"cannot read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("csv", str(path), "not UTF-8 text") from None
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [(h or "").strip().lstrip("\ufeff").lower() for h in (reader.fieldnames or [])]
+        reader.fieldnames = header
+        rows = []
+        for r in reader:
+            d = {k: (v or "").strip() if isinstance(v, str) else "" for k, v in r.items()
+                 if k is not None}
+            if any(d.values()):  # skip blank lines (",,,,")
+                rows.append(d)
+    except csv.Error as e:
+        raise InputError("csv", str(path), f"malformed CSV ({e})") from None
+    if not header:
+        raise InputError("csv", str(path), "is empty (no header line)")
+    for col in REQUIRED_COLUMNS:
+        if col not in header:
+            raise InputError(col, None, f"required column missing from {path}")
+    if "model" not in header:
+        for col in SHAPE_COLUMNS:
+            if col not in header:
+                raise InputError(col, None, f"required column missing from {path} "
+                                 "(or give a `model` column naming a preset)")
+    if not rows:
+        raise InputError("csv", str(path), "has no data rows")
+    for i, r in enumerate(rows, 1):
+        for col in header:
+            r.setdefault(col, "")
+        r.setdefault("id", str(i))
+        if not r["id"]:
+            r["id"] = str(i)
+    return rows
+
+
+def text(row: dict, key: str) -> str:
+    return (row.get(key) or "").strip()
+
+
+def number(row: dict, key: str, required: bool = False) -> float | None:
+    """A finite number, or None when blank (InputError when required)."""
+    v = text(row, key)
+    if v == "":
+        if required:
+            raise InputError(key, "", "required (blank)")
+        return None
+    try:
+        x = float(v.replace("_", ""))
+    except ValueError:
+        raise InputError(key, v, "must be a number") from None
+    if not math.isfinite(x):
+        raise InputError(key, v, "must be a finite number")
+    return x
+
+
+def count(row: dict, key: str, required: bool = False, minimum: int = 0) -> int | None:
+    """A whole number >= minimum (24.0 is 24; 24.5 fails), or None when blank."""
+    x = number(row, key, required)
+    if x is None:
+        return None
+    if not x.is_integer():
+        raise InputError(key, text(row, key), "must be a whole number")
+    if x < minimum:
+        raise InputError(key, text(row, key), f"must be >= {minimum}")
+    return int(x)
+
+
+def flag(row: dict, key: str) -> bool | None:
+    v = text(row, key).lower()
+    if v == "":
+        return None
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    try:
+        x = float(v)
+    except ValueError:
+        x = None
+    if x == 1.0:
+        return True
+    if x == 0.0:
+        return False
+    raise InputError(key, text(row, key), "must be 0 or 1")
+
+
+def measured(row: dict, key: str) -> float | None:
+    """A measured value: blank (not stated) or a finite positive number."""
+    x = number(row, key)
+    if x is not None and x <= 0:
+        raise InputError(key, text(row, key), "a measured value must be positive")
+    return x

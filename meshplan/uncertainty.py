@@ -1,0 +1,196 @@
+"""How sure a prediction is: a 10th-90th percentile interval for an Estimate.
+
+Two sources of uncertainty, added in quadrature on the log scale:
+
+1. the cross-validated residuals of the prediction's class (GPU generation, dense or MoE,
+   scale) on published runs: ``residuals.toml`` beside this module, written by
+   ``bench/fit_residuals.py`` (its header says when and with which command). A class with
+   few rows is shrunk toward its parent (generation/arch -> generation -> all rows); a GPU
+   generation with no rows at all takes the pooled spread widened by how much generations
+   differ from each other;
+2. the uncertainty of the constants the estimate leans on, weighted by the share of the
+   step each part of the breakdown takes (a plan whose step is mostly exposed all-to-all
+   is less certain than one that is mostly GEMMs): the relative 1-sigma of each part group
+   is in the same file's ``[constants]`` table, each with its source.
+
+The log residual r = ln(measured tokens/s / predicted tokens/s) is modelled as normal with
+the class's mean and spread; the 10th and 90th percentiles are mean -+ 1.2816 sigma. Memory
+uses r = ln(measured peak / predicted peak) by dense/MoE class. Cheap: a few dict lookups
+per estimate, nothing is re-estimated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+Z90 = 1.2815515655446004  # standard normal 90th percentile
+SHRINK_ROWS = 3.0  # pseudo-rows of the parent class a class is shrunk with
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Interval:
+    """10th-90th percentile bounds of one prediction (the point value sits inside)."""
+
+    step_time_s: tuple[float, float]
+    tokens_per_s_per_gpu: tuple[float, float]
+    peak_memory_gib: tuple[float, float]
+    throughput_class: str  # the residual class used ("hopper/dense/medium", ...)
+    memory_class: str
+    capacity_gib: float
+    memory_factors: tuple[float, float] = (1.0, 1.0)  # p10, p90 over the point prediction
+
+    @property
+    def may_not_fit(self) -> bool:
+        return self.peak_memory_gib[1] > self.capacity_gib
+
+    def to_json(self) -> dict:
+        return {"step_time_s_p10_p90": list(self.step_time_s),
+                "tokens_per_s_per_gpu_p10_p90": list(self.tokens_per_s_per_gpu),
+                "peak_memory_gib_p10_p90": list(self.peak_memory_gib),
+                "throughput_class": self.throughput_class, "memory_class": self.memory_class,
+                "may_not_fit": self.may_not_fit}
+
+
+def scale_of(num_gpus: int) -> str:
+    """Scale bucket: one to eight nodes, up to 1,024 GPUs, beyond."""
+    return "small" if num_gpus <= 64 else "medium" if num_gpus <= 1024 else "large"
+
+
+def class_of(generation: str, is_moe: bool, num_gpus: int) -> str:
+    return f"{generation or 'unknown'}/{'moe' if is_moe else 'dense'}/{scale_of(num_gpus)}"
+
+
+DEFAULT_PATH = "residuals.toml"
+
+
+@lru_cache(maxsize=8)
+def load(path: str | None = None) -> dict:
+    if path is None:
+        text = (resources.files(__package__) / DEFAULT_PATH).read_text()
+    else:
+        text = Path(path).read_text()
+    return tomllib.loads(text)
+
+
+def _lookup(stats: dict, key: str) -> tuple[float, float, bool]:
+    """(mean, sigma, calibrated) of a class, shrunk toward its ancestors."""
+    parts = key.split("/")
+    chain = ["/".join(parts[:i]) for i in range(len(parts), 0, -1)] + ["all"]
+    pooled = stats["all"]
+    # start at the broadest level and refine toward the class
+    mu, var = pooled["mean"], pooled["sigma"] ** 2
+    calibrated = False
+    for k in reversed(chain[:-1]):
+        c = stats.get(k)
+        if not c or c["n"] < 1:
+            continue
+        calibrated = True
+        n = c["n"]
+        w = n / (n + SHRINK_ROWS)
+        mu = w * c["mean"] + (1 - w) * mu
+        var = w * c["sigma"] ** 2 + (1 - w) * var
+    return mu, math.sqrt(var), calibrated
+
+
+def constants_var(data: dict, parts: dict[str, float]) -> float:
+    """Variance (log scale) from the constants, by the share of the step each group takes."""
+    total = sum(v for v in parts.values() if v > 0) or 1.0
+    var = 0.0
+    for spec in data.get("constants", {}).values():
+        share = sum(parts.get(p, 0.0) for p in spec["parts"] if parts.get(p, 0.0) > 0) / total
+        var += (share * spec["sigma"]) ** 2
+    return var
+
+
+def class_var(stats: dict, key: str, between_sigma: float) -> tuple[float, float]:
+    """(mean, variance) of a class's log residual; an uncalibrated generation is widened."""
+    mu, sigma, calibrated = _lookup(stats, key)
+    return mu, sigma ** 2 + (0.0 if calibrated else between_sigma ** 2)
+
+
+def fit_stats(records: list[tuple[str, float]]) -> dict:
+    """Mean and spread of log residuals at every level of the class key ("all", then
+    "hopper", "hopper/dense", "hopper/dense/medium")."""
+    groups: dict[str, list[float]] = {}
+    for key, r in records:
+        parts = key.split("/")
+        for k in ["all"] + ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]:
+            groups.setdefault(k, []).append(r)
+    out = {}
+    for k, xs in sorted(groups.items()):
+        n = len(xs)
+        mean = sum(xs) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+        out[k] = {"n": n, "mean": mean, "sigma": sd}
+    if "all" not in out:
+        out["all"] = {"n": 0, "mean": 0.0, "sigma": 0.0}
+    return out
+
+
+def throughput_sigma_terms(data: dict, generation: str, is_moe: bool, num_gpus: int,
+                           parts: dict[str, float]) -> tuple[float, float, str]:
+    key = class_of(generation, is_moe, num_gpus)
+    mu, var = class_var(data["throughput"], key, data["meta"].get("between_generation_sigma", 0.0))
+    return mu, math.sqrt(var + constants_var(data, parts)), key
+
+
+def interval(est, model, cluster, data: dict | None = None) -> Interval:
+    """The 10-90% interval of an Estimate of ``model`` on ``cluster``."""
+    data = data or load()
+    gen = cluster.gpu.generation
+    mu, sigma, tkey = throughput_sigma_terms(data, gen, model.is_moe, cluster.num_gpus,
+                                             est.step_time.parts)
+    lo_f, hi_f = math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+    tps = est.tokens_per_s_per_gpu
+    step = est.step_time_s
+    mkey = "moe" if model.is_moe else "dense"
+    mmu, msig, _ = _lookup(data["memory"], mkey)
+    mem = est.peak_memory_bytes / GiB
+    mf = (math.exp(mmu - Z90 * msig), math.exp(mmu + Z90 * msig))
+    return Interval(
+        step_time_s=(step / hi_f, step / lo_f),
+        tokens_per_s_per_gpu=(tps * lo_f, tps * hi_f),
+        peak_memory_gib=(mem * mf[0], mem * mf[1]),
+        throughput_class=tkey, memory_class=mkey, capacity_gib=est.capacity_bytes / GiB,
+        memory_factors=mf)
+
+
+def verdict(est, iv: Interval) -> str:
+    """'fits', 'may not fit' (the 90th percentile of memory crosses capacity) or the
+    estimate's own 'does not fit' verdict."""
+    if not est.fits:
+        return est.verdict
+    if iv.may_not_fit:
+        return (f"may not fit: 90th percentile {iv.peak_memory_gib[1]:.1f} GiB per GPU, "
+                f"the GPU has {iv.capacity_gib:.0f} GiB")
+    return "fits"
+
+
+def scaled(iv: Interval, step_time_s: float, point_step_s: float) -> Interval:
+    """The same interval around another step time of the same plan (the simulated one)."""
+    k = step_time_s / point_step_s
+    return dataclasses.replace(
+        iv, step_time_s=(iv.step_time_s[0] * k, iv.step_time_s[1] * k),
+        tokens_per_s_per_gpu=(iv.tokens_per_s_per_gpu[0] / k, iv.tokens_per_s_per_gpu[1] / k))
+
+
+def ranking_sigma(a, b, data: dict | None = None) -> float:
+    """Relative 1-sigma of the step-time difference between two plans of one scenario.
+
+    The class residual is shared by every plan of a scenario (same model, GPUs and scale),
+    so it cancels in a comparison; what differs is how much each plan leans on each group
+    of constants."""
+    data = data or load()
+    return math.sqrt(constants_var(data, a.step_time.parts) + constants_var(data, b.step_time.parts))
+
+
+def too_close(t1_s: float, t2_s: float, a, b, data: dict | None = None) -> bool:
+    """Whether #2 is within the 10-90% band of the difference of #1 (t1 <= t2)."""
+    return (t2_s - t1_s) / t1_s < Z90 * ranking_sigma(a, b, data)

@@ -1,0 +1,197 @@
+"""meshplan calibrate and --profile: the real benchmark code on a CPU stand-in, the profile
+written and read back, name-mapped overrides, refusals; --from-runs cross-validation."""
+
+import csv
+import math
+import tomllib
+
+import pytest
+
+from meshplan import profile
+from meshplan.calibrate import fit
+from meshplan.cli import main
+from meshplan.commands._profile import reset
+from meshplan.cost import efficiency, estimate
+from meshplan.plan import Plan
+from meshplan.scenario import make_cluster
+from meshplan.specs.catalog.gpus import GPUS
+from meshplan.specs.catalog.presets import load_model
+from meshplan.specs.workload import Workload
+
+torch = pytest.importorskip("torch")
+DEFAULT_MM = efficiency.EFFICIENCY["hopper"].matmul_bf16
+
+
+@pytest.fixture(autouse=True)
+def _undo_profiles():
+    yield
+    reset()
+PREDICT = ["predict", "--model", "llama3.1-8b", "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096",
+           "--global-batch", "16", "--dp", "8", "--zero", "3", "--micro-batch", "1",
+           "--recompute", "full", "--json"]
+
+
+def _step(m="llama3.1-8b"):
+    return estimate(load_model(m), make_cluster("8xH100-SXM-80GB"), Workload(4096, 16),
+                    Plan(dp=8, zero=3, micro_batch=1, recompute="full"))
+
+
+def test_apply_overrides_by_name_and_restores():
+    base = _step()
+    e0 = efficiency.EFFICIENCY["hopper"].matmul_bf16
+    restore = profile.apply({"EFFICIENCY.hopper.matmul_bf16": e0 / 2, "NETWORK.scaleup": 0.5})
+    try:
+        slow = _step()
+        from meshplan.cost import collectives
+        assert collectives.NETWORK.scaleup == 0.5  # rebound where it was imported by name
+        # half the GEMM efficiency: the GEMM part of compute takes twice as long
+        assert slow.step_time.parts["compute_s"] > 1.5 * base.step_time.parts["compute_s"]
+    finally:
+        restore()
+    assert efficiency.EFFICIENCY["hopper"].matmul_bf16 == e0
+    assert math.isclose(_step().step_time_s, base.step_time_s)
+
+
+@pytest.mark.parametrize("name", ["EFFICIENCY.hopper.nope", "NOPE", "NETWORK", "EFFICIENCY.x.y"])
+def test_unknown_constant_refused_one_line(tmp_path, capsys, name):
+    p = tmp_path / "bad.toml"
+    p.write_text(f'[constants]\n"{name}" = 0.5\n')
+    assert main(PREDICT + ["--profile", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and name in err[0]
+
+
+def test_no_gpu_one_line_exit_2(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    assert main(["calibrate", "--out", str(tmp_path / "p.toml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no GPU" in err[0]
+    assert not (tmp_path / "p.toml").exists()
+
+
+def test_cpu_stand_in_writes_a_profile_that_predict_uses(tmp_path, capsys):
+    out = tmp_path / "cpu.toml"
+    assert main(["calibrate", "--out", str(out), "--device", "cpu", "--gpu", "H100-SXM-80GB"]) == 0
+    text = capsys.readouterr().out
+    assert "EFFICIENCY.hopper.matmul_bf16" in text and "0.55" in text  # default beside measured
+    data = tomllib.loads(out.read_text())
+    assert data["meta"]["device"] == "CPU stand-in" and data["meta"]["date"]
+    assert out.read_text().startswith("# meshplan calibration profile: measured")
+    c = data["constants"]
+    # a CPU is thousands of times slower than an H100's datasheet: the fractions say so
+    assert 0 < c["EFFICIENCY.hopper.matmul_bf16"] < 0.01
+    assert 0 < c["EFFICIENCY.hopper.memory"] < 0.5
+    assert main(PREDICT) == 0
+    import json
+    default = json.loads(capsys.readouterr().out)["step_time_s"]
+    assert main(PREDICT + ["--profile", str(out)]) == 0
+    cal = json.loads(capsys.readouterr().out)["step_time_s"]
+    assert cal > 50 * default
+    assert efficiency.EFFICIENCY["hopper"].matmul_bf16 < 0.01  # applied for the process
+    reset()
+    assert efficiency.EFFICIENCY["hopper"].matmul_bf16 == DEFAULT_MM
+
+
+def test_fit_from_a_known_sweep():
+    gpu = GPUS["H100-SXM-80GB"]
+    peak = gpu.flops("bf16")
+    h = 200.0
+    # a synthetic sweep that follows the model's own curve with half-dim 200, 70% at 8192
+    sweep = [{"m": d, "n": d, "k": d,
+              "flops_per_s": 0.7 * peak * ((d / (d + h)) / (8192 / (8192 + h))) ** 3}
+             for d in (1024, 2048, 4096, 8192)]
+    meas = {"gemm": sweep, "copy": {"bytes_per_s": 0.9 * gpu.memory_bytes_per_s},
+            "collectives": [{"collective": "all_reduce", "group": 8, "bytes": 2**28,
+                             "bus_bytes_per_s": 0.8 * gpu.scaleup_bytes_per_s}]}
+    consts, lines = fit.constants_from(meas, gpu)
+    assert math.isclose(consts["EFFICIENCY.hopper.matmul_bf16"], 0.7)
+    assert abs(consts["EFFICIENCY.hopper.matmul_half_dim"] - h) <= 8
+    assert math.isclose(consts["EFFICIENCY.hopper.memory"], 0.9)
+    assert math.isclose(consts["NETWORK.scaleup"], 0.8)
+    assert all(ln["applies"] for ln in lines)
+
+
+def test_collectives_on_two_gloo_ranks():
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.SimpleQueue()
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    mp.start_processes(_coll_worker, args=(2, q, port), nprocs=2, start_method="spawn")
+    res = q.get()
+    ok = [r for r in res if "bus_bytes_per_s" in r]
+    assert {r["collective"] for r in ok} >= {"all_reduce", "all_gather"}
+    assert all(r["group"] == 2 and r["bus_bytes_per_s"] > 0 for r in ok)
+
+
+def _coll_worker(rank, world, q, port):
+    import os
+
+    import torch.distributed as dist
+
+    from meshplan.calibrate import micro
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    res = micro.collectives("cpu", [2**16], [2], 1, 2)
+    if rank == 0:
+        q.put(res)
+    dist.destroy_process_group()
+
+
+def _runs_csv(tmp_path, factor):
+    """Measured runs made by the planner itself with GEMMs `factor` x faster than the
+    defaults: a refit must find it and lower the cross-validated error."""
+    rows = []
+    for i, (n, gb, tp) in enumerate([(8, 16, 1), (8, 32, 2), (16, 32, 1), (16, 64, 2),
+                                     (8, 64, 1), (16, 16, 4)]):
+        rows.append({"id": str(i), "source": f"s{i}", "model": "tiny-llama", "gpu": "H100-SXM-80GB",
+                     "num_gpus": str(n), "seq_len": "1024", "global_batch_seqs": str(gb),
+                     "tp": str(tp), "pp": "1", "dp": str(n // tp), "zero": "1",
+                     "micro_batch": "1", "recompute": "none", "precision": "bf16"})
+    from meshplan.validate import predict_rows
+    e0 = efficiency.EFFICIENCY["hopper"].matmul_bf16
+    restore = profile.apply({"EFFICIENCY.hopper.matmul_bf16": e0 * factor})
+    try:
+        res = predict_rows(rows, with_search_best=False, jobs=1)
+    finally:
+        restore()
+    for r, p in zip(rows, res):
+        r["measured_tokens_per_s_per_gpu"] = repr(p.predicted_tokens_per_s_per_gpu)
+    path = tmp_path / "runs.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def test_from_runs_refit_lowers_cv_error(tmp_path, capsys):
+    path = _runs_csv(tmp_path, 1.25)
+    out = tmp_path / "fit.toml"
+    assert main(["calibrate", "--from-runs", str(path), "--out", str(out), "--folds", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "3-fold cross-validated" in text and "defaults" in text and "refitted (CV)" in text
+    c = tomllib.loads(out.read_text())["constants"]
+    assert math.isclose(c["EFFICIENCY.hopper.matmul_bf16"],
+                        efficiency.EFFICIENCY["hopper"].matmul_bf16 * 1.25, rel_tol=0.02)
+
+
+def test_validate_uses_the_profile_in_every_worker(tmp_path, capsys):
+    import json
+
+    path = _runs_csv(tmp_path, 1.0)  # measured = the defaults' own predictions
+    assert main(["validate", str(path), "--json", "--jobs", "2"]) == 0
+    base = json.loads(capsys.readouterr().out)["summary"]["tokens_median_abs_error"]
+    assert base < 1e-9
+    prof = tmp_path / "p.toml"
+    mm = efficiency.EFFICIENCY["hopper"].matmul_bf16
+    prof.write_text(f'[meta]\ndevice = "test"\n[constants]\n"EFFICIENCY.hopper.matmul_bf16" = {mm / 2}\n')
+    assert main(["validate", str(path), "--json", "--jobs", "2", "--profile", str(prof)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(r["tokens_error"] < -0.1 for r in out["rows"])  # slower GEMMs in both workers

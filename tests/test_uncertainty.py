@@ -1,0 +1,120 @@
+"""Intervals: class residuals + constants' uncertainty; coverage; plan/predict output."""
+
+import json
+import math
+import random
+import statistics
+
+from meshplan import uncertainty as U
+from meshplan.cli import main
+from meshplan.cost import estimate
+from meshplan.plan import Plan
+from meshplan.scenario import make_cluster
+from meshplan.specs.catalog.presets import load_model
+from meshplan.specs.workload import Workload
+from meshplan.validate import RowResult, loso_coverage
+
+GPUS = "8xH100-SXM-80GB"
+
+
+def _est(gpus=GPUS, **plan):
+    m = load_model("llama3.1-8b")
+    c = make_cluster(gpus)
+    w = Workload(4096, 16)
+    kw = dict(dp=8, tp=1, pp=1, zero=3, micro_batch=1, recompute="full") | plan
+    return m, c, estimate(m, c, w, Plan(**kw))
+
+
+def test_fit_stats_matches_statistics():
+    recs = [("hopper/dense/small", 0.1), ("hopper/dense/small", -0.05),
+            ("hopper/moe/small", 0.3), ("ampere/dense/large", 0.0)]
+    s = U.fit_stats(recs)
+    xs = [r for _, r in recs]
+    assert s["all"]["n"] == 4
+    assert math.isclose(s["all"]["mean"], statistics.mean(xs))
+    assert math.isclose(s["all"]["sigma"], statistics.stdev(xs))
+    assert s["hopper"]["n"] == 3 and s["hopper/dense"]["n"] == 2
+    assert math.isclose(s["hopper/dense/small"]["sigma"], statistics.stdev([0.1, -0.05]))
+
+
+def test_interval_brackets_point_and_follows_the_data():
+    m, c, e = _est()
+    iv = U.interval(e, m, c)
+    assert iv.step_time_s[0] < e.step_time_s * 1.2 and iv.step_time_s[1] > e.step_time_s * 0.8
+    assert iv.tokens_per_s_per_gpu[0] < iv.tokens_per_s_per_gpu[1]
+    assert iv.throughput_class == "hopper/dense/small"
+    # a residual model whose rows say "measured 2x predicted, no spread" moves the interval
+    data = {"meta": {"between_generation_sigma": 0.0}, "constants": {},
+            "throughput": {"all": {"n": 100, "mean": math.log(2), "sigma": 0.0}},
+            "memory": {"all": {"n": 100, "mean": 0.0, "sigma": 0.0}}}
+    iv2 = U.interval(e, m, c, data)
+    assert math.isclose(iv2.tokens_per_s_per_gpu[0], 2 * e.tokens_per_s_per_gpu)
+    assert math.isclose(iv2.step_time_s[1], e.step_time_s / 2)
+
+
+def test_may_not_fit_when_p90_memory_crosses_capacity():
+    m, c, e = _est()
+    assert e.fits
+    cap = e.capacity_bytes / 2**30
+    need = cap / (e.peak_memory_bytes / 2**30)  # factor at which the plan reaches capacity
+    data = {"meta": {}, "constants": {},
+            "throughput": {"all": {"n": 10, "mean": 0.0, "sigma": 0.1}},
+            "memory": {"all": {"n": 1000, "mean": math.log(need) - 0.01, "sigma": 0.05}}}
+    iv = U.interval(e, m, c, data)
+    assert iv.may_not_fit and U.verdict(e, iv).startswith("may not fit")
+    data["memory"]["all"]["mean"] = math.log(need) - 0.5
+    iv = U.interval(e, m, c, data)
+    assert not iv.may_not_fit and U.verdict(e, iv) == "fits"
+
+
+def test_uncalibrated_generation_is_wider():
+    m, c, e = _est()
+    mb, cb, eb = _est(gpus="8xB200")
+    w = lambda iv: math.log(iv.step_time_s[1] / iv.step_time_s[0])  # noqa: E731
+    assert w(U.interval(eb, mb, cb)) > w(U.interval(e, m, c))
+
+
+def test_more_exposed_communication_is_less_certain():
+    data = {"constants": {"gemm": {"parts": ["compute_s"], "sigma": 0.05},
+                          "a2a": {"parts": ["ep_exposed_s"], "sigma": 0.5}}}
+    lean = U.constants_var(data, {"compute_s": 1.0, "ep_exposed_s": 0.0})
+    comm = U.constants_var(data, {"compute_s": 0.5, "ep_exposed_s": 0.5})
+    assert math.isclose(lean, 0.05 ** 2) and comm > lean
+
+
+def test_loso_coverage_near_80_percent_on_normal_residuals():
+    rng = random.Random(7)
+    res = []
+    for i in range(600):
+        r = RowResult(id=str(i), trust="A", model="m", gpus="8xH", source=f"s{i % 6}")
+        r.throughput_class = "hopper/dense/small"
+        r.predicted_tokens_per_s_per_gpu = 1000.0
+        r.measured_tokens_per_s_per_gpu = 1000.0 * math.exp(rng.gauss(0.05, 0.1))
+        res.append(r)
+    data = {"meta": {"between_generation_sigma": 0.0}}
+    cov = loso_coverage(res, data)["coverage"]
+    assert 0.75 <= cov <= 0.85
+
+
+def test_plan_rank_by_p90_json(capsys):
+    args = ["plan", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096",
+            "--global-batch", "32", "--top", "3", "--rerank", "0", "--json"]
+    assert main(args + ["--rank-by", "p90"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    p90 = [t["interval"]["step_time_s_p10_p90"][1] for t in out["top"]]
+    assert p90 == sorted(p90) and "p90" in out["ranked_by"]
+    for t in out["top"]:
+        lo, hi = t["interval"]["step_time_s_p10_p90"]
+        assert lo < t["step_time_s"] < hi
+        assert t["verdict_with_interval"] in ("fits",) or "may not fit" in t["verdict_with_interval"]
+    assert main(args) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert all("interval" in t for t in plain["top"])
+
+
+def test_predict_shows_interval(capsys):
+    assert main(["predict", "--model", "llama3.1-8b", "--gpus", GPUS, "--seq-len", "4096",
+                 "--global-batch", "16", "--dp", "8", "--zero", "3", "--micro-batch", "1",
+                 "--recompute", "full"]) == 0
+    out = capsys.readouterr().out
+    assert "10-90% interval: step time" in out and "peak memory" in out

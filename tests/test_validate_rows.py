@@ -1,0 +1,168 @@
+"""validate: rows that cannot be scored are listed, not scored; robust CSV reading;
+preset shapes and MLA columns; intervals on every prediction."""
+
+import json
+import math
+
+import pytest
+
+from meshplan.cli import main
+from meshplan.errors import InputError
+from meshplan.row_model import match_preset, model_from_row
+from meshplan.specs.catalog.presets import PUBLISHED_PARAMS, preset
+from meshplan.validate import read_rows, summarize, validate, predict_row
+
+HEADER = ("id,trust,source,model,arch,layers,hidden,heads,kv_heads,ffn,vocab,mlp,seq_len,"
+          "global_batch_seqs,gpu,num_gpus,tp,pp,dp,precision,measured_tokens_per_s_per_gpu,"
+          "measured_peak_mem_gib")
+GOOD = "{id},A,S{id},toy,dense,12,768,12,12,3072,50304,gelu,2048,64,A100-SXM-80GB,8,1,1,8,bf16,{tps},"
+
+
+def _csv(tmp_path, lines, header=HEADER, name="runs.csv", newline="\n", bom=False):
+    p = tmp_path / name
+    text = newline.join([header] + lines) + newline
+    p.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())
+    return p
+
+
+def test_garbage_rows_listed_and_excluded(tmp_path, capsys):
+    lines = [GOOD.format(id=1, tps=30000), GOOD.format(id=2, tps="nan"),
+             GOOD.format(id=3, tps=30000).replace(",12,768,", ",24.5,768,"),
+             GOOD.format(id=4, tps=30000).replace("A100-SXM-80GB", "H9000"),
+             GOOD.format(id=5, tps="inf"), GOOD.format(id=6, tps=-5)]
+    p = _csv(tmp_path, lines)
+    results, s = validate(p, with_search_best=False)
+    err = {r.id: r.error for r in results}
+    assert err["1"] is None
+    assert "measured_tokens_per_s_per_gpu" in err["2"] and "finite" in err["2"]
+    assert "layers" in err["3"] and "whole number" in err["3"]
+    assert "H9000" in err["4"]
+    assert "finite" in err["5"] and "positive" in err["6"]
+    assert s["predicted"] == 1 and s["errors"] == 5
+    assert s["tokens_rows_trust_ab"] == 1
+    assert math.isfinite(s["tokens_median_abs_error"])
+    # the failed rows carry no prediction, so nothing of them can leak into statistics
+    assert all(r.predicted_tokens_per_s_per_gpu is None for r in results if r.error)
+    assert main(["validate", str(p), "--no-search", "--jobs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "rows not scored (5)" in out and "nan" not in out.split("rows not scored")[0].lower()
+
+
+def test_every_row_failing_exits_nonzero(tmp_path, capsys):
+    p = _csv(tmp_path, [GOOD.format(id=1, tps=1000).replace("A100-SXM-80GB", "H9000")])
+    assert main(["validate", str(p), "--no-search", "--jobs", "1"]) == 1
+
+
+def test_bom_crlf_any_order_blank_lines(tmp_path):
+    cols = HEADER.split(",")
+    vals = GOOD.format(id=7, tps=30000).split(",")
+    order = list(reversed(range(len(cols))))
+    header = ",".join(["extra"] + [cols[i].upper() for i in order])
+    line = ",".join(["zzz"] + [vals[i] for i in order])
+    p = _csv(tmp_path, [line, ",,,"], header=header, newline="\r\n", bom=True)
+    rows = read_rows(p)
+    assert len(rows) == 1 and rows[0]["id"] == "7" and rows[0]["model"] == "toy"
+    results, s = validate(p, with_search_best=False)
+    assert results[0].error is None and s["predicted"] == 1
+
+
+@pytest.mark.parametrize("content,field", [
+    ("", "csv"),
+    ("id,gpu,num_gpus,layers,hidden,heads,vocab,seq_len\n1,A100-SXM-80GB,8,2,64,2,100,128\n",
+     "global_batch_seqs"),
+    ("id,gpu,num_gpus,seq_len,global_batch_seqs,hidden,heads,vocab\n1,A100-SXM-80GB,8,128,8,64,2,100\n",
+     "layers"),
+    ("id,gpu,num_gpus,layers,hidden,heads,vocab,seq_len,global_batch_seqs\n", "csv"),
+])
+def test_unusable_file_one_line_exit_2(tmp_path, capsys, content, field):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    with pytest.raises(InputError) as e:
+        read_rows(p)
+    assert e.value.field == field
+    assert main(["validate", str(p), "--no-search"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("DeepSeek-V3", "deepseek-v3"), ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
+    ("Llama 3.1 405B", "llama3.1-405b"), ("meta-llama/Llama-3.1-70B-Instruct", "llama3.1-70b"),
+    ("Mixtral 8x7B", "mixtral-8x7b"), ("Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    ("Llama 3 70B", None), ("GPT 1.7B (Megatron weak-scaling family)", None), ("", None),
+])
+def test_preset_name_matching(name, expected):
+    assert match_preset(name) == expected
+
+
+def test_deepseek_v3_row_from_preset(tmp_path):
+    row = {"id": "1", "model": "DeepSeek-V3", "arch": "moe", "attention": "mla",
+           "gpu": "H800-SXM-80GB", "num_gpus": "2048", "seq_len": "4096",
+           "global_batch_seqs": "15360", "tp": "1", "pp": "16", "dp": "128", "ep": "64",
+           "precision": "fp8", "measured_tokens_per_s_per_gpu": "1000"}
+    model, notes = model_from_row(row)
+    total, active = PUBLISHED_PARAMS["deepseek-v3"]
+    # the DeepSeek-V3 report: 671B total, 37B activated (independent of our preset file)
+    assert model.is_mla and abs(model.total_params() / total - 1) < 0.01
+    assert notes and "preset deepseek-v3" in notes[0]
+    res = predict_row(row, with_search_best=False)
+    assert res.error is None, res.error
+    assert res.predicted_tokens_per_s_per_gpu > 0 and any("deepseek-v3" in n for n in res.notes)
+
+
+def test_mla_columns_without_preset():
+    row = {"model": "my-mla", "arch": "dense", "attention": "mla", "layers": "4",
+           "hidden": "1024", "heads": "8", "ffn": "2816", "vocab": "32000",
+           "q_lora_rank": "256", "kv_lora_rank": "128", "qk_rope_head_dim": "32",
+           "qk_nope_head_dim": "64", "v_head_dim": "64"}
+    m, notes = model_from_row(row)
+    assert (m.kv_lora_rank, m.q_lora_rank, m.qk_rope_head_dim, m.v_head_dim) == (128, 256, 32, 64)
+    assert m.q_dim == 8 * (64 + 32) and not notes
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(row, kv_lora_rank=""))
+    assert e.value.field == "kv_lora_rank"
+
+
+def test_blank_vocab_preset_or_field_name():
+    base = {"layers": "32", "hidden": "4096", "heads": "32", "kv_heads": "8", "ffn": "14336",
+            "vocab": ""}
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, model="some model"))
+    assert e.value.field == "vocab"
+    m, notes = model_from_row(dict(base, model="Llama-3.1-8B"))
+    assert m.vocab == preset("llama3.1-8b").vocab and notes == ["vocab from preset llama3.1-8b"]
+
+
+def test_every_prediction_has_an_interval(tmp_path):
+    p = _csv(tmp_path, [GOOD.format(id=i, tps=30000) for i in (1, 2)])
+    results, s = validate(p, with_search_best=False)
+    r = results[0]
+    lo, hi = r.tokens_p10_p90
+    assert lo < r.predicted_tokens_per_s_per_gpu < hi
+    slo, shi = r.step_time_p10_p90
+    assert slo < r.predicted_step_time_s < shi
+    mlo, mhi = r.peak_mem_p10_p90
+    assert mlo < r.predicted_peak_mem_gib < mhi
+    assert s["tokens_interval_rows"] == 2
+    j = r.to_json()
+    assert j["predicted_tokens_per_s_per_gpu_p10_p90"] == [lo, hi] or \
+        tuple(j["predicted_tokens_per_s_per_gpu_p10_p90"]) == (lo, hi)
+    json.dumps(j)
+
+
+def test_jobs_give_the_same_results(tmp_path):
+    lines = [GOOD.format(id=i, tps=30000) for i in (1, 2, 3)]
+    lines[2] = lines[2].replace(",8,1,1,8,", ",8,2,1,4,")
+    p = _csv(tmp_path, lines)
+    one, _ = validate(p, with_search_best=False, jobs=1)
+    two, _ = validate(p, with_search_best=False, jobs=2)
+    assert [r.to_json() for r in one] == [r.to_json() for r in two]
+
+
+def test_summary_ignores_failed_rows():
+    from meshplan.validate import RowResult
+    bad = RowResult(id="x", trust="A", model="m", gpus="8xA", error="layers: bad")
+    bad.predicted_tokens_per_s_per_gpu = 1.0
+    bad.measured_tokens_per_s_per_gpu = float("nan")
+    s = summarize([bad])
+    assert s["tokens_median_abs_error"] is None and s["errors"] == 1
