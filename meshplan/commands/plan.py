@@ -11,9 +11,13 @@ from ..report import search_json, search_text
 from ..scenario import Scenario
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
+from ._pools import add_pool_args, objective_text, pools_run
 
 
 def _run(args) -> int:
+    handled = pools_run(args)  # several pools, or procurement (--gpu-types)
+    if handled is not None:
+        return handled
     sc = scenario_from_args(args)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
@@ -33,6 +37,9 @@ def _run(args) -> int:
         print(json.dumps(search_json(sc, r), indent=2))
     else:
         print(search_text(sc, r))
+    money = objective_text(args, sc, r)
+    if money and not args.json:
+        print(money)
     if rendered is not None:
         for note in rendered.notes:
             print(f"note: {note}", file=sys.stderr)
@@ -63,4 +70,5 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--export", choices=ENGINES, help="write the winner's config for an engine")
     p.add_argument("--out", help="directory for --export")
+    add_pool_args(p)
     p.set_defaults(func=_run)

@@ -71,7 +71,8 @@ def parse_price_overrides(items: list[str] | None, known: dict) -> dict[str, flo
 def price_of(gpu_name: str, overrides: dict[str, float] | None = None) -> Price:
     """The price of one GPU type: the override if given, else the catalog's."""
     if overrides and gpu_name in overrides:
-        return Price(overrides[gpu_name], "user", "given on the command line or scenario")
+        return Price(overrides[gpu_name], "your price", "given on the command line or scenario",
+                     "yours")
     p = catalog_prices().get(gpu_name)
     if p is None:
         raise InputError("price", gpu_name,
