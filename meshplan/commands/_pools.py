@@ -92,6 +92,8 @@ def pools_run(args) -> int | None:
         return _procure(args)
     sc = pooled_scenario(args)
     if sc is None:
+        goal_from_args(args)  # bad objectives and prices fail before anything is printed
+        _prices(args)
         return None
     from ..search.hetero import outcome_of, search_pools
 

@@ -33,11 +33,11 @@ def _run(args) -> int:
             raise InputError("--out", None, "required with --export (a directory)")
         best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
         rendered = render(best, args.export)  # refuses before anything is printed or written
+    money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
     if args.json:
         print(json.dumps(search_json(sc, r), indent=2))
     else:
         print(search_text(sc, r))
-    money = objective_text(args, sc, r)
     if money and not args.json:
         print(money)
     if rendered is not None:
