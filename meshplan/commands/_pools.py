@@ -190,7 +190,8 @@ def pools_text(sc: Scenario, r, goal: Goal) -> str:
     for i, p in enumerate(r.ranked, 1):
         o = outcome_of(p, goal)
         ok, why = o.meets(goal)
-        out.append(f"{i:>2}  {p.kind:<9}{p.plan.describe():<62}{p.num_gpus:>6}"
+        text = p.plan.describe() + (f" [{p.detail.split(': ', 1)[-1]}]" if p.kind == "data" else "")
+        out.append(f"{i:>2}  {p.kind:<9}{text:<62}{p.num_gpus:>6}"
                    f"{p.step_time_s:>8.2f}{p.tokens_per_s:>10,.0f}{p.mfu:>7.1%}  {_money(o, goal)}"
                    + ("" if ok else f"  [{why}]"))
     best = r.best
@@ -208,7 +209,8 @@ def pools_text(sc: Scenario, r, goal: Goal) -> str:
     out.append("  per stage (pool, layers, GPUs, memory verdict):")
     for i, s in enumerate(best.stages):
         lay = f"{s.layers:>3} layers" if s.layers else "          "
-        out.append(f"    stage {i:<3}{s.pool:<18}{lay}  {s.gpus:>4} GPUs  {s.verdict}")
+        busy = f"  busy {s.busy_s:.2f} s" if s.busy_s else ""
+        out.append(f"    stage {i:<3}{s.pool:<18}{lay}  {s.gpus:>4} GPUs{busy}  {s.verdict}")
     o = outcome_of(best, goal)
     out.append("  money: " + _money(o, goal))
     singles = {name: sr.best for name, sr in r.singles.items() if sr.best is not None}

@@ -22,6 +22,7 @@ bubble, then the slowest pool's parts outside the pipeline, then the cross-pool 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
@@ -127,12 +128,15 @@ class PoolPlan:
 
 
 def pool_cluster_for(pc: PoolCluster, k: int, world: int) -> Cluster:
-    """A homogeneous cluster of pool ``k``'s GPU sized for a plan of ``world`` ranks (rounded
-    up to whole nodes): the per-GPU-type view ``estimate`` needs."""
+    """A homogeneous cluster of pool ``k``'s GPU with ``world`` ranks: the per-GPU-type view
+    ``estimate`` needs (same NVLink domain and NIC; a world that leaves the last node partly
+    filled is laid out on nodes of gcd(world, node size), which keeps every tensor-parallel
+    group inside one node as before)."""
     c = pc.pools[k].cluster
     gpn = c.gpus_per_node
-    n = world if world <= gpn else -(-world // gpn) * gpn
-    return Cluster(c.gpu, n, gpn, c.nic_bytes_per_s, c.scaleup_domain)
+    if world > gpn and world % gpn:  # a partly filled last node: nodes of gcd(world, gpn)
+        gpn = math.gcd(world, gpn)
+    return Cluster(c.gpu, world, gpn, c.nic_bytes_per_s, c.scaleup_domain)
 
 
 def _sim_memory(parts: dict, peak_act_bytes: float) -> dict:
@@ -254,7 +258,7 @@ def data_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, pla
     tokens = workload.tokens_per_step
     mf = model_flops_per_token(model, workload.seq_len) * tokens
     detail = "data parallel across pools: " + ", ".join(
-        f"{replicas[k]} replicas x {batch_per_replica[k]} seq on {pc.pools[k].name} "
+        f"{replicas[k]}x {batch_per_replica[k]} seq on {pc.pools[k].name} "
         f"({per_pool[k][0]:.2f} s)" for k in sorted(replicas))
     return PoolPlan("data", plan.with_(dp=sum(replicas.values())), parts, tokens, mf, gpus,
                     peak, stages, rank_map, usd, detail)

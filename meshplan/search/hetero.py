@@ -288,7 +288,10 @@ def _data_candidates(model, pc, workload, singles, rejected) -> list[PoolPlan]:
     if len(pc.pools) < 2:
         return []
     out = []
-    layouts = [r.best.plan for r in singles.values() if r.best is not None]
+    layouts = []
+    for r in singles.values():
+        if r.best is not None and r.best.plan not in layouts:
+            layouts.append(r.best.plan)
     for base in layouts:
         g = base.tp * base.pp * base.cp
         reps = {k: p.num_gpus // g for k, p in enumerate(pc.pools)}
