@@ -213,11 +213,14 @@ def pools_text(sc: Scenario, r, goal: Goal) -> str:
         out.append(f"    stage {i:<3}{s.pool:<18}{lay}  {s.gpus:>4} GPUs{busy}  {s.verdict}")
     o = outcome_of(best, goal)
     out.append("  money: " + _money(o, goal))
-    singles = {name: sr.best for name, sr in r.singles.items() if sr.best is not None}
-    if singles:
-        out.append("  each pool alone: " + "; ".join(
-            f"{name}: {e.plan.describe()} {e.tokens_per_s:,.0f} tok/s"
-            for name, e in singles.items()))
+    alone = []
+    for name, sr in r.singles.items():
+        if sr.best is not None:
+            sim = sr.simulated.get(sr.best.plan)
+            tps = sr.best.tokens_per_step / sim.step_time_s if sim else sr.best.tokens_per_s
+            alone.append(f"{name}: {sr.best.plan.describe()} {tps:,.0f} tok/s")
+    if alone:
+        out.append("  each pool alone: " + "; ".join(alone))
     return "\n".join(out)
 
 
