@@ -229,3 +229,5 @@ def test_data_parallel_across_pools_splits_the_batch_by_speed():
     r = search_pools(M, pc, Workload(4096, 64), top_k=20, single_rerank_k=0)
     data = [c for c in r.ranked if c.kind == "data"]
     assert data and "6 seq on H100-SXM-80GB" in data[0].detail  # 2.8x faster: 6 vs 2
+    steps = list(data[0].pool_step_s.values())
+    assert max(steps) / min(steps) < 1.2  # the split balances the pools' own steps

@@ -98,14 +98,33 @@ def pools_run(args) -> int | None:
     from ..search.hetero import outcome_of, search_pools
 
     goal = goal_from_args(args)
-    r = search_pools(sc.model, sc.pools, sc.workload, goal, top_k=args.top)
+    from .plan import ENGINE_SCHEDULES  # search what the engine can run
+    r = search_pools(sc.model, sc.pools, sc.workload, goal, top_k=10**6,
+                     schedules=ENGINE_SCHEDULES.get(args.export) if args.export else None)
     rendered = None
-    if args.export:
-        if not r.best:
-            raise InputError("--export", args.export, "no plan fits, so there is nothing to export")
+    if args.export:  # rank only what the engine can express (see export_pool_plan)
         if not args.out:
             raise InputError("--out", None, "required with --export (a directory)")
-        rendered = export_pool_plan(sc, r.best, args.export)
+        from ..export import UnsupportedByEngine
+        kept, first_refusal = [], None
+        for p in r.ranked:
+            if p.kind not in EXPORTABLE[args.export]:
+                continue
+            try:
+                out = export_pool_plan(sc, p, args.export)
+            except UnsupportedByEngine as e:
+                first_refusal = first_refusal or e
+                continue
+            if rendered is None:
+                rendered = out
+            kept.append(p)
+            if len(kept) >= args.top:
+                break
+        if rendered is None:
+            raise first_refusal or InputError("--export", args.export,
+                                              "no plan fits, so there is nothing to export")
+        r.ranked = kept
+    r.ranked = r.ranked[:args.top]
     if args.json:
         print(json.dumps(pools_json(sc, r, goal), indent=2))
     else:
@@ -121,6 +140,13 @@ def pools_run(args) -> int | None:
 
 
 # ---- exports ---------------------------------------------------------------------------
+# Kinds of plan across pools each engine can express: data-parallel replicas with different
+# batches per GPU type none (each gives every data-parallel rank the same micro-batches);
+# stages with given layer counts Megatron (--pipeline-model-parallel-layout) and torchtitan
+# (module_fqns_per_model_part), not DeepSpeed (PipelineModule partition_method).
+EXPORTABLE = {"megatron": ("single", "pipeline"), "torchtitan": ("single", "pipeline"),
+              "deepspeed": ("single",)}
+
 def export_pool_plan(sc: Scenario, best, engine: str):
     """The winner's config for ``engine``, or one line saying what the engine cannot express."""
     from ..export import UnsupportedByEngine, render
@@ -190,7 +216,8 @@ def pools_text(sc: Scenario, r, goal: Goal) -> str:
     for i, p in enumerate(r.ranked, 1):
         o = outcome_of(p, goal)
         ok, why = o.meets(goal)
-        text = p.plan.describe() + (f" [{p.detail.split(': ', 1)[-1]}]" if p.kind == "data" else "")
+        text = p.plan.describe() + ("" if p.kind == "pipeline" else
+                                    f" [{p.detail.split(': ', 1)[-1]}]")
         out.append(f"{i:>2}  {p.kind:<9}{text:<62}{p.num_gpus:>6}"
                    f"{p.step_time_s:>8.2f}{p.tokens_per_s:>10,.0f}{p.mfu:>7.1%}  {_money(o, goal)}"
                    + ("" if ok else f"  [{why}]"))

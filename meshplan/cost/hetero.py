@@ -102,6 +102,7 @@ class PoolPlan:
     detail: str = ""  # how the work is split across pools, in words
     estimate: Estimate | None = None  # the homogeneous estimate of a "single" plan
     notes: list = field(default_factory=list)
+    pool_step_s: dict = field(default_factory=dict)  # "data": pool index -> its own step
 
     @property
     def step_time_s(self) -> float:
@@ -261,7 +262,8 @@ def data_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, pla
         f"{replicas[k]}x {batch_per_replica[k]} seq on {pc.pools[k].name} "
         f"({per_pool[k][0]:.2f} s)" for k in sorted(replicas))
     return PoolPlan("data", plan.with_(dp=sum(replicas.values())), parts, tokens, mf, gpus,
-                    peak, stages, rank_map, usd, detail)
+                    peak, stages, rank_map, usd, detail,
+                    pool_step_s={k: v[0] for k, v in per_pool.items()})
 
 
 def single_pool(pc: PoolCluster, k: int, est: Estimate, sim=None) -> PoolPlan:

@@ -215,8 +215,11 @@ def Plan_(dp, tp, pp, cp, mb):
 
 
 def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Goal | None = None,
-                 top_k: int = 5, rerank_k: int = 8, single_rerank_k: int = 5) -> PoolSearchResult:
+                 top_k: int = 5, rerank_k: int = 8, single_rerank_k: int = 5,
+                 schedules: tuple[str, ...] | None = None) -> PoolSearchResult:
+    """``schedules``: the pipeline schedules allowed (an engine's, for --export)."""
     goal = goal or Goal()
+    pins = {"schedules": tuple(schedules)} if schedules else {}
     t0 = time.perf_counter()
     rejected: Counter = Counter()
     cands: list[PoolPlan] = []
@@ -224,7 +227,7 @@ def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Go
     considered = simulated = 0
     # 1. each pool alone: the homogeneous search, unchanged
     for k, pool in enumerate(pc.pools):
-        r = search(model, pool.cluster, workload, top_k=1, rerank_k=single_rerank_k,
+        r = search(model, pool.cluster, workload, pins, top_k=1, rerank_k=single_rerank_k,
                    simulate=single_rerank_k > 0)
         singles[pool.name] = r
         considered += r.considered
@@ -258,6 +261,8 @@ def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Go
                     break  # less recomputation / a lower ZeRO stage already fits
     for _, _, up, stage_pools, ests in sorted(screened, key=lambda x: -x[0]):
         for sched in SCHEDULES:
+            if schedules and sched not in schedules:
+                continue
             p = up.with_(schedule=sched)
             m = next(iter(ests.values())).num_microbatches
             if not rounds_fit(sched, p.pp, m):
@@ -307,25 +312,40 @@ def _data_candidates(model, pc, workload, singles, rejected) -> list[PoolPlan]:
             continue
         mb = base.micro_batch
         total = sum(reps[k] * speed[k] for k in reps)
-        share = {k: workload.global_batch * speed[k] / total / reps[k] for k in reps}
+        share = {k: workload.global_batch * speed[k] / total for k in reps}  # per replica
         keys = sorted(reps, key=lambda k: -speed[k])
-        best = None
-        # the split by speed, then one micro-batch per replica more or less on the slowest
-        # pool (the fastest absorbs the rounding); the fastest simulated step wins
-        for shift in (0, -1, 1):
-            b = {k: max(mb, int(round(share[k] / mb)) * mb) for k in reps}
-            b[keys[-1]] = max(mb, b[keys[-1]] + shift * mb)
-            rest = workload.global_batch - sum(reps[k] * b[k] for k in keys[1:])
-            if rest <= 0 or rest % (reps[keys[0]] * mb):
-                continue
-            b[keys[0]] = rest // reps[keys[0]]
-            try:
-                c = data_across_pools(model, pc, workload, base, reps, b)
-            except InputError as e:
-                rejected[f"invalid: {e.field} ({e.allowed})"] += 1
-                continue
-            if best is None or c.step_time_s < best.step_time_s:
-                best = c
+        best, tried = None, set()
+        # split by speed; then re-split by the speed each pool showed at that split (its
+        # sequences per second per replica), three rounds, and one micro-batch more or less
+        # on the slowest pool; the fastest step wins
+        for _ in range(3):
+            for shift in (0, -1, 1):
+                b = {k: max(mb, int(round(share[k] / mb)) * mb) for k in reps}
+                b[keys[-1]] = max(mb, b[keys[-1]] + shift * mb)
+                rest = workload.global_batch - sum(reps[k] * b[k] for k in keys[1:])
+                if rest <= 0 or rest % (reps[keys[0]] * mb):
+                    continue
+                b[keys[0]] = rest // reps[keys[0]]
+                key = tuple(sorted(b.items()))
+                if key in tried:
+                    continue
+                tried.add(key)
+                try:
+                    c = data_across_pools(model, pc, workload, base, reps, b)
+                except InputError as e:
+                    rejected[f"invalid: {e.field} ({e.allowed})"] += 1
+                    continue
+                if best is None or c.step_time_s < best[0].step_time_s:
+                    best = (c, b)
+            if best is None:
+                break
+            c, b = best
+            pool_s = c.pool_step_s
+            speed = {k: b[k] / pool_s[k] for k in reps}
+            total = sum(reps[k] * speed[k] for k in reps)
+            share = {k: workload.global_batch * speed[k] / total for k in reps}  # per replica
+            keys = sorted(reps, key=lambda k: -speed[k] * reps[k])
+        best = best[0] if best else None
         if best is None:
             rejected["data across pools: the batch does not split into whole micro-batches"] += 1
         else:
