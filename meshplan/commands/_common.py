@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import InputError
 from ..plan import Plan
-from ..scenario import Scenario, load_scenario, make_cluster, make_pools
+from ..scenario import Scenario, load_scenario, make_cluster
 from ..specs.catalog.presets import load_model
 from ..specs.workload import Workload
 
@@ -46,14 +46,9 @@ def plan_overrides(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
-def scenario_from_args(args: argparse.Namespace, pools_ok: bool = False) -> Scenario:
-    """The scenario from --scenario, with any flags given on top overriding it. A cluster of
-    several pools (A+B) is accepted only where ``pools_ok`` (see commands/_pools.py)."""
-    if pools_ok:
-        from ._pools import pooled_scenario  # the pools' flags; None when one plain cluster
-        sc = pooled_scenario(args)
-        if sc is not None:
-            return sc
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """The scenario from --scenario, with any flags given on top overriding it. (A cluster
+    of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
     if args.scenario:
         sc = load_scenario(args.scenario)
         if sc.pools is not None and not args.gpus:
