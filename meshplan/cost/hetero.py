@@ -238,9 +238,10 @@ def data_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, pla
         else:
             step, mems, parts = e.step_time_s, [m.parts for m in e.memory], dict(e.step_time.parts)
         per_pool[k] = (step, parts, e)
+        split = e.plan.layer_split(model)
         for r, mp in enumerate(mems):
-            stages.append(StageFigure(pool.name, e.plan.layer_split(model)[r], n // plan.pp, mp,
-                                      pool.gpu.memory_bytes))
+            layers = sum(split[e.plan.chunk_of(r, j)] for j in range(e.plan.vpp))
+            stages.append(StageFigure(pool.name, layers, n // plan.pp, mp, pool.gpu.memory_bytes))
         rank_map.append((first, first + n - 1, pool.name))
         first += n
         gpus[pool.name] = n
@@ -261,7 +262,9 @@ def data_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, pla
     detail = "data parallel across pools: " + ", ".join(
         f"{replicas[k]}x {batch_per_replica[k]} seq on {pc.pools[k].name} "
         f"({per_pool[k][0]:.2f} s)" for k in sorted(replicas))
-    return PoolPlan("data", plan.with_(dp=sum(replicas.values())), parts, tokens, mf, gpus,
+    # each pool's replicas take a contiguous block of ranks: data parallel outermost
+    whole = plan.with_(dp=sum(replicas.values()), order="tp-cp-pp-dp")
+    return PoolPlan("data", whole, parts, tokens, mf, gpus,
                     peak, stages, rank_map, usd, detail,
                     pool_step_s={k: v[0] for k, v in per_pool.items()})
 
