@@ -202,7 +202,7 @@ def _pipeline_candidates(model, pc, workload, order, goal):
                         if mb > 2 or workload.global_batch // (dp * mb) < pp:
                             continue
                         stage_pools = tuple(k for k, s in zip(order, stages) for _ in range(s))
-                        yield (Plan_(dp, tp, pp, cp, mb), stage_pools)
+                        yield (_uneven(dp, tp, pp, cp, mb), stage_pools)
 
 
 def screened_kth(screened, k) -> float:
@@ -210,7 +210,7 @@ def screened_kth(screened, k) -> float:
     return -screened[0][0] if len(screened) >= k else float("inf")
 
 
-def Plan_(dp, tp, pp, cp, mb):
+def _uneven(dp, tp, pp, cp, mb) -> UnevenPlan:
     return UnevenPlan(dp=dp, tp=tp, pp=pp, cp=cp, micro_batch=mb, tp_comm_overlap=tp > 1)
 
 

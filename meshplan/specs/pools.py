@@ -39,11 +39,6 @@ class Pool:
     def usd_per_hour(self) -> float:
         return self.num_gpus * self.price.usd_per_gpu_hour
 
-    def with_count(self, n: int) -> "Pool":
-        c = self.cluster
-        return Pool(Cluster(c.gpu, n, c.gpus_per_node, c.nic_bytes_per_s, c.scaleup_domain),
-                    self.price)
-
 
 @dataclass(frozen=True)
 class PoolCluster:
