@@ -231,3 +231,22 @@ def test_data_parallel_across_pools_splits_the_batch_by_speed():
     assert data and "6 seq on H100-SXM-80GB" in data[0].detail  # 2.8x faster: 6 vs 2
     steps = list(data[0].pool_step_s.values())
     assert max(steps) / min(steps) < 1.2  # the split balances the pools' own steps
+
+
+def test_procurement_cli_table_and_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "cost.png"
+    r = cli("plan", "--model", "llama3.1-8b", "--seq-len", "4096", "--global-batch", "64",
+            "--train-tokens", "50B", "--deadline", "10d",
+            "--gpu-types", "H100-SXM-80GB,MI300X", "--png", str(png))
+    assert r.returncode == 0, r.stderr
+    assert "<- cheapest" in r.stdout and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gpus_lists_prices_and_overrides():
+    r = cli("gpus", "--price", "H100-SXM-80GB=2.49")
+    assert r.returncode == 0
+    line = next(x for x in r.stdout.splitlines() if x.startswith("H100-SXM-80GB "))
+    assert "2.49" in line
+    line = next(x for x in r.stdout.splitlines() if x.startswith("GB200 "))
+    assert "estimate" in line
