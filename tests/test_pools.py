@@ -250,3 +250,18 @@ def test_gpus_lists_prices_and_overrides():
     assert "2.49" in line
     line = next(x for x in r.stdout.splitlines() if x.startswith("GB200 "))
     assert "estimate" in line
+
+
+def test_export_torchtitan_searches_what_it_can_run(tmp_path):
+    r = cli("plan", "--model", "llama3.1-8b", "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+            "--seq-len", "4096", "--global-batch", "64", "--top", "1", "--json",
+            "--export", "torchtitan", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    import json
+    best = json.loads(r.stdout)["ranked"][0]
+    assert best["plan"]["zero"] in (2, 3) and best["plan"]["schedule"] != "zb_h1"
+    job = (tmp_path / "torchtitan_job.py").read_text()
+    if best["kind"] == "pipeline":
+        split = best["plan"]["split"]
+        assert len(split) == 2 and job.count("'layers.") == sum(split)
+        assert "ranks 0-7: H100-SXM-80GB" in r.stderr

@@ -100,7 +100,8 @@ def pools_run(args) -> int | None:
     goal = goal_from_args(args)
     from .plan import ENGINE_SCHEDULES  # search what the engine can run
     r = search_pools(sc.model, sc.pools, sc.workload, goal, top_k=10**6,
-                     schedules=ENGINE_SCHEDULES.get(args.export) if args.export else None)
+                     schedules=ENGINE_SCHEDULES.get(args.export) if args.export else None,
+                     zeros=ENGINE_ZEROS.get(args.export))
     rendered = None
     if args.export:  # rank only what the engine can express (see export_pool_plan)
         if not args.out:
@@ -146,6 +147,9 @@ def pools_run(args) -> int | None:
 # (module_fqns_per_model_part), not DeepSpeed (PipelineModule partition_method).
 EXPORTABLE = {"megatron": ("single", "pipeline"), "torchtitan": ("single", "pipeline"),
               "deepspeed": ("single",)}
+# ZeRO stages for pipelines across pools when exporting (torchtitan shards with FSDP2 only:
+# see export/torchtitan.py's refusal of zero 0 and 1)
+ENGINE_ZEROS = {"torchtitan": (2, 3)}
 
 def export_pool_plan(sc: Scenario, best, engine: str):
     """The winner's config for ``engine``, or one line saying what the engine cannot express."""

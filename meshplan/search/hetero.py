@@ -216,10 +216,13 @@ def _uneven(dp, tp, pp, cp, mb) -> UnevenPlan:
 
 def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Goal | None = None,
                  top_k: int = 5, rerank_k: int = 8, single_rerank_k: int = 5,
-                 schedules: tuple[str, ...] | None = None) -> PoolSearchResult:
-    """``schedules``: the pipeline schedules allowed (an engine's, for --export)."""
+                 schedules: tuple[str, ...] | None = None,
+                 zeros: tuple[int, ...] | None = None) -> PoolSearchResult:
+    """``schedules`` / ``zeros``: the pipeline schedules and ZeRO stages allowed (an
+    engine's, for --export)."""
     goal = goal or Goal()
     pins = {"schedules": tuple(schedules)} if schedules else {}
+    ladder = [(rc, z) for rc, z in LADDER if not zeros or z in zeros]
     t0 = time.perf_counter()
     rejected: Counter = Counter()
     cands: list[PoolPlan] = []
@@ -240,14 +243,14 @@ def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Go
     for size in range(2, len(pc.pools) + 1):
         for order in itertools.permutations(range(len(pc.pools)), size):
             for plan, stage_pools in _pipeline_candidates(model, pc, workload, order, goal):
-                for i, (rc, z) in enumerate(LADDER):
+                for i, (rc, z) in enumerate(ladder):
                     considered += 1
                     bound = screened_kth(screened, rerank_k)
                     got = search_split(model, pc, workload, plan.with_(recompute=rc, zero=z),
                                        stage_pools, rejected, bound, per_layer)
                     if got is BOUNDED:  # more recomputation or sharding is no faster
-                        considered += len(LADDER) - i - 1
-                        rejected[BOUNDED] += len(LADDER) - i - 1
+                        considered += len(ladder) - i - 1
+                        rejected[BOUNDED] += len(ladder) - i - 1
                         break
                     if got is None:
                         continue
