@@ -242,6 +242,20 @@ def pools_text(sc: Scenario, r, goal: Goal) -> str:
         lay = f"{s.layers:>3} layers" if s.layers else "          "
         busy = f"  busy {s.busy_s:.2f} s" if s.busy_s else ""
         out.append(f"    stage {i:<3}{s.pool:<18}{lay}  {s.gpus:>4} GPUs{busy}  {s.verdict}")
+    if best.pool_comm:
+        out.append("  communication per step, by pool (wire time / exposed, as costed on each "
+                   "pool's GPU type at its slowest stage):")
+        for name, axes in best.pool_comm.items():
+            for c in axes:
+                if c.group_size > 1 and c.wire_s > 0:
+                    out.append(f"    {name:<18}{c.axis:<4}{c.collective:<30} group {c.group_size:<5}"
+                               f" {c.tier:<10} {c.wire_s:>8.3f} s / {c.exposed_s:>7.3f} s")
+        if best.kind != "single" and len(best.gpus_by_pool) > 1:
+            link = sc.pools.inter_pool_bytes_per_s * 8 / 1e9
+            out.append(f"    between pools: {link:.0f} Gb/s per GPU"
+                       + (f", gradient all-reduce {best.step_parts['cross_pool_reduce_s']:.3f} s"
+                          if "cross_pool_reduce_s" in best.step_parts else
+                          ", activations at each pool boundary (inside pipeline_work/bubble)"))
     o = outcome_of(best, goal)
     out.append("  money: " + _money(o, goal))
     alone = []
@@ -268,6 +282,10 @@ def pools_json(sc: Scenario, r, goal: Goal) -> dict:
                 "stages": [{"pool": s.pool, "layers": s.layers, "gpus": s.gpus,
                             "memory_gib": s.memory_bytes / GiB, "fits": s.fits,
                             "verdict": s.verdict} for s in p.stages],
+                "communication_by_pool": {
+                    name: [{"axis": c.axis, "collective": c.collective, "group_size": c.group_size,
+                            "tier": c.tier, "wire_s": c.wire_s, "exposed_s": c.exposed_s}
+                           for c in axes] for name, axes in p.pool_comm.items()},
                 "usd_per_hour": o.usd_per_hour, "usd_per_million_tokens": o.usd_per_million_tokens,
                 "time_to_train_s": o.time_to_train_s, "cost_to_train_usd": o.cost_to_train_usd,
                 "meets_constraints": o.meets(goal)[0]}

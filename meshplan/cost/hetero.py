@@ -103,6 +103,7 @@ class PoolPlan:
     estimate: Estimate | None = None  # the homogeneous estimate of a "single" plan
     notes: list = field(default_factory=list)
     pool_step_s: dict = field(default_factory=dict)  # "data": pool index -> its own step
+    pool_comm: dict = field(default_factory=dict)  # pool name -> [CommAxis] of its estimate
 
     @property
     def step_time_s(self) -> float:
@@ -204,7 +205,8 @@ def pipeline_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload,
     detail = "pipeline across pools: " + ", ".join(
         f"stages {a // g}-{b // g} on {name}" for a, b, name in rank_map)
     return PoolPlan("pipeline", plan, parts, any_est.tokens_per_step,
-                    any_est.model_flops_per_step, gpus, peak, stages, rank_map, usd, detail)
+                    any_est.model_flops_per_step, gpus, peak, stages, rank_map, usd, detail,
+                    pool_comm={pc.pools[k].name: e.comm for k, e in ests.items()})
 
 
 def _index(pc: PoolCluster, name: str) -> int:
@@ -266,7 +268,8 @@ def data_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, pla
     whole = plan.with_(dp=sum(replicas.values()), order="tp-cp-pp-dp")
     return PoolPlan("data", whole, parts, tokens, mf, gpus,
                     peak, stages, rank_map, usd, detail,
-                    pool_step_s={k: v[0] for k, v in per_pool.items()})
+                    pool_step_s={k: v[0] for k, v in per_pool.items()},
+                    pool_comm={pc.pools[k].name: v[2].comm for k, v in per_pool.items()})
 
 
 def single_pool(pc: PoolCluster, k: int, est: Estimate, sim=None) -> PoolPlan:
@@ -280,4 +283,4 @@ def single_pool(pc: PoolCluster, k: int, est: Estimate, sim=None) -> PoolPlan:
     return PoolPlan("single", est.plan, parts, est.tokens_per_step, est.model_flops_per_step,
                     {pool.name: n}, n * pool.gpu.flops("bf16"), stages,
                     [(0, n - 1, pool.name)], n * pool.price.usd_per_gpu_hour,
-                    f"{pool.name} only", est)
+                    f"{pool.name} only", est, pool_comm={pool.name: est.comm})
