@@ -103,7 +103,7 @@ def min_max_split(layers: int, costs, caps) -> tuple[int, ...] | None:
         return [min(cap, max(1, int((T - f) / c))) if c > 0 else cap
                 for (c, f, *_), cap in zip(costs, caps)]
 
-    for _ in range(40):
+    for _ in range(24):  # 2^-24 of the range: far below one layer's time
         mid = (lo + hi) / 2
         if sum(fill(mid)) >= layers:
             hi = mid
