@@ -5,6 +5,10 @@
                  gpus_per_node = 8          # optional overrides
                  nic_gbps_per_gpu = 400
                  gpu_file = "my_gpus.toml"  # optional extra GPU types
+                 # or several pools (meshplan plan only):
+                 # pools = [{gpus = "64xH100-SXM-80GB", price = 2.49},
+                 #          {gpus = "256xA100-SXM-80GB", nic_gbps_per_gpu = 200}]
+                 # inter_pool_gbps = 100     # link between pools, per GPU (default: slowest NIC)
     [workload]   seq_len = 8192
                  global_batch = 512         # sequences (or global_batch_tokens = ...)
                  precision = "bf16"
@@ -25,6 +29,8 @@ from .specs.catalog.gpus import GPUS
 from .specs.catalog.presets import load_model
 from .specs.hardware import GPU, Cluster, load_gpu_toml, lookup_gpu, parse_gpus
 from .specs.model import ModelSpec
+from .specs.pools import Pool, PoolCluster, parse_pools
+from .specs.prices import check_usd, price_of
 from .specs.workload import Workload
 
 
@@ -34,6 +40,7 @@ class Scenario:
     cluster: Cluster
     workload: Workload
     plan: Plan | None = None
+    pools: PoolCluster | None = None  # set when the cluster was given as pools (plan only)
 
 
 def gpu_catalog(gpu_file: str | Path | None = None) -> dict[str, GPU]:
@@ -47,6 +54,10 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
                  gpus_per_node: int | None = None, nic_gbps_per_gpu: float | None = None,
                  scaleup_domain: int | None = None, gpu_file: str | Path | None = None) -> Cluster:
     cat = gpu_catalog(gpu_file)
+    if gpus and "+" in gpus:
+        parse_pools(gpus, cat)  # a malformed pool string is reported as such
+        raise InputError("gpus", gpus, "several pools (A+B) are planned by `meshplan plan`; "
+                         "this command takes one GPU type")
     if gpus:
         n, g = parse_gpus(gpus, cat)
     elif gpu and num_gpus is not None:
@@ -64,6 +75,44 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
         nic = require_positive_number("nic_gbps_per_gpu", nic_gbps_per_gpu) / 8 * 1e9
     return Cluster(g, n, gpus_per_node=gpus_per_node or 0, nic_bytes_per_s=nic,
                    scaleup_domain=scaleup_domain or 0)
+
+
+def make_pools(gpus: str, gpus_per_node: int | None = None,
+               nic_gbps_per_gpu: float | None = None, gpu_file: str | Path | None = None,
+               inter_pool_gbps: float | None = None, prices: dict[str, float] | None = None,
+               pool_tables: list[dict] | None = None) -> PoolCluster:
+    """A cluster of pools from ``A+B+...`` (or the scenario's pool tables). Node size and
+    NIC flags apply to every pool; a pool table's own keys apply to that pool."""
+    cat = gpu_catalog(gpu_file)
+    tables = pool_tables if pool_tables is not None else [
+        {"gpus": f"{n}x{g.name}"} for n, g in parse_pools(gpus, cat)]
+    pools = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict) or "gpus" not in t:
+            raise InputError(f"cluster.pools[{i}]", t, "each pool needs gpus = \"COUNTxGPU\"")
+        allowed = {"gpus", "gpus_per_node", "nic_gbps_per_gpu", "scaleup_domain", "price"}
+        for k in t:
+            if k not in allowed:
+                raise InputError(f"cluster.pools[{i}].{k}", t[k], "allowed: " + ", ".join(sorted(allowed)))
+        if "+" in str(t["gpus"]):
+            raise InputError(f"cluster.pools[{i}].gpus", t["gpus"], "one COUNTxGPU per pool")
+        c = make_cluster(str(t["gpus"]), gpus_per_node=t.get("gpus_per_node", gpus_per_node),
+                         nic_gbps_per_gpu=t.get("nic_gbps_per_gpu", nic_gbps_per_gpu),
+                         scaleup_domain=t.get("scaleup_domain"), gpu_file=gpu_file)
+        if "price" in t:
+            own = {c.gpu.name: check_usd(f"cluster.pools[{i}].price", t["price"])}
+        else:
+            own = prices
+        pools.append(Pool(c, price_of(c.gpu.name, own)))
+    link = 0.0
+    if inter_pool_gbps is not None:
+        try:
+            link = float(inter_pool_gbps) / 8 * 1e9
+        except (TypeError, ValueError):
+            raise InputError("inter_pool_gbps", inter_pool_gbps, "must be a number (Gb/s)") from None
+        if not link > 0:
+            raise InputError("inter_pool_gbps", inter_pool_gbps, "must be positive")
+    return PoolCluster(tuple(pools), link)
 
 
 def _model_from_table(t: dict, base: Path) -> ModelSpec:
@@ -103,11 +152,22 @@ def load_scenario(path: str | Path) -> Scenario:
     gf = c.pop("gpu_file", None)
     if gf and not Path(gf).is_absolute():
         gf = base / gf
+    pools = None
+    if "pools" in c:
+        tables = c.pop("pools")
+        if not isinstance(tables, list) or not tables:
+            raise InputError("cluster.pools", tables, "a list of pool tables [{gpus = ...}, ...]")
+        pools = make_pools("", c.pop("gpus_per_node", None), c.pop("nic_gbps_per_gpu", None),
+                           gf, c.pop("inter_pool_gbps", None), pool_tables=tables)
+        if c:
+            k = next(iter(c))
+            raise InputError(f"cluster.{k}", c[k], "with pools allowed: pools, gpus_per_node, "
+                             "nic_gbps_per_gpu, inter_pool_gbps, gpu_file")
     allowed = {"gpus", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "scaleup_domain"}
     for k in c:
         if k not in allowed:
             raise InputError(f"cluster.{k}", c[k], "allowed: " + ", ".join(sorted(allowed)))
-    cluster = make_cluster(gpu_file=gf, **c)
+    cluster = pools.pools[0].cluster if pools else make_cluster(gpu_file=gf, **c)
     w = dict(data["workload"])
     if "global_batch_tokens" in w:
         tokens = w.pop("global_batch_tokens")
@@ -118,4 +178,4 @@ def load_scenario(path: str | Path) -> Scenario:
         except TypeError as e:
             raise InputError("workload", w, f"needs seq_len and global_batch ({e})") from None
     plan = Plan.from_dict(data["plan"]) if isinstance(data.get("plan"), dict) else None
-    return Scenario(model, cluster, workload, plan)
+    return Scenario(model, cluster, workload, plan, pools)

@@ -57,9 +57,13 @@ def plan_overrides(args: argparse.Namespace) -> dict:
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """The scenario from --scenario, with any flags given on top overriding it."""
+    """The scenario from --scenario, with any flags given on top overriding it. (A cluster
+    of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
     if args.scenario:
         sc = load_scenario(args.scenario)
+        if sc.pools is not None and not args.gpus:
+            raise InputError("cluster.pools", len(sc.pools.pools),
+                             "pools are planned by `meshplan plan`; this command takes one GPU type")
         model = load_model(args.model) if args.model else sc.model
         cluster = sc.cluster
         if args.gpus or args.gpus_per_node or args.nic_gbps:

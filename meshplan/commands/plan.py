@@ -14,6 +14,7 @@ from ..uncertainty import Z90, ranking_sigma
 from ..scenario import Scenario
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
+from ._pools import add_pool_args, objective_text, pools_run
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
@@ -21,6 +22,9 @@ def _run(args) -> int:
     require_positive_int("top", args.top)
     require_nonneg_int("rerank", args.rerank)
     meta = apply_profile_arg(args)
+    handled = pools_run(args)  # several pools, or procurement (--gpu-types)
+    if handled is not None:
+        return handled
     sc = scenario_from_args(args)
     check_generation(meta, sc.cluster.gpu.generation)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
@@ -50,10 +54,13 @@ def _run(args) -> int:
             raise InputError("--export", args.export, "no plan fits, so there is nothing to export")
         best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
         rendered = render(best, args.export)  # refuses before anything is printed or written
+    money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
     if args.json:
         print(json.dumps(search_json(sc, r), indent=2))
     else:
         print(search_text(sc, r))
+    if money and not args.json:
+        print(money)
     if rendered is not None:
         for note in rendered.notes:
             print(f"note: {note}", file=sys.stderr)
@@ -104,4 +111,5 @@ def register(sub) -> None:
                         "meshplan/engines.py); --export ENGINE implies it")
     p.add_argument("--export", choices=ENGINES, help="write the winner's config for an engine")
     p.add_argument("--out", help="directory for --export")
+    add_pool_args(p)
     p.set_defaults(func=_run)
