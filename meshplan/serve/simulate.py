@@ -69,6 +69,7 @@ class _Engine:
         self.preemptions = 0
         self.iterations = 0
         self.busy_s = 0.0
+        self.seq_sum = 0  # requests per iteration, summed
         self.kv_samples: list[tuple[float, float]] = []
         self.area = 0.0  # time-integral of requests in this engine (waiting + running)
         self.last_t = 0.0
@@ -189,6 +190,7 @@ class SimResult:
     mean_in_system: float  # time-average of requests in the deployment
     busy_share: float
     engines: int
+    mean_batch: float  # requests per iteration, mean over all engines' iterations
     slo: dict = field(default_factory=dict)
 
     # ---- per-request metrics -----------------------------------------------------------
@@ -240,7 +242,8 @@ class SimResult:
                 "kv_use_peak": max((u for _, u in self.kv_use), default=0.0),
                 "kv_use_mean": (sum(u for _, u in self.kv_use) / len(self.kv_use)
                                 if self.kv_use else 0.0),
-                "mean_in_system": self.mean_in_system, "makespan_s": self.makespan_s}
+                "mean_in_system": self.mean_in_system, "makespan_s": self.makespan_s,
+                "mean_batch": self.mean_batch}
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -333,6 +336,7 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         e.busy = True
         e.iterations += 1
         e.busy_s += dt
+        e.seq_sum += len(batch)
         push(t + dt, STEP_END, e)
 
     def account(e: _Engine, t: float) -> None:
@@ -431,4 +435,5 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         preemptions=sum(x.preemptions for x in engines),
         iterations=sum(x.iterations for x in engines), kv_use=kv_log, mean_in_system=mean_in,
         busy_share=sum(x.busy_s for x in engines) / (makespan * len(engines)),
-        engines=len(engines))
+        engines=len(engines),
+        mean_batch=sum(x.seq_sum for x in engines) / max(1, sum(x.iterations for x in engines)))
