@@ -135,11 +135,11 @@ class ServePlan:
 
     def check(self, model: ModelSpec, cluster: Cluster) -> None:
         """Raise InputError if this plan cannot run ``model`` on ``cluster``."""
+        for p in self.pools:
+            check_pool(p, model, cluster)
         if self.gpus > cluster.num_gpus:
             raise InputError("gpus", self.gpus, f"the plan needs more GPUs than the cluster has"
                              f" ({cluster.num_gpus})")
-        for p in self.pools:
-            check_pool(p, model, cluster)
         if self.disaggregated and self.kv_tier == "scale-up" and self.gpus > cluster.domain_size:
             raise InputError("kv_tier", self.kv_tier, f"the pools span {self.gpus} GPUs, more than"
                              f" one scale-up domain ({cluster.domain_size}); use scale-out")
