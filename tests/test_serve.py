@@ -221,3 +221,15 @@ def test_cli_serve_json():
 def test_cli_bad_input_one_line_exit_2(extra, field):
     rc, out, err = run(*BASE, *extra)
     assert rc == 2 and err.count("\n") == 1 and field in err and "Traceback" not in err
+
+
+def test_cli_png_and_min_gpus(tmp_path):
+    png = tmp_path / "front.png"
+    rc, out, err = run("serve", "--model", "llama3.1-8b", "--gpus", "4xH100-SXM-80GB",
+                       "--input-len", "1000", "--output-len", "100", "--rate", "4",
+                       "--requests", "120", "--ttft-p90", "1s", "--tpot-p90", "40ms",
+                       "--no-goodput", "--min-gpus", "--aggregated-only", "--png", str(png))
+    assert rc == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    line = next(x for x in out.splitlines() if x.startswith("fewest GPUs meeting the SLO"))
+    assert line.split(": ")[1].startswith("1 ")  # 4 req/s of 1k/100 fits one H100

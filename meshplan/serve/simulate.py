@@ -55,13 +55,17 @@ class _Req:
 
 class _Engine:
     def __init__(self, idx: int, pool: Pool, step: StepModel, kv_tokens: int, block: int,
-                 role: str, max_seqs: int):
+                 role: str, max_seqs: int, reserve: bool = False):
         self.idx, self.pool, self.step, self.role = idx, pool, step, role
         self.block = block
         self.capacity_blocks = kv_tokens // block
         self.free = self.capacity_blocks
         self.max_seqs = max_seqs
         self.max_tokens = pool.max_batched_tokens
+        # reserve: blocks for the whole request (prompt + output) at admission, never evict
+        # (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); otherwise blocks
+        # as tokens are computed and recompute preemption (vLLM, SGLang retraction)
+        self.reserve = reserve
         self.waiting: deque[_Req] = deque()
         self.running: list[_Req] = []
         self.busy = False
@@ -98,10 +102,11 @@ class _Engine:
         budget = self.max_tokens
         batch: list[tuple[_Req, int]] = []
         i = 0
+        preempted = self.preemptions
         while i < len(self.running) and budget > 0:
             r = self.running[i]
             n = min(r.todo, budget) if r.todo > 0 else 1
-            need = self._blocks_for(r.kv + n) - r.blocks
+            need = max(0, self._blocks_for(r.kv + n) - r.blocks)
             preempted_self = False
             while need > self.free:
                 if self._preempt_last() is r:
@@ -114,11 +119,15 @@ class _Engine:
             batch.append((r, n))
             budget -= n
             i += 1
+        if self.preemptions > preempted:  # vLLM V1: no admissions in a step that preempted
+            return batch
         if self.role != "decode":
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
                 n = min(r.todo, budget) if r.todo > 0 else 1
                 need = self._blocks_for(r.kv + n) - r.blocks
+                if self.reserve:
+                    need = max(need, self._blocks_for(r.inp + r.out) - r.blocks)
                 if need > self.free:
                     if not self.running and not batch:
                         raise InputError("kv cache", self.capacity_blocks * self.block,
@@ -137,7 +146,7 @@ class _Engine:
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
                 n = min(r.todo, budget) if r.todo > 0 else 1
-                need = self._blocks_for(r.kv + n) - r.blocks
+                need = self._blocks_for((r.inp + r.out) if self.reserve else (r.kv + n)) - r.blocks
                 if need > self.free:
                     if not self.running and not batch:
                         raise InputError("kv cache", self.capacity_blocks * self.block,
@@ -269,7 +278,8 @@ def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan
     per_replica = pool.pp * pool.attn_dp
     kv = mem.kv_tokens // per_replica
     seqs = max(1, pool.max_num_seqs // pool.pp)
-    return [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs)
+    return [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs,
+                    reserve=plan.scheduler == "trtllm")
             for i in range(pool.replicas * per_replica)]
 
 

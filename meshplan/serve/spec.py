@@ -24,6 +24,10 @@ WEIGHT_DTYPES = ("bf16", "fp8")
 KV_DTYPES = ("bf16", "fp8")
 ROLES = ("both", "prefill", "decode")
 TIERS = ("scale-up", "scale-out")
+# How the engine admits requests into the KV cache: vllm / sglang allocate as tokens are
+# computed and preempt (recompute) when the cache runs out; trtllm reserves the whole
+# request at admission and never evicts (its default GUARANTEED_NO_EVICT policy).
+SCHEDULERS = ("vllm", "sglang", "trtllm")
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 
 
@@ -87,6 +91,7 @@ class ServePlan:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     kv_tier: str = "scale-up"  # disaggregated: where the KV cache travels
+    scheduler: str = "vllm"
     name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +100,8 @@ class ServePlan:
                            require_choice("weight_dtype", self.weight_dtype, WEIGHT_DTYPES))
         object.__setattr__(self, "kv_dtype", require_choice("kv_dtype", self.kv_dtype, KV_DTYPES))
         object.__setattr__(self, "kv_tier", require_choice("kv_tier", self.kv_tier, TIERS))
+        object.__setattr__(self, "scheduler",
+                           require_choice("scheduler", self.scheduler, SCHEDULERS))
         roles = tuple(p.role for p in self.pools)
         if roles not in (("both",), ("prefill", "decode")):
             raise InputError("pools", roles, "one 'both' pool (aggregated) or a 'prefill' pool"
