@@ -50,11 +50,17 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
     bound = "bandwidth-bound" if read_s >= 0.6 * st.gemm_s else "compute-bound"
     comm = st.tp_comm_s + st.ep_comm_s + st.pp_comm_s
     tot = st.total_s
+    if model.is_moe:  # only the experts this batch's tokens pick are read
+        bound = "bandwidth-bound" if st.gemm_s > 0 and b < 64 else bound
+        weights_note = (f"{wbytes / GiB:.1f} GiB of weights per GPU, of which a step reads the"
+                        " shared part and only the experts its tokens pick")
+    else:
+        weights_note = f"reading {wbytes / GiB:.1f} GiB per GPU alone takes {read_s * 1e3:.1f} ms"
     out.append(
         f"decode is {bound} at batch {b:.0f} per engine (context ~{ctx:.0f} tokens): a step takes"
         f" {tot * 1e3:.1f} ms = weights and GEMMs {st.gemm_s * 1e3:.1f} ms"
-        f" ({st.gemm_s / tot:.0%}; reading {wbytes / GiB:.1f} GiB per GPU alone takes"
-        f" {read_s * 1e3:.1f} ms), KV cache {st.attention_s * 1e3:.1f} ms ({st.attention_s / tot:.0%}),"
+        f" ({st.gemm_s / tot:.0%}; {weights_note}), KV cache {st.attention_s * 1e3:.1f} ms"
+        f" ({st.attention_s / tot:.0%}),"
         f" communication {comm * 1e3:.1f} ms ({comm / tot:.0%}), host {st.host_s * 1e3:.1f} ms")
     if pool.tp > 1:
         out.append(f"tp{pool.tp} splits the weights and the KV cache over {pool.tp} GPUs' memory"
