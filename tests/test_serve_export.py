@@ -89,3 +89,15 @@ def test_cli_export_writes_files(tmp_path):
     assert sh.count("sglang.launch_server") == 2 and "sglang_router.launch_router" in sh
     assert json.loads((out / "plan.json").read_text())["pools"][0]["replicas"] == 2
     assert not [f for f in out.iterdir() if f.name.startswith(".meshplan-")]
+
+
+def test_cli_export_searches_only_expressible_plans(tmp_path):
+    out = tmp_path / "v"
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", "--model", "llama3.1-8b",
+                        "--gpus", "2xH100-SXM-80GB", "--input-len", "2000", "--output-len", "100",
+                        "--rate", "4", "--requests", "60", "--no-goodput", "--export", "vllm",
+                        "--out", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert all(t["plan"]["kind"] == "aggregated" for t in d["top"])
+    assert "vllm serve" in (out / "launch_vllm.sh").read_text()

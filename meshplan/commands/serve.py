@@ -146,6 +146,19 @@ def _run(args) -> int:
         plans = [parse_plan(args.plan, weights, kv, args.max_num_seqs, args.max_batched_tokens,
                             None, cluster.domain_size)]
         plans[0].check(model, cluster)
+    if args.export:  # refuse early, or search only the plans the engine can express
+        from ..serve.export import check_expressible
+        from ..serve.search import candidate_plans
+        if plans:
+            check_expressible(args.export, plans[0])
+        else:
+            plans = []
+            for pl in candidate_plans(model, cluster, weights, kv, not args.aggregated_only):
+                try:
+                    check_expressible(args.export, pl)
+                    plans.append(pl)
+                except InputError:
+                    pass
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,
                  args.min_gpus, plans)
     if not res.ranked:
