@@ -1,0 +1,247 @@
+"""Time of one engine iteration (a mixed batch of prefill chunks and decode tokens).
+
+The same kernels as training at inference shapes, composed per layer:
+- GEMMs: the roofline of cost/compute.py at the workload precision (``compute.device``):
+  max(FLOPs / achievable FLOP/s, bytes / HBM bandwidth). At decode sizes the weights
+  dominate the bytes, so a step is bound by reading them. The m dimension (tokens) is padded
+  to the 64-row tile of Hopper's warpgroup MMA (wgmma m64, CUTLASS 3 / cuBLASLt small-m
+  kernels); n and k keep the large-size efficiency. (cost/compute.py's tile model was
+  fitted on training shapes, where m is thousands; at m = 1..256 its m/(m + 256) term would
+  make a weight-bound GEMV four times compute-bound, which measured decode kernels are not.)
+- MoE experts: only the experts some token picked are read; with T tokens routed top-k
+  over E experts the expected share touched is 1 - (1 - k/E)^T.
+- Attention: decode reads each request's cached K/V (MLA: the latent) once per layer;
+  max(bytes / bandwidth, FLOPs / attention FLOP/s). MLA decodes in the absorbed form
+  (DeepSeek-V2 sec. 2.1.2: scores against the kv_lora_rank latent plus the RoPE key).
+  Prefill chunks: causal flash attention over the chunk and the cached prefix.
+- Tensor parallel: two all-reduces per layer of tokens x hidden 16-bit activations. Small
+  messages are latency-bound; the engines use a one-shot custom all-reduce below a few MB
+  (vLLM csrc/custom_all_reduce.cuh, SGLang's port of it): one-shot, each rank reads the
+  n-1 peers' buffers after a barrier (two link latencies plus (n-1) x buffer / link
+  bandwidth), or two-shot (four latencies plus 2(n-1)/n x buffer / bandwidth); the ring of
+  cost/collectives.py beyond 8 MiB or across nodes.
+- MoE expert parallel: dispatch and combine all-to-alls (cost/collectives.py).
+- Pipeline parallel: one point-to-point send of the hidden states per stage boundary.
+- Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
+  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps).
+
+Every iteration is a named breakdown whose parts sum to the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from math import ceil
+
+from ..cost import collectives, compute
+from ..cost.efficiency import NETWORK
+from ..cost.ops import MatMul, Shard, head_ops, layer_ops
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .memory import kv_bytes_per_token_layer
+from .spec import Pool
+
+# Hopper warpgroup MMA computes 64-row tiles (PTX ISA, wgmma.mma_async .m64nNk16): a GEMM
+# with m tokens costs the compute of ceil(m/64)*64 rows.
+TILE_M = 64
+
+# Per-iteration host time the GPU waits on: scheduler, input tensors, sampling, output
+# processing. vLLM's v0.6.0 performance blog (Sep 2024) profiled Llama 3 8B on one H100 and
+# found the GPU idle for a large share of each ~10 ms step before multi-step scheduling and
+# async output processing; SGLang's v0.4 blog (Dec 2024, "zero-overhead batch scheduler")
+# overlaps the scheduler with the previous step and reports the remaining idle time near
+# zero. Engines after those releases leave a residual of a few hundred microseconds per
+# step (a CUDA-graph launch, the sampler's synchronisation). Assumed 0.3 ms; not fitted.
+HOST_STEP_S = 0.3e-3
+# Host work that grows with the batch (per-request bookkeeping, detokenisation when not
+# overlapped): about 1 microsecond of Python per running request per step (vLLM V1
+# scheduler loop over requests). Assumed; not fitted.
+HOST_PER_SEQ_S = 1e-6
+
+# vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
+# to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
+# small buffers (below 512 KiB on 8 GPUs), two-shot (reduce-scatter then all-gather by
+# direct reads) above. Larger buffers go to NCCL.
+ONE_SHOT_MAX_BYTES = 512 * 2**10
+CUSTOM_AR_MAX_BYTES = 8 * 2**20
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Seconds of one iteration of one engine (a replica, or one attention-DP rank)."""
+
+    gemm_s: float
+    attention_s: float
+    elementwise_s: float
+    tp_comm_s: float
+    ep_comm_s: float
+    pp_comm_s: float
+    host_s: float
+
+    @property
+    def total_s(self) -> float:
+        return (self.gemm_s + self.attention_s + self.elementwise_s + self.tp_comm_s
+                + self.ep_comm_s + self.pp_comm_s + self.host_s)
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"total_s": self.total_s}
+
+
+def gemm_s(dev: compute.Device, m: float, n: float, k: float, count: float = 1.0) -> float:
+    """One (grouped) GEMM at inference shapes: roofline with m padded to the MMA tile."""
+    if m <= 0 or count <= 0:
+        return 0.0
+    m_pad = ceil(m / TILE_M) * TILE_M
+    h = dev.half_dim
+    eff_nk = (n / (n + h)) * (k / (k + h))
+    # the device's matmul FLOP/s is normalised so that an 8192^3 GEMM hits the measured
+    # fraction; a tall GEMM (m >> 8192) keeps that, a small-m one pays only the n, k terms
+    big_m = 8192 / (8192 + h)
+    compute_s = 2.0 * m_pad * n * k / (dev.matmul_flops * eff_nk * big_m)
+    bytes_ = dev.matmul_bytes * (m * k + k * n) + 2 * m * n  # output in 16 bit
+    return max(compute_s, bytes_ / dev.hbm_bytes_per_s) * count
+
+
+def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float) -> float:
+    """All-reduce as the serving engines run it inside a node (see module docstring)."""
+    if size <= 1 or buffer_bytes <= 0:
+        return 0.0
+    p = collectives.placement(((size, 1),), cluster.domain_size)
+    ring = collectives.all_reduce_s(cluster, p, buffer_bytes)
+    if p.nodes > 1 or buffer_bytes > CUSTOM_AR_MAX_BYTES:
+        return ring
+    link = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
+    lat = cluster.gpu.scaleup_latency_s
+    if buffer_bytes <= ONE_SHOT_MAX_BYTES:
+        custom = 2 * lat + (size - 1) * buffer_bytes / link
+    else:
+        custom = 4 * lat + 2 * (size - 1) / size * buffer_bytes / link
+    return min(ring, custom)
+
+
+class StepModel:
+    """Iteration time of one engine of ``pool`` on ``cluster`` for ``model``.
+
+    A replica with attention data parallelism runs ``attn_dp`` engines in lockstep (one per
+    DP rank); ``step`` is the time of one of them, which is the replica's iteration time.
+    With pipeline parallelism the replica runs ``pp`` micro-batches in flight (vLLM's
+    virtual engines); ``step`` is one micro-batch through all stages.
+    """
+
+    def __init__(self, model: ModelSpec, cluster: Cluster, pool: Pool, weight_dtype: str,
+                 kv_dtype: str):
+        self.model, self.cluster, self.pool = model, cluster, pool
+        self.dev = compute.device(cluster.gpu, "fp8" if weight_dtype == "fp8" else "bf16")
+        self.kv_dtype = kv_dtype
+        self.stage_layers = ceil(model.layers / pool.pp)
+        # layers of each kind on one stage (stages alike, up to rounding)
+        self.n_moe = model.num_moe_layers / pool.pp
+        self.n_dense = model.num_dense_layers / pool.pp
+        self.kv_layer_bytes = kv_bytes_per_token_layer(model, pool.tp, kv_dtype)
+        heads = model.heads / pool.tp
+        if model.is_mla:  # absorbed decode: q.[latent|rope] scores, latent-weighted values
+            dec_qk, dec_v = model.kv_lora_rank + model.qk_rope_head_dim, model.kv_lora_rank
+            pre_qk, pre_v = model.qk_nope_head_dim + model.qk_rope_head_dim, model.v_head_dim
+        else:
+            dec_qk = dec_v = pre_qk = pre_v = model.head_dim
+        self.decode_attn_flops_per_ctx = 2 * heads * (dec_qk + dec_v)
+        self.prefill_attn_flops_per_pair = 2 * heads * (pre_qk + pre_v)
+        self.attn_flops_s = self.dev.attn_flops * self.dev.attn_fwd_eff
+        self._tokens_cost = lru_cache(maxsize=16384)(self._tokens_part)
+
+    # ---- the part that depends only on the number of tokens in the batch ---------------
+    def _layer_gemm_s(self, moe: bool, T: int) -> tuple[float, float, float]:
+        """(gemm, elementwise, ep all-to-all) seconds of one layer for T tokens."""
+        p, m = self.pool, self.model
+        s = Shard(seq=T, micro_batch=1, tp=p.tp, ep=p.ep, etp=1 if p.ep > 1 else p.tp)
+        ops = layer_ops(m, moe, s)
+        g = 0.0
+        for mm in ops.matmuls:
+            if mm.name.startswith("expert_"):
+                g += self._expert_gemm_s(mm, T)
+            else:
+                g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
+        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s
+        a2a = 0.0
+        if moe and p.ep > 1:
+            pl = collectives.placement(((p.ep, 1),), self.cluster.domain_size)
+            a2a = ops.ep_alltoalls * collectives.all_to_all_s(self.cluster, pl, ops.ep_send_bytes)
+        return g, stream, a2a
+
+    def _expert_gemm_s(self, mm: MatMul, T: int) -> float:
+        m = self.model
+        routed = T * m.moe_topk * self.pool.attn_dp  # token copies entering the MoE group
+        touched = mm.count * (1.0 - (1.0 - 1.0 / m.moe_experts) ** routed)
+        if touched <= 0:
+            return 0.0
+        rows = mm.m * mm.count  # this rank's token copies
+        return gemm_s(self.dev, rows / touched, mm.n, mm.k, touched)
+
+    def _tokens_part(self, T: int, logits: int) -> tuple[float, float, float, float, float]:
+        p, m = self.pool, self.model
+        g_d, e_d, _ = self._layer_gemm_s(False, T) if self.n_dense else (0.0, 0.0, 0.0)
+        g_m, e_m, a_m = self._layer_gemm_s(True, T) if self.n_moe else (0.0, 0.0, 0.0)
+        gemm = (self.n_dense * g_d + self.n_moe * g_m) * p.pp
+        elem = (self.n_dense * e_d + self.n_moe * e_m) * p.pp
+        # output layer over the rows that need logits (vocab split over tp)
+        hs = Shard(seq=max(logits, 1), micro_batch=1, tp=p.tp)
+        for mm in head_ops(m, hs).matmuls:
+            gemm += gemm_s(self.dev, logits, mm.n, mm.k)
+        ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden)
+        tp_comm = 2 * m.layers * ar
+        ep_comm = self.n_moe * p.pp * a_m
+        pp_comm = 0.0
+        if p.pp > 1:
+            across = p.tp * p.attn_dp * p.pp > self.cluster.domain_size
+            pp_comm = (p.pp - 1) * collectives.p2p_s(self.cluster, across, 2 * T * m.hidden)
+        return gemm, elem, tp_comm, ep_comm, pp_comm
+
+    # ---- one iteration -------------------------------------------------------------------
+    def step(self, tokens: int, seqs: int, decode_ctx_tokens: float = 0.0,
+             prefill_pairs: float = 0.0, prefill_ctx_tokens: float = 0.0,
+             logits: int | None = None) -> StepCost:
+        """One iteration: ``tokens`` new tokens from ``seqs`` requests; decode requests
+        attend to ``decode_ctx_tokens`` cached tokens in all; prefill chunks do
+        ``prefill_pairs`` (query, key) pairs of causal attention and read
+        ``prefill_ctx_tokens`` cached prefix tokens. ``logits``: rows sampled (default seqs)."""
+        if tokens <= 0:
+            return StepCost(0, 0, 0, 0, 0, 0, 0)
+        logits = seqs if logits is None else logits
+        gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(int(tokens), int(logits))
+        L = self.model.layers
+        kv_bytes = (decode_ctx_tokens + prefill_ctx_tokens + tokens) * self.kv_layer_bytes
+        dec = max(decode_ctx_tokens * self.decode_attn_flops_per_ctx / self.attn_flops_s,
+                  (decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
+        pre = max(prefill_pairs * self.prefill_attn_flops_per_pair / self.attn_flops_s,
+                  (kv_bytes - decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
+        attn = L * (dec + pre)
+        host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
+        return StepCost(gemm, attn, elem, tp_comm, ep_comm, pp_comm, host)
+
+    def step_s(self, tokens: int, seqs: int, decode_ctx_tokens: float = 0.0,
+               prefill_pairs: float = 0.0, prefill_ctx_tokens: float = 0.0,
+               logits: int | None = None) -> float:
+        return self.step(tokens, seqs, decode_ctx_tokens, prefill_pairs, prefill_ctx_tokens,
+                         logits).total_s
+
+    def decode_step(self, batch: int, context: int) -> StepCost:
+        """A pure decode iteration: ``batch`` requests each with ``context`` cached tokens."""
+        return self.step(batch, batch, decode_ctx_tokens=batch * context)
+
+    def prefill_step(self, prompt: int, batch: int = 1) -> StepCost:
+        """A pure prefill of ``batch`` prompts of ``prompt`` tokens (one chunk each)."""
+        pairs = batch * prompt * (prompt + 1) / 2
+        return self.step(batch * prompt, batch, prefill_pairs=pairs, logits=batch)
+
+
+def kv_transfer_s(model: ModelSpec, cluster: Cluster, tier: str, tokens: int, kv_dtype: str,
+                  src_tp: int) -> float:
+    """Moving one request's KV cache from the prefill to the decode replica: every prefill
+    GPU sends its share in parallel (as NIXL / Mooncake transfer engines do), over NVLink
+    (scale-up) or the GPU's NIC (scale-out)."""
+    total = model.layers * kv_bytes_per_token_layer(model, 1, kv_dtype) * tokens
+    per_gpu = total / (src_tp if not model.is_mla else 1)
+    return collectives.p2p_s(cluster, tier == "scale-out", per_gpu)
+
+

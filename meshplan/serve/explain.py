@@ -1,0 +1,84 @@
+"""Why the winning serving plan wins, in sentences built from its cost breakdown."""
+
+from __future__ import annotations
+
+from ..cost import compute
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .cost import StepModel
+from .memory import weight_bytes_per_gpu
+from .search import Candidate, SearchResult
+from .simulate import percentile
+from .traffic import Traffic
+
+GiB = 2**30
+
+
+def decode_batch(c: Candidate) -> float:
+    """Mean requests per decode iteration of one decode engine (Little's law on tokens:
+    output tokens/s x time per token / engines)."""
+    r, pool = c.result, c.plan.decode
+    tpot = r.tpot_s
+    if not tpot:
+        return 1.0
+    engines = pool.replicas * pool.pp * pool.attn_dp
+    return max(1.0, sum(r.output_len) / r.makespan_s * (sum(tpot) / len(tpot)) / engines)
+
+
+def _lat(c: Candidate, q: float) -> str:
+    r = c.result
+    return (f"TTFT p{q:g} {percentile(r.ttft_s, q) * 1e3:.0f} ms, TPOT p{q:g} "
+            f"{percentile(r.tpot_s, q) * 1e3:.1f} ms, {r.output_tokens_per_s_per_gpu():.0f} output"
+            f" tok/s/GPU")
+
+
+def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchResult) -> list[str]:
+    if not res.ranked:
+        return ["no plan could be simulated: " + "; ".join(sorted({c.error for c in res.infeasible}))[:300]]
+    w = res.ranked[0]
+    q = res.slo.percentile
+    plan, pool = w.plan, w.plan.decode
+    out = [f"#1 {plan.describe()}: {_lat(w, q)}"
+           + ("" if w.meets(res.slo) else f" (misses {res.slo.describe()})")]
+    sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+    b = decode_batch(w)
+    ctx = traffic.mean_input + traffic.mean_output / 2
+    st = sm.decode_step(round(b), round(ctx))
+    dev = compute.device(cluster.gpu, "fp8" if plan.weight_dtype == "fp8" else "bf16")
+    wbytes = weight_bytes_per_gpu(model, pool, plan.weight_dtype)
+    read_s = wbytes / dev.hbm_bytes_per_s
+    bound = "bandwidth-bound" if read_s >= 0.6 * st.gemm_s else "compute-bound"
+    comm = st.tp_comm_s + st.ep_comm_s + st.pp_comm_s
+    tot = st.total_s
+    if model.is_moe:  # only the experts this batch's tokens pick are read
+        bound = "bandwidth-bound" if st.gemm_s > 0 and b < 64 else bound
+        weights_note = (f"{wbytes / GiB:.1f} GiB of weights per GPU, of which a step reads the"
+                        " shared part and only the experts its tokens pick")
+    else:
+        weights_note = f"reading {wbytes / GiB:.1f} GiB per GPU alone takes {read_s * 1e3:.1f} ms"
+    out.append(
+        f"decode is {bound} at batch {b:.0f} per engine (context ~{ctx:.0f} tokens): a step takes"
+        f" {tot * 1e3:.1f} ms = weights and GEMMs {st.gemm_s * 1e3:.1f} ms"
+        f" ({st.gemm_s / tot:.0%}; {weights_note}), KV cache {st.attention_s * 1e3:.1f} ms"
+        f" ({st.attention_s / tot:.0%}),"
+        f" communication {comm * 1e3:.1f} ms ({comm / tot:.0%}), host {st.host_s * 1e3:.1f} ms")
+    if pool.tp > 1:
+        out.append(f"tp{pool.tp} splits the weights and the KV cache over {pool.tp} GPUs' memory"
+                   f" bandwidth; its {2 * model.layers} all-reduces per step cost"
+                   f" {st.tp_comm_s * 1e3:.1f} ms at this batch")
+    pre = StepModel(model, cluster, plan.prefill, plan.weight_dtype, plan.kv_dtype)
+    ps = pre.prefill_step(round(traffic.mean_input))
+    out.append(f"a {traffic.mean_input:.0f}-token prefill alone takes {ps.total_s * 1e3:.0f} ms on"
+               f" one {'prefill ' if plan.disaggregated else ''}replica (GEMMs"
+               f" {ps.gemm_s * 1e3:.0f} ms, attention {ps.attention_s * 1e3:.0f} ms)"
+               + ("" if plan.disaggregated else "; in an aggregated replica it shares iterations"
+                  " with decodes (chunked prefill), which is what stretches TPOT under load"))
+    for c in res.ranked[1:3]:
+        out.append(f"vs {c.plan.describe()}: {_lat(c, q)}"
+                   + ("" if c.meets(res.slo) else " (misses the SLO)"))
+    other = next((c for c in res.ranked[1:] if c.plan.disaggregated != plan.disaggregated), None)
+    if other is not None:
+        kind = "disaggregated" if other.plan.disaggregated else "aggregated"
+        out.append(f"best {kind} plan: {other.plan.describe()}: {_lat(other, q)}"
+                   + ("" if other.meets(res.slo) else " (misses the SLO)"))
+    return out

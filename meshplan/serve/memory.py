@@ -1,0 +1,111 @@
+"""Memory of one serving GPU: weights, activation workspace, runtime, and the KV cache left.
+
+KV bytes per token (per layer, summed over the layers a GPU holds):
+- MHA/GQA: 2 (K and V) x kv_heads x head_dim x dtype bytes; tensor parallel splits the kv
+  heads, and replicates them when tp > kv_heads (vLLM and SGLang both do).
+- MLA (DeepSeek-V2 paper, sec. 2.1.2): the compressed latent kv_lora_rank plus the decoupled
+  RoPE key qk_rope_head_dim, per token and layer, shared by all heads; every tensor-parallel
+  rank keeps the whole latent (it is not split by heads), which is why attention data
+  parallelism is how MLA models are served.
+Weights per GPU come from the same per-layer parameter split as training (cost/ops.py's
+``layer_ops`` params: column/row-parallel linears over tp, routed experts over ep or tp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from ..cost.efficiency import HOST
+from ..cost.ops import Shard, embedding_ops, head_ops, layer_ops
+from ..specs.hardware import GPU
+from ..specs.model import ModelSpec
+from .spec import DTYPE_BYTES, Pool
+
+GiB = 2**30
+
+
+def kv_bytes_per_token_layer(model: ModelSpec, tp: int, kv_dtype: str) -> float:
+    """KV cache bytes one token adds to one layer on one GPU of a tensor-parallel group."""
+    b = DTYPE_BYTES[kv_dtype]
+    if model.is_mla:
+        return (model.kv_lora_rank + model.qk_rope_head_dim) * b
+    heads = ceil(model.kv_heads / tp)  # replicated when tp > kv_heads
+    return 2 * heads * model.head_dim * b
+
+
+def kv_bytes_per_token(model: ModelSpec, tp: int, kv_dtype: str, layers: int | None = None) -> float:
+    """KV cache bytes per token on one GPU holding ``layers`` layers (default all)."""
+    return (model.layers if layers is None else layers) * kv_bytes_per_token_layer(model, tp, kv_dtype)
+
+
+def _shard(pool: Pool) -> Shard:
+    etp = 1 if pool.ep > 1 else pool.tp
+    return Shard(seq=1, micro_batch=1, tp=pool.tp, ep=pool.ep, etp=etp)
+
+
+def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> float:
+    """Weights on the fullest GPU: its pipeline stage's layers plus embedding or output layer."""
+    s = _shard(pool)
+    dense = layer_ops(model, False, s)
+    moe = layer_ops(model, True, s) if model.is_moe else None
+    per_layer = [(moe if model.layer_is_moe(i) else dense) for i in range(model.layers)]
+    params = [o.params + o.expert_params for o in per_layer]
+    stage = ceil(model.layers / pool.pp)
+    stages = [sum(params[i:i + stage]) for i in range(0, model.layers, stage)]
+    stages[0] += embedding_ops(model, s).params
+    stages[-1] += head_ops(model, s).params
+    return max(stages) * DTYPE_BYTES[weight_dtype]
+
+
+def activation_bytes(model: ModelSpec, pool: Pool) -> float:
+    """Peak transient activations of one forward pass at the token budget (the engine
+    profiles a dummy batch of max_batched_tokens to size the cache): the widest layer's
+    16-bit intermediates for every token, and fp32 logits for every running request."""
+    T, tp = pool.max_batched_tokens, pool.tp
+    mlp = max(model.ffn, model.moe_shared_ffn + model.moe_topk * model.moe_expert_ffn)
+    widths = model.hidden * 2 + (model.q_dim + 2 * model.kv_dim) / tp + 2 * mlp / tp
+    logits = min(pool.max_num_seqs, T) * model.vocab / tp * 4
+    return 2 * T * widths + logits
+
+
+@dataclass(frozen=True)
+class ServeMemory:
+    """Bytes on one GPU; ``kv_bytes`` is what the cache gets, ``kv_tokens`` the tokens a
+    replica can hold (over all its attention data-parallel ranks)."""
+
+    total_bytes: float
+    weights_bytes: float
+    activation_bytes: float
+    runtime_bytes: float
+    kv_bytes: float
+    kv_tokens: int
+    block_tokens: int
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_tokens >= self.block_tokens
+
+    def to_dict(self) -> dict:
+        return {"budget_gib": self.total_bytes / GiB, "weights_gib": self.weights_bytes / GiB,
+                "activations_gib": self.activation_bytes / GiB,
+                "runtime_gib": self.runtime_bytes / GiB, "kv_cache_gib": self.kv_bytes / GiB,
+                "kv_tokens_per_replica": self.kv_tokens}
+
+
+# vLLM's default KV block (PagedAttention paper: 16 tokens per block); SGLang pages hold 1.
+BLOCK_TOKENS = 16
+
+
+def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_dtype: str,
+                 block_tokens: int = BLOCK_TOKENS) -> ServeMemory:
+    budget = gpu.memory_bytes * pool.gpu_mem_util
+    w = weight_bytes_per_gpu(model, pool, weight_dtype)
+    act = activation_bytes(model, pool)
+    # CUDA context + library workspaces, and communication buffers (cost/efficiency.py HOST)
+    runtime = HOST.runtime_reserved_bytes + (HOST.comm_buffer_bytes if pool.tp * pool.attn_dp > 1
+                                             else 0.0)
+    kv = max(0.0, budget - w - act - runtime)
+    per_token = kv_bytes_per_token(model, pool.tp, kv_dtype, ceil(model.layers / pool.pp))
+    tokens = int(kv // per_token) // block_tokens * block_tokens * pool.attn_dp
+    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens)

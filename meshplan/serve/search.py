@@ -1,0 +1,270 @@
+"""Search serving plans: generate the valid ones, simulate each on the traffic, rank, Pareto.
+
+Aggregated plans: every tensor parallel size that divides the heads and fits a scale-up
+domain, pipeline parallel only where a replica would not fit otherwise, expert parallel
+(and attention data parallel) for MoE models, every replica count up to the cluster, two
+batching settings (throughput: 256 running / 8192 tokens; latency: 64 / 2048).
+Disaggregated plans: a prefill pool and a decode pool (xPyD), each with its own tp and
+replica count, KV moving over NVLink when both fit one domain, else over the NICs.
+A plan meets the SLOs when the chosen percentile of TTFT and of TPOT is within target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .memory import serve_memory
+from .simulate import SimResult, percentile, simulate
+from .spec import Pool, ServePlan
+from .traffic import Traffic
+
+BATCHING = ((256, 8192), (64, 2048))  # (max_num_seqs, max_batched_tokens)
+
+
+@dataclass(frozen=True)
+class SLO:
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    percentile: float = 90.0
+
+    def describe(self) -> str:
+        parts = []
+        if self.ttft_s is not None:
+            parts.append(f"TTFT p{self.percentile:g} <= {self.ttft_s * 1e3:.0f} ms")
+        if self.tpot_s is not None:
+            parts.append(f"TPOT p{self.percentile:g} <= {self.tpot_s * 1e3:.0f} ms")
+        return ", ".join(parts) or "no SLO"
+
+
+@dataclass
+class Candidate:
+    plan: ServePlan
+    result: SimResult | None = None
+    error: str = ""
+    goodput_rps: float | None = None
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+    def meets(self, slo: SLO) -> bool:
+        if not self.ok:
+            return False
+        q = slo.percentile
+        if slo.ttft_s is not None and percentile(self.result.ttft_s, q) > slo.ttft_s:
+            return False
+        if slo.tpot_s is not None and percentile(self.result.tpot_s, q) > slo.tpot_s:
+            return False
+        return True
+
+
+def _tp_options(model: ModelSpec, cluster: Cluster) -> list[int]:
+    out, tp = [], 1
+    while tp <= min(cluster.domain_size, cluster.num_gpus):
+        if model.heads % tp == 0:
+            out.append(tp)
+        tp *= 2
+    return out
+
+
+def replica_shapes(model: ModelSpec, cluster: Cluster, weight_dtype: str, kv_dtype: str,
+                   role: str = "both") -> list[Pool]:
+    """One-replica pools (tp, pp, ep, attn_dp) that fit in memory, with default batching."""
+    shapes: list[Pool] = []
+    tps = _tp_options(model, cluster)
+    for tp in tps:
+        eps = [1, tp] if model.is_moe and tp > 1 and model.moe_experts % tp == 0 else [1]
+        for ep in eps:
+            shapes.append(Pool(tp=tp, ep=ep, role=role))
+    if model.is_moe:  # attention data parallel (DeepSeek / SGLang dp-attention)
+        for dp in tps[1:]:
+            if model.moe_experts % dp == 0:
+                shapes.append(Pool(tp=1, attn_dp=dp, ep=dp, role=role))
+    fits = [p for p in shapes if serve_memory(model, cluster.gpu, p, weight_dtype, kv_dtype).fits]
+    if not fits and tps:  # pipeline parallel over domains only when nothing else fits
+        tp = tps[-1]
+        pp = 2
+        while tp * pp <= cluster.num_gpus and pp <= model.layers:
+            p = Pool(tp=tp, pp=pp, role=role)
+            if serve_memory(model, cluster.gpu, p, weight_dtype, kv_dtype).fits:
+                fits.append(p)
+                break
+            pp *= 2
+    return fits
+
+
+def _counts(limit: int) -> list[int]:
+    out = {limit}
+    c = 1
+    while c < limit:
+        out.add(c)
+        c *= 2
+    return sorted(out)
+
+
+def candidate_plans(model: ModelSpec, cluster: Cluster, weight_dtype: str = "bf16",
+                    kv_dtype: str = "bf16", disaggregated: bool = True,
+                    all_sizes: bool = True) -> list[ServePlan]:
+    """Valid plans on at most ``cluster.num_gpus`` GPUs (``all_sizes``: also smaller ones)."""
+    n = cluster.num_gpus
+    plans: list[ServePlan] = []
+    for shape in replica_shapes(model, cluster, weight_dtype, kv_dtype):
+        g = shape.gpus_per_replica
+        counts = _counts(n // g) if all_sizes else [n // g]
+        for r in counts:
+            if r < 1:
+                continue
+            for seqs, toks in BATCHING:
+                plans.append(ServePlan((Pool(shape.tp, shape.pp, shape.ep, shape.attn_dp, r, seqs,
+                                             toks),), weight_dtype, kv_dtype))
+    if disaggregated and n >= 2:
+        pre = replica_shapes(model, cluster, weight_dtype, kv_dtype, "prefill")
+        dec = replica_shapes(model, cluster, weight_dtype, kv_dtype, "decode")
+        for p in pre:
+            for d in dec:
+                gp, gd = p.gpus_per_replica, d.gpus_per_replica
+                for x in range(1, n // gp + 1):
+                    for y in range(1, (n - x * gp) // gd + 1):
+                        total = x * gp + y * gd
+                        if not all_sizes and total != n:
+                            continue
+                        if all_sizes and total < n and total * 2 < n:
+                            continue
+                        tier = "scale-up" if total <= cluster.domain_size else "scale-out"
+                        plans.append(ServePlan(
+                            (Pool(p.tp, p.pp, p.ep, p.attn_dp, x, 256, 8192, role="prefill"),
+                             Pool(d.tp, d.pp, d.ep, d.attn_dp, y, 256, 8192, role="decode")),
+                            weight_dtype, kv_dtype, tier))
+    return plans
+
+
+def evaluate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic) -> Candidate:
+    try:
+        return Candidate(plan, simulate(model, cluster, plan, traffic))
+    except InputError as e:
+        return Candidate(plan, None, str(e))
+
+
+def goodput(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic, slo: SLO,
+            attainment: float = 0.9, iters: int = 7) -> float:
+    """DistServe's goodput: the highest Poisson rate at which ``attainment`` of requests
+    meet both SLOs (bisection on the rate, same lengths)."""
+    def good(rate: float) -> bool:
+        try:
+            r = simulate(model, cluster, plan, traffic.with_rate(rate))
+        except InputError:
+            return False
+        return r.attainment(slo.ttft_s, slo.tpot_s) >= attainment
+
+    lo, hi = 0.0, max(traffic.rate_per_s or 1.0, 0.1)
+    while good(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1e5:
+            return math.inf
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        if good(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def pareto(cands: list[Candidate]) -> list[Candidate]:
+    """Plans no other plan beats on both output tokens/s per GPU and tokens/s per user."""
+    pts = [c for c in cands if c.ok]
+    front = []
+    for c in pts:
+        x, y = c.result.tokens_per_s_per_user(), c.result.output_tokens_per_s_per_gpu()
+        dominated = any(o.result.tokens_per_s_per_user() >= x
+                        and o.result.output_tokens_per_s_per_gpu() >= y
+                        and (o.result.tokens_per_s_per_user() > x
+                             or o.result.output_tokens_per_s_per_gpu() > y) for o in pts)
+        if not dominated:
+            front.append(c)
+    return sorted(front, key=lambda c: c.result.tokens_per_s_per_user())
+
+
+@dataclass
+class SearchResult:
+    ranked: list[Candidate]
+    front: list[Candidate]
+    infeasible: list[Candidate]
+    slo: SLO
+    evaluated: int
+
+
+def headroom(c: Candidate, slo: SLO) -> float:
+    """How far inside the SLO a plan runs: the larger of p(TTFT)/target and p(TPOT)/target
+    (below 1 meets it); without targets, the p-th percentile TPOT in seconds."""
+    r, q = c.result, slo.percentile
+    parts = []
+    if slo.ttft_s is not None:
+        parts.append(percentile(r.ttft_s, q) / slo.ttft_s)
+    if slo.tpot_s is not None:
+        parts.append(percentile(r.tpot_s, q) / slo.tpot_s)
+    return max(parts) if parts else percentile(r.tpot_s, q)
+
+
+def keeps_up(c: Candidate, traffic: Traffic) -> bool:
+    """Whether the plan serves the offered load instead of queueing without bound: it
+    finishes requests at 90% or more of the rate they arrive (closed loop: always)."""
+    if traffic.closed_loop or not c.ok:
+        return c.ok
+    last = traffic.requests[-1].arrival_s
+    if last <= 0:
+        return True
+    offered = (len(traffic.requests) - 1) / last
+    return len(traffic.requests) / c.result.makespan_s >= 0.9 * offered
+
+
+SCREEN_REQUESTS = 400  # requests per screening simulation; the best plans get the full trace
+RESIMULATE = 12
+
+
+def _subset(traffic: Traffic, n: int) -> Traffic:
+    if len(traffic.requests) <= n:
+        return traffic
+    return Traffic(traffic.requests[:n], traffic.rate_per_s, traffic.concurrency,
+                   traffic.prefix_share)
+
+
+def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
+           weight_dtype: str = "bf16", kv_dtype: str = "bf16", disaggregated: bool = True,
+           min_gpus: bool = False, plans: list[ServePlan] | None = None) -> SearchResult:
+    """Simulate every candidate on the first SCREEN_REQUESTS requests, then the best ones
+    (and the Pareto front) on the whole trace. Plans meeting the SLO rank first; among them,
+    without ``min_gpus``, those using the whole cluster, furthest inside the SLO first; with
+    it, the fewest GPUs first."""
+    plans = plans if plans is not None else candidate_plans(
+        model, cluster, weight_dtype, kv_dtype, disaggregated, all_sizes=True)
+    if not plans:
+        raise InputError("model", model.name, f"no serving plan fits {cluster.describe()}"
+                         " (weights do not fit even at the largest tensor parallel size)")
+    n = cluster.num_gpus
+
+    def order(cs: list[Candidate], tr: Traffic) -> list[Candidate]:
+        if min_gpus:
+            return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr), c.plan.gpus,
+                                             headroom(c, slo)))
+        return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr),
+                                         c.plan.gpus != n, headroom(c, slo)))
+
+    screen = _subset(traffic, SCREEN_REQUESTS)
+    cands = [evaluate(model, cluster, p, screen) for p in plans]
+    bad = [c for c in cands if not c.ok]
+    ok = order([c for c in cands if c.ok], screen)
+    if screen is not traffic:
+        keep = {id(c) for c in ok[:RESIMULATE]} | {id(c) for c in pareto(
+            [c for c in ok if keeps_up(c, screen)])}
+        full = [evaluate(model, cluster, c.plan, traffic) for c in ok if id(c) in keep]
+        bad += [c for c in full if not c.ok]
+        ok = order([c for c in full if c.ok], traffic)
+    ranked = ok
+    front = pareto([c for c in ranked if keeps_up(c, traffic)])
+    return SearchResult(ranked, front, bad, slo, len(cands))

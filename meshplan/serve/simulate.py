@@ -1,0 +1,449 @@
+"""Discrete-event simulation of continuous batching, as vLLM (V1) and SGLang schedule it.
+
+Each engine (a replica; one per pipeline micro-batch slot and per attention-DP rank) loops:
+requests arrive and wait; at the start of an iteration the scheduler gives every running
+request its next tokens first (one decode token, or the next prefill chunk), then admits
+waiting requests first-come first-served while fewer than ``max_num_seqs`` run, the
+iteration's token budget (``max_batched_tokens``, the chunked-prefill budget) lasts and
+free KV blocks hold their chunk. A running request that needs a new block when none is
+free preempts the most recently admitted request, whose blocks are freed and whose tokens
+are recomputed later (vLLM's recompute preemption). The iteration takes the cost model's
+time for exactly that batch; a prefill that completes samples the first token; each
+decode adds one; a finished request frees its blocks.
+
+Disaggregated plans: prefill engines run prompts only; a finished prefill's KV cache
+moves to the least-loaded decode engine (time from serve/cost.py), which then decodes it.
+TTFT counts until the cache has arrived there (the first token streams from the decode
+side, as in SGLang's PD mode).
+
+The whole deployment runs on one event heap, so closed-loop clients (a fixed concurrency)
+send their next request when the previous one finishes, wherever it finished.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .cost import StepModel, kv_transfer_s
+from .memory import serve_memory
+from .spec import Pool, ServePlan
+from .traffic import Traffic
+
+
+class _Req:
+    __slots__ = ("id", "arrival", "inp", "out", "cached", "todo", "kv", "gen", "blocks",
+                 "first", "finish", "client", "admitted")
+
+    def __init__(self, rid: int, arrival: float, inp: int, out: int, cached: int, client: int):
+        self.id, self.arrival, self.inp, self.out = rid, arrival, inp, out
+        self.cached = cached  # prompt tokens served from the prefix cache
+        self.todo = inp - cached  # prompt tokens still to compute
+        self.kv = cached  # tokens in this engine's cache
+        self.gen = 0  # output tokens produced
+        self.blocks = 0
+        self.first = math.nan
+        self.finish = math.nan
+        self.client = client
+        self.admitted = 0
+
+
+class _Engine:
+    def __init__(self, idx: int, pool: Pool, step: StepModel, kv_tokens: int, block: int,
+                 role: str, max_seqs: int, reserve: bool = False):
+        self.idx, self.pool, self.step, self.role = idx, pool, step, role
+        self.block = block
+        self.capacity_blocks = kv_tokens // block
+        self.free = self.capacity_blocks
+        self.max_seqs = max_seqs
+        self.max_tokens = pool.max_batched_tokens
+        # reserve: blocks for the whole request (prompt + output) at admission, never evict
+        # (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); otherwise blocks
+        # as tokens are computed and recompute preemption (vLLM, SGLang retraction)
+        self.reserve = reserve
+        self.waiting: deque[_Req] = deque()
+        self.running: list[_Req] = []
+        self.busy = False
+        self.batch: list[tuple[_Req, int]] = []
+        self.preemptions = 0
+        self.iterations = 0
+        self.busy_s = 0.0
+        self.seq_sum = 0  # requests per iteration, summed
+        self.kv_samples: list[tuple[float, float]] = []
+        self.area = 0.0  # time-integral of requests in this engine (waiting + running)
+        self.last_t = 0.0
+        self.admit_seq = 0
+
+    def load(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.block)
+
+    def _preempt_last(self) -> _Req:
+        """Preempt the most recently admitted running request (the end of the list)."""
+        v = self.running.pop()
+        self.free += v.blocks
+        v.blocks = 0
+        # recompute: its prompt and the tokens it produced are computed again, then it
+        # samples its next token (its share of the shared prefix stays cached)
+        v.todo = (v.inp + v.gen if v.gen > 0 else v.inp) - v.cached
+        v.kv = v.cached
+        self.waiting.appendleft(v)
+        self.preemptions += 1
+        return v
+
+    def schedule(self) -> list[tuple[_Req, int]]:
+        budget = self.max_tokens
+        batch: list[tuple[_Req, int]] = []
+        i = 0
+        preempted = self.preemptions
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            n = min(r.todo, budget) if r.todo > 0 else 1
+            need = max(0, self._blocks_for(r.kv + n) - r.blocks)
+            preempted_self = False
+            while need > self.free:
+                if self._preempt_last() is r:
+                    preempted_self = True
+                    break
+            if preempted_self:
+                break  # r was the last running request; nothing after it
+            self.free -= need
+            r.blocks += need
+            batch.append((r, n))
+            budget -= n
+            i += 1
+        if self.preemptions > preempted:  # vLLM V1: no admissions in a step that preempted
+            return batch
+        if self.role != "decode":
+            while self.waiting and len(self.running) < self.max_seqs and budget > 0:
+                r = self.waiting[0]
+                n = min(r.todo, budget) if r.todo > 0 else 1
+                need = self._blocks_for(r.kv + n) - r.blocks
+                if self.reserve:
+                    need = max(need, self._blocks_for(r.inp + r.out) - r.blocks)
+                if need > self.free:
+                    if not self.running and not batch:
+                        raise InputError("kv cache", self.capacity_blocks * self.block,
+                                         f"a request of {r.inp} prompt tokens does not fit the"
+                                         " replica's KV cache")
+                    break
+                self.waiting.popleft()
+                self.free -= need
+                r.blocks += need
+                self.admit_seq += 1
+                r.admitted = self.admit_seq
+                self.running.append(r)
+                batch.append((r, n))
+                budget -= n
+        else:  # decode engines admit arrived caches whole (their first step decodes)
+            while self.waiting and len(self.running) < self.max_seqs and budget > 0:
+                r = self.waiting[0]
+                n = min(r.todo, budget) if r.todo > 0 else 1
+                need = self._blocks_for((r.inp + r.out) if self.reserve else (r.kv + n)) - r.blocks
+                if need > self.free:
+                    if not self.running and not batch:
+                        raise InputError("kv cache", self.capacity_blocks * self.block,
+                                         f"a request of {r.kv} cached tokens does not fit the"
+                                         " decode replica's KV cache")
+                    break
+                self.waiting.popleft()
+                self.free -= need
+                r.blocks += need
+                self.admit_seq += 1
+                r.admitted = self.admit_seq
+                self.running.append(r)
+                batch.append((r, n))
+                budget -= n
+        return batch
+
+    def cost(self, batch: list[tuple[_Req, int]]) -> float:
+        tokens = seqs = logits = 0
+        dec_ctx = pairs = pre_ctx = 0.0
+        for r, n in batch:
+            tokens += n
+            seqs += 1
+            if r.todo > 0:  # prefill chunk from position a
+                a = r.kv
+                pairs += n * a + n * (n + 1) / 2
+                pre_ctx += a
+                if n == r.todo:
+                    logits += 1
+            else:
+                dec_ctx += r.kv
+                logits += 1
+        return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits)
+
+
+@dataclass
+class SimResult:
+    """Per-request times and deployment totals. Times in seconds from the first arrival."""
+
+    plan: ServePlan
+    gpus: int
+    arrival_s: list[float]
+    first_token_s: list[float]
+    finish_s: list[float]
+    input_len: list[int]
+    output_len: list[int]
+    makespan_s: float
+    preemptions: int
+    iterations: int
+    kv_use: list[tuple[float, float]]  # (time, share of KV blocks in use), all engines
+    mean_in_system: float  # time-average of requests in the deployment
+    busy_share: float
+    engines: int
+    mean_batch: float  # requests per iteration, mean over all engines' iterations
+    slo: dict = field(default_factory=dict)
+
+    # ---- per-request metrics -----------------------------------------------------------
+    @property
+    def ttft_s(self) -> list[float]:
+        return [f - a for f, a in zip(self.first_token_s, self.arrival_s)]
+
+    @property
+    def e2e_s(self) -> list[float]:
+        return [f - a for f, a in zip(self.finish_s, self.arrival_s)]
+
+    @property
+    def tpot_s(self) -> list[float]:
+        return [(f - t) / (o - 1) for f, t, o in zip(self.finish_s, self.first_token_s,
+                                                     self.output_len) if o > 1]
+
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return sum(self.output_len) / self.makespan_s / self.gpus
+
+    def total_tokens_per_s_per_gpu(self) -> float:
+        return (sum(self.output_len) + sum(self.input_len)) / self.makespan_s / self.gpus
+
+    def tokens_per_s_per_user(self) -> float:
+        t = self.tpot_s
+        return 1.0 / (sum(t) / len(t)) if t else math.nan
+
+    def attainment(self, ttft_s: float | None, tpot_s: float | None) -> float:
+        """Share of requests within both SLOs (per request, as DistServe counts)."""
+        ok = 0
+        for f, fin, a, o in zip(self.first_token_s, self.finish_s, self.arrival_s,
+                                self.output_len):
+            good = ttft_s is None or f - a <= ttft_s
+            if tpot_s is not None and o > 1:
+                good = good and (fin - f) / (o - 1) <= tpot_s
+            ok += good
+        return ok / len(self.arrival_s)
+
+    def summary(self) -> dict:
+        def pct(xs: list[float]) -> dict:
+            return {"p50": percentile(xs, 50), "p90": percentile(xs, 90),
+                    "p99": percentile(xs, 99), "mean": sum(xs) / len(xs) if xs else math.nan}
+
+        return {"ttft_s": pct(self.ttft_s), "tpot_s": pct(self.tpot_s), "e2e_s": pct(self.e2e_s),
+                "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu(),
+                "total_tokens_per_s_per_gpu": self.total_tokens_per_s_per_gpu(),
+                "tokens_per_s_per_user": self.tokens_per_s_per_user(),
+                "requests_per_s": len(self.arrival_s) / self.makespan_s,
+                "preemptions": self.preemptions, "iterations": self.iterations,
+                "kv_use_peak": max((u for _, u in self.kv_use), default=0.0),
+                "kv_use_mean": (sum(u for _, u in self.kv_use) / len(self.kv_use)
+                                if self.kv_use else 0.0),
+                "mean_in_system": self.mean_in_system, "makespan_s": self.makespan_s,
+                "mean_batch": self.mean_batch}
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), q in [0, 100]."""
+    if not xs:
+        return math.nan
+    s = sorted(xs)
+    pos = (len(s) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan,
+                 role: str, start: int) -> list[_Engine]:
+    mem = serve_memory(model, cluster.gpu, pool, plan.weight_dtype, plan.kv_dtype)
+    if not mem.fits:
+        raise InputError("plan", plan.describe(),
+                         f"does not fit: weights {mem.weights_bytes / 2**30:.1f} GiB per GPU leave"
+                         f" no KV cache in {mem.total_bytes / 2**30:.1f} GiB")
+    step = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+    # one engine per (replica, pipeline slot, attention-DP rank); they share the cache
+    per_replica = pool.pp * pool.attn_dp
+    kv = mem.kv_tokens // per_replica
+    seqs = max(1, pool.max_num_seqs // pool.pp)
+    return [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs,
+                    reserve=plan.scheduler == "trtllm")
+            for i in range(pool.replicas * per_replica)]
+
+
+def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic,
+             kv_transfer: bool = True, kv_samples: int = 400) -> SimResult:
+    """Run ``traffic`` through ``plan``. ``kv_transfer=False`` makes the prefill-to-decode
+    copy free (for tests and what-ifs)."""
+    plan.check(model, cluster)
+    if plan.disaggregated:
+        pre = _engines_for(plan.prefill, model, cluster, plan, "prefill", 0)
+        dec = _engines_for(plan.decode, model, cluster, plan, "decode", len(pre))
+        engines = pre + dec
+    else:
+        pre = dec = engines = _engines_for(plan.pools[0], model, cluster, plan, "both", 0)
+    reqs = traffic.requests
+    n = len(reqs)
+    prefix = int(traffic.prefix_share * traffic.mean_input)
+    seen_prefix = [False] * len(pre)
+    heap: list = []
+    seq = 0  # tie-breaker
+
+    def push(t: float, kind: int, a, b=None) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (t, seq, kind, a, b))
+
+    ARRIVE, STEP_END, TRANSFER = 0, 1, 2
+    done: list[_Req] = []
+    next_req = 0
+    rr = 0
+
+    def new_request(t: float, client: int) -> None:
+        nonlocal next_req, rr
+        q = reqs[next_req]
+        next_req += 1
+        e = pre[rr % len(pre)]
+        rr += 1
+        cached = 0
+        if prefix and seen_prefix[e.idx]:
+            cached = min(prefix, q.input_len - 1)
+        seen_prefix[e.idx] = True
+        push(t, ARRIVE, e, _Req(q.id, t, q.input_len, q.output_len, cached, client))
+
+    if traffic.closed_loop:
+        for c in range(min(traffic.concurrency, n)):
+            new_request(0.0, c)
+    else:
+        for _ in range(n):
+            new_request(reqs[next_req].arrival_s, -1)
+
+    for e in engines:  # pin each engine's share of the shared prefix's blocks
+        if prefix and e.role != "decode":
+            pinned = e._blocks_for(prefix)
+            e.free -= min(pinned, e.free)
+    transfer_cache: dict[int, float] = {}
+
+    def start(e: _Engine, t: float) -> None:
+        batch = e.schedule()
+        if not batch:
+            e.busy = False
+            return
+        dt = e.cost(batch)
+        e.batch = batch
+        e.busy = True
+        e.iterations += 1
+        e.busy_s += dt
+        e.seq_sum += len(batch)
+        push(t + dt, STEP_END, e)
+
+    def account(e: _Engine, t: float) -> None:
+        e.area += e.load() * (t - e.last_t)
+        e.last_t = t
+
+    kv_log: list[tuple[float, float]] = []
+    total_blocks = sum(e.capacity_blocks for e in engines)
+    stride = 1
+    events = 0
+    t = 0.0
+    while heap:
+        t, _, kind, e, r = heapq.heappop(heap)
+        if kind == ARRIVE:
+            account(e, t)
+            e.waiting.append(r)
+            if not e.busy:
+                start(e, t)
+            continue
+        if kind == TRANSFER:  # cache arrives at the least-loaded decode engine
+            d = min(dec, key=lambda x: (x.load(), x.idx))
+            account(d, t)
+            r.kv, r.todo, r.blocks = r.inp + r.gen - 1, 0, 0
+            r.cached = 0
+            if math.isnan(r.first):
+                r.first = t
+            if r.gen >= r.out:
+                r.finish = t
+                done.append(r)
+                if traffic.closed_loop and next_req < n:
+                    new_request(t, r.client)
+                continue
+            d.waiting.append(r)
+            if not d.busy:
+                start(d, t)
+            continue
+        # STEP_END
+        account(e, t)
+        for r, k in e.batch:
+            if r.todo > 0:
+                r.todo -= k
+                r.kv += k
+                if r.todo == 0:
+                    r.gen += 1
+                    if math.isnan(r.first) and e.role == "both":
+                        r.first = t
+            else:
+                r.kv += 1
+                r.gen += 1
+            finished = r.gen >= r.out
+            if e.role == "prefill" and r.todo == 0:
+                e.running.remove(r)
+                e.free += r.blocks
+                r.blocks = 0
+                if plan.disaggregated:
+                    key = r.inp
+                    if key not in transfer_cache:
+                        transfer_cache[key] = (kv_transfer_s(model, cluster, plan.kv_tier, key,
+                                                             plan.kv_dtype, plan.prefill.tp)
+                                               if kv_transfer else 0.0)
+                    push(t + transfer_cache[key], TRANSFER, None, r)
+                continue
+            if finished:
+                e.running.remove(r)
+                e.free += r.blocks
+                r.blocks = 0
+                r.finish = t
+                if math.isnan(r.first):
+                    r.first = t
+                done.append(r)
+                if traffic.closed_loop and next_req < n:
+                    new_request(t, r.client)
+        events += 1
+        if events % stride == 0:
+            used = total_blocks - sum(x.free for x in engines)
+            kv_log.append((t, used / total_blocks if total_blocks else 0.0))
+            if len(kv_log) >= 2 * kv_samples:
+                kv_log = kv_log[::2]
+                stride *= 2
+        start(e, t)
+
+    if len(done) != n:
+        raise AssertionError(f"simulation lost requests: {len(done)} of {n} finished")
+    done.sort(key=lambda r: r.id)
+    t0 = min(r.arrival for r in done)
+    end = max(r.finish for r in done)
+    for x in engines:
+        account(x, end)
+    makespan = max(end - t0, 1e-9)
+    mean_in = sum(x.area for x in engines) / makespan
+    return SimResult(
+        plan=plan, gpus=plan.gpus,
+        arrival_s=[r.arrival - t0 for r in done], first_token_s=[r.first - t0 for r in done],
+        finish_s=[r.finish - t0 for r in done], input_len=[r.inp for r in done],
+        output_len=[r.out for r in done], makespan_s=makespan,
+        preemptions=sum(x.preemptions for x in engines),
+        iterations=sum(x.iterations for x in engines), kv_use=kv_log, mean_in_system=mean_in,
+        busy_share=sum(x.busy_s for x in engines) / (makespan * len(engines)),
+        engines=len(engines),
+        mean_batch=sum(x.seq_sum for x in engines) / max(1, sum(x.iterations for x in engines)))

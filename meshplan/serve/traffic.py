@@ -1,0 +1,165 @@
+"""Traffic: who asks for what, and when.
+
+Open loop: a request rate (Poisson arrivals by default, or evenly spaced; ``inf`` sends
+everything at once, the offline "max throughput" benchmark of trtllm-bench / vllm bench
+throughput). Closed loop: a fixed number of clients, each sending its next request when the
+previous one finishes (vllm bench serve --max-concurrency, SGLang bench_serving
+--max-concurrency). Lengths: a fixed value ``2000``, a uniform range ``1000:3000``, or a
+CSV trace with columns arrival_s (optional), input_len, output_len. A shared-prefix share
+says which part of every prompt is one common prefix that prefix caching computes once.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class Request:
+    id: int
+    arrival_s: float
+    input_len: int
+    output_len: int
+
+
+@dataclass(frozen=True)
+class Lengths:
+    lo: int
+    hi: int
+
+    def draw(self, rng: random.Random) -> int:
+        return self.lo if self.lo == self.hi else rng.randint(self.lo, self.hi)
+
+    @property
+    def mean(self) -> float:
+        return (self.lo + self.hi) / 2
+
+
+def parse_lengths(field: str, text: str | int) -> Lengths:
+    """``2000`` or ``1000:3000`` (uniform, inclusive)."""
+    s = str(text).strip()
+    try:
+        if ":" in s:
+            a, b = (int(x) for x in s.split(":", 1))
+        else:
+            a = b = int(s)
+    except ValueError:
+        raise InputError(field, text, "expected a token count like 2000 or a range 1000:3000") from None
+    if a < 1 or b < a:
+        raise InputError(field, text, "lengths must be positive and the range ordered (LO:HI)")
+    return Lengths(a, b)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """A request stream; exactly one of ``rate_per_s`` and ``concurrency`` is set."""
+
+    requests: tuple[Request, ...]
+    rate_per_s: float | None = None
+    concurrency: int | None = None
+    prefix_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (self.rate_per_s is None) == (self.concurrency is None):
+            raise InputError("traffic", None, "give exactly one of --rate and --concurrency")
+        if self.rate_per_s is not None and not self.rate_per_s > 0:
+            raise InputError("rate", self.rate_per_s, "must be a positive number of requests/s")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise InputError("concurrency", self.concurrency, "must be a positive integer")
+        if not 0.0 <= self.prefix_share < 1.0:
+            raise InputError("prefix_share", self.prefix_share, "must be in [0, 1)")
+        if not self.requests:
+            raise InputError("requests", 0, "need at least one request")
+
+    @property
+    def closed_loop(self) -> bool:
+        return self.concurrency is not None
+
+    @property
+    def mean_input(self) -> float:
+        return sum(r.input_len for r in self.requests) / len(self.requests)
+
+    @property
+    def mean_output(self) -> float:
+        return sum(r.output_len for r in self.requests) / len(self.requests)
+
+    def describe(self) -> str:
+        load = (f"{self.rate_per_s:g} req/s" if self.rate_per_s is not None
+                else f"{self.concurrency} concurrent")
+        s = (f"{len(self.requests)} requests, {load}, input {self.mean_input:.0f} / output "
+             f"{self.mean_output:.0f} tokens (mean)")
+        return s + (f", shared prefix {self.prefix_share:.0%}" if self.prefix_share else "")
+
+    def with_rate(self, rate_per_s: float, seed: int = 0) -> "Traffic":
+        """The same lengths re-timed at another Poisson rate (for goodput searches)."""
+        arr = poisson_arrivals(len(self.requests), rate_per_s, random.Random(seed))
+        reqs = tuple(Request(r.id, a, r.input_len, r.output_len) for r, a in zip(self.requests, arr))
+        return Traffic(reqs, rate_per_s, None, self.prefix_share)
+
+
+def poisson_arrivals(n: int, rate_per_s: float, rng: random.Random) -> list[float]:
+    if math.isinf(rate_per_s):
+        return [0.0] * n
+    t, out = 0.0, []
+    for _ in range(n):
+        out.append(t)
+        t += rng.expovariate(rate_per_s)
+    return out
+
+
+def synthetic(num_requests: int, input_len: Lengths, output_len: Lengths,
+              rate_per_s: float | None = None, concurrency: int | None = None,
+              poisson: bool = True, prefix_share: float = 0.0, seed: int = 0) -> Traffic:
+    if num_requests < 1:
+        raise InputError("num_requests", num_requests, "must be a positive integer")
+    rng = random.Random(seed)
+    lens = [(input_len.draw(rng), output_len.draw(rng)) for _ in range(num_requests)]
+    if rate_per_s is not None and rate_per_s > 0:
+        if poisson:
+            arr = poisson_arrivals(num_requests, rate_per_s, random.Random(seed + 1))
+        else:
+            arr = [0.0 if math.isinf(rate_per_s) else i / rate_per_s for i in range(num_requests)]
+    else:
+        arr = [0.0] * num_requests
+    reqs = tuple(Request(i, a, li, lo) for i, (a, (li, lo)) in enumerate(zip(arr, lens)))
+    return Traffic(reqs, rate_per_s, concurrency, prefix_share)
+
+
+def load_trace(path: str | Path, prefix_share: float = 0.0,
+               concurrency: int | None = None) -> Traffic:
+    """A CSV of requests: input_len, output_len and (for open loop) arrival_s."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError("trace", str(path), f"cannot read ({e.strerror})") from None
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows:
+        raise InputError("trace", str(path), "no rows; need columns input_len, output_len, arrival_s")
+    need = ("input_len", "output_len") + (() if concurrency else ("arrival_s",))
+    for c in need:
+        if c not in rows[0]:
+            raise InputError("trace", str(path), f"missing column {c!r}; need " + ", ".join(need))
+    reqs = []
+    for i, r in enumerate(rows, start=2):
+        try:
+            a = float(r.get("arrival_s") or 0.0) if not concurrency else 0.0
+            li, lo = int(r["input_len"]), int(r["output_len"])
+        except (TypeError, ValueError):
+            raise InputError(f"trace line {i}", r, "arrival_s must be a number, lengths integers") from None
+        if li < 1 or lo < 1 or a < 0 or not math.isfinite(a):
+            raise InputError(f"trace line {i}", r, "lengths must be >= 1 and arrival_s >= 0")
+        reqs.append((a, li, lo))
+    reqs.sort(key=lambda x: x[0])
+    t0 = reqs[0][0]
+    out = tuple(Request(i, a - t0, li, lo) for i, (a, li, lo) in enumerate(reqs))
+    if concurrency:
+        return Traffic(out, None, concurrency, prefix_share)
+    span = out[-1].arrival_s
+    rate = (len(out) - 1) / span if span > 0 else math.inf
+    return Traffic(out, rate, None, prefix_share)

@@ -1,0 +1,152 @@
+"""Published serving runs -> simulated predictions -> error table (the serving schema).
+
+Columns (any order; unknown columns ignored; blank = not stated by the source):
+id, source, trust (A/B/C as in the training schema), engine, engine_version, model (a
+meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, attn_dp,
+weight_dtype, kv_dtype (bf16/fp8), input_len, output_len, num_requests, concurrency (closed
+loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
+max_batched_tokens, gpu_mem_util, measured_output_tokens_per_s_per_gpu, measured_ttft_ms,
+measured_tpot_ms, latency_stat (mean or median), derivation.
+
+The rows are predicted with the same constants as everything else; nothing is fitted per
+row. Engine limits a source does not print take one default for all rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..scenario import make_cluster
+from ..specs.catalog.presets import load_model
+from .simulate import percentile, simulate
+from .spec import Pool, ServePlan
+from .traffic import Lengths, synthetic
+
+REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
+            "measured_output_tokens_per_s_per_gpu")
+# Unstated engine limits (same for every row): a large running-request cap, as the
+# offline benchmarks size it from memory (trtllm-bench), and the common 8192-token budget.
+DEFAULT_MAX_SEQS = 2048
+DEFAULT_MAX_TOKENS = 8192
+DEFAULT_MEM_UTIL = 0.90
+MAX_SIM_REQUESTS = 3000  # offline rows: steady state is reached well before this
+
+
+@dataclass
+class ServeRow:
+    id: str
+    trust: str
+    model: str
+    gpus: str
+    plan: str
+    load: str
+    measured_tps: float | None
+    predicted_tps: float | None = None
+    measured_ttft_ms: float | None = None
+    predicted_ttft_ms: float | None = None
+    measured_tpot_ms: float | None = None
+    predicted_tpot_ms: float | None = None
+    error: str = ""
+
+    def err(self, what: str) -> float | None:
+        m, p = getattr(self, f"measured_{what}"), getattr(self, f"predicted_{what}")
+        if m is None or p is None or m == 0:
+            return None
+        return (p - m) / m
+
+    def to_json(self) -> dict:
+        return asdict(self) | {k + "_error": self.err(k) for k in ("tps", "ttft_ms", "tpot_ms")}
+
+
+def _f(r: dict, k: str) -> float | None:
+    v = (r.get(k) or "").strip()
+    if not v:
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        raise InputError(f"row {r.get('id')}: {k}", v, "must be a number") from None
+
+
+def _i(r: dict, k: str, default: int | None = None) -> int | None:
+    v = _f(r, k)
+    return default if v is None else int(v)
+
+
+def predict_row(r: dict) -> ServeRow:
+    model = load_model(r["model"])
+    n = _i(r, "num_gpus")
+    tp, pp = _i(r, "tp", 1), _i(r, "pp", 1)
+    dp, ep = _i(r, "attn_dp", 1), _i(r, "ep", 1)
+    cluster = make_cluster(f"{n}x{r['gpu']}")
+    per = tp * pp * dp
+    if n % per:
+        raise InputError(f"row {r['id']}: num_gpus", n, f"must be a multiple of tp*pp*attn_dp ({per})")
+    pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per,
+                max_num_seqs=_i(r, "max_num_seqs", DEFAULT_MAX_SEQS),
+                max_batched_tokens=_i(r, "max_batched_tokens", DEFAULT_MAX_TOKENS),
+                gpu_mem_util=_f(r, "gpu_mem_util") or DEFAULT_MEM_UTIL)
+    engine = (r.get("engine") or "").lower()
+    sched = "trtllm" if "tensorrt" in engine or "trt" in engine else (
+        "sglang" if "sglang" in engine else "vllm")
+    plan = ServePlan((pool,), (r.get("weight_dtype") or "bf16").strip(),
+                     (r.get("kv_dtype") or r.get("weight_dtype") or "bf16").strip(),
+                     scheduler=sched)
+    conc = _i(r, "concurrency")
+    rate_s = (r.get("rate_per_s") or "").strip().lower()
+    rate = math.inf if rate_s in ("inf", "") and not conc else (float(rate_s) if rate_s else None)
+    nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
+    il, ol = _i(r, "input_len"), _i(r, "output_len")
+    traffic = synthetic(nreq, Lengths(il, il), Lengths(ol, ol), rate_per_s=None if conc else rate,
+                        concurrency=conc)
+    row = ServeRow(r["id"], r.get("trust", ""), r["model"], f"{n}x{r['gpu']}", plan.describe(),
+                   f"concurrency {conc}" if conc else f"rate {rate:g}/s", _f(r, "measured_output_tokens_per_s_per_gpu"),
+                   measured_ttft_ms=_f(r, "measured_ttft_ms"), measured_tpot_ms=_f(r, "measured_tpot_ms"))
+    res = simulate(model, cluster, plan, traffic)
+    stat = (r.get("latency_stat") or "mean").strip().lower()
+
+    # closed loop: the first wave (all clients starting at once) is the benchmark's warm-up
+    skip = conc or 0
+
+    def agg(xs: list[float]) -> float:
+        xs = xs[skip:] if len(xs) > 2 * skip else xs
+        return percentile(xs, 50) if stat == "median" else sum(xs) / len(xs)
+
+    row.predicted_tps = res.output_tokens_per_s_per_gpu()
+    row.predicted_ttft_ms = agg(res.ttft_s) * 1e3
+    row.predicted_tpot_ms = agg(res.tpot_s) * 1e3 if res.tpot_s else None
+    return row
+
+
+def load_rows(path: str | Path) -> list[dict]:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError("csv", str(path), f"cannot read ({e.strerror})") from None
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows:
+        raise InputError("csv", str(path), "no rows")
+    missing = [c for c in REQUIRED if c not in rows[0]]
+    if missing:
+        raise InputError("csv", str(path), "not a serving CSV; missing columns: " + ", ".join(missing))
+    return rows
+
+
+def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow], dict]:
+    out = []
+    for r in load_rows(path):
+        try:
+            out.append(predict_row(r))
+        except InputError as e:
+            out.append(ServeRow(r.get("id", "?"), r.get("trust", ""), r.get("model", ""),
+                                f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=str(e)))
+    summary = {"rows": len(out), "errors": sum(1 for x in out if x.error)}
+    for k in ("tps", "ttft_ms", "tpot_ms"):
+        errs = sorted(abs(e) for x in out if x.trust in tuple(trust) and (e := x.err(k)) is not None)
+        summary[k] = {"n": len(errs), "median_abs_error": percentile(errs, 50) if errs else None,
+                      "p90_abs_error": percentile(errs, 90) if errs else None}
+    return out, summary

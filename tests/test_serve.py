@@ -1,0 +1,235 @@
+"""Serving: closed forms, simulator laws, properties, and bad input (fast: small traces)."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from meshplan.cost import compute
+from meshplan.errors import InputError
+from meshplan.scenario import make_cluster
+from meshplan.serve.cost import StepModel, all_reduce_small_s
+from meshplan.serve.memory import kv_bytes_per_token, serve_memory
+from meshplan.serve.simulate import percentile, simulate
+from meshplan.serve.spec import Pool, ServePlan
+from meshplan.serve.traffic import Lengths, load_trace, parse_lengths, synthetic
+from meshplan.specs.catalog.presets import load_model
+
+L8 = load_model("llama3.1-8b")
+L70 = load_model("llama3.1-70b")
+DSV3 = load_model("deepseek-v3")
+H100 = make_cluster("8xH100-SXM-80GB")
+
+
+def agg(tp=1, replicas=1, **kw):
+    return ServePlan((Pool(tp=tp, replicas=replicas, **kw),))
+
+
+# ---- closed forms ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wdtype,bytes_per_param", [("bf16", 2), ("fp8", 1)])
+def test_decode_is_weight_bytes_over_bandwidth(wdtype, bytes_per_param):
+    """Batch 1, tiny context: the GEMMs of a decode step take the weights' bytes over the
+    achievable HBM bandwidth (the input embedding is a gather, not read whole)."""
+    sm = StepModel(L8, H100, Pool(tp=1), wdtype, "bf16")
+    dev = compute.device(H100.gpu, "fp8" if wdtype == "fp8" else "bf16")
+    read = (L8.total_params() - L8.vocab * L8.hidden) * bytes_per_param
+    st = sm.decode_step(1, 1)
+    assert st.gemm_s == pytest.approx(read / dev.hbm_bytes_per_s, rel=0.02)
+    assert st.tp_comm_s == 0 and st.ep_comm_s == 0 and st.pp_comm_s == 0
+    assert st.total_s == pytest.approx(sum(v for k, v in st.to_dict().items() if k != "total_s"))
+
+
+def test_decode_kv_read_grows_with_context_at_bandwidth():
+    """Adding context to a decode batch costs its KV bytes over bandwidth (GQA decode
+    attention is memory-bound: ~2 FLOPs per byte of cache)."""
+    sm = StepModel(L70, H100, Pool(tp=4), "bf16", "bf16")
+    a, b = sm.decode_step(32, 1000), sm.decode_step(32, 9000)
+    dev = compute.device(H100.gpu, "bf16")
+    extra = 32 * 8000 * kv_bytes_per_token(L70, 4, "bf16")
+    assert b.attention_s - a.attention_s == pytest.approx(extra / dev.hbm_bytes_per_s, rel=0.01)
+
+
+def test_kv_bytes_gqa_and_mla():
+    # Llama 3.1 70B: 80 layers x (K+V) x 8 kv heads x 128 x 2 bytes = 327,680 B per token
+    assert kv_bytes_per_token(L70, 1, "bf16") == 80 * 2 * 8 * 128 * 2 == 327_680
+    assert kv_bytes_per_token(L70, 4, "bf16") == 327_680 / 4
+    assert kv_bytes_per_token(L70, 4, "fp8") == 327_680 / 8
+    # tp 16 > 8 kv heads: each GPU keeps one (replicated) kv head
+    assert kv_bytes_per_token(L70, 16, "bf16") == 80 * 2 * 1 * 128 * 2
+    # DeepSeek-V3 MLA: (kv_lora_rank 512 + rope 64) x 2 bytes x 61 layers, not split by tp
+    assert kv_bytes_per_token(DSV3, 1, "bf16") == 61 * 576 * 2 == 70_272
+    assert kv_bytes_per_token(DSV3, 8, "bf16") == 70_272
+
+
+def test_kv_capacity_arithmetic():
+    pool = Pool(tp=4, gpu_mem_util=0.9)
+    m = serve_memory(L70, H100.gpu, pool, "bf16", "bf16")
+    assert m.weights_bytes == pytest.approx(L70.total_params() * 2 / 4, rel=0.01)
+    free = 80 * 2**30 * 0.9 - m.weights_bytes - m.activation_bytes - m.runtime_bytes
+    assert m.kv_bytes == pytest.approx(free)
+    assert m.kv_tokens == int(free // 81_920) // 16 * 16
+    # attention data parallel: each DP rank holds its own requests' latent cache
+    ds = make_cluster("8xH200-SXM-141GB")
+    dp = serve_memory(DSV3, ds.gpu, Pool(tp=1, attn_dp=8, ep=8), "fp8", "bf16")
+    assert dp.kv_tokens == int(dp.kv_bytes // 70_272) // 16 * 16 * 8
+
+
+def test_small_allreduce_is_latency_bound():
+    lat = H100.gpu.scaleup_latency_s
+    t = all_reduce_small_s(H100, 8, 2 * 8192)  # one decode token of hidden 8192
+    assert 2 * lat <= t <= 3 * lat
+    assert all_reduce_small_s(H100, 1, 1e6) == 0
+
+
+# ---- the simulator ---------------------------------------------------------------------
+
+def test_littles_law():
+    """Time-average requests in the system = arrival rate x mean time in the system."""
+    rate = 6.0
+    tr = synthetic(1500, Lengths(200, 1200), Lengths(50, 250), rate_per_s=rate, seed=3)
+    r = simulate(L8, H100, agg(), tr)
+    mean_e2e = sum(r.e2e_s) / len(r.e2e_s)
+    assert r.mean_in_system == pytest.approx(rate * mean_e2e, rel=0.06)
+    assert r.mean_in_system > 5  # a loaded system, not a trivial one
+
+
+def test_isolated_request_latency_is_the_cost_model():
+    """One request alone: TTFT = its prefill step; TPOT = decode steps at growing context."""
+    tr = synthetic(1, Lengths(1000, 1000), Lengths(11, 11), rate_per_s=1.0)
+    r = simulate(L8, H100, agg(), tr)
+    sm = StepModel(L8, H100, Pool(), "bf16", "bf16")
+    assert r.ttft_s[0] == pytest.approx(sm.prefill_step(1000).total_s, rel=1e-9)
+    dec = sum(sm.step_s(1, 1, decode_ctx_tokens=1000 + i) for i in range(10))
+    assert r.e2e_s[0] - r.ttft_s[0] == pytest.approx(dec, rel=1e-9)
+
+
+def test_more_replicas_never_raise_latency():
+    tr = synthetic(400, Lengths(1500, 1500), Lengths(150, 150), rate_per_s=10, seed=1)
+    prev = None
+    for n in (1, 2, 4):
+        r = simulate(L8, H100, agg(replicas=n), tr)
+        cur = (sum(r.e2e_s) / len(r.e2e_s), percentile(r.ttft_s, 90), percentile(r.tpot_s, 90))
+        if prev:
+            assert all(c <= p * 1.001 for c, p in zip(cur, prev)), (n, cur, prev)
+        prev = cur
+
+
+def test_disaggregated_1p1d_no_slower_than_serial():
+    """With a free KV transfer, one prefill GPU plus one decode GPU serve every request no
+    later than one GPU doing both; alone, a request takes exactly as long."""
+    cl = make_cluster("2xH100-SXM-80GB")
+    dis = ServePlan((Pool(role="prefill"), Pool(role="decode")))
+    one = synthetic(1, Lengths(2000, 2000), Lengths(100, 100), rate_per_s=1.0)
+    alone = simulate(L8, cl, agg(), one)
+    d = simulate(L8, cl, dis, one, kv_transfer=False)
+    assert d.e2e_s[0] == pytest.approx(alone.e2e_s[0], rel=1e-9)
+    tr = synthetic(300, Lengths(2000, 2000), Lengths(200, 200), rate_per_s=8, seed=2)
+    a = simulate(L8, cl, agg(), tr)
+    d = simulate(L8, cl, dis, tr, kv_transfer=False)
+    assert sum(d.e2e_s) <= sum(a.e2e_s)
+    assert percentile(d.tpot_s, 90) < percentile(a.tpot_s, 90)
+    # a real transfer over the NICs adds the KV bytes over the NIC to TTFT
+    d2 = simulate(L8, make_cluster("16xH100-SXM-80GB"), ServePlan(dis.pools, kv_tier="scale-out"),
+                  one)
+    kv = kv_bytes_per_token(L8, 1, "bf16") * 2000
+    assert d2.ttft_s[0] - alone.ttft_s[0] >= kv / (50e9)
+
+
+def test_preemption_when_cache_runs_out():
+    """A cache too small for the batch preempts and recomputes; every request still ends
+    with its full output."""
+    plan = agg(gpu_mem_util=0.25)  # 20 GiB: ~16 GiB of weights leaves ~2 GiB of cache
+    tr = synthetic(60, Lengths(1000, 1000), Lengths(800, 800), rate_per_s=math.inf)
+    r = simulate(L8, H100, plan, tr)
+    assert r.preemptions > 0
+    assert max(u for _, u in r.kv_use) > 0.9
+    assert all(math.isfinite(x) and x > 0 for x in r.tpot_s)
+
+
+def test_offline_throughput_pinned_trtllm_8b():
+    """TensorRT-LLM perf overview (docs/source/performance/perf-overview.md, FP8 tables):
+    Llama 3.1 8B FP8 on one H100, ISL/OSL 128/128: 28,312 output tokens/s. +-20%."""
+    tr = synthetic(3000, Lengths(128, 128), Lengths(128, 128), rate_per_s=math.inf)
+    r = simulate(L8, make_cluster("1xH100-SXM-80GB"),
+                 ServePlan((Pool(max_num_seqs=2048, max_batched_tokens=8192, gpu_mem_util=0.95),),
+                           "fp8", "fp8"), tr)
+    assert r.output_tokens_per_s_per_gpu() == pytest.approx(28_312, rel=0.20)
+
+
+def test_closed_loop_concurrency():
+    tr = synthetic(200, Lengths(500, 500), Lengths(100, 100), concurrency=8)
+    r = simulate(L8, H100, agg(), tr)
+    assert r.mean_in_system == pytest.approx(8, rel=0.05)
+
+
+# ---- inputs --------------------------------------------------------------------------------
+
+def test_plan_validation():
+    with pytest.raises(InputError, match="ep"):
+        Pool(tp=2, ep=3)
+    with pytest.raises(InputError, match="attn_dp"):
+        Pool(tp=1, attn_dp=4)
+    with pytest.raises(InputError, match="pools"):
+        ServePlan((Pool(role="decode"),))
+    with pytest.raises(InputError, match="tp"):
+        agg(tp=3).check(L70, H100)
+    with pytest.raises(InputError, match="experts"):
+        ServePlan((Pool(tp=1, attn_dp=2, ep=2),)).check(L70, H100)
+    with pytest.raises(InputError, match="does not fit"):
+        simulate(L70, H100, agg(tp=1), synthetic(1, Lengths(10, 10), Lengths(2, 2), 1.0))
+    with pytest.raises(InputError):
+        parse_lengths("--input-len", "20:10")
+
+
+def test_trace_csv(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,input_len,output_len\n0.5,100,10\n0.0,200,20\n1.5,50,5\n")
+    tr = load_trace(f)
+    assert [q.input_len for q in tr.requests] == [200, 100, 50]
+    assert tr.requests[0].arrival_s == 0 and tr.rate_per_s == pytest.approx(2 / 1.5)
+    f.write_text("arrival_s,input_len\n0,1\n")
+    with pytest.raises(InputError, match="output_len"):
+        load_trace(f)
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", *args], capture_output=True,
+                       text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+BASE = ("serve", "--model", "llama3.1-8b", "--gpus", "2xH100-SXM-80GB", "--input-len", "1000",
+        "--output-len", "100", "--rate", "4", "--requests", "120", "--ttft-p90", "1s",
+        "--tpot-p90", "40ms", "--no-goodput")
+
+
+def test_cli_serve_json():
+    rc, out, err = run(*BASE, "--json", "--top", "3")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["top"] and d["top"][0]["meets_slo"] and d["pareto"] and d["why"]
+    assert d["top"][0]["ttft_s"]["p90"] <= 1.0
+
+
+@pytest.mark.parametrize("extra,field", [
+    (("--plan", "tp3x1"), "tp"), (("--ttft-p90", "soon"), "--ttft-p90"),
+    (("--rate", "-1"), "--rate"), (("--plan", "tp1dp2ep2x1"), "ep"),
+    (("--gpus", "2xB999"), "gpu")])
+def test_cli_bad_input_one_line_exit_2(extra, field):
+    rc, out, err = run(*BASE, *extra)
+    assert rc == 2 and err.count("\n") == 1 and field in err and "Traceback" not in err
+
+
+def test_cli_png_and_min_gpus(tmp_path):
+    png = tmp_path / "front.png"
+    rc, out, err = run("serve", "--model", "llama3.1-8b", "--gpus", "4xH100-SXM-80GB",
+                       "--input-len", "1000", "--output-len", "100", "--rate", "4",
+                       "--requests", "120", "--ttft-p90", "1s", "--tpot-p90", "40ms",
+                       "--no-goodput", "--min-gpus", "--aggregated-only", "--png", str(png))
+    assert rc == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    line = next(x for x in out.splitlines() if x.startswith("fewest GPUs meeting the SLO"))
+    assert line.split(": ")[1].startswith("1 ")  # 4 req/s of 1k/100 fits one H100

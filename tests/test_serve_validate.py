@@ -1,0 +1,44 @@
+"""Serving validation: the CSV reader, and pinned published values with stated tolerances."""
+
+from pathlib import Path
+
+import pytest
+
+from meshplan.errors import InputError
+from meshplan.serve.validate import load_rows, predict_row, validate_serving
+
+CSV = Path(__file__).resolve().parents[1] / "bench" / "data" / "serving_runs.csv"
+
+
+def _row(i):
+    return next(r for r in load_rows(CSV) if r["id"] == str(i))
+
+
+@pytest.mark.parametrize("row_id,tol", [
+    (1, 0.15),   # TRT-LLM Llama 3.1 8B FP8, 1x H100, 128/128 offline: 28,312 tok/s
+    (21, 0.15),  # TRT-LLM Llama 3.3 70B FP8, 2x H100, 128/128 offline: 3,189 tok/s/GPU
+    (41, 0.15),  # TRT-LLM Llama 3.1 405B FP8, 8x H100, 128/128 offline: 453 tok/s/GPU
+])
+def test_pinned_offline_throughput(row_id, tol):
+    r = predict_row(_row(row_id))
+    assert r.predicted_tps == pytest.approx(r.measured_tps, rel=tol)
+
+
+def test_pinned_nim_latency():
+    """NIM 1.8.0, Llama 3.3 70B FP8 TP2 on 2x H100, 5000/500 at concurrency 50: ITL 59.73 ms
+    (TPOT within 10%); at concurrency 1 TTFT 406.77 ms (within 20%)."""
+    r = predict_row(_row(81))
+    assert r.predicted_tpot_ms == pytest.approx(59.73, rel=0.10)
+    r = predict_row(_row(78))
+    assert r.predicted_ttft_ms == pytest.approx(406.77, rel=0.20)
+
+
+def test_bad_csv(tmp_path):
+    f = tmp_path / "x.csv"
+    f.write_text("id,model\n1,llama3.1-8b\n")
+    with pytest.raises(InputError, match="missing columns"):
+        validate_serving(f)
+    f.write_text(CSV.read_text().splitlines()[0] + "\n"
+                 + CSV.read_text().splitlines()[1].replace("H100-SXM-80GB", "H999", 1) + "\n")
+    rows, s = validate_serving(f)
+    assert s["errors"] == 1 and "H999" in rows[0].error
