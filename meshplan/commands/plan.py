@@ -7,6 +7,7 @@ import sys
 
 from ..errors import InputError
 from ..export import ENGINES, render, write
+from ..plan_label import parse_label
 from ..report import search_json, search_text
 from ..scenario import Scenario
 from ..search.search import search
@@ -17,6 +18,9 @@ def _run(args) -> int:
     sc = scenario_from_args(args)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
+    if args.plan_label is not None:  # a label is a whole plan: its defaults are pinned too
+        for k, v in parse_label(args.plan_label).to_dict().items():
+            pins.setdefault(k, v)
     if args.export in ENGINE_SCHEDULES and "schedule" not in pins:
         pins["schedules"] = ENGINE_SCHEDULES[args.export]  # search what the engine can run
     r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
