@@ -31,7 +31,7 @@ def _scenario(rng: random.Random):
     else:
         model = ModelSpec(name="tiny", layers=layers, hidden=rng.choice((512, 1024)), heads=8,
                           kv_heads=rng.choice((2, 8)), ffn=2816, vocab=8192)
-    n = rng.choice((1, 2, 4) if moe else (1, 2, 4, 4, 8))
+    n = rng.choice((1, 2, 4) if moe else (1, 2, 2, 4, 4, 8))
     gpu = dataclasses.replace(GPUS["H100-SXM-80GB"], memory_bytes=rng.choice((1.8e9, 2.5e9, 4e9)))
     gb = rng.choice((1, 2, 3, 4, 8))  # often global batch < pp
     seq = rng.choice((1024, 2048, 4096))

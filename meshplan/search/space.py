@@ -15,6 +15,10 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 
+# Limits of the space (not pruning theorems; a pin goes beyond them): tp within one
+# scale-up domain, cp <= MAX_CP, pp <= MAX_PP, vpp <= MAX_VPP, micro-batches up to
+# MAX_MICRO_BATCH sequences and MAX_MICRO_BATCH_TOKENS tokens; the overlap switches on,
+# sequence parallel on when tp > 1, ring cp, no HSDP, no offload, the default rank order.
 MAX_CP = 32
 MAX_PP = 128
 MAX_MICRO_BATCH = 16
