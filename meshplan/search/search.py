@@ -92,6 +92,7 @@ class SearchResult:
     pins: dict = field(default_factory=dict)
     fitting: int = 0  # plans that fit (considered = fitting + sum of rejected)
     simulated: dict = field(default_factory=dict)  # Plan -> PlanSimulation of re-ranked plans
+    closest: Estimate | None = None  # the leanest plan that did not fit (when none fits)
 
     @property
     def best(self) -> Estimate | None:
@@ -134,6 +135,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     rejected: Counter = Counter()
     considered = evaluated = fitting = 0
     fits: list[tuple[float, float, Plan]] = []
+    closest = None
     zeros = [pins["zero"]] if "zero" in pins else list(ZERO_ORDER)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     ladder = len(zeros) * len(rcs)
@@ -176,6 +178,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 continue
             evaluated += 1
             if not lean.fits:
+                if closest is None or lean.peak_memory_bytes < closest.peak_memory_bytes:
+                    closest = lean
                 rejected[NOT_FIT] += len(screened) * ladder
                 too_big = True  # larger micro-batches hold more activations
                 continue
@@ -227,7 +231,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             best_mem = mem
     pareto = [estimate(model, cluster, workload, p) for p in pareto_plans]
     return SearchResult(top, pareto, considered, evaluated, rejected,
-                        time.perf_counter() - t0, pins, fitting, simulated)
+                        time.perf_counter() - t0, pins, fitting, simulated,
+                        None if top else closest)
 
 
 def _rerank(model, cluster, workload, fits, k, rejected):
