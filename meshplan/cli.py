@@ -34,6 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (128 + SIGINT), no traceback
+        cmd = next((a for a in (argv if argv is not None else sys.argv[1:])
+                    if not a.startswith("-")), "")
+        print(f"meshplan{' ' + cmd if cmd else ''}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

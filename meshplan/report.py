@@ -125,6 +125,7 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
         out.append(f"  rejected {n:>7,}: {reason}")
     if not r.top:
         out.append("no plan fits: every plan rejected above")
+        out += closest_text(r)
         return "\n".join(out)
     out.append("")
     ivs = intervals_of(sc, r.top + r.pareto[:8], r.simulated)
@@ -161,6 +162,24 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
     return "\n".join(out)
 
 
+def closest_text(r: SearchResult) -> list[str]:
+    """When nothing fits: the plan closest to fitting, what it lacks, what to unpin."""
+    c = r.closest
+    if c is None:
+        return []
+    short = (c.peak_memory_bytes - c.capacity_bytes) / GiB
+    out = [f"closest plan: {c.plan.describe()} needs {c.peak_memory_bytes / GiB:.1f} GiB per GPU, "
+           f"the GPU has {c.capacity_bytes / GiB:.1f} GiB ({short:.1f} GiB short)"]
+    pins = [k for k in r.pins if k != "schedules"]
+    if pins:
+        out.append("try unpinning " + ", ".join("--" + k.replace("_", "-") for k in pins)
+                   + ", or use more GPUs or GPUs with more memory")
+    else:
+        out.append("try more GPUs, GPUs with more memory, a shorter sequence or "
+                   "--offload-optimizer")
+    return out
+
+
 def search_json(sc: Scenario, r: SearchResult) -> dict:
     ivs = intervals_of(sc, r.top, r.simulated)
     return {
@@ -175,6 +194,9 @@ def search_json(sc: Scenario, r: SearchResult) -> dict:
                                                      else "step time"),
         "notes": list(getattr(r, "notes", [])),
         "why_best": explain(r.top[0], r.top[1]) if len(r.top) > 1 else None,
+        "closest": ({"label": r.closest.plan.describe(),
+                     "peak_memory_gib": r.closest.peak_memory_bytes / GiB,
+                     "capacity_gib": r.closest.capacity_bytes / GiB} if r.closest else None),
         "pareto": [{"label": e.plan.describe(), "describe": e.plan.describe(), "step_time_s": e.step_time_s,
                     "peak_memory_gib": e.peak_memory_bytes / GiB} for e in r.pareto],
     }

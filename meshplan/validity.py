@@ -10,7 +10,7 @@ Each rule raises InputError(field, value, what is allowed).
 from __future__ import annotations
 
 from .errors import InputError
-from .plan import Plan
+from .plan import MULTI_CHUNK_SCHEDULES, Plan
 from .specs.model import ModelSpec
 from .specs.workload import Workload
 
@@ -137,3 +137,7 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
                          f"{'*'.join(pinned)} = {prod} must divide the {num_gpus} GPUs "
                          "(dp*cp*tp*pp = GPUs)")
     _expert_rules(model, g.get("ep", 1), g.get("etp", 1))
+    if all(k in g for k in ("dp", "pp", "micro_batch", "schedule")):  # the micro-batch count
+        vpp = g.get("vpp") or (2 if g["schedule"] in MULTI_CHUNK_SCHEDULES else 1)
+        _batch_rules(workload, Plan(dp=g["dp"], pp=g["pp"], micro_batch=g["micro_batch"],
+                                    schedule=g["schedule"], vpp=vpp))

@@ -56,6 +56,15 @@ def plan_overrides(args: argparse.Namespace) -> dict:
     return out
 
 
+def _check_batch_flags(args: argparse.Namespace, seq_len: int | None) -> None:
+    """--global-batch and --global-batch-tokens together must name the same batch."""
+    gb, tokens = args.global_batch, args.global_batch_tokens
+    if gb is not None and tokens is not None and (seq_len is None or gb * seq_len != tokens):
+        raise InputError("--global-batch-tokens", tokens,
+                         f"contradicts --global-batch {gb} (x seq_len {seq_len} = "
+                         f"{gb * (seq_len or 0)} tokens); give one of them")
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """The scenario from --scenario, with any flags given on top overriding it. (A cluster
     of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
@@ -71,8 +80,13 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
                                    gpus_per_node=args.gpus_per_node or sc.cluster.gpus_per_node,
                                    nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
         w = sc.workload
-        workload = Workload(args.seq_len or w.seq_len, args.global_batch or w.global_batch,
-                            args.precision or w.precision, w.optimizer, w.optimizer_state_precision)
+        seq = args.seq_len or w.seq_len
+        _check_batch_flags(args, seq)
+        gb = args.global_batch or w.global_batch
+        if args.global_batch_tokens and args.global_batch is None:
+            gb = Workload.from_tokens(seq, args.global_batch_tokens).global_batch
+        workload = Workload(seq, gb, args.precision or w.precision, w.optimizer,
+                            w.optimizer_state_precision)
         return Scenario(model, cluster, workload, sc.plan)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
@@ -80,6 +94,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     model = load_model(args.model)
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
+    _check_batch_flags(args, args.seq_len)
     if args.global_batch_tokens:
         workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
                                         precision=args.precision or "bf16")

@@ -8,6 +8,7 @@ import sys
 from ..engines import LIMITED_ENGINES
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
+from ..plan_label import parse_label
 from ..progress import Progress
 from ..report import intervals_of, search_json, search_text
 from ..uncertainty import Z90, ranking_sigma
@@ -29,6 +30,9 @@ def _run(args) -> int:
     check_generation(meta, sc.cluster.gpu.generation)
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
+    if args.plan_label is not None:  # a label is a whole plan: its defaults are pinned too
+        for k, v in parse_label(args.plan_label).to_dict().items():
+            pins.setdefault(k, v)
     engine = args.engine
     if args.export in LIMITED_ENGINES:
         if engine and engine != args.export:

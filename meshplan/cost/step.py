@@ -310,6 +310,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     # ---- data parallel ------------------------------------------------------------------
     dp_wire = dp_exposed = dp_bytes = 0.0
     rank_params = [agg(rc, "params") for rc in rank_counts]
+    if model.tied_embeddings:  # a rank holding both ends stores the shared matrix once
+        rank_params = [p - (model.vocab * model.hidden / shard.tp if rc[2] and rc[3] else 0.0)
+                       for p, rc in zip(rank_params, rank_counts)]
     rank_eparams = [agg(rc, "expert_params") for rc in rank_counts]
     rs = rank_counts[r_star]
     if plan.dp * plan.cp > 1:

@@ -36,7 +36,7 @@ def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_resta
     e["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])]
                                       + [p for p in [e.get("PYTHONPATH")] if p])
     e.update(env or {})
-    proc = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout_s)
+    proc = _run_torchrun(cmd, e, timeout_s)
     errors = sorted(out.glob("error-*.txt"))
     if errors:
         raise InputError(*_split_error(errors[0].read_text()))
@@ -46,6 +46,60 @@ def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_resta
         raise RuntimeError(f"torchrun exited with {proc.returncode}:\n{tail}")
     return {"results": sorted(results, key=lambda r: r["rank"]), "out": str(out),
             "log": proc.stderr}
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc; torch's workers run in sessions of their own,
+    so a process-group signal would miss them)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def stop_tree(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
+    """Stop torchrun and its workers: SIGTERM to each (torchrun forwards it too), then
+    SIGKILL to any still alive after ``grace_s``; only the processes this run started."""
+    import signal
+    import time
+
+    pids = [proc.pid] + _descendants(proc.pid)
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    pids += [p for p in _descendants(proc.pid) if p not in pids]
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+def _run_torchrun(cmd: list[str], env: dict, timeout_s: float | None):
+    """subprocess.run for torchrun, but a Ctrl-C or a timeout stops every worker it started."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except BaseException:
+        stop_tree(proc)
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _split_error(text: str) -> tuple[str, str, str]:

@@ -1,10 +1,26 @@
 """Search the plan space: evaluate, prune, rank, explain.
 
-Every (degrees x micro-batch x schedule) point is tried with recomputation from none to
-full and ZeRO from 1 to 3, stopping at the first setting that fits: a higher ZeRO stage
-never moves fewer bytes and more recomputation never does less work, so once a setting fits
-the rest of that ladder is dominated (counted, not estimated). ZeRO 0 is dominated by ZeRO 1
-(same bytes, more memory) and is tried only when pinned.
+Pruning rules, each a theorem about the closed forms of meshplan.cost (conditions stated;
+tests/test_search_complete.py checks them against an exhaustive enumeration of every valid
+plan on 200 seeded small spaces):
+
+1. Ladder dominance. At fixed degrees, micro-batch and schedule, a higher ZeRO stage never
+   moves fewer bytes nor computes less, and more recomputation never does less work, while
+   memory only falls along both ladders. So the first (recompute, ZeRO) setting that fits,
+   walking ZeRO 1 -> 3 inside recompute none -> full, is at least as fast as every later
+   setting of its row; once ZeRO 1 fits at some recompute level, later levels are dominated.
+   ZeRO 0 moves the same bytes as ZeRO 1 and holds more: tried only when pinned.
+2. Lean first. If the leanest setting of a (degrees, micro-batch) point (full recompute,
+   the highest ZeRO stage, the schedule with the fewest micro-batches in flight on rank 0)
+   does not fit, no setting of that point fits (memory falls monotonically along 1.).
+3. Larger micro-batches. If the leanest setting at micro-batch b does not fit, none at
+   b' > b fits: activations held = in-flight count x b, and the least in-flight count over
+   the runnable schedules times b is non-decreasing in b (GPipe holds m*b = the local batch,
+   the others hold at least pp*b), with the working set growing in b too.
+4. Bound. A point is skipped when a lower bound on its step time (compute without
+   recomputation, tp/cp/ep exposure at two passes, pipeline p2p, no bubble, no data-parallel
+   exposure, 5% margin for another layer split) exceeds the k-th best step time found.
+5. Schedule dominance: see DOMINATOR below.
 """
 
 from __future__ import annotations
@@ -79,6 +95,7 @@ class SearchResult:
     fitting: int = 0  # plans that fit (considered = fitting + sum of rejected)
     simulated: dict = field(default_factory=dict)  # Plan -> PlanSimulation of re-ranked plans
     engine: str | None = None  # the engine whose limits (meshplan/engines.py) applied
+    closest: Estimate | None = None  # the leanest plan that did not fit (when none fits)
 
     @property
     def best(self) -> Estimate | None:
@@ -141,6 +158,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     rejected: Counter = Counter()
     considered = evaluated = fitting = 0
     fits: list[tuple[float, float, Plan]] = []
+    closest = None
     zero_order, engine_defaults = ZERO_ORDER, {}
     if engine is not None:
         bad = scenario_violations(engine, model, workload, cluster)
@@ -196,6 +214,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 continue
             evaluated += 1
             if not lean.fits:  # the leanest setting, runnable by the engine or not
+                if closest is None or lean.peak_memory_bytes < closest.peak_memory_bytes:
+                    closest = lean
                 rejected[NOT_FIT] += len(screened) * ladder
                 too_big = True  # larger micro-batches hold more activations
                 continue
@@ -256,7 +276,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     if "schedules" not in (pins_in or {}):
         pins.pop("schedules", None)  # the engine's schedules are not the user's pins
     return SearchResult(top, pareto, considered, evaluated, rejected,
-                        time.perf_counter() - t0, pins, fitting, simulated, engine)
+                        time.perf_counter() - t0, pins, fitting, simulated,
+                        engine=engine, closest=None if top else closest)
 
 
 def _rerank(model, cluster, workload, fits, k, rejected, engine=None):

@@ -15,6 +15,10 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 
+# Limits of the space (not pruning theorems; a pin goes beyond them): tp within one
+# scale-up domain, cp <= MAX_CP, pp <= MAX_PP, vpp <= MAX_VPP, micro-batches up to
+# MAX_MICRO_BATCH sequences and MAX_MICRO_BATCH_TOKENS tokens; the overlap switches on,
+# sequence parallel on when tp > 1, ring cp, no HSDP, no offload, the default rank order.
 MAX_CP = 32
 MAX_PP = 128
 MAX_MICRO_BATCH = 16
@@ -55,12 +59,8 @@ def tp_choices(model: ModelSpec, cluster: Cluster, pins: dict) -> list[int]:
 def cp_choices(workload: Workload, pins: dict) -> list[int]:
     if "cp" in pins:
         return [pins["cp"]]
-    out = [1]
-    c = 2
-    while c <= MAX_CP and workload.seq_len % (2 * c) == 0 and workload.seq_len // c >= 1024:
-        out.append(c)
-        c *= 2
-    return out
+    # every degree the validity rule accepts (seq_len splits into 2*cp chunks), up to MAX_CP
+    return [c for c in range(1, MAX_CP + 1) if c == 1 or workload.seq_len % (2 * c) == 0]
 
 
 def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
@@ -88,7 +88,7 @@ def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
 def expert_choices(model: ModelSpec, attn_ranks: int, tp: int, pins: dict) -> list[tuple[int, int]]:
     if not model.is_moe:
         return [(pins.get("ep", 1), pins.get("etp", 1))]
-    etps = [pins["etp"]] if "etp" in pins else sorted({1, tp})
+    etps = [pins["etp"]] if "etp" in pins else divisors(attn_ranks)
     out = []
     for etp in etps:
         if model.moe_expert_ffn % etp:

@@ -1,0 +1,71 @@
+"""Every valid plan of a (small) space, estimated one by one: the reference the pruned search
+is tested against (tests/test_search_complete.py). No pruning, no caps: each knob the search
+varies takes every value the validity rule (meshplan/validity.py) accepts; the knobs the
+search holds at a fixed setting (sequence parallel on when tp > 1, tp communication overlap
+on when tp > 1, the other overlaps on, ring context parallelism, no HSDP, no offload, the
+default rank order) are held alike here.
+"""
+
+from __future__ import annotations
+
+from ..cost import Estimate, estimate
+from ..errors import InputError
+from ..plan import SCHEDULES, Plan
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from ..specs.workload import Workload
+from .space import divisors
+
+
+def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None):
+    """Every valid plan (pinned knobs held at their pinned value)."""
+    pins = pins or {}
+    n = cluster.num_gpus
+
+    def opts(k, values):
+        return [pins[k]] if k in pins else values
+
+    for tp in opts("tp", divisors(n)):
+        for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
+            rest = n // (tp * cp)
+            for pp in opts("pp", [p for p in divisors(rest) if p <= model.layers + 2]):
+                if rest % pp:
+                    continue
+                dp = rest // pp
+                if "dp" in pins and pins["dp"] != dp or workload.global_batch % dp:
+                    continue
+                attn = dp * cp * tp
+                experts = [(1, 1)]
+                if model.is_moe:
+                    experts = [(e, t) for e in divisors(model.moe_experts)
+                               for t in divisors(model.moe_expert_ffn) if attn % (e * t) == 0]
+                experts = [(e, t) for e, t in experts if pins.get("ep", e) == e
+                           and pins.get("etp", t) == t]
+                for mb in opts("micro_batch", divisors(workload.global_batch // dp)):
+                    for v in opts("vpp", range(1, max(1, (model.layers + 2) // pp) + 1)):
+                        for s in opts("schedule", SCHEDULES):
+                            for ep, etp in experts:
+                                for z in opts("zero", (0, 1, 2, 3)):
+                                    for rc in opts("recompute", ("none", "selective", "full")):
+                                        try:
+                                            p = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+                                                     zero=z, vpp=v, schedule=s, micro_batch=mb,
+                                                     recompute=rc, tp_comm_overlap=tp > 1)
+                                        except InputError:
+                                            continue
+                                        yield p
+
+
+def exhaustive_best(model: ModelSpec, cluster: Cluster, workload: Workload,
+                    pins: dict | None = None) -> tuple[Estimate | None, int]:
+    """The fastest plan that fits (closed forms) and how many valid plans there were."""
+    best, count = None, 0
+    for p in all_plans(model, cluster, workload, pins):
+        try:
+            e = estimate(model, cluster, workload, p)
+        except InputError:
+            continue
+        count += 1
+        if e.fits and (best is None or e.step_time_s < best.step_time_s):
+            best = e
+    return best, count
