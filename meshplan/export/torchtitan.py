@@ -31,7 +31,7 @@ from ..scenario import Scenario
 from ..engines import UnsupportedByEngine, torchtitan_fsdp
 from . import Rendered
 from ._common import header, launch_script
-from .torchtitan_models import MODELS, torchtitan_model_missing  # noqa: F401 (MODELS: tests)
+from .torchtitan_models import MODELS, llama3_shape, torchtitan_model_missing  # noqa: F401
 from .torchtitan_models import torchtitan_model as model_entry
 
 SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
@@ -42,11 +42,61 @@ SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
 
 
 def torchtitan_model(sc: Scenario) -> tuple[str, str, str, dict]:
+    """(module, config_registry function, flavour, registry kwargs); a Llama-family model
+    outside the registry gets the flavour "meshplan", defined in the job itself."""
     entry = model_entry(sc.model)
-    if entry is None:
+    if entry is not None:
+        return entry
+    if llama3_shape(sc.model) is None:
         raise UnsupportedByEngine("torchtitan", "model", sc.model.name,
                                   torchtitan_model_missing(sc.model))
-    return entry
+    return ("llama3", "llama3_8b", "meshplan", {})
+
+
+# The job's own flavour for a Llama-family shape: torchtitan's llama3 layer configs and
+# parameter inits (torchtitan/models/llama3/__init__.py), sized by meshplan.
+CUSTOM_LLAMA3 = '''
+from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm
+from torchtitan.models.common.config_utils import (get_attention_config, make_ffn_config,
+                                                   make_gqa_config)
+from torchtitan.models.llama3 import (_EMBEDDING_INIT, _EMBEDDING_SKIP_INIT, _LINEAR_INIT,
+                                      _NORM_INIT, _depth_init, _output_linear_init,
+                                      Llama3Model, llama3_configs)
+from torchtitan.models.llama3.model import Llama3TransformerBlock
+
+SHAPE = {shape}
+
+
+def meshplan_model(attn_backend="flex", tp_gemm_backend="default"):
+    s = SHAPE
+    dim, eps, vocab = s["dim"], s["norm_eps"], s["vocab_size"]
+    rope = ComplexRoPE.Config(dim=s["head_dim"], max_seq_len={max_seq_len}, theta=s["rope_theta"],
+                              **s["rope"])
+    layers = [Llama3TransformerBlock.Config(
+        attention_norm=RMSNorm.Config(normalized_shape=dim, eps=eps, param_init=_NORM_INIT),
+        ffn_norm=RMSNorm.Config(normalized_shape=dim, eps=eps, param_init=_NORM_INIT),
+        attention=make_gqa_config(
+            dim=dim, n_heads=s["n_heads"], n_kv_heads=s["n_kv_heads"], head_dim=s["head_dim"],
+            wqkv_param_init=_LINEAR_INIT, wo_param_init=_depth_init(i),
+            inner_attention=get_attention_config(attn_backend), fuse_qkv=True, rope=rope,
+            tp_gemm_backend=tp_gemm_backend),
+        feed_forward=make_ffn_config(
+            dim=dim, hidden_dim=s["hidden_dim"], w1_param_init=_LINEAR_INIT,
+            w2w3_param_init=_depth_init(i), tp_gemm_backend=tp_gemm_backend),
+    ) for i in range(s["n_layers"])]
+    return Llama3Model.Config(
+        dim=dim, vocab_size=vocab, enable_weight_tying=s["tied"],
+        tok_embeddings=Embedding.Config(
+            num_embeddings=vocab, embedding_dim=dim,
+            param_init=_EMBEDDING_SKIP_INIT if s["tied"] else _EMBEDDING_INIT),
+        norm=RMSNorm.Config(normalized_shape=dim, eps=eps, param_init=_NORM_INIT),
+        lm_head=Linear.Config(in_features=dim, out_features=vocab,
+                              param_init=_output_linear_init(dim)),
+        layers=layers)
+
+
+llama3_configs["meshplan"] = meshplan_model
+'''
 
 
 def stage_fqns(split: list[int]) -> list[list[str]]:
@@ -122,12 +172,16 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
     lines += [f"note: {n}" for n in notes]
     lines += ['"""', "", f"from torchtitan.models.{mod} import model_registry",
               f"from torchtitan.models.{mod}.config_registry import {fn}"]
+    shape = llama3_shape(sc.model) if flavor == "meshplan" else None
     ac = settings["activation_checkpoint"]
     if ac:
         cls = "FullAC" if ac == "full" else "SelectiveAC"
         lines.append(f"from torchtitan.distributed.activation_checkpoint import {cls}")
     if settings["float8"]:
         lines.append("from torchtitan.components.quantization import Float8LinearConverter")
+    if shape is not None:
+        lines += CUSTOM_LLAMA3.format(shape=pprint.pformat(shape, width=88, sort_dicts=False),
+                                      max_seq_len=max(sc.workload.seq_len, 8192)).split("\n")
     lines += ["", "", "def meshplan_job():", f"    config = {fn}()"]
     kwargs = "".join(f", {k}={_py(v)}" for k, v in kw.items())
     if settings["float8"]:

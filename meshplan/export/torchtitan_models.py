@@ -27,10 +27,53 @@ def torchtitan_model(model) -> tuple[str, str, str, dict] | None:
     return None
 
 
+def llama3_shape(model) -> dict | None:
+    """The settings of a torchtitan ``Llama3Model.Config`` for a Llama-family model of any
+    shape (the job builds it with torchtitan's own layer configs), or None."""
+    if llama3_missing(model):
+        return None
+    import json
+    rs = json.loads(model.rope_scaling) if model.rope_scaling else {}
+    rope = {"scaling": "none"}
+    if rs:
+        rope = {"scaling": "llama", "scaling_factor": float(rs["factor"]),
+                "low_freq_factor": float(rs.get("low_freq_factor", 1.0)),
+                "high_freq_factor": float(rs.get("high_freq_factor", 4.0)),
+                "original_max_position_embeddings": int(rs.get("original_max_position_embeddings",
+                                                               8192))}
+    return {"dim": model.hidden, "n_layers": model.layers, "n_heads": model.heads,
+            "n_kv_heads": model.kv_heads, "head_dim": model.head_dim, "hidden_dim": model.ffn,
+            "vocab_size": model.vocab, "tied": model.tied_embeddings, "norm_eps": model.norm_eps,
+            "rope_theta": model.rope_theta, "rope": rope}
+
+
+def llama3_missing(model) -> str:
+    """'' when torchtitan's llama3 model can be built in this shape, else what it lacks."""
+    import json
+    lacks = []
+    if model.is_moe or model.is_mla:
+        lacks.append("mixture-of-experts or latent-attention layers of an unregistered shape")
+    if model.mlp != "swiglu" or model.norm != "rmsnorm" or model.position != "rope":
+        lacks.append(f"{model.mlp} MLP / {model.norm} / {model.position} positions "
+                     "(llama3 is SwiGLU, RMSNorm, rotary)")
+    if model.linear_bias or model.qkv_bias:
+        lacks.append("linear-layer biases")
+    if model.qk_norm:
+        lacks.append("q/k norm in a dense model")
+    if model.rope_fraction != 1:
+        lacks.append("partial rotary embeddings")
+    rs = json.loads(model.rope_scaling) if model.rope_scaling else {}
+    if rs and rs.get("rope_type", rs.get("type")) != "llama3":
+        lacks.append(f"rope scaling {rs.get('rope_type', rs.get('type'))!r}")
+    return "; ".join(lacks)
+
+
 def torchtitan_model_missing(model) -> str:
     """'' when torchtitan has the model, else what is missing, in one sentence."""
     if torchtitan_model(model) is not None:
         return ""
-    return ("torchtitan builds models from its own registered flavours; meshplan maps "
-            + ", ".join(MODELS) + " (a model of another shape needs a torchtitan model "
-            "config written by hand)")
+    lacks = llama3_missing(model)
+    if not lacks:
+        return ""
+    return (f"torchtitan 0.3 has registered flavours for {', '.join(MODELS)} and builds "
+            f"Llama-family shapes of any size; {model.name} needs {lacks}")
