@@ -172,6 +172,12 @@ CASES = [
     # ---- other commands ----------------------------------------------------------------------
     ("simulate-bad-plan", {}, ["simulate", *M, *W, "--dp", "3"], "dp*cp*tp*pp"),
     ("validate-missing-csv", {}, ["validate", "{d}/nope.csv"], "nope.csv"),
+    # runs CSV: only the cases that pass on this branch (validate.py's CSV handling is
+    # being reworked elsewhere: BOM, CRLF and NaN rows are checked there)
+    ("validate-csv-empty", {"e.csv": ""}, ["validate", "{d}/e.csv"], "no data rows"),
+    ("validate-csv-missing-columns", {"m.csv": "id,model\n1,llama3.1-8b\n"},
+     ["validate", "{d}/m.csv"], "missing columns"),
+    ("validate-csv-is-dir", {"d.csv/.keep": ""}, ["validate", "{d}/d.csv"], "csv="),
     ("run-bad-steps", {}, ["run", "--steps", "0"], "steps=0"),
     ("run-bad-plan", {}, ["run", "--tp", "3"], "tp=3"),
     ("dryrun-bad-model", {}, ["dryrun", "--model", "llama99"], "model='llama99'"),
