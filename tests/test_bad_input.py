@@ -258,3 +258,14 @@ def table() -> str:
 
 if __name__ == "__main__":
     print(table())
+
+
+def test_out_holding_a_previous_export_is_replaced_whole(tmp_path):
+    """A folder holding only an earlier export is replaced in one rename: afterwards it
+    holds exactly the new export's files, and no temporary folder is left beside it."""
+    out = tmp_path / "out"
+    base = ["export", *M, *W, "--dp", "8", "--zero", "3", "--out", str(out)]
+    assert main(base + ["--to", "megatron"]) == 0
+    assert main(base + ["--to", "deepspeed"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["deepspeed_launch.sh", "ds_config.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
