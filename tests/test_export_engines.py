@@ -324,6 +324,7 @@ def test_torchtitan_builds_llama_family_configs_of_any_shape(source, changes, tm
     with torch.device("meta"):
         model = mc.build()
     assert sum(p.numel() for p in model.parameters()) == m.total_params()
+    assert cfg.loss.loss_fn.global_vocab_size == m.vocab
     assert len(mc.layers) == m.layers and mc.norm.eps == m.norm_eps
     rope = mc.layers[0].attention.rope
     assert rope.theta == m.rope_theta and rope.dim == m.head_dim

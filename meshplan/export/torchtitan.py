@@ -180,6 +180,7 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
     if settings["float8"]:
         lines.append("from torchtitan.components.quantization import Float8LinearConverter")
     if shape is not None:
+        lines.insert(lines.index('"""', 1) + 2, "import os\n")
         lines += CUSTOM_LLAMA3.format(shape=pprint.pformat(shape, width=88, sort_dicts=False),
                                       max_seq_len=max(sc.workload.seq_len, 8192)).split("\n")
     lines += ["", "", "def meshplan_job():", f"    config = {fn}()"]
@@ -189,6 +190,10 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
                      "Float8LinearConverter.Config(model_compile_enabled=True)])")
     else:
         lines.append(f"    config.model_spec = model_registry({flavor!r}{kwargs})")
+    if shape is not None:  # the base config's loss is sized for its own model's vocabulary
+        lines.append("    config.loss.loss_fn.global_vocab_size = config.model_spec.model.vocab_size")
+        lines.append("    config.hf_assets_path = os.environ.get('HF_ASSETS_PATH', "
+                     "config.hf_assets_path)  # this model's tokenizer")
     for section in ("training", "parallelism", "compile"):
         for k, v in settings[section].items():
             lines.append(f"    config.{section}.{k} = {_py(v)}")
@@ -201,8 +206,11 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
 
 
 def render_torchtitan(sc: Scenario) -> Rendered:
-    torchtitan_model(sc)
+    flavor = torchtitan_model(sc)[2]
     settings, notes = torchtitan_settings(sc)
+    if flavor == "meshplan":
+        notes.append(f"{sc.model.name} is built by the job itself (torchtitan's llama3 layers, "
+                     "sized as planned); set HF_ASSETS_PATH to the folder of its tokenizer")
     module = torchtitan_module(sc, settings, notes)
     script = launch_script(
         sc, "torchtitan_launch.sh", "torchtitan_launch.sh: torchtitan 0.3 training for this plan",
