@@ -31,7 +31,7 @@ from ..scenario import Scenario
 from ..engines import UnsupportedByEngine, torchtitan_fsdp
 from . import Rendered
 from ._common import header, launch_script
-from .torchtitan_models import MODELS, llama3_shape, torchtitan_model_missing  # noqa: F401
+from .torchtitan_models import MODELS, custom_model, torchtitan_model_missing  # noqa: F401
 from .torchtitan_models import torchtitan_model as model_entry
 
 SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
@@ -47,10 +47,16 @@ def torchtitan_model(sc: Scenario) -> tuple[str, str, str, dict]:
     entry = model_entry(sc.model)
     if entry is not None:
         return entry
-    if llama3_shape(sc.model) is None:
+    custom = custom_model(sc.model)
+    if custom is None:
         raise UnsupportedByEngine("torchtitan", "model", sc.model.name,
                                   torchtitan_model_missing(sc.model))
-    return ("llama3", "llama3_8b", "meshplan", {})
+    module, shape = custom
+    if module == "llama3":
+        base = "llama3_8b"
+    else:  # the base job of the registered Qwen3 model nearest in kind
+        base = "qwen3_30b_a3b" if shape["num_experts"] else "qwen3_0_6b"
+    return (module, base, "meshplan", {})
 
 
 # The job's own flavour for a Llama-family shape: torchtitan's llama3 layer configs and
@@ -97,6 +103,43 @@ def meshplan_model(attn_backend="flex", tp_gemm_backend="default"):
 
 llama3_configs["meshplan"] = meshplan_model
 '''
+
+# The same for a Qwen3-family shape (dense, or MoE in every layer): torchtitan's qwen3
+# layer builders (torchtitan/models/qwen3/__init__.py).
+CUSTOM_QWEN3 = '''
+from torchtitan.models.common import CosSinRoPE, Embedding, Linear
+from torchtitan.models.qwen3 import (_EMBEDDING_INIT, _EMBEDDING_SKIP_INIT, _LINEAR_INIT,
+                                     _build_qwen3_layers, _build_qwen3_moe_layers, _qwen3_norm,
+                                     Qwen3Model, qwen3_configs)
+
+SHAPE = {shape}
+
+
+def meshplan_model(attn_backend="flex", moe_comm_backend="standard"):
+    s = SHAPE
+    dim, vocab = s["dim"], s["vocab_size"]
+    common = dict(fuse_qkv=True, n_layers=s["n_layers"], dim=dim, n_heads=s["n_heads"],
+                  n_kv_heads=s["n_kv_heads"], head_dim=s["head_dim"], attn_backend=attn_backend,
+                  rope=CosSinRoPE.Config(dim=s["head_dim"], max_seq_len={max_seq_len},
+                                         theta=s["rope_theta"]))
+    if s["num_experts"]:
+        layers = _build_qwen3_moe_layers(**common, moe_hidden_dim=s["moe_hidden_dim"],
+                                         num_experts=s["num_experts"], top_k=s["top_k"],
+                                         moe_comm_backend=moe_comm_backend)
+    else:
+        layers = _build_qwen3_layers(**common, hidden_dim=s["hidden_dim"])
+    return Qwen3Model.Config(
+        vocab_size=vocab, dim=dim, norm=_qwen3_norm(dim), enable_weight_tying=s["tied"],
+        tok_embeddings=Embedding.Config(
+            num_embeddings=vocab, embedding_dim=dim,
+            param_init=_EMBEDDING_SKIP_INIT if s["tied"] else _EMBEDDING_INIT),
+        lm_head=Linear.Config(in_features=dim, out_features=vocab, param_init=_LINEAR_INIT),
+        layers=layers)
+
+
+qwen3_configs["meshplan"] = meshplan_model
+'''
+CUSTOM = {"llama3": CUSTOM_LLAMA3, "qwen3": CUSTOM_QWEN3}
 
 
 def stage_fqns(split: list[int]) -> list[list[str]]:
@@ -172,7 +215,7 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
     lines += [f"note: {n}" for n in notes]
     lines += ['"""', "", f"from torchtitan.models.{mod} import model_registry",
               f"from torchtitan.models.{mod}.config_registry import {fn}"]
-    shape = llama3_shape(sc.model) if flavor == "meshplan" else None
+    shape = custom_model(sc.model)[1] if flavor == "meshplan" else None
     ac = settings["activation_checkpoint"]
     if ac:
         cls = "FullAC" if ac == "full" else "SelectiveAC"
@@ -181,7 +224,7 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
         lines.append("from torchtitan.components.quantization import Float8LinearConverter")
     if shape is not None:
         lines.insert(lines.index('"""', 1) + 2, "import os\n")
-        lines += CUSTOM_LLAMA3.format(shape=pprint.pformat(shape, width=88, sort_dicts=False),
+        lines += CUSTOM[mod].format(shape=pprint.pformat(shape, width=88, sort_dicts=False),
                                       max_seq_len=max(sc.workload.seq_len, 8192)).split("\n")
     lines += ["", "", "def meshplan_job():", f"    config = {fn}()"]
     kwargs = "".join(f", {k}={_py(v)}" for k, v in kw.items())
@@ -209,7 +252,7 @@ def render_torchtitan(sc: Scenario) -> Rendered:
     flavor = torchtitan_model(sc)[2]
     settings, notes = torchtitan_settings(sc)
     if flavor == "meshplan":
-        notes.append(f"{sc.model.name} is built by the job itself (torchtitan's llama3 layers, "
+        notes.append(f"{sc.model.name} is built by the job itself (torchtitan's own layers, "
                      "sized as planned); set HF_ASSETS_PATH to the folder of its tokenizer")
     module = torchtitan_module(sc, settings, notes)
     script = launch_script(
