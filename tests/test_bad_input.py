@@ -269,3 +269,14 @@ def test_out_holding_a_previous_export_is_replaced_whole(tmp_path):
     assert main(base + ["--to", "deepspeed"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["deepspeed_launch.sh", "ds_config.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_out_is_the_current_folder(tmp_path, monkeypatch):
+    """--out . (where the shell stands): the folder stays the same folder, its earlier export
+    is replaced by the new one."""
+    monkeypatch.chdir(tmp_path)
+    base = ["export", *M, *W, "--dp", "8", "--zero", "3", "--out", "."]
+    assert main(base + ["--to", "megatron"]) == 0
+    assert main(base + ["--to", "deepspeed"]) == 0
+    assert Path.cwd().exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deepspeed_launch.sh", "ds_config.json"]
