@@ -32,9 +32,12 @@ def require_positive_int(field: str, value: object) -> int:
 
 def require_nonneg_int(field: str, value: object) -> int:
     """Return ``value`` as an int, or raise InputError unless it is an integer >= 0."""
-    if value == 0:
+    if value == 0 and not isinstance(value, bool):
         return 0
-    return require_positive_int(field, value)
+    try:
+        return require_positive_int(field, value)
+    except InputError:
+        raise InputError(field, value, "must be an integer >= 0") from None
 
 
 def require_choice(field: str, value: object, allowed: tuple[str, ...] | list[str]) -> str:

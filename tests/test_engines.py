@@ -163,3 +163,13 @@ def test_engine_flag_without_export_and_scenario_refusal(capsys):
     assert rc == 2 and err.count("\n") == 1 and "model='gpt2'" in err and "torchtitan" in err
     rc = main(ISSUE + ["--engine", "megatron", "--export", "deepspeed", "--out", "/nonexistent/x"])
     assert rc == 2
+
+
+def test_a_pin_the_engine_refuses_is_bad_input(capsys):
+    """A pinned knob the engine cannot run leaves no plan: one line naming it, exit 2."""
+    rc = main(["plan", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB", "--seq-len",
+               "8192", "--global-batch", "64", "--engine", "deepspeed", "--recompute",
+               "selective"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "plan.recompute='selective'" in err and "DeepSpeed" in err

@@ -214,7 +214,7 @@ REFUSED = [
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=1), "zero"),
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=8, pp=2, schedule="zb_h1", zero=3), "schedule"),
     ("torchtitan", ("gpt2", "8xH100-SXM-80GB", 1024, 64), dict(dp=8, zero=3), "model"),
-    ("torchtitan", ("tiny-llama", "8xH100-SXM-80GB", 256, 64), dict(dp=8, zero=3), "model"),
+    ("torchtitan", ("tiny-moe", "8xH100-SXM-80GB", 256, 64), dict(dp=8, zero=3), "model"),
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=8, cp=2, zero=3, cp_kind="all_to_all"), "cp_kind"),
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64, "fp16"), dict(dp=16, zero=3), "precision"),
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3, offload_optimizer=True), "offload_optimizer"),

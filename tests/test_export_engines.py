@@ -20,7 +20,10 @@ from export_cases import DEEPSPEED, MEGATRON, TORCHTITAN, build, scenario
 from meshplan.export import export
 from meshplan.export._common import script_args
 from meshplan.export.torchtitan import MODELS, stage_fqns
+from meshplan.plan import Plan
+from meshplan.scenario import Scenario, make_cluster
 from meshplan.specs.catalog.presets import preset
+from meshplan.specs.workload import Workload
 from test_export import parse_megatron
 
 
@@ -286,3 +289,55 @@ def test_deepspeed_rejects_an_unknown_zero_key(tmp_path, one_rank_group):
     cfg["zero_optimization"]["overlap_com"] = True
     with pytest.raises(Exception, match="overlap_com"):
         DeepSpeedConfig(cfg, mpu=DataParallelGroup(sc.plan.dp))
+
+
+# ---- torchtitan: models outside its registry (any Llama-family config.json) ------------------
+def _hf_file(tmp_path, name: str, **changes) -> str:
+    """A preset's config.json, changed, in a folder of its own (loaded as a user's file)."""
+    from meshplan.specs.catalog.presets import _models_dir
+    cfg = json.loads((_models_dir() / f"{name}.json").read_text())
+    cfg.update(changes)
+    d = tmp_path / "hf"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)
+
+
+@pytest.mark.parametrize("source,changes", [
+    ("tiny-llama", {}),
+    ("llama3.2-1b", {}),  # tied embeddings, rope scaling factor 32
+    ("llama3.1-8b", {"num_hidden_layers": 12, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6}),
+    ("llama3.1-8b", {"model_type": "mistral", "rope_scaling": None, "head_dim": 160}),
+    ("qwen3-30b-a3b", {"num_hidden_layers": 6, "num_experts": 64, "num_experts_per_tok": 4}),
+    ("qwen3-30b-a3b", {"model_type": "qwen3", "num_hidden_layers": 4, "intermediate_size": 3072,
+                       "tie_word_embeddings": True}),
+])
+def test_torchtitan_builds_llama_family_configs_of_any_shape(source, changes, tmp_path):
+    """The job's own flavour builds, on the meta device, a model with exactly meshplan's
+    parameter count, norm epsilon and rotary settings."""
+    _torchtitan()
+    import torch
+    from meshplan.specs.catalog.presets import load_model
+
+    m = load_model(_hf_file(tmp_path, source, **changes))
+    sc = Scenario(m, make_cluster("8xH100-SXM-80GB"), Workload(4096, 64), Plan(dp=8, zero=3))
+    export(sc, "torchtitan", tmp_path / "out")
+    cfg = _load_job(tmp_path / "out")
+    mc = cfg.model_spec.model
+    with torch.device("meta"):
+        model = mc.build()
+    assert sum(p.numel() for p in model.parameters()) == m.total_params()
+    assert cfg.loss.loss_fn.global_vocab_size == m.vocab
+    assert len(mc.layers) == m.layers and mc.norm.eps == m.norm_eps
+    rope = mc.layers[0].attention.rope
+    assert rope.theta == m.rope_theta and rope.dim == m.head_dim
+    assert getattr(rope, "scaling", "none") == ("llama" if m.rope_scaling else "none")
+
+
+def test_torchtitan_refusal_names_what_is_missing(tmp_path):
+    from meshplan.export import UnsupportedByEngine
+    from meshplan.specs.catalog.presets import load_model
+    m = load_model(_hf_file(tmp_path, "deepseek-v3", n_routed_experts=64))
+    sc = Scenario(m, make_cluster("8xH100-SXM-80GB"), Workload(4096, 64), Plan(dp=8, zero=3))
+    with pytest.raises(UnsupportedByEngine, match="mixture-of-experts"):
+        export(sc, "torchtitan", tmp_path / "x")

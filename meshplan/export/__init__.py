@@ -105,7 +105,7 @@ def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
     Every file is written into a temporary directory beside ``out_dir`` first, which then
     takes its place in one rename: a failure leaves either the old folder or the new one,
     never a mix. An existing ``out_dir`` must be empty or hold only a previous export."""
-    out = check_out_dir(out_dir, set(ALL_EXPORT_FILES) | set(rendered.files))
+    out = check_out_dir(out_dir, set(ALL_EXPORT_FILES) | set(rendered.files)).resolve()
     try:
         out.absolute().parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.absolute().parent))
@@ -116,7 +116,15 @@ def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
             (tmp / name).write_text(text)
             os.chmod(tmp / name, 0o755 if name in rendered.executable else 0o644)
         os.chmod(tmp, 0o755)
-        if out.is_dir():
+        if out.is_dir() and Path.cwd().resolve().is_relative_to(out):
+            # the shell stands in it: renaming the folder would leave the shell in the old one,
+            # so move the staged files in (same filesystem: renames) and drop the old export's
+            for name in rendered.files:
+                os.replace(tmp / name, out / name)
+            for stale in set(p.name for p in out.iterdir()) - set(rendered.files):
+                (out / stale).unlink()
+            tmp.rmdir()
+        elif out.is_dir():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.absolute().parent))
             os.replace(out, old)  # onto the empty temporary folder
             try:

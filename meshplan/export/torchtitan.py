@@ -31,7 +31,7 @@ from ..scenario import Scenario
 from ..engines import UnsupportedByEngine, torchtitan_fsdp
 from . import Rendered
 from ._common import header, launch_script
-from .torchtitan_models import MODELS, torchtitan_model_missing  # noqa: F401 (MODELS: tests)
+from .torchtitan_models import MODELS, custom_model, torchtitan_model_missing  # noqa: F401
 from .torchtitan_models import torchtitan_model as model_entry
 
 SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
@@ -42,11 +42,104 @@ SCHEDULES = {  # meshplan -> torch.distributed.pipelining schedule name
 
 
 def torchtitan_model(sc: Scenario) -> tuple[str, str, str, dict]:
+    """(module, config_registry function, flavour, registry kwargs); a Llama-family model
+    outside the registry gets the flavour "meshplan", defined in the job itself."""
     entry = model_entry(sc.model)
-    if entry is None:
+    if entry is not None:
+        return entry
+    custom = custom_model(sc.model)
+    if custom is None:
         raise UnsupportedByEngine("torchtitan", "model", sc.model.name,
                                   torchtitan_model_missing(sc.model))
-    return entry
+    module, shape = custom
+    if module == "llama3":
+        base = "llama3_8b"
+    else:  # the base job of the registered Qwen3 model nearest in kind
+        base = "qwen3_30b_a3b" if shape["num_experts"] else "qwen3_0_6b"
+    return (module, base, "meshplan", {})
+
+
+# The job's own flavour for a Llama-family shape: torchtitan's llama3 layer configs and
+# parameter inits (torchtitan/models/llama3/__init__.py), sized by meshplan.
+CUSTOM_LLAMA3 = '''
+from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm
+from torchtitan.models.common.config_utils import (get_attention_config, make_ffn_config,
+                                                   make_gqa_config)
+from torchtitan.models.llama3 import (_EMBEDDING_INIT, _EMBEDDING_SKIP_INIT, _LINEAR_INIT,
+                                      _NORM_INIT, _depth_init, _output_linear_init,
+                                      Llama3Model, llama3_configs)
+from torchtitan.models.llama3.model import Llama3TransformerBlock
+
+SHAPE = {shape}
+
+
+def meshplan_model(attn_backend="flex", tp_gemm_backend="default"):
+    s = SHAPE
+    dim, eps, vocab = s["dim"], s["norm_eps"], s["vocab_size"]
+    rope = ComplexRoPE.Config(dim=s["head_dim"], max_seq_len={max_seq_len}, theta=s["rope_theta"],
+                              **s["rope"])
+    layers = [Llama3TransformerBlock.Config(
+        attention_norm=RMSNorm.Config(normalized_shape=dim, eps=eps, param_init=_NORM_INIT),
+        ffn_norm=RMSNorm.Config(normalized_shape=dim, eps=eps, param_init=_NORM_INIT),
+        attention=make_gqa_config(
+            dim=dim, n_heads=s["n_heads"], n_kv_heads=s["n_kv_heads"], head_dim=s["head_dim"],
+            wqkv_param_init=_LINEAR_INIT, wo_param_init=_depth_init(i),
+            inner_attention=get_attention_config(attn_backend), fuse_qkv=True, rope=rope,
+            tp_gemm_backend=tp_gemm_backend),
+        feed_forward=make_ffn_config(
+            dim=dim, hidden_dim=s["hidden_dim"], w1_param_init=_LINEAR_INIT,
+            w2w3_param_init=_depth_init(i), tp_gemm_backend=tp_gemm_backend),
+    ) for i in range(s["n_layers"])]
+    return Llama3Model.Config(
+        dim=dim, vocab_size=vocab, enable_weight_tying=s["tied"],
+        tok_embeddings=Embedding.Config(
+            num_embeddings=vocab, embedding_dim=dim,
+            param_init=_EMBEDDING_SKIP_INIT if s["tied"] else _EMBEDDING_INIT),
+        norm=RMSNorm.Config(normalized_shape=dim, eps=eps, param_init=_NORM_INIT),
+        lm_head=Linear.Config(in_features=dim, out_features=vocab,
+                              param_init=_output_linear_init(dim)),
+        layers=layers)
+
+
+llama3_configs["meshplan"] = meshplan_model
+'''
+
+# The same for a Qwen3-family shape (dense, or MoE in every layer): torchtitan's qwen3
+# layer builders (torchtitan/models/qwen3/__init__.py).
+CUSTOM_QWEN3 = '''
+from torchtitan.models.common import CosSinRoPE, Embedding, Linear
+from torchtitan.models.qwen3 import (_EMBEDDING_INIT, _EMBEDDING_SKIP_INIT, _LINEAR_INIT,
+                                     _build_qwen3_layers, _build_qwen3_moe_layers, _qwen3_norm,
+                                     Qwen3Model, qwen3_configs)
+
+SHAPE = {shape}
+
+
+def meshplan_model(attn_backend="flex", moe_comm_backend="standard"):
+    s = SHAPE
+    dim, vocab = s["dim"], s["vocab_size"]
+    common = dict(fuse_qkv=True, n_layers=s["n_layers"], dim=dim, n_heads=s["n_heads"],
+                  n_kv_heads=s["n_kv_heads"], head_dim=s["head_dim"], attn_backend=attn_backend,
+                  rope=CosSinRoPE.Config(dim=s["head_dim"], max_seq_len={max_seq_len},
+                                         theta=s["rope_theta"]))
+    if s["num_experts"]:
+        layers = _build_qwen3_moe_layers(**common, moe_hidden_dim=s["moe_hidden_dim"],
+                                         num_experts=s["num_experts"], top_k=s["top_k"],
+                                         moe_comm_backend=moe_comm_backend)
+    else:
+        layers = _build_qwen3_layers(**common, hidden_dim=s["hidden_dim"])
+    return Qwen3Model.Config(
+        vocab_size=vocab, dim=dim, norm=_qwen3_norm(dim), enable_weight_tying=s["tied"],
+        tok_embeddings=Embedding.Config(
+            num_embeddings=vocab, embedding_dim=dim,
+            param_init=_EMBEDDING_SKIP_INIT if s["tied"] else _EMBEDDING_INIT),
+        lm_head=Linear.Config(in_features=dim, out_features=vocab, param_init=_LINEAR_INIT),
+        layers=layers)
+
+
+qwen3_configs["meshplan"] = meshplan_model
+'''
+CUSTOM = {"llama3": CUSTOM_LLAMA3, "qwen3": CUSTOM_QWEN3}
 
 
 def stage_fqns(split: list[int]) -> list[list[str]]:
@@ -122,12 +215,17 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
     lines += [f"note: {n}" for n in notes]
     lines += ['"""', "", f"from torchtitan.models.{mod} import model_registry",
               f"from torchtitan.models.{mod}.config_registry import {fn}"]
+    shape = custom_model(sc.model)[1] if flavor == "meshplan" else None
     ac = settings["activation_checkpoint"]
     if ac:
         cls = "FullAC" if ac == "full" else "SelectiveAC"
         lines.append(f"from torchtitan.distributed.activation_checkpoint import {cls}")
     if settings["float8"]:
         lines.append("from torchtitan.components.quantization import Float8LinearConverter")
+    if shape is not None:
+        lines.insert(lines.index('"""', 1) + 2, "import os\n")
+        lines += CUSTOM[mod].format(shape=pprint.pformat(shape, width=88, sort_dicts=False),
+                                      max_seq_len=max(sc.workload.seq_len, 8192)).split("\n")
     lines += ["", "", "def meshplan_job():", f"    config = {fn}()"]
     kwargs = "".join(f", {k}={_py(v)}" for k, v in kw.items())
     if settings["float8"]:
@@ -135,6 +233,10 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
                      "Float8LinearConverter.Config(model_compile_enabled=True)])")
     else:
         lines.append(f"    config.model_spec = model_registry({flavor!r}{kwargs})")
+    if shape is not None:  # the base config's loss is sized for its own model's vocabulary
+        lines.append("    config.loss.loss_fn.global_vocab_size = config.model_spec.model.vocab_size")
+        lines.append("    config.hf_assets_path = os.environ.get('HF_ASSETS_PATH', "
+                     "config.hf_assets_path)  # this model's tokenizer")
     for section in ("training", "parallelism", "compile"):
         for k, v in settings[section].items():
             lines.append(f"    config.{section}.{k} = {_py(v)}")
@@ -147,8 +249,11 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
 
 
 def render_torchtitan(sc: Scenario) -> Rendered:
-    torchtitan_model(sc)
+    flavor = torchtitan_model(sc)[2]
     settings, notes = torchtitan_settings(sc)
+    if flavor == "meshplan":
+        notes.append(f"{sc.model.name} is built by the job itself (torchtitan's own layers, "
+                     "sized as planned); set HF_ASSETS_PATH to the folder of its tokenizer")
     module = torchtitan_module(sc, settings, notes)
     script = launch_script(
         sc, "torchtitan_launch.sh", "torchtitan_launch.sh: torchtitan 0.3 training for this plan",

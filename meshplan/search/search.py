@@ -128,8 +128,10 @@ def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None) -> di
     return kw
 
 
-def _engine_filter(engine: str | None, model: ModelSpec, workload: Workload, rejected: Counter):
-    """A function plan -> True when ``engine`` can run it (counting the refusals by field)."""
+def _engine_filter(engine: str | None, model: ModelSpec, workload: Workload, rejected: Counter,
+                   first: dict):
+    """A function plan -> True when ``engine`` can run it (counting the refusals by field;
+    ``first`` keeps the first refusal of each field)."""
     if engine is None:
         return lambda plan: True
     name = ENGINE_NAMES[engine]
@@ -138,6 +140,7 @@ def _engine_filter(engine: str | None, model: ModelSpec, workload: Workload, rej
         v = plan_violations(engine, plan, model, workload)
         if v:
             rejected[f"{name} cannot run {v[0].field}={v[0].value}"] += 1
+            first.setdefault(v[0].field, v[0])
         return not v
     return ok
 
@@ -168,7 +171,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         if "schedule" not in pins and "schedules" not in pins:
             pins["schedules"] = hints["schedules"]
         zero_order, engine_defaults = hints["zeros"], hints["defaults"]
-    runs_on_engine = _engine_filter(engine, model, workload, rejected)
+    refusals: dict = {}
+    runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     ladder = len(zeros) * len(rcs)
@@ -258,6 +262,10 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                         break  # more recomputation cannot be faster
                 if ladder - tried:
                     rejected[DOMINATED] += ladder - tried
+    pinned_refusal = [v for f, v in refusals.items() if f in pins]
+    if engine is not None and not fits and pinned_refusal:
+        # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
+        raise UnsupportedByEngine(engine, *pinned_refusal[0])
     fits.sort(key=lambda x: (x[0], x[1]))
     seen: set = set()
     fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean plan may recur
