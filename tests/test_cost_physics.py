@@ -162,3 +162,18 @@ def test_fused_cross_entropy_holds_fewer_logit_bytes():
     tokens_vocab = 2 * 8192 * m.vocab
     assert ws["nemo"] == pytest.approx(6 * tokens_vocab, rel=0.01)
     assert ws["torchtitan"] == pytest.approx(10 * tokens_vocab, rel=0.01)
+
+
+def test_megatron_state_buffers_do_not_fragment():
+    # Megatron-LM keeps weights, grads and optimizer shards in contiguous buffers: the
+    # allocator's fragmentation share applies to the transient part only
+    m = preset("llama3.1-8b")
+    plan = Plan(dp=8, zero=1, micro_batch=1, recompute="full")
+    c = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
+    parts = {fw: estimate(m, c, Workload(8192, 64, "bf16", framework=fw), plan)
+             .peak_candidates[0].parts for fw in ("megatron", "deepspeed")}
+    frac = efficiency.HOST.allocator_fragmentation
+    p = parts["megatron"]
+    transient = p["activations"] + p["activation_working_set"] + p["comm_buffers"]
+    assert p["allocator_fragmentation"] == pytest.approx(frac * transient, rel=1e-6)
+    assert parts["deepspeed"]["allocator_fragmentation"] > 2 * p["allocator_fragmentation"]

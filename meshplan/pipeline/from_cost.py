@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cost.efficiency import HOST
 from ..plan import Plan
 from .schedules import schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
@@ -105,11 +106,12 @@ def simulate_estimate(est, *, overlap_p2p: bool = True, record: bool = True) -> 
         p = dict(b.parts)
         if "activations" in p:
             old = p["activations"]
-            alloc_old = sum(v for k, v in p.items()
-                            if k not in ("allocator_fragmentation", "cuda_context"))
             p["activations"] = sim.ranks[r].peak_act_bytes
-            if "allocator_fragmentation" in p and alloc_old > 0:
-                p["allocator_fragmentation"] *= (alloc_old - old + p["activations"]) / alloc_old
+            if "allocator_fragmentation" in p:
+                # fragmentation is a fixed share of the fragmentable bytes, activations
+                # always among them (cost/memory.py): shift it by that share of the change
+                p["allocator_fragmentation"] += HOST.allocator_fragmentation * (
+                    p["activations"] - old)
         mem.append(p)
     return PlanSimulation(est, sim, parts, mem)
 
