@@ -203,6 +203,9 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
     except InputError as e:
         res.error = str(e)
         _clear_prediction(res)
+    except (ArithmeticError, ValueError, KeyError, AssertionError) as e:  # a bug, not the row's
+        res.error = f"internal error ({type(e).__name__}: {e}); please report this row"
+        _clear_prediction(res)
     return res
 
 
