@@ -118,3 +118,12 @@ def test_predict_shows_interval(capsys):
                  "--recompute", "full"]) == 0
     out = capsys.readouterr().out
     assert "10-90% interval: step time" in out and "peak memory" in out
+
+
+def test_simulate_carries_the_interval(capsys):
+    assert main(["simulate", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB", "--seq-len",
+                 "4096", "--global-batch", "64", "--pp", "2", "--dp", "8", "--micro-batch", "1",
+                 "--zero", "1", "--recompute", "none", "--schedule", "1f1b", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    lo, hi = out["interval"]["step_time_s_p10_p90"]
+    assert lo < out["step_time_s"] < hi
