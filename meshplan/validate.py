@@ -347,8 +347,8 @@ def _work(args):
 def _group_key(row: dict):
     try:
         return prepare(row).free_key
-    except InputError:
-        return None
+    except (InputError, ArithmeticError, ValueError, KeyError, AssertionError):
+        return None  # predict_row reports it
 
 
 def predict_rows(rows: list[dict], with_search_best: bool = True, jobs: int = 1,
