@@ -127,3 +127,11 @@ def test_simulate_carries_the_interval(capsys):
     out = json.loads(capsys.readouterr().out)
     lo, hi = out["interval"]["step_time_s_p10_p90"]
     assert lo < out["step_time_s"] < hi
+
+
+def test_t90_table_and_small_classes_are_wider():
+    assert math.isclose(U.t90(4), 1.533) and math.isclose(U.t90(20), 1.325)
+    assert U.t90(10**6) - U.Z90 < 1e-3 and U.t90(4.5) > U.t90(5)
+    few = {"all": {"n": 100, "mean": 0.0, "sigma": 0.1}, "g": {"n": 2, "mean": 0.0, "sigma": 0.1}}
+    many = {"all": {"n": 100, "mean": 0.0, "sigma": 0.1}, "g": {"n": 200, "mean": 0.0, "sigma": 0.1}}
+    assert U._lookup(few, "g")[1] > U._lookup(many, "g")[1] > 0.1
