@@ -86,6 +86,26 @@ def loso_refit(rows: list[dict], results) -> dict:
     return out
 
 
+def _per_source_errors(results, insample: dict, cross_validated: bool) -> None:
+    """Per source: median |error| of tokens/s per GPU with the shipped constants (in-sample
+    for the calibration file) and with the constants refitted without the source."""
+    print("per source: rows, median |error| in-sample, leave-one-source-out")
+    for s in sorted({r.source for r in results}):
+        rs = [r for r in results if r.source == s and r.id in insample]
+        if not rs:
+            continue
+        ins = statistics.median(abs(insample[r.id]) for r in rs)
+        lo = statistics.median(abs(r.tokens_error) for r in rs) if cross_validated else None
+        print(f"  {len(rs):>3}  {ins:6.1%}  " + (f"{lo:6.1%}" if lo is not None else "   -  ")
+              + f"  {s}")
+    allin = [abs(v) for v in insample.values()]
+    allcv = [abs(r.tokens_error) for r in results if r.tokens_error is not None]
+    if allin and allcv:
+        print(f"  all  {statistics.median(allin):6.1%}  {statistics.median(allcv):6.1%}  "
+              f"(90th percentile: in-sample {sorted(allin)[int(0.9 * (len(allin) - 1))]:.1%}, "
+              f"LOSO {sorted(allcv)[int(0.9 * (len(allcv) - 1))]:.1%})")
+
+
 def fit(path: str, refit: bool = True) -> tuple[dict, list]:
     rows = read_rows(path)
     results = predict_rows(rows, with_search_best=False, residuals=_placeholder())
@@ -99,9 +119,11 @@ def fit(path: str, refit: bool = True) -> tuple[dict, list]:
         method = ("leave-one-source-out: the end-to-end constants of `meshplan calibrate "
                   "--from-runs` refitted without each source" if refit else
                   "in-sample residuals of the shipped constants")
+    insample = {r.id: r.tokens_error for r in results if r.tokens_error is not None}
     for r in results:
         if r.id in loso and r.error is None:
             r.predicted_tokens_per_s_per_gpu = loso[r.id]
+    _per_source_errors(results, insample, bool(loso))
     scored = [r for r in results if r.error is None and r.tokens_residual is not None]
     tput = uncertainty.fit_stats([(r.throughput_class, r.tokens_residual) for r in scored])
     mem_rows = [r for r in results if r.error is None and r.memory_residual is not None]

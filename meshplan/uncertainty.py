@@ -87,6 +87,7 @@ def _lookup(stats: dict, key: str) -> tuple[float, float, bool]:
     # start at the broadest level and refine toward the class
     mu, var = pooled["mean"], pooled["sigma"] ** 2
     calibrated = False
+    n_eff = float(pooled["n"])
     for k in reversed(chain[:-1]):
         c = stats.get(k)
         if not c or c["n"] < 1:
@@ -96,7 +97,31 @@ def _lookup(stats: dict, key: str) -> tuple[float, float, bool]:
         w = n / (n + SHRINK_ROWS)
         mu = w * c["mean"] + (1 - w) * mu
         var = w * c["sigma"] ** 2 + (1 - w) * var
+        n_eff = n + SHRINK_ROWS
+    # a new row's residual around a mean and spread estimated from n_eff rows: Student t
+    # with n_eff - 1 degrees of freedom, scale sigma * sqrt(1 + 1/n_eff) (the textbook
+    # prediction interval); folded into sigma so that mean +- Z90 * sigma is its 10-90%
+    if n_eff >= 2:
+        var *= (1 + 1 / n_eff) * (t90(n_eff - 1) / Z90) ** 2
     return mu, math.sqrt(var), calibrated
+
+
+# Student t 90th percentiles (any statistics table): degrees of freedom -> quantile
+_T90 = ((1, 3.078), (2, 1.886), (3, 1.638), (4, 1.533), (5, 1.476), (6, 1.440), (7, 1.415),
+        (8, 1.397), (9, 1.383), (10, 1.372), (12, 1.356), (15, 1.341), (20, 1.325),
+        (30, 1.310), (60, 1.296), (120, 1.289))
+
+
+def t90(dof: float) -> float:
+    """The Student t 90th percentile, linear in 1/dof between table rows (exact at them)."""
+    if dof >= 120:
+        x = 1 / dof
+        return Z90 + (1.289 - Z90) * x * 120
+    for (d0, q0), (d1, q1) in zip(_T90, _T90[1:]):
+        if d0 <= dof <= d1:
+            f = (1 / dof - 1 / d0) / (1 / d1 - 1 / d0)
+            return q0 + f * (q1 - q0)
+    return _T90[0][1]
 
 
 def constants_var(data: dict, parts: dict[str, float]) -> float:

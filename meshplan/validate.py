@@ -204,6 +204,9 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
     except InputError as e:
         res.error = str(e)
         _clear_prediction(res)
+    except (ArithmeticError, ValueError, KeyError, AssertionError) as e:  # a bug, not the row's
+        res.error = f"internal error ({type(e).__name__}: {e}); please report this row"
+        _clear_prediction(res)
     return res
 
 
@@ -345,8 +348,8 @@ def _work(args):
 def _group_key(row: dict):
     try:
         return prepare(row).free_key
-    except InputError:
-        return None
+    except (InputError, ArithmeticError, ValueError, KeyError, AssertionError):
+        return None  # predict_row reports it
 
 
 def predict_rows(rows: list[dict], with_search_best: bool = True, jobs: int = 1,

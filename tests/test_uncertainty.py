@@ -118,3 +118,20 @@ def test_predict_shows_interval(capsys):
                  "--recompute", "full"]) == 0
     out = capsys.readouterr().out
     assert "10-90% interval: step time" in out and "peak memory" in out
+
+
+def test_simulate_carries_the_interval(capsys):
+    assert main(["simulate", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB", "--seq-len",
+                 "4096", "--global-batch", "64", "--pp", "2", "--dp", "8", "--micro-batch", "1",
+                 "--zero", "1", "--recompute", "none", "--schedule", "1f1b", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    lo, hi = out["interval"]["step_time_s_p10_p90"]
+    assert lo < out["step_time_s"] < hi
+
+
+def test_t90_table_and_small_classes_are_wider():
+    assert math.isclose(U.t90(4), 1.533) and math.isclose(U.t90(20), 1.325)
+    assert U.t90(10**6) - U.Z90 < 1e-3 and U.t90(4.5) > U.t90(5)
+    few = {"all": {"n": 100, "mean": 0.0, "sigma": 0.1}, "g": {"n": 2, "mean": 0.0, "sigma": 0.1}}
+    many = {"all": {"n": 100, "mean": 0.0, "sigma": 0.1}, "g": {"n": 200, "mean": 0.0, "sigma": 0.1}}
+    assert U._lookup(few, "g")[1] > U._lookup(many, "g")[1] > 0.1

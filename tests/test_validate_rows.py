@@ -166,3 +166,20 @@ def test_summary_ignores_failed_rows():
     bad.measured_tokens_per_s_per_gpu = float("nan")
     s = summarize([bad])
     assert s["tokens_median_abs_error"] is None and s["errors"] == 1
+
+
+def test_a_crash_inside_the_model_fails_only_that_row(tmp_path, monkeypatch):
+    import meshplan.validate as V
+
+    real = V._fill_prediction
+
+    def boom(res, prep, cache, residuals):
+        if res.id == "2":
+            raise ZeroDivisionError("division by zero")
+        return real(res, prep, cache, residuals)
+
+    monkeypatch.setattr(V, "_fill_prediction", boom)
+    p = _csv(tmp_path, [GOOD.format(id=1, tps=30000), GOOD.format(id=2, tps=30000)])
+    results, s = validate(p, with_search_best=False)
+    assert results[0].error is None and "internal error" in results[1].error
+    assert s["predicted"] == 1 and s["errors"] == 1

@@ -77,8 +77,10 @@ def _run(args) -> int:
         from ..export.plots import memory_png
         memory_png(sim, args.mem_png, title)
         written.append(args.mem_png)
+    iv = _interval(sc, est, ps)
     if args.json:
         out = {"plan": plan.to_dict(), "plan_origin": origin or "given",
+               "interval": iv.to_json(),
                "step_time_s": ps.step_time_s, "step_parts": ps.step_parts,
                "closed_form_step_time_s": est.step_time_s,
                "closed_form_parts": est.step_time.parts,
@@ -88,13 +90,25 @@ def _run(args) -> int:
                "written": written}
         print(json.dumps(out, indent=2))
         return 0
-    _print(sc, plan, origin, est, ps, args.path_lines)
+    _print(sc, plan, origin, est, ps, args.path_lines, iv)
     for w in written:
         print(f"wrote {w}")
     return 0
 
 
-def _print(sc, plan, origin, est, ps, path_lines: int) -> None:
+def _interval(sc, est, ps):
+    """The 10-90% interval (meshplan.uncertainty) around the simulated step and memory."""
+    import dataclasses
+
+    from ..uncertainty import interval, scaled
+
+    iv = scaled(interval(est, sc.model, sc.cluster), ps.step_time_s, est.step_time_s)
+    k = ps.peak_memory_bytes / est.peak_memory_bytes if est.peak_memory_bytes else 1.0
+    return dataclasses.replace(iv, peak_memory_gib=(iv.peak_memory_gib[0] * k,
+                                                    iv.peak_memory_gib[1] * k))
+
+
+def _print(sc, plan, origin, est, ps, path_lines: int, iv=None) -> None:
     sim = ps.sim
     sched = sim.schedule
     print(f"{sc.model.name} on {sc.cluster.num_gpus}x{sc.cluster.gpu.name}, "
@@ -108,7 +122,12 @@ def _print(sc, plan, origin, est, ps, path_lines: int) -> None:
                            for k, v in ps.step_parts.items()))
     print(f"memory: peak {ps.peak_memory_bytes / GiB:.1f} GiB per GPU "
           f"(closed form {est.peak_memory_bytes / GiB:.1f}), capacity "
-          f"{est.capacity_bytes / GiB:.0f} GiB: {'fits' if ps.fits else 'DOES NOT FIT'}")
+          f"{est.capacity_bytes / GiB:.0f} GiB: {'fits' if ps.fits else 'DOES NOT FIT'}"
+          + ("; may not fit at the 90th percentile" if iv and ps.fits and iv.may_not_fit else ""))
+    if iv:
+        print(f"10-90% interval: step time {iv.step_time_s[0]:.4f}-{iv.step_time_s[1]:.4f} s, "
+              f"tokens/s/GPU {iv.tokens_per_s_per_gpu[0]:,.0f}-{iv.tokens_per_s_per_gpu[1]:,.0f}"
+              f", peak memory {iv.peak_memory_gib[0]:.1f}-{iv.peak_memory_gib[1]:.1f} GiB")
     print()
     print(f"{'rank':>4} {'stages':<10}{'busy s':>10}{'idle s':>10}{'bubble':>8}"
           f"{'in flight':>10}{'act GiB':>9}{'mem GiB':>9}")
