@@ -160,6 +160,11 @@ def search_split(model, pc, workload, plan, stage_pools, rejected, bound_s=float
         if new == up.split and not over:
             return up, ests
         up = up.with_(split=new)
+    try:  # the last split proposed: estimate it, keep it only if every stage fits
+        ests = pool_estimates(model, pc, workload, up, set(stage_pools))
+    except InputError as e:
+        rejected[f"invalid: {e.field} ({e.allowed})"] += 1
+        return None
     ok = all(_stage_memory(ests[k], r).total <= pc.pools[k].gpu.memory_bytes
              for r, k in enumerate(stage_pools))
     if not ok:
