@@ -219,7 +219,7 @@ def _run(args) -> int:
                                                      if ok else "none within this cluster"))
     print("\nhow sure: on 64 published dense-model runs (bench/data/serving_runs.csv, `meshplan"
           " validate-serve`) output tokens/s per GPU is within 9% (median) and 20% (90th"
-          " percentile); TTFT and TPOT were checked on 8 runs only (median 18% and 5%);"
+          " percentile); TTFT and TPOT were checked on 8 runs only (median 12% and 6%);"
           " MoE throughput runs 40-120% high; low-batch TPOT reads low (no per-kernel floor)")
     if args.png:
         print(f"wrote {args.png}")

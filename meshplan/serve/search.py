@@ -23,6 +23,10 @@ from .spec import Pool, ServePlan
 from .traffic import Traffic
 
 BATCHING = ((256, 8192), (64, 2048))  # (max_num_seqs, max_batched_tokens)
+# Pool sizes tried for disaggregated plans (1, 2, 3, 4, 6, 8, 12, ...) and a cap on how many
+# disaggregated plans are simulated (those closest to the whole cluster, fewest pools first).
+POOL_SIZES = sorted({b * m for b in (1, 3) for m in (1, 2, 4, 8, 16, 32, 64, 128)} | {1})
+MAX_DISAGG_PLANS = 120
 
 
 @dataclass(frozen=True)
@@ -125,21 +129,24 @@ def candidate_plans(model: ModelSpec, cluster: Cluster, weight_dtype: str = "bf1
     if disaggregated and n >= 2:
         pre = replica_shapes(model, cluster, weight_dtype, kv_dtype, "prefill")
         dec = replica_shapes(model, cluster, weight_dtype, kv_dtype, "decode")
+        dis: list[ServePlan] = []
         for p in pre:
             for d in dec:
                 gp, gd = p.gpus_per_replica, d.gpus_per_replica
-                for x in range(1, n // gp + 1):
-                    for y in range(1, (n - x * gp) // gd + 1):
+                for x in (v for v in POOL_SIZES if v <= n // gp):
+                    for y in (v for v in POOL_SIZES if v <= (n - x * gp) // gd):
                         total = x * gp + y * gd
                         if not all_sizes and total != n:
                             continue
                         if all_sizes and total < n and total * 2 < n:
                             continue
                         tier = "scale-up" if total <= cluster.domain_size else "scale-out"
-                        plans.append(ServePlan(
+                        dis.append(ServePlan(
                             (Pool(p.tp, p.pp, p.ep, p.attn_dp, x, 256, 8192, role="prefill"),
                              Pool(d.tp, d.pp, d.ep, d.attn_dp, y, 256, 8192, role="decode")),
                             weight_dtype, kv_dtype, tier))
+        dis.sort(key=lambda pl: (n - pl.gpus, pl.prefill.replicas + pl.decode.replicas))
+        plans += dis[:MAX_DISAGG_PLANS]
     return plans
 
 

@@ -66,6 +66,10 @@ class _Engine:
         # (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); otherwise blocks
         # as tokens are computed and recompute preemption (vLLM, SGLang retraction)
         self.reserve = reserve
+        # TensorRT-LLM schedules a prompt whole (enable_chunked_context is off by default)
+        # unless it is longer than the token budget, which needs chunking on; vLLM and
+        # SGLang chunk freely
+        self.whole_prompts = reserve
         self.waiting: deque[_Req] = deque()
         self.running: list[_Req] = []
         self.busy = False
@@ -124,6 +128,8 @@ class _Engine:
         if self.role != "decode":
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
+                if self.whole_prompts and budget < r.todo <= self.max_tokens:
+                    break  # wait for an iteration with room for the whole prompt
                 n = min(r.todo, budget) if r.todo > 0 else 1
                 need = self._blocks_for(r.kv + n) - r.blocks
                 if self.reserve:
