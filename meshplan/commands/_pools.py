@@ -14,6 +14,7 @@ import json
 import sys
 from dataclasses import replace
 
+from ..engines import LIMITED_ENGINES, search_hints
 from ..errors import InputError
 from ..report import scenario_line
 from ..scenario import Scenario, gpu_catalog, load_scenario, make_pools
@@ -98,9 +99,9 @@ def pools_run(args) -> int | None:
     from ..search.hetero import outcome_of, search_pools
 
     goal = goal_from_args(args)
-    from .plan import ENGINE_SCHEDULES  # search what the engine can run
+    hints = search_hints(args.export) if args.export in LIMITED_ENGINES else None
     r = search_pools(sc.model, sc.pools, sc.workload, goal, top_k=10**6,
-                     schedules=ENGINE_SCHEDULES.get(args.export) if args.export else None,
+                     schedules=hints["schedules"] if hints else None,
                      zeros=ENGINE_ZEROS.get(args.export))
     rendered = None
     if args.export:  # rank only what the engine can express (see export_pool_plan)
