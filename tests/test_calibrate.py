@@ -74,7 +74,9 @@ def test_cpu_stand_in_writes_a_profile_that_predict_uses(tmp_path, capsys):
     out = tmp_path / "cpu.toml"
     assert main(["calibrate", "--out", str(out), "--device", "cpu", "--gpu", "H100-SXM-80GB"]) == 0
     text = capsys.readouterr().out
-    assert "EFFICIENCY.hopper.matmul_bf16" in text and "0.55" in text  # default beside measured
+    default = f"{efficiency.EFFICIENCY['hopper'].matmul_bf16:.3g}"
+    assert any("EFFICIENCY.hopper.matmul_bf16" in line and default in line.split()
+               for line in text.splitlines())  # default beside measured
     data = tomllib.loads(out.read_text())
     assert data["meta"]["device"] == "CPU stand-in" and data["meta"]["date"]
     assert out.read_text().startswith("# meshplan calibration profile: measured")
@@ -146,11 +148,12 @@ def _coll_worker(rank, world, q, port):
 
 def _runs_csv(tmp_path, factor):
     """Measured runs made by the planner itself with GEMMs `factor` x faster than the
-    defaults: a refit must find it and lower the cross-validated error."""
+    defaults: a refit must find it and lower the cross-validated error. An 8B model, so the
+    step is GEMM-bound (a tiny model's layers wait on the host and GEMM speed does not show)."""
     rows = []
     for i, (n, gb, tp) in enumerate([(8, 16, 1), (8, 32, 2), (16, 32, 1), (16, 64, 2),
                                      (8, 64, 1), (16, 16, 4)]):
-        rows.append({"id": str(i), "source": f"s{i}", "model": "tiny-llama", "gpu": "H100-SXM-80GB",
+        rows.append({"id": str(i), "source": f"s{i}", "model": "llama3.1-8b", "gpu": "H100-SXM-80GB",
                      "num_gpus": str(n), "seq_len": "1024", "global_batch_seqs": str(gb),
                      "tp": str(tp), "pp": "1", "dp": str(n // tp), "zero": "1",
                      "micro_batch": "1", "recompute": "none", "precision": "bf16"})
