@@ -8,8 +8,9 @@ import sys
 from ..errors import InputError
 from ..export import ENGINES, render, write
 from ..plan_label import parse_label
-from ..report import search_json, search_text
+from ..report import right_size_json, right_size_text, search_json, search_text
 from ..scenario import Scenario
+from ..search.scale import right_size, underused
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
 
@@ -25,6 +26,9 @@ def _run(args) -> int:
         pins["schedules"] = ENGINE_SCHEDULES[args.export]  # search what the engine can run
     r = search(sc.model, sc.cluster, sc.workload, pins, top_k=args.top,
                rerank_k=args.rerank, simulate=args.rerank > 0)
+    fewer = None
+    if r.top and underused(sc.cluster, sc.workload) and not args.no_right_size:
+        fewer = right_size(sc.model, sc.cluster, sc.workload, r.top[0], pins)
     rendered = None
     if args.export:
         if not r.top:
@@ -34,9 +38,11 @@ def _run(args) -> int:
         best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
         rendered = render(best, args.export)  # refuses before anything is printed or written
     if args.json:
-        print(json.dumps(search_json(sc, r), indent=2))
+        print(json.dumps(search_json(sc, r) | {"right_size": right_size_json(sc, r, fewer)},
+                         indent=2))
     else:
         print(search_text(sc, r))
+        print("\n".join(right_size_text(sc, r, fewer)))
     if rendered is not None:
         for note in rendered.notes:
             print(f"note: {note}", file=sys.stderr)
@@ -64,6 +70,9 @@ def register(sub) -> None:
                         "(default 50; 0: closed forms only)")
     p.add_argument("--use-scenario-plan", action="store_true",
                    help="pin the knobs of the scenario file's [plan] table")
+    p.add_argument("--no-right-size", action="store_true",
+                   help="skip the search on fewer GPUs when the batch has fewer sequences "
+                        "than GPUs")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--export", choices=ENGINES, help="write the winner's config for an engine")
     p.add_argument("--out", help="directory for --export")
