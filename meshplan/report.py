@@ -200,3 +200,31 @@ def search_json(sc: Scenario, r: SearchResult) -> dict:
         "pareto": [{"label": e.plan.describe(), "describe": e.plan.describe(), "step_time_s": e.step_time_s,
                     "peak_memory_gib": e.peak_memory_bytes / GiB} for e in r.pareto],
     }
+
+
+def right_size_text(sc: Scenario, r: SearchResult, fewer) -> list[str]:
+    """Too many GPUs for the work: the best plan where tokens/s per GPU stops improving."""
+    if fewer is None:
+        return []
+    a, b = r.top[0], fewer.best
+    scan = ", ".join(f"{n}: {t:,.0f}" if t else f"{n}: none fits" for n, t in fewer.scanned)
+    return ["",
+            f"too many GPUs for the work: {sc.workload.global_batch} sequences per step on "
+            f"{sc.cluster.num_gpus:,} GPUs must split sequences over several GPUs; tokens/s "
+            f"per GPU stops improving at {fewer.num_gpus:,} GPUs (scan, GPUs: tok/s/GPU -- {scan})",
+            f"  on all {sc.cluster.num_gpus:,} GPUs: {a.plan.describe()}  {a.step_time_s:.3f} s, "
+            f"{a.tokens_per_s_per_gpu:,.0f} tok/s/GPU, {a.tokens_per_s:,.0f} tok/s in all",
+            f"  on {fewer.num_gpus:,} GPUs:     {b.plan.describe()}  {b.step_time_s:.3f} s, "
+            f"{b.tokens_per_s_per_gpu:,.0f} tok/s/GPU, {b.tokens_per_s:,.0f} tok/s in all "
+            f"({b.tokens_per_s_per_gpu / a.tokens_per_s_per_gpu:.1f}x per GPU)",
+            f"  (closed forms; reproduce with --gpus {fewer.num_gpus}x{sc.cluster.gpu.name} "
+            f"and predict --plan)"]
+
+
+def right_size_json(sc: Scenario, r: SearchResult, fewer) -> dict | None:
+    if fewer is None:
+        return None
+    b = fewer.best
+    return {"num_gpus": fewer.num_gpus, "label": b.plan.describe(), "step_time_s": b.step_time_s,
+            "tokens_per_s_per_gpu": b.tokens_per_s_per_gpu, "tokens_per_s": b.tokens_per_s,
+            "scanned": [{"num_gpus": n, "tokens_per_s_per_gpu": t} for n, t in fewer.scanned]}

@@ -72,7 +72,7 @@ def test_cli_json_matches_the_library(capsys):
 
 @pytest.mark.parametrize("extra,needle", [
     (["--schedule", "zb_x"], "schedule="),
-    (["--vpp", "3"], "must divide the layers"),               # 32 layers, 12 chunks
+    (["--tp", "3"], "tp=3: must divide"),  # (uneven virtual stages are valid: validity.py)
     (["--schedule", "dualpipev", "--vpp", "2", "--global-batch", "8"], "dualpipev needs"),
     (["--png", "out.jpg"], "must end in .png"),
 ])

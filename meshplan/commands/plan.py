@@ -10,9 +10,11 @@ from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
 from ..plan_label import parse_label
 from ..progress import Progress
-from ..report import intervals_of, search_json, search_text
+from ..report import (intervals_of, right_size_json, right_size_text, search_json,
+                      search_text)
 from ..uncertainty import Z90, ranking_sigma
 from ..scenario import Scenario
+from ..search.scale import right_size, underused
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
 from ._pools import add_pool_args, objective_text, pools_run
@@ -52,6 +54,9 @@ def _run(args) -> int:
                    rerank_k=args.rerank, simulate=args.rerank > 0, engine=engine,
                    progress=shown)
     _rank_and_warn(sc, r, args.top, pessimistic)
+    fewer = None
+    if r.top and underused(sc.cluster, sc.workload) and not args.no_right_size:
+        fewer = right_size(sc.model, sc.cluster, sc.workload, r.top[0], pins)
     rendered = None
     if args.export:
         if not r.top:
@@ -60,9 +65,11 @@ def _run(args) -> int:
         rendered = render(best, args.export)  # refuses before anything is printed or written
     money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
     if args.json:
-        print(json.dumps(search_json(sc, r), indent=2))
+        print(json.dumps(search_json(sc, r) | {"right_size": right_size_json(sc, r, fewer)},
+                         indent=2))
     else:
         print(search_text(sc, r))
+        print("\n".join(right_size_text(sc, r, fewer)))
     if money and not args.json:
         print(money)
     if rendered is not None:
@@ -109,6 +116,9 @@ def register(sub) -> None:
                    help="rank by the predicted step time (default) or by its pessimistic "
                         "90th percentile")
     add_profile_arg(p)
+    p.add_argument("--no-right-size", action="store_true",
+                   help="skip the search on fewer GPUs when the batch has fewer sequences "
+                        "than GPUs")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--engine", choices=LIMITED_ENGINES,
                    help="search only plans this engine runs as planned (its limits: "
