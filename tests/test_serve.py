@@ -233,3 +233,10 @@ def test_cli_png_and_min_gpus(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     line = next(x for x in out.splitlines() if x.startswith("fewest GPUs meeting the SLO"))
     assert line.split(": ")[1].startswith("1 ")  # 4 req/s of 1k/100 fits one H100
+
+
+def test_request_larger_than_cache_is_one_line_error():
+    """A single request that outgrows the whole cache while decoding is refused, not hung."""
+    plan = agg(gpu_mem_util=0.22)  # ~0.36 GiB of cache: ~3,000 tokens for Llama 3.1 8B
+    with pytest.raises(InputError, match="KV cache|kv cache"):
+        simulate(L8, H100, plan, synthetic(1, Lengths(1000, 1000), Lengths(5000, 5000), 1.0))

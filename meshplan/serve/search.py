@@ -192,7 +192,9 @@ def pareto(cands: list[Candidate]) -> list[Candidate]:
                         and o.result.output_tokens_per_s_per_gpu() >= y
                         and (o.result.tokens_per_s_per_user() > x
                              or o.result.output_tokens_per_s_per_gpu() > y) for o in pts)
-        if not dominated:
+        if not dominated and not any(  # equal points: keep the first (fewer pools first)
+                f.result.tokens_per_s_per_user() == x
+                and f.result.output_tokens_per_s_per_gpu() == y for f in front):
             front.append(c)
     return sorted(front, key=lambda c: c.result.tokens_per_s_per_user())
 

@@ -123,8 +123,8 @@ class _Engine:
             batch.append((r, n))
             budget -= n
             i += 1
-        if self.preemptions > preempted:  # vLLM V1: no admissions in a step that preempted
-            return batch
+        if self.preemptions > preempted and batch:  # vLLM V1: no admissions in a step that
+            return batch                             # preempted (unless nothing else runs)
         if self.role != "decode":
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
