@@ -47,12 +47,12 @@ def _set(values: dict) -> None:
     layer.layer_cost.cache_clear()
 
 
+def _predict(rows: list[dict]) -> list:
+    return [predict_row(r, with_search_best=False) for r in rows]
+
+
 def _errors(rows: list[dict]) -> list[float | None]:
-    out = []
-    for r in rows:
-        res = predict_row(r, with_search_best=False)
-        out.append(res.tokens_error)
-    return out
+    return [res.tokens_error for res in _predict(rows)]
 
 
 def _score(errs: list[float]) -> float:
@@ -69,6 +69,36 @@ def _summary(errs: list[float]) -> str:
         return "n/a"
     p90 = a[min(len(a) - 1, int(round(0.9 * (len(a) - 1))))]
     return f"median {statistics.median(a):6.1%}  p90 {p90:6.1%}  (n={len(a)})"
+
+
+def _fit_mask(rows: list[dict]) -> list[bool]:
+    return [r.get("trust", "").strip() in ("A", "B") for r in rows]
+
+
+def loso_predictions(rows: list[dict]) -> dict[str, float]:
+    """Row id -> tokens/s per GPU predicted with the constants fitted on every other source
+    (trust A/B rows only, the same grid and score as ``main``): the cross-validated
+    predictions bench/fit_residuals.py turns into interval widths."""
+    saved = {k: getattr(E, k) for k in GRID}
+    points = [dict(zip(GRID, vals)) for vals in itertools.product(*GRID.values())]
+    groups = [source_group(r.get("source", "")) for r in rows]
+    fit = _fit_mask(rows)
+    results = []
+    try:
+        for p in points:
+            _set(p)
+            results.append(_predict(rows))
+    finally:
+        _set(saved)
+    out: dict[str, float] = {}
+    for g in set(groups):
+        i = min(range(len(points)), key=lambda i: _score(
+            [res.tokens_error for res, x, m in zip(results[i], groups, fit)
+             if m and x != g and res.tokens_error is not None]))
+        for res, x in zip(results[i], groups):
+            if x == g and res.predicted_tokens_per_s_per_gpu is not None:
+                out[res.id] = res.predicted_tokens_per_s_per_gpu
+    return out
 
 
 def main(calib: str, heldout: str | None = None) -> None:
