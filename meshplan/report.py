@@ -154,6 +154,11 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
         else:
             out.append("why #1 wins: " + explain(r.top[0], r.top[1]))
     out.append("winner: " + r.top[0].plan.describe())
+    w = r.simulated.get(r.top[0].plan)
+    out.append("  breakdown below: closed forms, as `meshplan predict --plan '"
+               + r.top[0].plan.describe() + "'` prints them"
+               + (f"; simulated step {w.step_time_s:.3f} s, as `meshplan simulate --plan` "
+                  "prints it" if w else ""))
     out += breakdown_text(r.top[0], interval(r.top[0], sc.model, sc.cluster))
     if r.pareto:
         out.append("")

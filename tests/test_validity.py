@@ -77,3 +77,14 @@ def test_impossible_pins_exit_2_naming_the_rule(capsys, extra, needle):
     rc, err = _rc(capsys, "plan", "--model", "llama3.1-8b", "--gpus", "8xH100-SXM-80GB",
                   "--seq-len", "4096", "--global-batch", "64", *extra)
     assert rc == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_valid_pins_nothing_fits_names_the_closest_plan(capsys):
+    rc = main(["plan", "--model", "llama3.1-70b", "--gpus", "8xH100-SXM-80GB", "--seq-len",
+               "8192", "--global-batch", "64", "--tp", "2", "--rerank", "0"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "no plan fits" in out
+    line = next(x for x in out.splitlines() if x.startswith("closest plan: "))
+    need, cap, short = (float(x) for x in __import__("re").findall(r"([\d.]+) GiB", line))
+    assert need > cap and short == pytest.approx(need - cap, abs=0.06)
+    assert "try unpinning --tp" in out
