@@ -133,6 +133,9 @@ def test_deepspeed_ulysses_config():
     # micro-batches run by the 4 data-parallel ranks, not the 16 ranks
     assert cfg["train_batch_size"] == cfg["train_micro_batch_size_per_gpu"] * \
         cfg["gradient_accumulation_steps"] * cfg["data_parallel_size"]
+    script = render(sc, "deepspeed").files["deepspeed_launch.sh"]
+    assert 'export SEQUENCE_PARALLEL_SIZE="${SEQUENCE_PARALLEL_SIZE:-4}"' in script
+    assert "DistributedAttention" in script
     with pytest.raises(UnsupportedByEngine, match="Ulysses"):
         render(Scenario(sc.model, sc.cluster, sc.workload, Plan(dp=4, cp=4, zero=3)), "deepspeed")
 

@@ -91,6 +91,9 @@ def render_deepspeed(sc: Scenario) -> Rendered:
         sc, "deepspeed_launch.sh", "deepspeed_launch.sh: DeepSpeed training for this plan",
         [("--deepspeed", []), ("--deepspeed_config", ["ds_config.json"])],
         '"${TRAIN_SCRIPT:?set TRAIN_SCRIPT to your training script}"', notes,
+        # Ulysses: the training script builds DistributedAttention over groups of this size
+        # (the same number as ds_config's sequence_parallel_size)
+        env={"SEQUENCE_PARALLEL_SIZE": str(sc.plan.cp)} if sc.plan.cp > 1 else None,
         extra_comments=["TRAIN_SCRIPT calls deepspeed.initialize(args=..., model=..., "
                         "config='ds_config.json'). The deepspeed launcher works too: "
                         "deepspeed --hostfile HOSTFILE $TRAIN_SCRIPT --deepspeed "
