@@ -9,7 +9,7 @@ The same kernels as training at inference shapes, composed per layer:
   fitted on training shapes, where m is thousands; at m = 1..256 its m/(m + 256) term would
   make a weight-bound GEMV four times compute-bound, which measured decode kernels are not.)
 - MoE experts: only the experts some token picked are read; with T tokens routed top-k
-  over E experts the expected share touched is 1 - (1 - k/E)^T.
+  over E experts the expected share touched is 1 - (1 - 1/E)^(T k).
 - Attention: decode reads each request's cached K/V (MLA: the latent) once per layer;
   max(bytes / bandwidth, FLOPs / attention FLOP/s). MLA decodes in the absorbed form
   (DeepSeek-V2 sec. 2.1.2: scores against the kv_lora_rank latent plus the RoPE key).
