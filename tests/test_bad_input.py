@@ -172,11 +172,15 @@ CASES = [
     # ---- other commands ----------------------------------------------------------------------
     ("simulate-bad-plan", {}, ["simulate", *M, *W, "--dp", "3"], "dp*cp*tp*pp"),
     ("validate-missing-csv", {}, ["validate", "{d}/nope.csv"], "nope.csv"),
-    # runs CSV: only the cases that pass on this branch (validate.py's CSV handling is
-    # being reworked elsewhere: BOM, CRLF and NaN rows are checked there)
-    ("validate-csv-empty", {"e.csv": ""}, ["validate", "{d}/e.csv"], "no data rows"),
+    # runs CSV (meshplan/runs_csv.py): a file nothing can be read from; a bad row is not
+    # bad input but a row that is listed as not scored (tests/test_validate_rows.py)
+    ("validate-csv-empty", {"e.csv": ""}, ["validate", "{d}/e.csv"], "is empty"),
+    ("validate-csv-header-only", {"h.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model\n"},
+     ["validate", "{d}/h.csv"], "no data rows"),
     ("validate-csv-missing-columns", {"m.csv": "id,model\n1,llama3.1-8b\n"},
-     ["validate", "{d}/m.csv"], "missing columns"),
+     ["validate", "{d}/m.csv"], "required column missing"),
+    ("validate-csv-bom-crlf-missing-columns", {"b.csv": "\ufeffid,gpu\r\n1,H100-SXM-80GB\r\n"},
+     ["validate", "{d}/b.csv"], "num_gpus"),
     ("validate-csv-is-dir", {"d.csv/.keep": ""}, ["validate", "{d}/d.csv"], "csv="),
     ("run-bad-steps", {}, ["run", "--steps", "0"], "steps=0"),
     ("run-bad-plan", {}, ["run", "--tp", "3"], "tp=3"),
