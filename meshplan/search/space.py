@@ -15,7 +15,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 
-# Limits of the space (not pruning theorems; a pin goes beyond them): tp within one
+# Limits of the space (not pruning theorems; a pin goes beyond them): tp and etp within one
 # scale-up domain, cp <= MAX_CP, pp <= MAX_PP, vpp <= MAX_VPP, micro-batches up to
 # MAX_MICRO_BATCH sequences and MAX_MICRO_BATCH_TOKENS tokens; the overlap switches on,
 # sequence parallel on when tp > 1, ring cp, no HSDP, no offload, the default rank order.
@@ -81,14 +81,17 @@ def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
                     continue
                 if workload.global_batch % dp:
                     continue
-                for ep, etp in expert_choices(model, dp * cp * tp, tp, pins):
+                for ep, etp in expert_choices(model, dp * cp * tp, tp, pins,
+                                              cluster.domain_size):
                     yield Degrees(tp, cp, pp, dp, ep, etp)
 
 
-def expert_choices(model: ModelSpec, attn_ranks: int, tp: int, pins: dict) -> list[tuple[int, int]]:
+def expert_choices(model: ModelSpec, attn_ranks: int, tp: int, pins: dict,
+                   domain: int = 0) -> list[tuple[int, int]]:
     if not model.is_moe:
         return [(pins.get("ep", 1), pins.get("etp", 1))]
-    etps = [pins["etp"]] if "etp" in pins else divisors(attn_ranks)
+    etps = [pins["etp"]] if "etp" in pins else [  # like tp: within one scale-up domain
+        t for t in divisors(attn_ranks) if not domain or t <= domain]
     out = []
     for etp in etps:
         if model.moe_expert_ffn % etp:
