@@ -11,8 +11,12 @@ plan on 200 seeded small spaces):
    setting of its row; once ZeRO 1 fits at some recompute level, later levels are dominated.
    ZeRO 0 moves the same bytes as ZeRO 1 and holds more: tried only when pinned.
 2. Lean first. If the leanest setting of a (degrees, micro-batch) point (full recompute,
-   the highest ZeRO stage, the schedule with the fewest micro-batches in flight on rank 0)
-   does not fit, no setting of that point fits (memory falls monotonically along 1.).
+   the ZeRO stage holding least, the schedule with the fewest micro-batches in flight on
+   rank 0) does not fit, no setting of that point fits (memory falls monotonically along 1.).
+   Condition: ZeRO 2 <= 1 <= 0 always, but ZeRO 3 holds two gathered layers on top of its
+   shards, which outweighs what it saves when the shard group is small or the model has few
+   layers (a shard group of 1 saves nothing); so the lean setting tries ZeRO 3 and, when
+   that does not fit, ZeRO 2.
 3. Larger micro-batches. If the leanest setting at micro-batch b does not fit, none at
    b' > b fits: activations held = in-flight count x b, and the least in-flight count over
    the runnable schedules times b is non-decreasing in b (GPipe holds m*b = the local batch,
@@ -29,7 +33,7 @@ import heapq
 import time
 from functools import lru_cache
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..cost import Estimate, estimate
 from ..engines import (ENGINE_NAMES, UnsupportedByEngine, plan_violations, scenario_violations,
@@ -217,6 +221,11 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 rejected[f"invalid: {e.field} ({e.allowed})"] += len(screened) * ladder
                 continue
             evaluated += 1
+            if not lean.fits and lean_z == 3 and 2 in zeros:  # rule 2's condition
+                lean2 = estimate(model, cluster, workload, replace(lean.plan, zero=2))
+                evaluated += 1
+                if lean2.fits or lean2.peak_memory_bytes < lean.peak_memory_bytes:
+                    lean = lean2
             if not lean.fits:  # the leanest setting, runnable by the engine or not
                 if closest is None or lean.peak_memory_bytes < closest.peak_memory_bytes:
                     closest = lean
