@@ -1,8 +1,12 @@
-"""Regenerate the README's worked export example for each engine (so it cannot go stale).
+"""Regenerate the README's worked examples (so they cannot go stale).
 
     python bench/readme_examples.py [OUT.md]      (default: print to stdout)
+    python bench/readme_examples.py --readme      (rewrite the marked blocks of README.md)
 
-For each engine the same scenario is planned with ``--export ENGINE``: the search runs under
+The main example (``meshplan plan`` on the README's scenario, then ``meshplan predict --plan``
+with the winner's label, which must print the same step time) and, for each engine,
+
+the same scenario is planned with ``--export ENGINE``: the search runs under
 that engine's limits (meshplan/engines.py) and the winner is written. The section shows the
 command, the lines of its report that say which limits applied and what won, and the files
 it wrote (the Megatron argument list, the torchtitan job's settings, ds_config.json).
@@ -83,9 +87,45 @@ def document() -> str:
     return "\n".join(head + [section(e) for e in ENGINES])
 
 
+def main_example() -> str:
+    """``meshplan plan`` on the README scenario (cut after three Pareto rows), then the round
+    trip: the winner's label into ``meshplan predict --plan`` gives the same step time."""
+    rc, out, err = _run(["plan", *SCENARIO])
+    if rc != 0:
+        raise SystemExit(f"plan: meshplan exited {rc}: {err.strip()}")
+    lines = out.splitlines()
+    cut = next((i for i, line in enumerate(lines) if line.startswith("Pareto front")), len(lines))
+    shown = lines[:cut + 4] + (["..."] if cut + 4 < len(lines) else [])
+    label = next(line.split("winner: ", 1)[1] for line in lines if line.startswith("winner: "))
+    rc, pout, err = _run(["predict", *SCENARIO, "--plan", label])
+    if rc != 0:
+        raise SystemExit(f"predict: meshplan exited {rc}: {err.strip()}")
+    step = next(line for line in pout.splitlines() if line.startswith("step time"))
+    return "\n".join(["```", "$ meshplan plan " + " ".join(SCENARIO), *shown, "",
+                      f"$ meshplan predict {' '.join(SCENARIO)} --plan '{label}'",
+                      step, "```", ""])
+
+
+BLOCKS = {"plan": main_example, "engines": document}
+
+
+def rewrite_readme(path: Path) -> None:
+    """Replace the text between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``."""
+    text = path.read_text()
+    for name, make in BLOCKS.items():
+        begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+        if begin not in text or end not in text:
+            raise SystemExit(f"{path}: no {begin} ... {end} block")
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = f"{head}{begin}\n{make().rstrip()}\n{end}{tail}"
+    path.write_text(text)
+
+
 if __name__ == "__main__":
-    text = document()
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(text)
+    if sys.argv[1:] == ["--readme"]:
+        rewrite_readme(Path(__file__).resolve().parent.parent / "README.md")
+    elif len(sys.argv) > 1:
+        Path(sys.argv[1]).write_text(document())
     else:
-        print(text)
+        print(document())
