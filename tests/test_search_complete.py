@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 import random
 
-import pytest
-
 from meshplan.errors import InputError
 from meshplan.search.exhaustive import all_plans, exhaustive_best
 from meshplan.search.search import search

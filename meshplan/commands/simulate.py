@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 from ..errors import InputError
-from ..plan import V_SCHEDULES, Plan
 from ..progress import activity
 from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
                       scenario_from_args)
