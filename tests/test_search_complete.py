@@ -29,9 +29,9 @@ def _scenario(rng: random.Random):
     else:
         model = ModelSpec(name="tiny", layers=layers, hidden=rng.choice((512, 1024)), heads=8,
                           kv_heads=rng.choice((2, 8)), ffn=2816, vocab=8192)
-    n = rng.choice((1, 2, 4) if moe else (1, 2, 2, 4, 4, 8))
+    n = rng.choice((1, 2, 2, 2, 4) if moe else (1, 2, 2, 4, 4, 8))
     gpu = dataclasses.replace(GPUS["H100-SXM-80GB"], memory_bytes=rng.choice((1.8e9, 2.5e9, 4e9)))
-    gb = rng.choice((1, 2, 3, 4, 8))  # often global batch < pp
+    gb = rng.choice((1, 2, 3, 4, 6))  # often global batch < pp
     seq = rng.choice((1024, 2048, 4096))
     return model, Cluster(gpu, n), Workload(seq, gb, rng.choice(("bf16", "bf16", "fp8")))
 
