@@ -140,13 +140,7 @@ class _Engine:
                                          f"a request of {r.inp} prompt tokens does not fit the"
                                          " replica's KV cache")
                     break
-                self.waiting.popleft()
-                self.free -= need
-                r.blocks += need
-                self.admit_seq += 1
-                r.admitted = self.admit_seq
-                self.running.append(r)
-                batch.append((r, n))
+                self._admit(r, n, need, batch)
                 budget -= n
         else:  # decode engines admit arrived caches whole (their first step decodes)
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
@@ -159,15 +153,20 @@ class _Engine:
                                          f"a request of {r.kv} cached tokens does not fit the"
                                          " decode replica's KV cache")
                     break
-                self.waiting.popleft()
-                self.free -= need
-                r.blocks += need
-                self.admit_seq += 1
-                r.admitted = self.admit_seq
-                self.running.append(r)
-                batch.append((r, n))
+                self._admit(r, n, need, batch)
                 budget -= n
         return batch
+
+    def _admit(self, r: _Req, n: int, need: int, batch: list) -> None:
+        """Move the first waiting request into the running set with ``need`` more blocks and
+        ``n`` tokens in this iteration's batch."""
+        self.waiting.popleft()
+        self.free -= need
+        r.blocks += need
+        self.admit_seq += 1
+        r.admitted = self.admit_seq
+        self.running.append(r)
+        batch.append((r, n))
 
     def cost(self, batch: list[tuple[_Req, int]]) -> float:
         tokens = seqs = logits = 0
