@@ -56,7 +56,7 @@ def _run(args) -> int:
     _rank_and_warn(sc, r, args.top, pessimistic)
     fewer = None
     if r.top and underused(sc.cluster, sc.workload) and not args.no_right_size:
-        fewer = right_size(sc.model, sc.cluster, sc.workload, r.top[0], pins)
+        fewer = right_size(sc.model, sc.cluster, sc.workload, r.top[0], pins, engine)
     rendered = None
     if args.export:
         if not r.top:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..cost import Estimate
+from ..errors import InputError
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
@@ -32,9 +33,9 @@ def underused(cluster: Cluster, workload: Workload) -> bool:
 
 
 def right_size(model: ModelSpec, cluster: Cluster, workload: Workload, best_all: Estimate,
-               pins: dict | None = None) -> RightSize | None:
+               pins: dict | None = None, engine: str | None = None) -> RightSize | None:
     """The best plan on the GPU count where tokens/s per GPU stops improving (None when the
-    full cluster is already that count)."""
+    full cluster is already that count); with ``engine``, only plans that engine runs."""
     from .search import search
 
     best, n, scanned = best_all, cluster.num_gpus, [(cluster.num_gpus,
@@ -44,8 +45,9 @@ def right_size(model: ModelSpec, cluster: Cluster, workload: Workload, best_all:
         n //= 2
         smaller = replace(cluster, num_gpus=n)
         try:
-            r = search(model, smaller, workload, pins, top_k=1, rerank_k=0, simulate=False)
-        except Exception:  # a pin impossible on fewer GPUs ends the scan
+            r = search(model, smaller, workload, pins, top_k=1, rerank_k=0, simulate=False,
+                       engine=engine)
+        except InputError:  # a pin impossible on fewer GPUs ends the scan
             break
         got = r.best.tokens_per_s_per_gpu if r.best else 0.0
         scanned.append((n, got))
