@@ -217,10 +217,11 @@ def _run(args) -> int:
         ok = [c for c in res.ranked if c.meets(slo)]
         print("\nfewest GPUs meeting the SLO: " + (f"{ok[0].plan.gpus} ({ok[0].plan.describe()})"
                                                      if ok else "none within this cluster"))
-    print("\nhow sure: on 64 published dense-model runs (bench/data/serving_runs.csv, `meshplan"
-          " validate-serve`) output tokens/s per GPU is within 9% (median) and 20% (90th"
-          " percentile); TTFT and TPOT were checked on 8 runs only (median 12% and 6%);"
-          " MoE throughput runs 40-120% high; low-batch TPOT reads low (no per-kernel floor)")
+    print("\nhow sure (measured 2026-11-23 by `meshplan validate-serve bench/data/serving_runs.csv`;"
+          " rerun it after a cost-model change): on 68 published dense-model runs output tokens/s"
+          " per GPU is within 7.5% (median) and 17% (90th percentile); TTFT and TPOT were checked"
+          " on 8 runs only (median 10% and 4%); MoE throughput runs 40-120% high; low-batch TPOT"
+          " reads low (no per-kernel floor)")
     if args.png:
         print(f"wrote {args.png}")
     for p in exported:
