@@ -28,16 +28,19 @@ _TRUE = {"1", "true", "yes", "y", "t"}
 _FALSE = {"0", "false", "no", "n", "f"}
 
 
-def read_rows(path: str | Path) -> list[dict]:
-    """The data rows of a runs CSV as dicts of stripped strings (blank = "")."""
+def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict]]:
+    """(header, data rows) of any CSV meshplan reads: UTF-8 with or without BOM, LF or CRLF,
+    header names stripped and lower-cased, values stripped (blank = ""), blank lines skipped.
+    ``field`` names the input in errors (a file that cannot be read, is not UTF-8 or is not
+    CSV)."""
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
-        raise InputError("csv", str(path), f"cannot read ({e.strerror})") from None
+        raise InputError(field, str(path), f"cannot read ({e.strerror})") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise InputError("csv", str(path), "not UTF-8 text") from None
+        raise InputError(field, str(path), "not UTF-8 text") from None
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = [(h or "").strip().lstrip("\ufeff").lower() for h in (reader.fieldnames or [])]
@@ -49,7 +52,13 @@ def read_rows(path: str | Path) -> list[dict]:
             if any(d.values()):  # skip blank lines (",,,,")
                 rows.append(d)
     except csv.Error as e:
-        raise InputError("csv", str(path), f"malformed CSV ({e})") from None
+        raise InputError(field, str(path), f"malformed CSV ({e})") from None
+    return header, rows
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """The data rows of a runs CSV as dicts of stripped strings (blank = "")."""
+    header, rows = read_csv(path)
     if not header:
         raise InputError("csv", str(path), "is empty (no header line)")
     for col in REQUIRED_COLUMNS:

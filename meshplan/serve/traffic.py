@@ -11,13 +11,13 @@ says which part of every prompt is one common prefix that prefix caching compute
 
 from __future__ import annotations
 
-import csv
 import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..runs_csv import read_csv
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,7 @@ def synthetic(num_requests: int, input_len: Lengths, output_len: Lengths,
 def load_trace(path: str | Path, prefix_share: float = 0.0,
                concurrency: int | None = None) -> Traffic:
     """A CSV of requests: input_len, output_len and (for open loop) arrival_s."""
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise InputError("trace", str(path), f"cannot read ({e.strerror})") from None
-    rows = list(csv.DictReader(text.splitlines()))
+    _, rows = read_csv(path, "trace")
     if not rows:
         raise InputError("trace", str(path), "no rows; need columns input_len, output_len, arrival_s")
     need = ("input_len", "output_len") + (() if concurrency else ("arrival_s",))

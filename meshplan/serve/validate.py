@@ -14,12 +14,12 @@ row. Engine limits a source does not print take one default for all rows.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..runs_csv import read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
@@ -123,11 +123,7 @@ def predict_row(r: dict) -> ServeRow:
 
 
 def load_rows(path: str | Path) -> list[dict]:
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise InputError("csv", str(path), f"cannot read ({e.strerror})") from None
-    rows = list(csv.DictReader(text.splitlines()))
+    _, rows = read_csv(path)
     if not rows:
         raise InputError("csv", str(path), "no rows")
     missing = [c for c in REQUIRED if c not in rows[0]]
