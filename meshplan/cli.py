@@ -13,7 +13,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-from .errors import InputError
+from .errors import InputError, RunFailed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +54,9 @@ def _main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"meshplan {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except RunFailed as e:
+        print(f"meshplan {args.command}: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
     return int(rc or 0)

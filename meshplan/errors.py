@@ -16,6 +16,14 @@ class InputError(ValueError):
         super().__init__(f"{field}={value!r}: {allowed}")
 
 
+
+class RunFailed(RuntimeError):
+    """A launched run failed on the workers (a bug or a crash there, not bad input).
+
+    The CLI prints ``str(err)`` as one line (the failing rank's last error and where the full
+    log is) and exits with code 1.
+    """
+
 def require_positive_int(field: str, value: object) -> int:
     """Return ``value`` as an int, or raise InputError unless it is an integer >= 1."""
     if isinstance(value, bool) or not isinstance(value, int):

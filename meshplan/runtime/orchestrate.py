@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, RunFailed
 from .launch import format_command, free_port, scratch_dir, torchrun_command
 from .train import RunConfig
 from .worker import config_to_json
@@ -24,7 +24,7 @@ def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_resta
     world = cfg.plan.world_size
     out = Path(out_dir or scratch_dir())
     out.mkdir(parents=True, exist_ok=True)
-    for f in list(out.glob("rank-*.json")) + list(out.glob("error-*.txt")):
+    for f in [*out.glob("rank-*.json"), *out.glob("error-*.txt"), *out.glob("failure-*.txt")]:
         f.unlink()
     conf = out / "run.json"
     conf.write_text(config_to_json(cfg, out=str(out), **run))
@@ -42,8 +42,13 @@ def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_resta
         raise InputError(*_split_error(errors[0].read_text()))
     results = [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
     if proc.returncode != 0 or len(results) != world:
-        tail = "\n".join((proc.stderr or "").splitlines()[-25:])
-        raise RuntimeError(f"torchrun exited with {proc.returncode}:\n{tail}")
+        log = out / "torchrun.log"
+        log.write_text((proc.stdout or "") + (proc.stderr or ""))
+        failures = sorted(out.glob("failure-*.txt"))
+        where = (f"rank {failures[0].stem.split('-')[1]}: {last_error(failures[0].read_text())}"
+                 if failures else last_error(proc.stderr))
+        raise RunFailed(f"the run failed (torchrun exit code {proc.returncode}, "
+                        f"{len(results)} of {world} ranks finished; {where}); full log: {log}")
     return {"results": sorted(results, key=lambda r: r["rank"]), "out": str(out),
             "log": proc.stderr}
 
@@ -100,6 +105,16 @@ def _run_torchrun(cmd: list[str], env: dict, timeout_s: float | None):
         stop_tree(proc)
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def last_error(log: str | None) -> str:
+    """The last exception line a worker printed (``SomeError: message``), else the last line."""
+    lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        head = ln.split(":", 1)[0].split(".")[-1]
+        if ":" in ln and (head.endswith("Error") or head.endswith("Exception")) and " " not in head:
+            return ln
+    return lines[-1] if lines else "no output"
 
 
 def _split_error(text: str) -> tuple[str, str, str]:

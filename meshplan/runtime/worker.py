@@ -162,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 2
     except BaseException:  # noqa: BLE001 - os._exit below would hide it
         import traceback
-        traceback.print_exc()
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        (out / f"failure-{rank}.txt").write_text(text)
         code = 1
     finally:
         dist.destroy_process_group()
