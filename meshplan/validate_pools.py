@@ -120,8 +120,13 @@ def prepare_pool_row(row: dict) -> PoolRow:
     if not gpus:
         raise InputError("gpu", "", "required (blank)")
     link = number(row, "inter_pool_gbps")
-    pc = make_pools(gpus, gpus_per_node=count(row, "gpus_per_node", minimum=1),
-                    nic_gbps_per_gpu=number(row, "nic_gbps_per_gpu"), inter_pool_gbps=link)
+    gpn, nic = count(row, "gpus_per_node", minimum=1), number(row, "nic_gbps_per_gpu")
+    try:
+        pc = make_pools(gpus, gpus_per_node=gpn, nic_gbps_per_gpu=nic, inter_pool_gbps=link)
+    except InputError as e:  # name the CSV column the pools came from
+        if e.field in ("gpus", "gpu", "num_gpus") or e.field.startswith("cluster.pools"):
+            raise InputError("gpu", gpus, f"{e.field}={e.value!r}: {e.allowed}") from None
+        raise
     n = count(row, "num_gpus", required=True, minimum=1)
     if n != pc.num_gpus:
         raise InputError("num_gpus", n, f"the pools in gpu hold {pc.num_gpus} GPUs")
