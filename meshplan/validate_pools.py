@@ -13,6 +13,7 @@ recompute, sequence_parallel) and by these columns (blank where they do not appl
 | pool_replicas | data: replicas per GPU type, ``RTX-3090-24GB:1,TITAN-RTX-24GB:2`` (sums to dp) |
 | pool_batch | data: sequences per replica per GPU type, same syntax (blank: the batch split evenly) |
 | inter_pool_gbps | the link between pools, Gb/s per GPU one way (blank: the slowest pool's NIC) |
+| nic_gbps_per_gpu | as in any row (one figure for every pool), or one per pool: ``RTX-3090-24GB:0.116,TITAN-RTX-24GB:2.86`` |
 | baseline_id | a row of the same file this row's throughput is compared with (a ratio) |
 | measured_speedup | the ratio a source prints (this row's throughput / the baseline's) when it prints no throughput; blank: the ratio of the two rows' measured tokens/s |
 
@@ -90,6 +91,39 @@ def _per_pool(row: dict, field: str, pc: PoolCluster) -> dict[int, int]:
     return out
 
 
+def _nic_tables(gpus: str, nic_text: str, gpn: int | None) -> list[dict]:
+    """Pool tables for ``make_pools`` from ``GPU:GBPS,GPU:GBPS`` (Gb/s per GPU one way; a
+    pool not named keeps its GPU's usual NIC)."""
+    from .scenario import gpu_catalog
+    from .specs.pools import parse_pools
+
+    pools = parse_pools(gpus, gpu_catalog())
+    names = {g.name.lower(): g.name for _, g in pools}
+    if len(names) != len(pools):
+        raise InputError("gpus", gpus, "each GPU type may appear in one pool only "
+                         "(add the counts together)")
+    nic: dict[str, float] = {}
+    for part in nic_text.split(","):
+        name, _, v = part.partition(":")
+        key = names.get(name.strip().lower())
+        if key is None or key in nic:
+            raise InputError("nic_gbps_per_gpu", nic_text, "GBPS, or GPU:GBPS per pool of "
+                             "the gpu column, each pool once")
+        x = number({"nic_gbps_per_gpu": v}, "nic_gbps_per_gpu", required=True)
+        if not x > 0:
+            raise InputError("nic_gbps_per_gpu", nic_text, "must be positive")
+        nic[key] = x
+    out = []
+    for n, g in pools:
+        t: dict = {"gpus": f"{n}x{g.name}"}
+        if gpn is not None:
+            t["gpus_per_node"] = gpn
+        if g.name in nic:
+            t["nic_gbps_per_gpu"] = nic[g.name]
+        out.append(t)
+    return out
+
+
 def _plan_knobs(row: dict) -> dict:
     kw: dict = {}
     for key in ("tp", "pp", "dp", "cp", "micro_batch"):
@@ -120,9 +154,15 @@ def prepare_pool_row(row: dict) -> PoolRow:
     if not gpus:
         raise InputError("gpu", "", "required (blank)")
     link = number(row, "inter_pool_gbps")
-    gpn, nic = count(row, "gpus_per_node", minimum=1), number(row, "nic_gbps_per_gpu")
+    gpn = count(row, "gpus_per_node", minimum=1)
+    nic_text = text(row, "nic_gbps_per_gpu")
     try:
-        pc = make_pools(gpus, gpus_per_node=gpn, nic_gbps_per_gpu=nic, inter_pool_gbps=link)
+        if ":" in nic_text:  # one NIC per pool: GPU:GBPS,GPU:GBPS
+            tables = _nic_tables(gpus, nic_text, gpn)
+            pc = make_pools(gpus, inter_pool_gbps=link, pool_tables=tables)
+        else:
+            pc = make_pools(gpus, gpus_per_node=gpn, inter_pool_gbps=link,
+                            nic_gbps_per_gpu=number(row, "nic_gbps_per_gpu"))
     except InputError as e:  # name the CSV column the pools came from
         if e.field in ("gpus", "gpu", "num_gpus") or e.field.startswith("cluster.pools"):
             raise InputError("gpu", gpus, f"{e.field}={e.value!r}: {e.allowed}") from None

@@ -46,17 +46,22 @@ def test_validate_reproduces_the_reported_figures():
     p = s["pools"]
     assert p["rows"] == 6 and p["scored"] == 6
     mit = p["per_source"][MIT]
-    # README / notes: median |error| 492% (meshplan faster than measured on every row),
-    # and the same framework's homogeneous GH200 control rows are off by about as much
-    assert mit["tokens_median_abs_error"] == pytest.approx(4.92, rel=0.1)
-    assert all(r.tokens_error > 2 for r in results if r.source == MIT)
+    by_id = {r.id: r for r in results}
+    # notes/hetero.md: with the artifact's measured network, the pipelines whose stages
+    # meet over the 1 GbE node link are predicted within 15%; the compute-bound rows are
+    # 2.2-3.8x too fast, as are the same framework's homogeneous GH200 rows (3.9-4.4x)
+    assert mit["tokens_median_abs_error"] == pytest.approx(2.37, rel=0.1)
+    for rid in ("sailor-N3-D1", "sailor-N4-D1"):
+        assert abs(by_id[rid].tokens_error) < 0.15
+    for rid in ("sailor-N2-D1", "sailor-N2-D2", "sailor-N4-D4", "sailor-N6-D6"):
+        assert 1.5 < by_id[rid].tokens_error < 4.5
     control = [r.tokens_error for r in results if r.source.startswith("Sailor Clariden")]
-    assert len(control) == 2 and all(2 < e < 7 for e in control)
+    assert len(control) == 2 and all(3 < e < 5 for e in control)
     rat = {r["id"]: r for r in p["ratios"]}
     assert rat["sailor-N2-D2"]["measured"] == pytest.approx(119.83914 / 91.78, rel=1e-3)
-    assert rat["sailor-N2-D2"]["predicted"] == pytest.approx(1.07, rel=0.1)
+    assert rat["sailor-N2-D2"]["predicted"] == pytest.approx(1.21, rel=0.1)
     assert rat["sailor-N4-D4"]["measured"] == pytest.approx(83.76622 / 83.45238, rel=1e-3)
-    assert rat["sailor-N4-D4"]["predicted"] == pytest.approx(1.97, rel=0.1)
+    assert rat["sailor-N4-D4"]["predicted"] == pytest.approx(4.03, rel=0.1)
     # every prediction carries an interval around its point
     for r in results:
         lo, hi = r.tokens_p10_p90
@@ -86,6 +91,9 @@ def _one_row(tmp_path, **change):
     ({"stage_pools": "RTX-3090-24GB,H100-SXM-80GB,TITAN-RTX-24GB,RTX-2080-Ti-11GB"}, "stage_pools="),
     ({"layer_split": "4/7/7/7"}, "layer_split="),
     ({"pool_plan": "tensor"}, "pool_plan="),
+    ({"nic_gbps_per_gpu": "RTX-3090-24GB:0.115,H100-SXM-80GB:400"}, "nic_gbps_per_gpu="),
+    ({"pool_plan": "data", "pool_replicas": ""}, "pool_replicas="),
+    ({"pool_plan": "data", "pool_replicas": "RTX-3090-24GB:1,TITAN-RTX-24GB:x"}, "pool_replicas="),
 ])
 def test_bad_pool_row_fails_alone_with_the_field_named(tmp_path, capsys, change, field):
     p = _one_row(tmp_path, **change)
@@ -113,3 +121,18 @@ def test_printed_speedup_is_compared_as_a_ratio(tmp_path):
     rat = {r["id"]: r for r in s["pools"]["ratios"]}["sailor-N2-D2"]
     assert rat["measured"] == 1.5
     assert rat["error_ratio"] == pytest.approx(rat["predicted"] / 1.5 - 1)
+
+
+def test_pool_boundary_crosses_only_its_two_pools_nics():
+    """A pool that takes no part in an exchange does not slow it (the default link is the
+    slowest NIC of the pools exchanging); a link given applies everywhere."""
+    from meshplan.scenario import make_pools
+
+    t = [{"gpus": "8xRTX-3090-24GB", "nic_gbps_per_gpu": 0.1},
+         {"gpus": "8xRTX-2080-Ti-11GB", "nic_gbps_per_gpu": 3},
+         {"gpus": "8xTITAN-RTX-24GB", "nic_gbps_per_gpu": 2}]
+    pc = make_pools("", pool_tables=t)
+    assert pc.link_bytes_per_s((1, 2)) == 2 / 8 * 1e9
+    assert pc.link_bytes_per_s((0, 1)) == pc.inter_pool_bytes_per_s == 0.1 / 8 * 1e9
+    given = make_pools("", pool_tables=t, inter_pool_gbps=50)
+    assert given.link_bytes_per_s((1, 2)) == given.link_bytes_per_s((0, 2)) == 50 / 8 * 1e9
