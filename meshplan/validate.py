@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import runs_csv, uncertainty
+from . import runs_csv, uncertainty, validate_pools
 from .cost import estimate
 from .errors import InputError
 from .plan import Plan
@@ -191,6 +191,9 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         res.measured_step_time_s = measured(row, "measured_step_time_s")
         res.measured_peak_mem_gib = measured(row, "measured_peak_mem_gib")
         res.measured_oom = bool(flag(row, "oom"))
+        if validate_pools.is_pool_row(row):  # mixed GPU pools: validate_pools.py
+            validate_pools.fill_pool_prediction(res, row, with_search_best, cache, residuals)
+            return res
         prep = prepare(row)
         res.notes = list(prep.notes)
         _fill_prediction(res, prep, cache, residuals)
@@ -382,4 +385,7 @@ def validate(path: str | Path, with_search_best: bool = True, jobs: int = 1,
              residuals: dict | None = None) -> tuple[list[RowResult], dict]:
     rows = read_rows(path)
     results = predict_rows(rows, with_search_best, jobs, residuals)
-    return results, summarize(results, residuals)
+    summary = summarize(results, residuals)
+    if any(validate_pools.is_pool_row(r) for r in rows):
+        summary["pools"] = validate_pools.summary(rows, results)
+    return results, summary

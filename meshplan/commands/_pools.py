@@ -78,7 +78,8 @@ def pooled_scenario(args) -> Scenario | None:
                       for p in pc.pools)
         link = (args.inter_pool_gbps / 8 * 1e9) if getattr(args, "inter_pool_gbps", None) \
             else pc.inter_pool_bytes_per_s
-        pc = replace(pc, pools=pools, inter_pool_bytes_per_s=link)
+        given = pc.inter_pool_given or bool(getattr(args, "inter_pool_gbps", None))
+        pc = replace(pc, pools=pools, inter_pool_bytes_per_s=link, inter_pool_given=given)
     else:
         pc = make_pools(gpus, args.gpus_per_node, args.nic_gbps, args.gpu_file,
                         getattr(args, "inter_pool_gbps", None), prices)

@@ -96,7 +96,29 @@ def _run(args) -> int:
         for src, d in s["per_source"].items():
             print(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
                   f"{_pct(d.get('loso_interval_coverage')):>6}  {src}")
+    if s.get("pools"):
+        _print_pools(s["pools"])
     return 1 if s["errors"] else 0
+
+
+def _print_pools(p: dict) -> None:
+    """Mixed-GPU rows (validate_pools.py): per source, and the throughput ratios."""
+    print(f"mixed GPU pools: {p['scored']} of {p['rows']} rows scored, tokens/s per GPU "
+          f"median |error| {_pct(p['tokens_median_abs_error'])}")
+    for src, d in p["per_source"].items():
+        best = (f", pool search's best at least as fast as the published plan: "
+                f"{d['search_at_least_as_fast']} of {d['search_compared']}"
+                if d["search_compared"] else "")
+        ratio = (f", ratio to baseline row median |error| {_pct(d['ratio_median_abs_error'])} "
+                 f"({d['ratio_rows']} rows)" if d["ratio_rows"] else "")
+        print(f"  {d['rows']:>3}  median |error| {_pct(d['tokens_median_abs_error'])} "
+              f"(median signed {_err(d['tokens_median_error'])}){ratio}{best}  {src}")
+    for r in p["ratios"]:
+        if "error_ratio" in r:
+            print(f"  ratio {r['id']} / {r['baseline_id']}: measured {r['measured']:.3f}, "
+                  f"predicted {r['predicted']:.3f} ({_err(r['error_ratio'])})")
+        else:
+            print(f"  ratio {r['id']} / {r['baseline_id']}: {r['error']}")
 
 
 def register(sub) -> None:

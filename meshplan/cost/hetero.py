@@ -8,13 +8,15 @@ homogeneous cost model (``estimate``) run once per GPU type:
   Every stage's per-micro-batch cost comes from ``estimate`` of the same plan on a cluster
   of that stage's GPU type; the stages go through the event simulator
   (``pipeline/simulate.py``, which takes per-stage times); a boundary between two pools
-  sends activations over the inter-pool link. Memory is judged per stage against that
+  sends activations over the link between those two pools (the inter-pool link given, else
+  the slower of the two pools' NICs). Memory is judged per stage against that
   stage's GPU. Data-parallel gradient reduction stays inside a stage, hence inside a pool.
 - **data parallel across pools** (Cephalo, Whale): every pool runs replicas of the same
   tp/pp/cp layout; the global batch is split by speed (``batch_per_replica`` per pool); the
   step waits for the slowest pool, then the gradients are all-reduced across pools over the
-  inter-pool link (ring over the pools, each GPU's reduce-scattered shard, not overlapped:
-  a stated simplification, Cephalo overlaps part of it).
+  link between the pools used (given, else their slowest NIC): a ring over the pools, each
+  GPU's reduce-scattered shard, not overlapped (a stated simplification; Cephalo overlaps
+  part of it).
 
 Step time parts sum to the total, as everywhere: the pipeline's (simulated) work and
 bubble, then the slowest pool's parts outside the pipeline, then the cross-pool reduction.
@@ -179,7 +181,8 @@ def pipeline_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload,
         ct = times[k][r]
         if r + 1 < plan.pp and stage_pools[r + 1] != k:  # the activation leaves the pool
             c = ests[k].chunks[r]
-            link = c.p2p_bytes / pc.inter_pool_bytes_per_s + pc.inter_pool_latency_s
+            link = (c.p2p_bytes / pc.link_bytes_per_s((k, stage_pools[r + 1]))
+                    + pc.inter_pool_latency_s)
             ct = replace(ct, p2p_s=max(ct.p2p_s, link))
         chunks.append(ct)
     sim = simulate(schedule_for_plan(plan, m), chunks, record=False)
@@ -254,7 +257,8 @@ def data_across_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, pla
     shard = 1 if plan.zero == 0 else min(replicas.values()) * plan.cp
     params = model.total_params() / (plan.tp * plan.pp)
     n_pools = len(replicas)
-    cross = (2 * (n_pools - 1) / n_pools * GRAD_BYTES * params / shard / pc.inter_pool_bytes_per_s
+    cross = (2 * (n_pools - 1) / n_pools * GRAD_BYTES * params / shard
+             / pc.link_bytes_per_s(replicas)
              + 2 * (n_pools - 1) * pc.inter_pool_latency_s)
     parts["cross_pool_reduce_s"] = cross
     peak = sum(n * pc.pools[_index(pc, name)].gpu.flops("bf16") for name, n in gpus.items())

@@ -27,6 +27,14 @@ class Pool:
     def gpu(self) -> GPU:
         return self.cluster.gpu
 
+    def link_bytes_per_s(self, pools) -> float:
+        """Bytes/s per GPU one way between the pools with these indices: the link given,
+        else the slowest NIC among those pools (traffic between them crosses only their
+        NICs, not those of pools that take no part)."""
+        if self.inter_pool_given:
+            return self.inter_pool_bytes_per_s
+        return min(self.pools[k].cluster.nic_bytes_per_s for k in pools)
+
     @property
     def num_gpus(self) -> int:
         return self.cluster.num_gpus
@@ -45,8 +53,11 @@ class PoolCluster:
     pools: tuple[Pool, ...]
     inter_pool_bytes_per_s: float = 0.0  # 0: the slowest pool's NIC
     inter_pool_latency_s: float = 0.0  # 0: the largest scale-out latency of the pools
+    inter_pool_given: bool | None = None  # None: True when a link was given (nonzero)
 
     def __post_init__(self) -> None:
+        if self.inter_pool_given is None:
+            object.__setattr__(self, "inter_pool_given", bool(self.inter_pool_bytes_per_s))
         if not self.pools:
             raise InputError("gpus", "", "a cluster needs at least one pool")
         names = [p.name for p in self.pools]
@@ -63,6 +74,14 @@ class PoolCluster:
         if not self.inter_pool_latency_s:
             object.__setattr__(self, "inter_pool_latency_s",
                                max(p.gpu.scaleout_latency_s for p in self.pools))
+
+    def link_bytes_per_s(self, pools) -> float:
+        """Bytes/s per GPU one way between the pools with these indices: the link given,
+        else the slowest NIC among those pools (traffic between them crosses only their
+        NICs, not those of pools that take no part)."""
+        if self.inter_pool_given:
+            return self.inter_pool_bytes_per_s
+        return min(self.pools[k].cluster.nic_bytes_per_s for k in pools)
 
     @property
     def num_gpus(self) -> int:

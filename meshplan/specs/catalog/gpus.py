@@ -87,6 +87,36 @@ GPUS: dict[str, GPU] = {
         184 * GiB, 8000 * GB, 900 * GB, gpus_per_node=4, scaleup_domain=72,
         nic_bytes_per_s=_gbps(400), generation="blackwell",
         source="NVIDIA GB200 NVL72 datasheet"),
+    # Consumer / workstation parts of published mixed-GPU runs (Sailor's MIT cluster, 8 per
+    # node, PCIe, no NVLink switch). 16-bit peaks are tensor-core FP16 with FP32 accumulate,
+    # what PyTorch autocast's cuBLAS GEMMs use (GeForce parts run that at half the
+    # FP16-accumulate rate). Turing's tensor cores are Volta's design (sm_75 vs sm_70), so
+    # Turing parts take the "volta" kernel-efficiency family. Scale-up: PCIe one direction
+    # (3.0 x16: 15.75 GB/s; 4.0 x16: 31.5 GB/s). NIC: no usual node exists for these parts;
+    # 10 Gb/s Ethernet per 8-GPU node (1.25 Gb/s per GPU) is an assumption, override it per
+    # row (nic_gbps_per_gpu) where a source states the network.
+    # NVIDIA Ampere GA102 whitepaper (RTX 3090): 71 TFLOPS FP16 tensor FP32-acc dense, 35.6
+    # FP32, 24 GB GDDR6X at 936 GB/s, PCIe 4.0.
+    "RTX-3090-24GB": GPU(
+        "RTX-3090-24GB", {"fp32": 35.6 * T, "tf32": 35.6 * T, "bf16": 71 * T, "fp16": 71 * T},
+        24 * GiB, 936 * GB, 31.5 * GB, nic_bytes_per_s=_gbps(1.25), generation="ampere",
+        scaleup_latency_s=10e-6, scaleout_latency_s=30e-6,
+        source="NVIDIA Ampere GA102 GPU architecture whitepaper (GeForce RTX 3090); PCIe 4.0 x16"),
+    # NVIDIA Turing TU102 whitepaper / TITAN RTX spec: 130.5 TFLOPS FP16 tensor FP32-acc
+    # (full rate on TITAN), 16.3 FP32, 24 GB GDDR6 at 672 GB/s, PCIe 3.0.
+    "TITAN-RTX-24GB": GPU(
+        "TITAN-RTX-24GB", {"fp32": 16.3 * T, "fp16": 130.5 * T}, 24 * GiB, 672 * GB, 15.75 * GB,
+        nic_bytes_per_s=_gbps(1.25), generation="volta", scaleup_latency_s=10e-6,
+        scaleout_latency_s=30e-6,
+        source="NVIDIA Turing architecture whitepaper; NVIDIA TITAN RTX product page; PCIe 3.0 x16"),
+    # NVIDIA Turing whitepaper, GeForce RTX 2080 Ti reference clocks: 53.8 TFLOPS FP16 tensor
+    # FP32-acc, 13.4 FP32, 11 GB GDDR6 at 616 GB/s, PCIe 3.0. (Sailor's "RTX-2080" has 11 GiB:
+    # the 2080 Ti.)
+    "RTX-2080-Ti-11GB": GPU(
+        "RTX-2080-Ti-11GB", {"fp32": 13.4 * T, "fp16": 53.8 * T}, 11 * GiB, 616 * GB, 15.75 * GB,
+        nic_bytes_per_s=_gbps(1.25), generation="volta", scaleup_latency_s=10e-6,
+        scaleout_latency_s=30e-6,
+        source="NVIDIA Turing architecture whitepaper (GeForce RTX 2080 Ti); PCIe 3.0 x16"),
     # AMD Instinct MI300X datasheet: 1,307.4 TF bf16 dense, 2,614.9 fp8, 653.7 tf32,
     # 163.4 fp32; 192 GB HBM3 at 5.3 TB/s; Infinity Fabric 896 GB/s aggregate peer (7 links
     # x 64 GB/s each way); 8 per node, 400 Gb/s NIC per GPU.
