@@ -10,6 +10,7 @@ import json
 import math
 
 from ..progress import activity
+from ..ranking import format_lines
 from ..validate import validate
 from ._profile import add_profile_arg, apply_profile_arg
 
@@ -96,6 +97,8 @@ def _run(args) -> int:
         for src, d in s["per_source"].items():
             print(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
                   f"{_pct(d.get('loso_interval_coverage')):>6}  {src}")
+    for line in format_lines(s["ranking"]):
+        print(line)
     return 1 if s["errors"] else 0
 
 
