@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import runs_csv, uncertainty, validate_pools
+from . import ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
 from .errors import InputError
 from .plan import Plan
@@ -50,6 +50,7 @@ class RowResult:
     measured_peak_mem_gib: float | None = None
     measured_oom: bool = False
     source: str = ""
+    layout_set: str = ""  # the optional `set` column: a published sweep (ranking.py)
     predicted_tokens_per_s_per_gpu: float | None = None
     predicted_step_time_s: float | None = None
     predicted_peak_mem_gib: float | None = None
@@ -93,7 +94,7 @@ class RowResult:
 
     def to_json(self) -> dict:
         return {
-            "id": self.id, "trust": self.trust, "source": self.source,
+            "id": self.id, "trust": self.trust, "source": self.source, "set": self.layout_set,
             "predicted_tokens_per_s_per_gpu": self.predicted_tokens_per_s_per_gpu,
             "predicted_tokens_per_s_per_gpu_p10_p90": self.tokens_p10_p90,
             "predicted_step_time_s": self.predicted_step_time_s,
@@ -179,7 +180,7 @@ def prepare(row: dict) -> Prepared:
 def _new_result(row: dict) -> RowResult:
     return RowResult(id=text(row, "id"), trust=text(row, "trust"), model=text(row, "model"),
                      gpus=f"{text(row, 'num_gpus')}x{text(row, 'gpu')}",
-                     source=source_key(text(row, "source")))
+                     source=source_key(text(row, "source")), layout_set=text(row, "set"))
 
 
 def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = None,
@@ -339,6 +340,7 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
             for r in beats),
         "search_compared": len(beats),
         "per_source": per_source,
+        "ranking": ranking.set_report(ok),
     }
 
 

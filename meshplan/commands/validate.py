@@ -10,6 +10,7 @@ import json
 import math
 
 from ..progress import activity
+from ..ranking import format_lines
 from ..validate import validate
 from ._profile import add_profile_arg, apply_profile_arg
 
@@ -98,6 +99,8 @@ def _run(args) -> int:
                   f"{_pct(d.get('loso_interval_coverage')):>6}  {src}")
     if s.get("pools"):
         _print_pools(s["pools"])
+    for line in format_lines(s["ranking"]):
+        print(line)
     return 1 if s["errors"] else 0
 
 

@@ -132,7 +132,13 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if ops.etp_buffer_bytes and places.etp.size > 1:
         tp_pass += 2 * all_gather_s(cluster, places.etp, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
-    tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap else 0.0
+    # Only sequence-parallel TP can be overlapped: Megatron/TE's --tp-comm-overlap and
+    # torchtitan's async TP split SP's all-gather / reduce-scatter into chunks pipelined with
+    # the GEMMs that consume / produce them (Megatron-LM arguments: '--tp-comm-overlap
+    # requires --sequence-parallel'); plain TP's all-reduce needs the whole GEMM output and
+    # the next op needs the whole reduced tensor, so it stays on the critical path
+    # (Shoeybi et al. 2019, the 'g' all-reduce of the MLP and attention blocks).
+    tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap and shard.sp else 0.0
     # CP ring: (cp-1) K/V blocks forward, K/V plus their gradients backward, each step
     # overlapped with the attention block it feeds; Ulysses all-to-all is not overlapped.
     cp_wire = cp_hidden = cp_fwd_exposed = 0.0
