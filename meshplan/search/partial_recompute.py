@@ -1,0 +1,57 @@
+"""Rule 6 of the search (meshplan/search/search.py): the partial-recomputation ladder.
+
+At fixed degrees, micro-batch, schedule and ZeRO stage, recomputing the first N layers of each
+model chunk in full (Plan.recompute_layers) costs more time and holds less memory as N grows
+(N >= 1; cost/step.py, cost/layer.py). So the fastest partial plan that fits at a ZeRO stage is
+the one with the fewest layers recomputed that still fits: a bisection on N in [1, L-1], L the
+layers of the fullest chunk (N = L is recompute full, which the search tries anyway).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from ..cost import Estimate, estimate
+from ..errors import InputError
+from ..plan import Plan
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from ..specs.workload import Workload
+
+
+def partial_fits(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan,
+                 zeros: list[int], runs_on_engine: Callable[[Plan], bool]
+                 ) -> Iterator[Estimate | InputError]:
+    """For each ZeRO stage in ``zeros``, bisect the layers recomputed per chunk; yield every
+    estimate made (fitting or not) or the InputError of an invalid plan. The last fitting
+    estimate of each stage is the fewest layers that fit there."""
+    most = max(plan.layer_split(model))
+    if most < 2:
+        return
+    probe = plan.with_(recompute_layers=1)
+    if not runs_on_engine(probe):  # the engine cannot express partial recomputation
+        return
+
+    def run(z: int, n: int) -> Estimate | InputError:
+        try:
+            return estimate(model, cluster, workload, plan.with_(zero=z, recompute_layers=n))
+        except InputError as e:
+            return e
+
+    def fits(e: Estimate | InputError) -> bool:
+        return isinstance(e, Estimate) and e.fits
+
+    for z in zeros:
+        lo, hi = 1, most - 1
+        est = run(z, hi)
+        yield est
+        if not fits(est):  # memory falls with N: nothing below fits either
+            continue
+        while lo < hi:
+            mid = (lo + hi) // 2
+            est = run(z, mid)
+            yield est
+            if fits(est):
+                hi = mid
+            else:
+                lo = mid + 1
