@@ -21,18 +21,15 @@ from ..specs.workload import Workload
 
 def partial_fits(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan,
                  zeros: list[int], runs_on_engine: Callable[[Plan], bool]
-                 ) -> Iterator[Estimate | InputError]:
-    """For each ZeRO stage in ``zeros``, bisect the layers recomputed per chunk; yield every
-    estimate made (fitting or not) or the InputError of an invalid plan. The last fitting
-    estimate of each stage is the fewest layers that fit there."""
+                 ) -> Iterator[tuple[Estimate | InputError, bool]]:
+    """For each ZeRO stage in ``zeros``, bisect the layers recomputed per chunk. Yields
+    (estimate or the InputError of an invalid plan, chosen) for every plan tried; ``chosen``
+    marks the fewest layers that fit at a stage (the others that fit are dominated by it)."""
     most = max(plan.layer_split(model))
-    if most < 2:
-        return
-    probe = plan.with_(recompute_layers=1)
-    if not runs_on_engine(probe):  # the engine cannot express partial recomputation
-        return
+    if most < 2 or not runs_on_engine(plan.with_(recompute_layers=1)):
+        return  # no chunk to split, or the engine cannot express partial recomputation
 
-    def run(z: int, n: int) -> Estimate | InputError:
+    def run(n: int, z: int) -> Estimate | InputError:
         try:
             return estimate(model, cluster, workload, plan.with_(zero=z, recompute_layers=n))
         except InputError as e:
@@ -42,16 +39,16 @@ def partial_fits(model: ModelSpec, cluster: Cluster, workload: Workload, plan: P
         return isinstance(e, Estimate) and e.fits
 
     for z in zeros:
-        lo, hi = 1, most - 1
-        est = run(z, hi)
-        yield est
-        if not fits(est):  # memory falls with N: nothing below fits either
-            continue
-        while lo < hi:
-            mid = (lo + hi) // 2
-            est = run(z, mid)
-            yield est
-            if fits(est):
-                hi = mid
-            else:
-                lo = mid + 1
+        tried = {most - 1: run(most - 1, z)}
+        if fits(tried[most - 1]):  # memory falls with N: else nothing below fits either
+            lo, hi = 1, most - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                tried[mid] = run(mid, z)
+                if fits(tried[mid]):
+                    hi = mid
+                else:
+                    lo = mid + 1
+        best = min((n for n, e in tried.items() if fits(e)), default=None)
+        for n, e in tried.items():
+            yield e, n == best

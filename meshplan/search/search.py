@@ -91,6 +91,7 @@ ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs
           "of max(1, m // pp))")
 BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
 DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
+DOMINATED_PARTIAL = "dominated (fewer layers recomputed already fit)"
 
 # Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
@@ -301,7 +302,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                     zs = [z for z in zs if len(best) < keep or none_s.get(z, 0.0) <= -best[0]]
                     base_p = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
                                          recompute="full"))
-                    for est in partial_fits(model, cluster, workload, base_p, zs, expressible):
+                    for est, chosen in partial_fits(model, cluster, workload, base_p, zs,
+                                                    expressible):
                         considered += 1
                         if isinstance(est, InputError):
                             rejected[f"invalid: {est.field} ({est.allowed})"] += 1
@@ -309,6 +311,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                         evaluated += 1
                         if not est.fits:
                             rejected[NOT_FIT] += 1
+                            continue
+                        if not chosen:
+                            rejected[DOMINATED_PARTIAL] += 1
                             continue
                         fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
                         fitting += 1
