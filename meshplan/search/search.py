@@ -30,11 +30,12 @@ plan on 200 seeded small spaces):
    memory falls with N for N >= 1 (each recomputed layer adds its forward again and keeps
    only its input; the recomputed layer's backward working set is there for every N >= 1),
    so at each ZeRO stage the fastest partial plan that fits is the fewest N that fits, found
-   by bisection on N in [1, L-1] (L: the fullest chunk's layers), none when N = L-1 does not
-   fit. Tried only at the ZeRO stages below the first where no recomputation fits (there
+   in the bracket N in [1, L-1] (L: the fullest chunk's layers; partial_recompute.py), none
+   when N = L-1 does not fit. Tried only at the ZeRO stages below the first where no recomputation fits (there
    none is faster at the same or a lower stage), not where no recomputation at that stage
    (faster than any partial plan there) is already slower than the k-th best plan found,
-   and only when recomputation is not pinned;
+   not where every layer recomputed does not fit (a partial plan holds more), and only when
+   recomputation is not pinned;
    the lean setting (rule 2, every layer recomputed) holds less than any partial one.
 """
 
@@ -262,6 +263,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 tried = 0
                 none_fits_at = None  # the first ZeRO stage where no recomputation fits
                 none_s: dict = {}  # ZeRO stage -> step time with no recomputation
+                full_misses: set = set()  # ZeRO stages where every layer recomputed misses
                 for rc in rcs:
                     fitted_at = None
                     missed = False  # a runnable lower ZeRO stage did not fit at this rc
@@ -279,6 +281,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                         evaluated += 1
                         if rc == "none":
                             none_s[z] = est.step_time_s
+                        if rc == "full" and not est.fits:
+                            full_misses.add(z)
                         if not est.fits:
                             rejected[NOT_FIT] += 1
                             missed = True
@@ -299,7 +303,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 if partial and none_fits_at != zeros[0]:  # rule 6
                     zs = zeros if none_fits_at is None else zeros[:zeros.index(none_fits_at)]
                     # a partial plan is slower than no recomputation at its ZeRO stage (rule 4)
-                    zs = [z for z in zs if len(best) < keep or none_s.get(z, 0.0) <= -best[0]]
+                    zs = [z for z in zs if z not in full_misses
+                          and (len(best) < keep or none_s.get(z, 0.0) <= -best[0])]
                     base_p = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
                                          recompute="full"))
                     for est, chosen in partial_fits(model, cluster, workload, base_p, zs,
