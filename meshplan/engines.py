@@ -26,6 +26,15 @@ Sources per engine (versions the exports target):
   without AutoTP and without the pipeline engine; the pipeline engine runs 1F1B on one chunk
   per stage, ZeRO 0-1, uniform layer partition; AutoTP has no sequence parallelism and no
   ZeRO-3; no MiCS/HSDP; full-layer checkpointing only.
+Partial recomputation (plan.recompute_layers = N: the first N layers of each model chunk):
+- Megatron-LM: --recompute-granularity full --recompute-method block --recompute-num-layers N,
+  counted per TransformerBlock, i.e. per virtual pipeline stage (megatron/core/recompute.py,
+  block branch: layer l of the block is checkpointed when l < recompute_num_layers);
+- torchtitan 0.3: refused. Its activation checkpointing (torchtitan/distributed/
+  activation_checkpoint.py: FullAC, SelectiveAC, RegionAC) applies one policy to every
+  transformer block ("per-block remat policies are not currently supported"); the layer
+  frequency of older releases (selective_ac_option = "N", every N-th block) is gone;
+- DeepSpeed: refused (activation_checkpoint_interval groups layers, it skips none).
 """
 
 from __future__ import annotations
@@ -174,6 +183,15 @@ def _common(engine: str, p) -> list[Violation]:
     return out
 
 
+def _partial_recompute_torchtitan(p) -> list[Violation]:
+    if not p.recompute_layers:
+        return []
+    return [Violation("recompute_layers", p.recompute_layers,
+                      "torchtitan 0.3 applies one activation-checkpointing policy to every "
+                      "transformer block (FullAC/SelectiveAC/RegionAC), not to the first N of "
+                      "a stage; use recompute full or selective")]
+
+
 def _megatron(p, m, w) -> list[Violation]:
     out = _common("megatron", p)
     if p.zero >= 2 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
@@ -199,7 +217,7 @@ def torchtitan_fsdp(p) -> tuple[int, int]:
 
 
 def _torchtitan(p, m, w) -> list[Violation]:
-    out = _common("torchtitan", p)
+    out = _common("torchtitan", p) + _partial_recompute_torchtitan(p)
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))
@@ -267,6 +285,10 @@ def _deepspeed(p, m, w) -> list[Violation]:
     if p.recompute == "selective":
         out.append(Violation("recompute", "selective",
                              "DeepSpeed checkpoints whole layers (full recompute) only"))
+    if p.recompute_layers:
+        out.append(Violation("recompute_layers", p.recompute_layers,
+                             "DeepSpeed checkpoints every layer (activation_checkpoint_interval "
+                             "groups layers, it does not leave some out); use recompute full"))
     return out
 
 

@@ -35,6 +35,7 @@ ALIASES = {
     "zero_stage": "zero", "virtual_stages": "vpp", "virtual_pipeline_stages": "vpp",
     "micro_batch_size": "micro_batch", "pipeline_schedule": "schedule",
     "fsdp_shard_group": "hsdp_shard", "context_parallel_kind": "cp_kind",
+    "recompute_num_layers": "recompute_layers",
 }
 
 
@@ -53,6 +54,11 @@ class Plan:
     schedule: str = ""  # "" -> 1f1b, or interleaved_1f1b when vpp > 1
     micro_batch: int = 1
     recompute: str = "none"
+    # 0: every layer as ``recompute`` says; N > 0 (with recompute="full"): only the first N
+    # transformer layers of each model chunk (virtual stage) are recomputed in full, the rest
+    # keep their activations (Megatron-LM --recompute-method block --recompute-num-layers N,
+    # which counts per virtual pipeline stage; NeMo docs, activation_recomputation.rst)
+    recompute_layers: int = 0
     offload_optimizer: bool = False
     cp_kind: str = "ring"
     overlap_grad_reduce: bool = True
@@ -65,6 +71,8 @@ class Plan:
             object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
         object.__setattr__(self, "zero", require_nonneg_int("zero", self.zero))
         object.__setattr__(self, "hsdp_shard", require_nonneg_int("hsdp_shard", self.hsdp_shard))
+        object.__setattr__(self, "recompute_layers",
+                           require_nonneg_int("recompute_layers", self.recompute_layers))
         for f in ("offload_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                   "tp_comm_overlap") + (("sequence_parallel",) if self.sequence_parallel is not None
                                         else ()):
@@ -80,6 +88,10 @@ class Plan:
         object.__setattr__(self, "schedule", require_choice("schedule", self.schedule, SCHEDULES))
         object.__setattr__(self, "recompute", require_choice("recompute", self.recompute, RECOMPUTE))
         object.__setattr__(self, "cp_kind", require_choice("cp_kind", self.cp_kind, CP_KINDS))
+        if self.recompute_layers and self.recompute != "full":
+            raise InputError("recompute_layers", self.recompute_layers,
+                             "partial recomputation recomputes whole layers: it needs "
+                             f"recompute='full' (got {self.recompute!r})")
         order = tuple(a.strip().lower() for a in self.order.replace(",", "-").split("-"))
         if sorted(order) != sorted(AXES):
             raise InputError("order", self.order,
@@ -154,6 +166,12 @@ class Plan:
         for c in order[:extra]:
             counts[c] += 1
         return counts
+
+    def recomputed_layers(self, chunk_layers: int) -> int:
+        """Layers of a chunk holding ``chunk_layers`` that are recomputed in full."""
+        if self.recompute != "full":
+            return 0
+        return min(self.recompute_layers, chunk_layers) if self.recompute_layers else chunk_layers
 
     def chunk_of(self, rank_in_pp: int, local_chunk: int) -> int:
         """Virtual stage held by pipeline rank ``rank_in_pp`` as its ``local_chunk``-th chunk.

@@ -12,6 +12,8 @@ fields at their default are left out, so ``parse_label(format_label(p)) == p`` f
     hsdpN               FSDP shard group size inside dp*cp (HSDP; default: all of dp*cp)
     mbN                 micro-batch size in sequences (always printed)
     rc-selective        activation recomputation (rc-full; default none)
+    rc-fullN            only the first N layers of each model chunk recomputed in full, the
+                        rest not at all (Megatron --recompute-method block --recompute-num-layers N)
     <schedule>          pipeline schedule: gpipe, 1f1b, interleaved_1f1b, looped_bfs, zb_h1,
                         interleaved_zb, zb_v, dualpipev (printed when pp > 1 or not the default)
     sp / no-sp          sequence parallelism (default: on whenever tp > 1)
@@ -40,8 +42,9 @@ _FLAGS = {  # token -> (field, value)
     "no-ogr": ("overlap_grad_reduce", False), "ogr": ("overlap_grad_reduce", True),
     "no-opg": ("overlap_param_gather", False), "opg": ("overlap_param_gather", True),
 }
+_RC_LAYERS_RE = re.compile(r"^rc-full(\d+)$")
 _INT_RE = re.compile(r"^(" + "|".join(sorted(_INT_TOKENS, key=len, reverse=True)) + r")(\d+)$")
-TOKENS_HELP = ("dpN tpN ppN [vppN] [cpN] [epN [etpN]] zeroN [hsdpN] mbN [rc-selective|rc-full] "
+TOKENS_HELP = ("dpN tpN ppN [vppN] [cpN] [epN [etpN]] zeroN [hsdpN] mbN [rc-selective|rc-full|rc-fullN] "
                "[SCHEDULE] [sp|no-sp] [offload] [cp-a2a] [tpo] [no-ogr] [no-opg] "
                "[order-A-B-C-D]")
 
@@ -62,7 +65,7 @@ def format_label(p: Plan) -> str:
         parts.append(f"hsdp{p.hsdp_shard}")
     parts.append(f"mb{p.micro_batch}")
     if p.recompute != "none":
-        parts.append(f"rc-{p.recompute}")
+        parts.append(f"rc-{p.recompute}" + (str(p.recompute_layers) if p.recompute_layers else ""))
     if p.pp > 1 or p.schedule != Plan(vpp=p.vpp, pp=p.pp).schedule:
         parts.append(p.schedule)
     if p.sequence_parallel:
@@ -96,6 +99,13 @@ def label_fields(label: str) -> dict:
             key, val = _INT_FIELD.get(m.group(1), m.group(1)), int(m.group(2))
         elif t in _FLAGS:
             key, val = _FLAGS[t]
+        elif _RC_LAYERS_RE.match(t):
+            n = int(_RC_LAYERS_RE.match(t).group(1))
+            if out.get("recompute_layers", n) != n:
+                raise InputError("--plan", label, f"gives recompute_layers twice "
+                                 f"({out['recompute_layers']} and {n})")
+            out["recompute_layers"] = n
+            key, val = "recompute", "full"
         elif t.startswith("rc-"):
             key, val = "recompute", t[3:]
         elif t.startswith("order-"):

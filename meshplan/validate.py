@@ -137,6 +137,10 @@ def pins_from_row(row: dict) -> dict:
     rc = text(row, "recompute").lower()
     if rc:
         pins["recompute"] = rc
+    n_rc = count(row, "recompute_layers", minimum=0)  # optional: partial recomputation
+    if n_rc:
+        pins["recompute_layers"] = n_rc
+        pins.setdefault("recompute", "full")
     if pins.get("pp", 1) > 1:
         if "vpp" in pins:
             pins["schedule"] = "interleaved_1f1b" if pins["vpp"] > 1 else "1f1b"
@@ -242,8 +246,8 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.predicted_mfu = est.mfu
     res.plan = est.plan.describe()
     res.chosen = {k: getattr(est.plan, k) for k in
-                  ("micro_batch", "vpp", "schedule", "recompute", "zero", "sequence_parallel",
-                   "tp_comm_overlap") if k not in pins}
+                  ("micro_batch", "vpp", "schedule", "recompute", "recompute_layers", "zero",
+                   "sequence_parallel", "tp_comm_overlap") if k not in pins}
     data = residuals or uncertainty.load()
     iv = uncertainty.interval(est, prep.model, prep.cluster, data)
     res.tokens_p10_p90 = iv.tokens_per_s_per_gpu

@@ -51,6 +51,17 @@ def _pp_rules(model: ModelSpec, pp: int, vpp: int, schedule: str | None,
                          "embedding / the output layer)")
 
 
+def _recompute_rules(model: ModelSpec, plan: Plan) -> None:
+    if not plan.recompute_layers:
+        return
+    most = max(plan.layer_split(model))
+    if plan.recompute_layers >= most:
+        raise InputError("recompute_layers", plan.recompute_layers,
+                         f"must be below the {most} layers the fullest model chunk holds "
+                         f"({model.layers} layers over pp*vpp = {plan.num_chunks} chunks); "
+                         "recomputing every layer is recompute='full' without a layer count")
+
+
 def _expert_rules(model: ModelSpec, ep: int, etp: int) -> None:
     if not model.is_moe and (ep > 1 or etp > 1):
         raise InputError("ep" if ep > 1 else "etp", max(ep, etp),
@@ -103,6 +114,7 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
                          f"dp*cp*tp*pp = {plan.dp}*{plan.cp}*{plan.tp}*{plan.pp} = "
                          f"{plan.world_size} must equal the number of GPUs ({num_gpus})")
     _expert_rules(model, plan.ep, plan.etp)
+    _recompute_rules(model, plan)
     _batch_rules(workload, plan)
     return plan
 
@@ -137,6 +149,15 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
                          f"{'*'.join(pinned)} = {prod} must divide the {num_gpus} GPUs "
                          "(dp*cp*tp*pp = GPUs)")
     _expert_rules(model, g.get("ep", 1), g.get("etp", 1))
+    if g.get("recompute_layers"):
+        if g.get("recompute", "full") != "full":
+            raise InputError("recompute_layers", g["recompute_layers"],
+                             f"needs recompute='full' (pinned: {g['recompute']!r})")
+        if pp is not None:
+            _recompute_rules(model, Plan(pp=pp, vpp=g.get("vpp", 1), recompute="full",
+                                         recompute_layers=g["recompute_layers"],
+                                         schedule="interleaved_1f1b" if g.get("vpp", 1) > 1
+                                         else ""))
     if all(k in g for k in ("dp", "pp", "micro_batch", "schedule")):  # the micro-batch count
         vpp = g.get("vpp") or (2 if g["schedule"] in MULTI_CHUNK_SCHEDULES else 1)
         _batch_rules(workload, Plan(dp=g["dp"], pp=g["pp"], micro_batch=g["micro_batch"],

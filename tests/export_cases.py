@@ -15,6 +15,8 @@ MEGATRON = [
     ("llama70b-tp8pp4vpp2", ("llama3.1-70b", "64xH100-SXM-80GB", 8192, 512), dict(dp=2, tp=8, pp=4, vpp=2, recompute="selective")),
     ("llama70b-uneven-pp6", ("llama3.1-70b", "48xH100-SXM-80GB", 8192, 96), dict(dp=1, tp=8, pp=6, recompute="full")),
     ("llama70b-uneven-vpp", ("llama3.1-70b", "48xH100-SXM-80GB", 8192, 96), dict(dp=1, tp=8, pp=6, vpp=3)),
+    ("llama70b-partial-recompute", ("llama3.1-70b", "64xH100-SXM-80GB", 8192, 512),
+     dict(dp=2, tp=8, pp=4, vpp=2, recompute="full", recompute_layers=3)),
     ("llama8b-cp-a2a-zero3", ("llama3.1-8b", "16xH100-SXM-80GB", 16384, 64), dict(dp=4, cp=2, tp=2, zero=3, cp_kind="all_to_all")),
     ("llama8b-zero2-offload", ("llama3.1-8b", "8xH100-SXM-80GB", 8192, 64), dict(dp=8, zero=2, offload_optimizer=True)),
     ("llama8b-zero1-hsdp", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=1, hsdp_shard=8)),

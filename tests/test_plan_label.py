@@ -25,11 +25,13 @@ def _random_plan(rng: random.Random) -> Plan:
             else 1)
         tp, dp, cp = rng.choice((1, 2, 4, 8)), rng.choice((1, 2, 4)), rng.choice((1, 2, 4))
         zero = rng.choice((0, 1, 2, 3))
+        rc = rng.choice(("none", "selective", "full", "partial"))
         try:
             return Plan(dp=dp, tp=tp, pp=pp, cp=cp, vpp=vpp, schedule=sched,
                         ep=rng.choice((1, 2)), etp=rng.choice((1, 1, 2)), zero=zero,
                         hsdp_shard=rng.choice((0, 0, 2)), micro_batch=rng.choice((1, 2, 4)),
-                        recompute=rng.choice(("none", "selective", "full")),
+                        recompute="full" if rc == "partial" else rc,
+                        recompute_layers=rng.choice((1, 2, 7)) if rc == "partial" else 0,
                         sequence_parallel=rng.choice((None, False, True)),
                         offload_optimizer=zero > 0 and rng.random() < 0.3,
                         cp_kind=rng.choice(("ring", "all_to_all")),
@@ -43,15 +45,27 @@ def _random_plan(rng: random.Random) -> Plan:
 
 def test_every_plan_survives_its_label():
     rng = random.Random(15)
+    partial = 0
     for _ in range(2000):
         p = _random_plan(rng)
+        partial += p.recompute_layers > 0
         assert parse_label(format_label(p)) == p, format_label(p)
+    assert partial > 200  # the partial-recomputation token is among the plans covered
+
+
+def test_partial_recompute_label():
+    p = parse_label("dp8 tp4 pp4 vpp5 zero1 mb1 rc-full2 interleaved_1f1b sp")
+    assert (p.recompute, p.recompute_layers) == ("full", 2)
+    assert "rc-full2" in format_label(p).split()
+    assert parse_label("dp1 tp1 pp1 zero1 mb1 rc-full0") == Plan(recompute="full")
 
 
 @pytest.mark.parametrize("label, needle", [
     ("dp2 tp4 pp2 foo", "unknown label token"),
     ("dp2 tp4 tp8 pp1", "gives tp twice"),
     ("", "give a plan label"),
+    ("dp1 tp1 pp1 rc-full2 rc-full3", "gives recompute_layers twice"),
+    ("dp1 tp1 pp1 rc-full2 rc-selective", "gives recompute twice"),
 ])
 def test_bad_labels_are_refused(label, needle):
     with pytest.raises(InputError, match=needle):

@@ -6,6 +6,8 @@ import csv, sys
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[2]))
 cols = open(__import__('pathlib').Path(__file__).resolve().parents[3] / 'shared/validation/calibration.csv').readline().strip().split(',')
 cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attention'):]
+# optional column: layers per (virtual) pipeline stage recomputed in full, where the source states it
+cols = cols[:cols.index('recompute') + 1] + ['recompute_layers'] + cols[cols.index('recompute') + 1:]
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -45,15 +47,22 @@ SH = dict(
  Q235=dict(model='Qwen3-235B-A22B', arch='moe', layers=94, hidden=4096, heads=64, kv_heads=4, head_dim=128, ffn=12288, vocab=151936, moe_experts=128, moe_topk=8, moe_expert_ffn=1536, moe_shared_experts=0, moe_dense_layers=0, attention='gqa', mlp='swiglu', tied_embeddings=0),
  DS3=dict(model='DeepSeek-V3', arch='moe', layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, moe_experts=256, moe_topk=8, moe_expert_ffn=2048, moe_shared_experts=1, moe_dense_layers=3, attention='mla', mlp='swiglu', tied_embeddings=0),
 )
-def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, note=''):
+RC_PRESET = ("recompute from the Megatron-Bridge perf preset {p} (scripts/performance/configs/llama/"
+             "llama3_workload_base_configs.py: recompute_num_layers={n}), which scripts/performance/utils/"
+             "overrides.py (_set_recompute_overrides) sets as recompute_granularity=full, recompute_method=block, "
+             "recompute_num_layers={n}: the first {n} layers of each (virtual) pipeline stage recomputed")
+def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, note='', rc=None):
     dp = n // (tp*pp*cp)
+    rc_text = RC_PRESET.format(p=rc[0], n=rc[1]) if rc else "recompute not stated (blank)"
     add(source=MB.format(s=sysname), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu,
         num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
-        sequence_parallel=1 if tp > 1 else 0, recompute='', precision='fp8' if prec.startswith('FP8') else 'bf16',
+        sequence_parallel=1 if tp > 1 else 0, recompute='full' if rc else '', recompute_layers=rc[1] if rc else '',
+        precision='fp8' if prec.startswith('FP8') else 'bf16',
         framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
-        derivation=f"Tokens/sec/GPU column as printed ({prec}); zero inferred (FSDP={fsdp}: {'FSDP -> 3' if fsdp else 'distributed optimizer -> 1'}), sequence_parallel inferred from TP>1, recompute not stated (blank); dp = GPUs/(tp*pp*cp){note}")
+        derivation=f"Tokens/sec/GPU column as printed ({prec}); zero inferred (FSDP={fsdp}: {'FSDP -> 3' if fsdp else 'distributed optimizer -> 1'}), sequence_parallel inferred from TP>1, {rc_text}; dp = GPUs/(tp*pp*cp){note}")
 BAL = "; MoE tokens force-balanced among experts (page footnote)"
-mb('DGX-H100','H100-SXM-80GB','L8',8,'FP8-CS',128,1,8192,1,1,1,1,1,1,14451)
+mb('DGX-H100','H100-SXM-80GB','L8',8,'FP8-CS',128,1,8192,1,1,1,1,1,1,14451,
+   rc=('LLAMA3_8B_H100_FP8_CS (the same in every stored version; its cp=1 and mbs=1 match the row; it sets no FSDP, the table prints FSDP=1)', 5))
 mb('DGX-H100','H100-SXM-80GB','L70',64,'FP8-CS',128,1,8192,0,4,8,1,5,1,1602)
 mb('DGX-H100','H100-SXM-80GB','L405',1024,'FP8-CS',512,1,8192,0,8,8,2,8,1,292)
 mb('DGX-H100','H100-SXM-80GB','Q30',16,'FP8-CS',512,2,4096,0,1,2,1,24,8,5275,BAL)

@@ -164,8 +164,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     mm_flops = sum(mm.flops for mm in ops.matmuls)
     model_flops = 3 * (mm_flops + ops.attn_model_flops)
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
-    if recompute == "full":
-        hw_flops += mm_flops + ops.attn_fwd_flops
+    if recompute == "full" and kind in ("dense", "moe"):  # the embedding / output layer
+        hw_flops += mm_flops + ops.attn_fwd_flops        # are not recomputed (rc above)
     elif recompute == "selective" and engine in MEGATRON_ENGINES and kind == "dense":
         hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":

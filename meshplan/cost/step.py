@@ -227,13 +227,21 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
 
 
 @lru_cache(maxsize=4096)
-def _chunk_counts(model: ModelSpec, split: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
-    """(dense layers, MoE layers, has embedding, has output layer) of every chunk."""
+def _chunk_counts(model: ModelSpec, split: tuple[int, ...], recompute_layers: int = 0
+                  ) -> list[tuple[int, ...]]:
+    """(dense layers, MoE layers, has embedding, has output layer, recomputed dense layers,
+    recomputed MoE layers) of every chunk. With partial recomputation (``recompute_layers``
+    N > 0) the first N layers of each chunk are the recomputed ones (Megatron-LM's block
+    method: layer l of a chunk is checkpointed when l < recompute_num_layers,
+    TransformerBlock._checkpointed_forward); the first two counts hold the rest."""
     out, start = [], 0
     for c, n in enumerate(split):
-        n_moe = _moe_layers_between(model, start, start + n)
+        k = min(recompute_layers, n)
+        rc_moe = _moe_layers_between(model, start, start + k)
+        n_moe = _moe_layers_between(model, start + k, start + n)
         start += n
-        out.append((n - n_moe, n_moe, int(c == 0), int(c == len(split) - 1)))
+        out.append((n - k - n_moe, n_moe, int(c == 0), int(c == len(split) - 1),
+                    k - rc_moe, rc_moe))
     return out
 
 
@@ -274,20 +282,30 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     pl = placements(plan, cluster)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
 
-    def cost(kind: str) -> LayerCost:
-        return layer_cost(model, cluster, kind, shard, plan.recompute, places,
+    # partial recomputation: the layers it does not recompute run as with none
+    rc_rest = "none" if plan.recompute_layers else plan.recompute
+
+    def cost(kind: str, recompute: str = rc_rest) -> LayerCost:
+        return layer_cost(model, cluster, kind, shard, recompute, places,
                           plan.tp_comm_overlap, workload.precision, plan.cp_kind,
                           workload.framework)
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None
     emb, head = cost("embedding"), cost("head")
-    # ---- chunks: counts of (dense, moe, embedding, head) parts in each ---------------------
+    # ---- chunks: counts of (dense, moe, embedding, head, recomputed dense, recomputed moe)
+    # parts in each (the last two only with partial recomputation) ----------------------------
     kinds = (dense or moe, moe or dense, emb, head)
+    if plan.recompute_layers:
+        dense_rc = cost("dense", "full") if model.num_dense_layers else None
+        moe_rc = cost("moe", "full") if model.is_moe else None
+        kinds += (dense_rc or moe_rc, moe_rc or dense_rc)
+    else:
+        kinds += kinds[:2]  # counts 0: never weighed
     split = plan.layer_split(model)
     p2p_bytes = ACT * shard.stream_tokens * model.hidden
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
-    chunk_counts = _chunk_counts(model, tuple(split))
+    chunk_counts = _chunk_counts(model, tuple(split), plan.recompute_layers)
 
     memo: dict = {}
 
@@ -299,7 +317,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         return v
 
     rank_of, per_rank = _placement_of_chunks(plan.pp, plan.vpp, plan.schedule in V_SCHEDULES)
-    rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(4)) for cs in per_rank]
+    rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(6)) for cs in per_rank]
     nv = plan.vpp
     f = [agg(rc, "fwd_s") + nv * p2p_one for rc in rank_counts]
     b = [agg(rc, "bwd_input_s") + nv * p2p_one for rc in rank_counts]

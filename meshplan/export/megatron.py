@@ -21,6 +21,8 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
 - recompute: selective = ``--recompute-granularity selective --recompute-modules core_attn``
   (Korthikanti et al. 2022, the attention core); full = whole layers, uniform, 1 layer
   per checkpoint.
+  Partial (plan.recompute_layers = N) = ``--recompute-method block --recompute-num-layers N``:
+  the first N layers of each TransformerBlock, i.e. of each virtual pipeline stage.
 """
 
 from __future__ import annotations
@@ -205,7 +207,13 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
             add("--fp8-recipe", "delayed")
             add("--fp8-amax-history-len", 1024)
             add("--fp8-amax-compute-algo", "max")
-    if p.recompute == "full":
+    if p.recompute == "full" and p.recompute_layers:
+        # the first N layers of every TransformerBlock (one per virtual stage) are
+        # checkpointed, the rest keep their activations (megatron/core/recompute.py, block)
+        add("--recompute-granularity", "full")
+        add("--recompute-method", "block")
+        add("--recompute-num-layers", p.recompute_layers)
+    elif p.recompute == "full":
         add("--recompute-granularity", "full")
         add("--recompute-method", "uniform")
         add("--recompute-num-layers", 1)

@@ -127,6 +127,7 @@ class _StageTrainer:
         from .model import build_model
         from .pipeline import chunk_layers, local_chunks
         from .precision import apply_mixed, param_dtype
+        from .recompute import apply_recompute
         from .tensor_parallel import apply_tp, make_loss_fn
         from .train import make_optimizer
 
@@ -140,8 +141,7 @@ class _StageTrainer:
         for c in self.chunk_ids:
             m = build_model(spec, cfg.seed, layers[c], c == 0, c == plan.num_chunks - 1,
                             param_dtype(cfg.dtype))
-            for block in m.layers.values():
-                block.recompute = plan.recompute
+            apply_recompute(m, plan)  # per block: partial recomputation does the first N
             experts = []
             if spec.is_moe:
                 experts = apply_ep(m, plan, self.meshes.expert)

@@ -73,3 +73,21 @@ def run_block(fn, recompute: str, *args):
         return checkpoint(fn, *args, use_reentrant=False)
     ctx = functools.partial(create_selective_checkpoint_contexts, _policy)
     return checkpoint(fn, *args, use_reentrant=False, context_fn=ctx)
+
+
+def layer_modes(plan, n_layers: int) -> list[str]:
+    """The recomputation each of a model chunk's ``n_layers`` blocks runs, in layer order:
+    ``plan.recompute`` for all of them, or with partial recomputation (plan.recompute_layers
+    = N) "full" for the first N and "none" for the rest (Megatron-LM's block method)."""
+    if not plan.recompute_layers:
+        return [plan.recompute] * n_layers
+    k = plan.recomputed_layers(n_layers)
+    return ["full"] * k + ["none"] * (n_layers - k)
+
+
+def apply_recompute(model, plan) -> None:
+    """Set the recomputation of every block of one model chunk (blocks in layer order)."""
+    blocks = list(model.layers.values())
+    for block, mode in zip(blocks, layer_modes(plan, len(blocks))):
+        block.recompute = mode
+

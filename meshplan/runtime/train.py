@@ -25,6 +25,7 @@ from .expert_parallel import apply_ep
 from .mesh import build_meshes
 from .model import build_model, cross_entropy
 from .pipeline import build_schedule, check_schedule, chunk_layers, local_chunks
+from .recompute import apply_recompute
 from .precision import PARAM_DTYPES, apply_mixed, autocast, check_dtype, param_dtype
 from .tensor_parallel import apply_tp, check_tp, loss_context, make_loss_fn
 
@@ -97,8 +98,7 @@ class Trainer:
         self.expert_params, self.tp_partial = [], []
         for m in parts:
             m.to(device)
-            for block in m.layers.values():
-                block.recompute = plan.recompute
+            apply_recompute(m, plan)  # per block: partial recomputation does the first N
             if spec.is_moe:
                 self.expert_params += apply_ep(m, plan, self.meshes.expert)
             partial_names = apply_tp(m, plan, self.meshes.tp)

@@ -1,6 +1,7 @@
 """Every valid plan of a (small) space, estimated one by one: the reference the pruned search
 is tested against (tests/test_search_complete.py). No pruning, no caps: each knob the search
-varies takes every value the validity rule (meshplan/validity.py) accepts; the knobs the
+varies takes every value the validity rule (meshplan/validity.py) accepts (partial
+recomputation: every layer count below the fullest chunk's); the knobs the
 search holds at a fixed setting (sequence parallel on when tp > 1, tp communication overlap
 on when tp > 1, the other overlaps on, ring context parallelism, no HSDP, no offload, the
 default rank order) are held alike here.
@@ -46,14 +47,21 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                         for s in opts("schedule", SCHEDULES):
                             for ep, etp in experts:
                                 for z in opts("zero", (0, 1, 2, 3)):
-                                    for rc in opts("recompute", ("none", "selective", "full")):
+                                    for rc in opts("recompute", ("full",) if pins.get("recompute_layers")
+                                                   else ("none", "selective", "full")):
                                         try:
                                             p = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                      zero=z, vpp=v, schedule=s, micro_batch=mb,
                                                      recompute=rc, tp_comm_overlap=tp > 1)
                                         except InputError:
                                             continue
+                                        if rc == "full" and pins.get("recompute_layers"):
+                                            yield p.with_(recompute_layers=pins["recompute_layers"])
+                                            continue
                                         yield p
+                                        if rc == "full":  # partial: N < the fullest chunk
+                                            for k in range(1, max(p.layer_split(model))):
+                                                yield p.with_(recompute_layers=k)
 
 
 def exhaustive_best(model: ModelSpec, cluster: Cluster, workload: Workload,

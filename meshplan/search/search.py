@@ -25,6 +25,18 @@ plan on 200 seeded small spaces):
    recomputation, tp/cp/ep exposure at two passes, pipeline p2p, no bubble, no data-parallel
    exposure, 5% margin for another layer split) exceeds the k-th best step time found.
 5. Schedule dominance: see DOMINATOR below.
+6. Partial recomputation (Plan.recompute_layers = N, the first N layers of each chunk in full,
+   the rest none). At fixed degrees, micro-batch, schedule and ZeRO stage, time rises and
+   memory falls with N for N >= 1 (each recomputed layer adds its forward again and keeps
+   only its input; the recomputed layer's backward working set is there for every N >= 1),
+   so at each ZeRO stage the fastest partial plan that fits is the fewest N that fits, found
+   in the bracket N in [1, L-1] (L: the fullest chunk's layers; partial_recompute.py), none
+   when N = L-1 does not fit. Tried only at the ZeRO stages below the first where no recomputation fits (there
+   none is faster at the same or a lower stage), not where no recomputation at that stage
+   (faster than any partial plan there) is already slower than the k-th best plan found,
+   not where every layer recomputed does not fit (a partial plan holds more), and only when
+   recomputation is not pinned;
+   the lean setting (rule 2, every layer recomputed) holds less than any partial one.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
 from ..pipeline.schedules import rounds_fit
+from .partial_recompute import partial_fits
 from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, micro_batch_choices,
                     schedule_choices)
 
@@ -79,12 +92,13 @@ ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs
           "of max(1, m // pp))")
 BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
 DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
+DOMINATED_PARTIAL = "dominated (fewer layers recomputed already fit)"
 
 # Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
             "recompute", "sequence_parallel", "offload_optimizer", "hsdp_shard", "cp_kind",
             "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order",
-            "schedules")
+            "schedules", "recompute_layers")
 
 
 @dataclass
@@ -177,8 +191,14 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         zero_order, engine_defaults = hints["zeros"], hints["defaults"]
     refusals: dict = {}
     runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
+
+    def expressible(plan: Plan) -> bool:  # the engine's limits, not counted as a refusal
+        return engine is None or not plan_violations(engine, plan, model, workload)
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
+    if pins.get("recompute_layers"):
+        rcs = ["full"]
+    partial = rcs == list(RECOMPUTE_ORDER) and "recompute_layers" not in pins  # rule 6
     ladder = len(zeros) * len(rcs)
     lean_z, lean_rc = zeros[-1], rcs[-1]
     keep = max(top_k, rerank_k)
@@ -241,6 +261,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                 continue
             for vpp, sched in screened:
                 tried = 0
+                none_fits_at = None  # the first ZeRO stage where no recomputation fits
+                none_s: dict = {}  # ZeRO stage -> step time with no recomputation
+                full_misses: set = set()  # ZeRO stages where every layer recomputed misses
                 for rc in rcs:
                     fitted_at = None
                     missed = False  # a runnable lower ZeRO stage did not fit at this rc
@@ -256,6 +279,10 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                             rejected[f"invalid: {e.field} ({e.allowed})"] += 1
                             continue
                         evaluated += 1
+                        if rc == "none":
+                            none_s[z] = est.step_time_s
+                        if rc == "full" and not est.fits:
+                            full_misses.add(z)
                         if not est.fits:
                             rejected[NOT_FIT] += 1
                             missed = True
@@ -267,10 +294,37 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                             heapq.heappop(best)
                         fitted_at = z
                         break
+                    if rc == "none":
+                        none_fits_at = fitted_at
                     if fitted_at is not None and not missed:
                         break  # more recomputation cannot be faster
                 if ladder - tried:
                     rejected[DOMINATED] += ladder - tried
+                if partial and none_fits_at != zeros[0]:  # rule 6
+                    zs = zeros if none_fits_at is None else zeros[:zeros.index(none_fits_at)]
+                    # a partial plan is slower than no recomputation at its ZeRO stage (rule 4)
+                    zs = [z for z in zs if z not in full_misses
+                          and (len(best) < keep or none_s.get(z, 0.0) <= -best[0])]
+                    base_p = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
+                                         recompute="full"))
+                    for est, chosen in partial_fits(model, cluster, workload, base_p, zs,
+                                                    expressible):
+                        considered += 1
+                        if isinstance(est, InputError):
+                            rejected[f"invalid: {est.field} ({est.allowed})"] += 1
+                            continue
+                        evaluated += 1
+                        if not est.fits:
+                            rejected[NOT_FIT] += 1
+                            continue
+                        if not chosen:
+                            rejected[DOMINATED_PARTIAL] += 1
+                            continue
+                        fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
+                        fitting += 1
+                        heapq.heappush(best, -est.step_time_s)
+                        if len(best) > keep:
+                            heapq.heappop(best)
     pinned_refusal = [v for f, v in refusals.items() if f in pins]
     if engine is not None and not fits and pinned_refusal:
         # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
