@@ -274,10 +274,28 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     return ops
 
 
-def logits_bytes(model: ModelSpec, s: Shard, fused_cross_entropy: bool = False) -> float:
-    """Transient logits on the last stage while the loss runs backward. Unfused (torch
-    cross_entropy on upcast logits): 16-bit logits, their fp32 copy kept for the softmax, and
-    its fp32 gradient (2 + 4 + 4 bytes per logit). Megatron's vocab-parallel cross entropy
-    (and TE's fused one) keeps one fp32 softmax buffer and writes the gradient into it in
-    place (2 + 4)."""
-    return s.tokens * model.vocab / s.tp * (ACT + 4 + (0 if fused_cross_entropy else 4))
+# Bytes per logit the loss path holds at its peak, by engine (see logits_bytes).
+# torch ``cross_entropy(logits.float())``: backward of log_softmax holds its saved fp32
+# output, the fp32 gradient from nll_loss and the fp32 gradient it writes (4 + 4 + 4);
+# the 16-bit logits are freed after the upcast (torchtitan ``del pred`` before backward).
+UNFUSED_CE_BYTES_PER_LOGIT = 12
+# Megatron-Core vocab_parallel_cross_entropy (and TE's fused one): the 16-bit logits and
+# one fp32 softmax buffer into which the gradient is written in place (2 + 4).
+MEGATRON_CE_BYTES_PER_LOGIT = 6
+# flash-attn's fused CrossEntropyLoss (xentropy kernel), llm-foundry's default loss
+# (ComposerMPTCausalLM ``loss_fn: fused_crossentropy``): it saves the 16-bit logits and
+# a per-row log-sum-exp and writes a 16-bit gradient (2 + 2).
+FUSED_XENTROPY_BYTES_PER_LOGIT = 4
+LOSS_BYTES_PER_LOGIT = {"megatron": MEGATRON_CE_BYTES_PER_LOGIT,
+                        "nemo": MEGATRON_CE_BYTES_PER_LOGIT,
+                        "llm-foundry": FUSED_XENTROPY_BYTES_PER_LOGIT,
+                        "llmfoundry": FUSED_XENTROPY_BYTES_PER_LOGIT,
+                        "composer": FUSED_XENTROPY_BYTES_PER_LOGIT}
+
+
+def logits_bytes(model: ModelSpec, s: Shard, engine: str = "") -> float:
+    """Transient logits on the last stage while the loss runs backward, for the loss
+    implementation of ``engine`` (Workload.framework); unknown engines take torch's
+    unfused cross entropy on upcast logits, the most common path."""
+    per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
+    return s.tokens * model.vocab / s.tp * per_logit
