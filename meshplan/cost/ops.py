@@ -286,6 +286,11 @@ MEGATRON_CE_BYTES_PER_LOGIT = 6
 # (ComposerMPTCausalLM ``loss_fn: fused_crossentropy``): it saves the 16-bit logits and
 # a per-row log-sum-exp and writes a 16-bit gradient (2 + 2).
 FUSED_XENTROPY_BYTES_PER_LOGIT = 4
+# DTensor loss parallel (torch.distributed.tensor.parallel.loss_parallel), torchtitan's
+# loss under tensor parallelism: the nll_loss backward handler fuses log_softmax's backward
+# as ``(grad_input + exp(x)) * grad_output`` on fp32 shards, holding the saved output x,
+# grad_input, exp(x) and their sum (or the product) at once (4 x 4).
+LOSS_PARALLEL_BYTES_PER_LOGIT = 16
 LOSS_BYTES_PER_LOGIT = {"megatron": MEGATRON_CE_BYTES_PER_LOGIT,
                         "nemo": MEGATRON_CE_BYTES_PER_LOGIT,
                         "llm-foundry": FUSED_XENTROPY_BYTES_PER_LOGIT,
@@ -298,4 +303,6 @@ def logits_bytes(model: ModelSpec, s: Shard, engine: str = "") -> float:
     implementation of ``engine`` (Workload.framework); unknown engines take torch's
     unfused cross entropy on upcast logits, the most common path."""
     per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
+    if engine == "torchtitan" and s.tp > 1:  # loss_parallel is on by default with TP
+        per_logit = LOSS_PARALLEL_BYTES_PER_LOGIT
     return s.tokens * model.vocab / s.tp * per_logit
