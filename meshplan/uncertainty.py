@@ -194,12 +194,13 @@ def interval(est, model, cluster, data: dict | None = None) -> Interval:
 
 
 def verdict(est, iv: Interval) -> str:
-    """'fits', 'may not fit' (the 90th percentile of memory crosses capacity) or the
-    estimate's own 'does not fit' verdict."""
+    """'fits', 'may not fit' (the 90th percentile of what tensors hold crosses capacity) or
+    the estimate's own 'does not fit' verdict."""
     if not est.fits:
         return est.verdict
     if iv.may_not_fit:
-        return (f"may not fit: 90th percentile {iv.peak_memory_gib[1]:.1f} GiB per GPU, "
+        need = iv.peak_memory_gib[1] if iv.held_p90_gib is None else iv.held_p90_gib
+        return (f"may not fit: 90th percentile {need:.1f} GiB per GPU held by tensors, "
                 f"the GPU has {iv.capacity_gib:.0f} GiB")
     return "fits"
 
