@@ -278,6 +278,10 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
 # torch ``cross_entropy(logits.float())``: backward of log_softmax holds its saved fp32
 # output, the fp32 gradient from nll_loss and the fp32 gradient it writes (4 + 4 + 4);
 # the 16-bit logits are freed after the upcast (torchtitan ``del pred`` before backward).
+# A compiled loss (torch.compile of the same function: torchtitan since 2025 with
+# --training.compile) fuses these fp32 logits-shaped buffers away (torchtitan
+# docs/chunked_loss.md: a 5.80 GiB fp32 allocation in the eager backward that Inductor
+# eliminates); a runs CSV does not say whether the loss was compiled, so not modelled.
 UNFUSED_CE_BYTES_PER_LOGIT = 12
 # Megatron-Core vocab_parallel_cross_entropy (and TE's fused one): the 16-bit logits and
 # one fp32 softmax buffer into which the gradient is written in place (2 + 4).
