@@ -45,10 +45,14 @@ class Interval:
     memory_class: str
     capacity_gib: float
     memory_factors: tuple[float, float] = (1.0, 1.0)  # p10, p90 over the point prediction
+    # 90th percentile of what tensors hold (the peak less the allocator's cache, which
+    # PyTorch gives back before it fails: cost/memory.py); None = use the peak's
+    held_p90_gib: float | None = None
 
     @property
     def may_not_fit(self) -> bool:
-        return self.peak_memory_gib[1] > self.capacity_gib
+        need = self.peak_memory_gib[1] if self.held_p90_gib is None else self.held_p90_gib
+        return need > self.capacity_gib
 
     def to_json(self) -> dict:
         return {"step_time_s_p10_p90": list(self.step_time_s),
@@ -179,21 +183,24 @@ def interval(est, model, cluster, data: dict | None = None) -> Interval:
     mmu, msig, _ = _lookup(data["memory"], mkey)
     mem = est.peak_memory_bytes / GiB
     mf = (math.exp(mmu - Z90 * msig), math.exp(mmu + Z90 * msig))
+    peak = est.peak_candidates[est.peak_memory_rank].parts
+    held = (est.peak_memory_bytes - peak.get("allocator_fragmentation", 0.0)) / GiB
     return Interval(
         step_time_s=(step / hi_f, step / lo_f),
         tokens_per_s_per_gpu=(tps * lo_f, tps * hi_f),
         peak_memory_gib=(mem * mf[0], mem * mf[1]),
         throughput_class=tkey, memory_class=mkey, capacity_gib=est.capacity_bytes / GiB,
-        memory_factors=mf)
+        memory_factors=mf, held_p90_gib=held * mf[1])
 
 
 def verdict(est, iv: Interval) -> str:
-    """'fits', 'may not fit' (the 90th percentile of memory crosses capacity) or the
-    estimate's own 'does not fit' verdict."""
+    """'fits', 'may not fit' (the 90th percentile of what tensors hold crosses capacity) or
+    the estimate's own 'does not fit' verdict."""
     if not est.fits:
         return est.verdict
     if iv.may_not_fit:
-        return (f"may not fit: 90th percentile {iv.peak_memory_gib[1]:.1f} GiB per GPU, "
+        need = iv.peak_memory_gib[1] if iv.held_p90_gib is None else iv.held_p90_gib
+        return (f"may not fit: 90th percentile {need:.1f} GiB per GPU held by tensors, "
                 f"the GPU has {iv.capacity_gib:.0f} GiB")
     return "fits"
 

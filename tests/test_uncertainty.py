@@ -53,10 +53,14 @@ def test_interval_brackets_point_and_follows_the_data():
 
 
 def test_may_not_fit_when_p90_memory_crosses_capacity():
+    # the test is on what tensors hold (the peak less the allocator's cache, which PyTorch
+    # gives back before it fails: cost/memory.py)
     m, c, e = _est()
     assert e.fits
     cap = e.capacity_bytes / 2**30
-    need = cap / (e.peak_memory_bytes / 2**30)  # factor at which the plan reaches capacity
+    parts = e.peak_candidates[e.peak_memory_rank].parts
+    held = e.peak_memory_bytes - parts["allocator_fragmentation"]
+    need = cap / (held / 2**30)  # factor at which what the plan holds reaches capacity
     data = {"meta": {}, "constants": {},
             "throughput": {"all": {"n": 10, "mean": 0.0, "sigma": 0.1}},
             "memory": {"all": {"n": 1000, "mean": math.log(need) - 0.01, "sigma": 0.05}}}

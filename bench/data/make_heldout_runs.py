@@ -19,8 +19,8 @@ def mpt(table, gpu, size, seq, n, mb, ga, gbs, tps, ckpt, prec='bf16'):
     add(source=LF.format(t=table), trust='A', model=f'MPT-{size}', arch='dense', layers=l, hidden=h, heads=a, kv_heads=a,
         ffn=4*h, vocab=50368, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=seq, global_batch_seqs=gbs,
         micro_batch=mb, gpu=gpu, num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0,
-        recompute='full' if ckpt else 'none', precision=prec, framework='other', measured_tokens_per_s_per_gpu=tps, oom=0,
-        derivation=f"Throughput (T/s/GPU) column as printed; Composer FSDP FULL_SHARD (zero 3), activation checkpointing {'on (full)' if ckpt else 'off'}, grad accum {ga}; shapes from the mpt-{size}.yaml (expansion_ratio 4, tied embeddings, learned/ALiBi positions not in the schema)")
+        recompute='full' if ckpt else 'none', precision=prec, framework='llm-foundry', measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=f"Throughput (T/s/GPU) column as printed; Composer FSDP FULL_SHARD (zero 3), activation checkpointing {'on (full)' if ckpt else 'off'}, grad accum {ga}; shapes from the mpt-{size}.yaml (expansion_ratio 4, tied embeddings, learned/ALiBi positions not in the schema); framework llm-foundry (Composer trainer, ComposerMPTCausalLM; the source names the engine)")
 H='H100 80GB BF16'
 for a in [('70b',2048,64,8,4,2048,1039,1),('30b',2048,32,14,3,1344,2308,1),('30b',8192,8,1,21,168,1384,1),
           ('13b',4096,8,10,3,240,4717,1),('13b',2048,64,2,1,128,4800,0),('7b',2048,8,6,1,48,10643,0),

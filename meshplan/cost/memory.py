@@ -8,12 +8,26 @@ fp32 as Megatron-LM (``accumulate_allreduce_grads_in_fp32``) and torchtitan (FSD
   with the weights kept gathered (FSDP without resharding after forward) and, under
   gradient accumulation, the gradients accumulated unsharded until the last micro-batch
   (torch.distributed.pipelining and FSDP2 ``set_requires_gradient_sync``); zero 3 shards
-  everything, gathering a layer at a time (plus one prefetched);
+  everything, gathering a layer at a time (plus one prefetched). Under zero 3 the fp32
+  shard IS the master copy: FSDP (FSDP1 ``MixedPrecision`` and FSDP2
+  ``MixedPrecisionPolicy``) keeps only the fp32 sharded parameter and casts it to bf16
+  when it gathers a unit, so there is no separate 16-bit shard; 4 (master) + 4 (grad) +
+  8 (Adam moments) = 16 bytes per sharded parameter, the ZeRO paper's 16 psi / N_d;
 - expert weights are sharded over their own data-parallel group (edp).
 Activations: the layer's saved tensors (ops.py, after Korthikanti et al. 2022) times the
 schedule's micro-batches in flight (pipeline.py), plus the working set of one layer's
 backward, plus the last stage's logits. On top: communication buffers, the caching
 allocator's fragmentation, and the CUDA context (efficiency.HostCosts).
+
+What must fit and what is reported differ. PyTorch's caching allocator keeps freed blocks
+cached and, once split, a cached block cannot serve a larger request, so what it has
+reserved runs above what tensors hold (``allocator_fragmentation``). But it never fails
+while cache can be given back: when cudaMalloc fails it frees its unused cached blocks
+and retries before raising out-of-memory (c10/cuda/CUDACachingAllocator.cpp,
+``release_cached_blocks``; PyTorch "CUDA semantics: memory management"). So the
+fragmentation share fills at most the memory the device has left after the held bytes
+and the CUDA context: a run fits when what it holds fits, and the reported reserved
+peak saturates below capacity instead of crossing it.
 """
 
 from __future__ import annotations
@@ -40,7 +54,8 @@ class RankState:
 
 
 def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
-                 microbatches: int = 1, contiguous_states: bool = False) -> dict[str, float]:
+                 microbatches: int = 1, contiguous_states: bool = False,
+                 capacity_bytes: float = float("inf")) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
@@ -52,7 +67,11 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
     she = plan.edp if plan.zero >= 1 else 1
     p, e = st.params, st.expert_params
     if plan.zero == 3:
-        weights = PARAM_BYTES * (p / sh + e / she) + 2 * PARAM_BYTES * st.largest_layer_params
+        # no 16-bit shard: the fp32 master shard (in optimizer_state_bytes) is gathered
+        # and cast per unit; one unit in use and one prefetched
+        weights = 2 * PARAM_BYTES * st.largest_layer_params
+        if plan.offload_optimizer:  # the master lives on the host: a 16-bit shard stays
+            weights += PARAM_BYTES * (p / sh + e / she)
     else:
         weights = PARAM_BYTES * (p + e)
     sharded_grads = plan.zero == 3 or (plan.zero == 2 and microbatches == 1)
@@ -72,6 +91,20 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         allocated -= weights + grads + opt
     parts["allocator_fragmentation"] = HOST.allocator_fragmentation * allocated
     parts["cuda_context"] = HOST.runtime_reserved_bytes
+    return cap_fragmentation(parts, capacity_bytes)
+
+
+def held_bytes(parts: dict[str, float]) -> float:
+    """Bytes that tensors hold at the peak plus the CUDA context (no allocator cache)."""
+    return sum(v for k, v in parts.items() if k != "allocator_fragmentation")
+
+
+def cap_fragmentation(parts: dict[str, float], capacity_bytes: float) -> dict[str, float]:
+    """Cap the allocator's cache at what the device has left: PyTorch frees its unused
+    cached blocks and retries before it raises out-of-memory (module docstring)."""
+    if "allocator_fragmentation" in parts:
+        room = max(0.0, capacity_bytes - held_bytes(parts))
+        parts["allocator_fragmentation"] = min(parts["allocator_fragmentation"], room)
     return parts
 
 

@@ -274,10 +274,39 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     return ops
 
 
-def logits_bytes(model: ModelSpec, s: Shard, fused_cross_entropy: bool = False) -> float:
-    """Transient logits on the last stage while the loss runs backward. Unfused (torch
-    cross_entropy on upcast logits): 16-bit logits, their fp32 copy kept for the softmax, and
-    its fp32 gradient (2 + 4 + 4 bytes per logit). Megatron's vocab-parallel cross entropy
-    (and TE's fused one) keeps one fp32 softmax buffer and writes the gradient into it in
-    place (2 + 4)."""
-    return s.tokens * model.vocab / s.tp * (ACT + 4 + (0 if fused_cross_entropy else 4))
+# Bytes per logit the loss path holds at its peak, by engine (see logits_bytes).
+# torch ``cross_entropy(logits.float())``: backward of log_softmax holds its saved fp32
+# output, the fp32 gradient from nll_loss and the fp32 gradient it writes (4 + 4 + 4);
+# the 16-bit logits are freed after the upcast (torchtitan ``del pred`` before backward).
+# A compiled loss (torch.compile of the same function: torchtitan since 2025 with
+# --training.compile) fuses these fp32 logits-shaped buffers away (torchtitan
+# docs/chunked_loss.md: a 5.80 GiB fp32 allocation in the eager backward that Inductor
+# eliminates); a runs CSV does not say whether the loss was compiled, so not modelled.
+UNFUSED_CE_BYTES_PER_LOGIT = 12
+# Megatron-Core vocab_parallel_cross_entropy (and TE's fused one): the 16-bit logits and
+# one fp32 softmax buffer into which the gradient is written in place (2 + 4).
+MEGATRON_CE_BYTES_PER_LOGIT = 6
+# flash-attn's fused CrossEntropyLoss (xentropy kernel), llm-foundry's default loss
+# (ComposerMPTCausalLM ``loss_fn: fused_crossentropy``): it saves the 16-bit logits and
+# a per-row log-sum-exp and writes a 16-bit gradient (2 + 2).
+FUSED_XENTROPY_BYTES_PER_LOGIT = 4
+# DTensor loss parallel (torch.distributed.tensor.parallel.loss_parallel), torchtitan's
+# loss under tensor parallelism: the nll_loss backward handler fuses log_softmax's backward
+# as ``(grad_input + exp(x)) * grad_output`` on fp32 shards, holding the saved output x,
+# grad_input, exp(x) and their sum (or the product) at once (4 x 4).
+LOSS_PARALLEL_BYTES_PER_LOGIT = 16
+LOSS_BYTES_PER_LOGIT = {"megatron": MEGATRON_CE_BYTES_PER_LOGIT,
+                        "nemo": MEGATRON_CE_BYTES_PER_LOGIT,
+                        "llm-foundry": FUSED_XENTROPY_BYTES_PER_LOGIT,
+                        "llmfoundry": FUSED_XENTROPY_BYTES_PER_LOGIT,
+                        "composer": FUSED_XENTROPY_BYTES_PER_LOGIT}
+
+
+def logits_bytes(model: ModelSpec, s: Shard, engine: str = "") -> float:
+    """Transient logits on the last stage while the loss runs backward, for the loss
+    implementation of ``engine`` (Workload.framework); unknown engines take torch's
+    unfused cross entropy on upcast logits, the most common path."""
+    per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
+    if engine == "torchtitan" and s.tp > 1:  # loss_parallel is on by default with TP
+        per_logit = LOSS_PARALLEL_BYTES_PER_LOGIT
+    return s.tokens * model.vocab / s.tp * per_logit

@@ -386,7 +386,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard, workload.framework in MEGATRON_ENGINES)
+    logits = logits_bytes(model, shard, workload.framework)
 
     def rank_memory(r: int) -> Breakdown:
         rc = rank_counts[r]
@@ -400,7 +400,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             act_per_microbatch_bytes=agg(rc, "saved_bytes"),
             in_flight=in_flight(plan, m, r), working_bytes=working)
         return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
-                                      plan.zero <= 1 and workload.framework in MEGATRON_ENGINES))
+                                      plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
+                                      cluster.gpu.memory_bytes))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cost.efficiency import HOST
+from ..cost.memory import cap_fragmentation
 from ..plan import Plan
 from .schedules import schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
@@ -112,6 +113,7 @@ def simulate_estimate(est, *, overlap_p2p: bool = True, record: bool = True) -> 
                 # always among them (cost/memory.py): shift it by that share of the change
                 p["allocator_fragmentation"] += HOST.allocator_fragmentation * (
                     p["activations"] - old)
+                cap_fragmentation(p, est.capacity_bytes)
         mem.append(p)
     return PlanSimulation(est, sim, parts, mem)
 
