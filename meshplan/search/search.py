@@ -84,7 +84,7 @@ DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
             "recompute", "sequence_parallel", "offload_optimizer", "hsdp_shard", "cp_kind",
             "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order",
-            "schedules")
+            "moe_dispatcher", "ep_comm_overlap", "schedules")
 
 
 @dataclass
