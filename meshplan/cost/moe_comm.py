@@ -55,13 +55,18 @@ def copies_per_token(model: ModelSpec, place: Placement, dispatcher: str) -> tup
     k, e = model.moe_topk, model.moe_experts
     if dispatcher != "deepep":
         return k * (n - 1) / n, k * (n - place.per_node) / n
-    ranks = expected_distinct(n, e, k)
-    node_hits = expected_distinct(nodes, e, k)
-    if model.moe_groups and model.moe_group_topk and nodes > 1:
-        # groups spread over the nodes: a token may use moe_group_topk groups, each of which
-        # spans max(1, nodes / groups) nodes
-        node_hits = min(node_hits, model.moe_group_topk * max(1.0, nodes / model.moe_groups))
+    ranks = _limited(model, n, expected_distinct(n, e, k))
+    node_hits = _limited(model, nodes, expected_distinct(nodes, e, k))
     return ranks * (n - 1) / n, node_hits * (nodes - 1) / nodes
+
+
+def _limited(model: ModelSpec, units: int, hits: float) -> float:
+    """Device-limited routing: a token's experts lie in moe_group_topk of moe_groups expert
+    groups; the groups split evenly over ``units`` (GPUs or nodes), so one group spans
+    max(1, units / groups) of them and a token reaches at most that many times M."""
+    if model.moe_groups and model.moe_group_topk and units > 1:
+        return min(hits, model.moe_group_topk * max(1.0, units / model.moe_groups))
+    return hits
 
 
 def dispatch_bytes_per_element(dispatcher: str, precision: str, engine: str) -> float:
