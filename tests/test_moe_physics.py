@@ -154,3 +154,23 @@ def test_runs_csv_engine_columns_pin_the_plan():
         pins_from_row({"moe_dispatcher": "nccl"})
     with pytest.raises(InputError, match="moe_dispatcher"):
         Plan(moe_dispatcher="nccl")
+
+
+def test_megatron_export_and_engine_limits_follow_the_moe_knobs():
+    from meshplan.engines import plan_violations
+    from meshplan.export.megatron import megatron_args
+    from meshplan.scenario import Scenario
+
+    m = preset("qwen3-30b-a3b")
+    w = Workload(4096, 512)
+    p = Plan(dp=8, pp=2, vpp=12, ep=8, moe_dispatcher="deepep", ep_comm_overlap=True)
+    sc = Scenario(m, make_cluster(gpu="H100-SXM-80GB", num_gpus=16), w, p)
+    flags = dict(megatron_args(sc)[0])
+    assert flags["--moe-token-dispatcher-type"] == ["flex"]
+    assert "--moe-enable-deepep" in flags and "--overlap-moe-expert-parallel-comm" in flags
+    plain = dict(megatron_args(Scenario(m, sc.cluster, w, Plan(dp=8, pp=2, vpp=12, ep=8)))[0])
+    assert plain["--moe-token-dispatcher-type"] == ["alltoall"]
+    assert "--overlap-moe-expert-parallel-comm" not in plain
+    assert not plan_violations("megatron", p, m, w)
+    fields = {v.field for v in plan_violations("torchtitan", p, m, w)}
+    assert {"moe_dispatcher", "ep_comm_overlap"} <= fields
