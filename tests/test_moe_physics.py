@@ -174,3 +174,34 @@ def test_megatron_export_and_engine_limits_follow_the_moe_knobs():
     assert not plan_violations("megatron", p, m, w)
     fields = {v.field for v in plan_violations("torchtitan", p, m, w)}
     assert {"moe_dispatcher", "ep_comm_overlap"} <= fields
+
+
+# DeepGEMM README (deepseek-ai/DeepGEMM), H800, FP8 with fine-grained scaling, BF16 output:
+# grouped GEMMs for MoE, (groups, M per group, N, K, TFLOP/s), contiguous and masked layouts
+DEEPGEMM_GROUPED = [(4, 8192, 4096, 7168, 1297), (4, 8192, 7168, 2048, 1099),
+                    (8, 4096, 4096, 7168, 1288), (8, 4096, 7168, 2048, 1093),
+                    (1, 1024, 4096, 7168, 1233), (1, 1024, 7168, 2048, 925),
+                    (2, 512, 4096, 7168, 1040), (2, 512, 7168, 2048, 916),
+                    (4, 256, 4096, 7168, 932), (4, 256, 7168, 2048, 815)]
+
+
+def test_expert_gemms_at_small_tokens_per_expert_match_deepgemm():
+    """The per-expert GEMM surface (compute.py) at MoE shapes, single-kernel conditions (no
+    SUSTAINED_TENSOR derating): within 30% of each published point, median within 15%."""
+    from dataclasses import replace
+    from statistics import median
+
+    from meshplan.cost import efficiency
+    from meshplan.cost.compute import device, matmul_s
+    from meshplan.cost.ops import MatMul
+    from meshplan.specs.catalog.gpus import GPUS
+
+    dev = device(GPUS["H800-SXM-80GB"], "fp8")
+    dev = replace(dev, matmul_flops=dev.matmul_flops / efficiency.SUSTAINED_TENSOR)
+    errs = []
+    for groups, m, n, k, tflops in DEEPGEMM_GROUPED:
+        mm = MatMul("expert", m, n, k, groups)
+        ours = mm.flops / matmul_s(dev, mm)[0] / 1e12
+        errs.append(ours / tflops - 1)
+        assert abs(ours / tflops - 1) < 0.30, (m, n, k, ours, tflops)
+    assert abs(median(errs)) < 0.15
