@@ -51,6 +51,7 @@ class Shard:
     # transformer_engine/pytorch/csrc/extensions/gemm.cpp, nvte_multi_stream_cublas_gemm;
     # common/gemm/cublaslt_gemm.cu, num_streams = 4), and FP8 recipes quantize each expert's
     # slice separately; single-kernel grouped GEMMs (DeepGEMM, torch._grouped_mm) launch one
+    # kernel per grouped GEMM
     per_expert_gemms: bool = False
 
     @property
