@@ -180,6 +180,12 @@ def _common(engine: str, p) -> list[Violation]:
             p.schedule, f"{ENGINE_NAMES[engine]} runs " + ", ".join(SCHEDULES[engine]))))
     if not any(_layout_ok(p, o) for o in ORDERS[engine]):
         out.append(Violation("order", p.order, ORDER_REASONS[engine]))
+    if engine != "megatron" and p.moe_dispatcher != "alltoall":
+        out.append(Violation("moe_dispatcher", p.moe_dispatcher, f"{ENGINE_NAMES[engine]} "
+                             "dispatches MoE tokens with an all-to-all (no DeepEP backend)"))
+    if engine != "megatron" and p.ep_comm_overlap:
+        out.append(Violation("ep_comm_overlap", True, f"{ENGINE_NAMES[engine]} does not overlap "
+                             "the expert all-to-all with another micro-batch's compute"))
     return out
 
 

@@ -25,6 +25,11 @@ MULTI_CHUNK_SCHEDULES = ("interleaved_1f1b", "looped_bfs", "interleaved_zb", "zb
 V_SCHEDULES = ("zb_v", "dualpipev")
 RECOMPUTE = ("none", "selective", "full")
 CP_KINDS = ("ring", "all_to_all")
+# MoE token dispatchers: "alltoall" sends one copy of a token per selected expert (Megatron's
+# alltoall dispatcher, NCCL all-to-all); "deepep" sends one copy per destination GPU inside a
+# node and one per destination node across nodes, forwarding over NVLink (DeepEP normal
+# kernels; HybridEP on NVL72 is the same class; Megatron --moe-token-dispatcher-type flex).
+MOE_DISPATCHERS = ("alltoall", "deepep")
 AXES = ("tp", "cp", "dp", "pp")
 DEFAULT_ORDER = "tp-cp-dp-pp"
 
@@ -65,6 +70,10 @@ class Plan:
     overlap_param_gather: bool = True
     tp_comm_overlap: bool = False
     order: str = DEFAULT_ORDER
+    moe_dispatcher: str = "alltoall"
+    # expert all-to-all of one micro-batch hidden under the compute of another (Megatron
+    # --overlap-moe-expert-parallel-comm, "combined 1F1B"; DualPipe(V) does it by design)
+    ep_comm_overlap: bool = False
 
     def __post_init__(self) -> None:
         for f in ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch"):
@@ -74,7 +83,7 @@ class Plan:
         object.__setattr__(self, "recompute_layers",
                            require_nonneg_int("recompute_layers", self.recompute_layers))
         for f in ("offload_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-                  "tp_comm_overlap") + (("sequence_parallel",) if self.sequence_parallel is not None
+                  "tp_comm_overlap", "ep_comm_overlap") + (("sequence_parallel",) if self.sequence_parallel is not None
                                         else ()):
             require_bool(f, getattr(self, f))
         if self.zero > 3:
@@ -86,6 +95,8 @@ class Plan:
         if not self.schedule:
             object.__setattr__(self, "schedule", "interleaved_1f1b" if self.vpp > 1 else "1f1b")
         object.__setattr__(self, "schedule", require_choice("schedule", self.schedule, SCHEDULES))
+        object.__setattr__(self, "moe_dispatcher",
+                           require_choice("moe_dispatcher", self.moe_dispatcher, MOE_DISPATCHERS))
         object.__setattr__(self, "recompute", require_choice("recompute", self.recompute, RECOMPUTE))
         object.__setattr__(self, "cp_kind", require_choice("cp_kind", self.cp_kind, CP_KINDS))
         if self.recompute_layers and self.recompute != "full":

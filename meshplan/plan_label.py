@@ -20,6 +20,8 @@ fields at their default are left out, so ``parse_label(format_label(p)) == p`` f
     offload             optimizer states and master weights in host memory
     cp-a2a              context parallelism by all-to-all (Ulysses); default ring
     tpo                 tensor-parallel communication overlapped with GEMMs (default off)
+    deepep              MoE tokens dispatched by DeepEP/HybridEP (default: all-to-all)
+    epo                 expert all-to-all overlapped with another micro-batch's compute
     no-ogr              data-parallel gradient reduction not overlapped with backward
     no-opg              ZeRO/FSDP parameter all-gather not overlapped with forward
     order-A-B-C-D       rank order of the axes, innermost first (default tp-cp-dp-pp)
@@ -39,13 +41,15 @@ _FLAGS = {  # token -> (field, value)
     "offload": ("offload_optimizer", True),
     "cp-a2a": ("cp_kind", "all_to_all"), "cp-ring": ("cp_kind", "ring"),
     "tpo": ("tp_comm_overlap", True), "no-tpo": ("tp_comm_overlap", False),
+    "deepep": ("moe_dispatcher", "deepep"), "a2a": ("moe_dispatcher", "alltoall"),
+    "epo": ("ep_comm_overlap", True), "no-epo": ("ep_comm_overlap", False),
     "no-ogr": ("overlap_grad_reduce", False), "ogr": ("overlap_grad_reduce", True),
     "no-opg": ("overlap_param_gather", False), "opg": ("overlap_param_gather", True),
 }
 _RC_LAYERS_RE = re.compile(r"^rc-full(\d+)$")
 _INT_RE = re.compile(r"^(" + "|".join(sorted(_INT_TOKENS, key=len, reverse=True)) + r")(\d+)$")
 TOKENS_HELP = ("dpN tpN ppN [vppN] [cpN] [epN [etpN]] zeroN [hsdpN] mbN [rc-selective|rc-full|rc-fullN] "
-               "[SCHEDULE] [sp|no-sp] [offload] [cp-a2a] [tpo] [no-ogr] [no-opg] "
+               "[SCHEDULE] [sp|no-sp] [offload] [cp-a2a] [tpo] [deepep] [epo] [no-ogr] [no-opg] "
                "[order-A-B-C-D]")
 
 
@@ -78,6 +82,10 @@ def format_label(p: Plan) -> str:
         parts.append("cp-a2a")
     if p.tp_comm_overlap:
         parts.append("tpo")
+    if p.moe_dispatcher != "alltoall":
+        parts.append(p.moe_dispatcher)
+    if p.ep_comm_overlap:
+        parts.append("epo")
     if not p.overlap_grad_reduce:
         parts.append("no-ogr")
     if not p.overlap_param_gather:

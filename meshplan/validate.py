@@ -26,8 +26,8 @@ from pathlib import Path
 
 from . import ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
-from .errors import InputError
-from .plan import Plan
+from .errors import InputError, require_choice
+from .plan import MOE_DISPATCHERS, SCHEDULES, Plan
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
 from .scenario import make_cluster
@@ -137,16 +137,27 @@ def pins_from_row(row: dict) -> dict:
     rc = text(row, "recompute").lower()
     if rc:
         pins["recompute"] = rc
+    # optional engine columns: the MoE token dispatcher, expert all-to-all overlap, and a
+    # pipeline schedule other than the engine's (1F1B / interleaved), e.g. dualpipev
+    disp = text(row, "moe_dispatcher").lower()
+    if disp:
+        pins["moe_dispatcher"] = require_choice("moe_dispatcher", disp, MOE_DISPATCHERS)
+    epo = flag(row, "ep_overlap")
+    if epo is not None:
+        pins["ep_comm_overlap"] = epo
+    sched = text(row, "schedule").lower()
+    if sched and pins.get("pp", 1) > 1:
+        pins["schedule"] = require_choice("schedule", sched, SCHEDULES)
     n_rc = count(row, "recompute_layers", minimum=0)  # optional: partial recomputation
     if n_rc:
         pins["recompute_layers"] = n_rc
         pins.setdefault("recompute", "full")
-    if pins.get("pp", 1) > 1:
+    if pins.get("pp", 1) > 1 and "schedule" not in pins:
         if "vpp" in pins:
             pins["schedule"] = "interleaved_1f1b" if pins["vpp"] > 1 else "1f1b"
         else:
             pins["schedules"] = ENGINE_SCHEDULES
-    else:
+    elif pins.get("pp", 1) == 1:
         pins.pop("vpp", None)
     return pins
 

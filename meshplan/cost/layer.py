@@ -14,7 +14,8 @@ from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from .compute import device, op_times
 from .efficiency import NETWORK
-from .ops import LayerOps, Shard, embedding_ops, head_ops, layer_ops
+from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
+from .ops import ACT, LayerOps, Shard, embedding_ops, head_ops, layer_ops
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,12 @@ MEGATRON_ENGINES = ("megatron", "nemo")
 @lru_cache(maxsize=4096)
 def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
                places: CommPlacements, tp_overlap: bool, precision: str,
-               cp_kind: str = "ring", engine: str = "") -> LayerCost:
+               cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
+               ep_overlap: bool = False) -> LayerCost:
     """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
-    kernels run it (Workload.framework)."""
+    kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
+    (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
+    compute of another (Megatron's combined 1F1B, DualPipe)."""
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
@@ -156,11 +160,27 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             a2a = all_to_all_s(cluster, places.cp, ops.cp_a2a_bytes)
             cp_wire = a2a * (passes - 1) + a2a
             cp_fwd_exposed = a2a
-    # EP: dispatch + combine forward, their mirror images backward
-    ep_wire = 0.0
+    # EP: dispatch + combine forward, their mirror images backward (the backward of the
+    # combine is dispatch-shaped, the backward of the dispatch combine-shaped)
+    ep_wire = ep_hidden = ep_fwd = 0.0
     if ops.ep_alltoalls and places.ep.size > 1:
-        ep_wire = ops.ep_alltoalls * all_to_all_s(cluster, places.ep, ops.ep_send_bytes)
-        ep_wire *= passes
+        tokens = ops.ep_send_bytes / (ACT * model.moe_topk * model.hidden)
+        d = exchange_s(cluster, places.ep, model, tokens, moe_dispatcher,
+                       dispatch_bytes_per_element(moe_dispatcher, precision, engine))
+        c = exchange_s(cluster, places.ep, model, tokens, moe_dispatcher,
+                       BF16_BYTES_PER_ELEMENT)
+        ep_fwd = d + c
+        ep_wire = ep_fwd * passes
+        if ep_overlap:
+            # two micro-batches interleaved: the forward's all-to-alls run under the other
+            # micro-batch's backward compute, the backward's (recomputed forward included)
+            # under its forward compute (DeepSeek-V3 report sec. 3.2.1, Fig. 4; Megatron-Core
+            # --overlap-moe-expert-parallel-comm)
+            bwd_comp = t.bwd_input_s + t.bwd_weight_s + rc
+            exp_f = max(0.0, ep_fwd - bwd_comp)
+            exp_b = max(0.0, ep_wire - ep_fwd - t.fwd_s)
+            ep_hidden = ep_wire - exp_f - exp_b
+            ep_fwd = exp_f
     mm_flops = sum(mm.flops for mm in ops.matmuls)
     model_flops = 3 * (mm_flops + ops.attn_model_flops)
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
@@ -175,9 +195,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         bwd_weight_compute_s=t.bwd_weight_s, recompute_s=rc,
         tp_wire_s=tp_wire, tp_exposed_s=tp_wire - tp_hidden,
         cp_wire_s=cp_wire, cp_exposed_s=cp_wire - cp_hidden,
-        ep_wire_s=ep_wire, ep_exposed_s=ep_wire,
-        hidden_comm_s=tp_hidden + cp_hidden,
+        ep_wire_s=ep_wire, ep_exposed_s=ep_wire - ep_hidden,
+        hidden_comm_s=tp_hidden + cp_hidden + ep_hidden,
         saved_bytes=saved, working_bytes=working,
         params=ops.params, expert_params=ops.expert_params,
         model_flops=model_flops, hw_flops=hw_flops,
-        fwd_exposed_s=(tp_wire - tp_hidden + ep_wire) / passes + cp_fwd_exposed)
+        fwd_exposed_s=(tp_wire - tp_hidden) / passes + ep_fwd + cp_fwd_exposed)

@@ -46,6 +46,13 @@ class Shard:
     # kernel (LayerNormLinear, fused activation + cast) and fp8 weights are cached across
     # micro-batches; other stacks (torchao float8 in torchtitan) cast in separate kernels
     fp8_fused_casts: bool = False
+    # Transformer Engine's GroupedLinear (Megatron-LM / NeMo --moe-grouped-gemm) runs one
+    # cuBLAS GEMM per local expert over 4 streams ("multi-stream cublas backend",
+    # transformer_engine/pytorch/csrc/extensions/gemm.cpp, nvte_multi_stream_cublas_gemm;
+    # common/gemm/cublaslt_gemm.cu, num_streams = 4), and FP8 recipes quantize each expert's
+    # slice separately; single-kernel grouped GEMMs (DeepGEMM, torch._grouped_mm) launch one
+    # kernel per grouped GEMM
+    per_expert_gemms: bool = False
 
     @property
     def tokens(self) -> float:
@@ -191,8 +198,13 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts))
     ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts))
     # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
-    # unpermute, weighted combine (Megatron-Core MoE layer; grouped GEMM, not per expert)
+    # unpermute, weighted combine (Megatron-Core MoE layer)
     ops.kernels += 10
+    if s.per_expert_gemms and local_experts > 1:
+        # the two grouped GEMMs are local_experts GEMM kernels each (the 10 above count them
+        # once), plus one quantize kernel per expert and GEMM input under FP8; backward
+        # launches twice the GEMMs (data and weight gradients), compute.py scales by that
+        ops.kernels += 2 * (local_experts - 1) + (2 * local_experts if s.fp8 else 0)
     # host side of a Megatron-Core MoE layer (router: linear, score, top-k, gather, aux loss;
     # dispatcher: histogram, device-to-host copy of the per-expert counts (a stream sync),
     # sort/permute, all-to-all, unpermute, combine; grouped MLP): ~34 framework ops, plus a

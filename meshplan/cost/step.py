@@ -278,7 +278,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     fp8 = workload.precision == "fp8"
     shard = Shard(workload.seq_len, plan.micro_batch, plan.tp, plan.cp,
                   bool(plan.sequence_parallel), plan.ep, plan.etp, fp8,
-                  fp8 and workload.framework in MEGATRON_ENGINES)
+                  fp8 and workload.framework in MEGATRON_ENGINES,
+                  workload.framework in MEGATRON_ENGINES)
     pl = placements(plan, cluster)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
 
@@ -288,7 +289,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     def cost(kind: str, recompute: str = rc_rest) -> LayerCost:
         return layer_cost(model, cluster, kind, shard, recompute, places,
                           plan.tp_comm_overlap, workload.precision, plan.cp_kind,
-                          workload.framework)
+                          workload.framework, plan.moe_dispatcher,
+                          plan.ep_comm_overlap or plan.schedule == "dualpipev")
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None

@@ -134,7 +134,13 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         if freq:
             add("--moe-layer-freq", freq)
         add("--moe-grouped-gemm")
-        add("--moe-token-dispatcher-type", "alltoall")
+        if p.moe_dispatcher == "deepep":  # Megatron-Core flex dispatcher with DeepEP
+            add("--moe-token-dispatcher-type", "flex")
+            add("--moe-enable-deepep")
+        else:
+            add("--moe-token-dispatcher-type", "alltoall")
+        if p.ep_comm_overlap:  # MCore v0.14 batch-level EP all-to-all overlap
+            add("--overlap-moe-expert-parallel-comm")
         add("--moe-router-dtype", "fp32")
         add("--moe-router-score-function", m.moe_score)
         if m.moe_score == "softmax" and not m.moe_topk_norm:

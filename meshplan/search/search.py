@@ -98,7 +98,7 @@ DOMINATED_PARTIAL = "dominated (fewer layers recomputed already fit)"
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
             "recompute", "sequence_parallel", "offload_optimizer", "hsdp_shard", "cp_kind",
             "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order",
-            "schedules", "recompute_layers")
+            "moe_dispatcher", "ep_comm_overlap", "schedules", "recompute_layers")
 
 
 @dataclass

@@ -1,0 +1,98 @@
+"""Expert-parallel token dispatch and combine: bytes on each tier and their time.
+
+Two classes of dispatcher (Plan.moe_dispatcher):
+
+- ``alltoall`` (Megatron-Core's alltoall dispatcher over NCCL): tokens are permuted by
+  expert, so a token chosen by several experts of one rank is sent once per expert. Each
+  rank sends tokens * topk * hidden elements, (n-1)/n of it to other ranks
+  (collectives.all_to_all_s).
+- ``deepep`` (DeepEP normal kernels, DeepSeek-V3 report sec. 3.2.2; HybridEP on NVL72 is the
+  same class): a token crosses InfiniBand once per destination *node* (to the GPU with the
+  same local index there), then is forwarded over NVLink once per destination *GPU*. With
+  topk experts drawn among E experts spread evenly over n GPUs, the expected number of
+  distinct GPUs a token reaches is n * (1 - C(E - E/n, k) / C(E, k)) (closed form: one minus
+  the chance that a given GPU holds none of the k experts); the same with the node count for
+  nodes. Device-limited routing (DeepSeek-V3 sec. 2.1.2: each token's experts in at most
+  M = moe_group_topk of moe_groups expert groups) caps the nodes a token reaches at M when
+  the groups map onto the nodes.
+
+Bytes per element: 16-bit, except that DeepSeek's FP8 recipe dispatches the activations
+(and the activation gradients before the down projection) in FP8 with one fp32 scale per
+128 elements, while both combines stay in BF16 (DeepSeek-V3 report sec. 3.3.1, "Low-Precision
+Communication"). Megatron-Core / NeMo dispatch 16-bit hidden states and quantize inside the
+grouped GEMM (Transformer Engine), so their FP8 runs dispatch 16-bit (an assumption from the
+dispatcher's interface: it takes the bf16 hidden states).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from math import comb
+
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .collectives import Placement, _latency, all_to_all_s
+from .efficiency import NETWORK
+
+FP8_BYTES_PER_ELEMENT = 1 + 4 / 128  # e4m3 value + an fp32 scale per 1x128 tile
+BF16_BYTES_PER_ELEMENT = 2.0
+
+
+@lru_cache(maxsize=4096)
+def expected_distinct(groups: int, experts: int, topk: int) -> float:
+    """Expected number of the ``groups`` equal groups of ``experts`` that ``topk`` distinct
+    experts drawn uniformly at random fall into."""
+    if groups <= 1 or topk <= 0:
+        return float(min(groups, 1))
+    per = experts // groups
+    miss = comb(experts - per, topk) / comb(experts, topk) if experts - per >= topk else 0.0
+    return groups * (1.0 - miss)
+
+
+def copies_per_token(model: ModelSpec, place: Placement, dispatcher: str) -> tuple[float, float]:
+    """(copies to other GPUs, copies to other nodes) of one token in one dispatch."""
+    n, nodes = place.size, place.nodes
+    k, e = model.moe_topk, model.moe_experts
+    if dispatcher != "deepep":
+        return k * (n - 1) / n, k * (n - place.per_node) / n
+    ranks = _limited(model, n, expected_distinct(n, e, k))
+    node_hits = _limited(model, nodes, expected_distinct(nodes, e, k))
+    return ranks * (n - 1) / n, node_hits * (nodes - 1) / nodes
+
+
+def _limited(model: ModelSpec, units: int, hits: float) -> float:
+    """Device-limited routing: a token's experts lie in moe_group_topk of moe_groups expert
+    groups; the groups split evenly over ``units`` (GPUs or nodes), so one group spans
+    max(1, units / groups) of them and a token reaches at most that many times M."""
+    if model.moe_groups and model.moe_group_topk and units > 1:
+        return min(hits, model.moe_group_topk * max(1.0, units / model.moe_groups))
+    return hits
+
+
+def dispatch_bytes_per_element(dispatcher: str, precision: str, engine: str) -> float:
+    """Element size of the dispatch-shaped all-to-alls (forward dispatch and the backward of
+    the combine); combine-shaped ones are 16-bit."""
+    from .layer import MEGATRON_ENGINES  # one list of the Megatron-family engines
+
+    if dispatcher == "deepep" and precision == "fp8" and engine not in MEGATRON_ENGINES:
+        return FP8_BYTES_PER_ELEMENT
+    return BF16_BYTES_PER_ELEMENT
+
+
+def exchange_s(cluster: Cluster, place: Placement, model: ModelSpec, tokens: float,
+               dispatcher: str, bytes_per_element: float) -> float:
+    """One dispatch (or combine) of ``tokens`` tokens of this rank over the EP group."""
+    if place.size == 1 or tokens <= 0:
+        return 0.0
+    if dispatcher != "deepep":
+        return all_to_all_s(cluster, place, bytes_per_element * tokens * model.moe_topk
+                            * model.hidden)
+    gpus, nodes = copies_per_token(model, place, dispatcher)
+    row = bytes_per_element * model.hidden
+    up = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
+    nic = cluster.nic_bytes_per_s * NETWORK.alltoall_scaleout
+    # every copy for another GPU crosses NVLink once (directly, or forwarded after its RDMA
+    # hop); copies for other nodes cross the NIC once per node
+    inside = tokens * gpus * row / up
+    across = tokens * nodes * row / nic if place.nodes > 1 else 0.0
+    return max(inside, across) + _latency(cluster, place, place.per_node - 1)
