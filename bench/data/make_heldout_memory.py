@@ -33,6 +33,18 @@ the 84x13824 PP6 pair whose Mem falls as MBS doubles (65 GB at MBS 2, 56 GB at M
 one of the two is misrecorded, which one is not knowable); the 18B single-node rows (their
 heading and table disagree on the batch); the 02-20 rows whose layer count is not printed.
 
+Second source, same team and engine: experiments/tr3m-1B3.md ('32GB node' tables), the
+1.3B model of train/tr3-1B3-baseline/tr3m-1B3-emb-norm-pile.slurm (the page names it:
+NLAYERS 24, NHIDDEN 2048, NHEADS 16, FFN 8192, SEQ_LEN 2048, GPT-2 vocabulary 50257 padded
+by Megatron to a multiple of 128 x TP, learned positions (4.2M parameters, not a column:
+left out, 0.3% of the model), fp16, ZeRO_STAGE=1, GBS 512 "w/o BS-rampup", tied
+embeddings (Megatron GPT default)) on 2 nodes x 4 V100 32GB; one table with
+--checkpoint-activations, one "after removing --checkpoint-activations". The Notes column
+prints the memory ("16GB"); not said how it was read: taken as nvidia-smi as in the
+prequel, less the CUDA context the prequel measured on the 32 GB V100s ("the cuda kernels
+(1271MiB)"): peak = Mem - 1.24. Trust C. V100 has no FlashAttention (sm70): the engine's
+fused softmax keeps the attention scores.
+
 Re-run: python bench/data/make_heldout_memory.py
 """
 import csv
@@ -102,6 +114,43 @@ ROWS = [
 ]
 
 
+SRC_1B3 = "BigScience bigscience repo experiments/tr3m-1B3.md ('32GB node', {t})"
+V100_CONTEXT_GIB = 1271 / 1024
+# (table, tp, pp, dp, mbs, Mem GB or 'OOM')
+ROWS_1B3 = [(t, *r) for t, rs in (
+    ("with --checkpoint-activations", [
+        (1, 1, 8, 1, 16), (1, 1, 8, 2, 17), (1, 1, 8, 4, 20), (1, 1, 8, 8, 25),
+        (1, 2, 4, 1, 10), (1, 2, 4, 2, 11), (1, 2, 4, 8, 15), (1, 2, 4, 16, "OOM"),
+        (1, 4, 2, 1, 9), (1, 4, 2, 8, 13), (2, 1, 4, 1, 11)]),
+    ("without --checkpoint-activations", [
+        (1, 1, 8, 1, 27), (1, 2, 4, 1, 21), (1, 4, 2, 1, 19), (1, 4, 2, 2, 30),
+        (2, 1, 4, 1, 21)])) for r in rs]
+
+
+def row_1b3(i, table, tp, pp, dp, mbs, mem):
+    oom = mem == "OOM"
+    ckpt = table.startswith("with ")
+    vocab = -(-50257 // (128 * tp)) * 128 * tp
+    der = (f"table row TP={tp} PP={pp} DP={dp} MBS={mbs} Notes={'OOM' if oom else f'{mem}GB'}; "
+           + ("printed as OOM; " if oom else
+              f"peak = {mem} - 1.24 (CUDA context the prequel measured on 32 GB V100s, 1271 MiB) "
+              f"= {mem - V100_CONTEXT_GIB:.2f} GiB; ")
+           + f"GBS 512, fp16, ZeRO-1, {'full' if ckpt else 'no'} activation checkpointing, "
+           f"vocab 50257 padded to {vocab}, from tr3m-1B3-emb-norm-pile.slurm (trust C); "
+           f"8 V100 32GB (2 nodes x 4; the file has no gpus_per_node column: memory does not "
+           f"depend on it)")
+    return dict(
+        id=f"M{201 + i}", source=SRC_1B3.format(t=table), trust="C",
+        model="BigScience tr3m 1.3B (24x2048)", arch="dense", layers=24, hidden=2048,
+        heads=16, kv_heads=16, ffn=8192, vocab=vocab, attention="mha", mlp="gelu",
+        tied_embeddings=1, seq_len=2048, global_batch_seqs=512, micro_batch=mbs,
+        gpu="V100-SXM-32GB", num_gpus=8, tp=tp, pp=pp, vpp=1, dp=dp, cp=1,
+        ep=1, etp=1, zero=1, sequence_parallel=0, recompute="full" if ckpt else "none",
+        precision="fp16", framework="deepspeed",
+        measured_peak_mem_gib="" if oom else f"{mem - V100_CONTEXT_GIB:.2f}",
+        oom=1 if oom else 0, derivation=der)
+
+
 def bloom_row(i, sec, day, layers, hidden, heads, dp, tp, pp, mbs, gbs, mem, zero):
     n = dp * tp * pp
     oom = mem == "OOM"
@@ -136,6 +185,7 @@ def main():
         cols = reader.fieldnames
         kept = [r for r in reader if int(r["id"][1:]) < 100]
     new = [bloom_row(i, *r) for i, r in enumerate(ROWS)]
+    new += [row_1b3(i, *r) for i, r in enumerate(ROWS_1B3)]
     with open(OUT, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, restval="")
         w.writeheader()
