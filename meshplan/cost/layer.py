@@ -14,6 +14,7 @@ from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from .compute import device, op_times
 from .efficiency import NETWORK
+from .attention_memory import materialises_scores, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import ACT, LayerOps, Shard, embedding_ops, head_ops, layer_ops
 
@@ -100,13 +101,16 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         ops = layer_ops(model, kind == "moe", shard)
     dev = device(cluster.gpu, precision, engine)
     t = op_times(dev, ops)
+    # attention scores an engine without flash-class kernels keeps (attention_memory.py)
+    scores = (scores_bytes(model, shard) if kind in ("dense", "moe")
+              and materialises_scores(cluster.gpu.generation, engine) else 0.0)
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
     if recompute == "full" and kind in ("dense", "moe"):
         rc, passes = t.fwd_s, 3
         saved = ops.input_bytes
         # the recomputed activations plus their gradients while the layer runs backward
-        working = 2 * (ops.saved_bytes + ops.recomputable_bytes)
+        working = 2 * (ops.saved_bytes + ops.recomputable_bytes + scores)
     elif recompute == "selective" and kind == "dense" and engine in MEGATRON_ENGINES:
         # Megatron-LM / NeMo selective recomputation (recompute_granularity=selective,
         # modules core_attn): only the attention core is recomputed, everything else stays
@@ -118,7 +122,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         rc = t.attn_fwd_s
         passes = 2
         saved = ops.saved_bytes + ops.recomputable_bytes
-        working = 0.0
+        working = scores  # what it recomputes: the scores, rebuilt one layer at a time
     elif recompute == "selective" and kind in ("dense", "moe"):
         # torchtitan-style op-level selective checkpointing: norms, the attention core,
         # the MLP activation and every other GEMM of a gated MLP are recomputed
@@ -126,10 +130,10 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         rc += ops.selective_matmul_flops / (dev.matmul_flops * 0.9)
         passes = 2
         saved = ops.saved_bytes
-        working = ops.recomputable_bytes
+        working = ops.recomputable_bytes + scores
     else:
         rc, passes = 0.0, 2
-        saved = ops.saved_bytes + ops.recomputable_bytes
+        saved = ops.saved_bytes + ops.recomputable_bytes + scores
         working = 0.0
     # TP: one set of collectives per pass (forward, backward, recomputed forward)
     tp_pass = _tp_time(cluster, places.tp, ops, shard.sp)

@@ -13,7 +13,15 @@ fp32 as Megatron-LM (``accumulate_allreduce_grads_in_fp32``) and torchtitan (FSD
   ``MixedPrecisionPolicy``) keeps only the fp32 sharded parameter and casts it to bf16
   when it gathers a unit, so there is no separate 16-bit shard; 4 (master) + 4 (grad) +
   8 (Adam moments) = 16 bytes per sharded parameter, the ZeRO paper's 16 psi / N_d;
-- expert weights are sharded over their own data-parallel group (edp).
+- expert weights are sharded over their own data-parallel group (edp);
+- fp16 under Megatron-LM and DeepSpeed (``fp16_grads``): the gradients stay fp16 (2 bytes,
+  Megatron's ``accumulate_allreduce_grads_in_fp32`` is forced on only for bf16; DeepSpeed's
+  fp16 optimizers accumulate in fp16) and the optimizer keeps an fp32 copy of the gradient
+  next to the fp32 master, sharded like it: Megatron-LM README "Distributed Optimizer"
+  table, fp16 param/fp16 grads 20 bytes (4 + 16/d distributed) against bf16 param/fp32
+  grads 18 (6 + 12/d); the BLOOM chronicles (bigscience tr11-176B-ml
+  chronicles-prequel.md, 'Rebalancing layers') state the same for Megatron-DeepSpeed
+  ("fp16 which grad accumulates in fp16"; bf16 adds "4bytes x params ... not sharded").
 Activations: the layer's saved tensors (ops.py, after Korthikanti et al. 2022) times the
 schedule's micro-batches in flight (pipeline.py), plus the working set of one layer's
 backward, plus the last stage's logits. On top: communication buffers, the caching
@@ -39,6 +47,10 @@ from .efficiency import HOST
 
 PARAM_BYTES = 2
 GRAD_BYTES = 4
+FP16_GRAD_BYTES = 2  # fp16 gradients (module docstring)
+FP32_MAIN_GRAD_BYTES = 4  # the optimizer's fp32 gradient copy under fp16, sharded
+# engines whose fp16 path keeps fp16 gradients and an fp32 main-gradient copy
+FP16_GRAD_ENGINES = ("megatron", "nemo", "deepspeed")
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,8 @@ class RankState:
 
 def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
                  microbatches: int = 1, contiguous_states: bool = False,
-                 capacity_bytes: float = float("inf")) -> dict[str, float]:
+                 capacity_bytes: float = float("inf"),
+                 fp16_grads: bool = False) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
@@ -75,7 +88,11 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
     else:
         weights = PARAM_BYTES * (p + e)
     sharded_grads = plan.zero == 3 or (plan.zero == 2 and microbatches == 1)
-    grads = GRAD_BYTES * ((p / sh + e / she) if sharded_grads else (p + e))
+    fp16_grads = fp16_grads and plan.zero < 3
+    grad_bytes = FP16_GRAD_BYTES if fp16_grads else GRAD_BYTES
+    grads = grad_bytes * ((p / sh + e / she) if sharded_grads else (p + e))
+    if fp16_grads:
+        optimizer_state_bytes += FP32_MAIN_GRAD_BYTES
     opt = 0.0 if plan.offload_optimizer else optimizer_state_bytes * (p / sh + e / she)
     acts = st.act_per_microbatch_bytes * st.in_flight
     parts = {

@@ -21,7 +21,7 @@ from .compute import device
 from .efficiency import HOST, NETWORK
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
-from .memory import RankState, memory_parts, reserved_bytes
+from .memory import FP16_GRAD_ENGINES, RankState, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline import bubble_s, in_flight
 
@@ -403,7 +403,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             in_flight=in_flight(plan, m, r), working_bytes=working)
         return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
                                       plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
-                                      cluster.gpu.memory_bytes))
+                                      cluster.gpu.memory_bytes,
+                                      fp16_grads=workload.precision == "fp16"
+                                      and workload.framework in FP16_GRAD_ENGINES))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

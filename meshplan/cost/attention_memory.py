@@ -1,0 +1,39 @@
+"""Attention scores that an engine materialises when no flash-class kernel exists.
+
+Flash-style kernels (FlashAttention, cuDNN / Transformer Engine fused attention, PyTorch
+SDPA's memory-efficient kernel) keep only q, k, v, the output and a log-sum-exp per row
+(ops.py). Without them, Megatron-LM's fused scale-mask-softmax path materialises the
+scores and keeps for backward, per layer and micro-batch, the softmax output (2 bytes), the
+dropout mask (1) and the dropout output (2): 5 * a * s^2 * b bytes before tensor
+parallelism (Korthikanti et al. 2022, eq. 1, the 5as/h term; a = heads, s = sequence,
+b = micro-batch). Megatron's selective recomputation drops exactly these; full
+recomputation rebuilds them for one layer at a time.
+
+When: FlashAttention 2, cuDNN fused attention and Transformer Engine's fused attention need
+Ampere or newer (their READMEs; Megatron's --use-flash-attn calls FlashAttention 2), so on
+pre-Ampere parts (the catalog's "volta" generation, which also holds its Turing cards) the
+Megatron-family engines (Megatron-LM, NeMo, Megatron-DeepSpeed) and eager Hugging Face
+attention under DeepSpeed materialise the scores. PyTorch SDPA's memory-efficient kernel
+runs there, so engines that call SDPA (torchtitan, meshplan's own runtime "") do not.
+Memory only: the attention time of this path is not modelled separately.
+"""
+
+from __future__ import annotations
+
+from ..specs.model import ModelSpec
+from .ops import Shard
+
+# bytes per score element kept for backward: softmax output 2 + dropout mask 1 + dropout
+# output 2 (Korthikanti et al. 2022, sec. 4.1)
+SCORE_BYTES = 5
+NO_FLASH_GENERATIONS = ("volta",)
+SDPA_ENGINES = ("torchtitan", "")
+
+
+def materialises_scores(generation: str, engine: str) -> bool:
+    return generation in NO_FLASH_GENERATIONS and engine not in SDPA_ENGINES
+
+
+def scores_bytes(model: ModelSpec, s: Shard) -> float:
+    """Saved score bytes of one layer for one micro-batch on one rank (heads split by tp)."""
+    return SCORE_BYTES * s.micro_batch * (model.heads / s.tp) * (s.seq / s.cp) * s.seq
