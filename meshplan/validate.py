@@ -313,6 +313,7 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
     ab = [r for r in ok if r.trust in ("A", "B") or not r.trust]
     tok = [abs(r.tokens_error) for r in ab if r.tokens_error is not None]
     mem = [abs(r.memory_error) for r in ab if r.memory_error is not None]
+    mem_all = [abs(r.memory_error) for r in ok if r.memory_error is not None]
     beats = [r for r in ok if r.search_best_tokens_per_s_per_gpu is not None
              and r.predicted_tokens_per_s_per_gpu is not None]
     tin = [_inside(r.measured_tokens_per_s_per_gpu, r.tokens_p10_p90) for r in ok]
@@ -339,6 +340,9 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
         "memory_rows_trust_ab": len(mem),
         "memory_median_abs_error": statistics.median(mem) if mem else None,
         "memory_p90_abs_error": _pct(mem, 0.9) if mem else None,
+        "memory_rows_all": len(mem_all),
+        "memory_median_abs_error_all": statistics.median(mem_all) if mem_all else None,
+        "memory_p90_abs_error_all": _pct(mem_all, 0.9) if mem_all else None,
         "tokens_interval_rows": len(tin),
         "tokens_interval_coverage": sum(tin) / len(tin) if tin else None,
         "memory_interval_rows": len(min_),
