@@ -368,7 +368,7 @@ for f, runs in AA_ROWS.items():
                          gpu='A100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=1, dp=n // (tp * pp), cp=1,
                          ep=1, etp=1, sequence_parallel=0,
                          recompute='full' if ckpt == 'every_layer' else 'none', precision='bf16',
-                         framework='other',
+                         framework='aleph-alpha',
                          measured_tokens_per_s_per_gpu=round(AA_TOKENS_PER_STEP / (step * n), 2) if step else '',
                          measured_step_time_s=step or '', oom=0 if step else 1, derivation=der))
 

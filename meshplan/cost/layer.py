@@ -14,7 +14,7 @@ from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from .compute import device, op_times
 from .efficiency import NETWORK
-from .ops import LayerOps, Shard, embedding_ops, head_ops, layer_ops
+from .ops import LayerOps, Shard, embedding_ops, head_ops, layer_ops, unfused_norms
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     elif kind == "head":
         ops = head_ops(model, shard)
     else:
-        ops = layer_ops(model, kind == "moe", shard)
+        ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
     dev = device(cluster.gpu, precision, engine)
     t = op_times(dev, ops)
     # recomputation: full repeats the forward; selective repeats the attention core, the

@@ -250,6 +250,40 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     return ops
 
 
+# Engines whose RMSNorm is plain PyTorch eager code, not a fused kernel. Aleph Alpha's
+# training code used by Hagemann et al. 2023 (arXiv 2311.05610): their sheets run it with
+# kernel "flash_attention2" (torch norm) and "flash_attention2 + RMS kernel" (fused); the
+# public release of that code (github Aleph-Alpha/scaling, core/nn/norm/rms_norm.py,
+# optimization_type "torch" only) computes
+#   out = x * rsqrt(x.pow(2).mean(-1) + eps); out.float().type_as(x) * weight
+# as separate kernels. Without sequence parallelism every TP rank runs it on the full hidden
+# state (Korthikanti et al. 2022 sec. 4.2.2: norms are replicated across the TP group), so its
+# share of a step grows with TP while the GEMMs shrink by 1/TP.
+UNFUSED_NORM_ENGINES = ("aleph-alpha",)
+# HBM bytes per hidden-state element of one unfused RMSNorm forward, 16-bit input x (2-byte
+# reads/writes unless said): pow (2+2), mean (2), x*rsqrt (2+2), .float() (2+4),
+# .type_as (4+2), *weight (2+2) = 26 bytes, 7 kernels (the per-token rsqrt is negligible);
+# a fused kernel reads x and writes y: 4 bytes (what layer_ops counts). Backward, autograd
+# runs each op's backward (about twice the forward's bytes, STREAM_BWD_BYTE_RATIO).
+UNFUSED_NORM_FWD_BYTES = 26.0
+FUSED_NORM_FWD_BYTES = 2.0 * ACT
+UNFUSED_NORM_KERNELS = 7
+
+
+def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
+    """Adds what an unfused eager RMSNorm costs over the fused one that ``ops`` counts."""
+    if engine not in UNFUSED_NORM_ENGINES or not ops.norm_bytes:
+        return ops
+    elements = ops.norm_bytes / FUSED_NORM_FWD_BYTES
+    extra = elements * (UNFUSED_NORM_FWD_BYTES - FUSED_NORM_FWD_BYTES)
+    ops.stream_bytes += extra
+    ops.norm_bytes += extra
+    norms = 2  # attention and MLP norm of one layer
+    ops.kernels += norms * (UNFUSED_NORM_KERNELS - 1)
+    ops.host_ops += norms * (UNFUSED_NORM_KERNELS - 1)
+    return ops
+
+
 def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
     """Input embedding on the first stage: a gather of T rows of h."""
     ops = LayerOps()
