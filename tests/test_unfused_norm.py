@@ -62,21 +62,72 @@ ROW = dict(model="LLaMA 65B", arch="dense", layers="80", hidden="8192", heads="6
 PUBLISHED_SAVING = {(2, 8): 0.098, (4, 4): 0.151, (8, 2): 0.228}
 
 
-def _saving(tp: int, pp: int) -> float:
+def _saving(tp: int, pp: int, monkeypatch) -> float:
+    """Step time of the engine with its eager norm minus with a fused one (both variants of
+    the published ablation ran the same engine otherwise), over the first."""
+    from meshplan.cost import layer, ops
+    p = prepare(dict(ROW, framework=ENGINE))
+    plan = Plan(tp=tp, pp=pp, dp=128 // (tp * pp), micro_batch=1, recompute="none",
+                zero=1, sequence_parallel=False)
     times = []
-    for engine in (ENGINE, "other"):
-        p = prepare(dict(ROW, framework=engine))
-        plan = Plan(tp=tp, pp=pp, dp=128 // (tp * pp), micro_batch=1, recompute="none",
-                    zero=1, sequence_parallel=False)
+    for engines in (ops.UNFUSED_NORM_ENGINES, ()):
+        monkeypatch.setattr(ops, "UNFUSED_NORM_ENGINES", engines)
+        layer.layer_cost.cache_clear()
         times.append(estimate(p.model, p.cluster, p.workload, plan).step_time_s)
+    monkeypatch.undo()
+    layer.layer_cost.cache_clear()
     return (times[0] - times[1]) / times[0]
 
 
-def test_published_rms_kernel_ablation():
-    savings = {k: _saving(*k) for k in PUBLISHED_SAVING}
+def test_published_rms_kernel_ablation(monkeypatch):
+    savings = {k: _saving(*k, monkeypatch) for k in PUBLISHED_SAVING}
     ordered = [savings[k] for k in sorted(PUBLISHED_SAVING)]
     assert ordered == sorted(ordered)  # grows with TP, as published
     for k, published in PUBLISHED_SAVING.items():
         # the op-count model explains about half of the measured saving (what it leaves out:
         # eager kernels below the HBM roofline, allocator traffic): a floor and a ceiling
         assert 0.3 * published <= savings[k] <= published, (k, savings[k], published)
+
+
+# ---- the output layer: logits all-gathered over TP, loss on the whole vocabulary ----------
+from meshplan.cost.collectives import Placement  # noqa: E402
+from meshplan.cost.layer import CommPlacements, layer_cost  # noqa: E402
+from meshplan.cost.ops import head_ops, logits_bytes  # noqa: E402
+from meshplan.scenario import make_cluster  # noqa: E402
+
+
+def _head(engine: str, tp: int):
+    model = preset("llama3.1-8b")
+    cluster = make_cluster(gpu="A100-SXM-80GB", num_gpus=8)
+    one = Placement(1, 1)
+    places = CommPlacements(tp=Placement(tp, tp), cp=one, ep=one, etp=one)
+    shard = Shard(seq=2048, micro_batch=1, tp=tp)
+    return model, cluster, shard, layer_cost(model, cluster, "head", shard, "none", places,
+                                             False, "bf16", engine=engine)
+
+
+def test_gathered_logits_all_gather_closed_form():
+    model, cluster, shard, other = _head("other", 4)
+    _, _, _, aa = _head(ENGINE, 4)
+    logits = 2 * 2048 * model.vocab  # 16-bit, whole vocabulary
+    # ring all-gather on 4 GPUs of one NVLink domain: 3/4 of the buffer over the GPU's
+    # NVLink bandwidth at NCCL's efficiency, plus 3 hops of latency
+    from meshplan.cost.efficiency import NETWORK
+    gpu = cluster.gpu
+    expect = 3 / 4 * logits / (gpu.scaleup_bytes_per_s * NETWORK.scaleup) \
+        + 3 * gpu.scaleup_latency_s
+    assert aa.tp_wire_s - other.tp_wire_s == pytest.approx(expect)
+    assert aa.fwd_compute_s > other.fwd_compute_s  # the loss runs on the whole vocabulary
+
+
+def test_gathered_logits_loss_bytes_and_memory():
+    model = preset("llama3.1-8b")
+    s = Shard(seq=2048, micro_batch=1, tp=4)
+    from meshplan.cost.ops import gathered_logits
+    base = head_ops(model, s).stream_bytes
+    full = 2048 * model.vocab
+    got = gathered_logits(head_ops(model, s), model, s, ENGINE).stream_bytes - base
+    assert got == pytest.approx(full * 3 / 4 * 12 + full * 4)
+    assert logits_bytes(model, s, ENGINE) == pytest.approx(4 * logits_bytes(model, s, "other"))
+    one = Shard(seq=2048, micro_batch=1, tp=1)  # nothing to gather without TP
+    assert gathered_logits(head_ops(model, one), model, one, ENGINE).tp_gather_bytes == 0

@@ -14,7 +14,8 @@ from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from .compute import device, op_times
 from .efficiency import NETWORK
-from .ops import LayerOps, Shard, embedding_ops, head_ops, layer_ops, unfused_norms
+from .ops import (LayerOps, Shard, embedding_ops, gathered_logits, head_ops, layer_ops,
+                  unfused_norms)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
-        ops = head_ops(model, shard)
+        ops = gathered_logits(head_ops(model, shard), model, shard, engine)
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
     dev = device(cluster.gpu, precision, engine)
@@ -132,6 +133,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if ops.etp_buffer_bytes and places.etp.size > 1:
         tp_pass += 2 * all_gather_s(cluster, places.etp, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
+    if ops.tp_gather_bytes and places.tp.size > 1:  # forward only (backward: a split)
+        tp_wire += all_gather_s(cluster, places.tp, ops.tp_gather_bytes)
     # Only sequence-parallel TP can be overlapped: Megatron/TE's --tp-comm-overlap and
     # torchtitan's async TP split SP's all-gather / reduce-scatter into chunks pipelined with
     # the GEMMs that consume / produce them (Megatron-LM arguments: '--tp-comm-overlap

@@ -80,6 +80,9 @@ class LayerOps:
     tp_buffer_bytes: float = 0.0  # hidden-state buffers that TP all-gathers / reduce-scatters
     tp_collectives: int = 0  # number of such collectives (or all-reduces) in forward
     etp_buffer_bytes: float = 0.0
+    # a forward-only all-gather over TP whose gathered buffer is this many bytes (the head's
+    # logits in engines that gather them, GATHERED_LOGITS_ENGINES); its backward is a split
+    tp_gather_bytes: float = 0.0
     ep_send_bytes: float = 0.0  # one all-to-all (dispatch or combine) send volume
     ep_alltoalls: int = 0
     cp_kv_bytes: float = 0.0  # this rank's K and V block, exchanged around the ring
@@ -308,6 +311,32 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     return ops
 
 
+# Engines whose output layer all-gathers the vocabulary-parallel logits over TP and computes
+# the loss on the full vocabulary on every TP rank, instead of Megatron's vocab-parallel
+# cross entropy. Aleph Alpha's training code (Hagemann et al. 2023; its public release
+# github Aleph-Alpha/scaling): TransformerLMHead is a ColumnParallelLinear with
+# parallel_output=False, whose forward all-gathers the shards (torch.distributed.all_gather
+# into a list, then torch.cat) and whose backward keeps this rank's slice; CrossEntropyLoss
+# runs torch cross_entropy on ``output.activations.float()`` of the whole vocabulary.
+GATHERED_LOGITS_ENGINES = ("aleph-alpha",)
+LOGIT_BYTES = 2  # 16-bit logits
+
+
+def gathered_logits(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> LayerOps:
+    """The head of an engine in GATHERED_LOGITS_ENGINES: the logits all-gather (forward) and
+    the loss on the full vocabulary on every TP rank (head_ops counts vocab / tp)."""
+    if engine not in GATHERED_LOGITS_ENGINES or s.tp == 1:
+        return ops
+    full = s.tokens * model.vocab  # logits on every rank after the gather
+    ops.tp_gather_bytes = LOGIT_BYTES * full
+    # the loss's 12 bytes per logit (head_ops) on the other ranks' shards too, and the
+    # torch.cat copy of the gathered list (read + write 16-bit)
+    ops.stream_bytes += full * (1 - 1 / s.tp) * 12 + full * 2 * LOGIT_BYTES
+    ops.kernels += 2  # all-gather, cat
+    ops.host_ops += 2
+    return ops
+
+
 # Bytes per logit the loss path holds at its peak, by engine (see logits_bytes).
 # torch ``cross_entropy(logits.float())``: backward of log_softmax holds its saved fp32
 # output, the fp32 gradient from nll_loss and the fp32 gradient it writes (4 + 4 + 4);
@@ -343,4 +372,5 @@ def logits_bytes(model: ModelSpec, s: Shard, engine: str = "") -> float:
     per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
     if engine == "torchtitan" and s.tp > 1:  # loss_parallel is on by default with TP
         per_logit = LOSS_PARALLEL_BYTES_PER_LOGIT
-    return s.tokens * model.vocab / s.tp * per_logit
+    vocab = model.vocab if engine in GATHERED_LOGITS_ENGINES else model.vocab / s.tp
+    return s.tokens * vocab * per_logit
