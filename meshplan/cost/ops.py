@@ -292,6 +292,12 @@ def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
     ops = LayerOps()
     ops.stream_bytes = 2 * ACT * s.stream_tokens * model.hidden
     ops.params = model.vocab * model.hidden / s.tp
+    # vocab-parallel embedding (Megatron-LM VocabParallelEmbedding, Shoeybi et al. 2019):
+    # each TP rank looks up its vocabulary slice and zeroes the rest, then the output is
+    # all-reduced in forward (its backward is the identity), or reduce-scattered with SP
+    # (its backward an all-gather). Counted as halves like the layers' pairs: one per pass.
+    ops.tp_buffer_bytes = ACT * s.tokens * model.hidden
+    ops.tp_collectives = 1 if s.tp > 1 else 0
     if model.position == "learned":
         ops.params += model.max_position * model.hidden
     return ops

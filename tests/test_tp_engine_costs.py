@@ -1,4 +1,5 @@
-"""Unfused eager RMSNorm (cost/ops.py unfused_norms): the engine of Hagemann et al. 2023.
+"""TP costs that depend on the engine (cost/ops.py unfused_norms, gathered_logits) and the
+embedding's TP collective. The engine is that of Hagemann et al. 2023 (Aleph Alpha).
 
 Independent truths: the HBM bytes of the PyTorch ops that make up the norm (counted here op
 by op, not taken from the module's constant), sequence parallelism dividing the norm's
@@ -131,3 +132,27 @@ def test_gathered_logits_loss_bytes_and_memory():
     assert logits_bytes(model, s, ENGINE) == pytest.approx(4 * logits_bytes(model, s, "other"))
     one = Shard(seq=2048, micro_batch=1, tp=1)  # nothing to gather without TP
     assert gathered_logits(head_ops(model, one), model, one, ENGINE).tp_gather_bytes == 0
+
+
+# ---- the vocab-parallel embedding's collective (every engine) --------------------------------
+def _embedding_wire(sp: bool) -> tuple[float, object, object]:
+    model = preset("llama3.1-8b")
+    cluster = make_cluster(gpu="A100-SXM-80GB", num_gpus=8)
+    one = Placement(1, 1)
+    places = CommPlacements(tp=Placement(4, 4), cp=one, ep=one, etp=one)
+    shard = Shard(seq=2048, micro_batch=1, tp=4, sp=sp)
+    cost = layer_cost(model, cluster, "embedding", shard, "none", places, False, "bf16")
+    return cost.tp_wire_s, model, cluster
+
+
+def test_embedding_all_reduce_closed_form():
+    from meshplan.cost.efficiency import NETWORK
+    wire, model, cluster = _embedding_wire(sp=False)
+    nbytes = 2 * 2048 * model.hidden
+    bw = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
+    lat = cluster.gpu.scaleup_latency_s
+    # one ring all-reduce in forward (2(n-1)/n of the buffer, 2(n-1) hops), none backward
+    assert wire == pytest.approx(2 * 3 / 4 * nbytes / bw + 6 * lat)
+    # with SP: reduce-scatter forward, all-gather backward
+    wire_sp, _, _ = _embedding_wire(sp=True)
+    assert wire_sp == pytest.approx(2 * (3 / 4 * nbytes / bw + 3 * lat))
