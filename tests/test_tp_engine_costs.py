@@ -118,6 +118,9 @@ def test_gathered_logits_all_gather_closed_form():
     expect = 3 / 4 * logits / (gpu.scaleup_bytes_per_s * NETWORK.scaleup) \
         + 3 * gpu.scaleup_latency_s
     assert aa.tp_wire_s - other.tp_wire_s == pytest.approx(expect)
+    # the gather runs in the forward pass only: all of it is forward time
+    assert aa.fwd_s - other.fwd_s == pytest.approx(expect + aa.fwd_compute_s
+                                                   - other.fwd_compute_s)
     assert aa.fwd_compute_s > other.fwd_compute_s  # the loss runs on the whole vocabulary
 
 

@@ -133,8 +133,10 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if ops.etp_buffer_bytes and places.etp.size > 1:
         tp_pass += 2 * all_gather_s(cluster, places.etp, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
-    if ops.tp_gather_bytes and places.tp.size > 1:  # forward only (backward: a split)
-        tp_wire += all_gather_s(cluster, places.tp, ops.tp_gather_bytes)
+    gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
+    if ops.tp_gather_bytes and places.tp.size > 1:
+        gather = all_gather_s(cluster, places.tp, ops.tp_gather_bytes)
+        tp_wire += gather
     # Only sequence-parallel TP can be overlapped: Megatron/TE's --tp-comm-overlap and
     # torchtitan's async TP split SP's all-gather / reduce-scatter into chunks pipelined with
     # the GEMMs that consume / produce them (Megatron-LM arguments: '--tp-comm-overlap
@@ -183,4 +185,5 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved_bytes=saved, working_bytes=working,
         params=ops.params, expert_params=ops.expert_params,
         model_flops=model_flops, hw_flops=hw_flops,
-        fwd_exposed_s=(tp_wire - tp_hidden + ep_wire) / passes + cp_fwd_exposed)
+        fwd_exposed_s=(tp_wire - gather - tp_hidden + ep_wire) / passes + cp_fwd_exposed
+        + gather)
