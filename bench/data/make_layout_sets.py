@@ -90,6 +90,11 @@ for dp, tp, pp, mbs, mem, s in [(4, 8, 12, 1, '29GB', 143.31), (4, 8, 12, 2, '37
 # A100's 312 TFLOP/s); bf16; ZeRO stage and DP details not given in the sheets (blank:
 # the search chooses); no sequence parallelism (the paper's separate seqpara sheets are left
 # out); checkpointing 'every_layer' = full recompute, 'disabled' = none. DP = GPUs/(TP*PP).
+# Engine: framework 'aleph-alpha' = the authors' Aleph Alpha training code (the sheets' 'Average
+# TFlops Aleph Alpha' column and kernel options; public release github Aleph-Alpha/scaling):
+# kernel 'flash_attention2' runs its eager torch RMSNorm (the 'RMS kernel' variant fuses it) and
+# its LM head all-gathers the logits over TP (cost/ops.py UNFUSED_NORM_ENGINES,
+# GATHERED_LOGITS_ENGINES). Inferred from the code release, not stated in the paper: trust B.
 AA_SRC = ("Hagemann et al. 2023 (arXiv 2311.05610) raw results, Aleph-Alpha/"
           "NeurIPS-WANT-submission-efficient-parallelization-layouts data/{f}")
 LLAMA1 = {'13B': (40, 5120, 40, 13824), '30B': (60, 6656, 52, 17920), '65B': (80, 8192, 64, 22016)}
@@ -368,7 +373,7 @@ for f, runs in AA_ROWS.items():
                          gpu='A100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=1, dp=n // (tp * pp), cp=1,
                          ep=1, etp=1, sequence_parallel=0,
                          recompute='full' if ckpt == 'every_layer' else 'none', precision='bf16',
-                         framework='other',
+                         framework='aleph-alpha',
                          measured_tokens_per_s_per_gpu=round(AA_TOKENS_PER_STEP / (step * n), 2) if step else '',
                          measured_step_time_s=step or '', oom=0 if step else 1, derivation=der))
 

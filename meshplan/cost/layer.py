@@ -16,7 +16,8 @@ from .compute import device, op_times
 from .efficiency import NETWORK
 from .attention_memory import materialises_scores, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
-from .ops import ACT, LayerOps, Shard, embedding_ops, head_ops, layer_ops
+from .ops import (ACT, LayerOps, Shard, embedding_ops, gathered_logits, head_ops, layer_ops,
+                  unfused_norms)
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
-        ops = head_ops(model, shard)
+        ops = gathered_logits(head_ops(model, shard), model, shard, engine)
     else:
-        ops = layer_ops(model, kind == "moe", shard)
+        ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
     dev = device(cluster.gpu, precision, engine)
     t = op_times(dev, ops)
     # attention scores an engine without flash-class kernels keeps (attention_memory.py)
@@ -140,6 +141,10 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if ops.etp_buffer_bytes and places.etp.size > 1:
         tp_pass += 2 * all_gather_s(cluster, places.etp, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
+    gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
+    if ops.tp_gather_bytes and places.tp.size > 1:
+        gather = all_gather_s(cluster, places.tp, ops.tp_gather_bytes)
+        tp_wire += gather
     # Only sequence-parallel TP can be overlapped: Megatron/TE's --tp-comm-overlap and
     # torchtitan's async TP split SP's all-gather / reduce-scatter into chunks pipelined with
     # the GEMMs that consume / produce them (Megatron-LM arguments: '--tp-comm-overlap
@@ -204,4 +209,5 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved_bytes=saved, working_bytes=working,
         params=ops.params, expert_params=ops.expert_params,
         model_flops=model_flops, hw_flops=hw_flops,
-        fwd_exposed_s=(tp_wire - tp_hidden) / passes + ep_fwd + cp_fwd_exposed)
+        fwd_exposed_s=(tp_wire - gather - tp_hidden) / passes + ep_fwd + cp_fwd_exposed
+        + gather)

@@ -87,6 +87,9 @@ class LayerOps:
     tp_buffer_bytes: float = 0.0  # hidden-state buffers that TP all-gathers / reduce-scatters
     tp_collectives: int = 0  # number of such collectives (or all-reduces) in forward
     etp_buffer_bytes: float = 0.0
+    # a forward-only all-gather over TP whose gathered buffer is this many bytes (the head's
+    # logits in engines that gather them, GATHERED_LOGITS_ENGINES); its backward is a split
+    tp_gather_bytes: float = 0.0
     ep_send_bytes: float = 0.0  # one all-to-all (dispatch or combine) send volume
     ep_alltoalls: int = 0
     cp_kv_bytes: float = 0.0  # this rank's K and V block, exchanged around the ring
@@ -262,11 +265,51 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     return ops
 
 
+# Engines whose RMSNorm is plain PyTorch eager code, not a fused kernel. Aleph Alpha's
+# training code used by Hagemann et al. 2023 (arXiv 2311.05610): their sheets run it with
+# kernel "flash_attention2" (torch norm) and "flash_attention2 + RMS kernel" (fused); the
+# public release of that code (github Aleph-Alpha/scaling, core/nn/norm/rms_norm.py,
+# optimization_type "torch" only) computes
+#   out = x * rsqrt(x.pow(2).mean(-1) + eps); out.float().type_as(x) * weight
+# as separate kernels. Without sequence parallelism every TP rank runs it on the full hidden
+# state (Korthikanti et al. 2022 sec. 4.2.2: norms are replicated across the TP group), so its
+# share of a step grows with TP while the GEMMs shrink by 1/TP.
+UNFUSED_NORM_ENGINES = ("aleph-alpha",)
+# HBM bytes per hidden-state element of one unfused RMSNorm forward, 16-bit input x (2-byte
+# reads/writes unless said): pow (2+2), mean (2), x*rsqrt (2+2), .float() (2+4),
+# .type_as (4+2), *weight (2+2) = 26 bytes, 7 kernels (the per-token rsqrt is negligible);
+# a fused kernel reads x and writes y: 4 bytes (what layer_ops counts). Backward, autograd
+# runs each op's backward (about twice the forward's bytes, STREAM_BWD_BYTE_RATIO).
+UNFUSED_NORM_FWD_BYTES = 26.0
+FUSED_NORM_FWD_BYTES = 2.0 * ACT
+UNFUSED_NORM_KERNELS = 7
+
+
+def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
+    """Adds what an unfused eager RMSNorm costs over the fused one that ``ops`` counts."""
+    if engine not in UNFUSED_NORM_ENGINES or not ops.norm_bytes:
+        return ops
+    elements = ops.norm_bytes / FUSED_NORM_FWD_BYTES
+    extra = elements * (UNFUSED_NORM_FWD_BYTES - FUSED_NORM_FWD_BYTES)
+    ops.stream_bytes += extra
+    ops.norm_bytes += extra
+    norms = 2  # attention and MLP norm of one layer
+    ops.kernels += norms * (UNFUSED_NORM_KERNELS - 1)
+    ops.host_ops += norms * (UNFUSED_NORM_KERNELS - 1)
+    return ops
+
+
 def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
     """Input embedding on the first stage: a gather of T rows of h."""
     ops = LayerOps()
     ops.stream_bytes = 2 * ACT * s.stream_tokens * model.hidden
     ops.params = model.vocab * model.hidden / s.tp
+    # vocab-parallel embedding (Megatron-LM VocabParallelEmbedding, Shoeybi et al. 2019):
+    # each TP rank looks up its vocabulary slice and zeroes the rest, then the output is
+    # all-reduced in forward (its backward is the identity), or reduce-scattered with SP
+    # (its backward an all-gather). Counted as halves like the layers' pairs: one per pass.
+    ops.tp_buffer_bytes = ACT * s.tokens * model.hidden
+    ops.tp_collectives = 1 if s.tp > 1 else 0
     if model.position == "learned":
         ops.params += model.max_position * model.hidden
     return ops
@@ -283,6 +326,32 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     ops.params = model.norm_params(h) + (model.vocab * h / s.tp)
     ops.tp_buffer_bytes = ACT * T * h
     ops.tp_collectives = 1 if s.tp > 1 else 0  # all-gather of the sequence-parallel input
+    return ops
+
+
+# Engines whose output layer all-gathers the vocabulary-parallel logits over TP and computes
+# the loss on the full vocabulary on every TP rank, instead of Megatron's vocab-parallel
+# cross entropy. Aleph Alpha's training code (Hagemann et al. 2023; its public release
+# github Aleph-Alpha/scaling): TransformerLMHead is a ColumnParallelLinear with
+# parallel_output=False, whose forward all-gathers the shards (torch.distributed.all_gather
+# into a list, then torch.cat) and whose backward keeps this rank's slice; CrossEntropyLoss
+# runs torch cross_entropy on ``output.activations.float()`` of the whole vocabulary.
+GATHERED_LOGITS_ENGINES = ("aleph-alpha",)
+LOGIT_BYTES = 2  # 16-bit logits
+
+
+def gathered_logits(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> LayerOps:
+    """The head of an engine in GATHERED_LOGITS_ENGINES: the logits all-gather (forward) and
+    the loss on the full vocabulary on every TP rank (head_ops counts vocab / tp)."""
+    if engine not in GATHERED_LOGITS_ENGINES or s.tp == 1:
+        return ops
+    full = s.tokens * model.vocab  # logits on every rank after the gather
+    ops.tp_gather_bytes = LOGIT_BYTES * full
+    # the loss's 12 bytes per logit (head_ops) on the other ranks' shards too, and the
+    # torch.cat copy of the gathered list (read + write 16-bit)
+    ops.stream_bytes += full * (1 - 1 / s.tp) * 12 + full * 2 * LOGIT_BYTES
+    ops.kernels += 2  # all-gather, cat
+    ops.host_ops += 2
     return ops
 
 
@@ -321,4 +390,5 @@ def logits_bytes(model: ModelSpec, s: Shard, engine: str = "") -> float:
     per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
     if engine == "torchtitan" and s.tp > 1:  # loss_parallel is on by default with TP
         per_logit = LOSS_PARALLEL_BYTES_PER_LOGIT
-    return s.tokens * model.vocab / s.tp * per_logit
+    vocab = model.vocab if engine in GATHERED_LOGITS_ENGINES else model.vocab / s.tp
+    return s.tokens * vocab * per_logit

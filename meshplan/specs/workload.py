@@ -25,8 +25,9 @@ class Workload:
     optimizer: str = "adamw"
     optimizer_state_precision: str = "fp32"
     # the engine that runs the step, when it matters for prediction (its kernels and
-    # memory policy): megatron, nemo, torchtitan, deepspeed, maxtext, other; "" = meshplan's
-    # own runtime (cost/efficiency.py ENGINE_ATTENTION)
+    # memory policy): megatron, nemo, torchtitan, deepspeed, maxtext, aleph-alpha (unfused
+    # eager RMSNorm, cost/ops.py UNFUSED_NORM_ENGINES), other; "" = meshplan's own runtime
+    # (cost/efficiency.py ENGINE_ATTENTION)
     framework: str = ""
 
     def __post_init__(self) -> None:
