@@ -29,7 +29,6 @@ plan on 200 seeded small spaces):
 
 from __future__ import annotations
 
-import heapq
 import time
 from functools import lru_cache
 from collections import Counter
@@ -45,13 +44,9 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
-from ..pipeline.schedules import rounds_fit
-from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, micro_batch_choices,
-                    schedule_choices)
+from .branch import BOUNDED, DOMINATED, DOMINATED_SCHEDULE, NOT_FIT, ROUNDS, Walk
+from .space import RECOMPUTE_ORDER, ZERO_ORDER, degree_choices
 
-NOT_FIT = "does not fit in GPU memory"
-DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the same memory "
-                      "with a smaller bubble)")
 # Theorem (schedule dominance). At the same degrees, micro-batch, vpp, recomputation and ZeRO,
 # schedule S is dominated by D = DOMINATOR[S] (same vpp) when D is runnable at (pp, m) and
 # the condition below holds: the closed forms of cost/pipeline.py give bubble_D <= bubble_S
@@ -75,10 +70,6 @@ def schedule_dominated(vs: tuple[int, str], runnable: list[tuple[int, str]], pp:
     if s == "looped_bfs":
         return m >= pp * (1 + (pp - 1) / (pp * v))
     return True
-ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs a multiple "
-          "of max(1, m // pp))")
-BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
-DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
 
 # Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
@@ -104,16 +95,6 @@ class SearchResult:
     @property
     def best(self) -> Estimate | None:
         return self.top[0] if self.top else None
-
-
-def _lower_bound_s(lean: Estimate) -> float:
-    """A floor on the step time of any setting at the lean plan's degrees and micro-batch:
-    the same compute with no recomputation, the communication of two passes instead of
-    three, no bubble, no data-parallel exposure (5% margin for a different layer split)."""
-    p = lean.step_time.parts
-    comm = p["tp_exposed_s"] + p["cp_exposed_s"] + p["ep_exposed_s"]
-    passes = 3 if lean.plan.recompute == "full" else 2
-    return 0.95 * (p["compute_s"] + comm * 2 / passes + p["pp_p2p_s"])
 
 
 @lru_cache(maxsize=1024)
@@ -163,9 +144,6 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
     t0 = time.perf_counter()
     rejected: Counter = Counter()
-    considered = evaluated = fitting = 0
-    fits: list[tuple[float, float, Plan]] = []
-    closest = None
     zero_order, engine_defaults = ZERO_ORDER, {}
     if engine is not None:
         bad = scenario_violations(engine, model, workload, cluster)
@@ -179,103 +157,20 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
-    ladder = len(zeros) * len(rcs)
-    lean_z, lean_rc = zeros[-1], rcs[-1]
     keep = max(top_k, rerank_k)
-    best: list[float] = []  # max-heap (negated) of the `keep` best step times so far
     points = list(degree_choices(model, cluster, workload, pins))
-    for i, d in enumerate(points):
-        if progress is not None:
-            progress(i, len(points))
-        base = _base_fields(pins, d.tp, engine_defaults)
-        deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
-        too_big = False
-        for mb in micro_batch_choices(workload, d.dp, pins):
-            m = workload.global_batch // (d.dp * mb)
-            scheds = schedule_choices(model, d.pp, m, pins)
-            runnable = [vs for vs in scheds if rounds_fit(vs[1], d.pp, m)]
-            if len(runnable) < len(scheds):
-                considered += (len(scheds) - len(runnable)) * ladder
-                rejected[ROUNDS] += (len(scheds) - len(runnable)) * ladder
-                scheds = runnable
-            if too_big:  # a smaller micro-batch already did not fit at its leanest
-                considered += len(scheds) * ladder
-                rejected[NOT_FIT] += len(scheds) * ladder
-                continue
-            pinned_s = "schedule" in pins or "schedules" in pins
-            screened = [vs for vs in scheds if d.pp == 1 or pinned_s
-                        or not schedule_dominated(vs, scheds, d.pp, m)]
-            n_points = len(scheds) * ladder
-            considered += n_points
-            if len(scheds) > len(screened):
-                rejected[DOMINATED_SCHEDULE] += (len(scheds) - len(screened)) * ladder
-            if not screened:
-                continue
-            # the leanest setting first: if it does not fit, nothing at this point does
-            v0, s0 = min(screened, key=lambda vs: in_flight_rank0(d.pp, vs))
-            try:
-                lean = estimate(model, cluster, workload,
-                                Plan(**dict(deg, micro_batch=mb, vpp=v0, schedule=s0,
-                                            recompute=lean_rc, zero=lean_z)))
-            except InputError as e:
-                rejected[f"invalid: {e.field} ({e.allowed})"] += len(screened) * ladder
-                continue
-            evaluated += 1
-            if not lean.fits and lean_z == 3 and 2 in zeros:  # rule 2's condition
-                lean2 = estimate(model, cluster, workload, replace(lean.plan, zero=2))
-                evaluated += 1
-                if lean2.fits or lean2.peak_memory_bytes < lean.peak_memory_bytes:
-                    lean = lean2
-            if not lean.fits:  # the leanest setting, runnable by the engine or not
-                if closest is None or lean.peak_memory_bytes < closest.peak_memory_bytes:
-                    closest = lean
-                rejected[NOT_FIT] += len(screened) * ladder
-                too_big = True  # larger micro-batches hold more activations
-                continue
-            lean_runs = engine is None or not plan_violations(engine, lean.plan, model, workload)
-            if lean_runs:
-                fits.append((lean.step_time_s, lean.peak_memory_bytes, lean.plan))
-            if len(best) >= keep and _lower_bound_s(lean) > -best[0]:
-                rejected[BOUNDED] += len(screened) * ladder - int(lean_runs)
-                fitting += int(lean_runs)
-                continue
-            for vpp, sched in screened:
-                tried = 0
-                for rc in rcs:
-                    fitted_at = None
-                    missed = False  # a runnable lower ZeRO stage did not fit at this rc
-                    for z in zeros:
-                        tried += 1
-                        try:
-                            plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
-                                               recompute=rc, zero=z))
-                            if not runs_on_engine(plan):
-                                continue
-                            est = estimate(model, cluster, workload, plan)
-                        except InputError as e:
-                            rejected[f"invalid: {e.field} ({e.allowed})"] += 1
-                            continue
-                        evaluated += 1
-                        if not est.fits:
-                            rejected[NOT_FIT] += 1
-                            missed = True
-                            continue
-                        fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
-                        fitting += 1
-                        heapq.heappush(best, -est.step_time_s)
-                        if len(best) > keep:
-                            heapq.heappop(best)
-                        fitted_at = z
-                        break
-                    if fitted_at is not None and not missed:
-                        break  # more recomputation cannot be faster
-                if ladder - tried:
-                    rejected[DOMINATED] += ladder - tried
+    walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
+                runs_on_engine, lambda tp: _base_fields(pins, tp, engine_defaults),
+                schedule_dominated, in_flight_rank0)
+    walk.run(points, progress)
+    considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting
+    closest = walk.closest
+    # (step time, memory, place in the enumeration order): the order of a plain walk
+    fits = [(t, mem, p) for t, mem, _, p in sorted(walk.fits, key=lambda f: f[:3])]
     pinned_refusal = [v for f, v in refusals.items() if f in pins]
     if engine is not None and not fits and pinned_refusal:
         # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
         raise UnsupportedByEngine(engine, *pinned_refusal[0])
-    fits.sort(key=lambda x: (x[0], x[1]))
     seen: set = set()
     fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean plan may recur
     simulated: dict = {}
