@@ -70,20 +70,24 @@ def test_floors_hold_on_random_plans(name, gpus, w):
         assert pc.kinds == est.chunk_inputs[2] and pc.p2p_s == est.chunk_inputs[4]
         step = est.step_time_s
         rows = schedule_choices(model, plan.pp, m, {})
-        for rc0 in RECOMPUTE_ORDER[:RECOMPUTE_ORDER.index(plan.recompute) + 1]:
-            pc0 = bounds.costs(layout, plan.micro_batch, rc0)
+        a_plan = RECOMPUTE_ORDER.index(plan.recompute)
+        b = ZEROS.index(plan.zero)
+        for a0 in range(a_plan + 1):
+            pc0 = bounds.costs(layout, plan.micro_batch, RECOMPUTE_ORDER[a0])
             assert bounds.point_s(pc0, m, plan.pp) <= step  # Theorem B2
-            assert bounds.pipe_s(pc0, m, plan.pp, rows) <= step  # Theorem B3
-            pair = bounds.pair(layout, plan.micro_batch, m, rc0)
-            b = ZEROS.index(plan.zero)
-            # Theorem B1 at rc0 <= the plan's recomputation (Lemmas R, P)
-            assert pair.time_floor(plan.vpp, plan.schedule, rc0, b) <= step
-            assert pair.row_floor(plan.vpp, plan.schedule, RECOMPUTE_ORDER, inf) <= (
-                step if est.fits else inf)
+            assert bounds.pipe_s(pc0, m, plan.pp, rows)[(plan.vpp, plan.schedule)] <= step  # B3
+            pair = bounds.pair(layout, plan.micro_batch, m, RECOMPUTE_ORDER[a0:])
+            # Theorem B1 from a ladder that starts at a lower (or the same) recomputation and
+            # a lower (or the same) ZeRO stage (Lemmas R, P, Z)
+            for b0 in range(b + 1):
+                assert pair.floor_from(plan.vpp, plan.schedule, a_plan - a0, b0) <= step
+                assert pair.floor_from(plan.vpp, plan.schedule, 0, b0) <= step
+            assert pair.row_floor(plan.vpp, plan.schedule, inf) <= (step if est.fits else inf)
         # the floor at the plan's own rung is tight: only the optimizer step, the data-parallel
         # part hidden behind compute and the exposure of another rank than r* are missing
         tight = pair.time_floor(plan.vpp, plan.schedule, plan.recompute, b)
-        assert tight <= step and tight >= 0.5 * step
+        assert pair.floor_from(plan.vpp, plan.schedule, 0, b) <= tight <= step
+        assert tight >= 0.5 * step
         # Lemma Z: the floors grow along the ZeRO ladder (both overlap switches on)
         floors = pair.time_floors(plan.vpp, plan.schedule, plan.recompute)
         assert all(a <= b * (1 + 1e-12) for a, b in zip(floors, floors[1:])), floors

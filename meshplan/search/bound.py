@@ -52,9 +52,10 @@ recomputation setting rc, the plan with ZeRO stage z takes at least
 
 Z(rc) = m * max_r t_r(rc) + bubble(f, b(rc), w), where dp_exposed_r(z) is what
 cost/step._dp_comm gives for rank r's parameters and compute windows, and S the ranks whose
-t_r is within SLACK of the largest (r* is one of them, whatever the order of float sums). Recomputation rc' after rc in the ladder takes at least
-Z(rc) too (Lemmas R and P); so Z(rc0) + min_z,r [dp_exposed_r(z)] bounds the whole row,
-rc0 being the least recomputation of the ladder.
+t_r is within SLACK of the largest (r* is one of them, whatever the order of float sums).
+With S taken as the union of those sets over rc and every later recomputation of the ladder,
+the same expression bounds all those rungs too (Lemmas R and P: Z and hidden_comm only grow;
+dp_exposed_r does not depend on rc), and under Lemma Z every higher ZeRO stage as well.
 
 Theorem B2 (point bound). At fixed degrees and micro-batch, every plan (any vpp, schedule,
 recomputation, ZeRO stage) takes at least
@@ -170,6 +171,8 @@ class Bounds:
         self.zeros = list(zeros)
         self.capacity_bytes = cluster.gpu.memory_bytes
         self._fixed: dict = {}
+        self._pc: dict = {}
+        self._totals: dict = {}
         self._pl: dict = {}
         self._zplans: dict = {}
         self._in_flight: dict = {}
@@ -197,9 +200,16 @@ class Bounds:
         """The layer costs estimate() uses at this layout, micro-batch and recomputation
         (the dense, embedding and output layers computed with ep = etp = 1: Lemma E)."""
         model, cluster, w = self.model, self.cluster, self.workload
-        fp8 = w.precision == "fp8"
         pl = self.placements(layout)
         sp = bool(layout.sequence_parallel)
+        across = layout.pp > 1 and pl["pp_across_nodes"].nodes > 1
+        key = (layout.tp, layout.cp, layout.ep, layout.etp, sp, layout.tp_comm_overlap,
+               layout.cp_kind, pl["tp"], pl["cp"], pl["ep"], pl["etp"], layout.pp > 1, across,
+               mb, rc)
+        pc = self._pc.get(key)
+        if pc is not None:
+            return pc
+        fp8 = w.precision == "fp8"
 
         def cost(kind: str, ep: int, etp: int, ep_pl, etp_pl) -> LayerCost:
             shard = Shard(w.seq_len, mb, layout.tp, layout.cp, sp, ep, etp, fp8,
@@ -224,30 +234,34 @@ class Bounds:
         moe = cost("moe", layout.ep, layout.etp, pl["ep"], pl["etp"]) if model.is_moe else None
         p2p = 0.0
         if layout.pp > 1:
-            p2p = p2p_across if pl["pp_across_nodes"].nodes > 1 else p2p_in
-        return PointCosts((dense or moe, moe or dense, emb, head), p2p)
+            p2p = p2p_across if across else p2p_in
+        pc = self._pc[key] = PointCosts((dense or moe, moe or dense, emb, head), p2p)
+        return pc
 
     def point_s(self, pc: PointCosts, m: int, pp: int) -> float:
         """Theorem B2: a floor on every plan of a (degrees, micro-batch) point; ``pc`` at the
         least recomputation of the ladder."""
-        total = sum(n * _layer_time(x) for n, x in zip(_model_counts(self.model), pc.kinds)
-                    if n)
+        total = self._totals.get(id(pc))
+        if total is None:
+            total = sum(n * _layer_time(x) for n, x in zip(_model_counts(self.model), pc.kinds)
+                        if n)
+            self._totals[id(pc)] = total  # pc lives in self._pc as long as self
         return m * (total / pp + (2 * pc.p2p_s if pp > 1 else 0.0)) * (1 - SLACK)
 
-    def pipe_s(self, pc: PointCosts, m: int, pp: int, rows) -> float:
-        """Theorem B3: a floor on every plan of a (degrees, micro-batch) point whose
-        schedule row is one of ``rows``; ``pc`` at the least recomputation of the ladder."""
-        if pp == 1 or not rows:
-            return self.point_s(pc, m, pp)
+    def pipe_s(self, pc: PointCosts, m: int, pp: int, rows) -> dict:
+        """Theorem B3 per schedule row of a (degrees, micro-batch) point: row -> a floor on
+        its plans; ``pc`` at the least recomputation of the ladder."""
+        if pp == 1:
+            return {vs: self.point_s(pc, m, pp) for vs in rows}
         counts = _model_counts(self.model)
         f0, b0, w0 = (sum(n * getattr(x, a) for n, x in zip(counts, pc.kinds) if n) / pp
                       for a in ("fwd_s", "bwd_input_s", "bwd_weight_s"))
-        best = inf
+        out = {}
         for vpp, schedule in rows:
             f, b = f0 + vpp * pc.p2p_s, b0 + vpp * pc.p2p_s
-            best = min(best, m * (f + b + w0) + bubble_s(_Pipe(pp, vpp, schedule), m,
-                                                         [f] * pp, [b] * pp, [w0] * pp))
-        return best * (1 - SLACK)
+            out[(vpp, schedule)] = (m * (f + b + w0) + bubble_s(
+                _Pipe(pp, vpp, schedule), m, [f] * pp, [b] * pp, [w0] * pp)) * (1 - SLACK)
+        return out
 
     def in_flight_most(self, pp: int, vpp: int, schedule: str, m: int, idx) -> tuple:
         """Per distinct rank layout: the most micro-batches in flight on its ranks."""
@@ -263,8 +277,8 @@ class Bounds:
             out = self._in_flight[key] = tuple(most[u] for u in range(len(most)))
         return out
 
-    def pair(self, layout: Plan, mb: int, m: int, rc0: str) -> "PairBounds":
-        return PairBounds(self, layout, mb, m, rc0)
+    def pair(self, layout: Plan, mb: int, m: int, rcs) -> "PairBounds":
+        return PairBounds(self, layout, mb, m, rcs)
 
 
 _ATTRS = ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "saved_bytes",
@@ -284,8 +298,10 @@ def _sum4(c, v) -> float:
 class PairBounds:
     """Floors of one (degree point, micro-batch) pair, per schedule row and ladder rung."""
 
-    def __init__(self, bounds: Bounds, layout: Plan, mb: int, m: int, rc0: str):
-        self.b, self.layout, self.mb, self.m, self.rc0 = bounds, layout, mb, m, rc0
+    def __init__(self, bounds: Bounds, layout: Plan, mb: int, m: int, rcs):
+        self.b, self.layout, self.mb, self.m = bounds, layout, mb, m
+        self.rcs, self.rc0 = list(rcs), rcs[0]
+        self._later: dict = {}
         self._costs: dict = {}
         self._lay: dict = {}
         self._dp: dict = {}
@@ -456,17 +472,53 @@ class PairBounds:
         self._fit[key] = out
         return out
 
-    def row_floor(self, vpp: int, schedule: str, rcs, kth: float) -> float:
+    def dp_floor_any(self, vpp: int, schedule: str) -> float:
+        """A floor on dp_exposed + nothing else, for every plan of the row that may fit
+        (Theorem B3's companion): the least over the rank layouts and the ZeRO stages whose
+        model states fit (Theorem M without activations); inf when none fits."""
+        v_shape = schedule in V_SCHEDULES
+        key = (vpp, v_shape, "dp")
+        out = self._later.get(key)
+        if out is None:
+            cols = [b for b in range(len(self.b.zeros)) if self.states_fit(vpp, v_shape, b)]
+            if self.zero_monotone:
+                cols = cols[:1]
+            out = self._later[key] = min((min(self._dp_floor(vpp, v_shape, b)) for b in cols),
+                                         default=inf)
+        return out
+
+    def _slowest_from(self, vpp: int, v_shape: bool, a: int) -> list[int]:
+        """The rank layouts that can be r* at recomputation rcs[a] or any later one."""
+        key = (vpp, v_shape, a)
+        out = self._later.get(key)
+        if out is None:
+            us = set()
+            for rc in self.rcs[a:]:
+                us.update(self._rc_parts(vpp, v_shape, rc)[6])
+            out = self._later[key] = sorted(us)
+        return out
+
+    def floor_from(self, vpp: int, schedule: str, a: int, b: int) -> float:
+        """Theorem B1 for the rungs (rcs[a'], b') with a' >= a and, under Lemma Z's
+        condition, b' >= b (else b' = b): nondecreasing in a and b."""
+        v_shape = schedule in V_SCHEDULES
+        hu = self._rc_parts(vpp, v_shape, self.rcs[a])[3]
+        dp = self._dp_floor(vpp, v_shape, b)
+        return (self._pipeline_s(vpp, schedule, self.rcs[a])
+                + min(dp[u] + hu[u] for u in self._slowest_from(vpp, v_shape, a))) \
+            * (1 - SLACK)
+
+    def row_floor(self, vpp: int, schedule: str, kth: float) -> float:
         """A floor on every plan of the row that may fit (inf when none may), exact enough
-        to compare with ``kth``: the least rung floor (Theorem B1) among the rungs Theorem M
-        allows, found best first over the (recomputation, ZeRO) grid, whose floors grow
-        along recomputation (Lemmas R, P) and, under Lemma Z's condition, along ZeRO."""
+        to compare with ``kth``: the least floor_from among the rungs Theorem M allows,
+        found best first over the (recomputation, ZeRO) grid."""
+        rcs = self.rcs
         v_shape = schedule in V_SCHEDULES
         cols = [b for b in range(len(self.b.zeros)) if self.states_fit(vpp, v_shape, b)]
         if not cols:
             return inf
         seeds = cols[:1] if self.zero_monotone else cols
-        heap = [(self.time_floor(vpp, schedule, rcs[0], b), 0, b) for b in seeds]
+        heap = [(self.floor_from(vpp, schedule, 0, b), 0, b) for b in seeds]
         heapq.heapify(heap)
         seen = {(0, b) for b in seeds}
         while heap:
@@ -479,5 +531,5 @@ class PairBounds:
             for a2, b2 in nxt:
                 if a2 < len(rcs) and (a2, b2) not in seen:
                     seen.add((a2, b2))
-                    heapq.heappush(heap, (self.time_floor(vpp, schedule, rcs[a2], b2), a2, b2))
+                    heapq.heappush(heap, (self.floor_from(vpp, schedule, a2, b2), a2, b2))
         return inf

@@ -60,6 +60,7 @@ class Walk:
         self._rows: dict = {}
         self._floors: dict = {}  # (point, micro-batch index) -> row floors, once refined
         self._pairs: dict = {}  # (point, micro-batch index) -> its PairBounds, once refined
+        self._b3: dict = {}  # (point, micro-batch index) -> Theorem B3 floor per row
 
     def kth_s(self) -> float:
         """The k-th best step time found so far (inf until k plans fit)."""
@@ -83,7 +84,6 @@ class Walk:
 
     def run(self, points: list, progress=None) -> None:
         w = self.workload
-        rc0 = self.rcs[0]
         deg_of, layout_of, mbs_of = [], [], []
         queue = []
         left = []  # pairs not yet resolved, per degree point
@@ -120,7 +120,7 @@ class Walk:
             m = w.global_batch // (d.dp * mb)
             if stage < 2:  # tighten the floor (Theorem B3, then B1 per row) and queue again
                 if stage == 0:
-                    tighter = self._pipe_floor(layout_of[i], mb, m, d.pp)
+                    tighter = self._pipe_floor(i, j, layout_of[i], mb, m, d.pp)
                 else:
                     floors = self._floors[(i, j)] = self._row_floors(i, j, layout_of[i], mb,
                                                                      m, d.pp)
@@ -145,30 +145,42 @@ class Walk:
         except (InputError, ArithmeticError):  # the estimate will say what is wrong
             return -inf
 
-    def _pipe_floor(self, layout, mb: int, m: int, pp: int) -> float:
-        if layout is None:
-            return -inf
-        try:
-            return self.bounds.pipe_s(self.bounds.costs(layout, mb, self.rcs[0]), m, pp,
-                                      self.rows(pp, m)[2])
-        except (InputError, ArithmeticError):
-            return -inf
+    def _pipe_floor(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> float:
+        """The pair's floor by Theorem B3 plus each row's least data-parallel exposure (kept
+        per row, with the pair's bounds, for the next stage)."""
+        rows = self.rows(pp, m)[2]
+        b3 = {vs: -inf for vs in rows}
+        pb = _NO_BOUNDS
+        if layout is not None and rows:
+            try:
+                pb = self.bounds.pair(layout, mb, m, self.rcs)
+                b3 = self.bounds.pipe_s(pb.costs(self.rcs[0])[0], m, pp, rows)
+                b3 = {vs: f + pb.dp_floor_any(*vs) for vs, f in b3.items()}
+            except (InputError, ArithmeticError):  # the estimate will say what is wrong
+                b3, pb = {vs: -inf for vs in rows}, _NO_BOUNDS
+        self._b3[(i, j)] = b3
+        self._pairs[(i, j)] = pb
+        return min(b3.values(), default=inf)
 
     def _row_floors(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> dict:
-        """Row -> a floor on its plans that may fit ({} when no row is left); keeps the
-        pair's bounds for its search."""
+        """Row -> a floor on its plans that may fit ({} when no row is left). Rows are
+        tightened (Theorems B1 and M) in the order of their previous floors, as long as
+        that can lower the pair's floor."""
         screened = self.rows(pp, m)[2]
-        pb = _NO_BOUNDS
-        if layout is not None and screened:
+        b3 = self._b3.pop((i, j))
+        floors = dict(b3)
+        pb = self._pairs[(i, j)]
+        if pb is not _NO_BOUNDS:
             try:
-                pb = self.bounds.pair(layout, mb, m, self.rcs[0])
-                kth = self.kth_s()
-                floors = {vs: pb.row_floor(*vs, self.rcs, kth) for vs in screened}
+                kth, best = self.kth_s(), inf
+                for vs in sorted(screened, key=b3.get):
+                    if b3[vs] >= best or b3[vs] > kth:
+                        continue
+                    floors[vs] = max(b3[vs], pb.row_floor(*vs, kth))
+                    best = min(best, floors[vs])
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
-                pb = _NO_BOUNDS
-        if pb is _NO_BOUNDS:
-            floors = {vs: -inf for vs in screened}
-        self._pairs[(i, j)] = pb
+                self._pairs[(i, j)] = _NO_BOUNDS
+                floors = {vs: -inf for vs in screened}
         return floors
 
     # ---- counting ---------------------------------------------------------------------------
@@ -296,10 +308,10 @@ class Walk:
         zeros, rcs, rejected = self.zeros, self.rcs, self.rejected
         tried = bounded = 0
         for a, rc in enumerate(rcs):
-            time_f = pb.time_floors(vpp, sched, rc)
-            if min(time_f) > self.kth_s():  # Theorem B1: this and every later rc
-                bounded += (len(rcs) - a) * len(zeros)
+            if min(pb.floor_from(vpp, sched, a, b) for b in range(len(zeros))) > self.kth_s():
+                bounded += (len(rcs) - a) * len(zeros)  # Theorem B1: this and every later rc
                 break
+            time_f = pb.time_floors(vpp, sched, rc)
             fitted_at = None
             missed = False  # a lower ZeRO stage did not fit (or was skipped) at this rc
             for b, z in enumerate(zeros):
@@ -346,8 +358,14 @@ class _NoBounds:
     def may_fit(self, vpp, schedule, rc, b):
         return True
 
-    def row_floor(self, vpp, schedule, rcs, kth):
+    def row_floor(self, vpp, schedule, kth):
         return -inf
+
+    def floor_from(self, vpp, schedule, a, b):
+        return -inf
+
+    def dp_floor_any(self, vpp, schedule):
+        return 0.0
 
 
 _NO_BOUNDS = _NoBounds()

@@ -21,9 +21,14 @@ plan on 200 seeded small spaces):
    b' > b fits: activations held = in-flight count x b, and the least in-flight count over
    the runnable schedules times b is non-decreasing in b (GPipe holds m*b = the local batch,
    the others hold at least pp*b), with the working set growing in b too.
-4. Bound. A point is skipped when a lower bound on its step time (compute without
-   recomputation, tp/cp/ep exposure at two passes, pipeline p2p, no bubble, no data-parallel
-   exposure, 5% margin for another layer split) exceeds the k-th best step time found.
+4. Bound (branch and bound, search/bound.py and search/branch.py). The walk takes the
+   (degrees, micro-batch) pairs best first by a floor on their step time, tightens a pair's
+   floor in stages (the mean rank's work; the closed-form bubble of each schedule row and the
+   least data-parallel exposure; then per row the floor of each (recomputation, ZeRO) rung
+   that a floor on memory does not rule out), and skips every pair, row and rung whose floor
+   exceeds the k-th best step time found; a rung whose memory floor exceeds the GPU does not
+   fit. Each floor is a theorem stated in bound.py and checked by tests/test_search_bound.py;
+   the ranked plans are those of the same walk without these skips, ties included.
 5. Schedule dominance: see DOMINATOR below.
 """
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate
 from ..engines import (ENGINE_NAMES, UnsupportedByEngine, plan_violations, scenario_violations,
@@ -44,7 +49,8 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
-from .branch import BOUNDED, DOMINATED, DOMINATED_SCHEDULE, NOT_FIT, ROUNDS, Walk
+from .branch import (BOUNDED, DOMINATED, DOMINATED_SCHEDULE, NOT_FIT, ROUNDS,  # noqa: F401
+                     Walk)  # (the rejection reasons, as callers read them)
 from .space import RECOMPUTE_ORDER, ZERO_ORDER, degree_choices
 
 # Theorem (schedule dominance). At the same degrees, micro-batch, vpp, recomputation and ZeRO,
