@@ -140,3 +140,22 @@ def test_pruned_search_ranks_as_the_plain_walk(name, gpus, w, k, monkeypatch):
     assert [(e.plan, e.step_time_s, e.peak_memory_bytes) for e in pruned.top] == \
         [(e.plan, e.step_time_s, e.peak_memory_bytes) for e in plain.top]
     assert len(pruned.top) == k
+
+
+def test_plans_the_simulation_drops_are_replaced_by_the_next_best(monkeypatch):
+    """When the re-rank drops head plans (their simulated activations do not fit), the next
+    closed-form plans take their places: the pruned walk keeps more and walks again."""
+    from meshplan.search import search as search_mod
+
+    def dropping(model, cluster, workload, fits, k, rejected, engine=None):
+        rejected["dropped by the simulation"] += len(fits[:k])
+        return fits[k:], {}, len(fits[:k])
+
+    monkeypatch.setattr(search_mod, "_rerank", dropping)
+    model, cluster, w = preset("llama3.1-70b"), make_cluster("32xH100-SXM-80GB"), Workload(4096, 64)
+    pruned = search(model, cluster, w, top_k=10, rerank_k=10)
+    monkeypatch.setattr(branch.Walk, "kth_s", lambda self: inf)
+    plain = search(model, cluster, w, top_k=10, rerank_k=10)
+    assert pruned.rejected["dropped by the simulation"] == 10
+    assert [(e.plan, e.step_time_s) for e in pruned.top] == \
+        [(e.plan, e.step_time_s) for e in plain.top] and len(pruned.top) == 10

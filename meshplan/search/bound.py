@@ -480,11 +480,13 @@ class PairBounds:
         key = (vpp, v_shape, "dp")
         out = self._later.get(key)
         if out is None:
-            cols = [b for b in range(len(self.b.zeros)) if self.states_fit(vpp, v_shape, b)]
-            if self.zero_monotone:
-                cols = cols[:1]
-            out = self._later[key] = min((min(self._dp_floor(vpp, v_shape, b)) for b in cols),
-                                         default=inf)
+            out = inf
+            for b in range(len(self.b.zeros)):
+                if self.states_fit(vpp, v_shape, b):
+                    out = min(out, min(self._dp_floor(vpp, v_shape, b)))
+                    if self.zero_monotone:  # Lemma Z: the higher stages expose no less
+                        break
+            self._later[key] = out
         return out
 
     def _slowest_from(self, vpp: int, v_shape: bool, a: int) -> list[int]:

@@ -149,7 +149,6 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
     t0 = time.perf_counter()
-    rejected: Counter = Counter()
     zero_order, engine_defaults = ZERO_ORDER, {}
     if engine is not None:
         bad = scenario_violations(engine, model, workload, cluster)
@@ -159,31 +158,40 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         if "schedule" not in pins and "schedules" not in pins:
             pins["schedules"] = hints["schedules"]
         zero_order, engine_defaults = hints["zeros"], hints["defaults"]
-    refusals: dict = {}
-    runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     keep = max(top_k, rerank_k)
     points = list(degree_choices(model, cluster, workload, pins))
-    walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
-                runs_on_engine, lambda tp: _base_fields(pins, tp, engine_defaults),
-                schedule_dominated, in_flight_rank0)
-    walk.run(points, progress)
-    considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting
-    closest = walk.closest
-    # (step time, memory, place in the enumeration order): the order of a plain walk
-    fits = [(t, mem, p) for t, mem, _, p in sorted(walk.fits, key=lambda f: f[:3])]
-    pinned_refusal = [v for f, v in refusals.items() if f in pins]
-    if engine is not None and not fits and pinned_refusal:
-        # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
-        raise UnsupportedByEngine(engine, *pinned_refusal[0])
-    seen: set = set()
-    fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean plan may recur
-    simulated: dict = {}
-    if simulate and any(p.pp > 1 for _, _, p in fits[:rerank_k]):
+    while True:
+        rejected: Counter = Counter()
+        refusals: dict = {}
+        runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
+        walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
+                    runs_on_engine, lambda tp: _base_fields(pins, tp, engine_defaults),
+                    schedule_dominated, in_flight_rank0)
+        walk.run(points, progress)
+        considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting
+        closest = walk.closest
+        # (step time, memory, place in the enumeration order): the order of a plain walk
+        fits = [(t, mem, p) for t, mem, _, p in sorted(walk.fits, key=lambda f: f[:3])]
+        pinned_refusal = [v for f, v in refusals.items() if f in pins]
+        if engine is not None and not fits and pinned_refusal:
+            # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
+            raise UnsupportedByEngine(engine, *pinned_refusal[0])
+        seen: set = set()
+        fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean may recur
+        simulated: dict = {}
+        if not (simulate and any(p.pp > 1 for _, _, p in fits[:rerank_k])):
+            break
+        tail = max(0, len(fits) - rerank_k)
         fits, simulated, lost = _rerank(model, cluster, workload, fits, rerank_k, rejected,
                                         engine)
         fitting -= lost
+        # the simulation dropped plans of the head: the next closed-form plans take their
+        # places, and the walk kept only the `keep` best for sure; keep more and walk again
+        if not lost or len(fits) - tail >= top_k or keep >= max(top_k, rerank_k) + lost:
+            break
+        keep = max(top_k, rerank_k) + lost
     top = [estimate(model, cluster, workload, p) for _, _, p in fits[:top_k]]
     pareto_plans, best_mem = [], float("inf")
     for step, mem, plan in fits:
