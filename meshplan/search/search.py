@@ -21,9 +21,14 @@ plan on 200 seeded small spaces):
    b' > b fits: activations held = in-flight count x b, and the least in-flight count over
    the runnable schedules times b is non-decreasing in b (GPipe holds m*b = the local batch,
    the others hold at least pp*b), with the working set growing in b too.
-4. Bound. A point is skipped when a lower bound on its step time (compute without
-   recomputation, tp/cp/ep exposure at two passes, pipeline p2p, no bubble, no data-parallel
-   exposure, 5% margin for another layer split) exceeds the k-th best step time found.
+4. Bound (branch and bound, search/bound.py and search/branch.py). The walk takes the
+   (degrees, micro-batch) pairs best first by a floor on their step time, tightens a pair's
+   floor in stages (the mean rank's work; the closed-form bubble of each schedule row and the
+   least data-parallel exposure; then per row the floor of each (recomputation, ZeRO) rung
+   that a floor on memory does not rule out), and skips every pair, row and rung whose floor
+   exceeds the k-th best step time found; a rung whose memory floor exceeds the GPU does not
+   fit. Each floor is a theorem stated in bound.py and checked by tests/test_search_bound.py;
+   the ranked plans are those of the same walk without these skips, ties included.
 5. Schedule dominance: see DOMINATOR below.
 6. Partial recomputation (Plan.recompute_layers = N, the first N layers of each chunk in full,
    the rest none). At fixed degrees, micro-batch, schedule and ZeRO stage, time rises and
@@ -41,11 +46,10 @@ plan on 200 seeded small spaces):
 
 from __future__ import annotations
 
-import heapq
 import time
 from functools import lru_cache
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate
 from ..engines import (ENGINE_NAMES, UnsupportedByEngine, plan_violations, scenario_violations,
@@ -57,14 +61,10 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
-from ..pipeline.schedules import rounds_fit
-from .partial_recompute import partial_fits
-from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, micro_batch_choices,
-                    schedule_choices)
+from .branch import (BOUNDED, DOMINATED, DOMINATED_PARTIAL, DOMINATED_SCHEDULE,  # noqa: F401
+                     NOT_FIT, ROUNDS, Walk)  # (the rejection reasons, as callers read them)
+from .space import RECOMPUTE_ORDER, ZERO_ORDER, degree_choices
 
-NOT_FIT = "does not fit in GPU memory"
-DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the same memory "
-                      "with a smaller bubble)")
 # Theorem (schedule dominance). At the same degrees, micro-batch, vpp, recomputation and ZeRO,
 # schedule S is dominated by D = DOMINATOR[S] (same vpp) when D is runnable at (pp, m) and
 # the condition below holds: the closed forms of cost/pipeline.py give bubble_D <= bubble_S
@@ -88,11 +88,6 @@ def schedule_dominated(vs: tuple[int, str], runnable: list[tuple[int, str]], pp:
     if s == "looped_bfs":
         return m >= pp * (1 + (pp - 1) / (pp * v))
     return True
-ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs a multiple "
-          "of max(1, m // pp))")
-BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
-DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
-DOMINATED_PARTIAL = "dominated (fewer layers recomputed already fit)"
 
 # Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
@@ -114,20 +109,13 @@ class SearchResult:
     simulated: dict = field(default_factory=dict)  # Plan -> PlanSimulation of re-ranked plans
     engine: str | None = None  # the engine whose limits (meshplan/engines.py) applied
     closest: Estimate | None = None  # the leanest plan that did not fit (when none fits)
+    # of `considered`, the partial-recomputation plans rule 6 tried (how many depends on
+    # the walk; the rest of `considered` is the size of the space, whatever was pruned)
+    partial_considered: int = 0
 
     @property
     def best(self) -> Estimate | None:
         return self.top[0] if self.top else None
-
-
-def _lower_bound_s(lean: Estimate) -> float:
-    """A floor on the step time of any setting at the lean plan's degrees and micro-batch:
-    the same compute with no recomputation, the communication of two passes instead of
-    three, no bubble, no data-parallel exposure (5% margin for a different layer split)."""
-    p = lean.step_time.parts
-    comm = p["tp_exposed_s"] + p["cp_exposed_s"] + p["ep_exposed_s"]
-    passes = 3 if lean.plan.recompute == "full" else 2
-    return 0.95 * (p["compute_s"] + comm * 2 / passes + p["pp_p2p_s"])
 
 
 @lru_cache(maxsize=1024)
@@ -176,10 +164,6 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
     t0 = time.perf_counter()
-    rejected: Counter = Counter()
-    considered = evaluated = fitting = 0
-    fits: list[tuple[float, float, Plan]] = []
-    closest = None
     zero_order, engine_defaults = ZERO_ORDER, {}
     if engine is not None:
         bad = scenario_violations(engine, model, workload, cluster)
@@ -189,154 +173,43 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         if "schedule" not in pins and "schedules" not in pins:
             pins["schedules"] = hints["schedules"]
         zero_order, engine_defaults = hints["zeros"], hints["defaults"]
-    refusals: dict = {}
-    runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
-
-    def expressible(plan: Plan) -> bool:  # the engine's limits, not counted as a refusal
-        return engine is None or not plan_violations(engine, plan, model, workload)
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     if pins.get("recompute_layers"):
         rcs = ["full"]
     partial = rcs == list(RECOMPUTE_ORDER) and "recompute_layers" not in pins  # rule 6
-    ladder = len(zeros) * len(rcs)
-    lean_z, lean_rc = zeros[-1], rcs[-1]
     keep = max(top_k, rerank_k)
-    best: list[float] = []  # max-heap (negated) of the `keep` best step times so far
     points = list(degree_choices(model, cluster, workload, pins))
-    for i, d in enumerate(points):
-        if progress is not None:
-            progress(i, len(points))
-        base = _base_fields(pins, d.tp, engine_defaults)
-        deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
-        too_big = False
-        for mb in micro_batch_choices(workload, d.dp, pins):
-            m = workload.global_batch // (d.dp * mb)
-            scheds = schedule_choices(model, d.pp, m, pins)
-            runnable = [vs for vs in scheds if rounds_fit(vs[1], d.pp, m)]
-            if len(runnable) < len(scheds):
-                considered += (len(scheds) - len(runnable)) * ladder
-                rejected[ROUNDS] += (len(scheds) - len(runnable)) * ladder
-                scheds = runnable
-            if too_big:  # a smaller micro-batch already did not fit at its leanest
-                considered += len(scheds) * ladder
-                rejected[NOT_FIT] += len(scheds) * ladder
-                continue
-            pinned_s = "schedule" in pins or "schedules" in pins
-            screened = [vs for vs in scheds if d.pp == 1 or pinned_s
-                        or not schedule_dominated(vs, scheds, d.pp, m)]
-            n_points = len(scheds) * ladder
-            considered += n_points
-            if len(scheds) > len(screened):
-                rejected[DOMINATED_SCHEDULE] += (len(scheds) - len(screened)) * ladder
-            if not screened:
-                continue
-            # the leanest setting first: if it does not fit, nothing at this point does
-            v0, s0 = min(screened, key=lambda vs: in_flight_rank0(d.pp, vs))
-            try:
-                lean = estimate(model, cluster, workload,
-                                Plan(**dict(deg, micro_batch=mb, vpp=v0, schedule=s0,
-                                            recompute=lean_rc, zero=lean_z)))
-            except InputError as e:
-                rejected[f"invalid: {e.field} ({e.allowed})"] += len(screened) * ladder
-                continue
-            evaluated += 1
-            if not lean.fits and lean_z == 3 and 2 in zeros:  # rule 2's condition
-                lean2 = estimate(model, cluster, workload, replace(lean.plan, zero=2))
-                evaluated += 1
-                if lean2.fits or lean2.peak_memory_bytes < lean.peak_memory_bytes:
-                    lean = lean2
-            if not lean.fits:  # the leanest setting, runnable by the engine or not
-                if closest is None or lean.peak_memory_bytes < closest.peak_memory_bytes:
-                    closest = lean
-                rejected[NOT_FIT] += len(screened) * ladder
-                too_big = True  # larger micro-batches hold more activations
-                continue
-            lean_runs = engine is None or not plan_violations(engine, lean.plan, model, workload)
-            if lean_runs:
-                fits.append((lean.step_time_s, lean.peak_memory_bytes, lean.plan))
-            if len(best) >= keep and _lower_bound_s(lean) > -best[0]:
-                rejected[BOUNDED] += len(screened) * ladder - int(lean_runs)
-                fitting += int(lean_runs)
-                continue
-            for vpp, sched in screened:
-                tried = 0
-                none_fits_at = None  # the first ZeRO stage where no recomputation fits
-                none_s: dict = {}  # ZeRO stage -> step time with no recomputation
-                full_misses: set = set()  # ZeRO stages where every layer recomputed misses
-                for rc in rcs:
-                    fitted_at = None
-                    missed = False  # a runnable lower ZeRO stage did not fit at this rc
-                    for z in zeros:
-                        tried += 1
-                        try:
-                            plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
-                                               recompute=rc, zero=z))
-                            if not runs_on_engine(plan):
-                                continue
-                            est = estimate(model, cluster, workload, plan)
-                        except InputError as e:
-                            rejected[f"invalid: {e.field} ({e.allowed})"] += 1
-                            continue
-                        evaluated += 1
-                        if rc == "none":
-                            none_s[z] = est.step_time_s
-                        if rc == "full" and not est.fits:
-                            full_misses.add(z)
-                        if not est.fits:
-                            rejected[NOT_FIT] += 1
-                            missed = True
-                            continue
-                        fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
-                        fitting += 1
-                        heapq.heappush(best, -est.step_time_s)
-                        if len(best) > keep:
-                            heapq.heappop(best)
-                        fitted_at = z
-                        break
-                    if rc == "none":
-                        none_fits_at = fitted_at
-                    if fitted_at is not None and not missed:
-                        break  # more recomputation cannot be faster
-                if ladder - tried:
-                    rejected[DOMINATED] += ladder - tried
-                if partial and none_fits_at != zeros[0]:  # rule 6
-                    zs = zeros if none_fits_at is None else zeros[:zeros.index(none_fits_at)]
-                    # a partial plan is slower than no recomputation at its ZeRO stage (rule 4)
-                    zs = [z for z in zs if z not in full_misses
-                          and (len(best) < keep or none_s.get(z, 0.0) <= -best[0])]
-                    base_p = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
-                                         recompute="full"))
-                    for est, chosen in partial_fits(model, cluster, workload, base_p, zs,
-                                                    expressible):
-                        considered += 1
-                        if isinstance(est, InputError):
-                            rejected[f"invalid: {est.field} ({est.allowed})"] += 1
-                            continue
-                        evaluated += 1
-                        if not est.fits:
-                            rejected[NOT_FIT] += 1
-                            continue
-                        if not chosen:
-                            rejected[DOMINATED_PARTIAL] += 1
-                            continue
-                        fits.append((est.step_time_s, est.peak_memory_bytes, est.plan))
-                        fitting += 1
-                        heapq.heappush(best, -est.step_time_s)
-                        if len(best) > keep:
-                            heapq.heappop(best)
-    pinned_refusal = [v for f, v in refusals.items() if f in pins]
-    if engine is not None and not fits and pinned_refusal:
-        # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
-        raise UnsupportedByEngine(engine, *pinned_refusal[0])
-    fits.sort(key=lambda x: (x[0], x[1]))
-    seen: set = set()
-    fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean plan may recur
-    simulated: dict = {}
-    if simulate and any(p.pp > 1 for _, _, p in fits[:rerank_k]):
+    while True:
+        rejected: Counter = Counter()
+        refusals: dict = {}
+        runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
+        walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
+                    runs_on_engine, lambda tp: _base_fields(pins, tp, engine_defaults),
+                    schedule_dominated, in_flight_rank0, partial)
+        walk.run(points, progress)
+        considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting
+        closest = walk.closest
+        # (step time, memory, place in the enumeration order): the order of a plain walk
+        fits = [(t, mem, p) for t, mem, _, p in sorted(walk.fits, key=lambda f: f[:3])]
+        pinned_refusal = [v for f, v in refusals.items() if f in pins]
+        if engine is not None and not fits and pinned_refusal:
+            # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
+            raise UnsupportedByEngine(engine, *pinned_refusal[0])
+        seen: set = set()
+        fits = [f for f in fits if not (f[2] in seen or seen.add(f[2]))]  # the lean may recur
+        simulated: dict = {}
+        if not (simulate and any(p.pp > 1 for _, _, p in fits[:rerank_k])):
+            break
+        tail = max(0, len(fits) - rerank_k)
         fits, simulated, lost = _rerank(model, cluster, workload, fits, rerank_k, rejected,
                                         engine)
         fitting -= lost
+        # the simulation dropped plans of the head: the next closed-form plans take their
+        # places, and the walk kept only the `keep` best for sure; keep more and walk again
+        if not lost or len(fits) - tail >= top_k or keep >= max(top_k, rerank_k) + lost:
+            break
+        keep = max(top_k, rerank_k) + lost
     top = [estimate(model, cluster, workload, p) for _, _, p in fits[:top_k]]
     pareto_plans, best_mem = [], float("inf")
     for step, mem, plan in fits:
@@ -348,7 +221,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         pins.pop("schedules", None)  # the engine's schedules are not the user's pins
     return SearchResult(top, pareto, considered, evaluated, rejected,
                         time.perf_counter() - t0, pins, fitting, simulated,
-                        engine=engine, closest=None if top else closest)
+                        engine=engine, closest=None if top else closest,
+                        partial_considered=walk.partial_considered)
 
 
 def _rerank(model, cluster, workload, fits, k, rejected, engine=None):

@@ -1,0 +1,557 @@
+"""Lower bounds on the step time of parts of the plan space, for branch and bound.
+
+The search (search.py) orders its (degree point, micro-batch) points by a cheap lower bound
+and skips every part of the space whose bound is slower than the k-th best step time found
+so far. The bounds are theorems about the closed forms of meshplan.cost; their conditions
+are stated here, and tests/test_search_bound.py checks each against estimate().
+
+Notation (cost/step.py). For pipeline rank r and one micro-batch, f_r, b_r and w_r are the
+forward, input-gradient and weight-gradient times of the rank's layers (LayerCost.fwd_s,
+.bwd_input_s, .bwd_weight_s summed over its chunks), f_r and b_r each with the rank's
+pipeline sends added (vpp * p2p); t_r = f_r + b_r + w_r. estimate() writes the step as
+
+    step = m * t_{r*} + bubble(f, b, w) + dp_exposed(r*) + optimizer + overlap_slowdown(r*)
+
+with r* = argmax_r t_r: its parts compute, recompute, tp/cp/ep exposed and pp_p2p sum to
+m * t_{r*}; the bubble's closed forms are clamped at 0, the optimizer step is >= 0, and
+overlap_slowdown = contention * (m * hidden_comm(r*) + the hidden part of dp) >= contention
+* m * hidden_comm(r*).
+
+Lemma R (recomputation only adds). For every layer kind, LayerCost.fwd_s, .bwd_weight_s,
+the compute windows (.fwd_compute_s, .bwd_*_compute_s) and the parameters do not depend on
+the recomputation setting, and .bwd_input_s and .hidden_comm_s are nondecreasing along
+none -> selective -> full (space.RECOMPUTE_ORDER). Proof (cost/layer.py): the recomputed forward (recompute_s,
+0 without recomputation) is charged to the input-gradient pass; the forward pass's exposed
+tp/ep communication is one pass of it whatever the number of passes, the cp forward
+exposure does not depend on it, and the other passes' exposures grow with the number of
+passes (2, or 3 under full recomputation), as do the tp and cp transfers hidden behind
+compute. Tested on random shards.
+
+Lemma P (the closed-form bubbles grow with b). At fixed f and w, cost/pipeline.bubble_s is
+nondecreasing in every b_r: fill = sum(t) - max(t) is the sum of the p-1 smallest t_r, each
+nondecreasing; the zero-bubble factors (F+B-W)/(F+B+W), (F+B-2W)/(F+B+W) and
+(F+2B-3W)/(F+B+W) have derivatives 2W, 3W and F+5W (over (F+B+W)^2) in B, all >= 0, and
+are clamped at 0; a product of nonnegative nondecreasing factors is nondecreasing.
+
+Lemma E (experts shape only the MoE layer). The dense layer, the embedding and the output
+layer cost the same whatever ep and etp are (cost/ops.py gives them no expert all-to-all
+and no etp buffer, the only places ep and etp enter cost/layer.py). So the bounds compute
+them once per (tp, cp, micro-batch, recomputation). Tested on random shards.
+
+Lemma Z (the ZeRO ladder only adds exposure). With both overlap switches on, the
+data-parallel time cost/step._dp_comm leaves exposed is nondecreasing along ZeRO 1 -> 2 -> 3:
+with rs, ag the reduce-scatter and all-gather times and the forward/backward windows F, B,
+stage 1 exposes max(0, rs - B) + max(0, ag - F), stage 2 m * max(0, ag - F) + max(0, rs - B),
+stage 3 m * (max(0, ag - F) + max(0, rs + ag - B)), each plus the same HSDP replica term,
+and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.)
+
+Theorem B1 (rung bound). At fixed degrees, micro-batch, vpp and schedule (a "row") and a
+recomputation setting rc, the plan with ZeRO stage z takes at least
+
+    Z(rc) + min_{r in S} [dp_exposed_r(z) + contention * m * hidden_comm_r(rc)],
+
+Z(rc) = m * max_r t_r(rc) + bubble(f, b(rc), w), where dp_exposed_r(z) is what
+cost/step._dp_comm gives for rank r's parameters and compute windows, and S the ranks whose
+t_r is within SLACK of the largest (r* is one of them, whatever the order of float sums).
+With S taken as the union of those sets over rc and every later recomputation of the ladder,
+the same expression bounds all those rungs too (Lemmas R and P: Z and hidden_comm only grow;
+dp_exposed_r does not depend on rc), and under Lemma Z every higher ZeRO stage as well.
+
+Theorem B2 (point bound). At fixed degrees and micro-batch, every plan (any vpp, schedule,
+recomputation, ZeRO stage) takes at least
+
+    m * (sum_k N_k T_k(rc0) / pp + 2 * p2p [pp > 1]),
+
+where N_k counts the layers of kind k (and one embedding, one output layer), T_k = fwd_s +
+bwd_input_s + bwd_weight_s of kind k at rc0, p2p the time of one pipeline send. Proof:
+max_r t_r >= mean_r t_r = (sum_k N_k T_k(rc) + 2 * vpp * pp * p2p) / pp whatever the layer
+split and chunk placement, vpp >= 1, Lemma R, and the other parts are >= 0.
+
+Theorem B3 (point bound with the bubble). Every closed form of cost/pipeline.bubble_s is
+fill * c, with fill = sum_r t_r - max_r t_r and 0 <= c <= 1 a function of the rank averages
+F, B, W (and p, v, m, the schedule), which do not depend on the layer split. So
+m * max t + c * fill = (m - c) max t + c sum t >= m * mean t + c (p - 1) mean t, which is
+what bubble_s gives for equal ranks f_r = F, b_r = B, w_r = W. The minimum of that over the
+rows of a point bounds all its plans (Lemma R for the least recomputation).
+
+Theorem M (memory floor). At fixed degrees, micro-batch, row, recomputation and ZeRO stage,
+estimate() takes the peak memory over one rank per distinct set of layers (the one with the
+most micro-batches in flight), each as memory_parts of its parameters, activations, in-flight
+count and working set, the last stage's working set being max(working set, logits), and a
+plan fits when the bytes its tensors hold (held_bytes: all parts but the allocator cache,
+which PyTorch frees before it fails) fit. The same held bytes with the layers' working set
+alone are no larger (memory_parts grows with it), so when any such rank's exceed the GPU's
+capacity the plan does not fit.
+
+Bounds are compared against step times with a relative margin (SLACK) that absorbs the
+different order of floating-point sums in estimate().
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import replace
+from functools import lru_cache
+from math import inf
+from typing import NamedTuple
+
+from ..cost.collectives import Placement, p2p_s
+from ..cost.efficiency import NETWORK
+from ..cost.layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
+from ..cost.ops import ACT, Shard
+from ..cost.memory import FP16_GRAD_ENGINES, RankState, held_bytes, memory_parts
+from ..cost.pipeline import bubble_s, in_flight
+from ..cost.step import _chunk_counts, _dp_comm, _placement_of_chunks, placements
+from ..errors import InputError
+from ..plan import V_SCHEDULES, Plan
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from ..specs.workload import Workload
+
+SLACK = 1e-9  # relative; float sums in another order differ by ~1e-15 per term
+
+# Plan fields that shape the per-layer costs and the data-parallel communication
+LAYOUT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "hsdp_shard", "sequence_parallel",
+                 "tp_comm_overlap", "cp_kind", "order", "overlap_grad_reduce",
+                 "overlap_param_gather", "offload_optimizer")
+
+
+class PointCosts(NamedTuple):
+    """Per-layer costs of a (degrees, micro-batch, recomputation) point, as estimate() builds
+    them: kinds = (dense or MoE, MoE or dense, embedding, output layer), p2p = one send."""
+
+    kinds: tuple[LayerCost, ...]
+    p2p_s: float
+
+
+class _Pipe(NamedTuple):  # what cost/pipeline.bubble_s reads of a plan
+    pp: int
+    vpp: int
+    schedule: str
+
+
+def layout_plan(fields: dict) -> Plan:
+    """A plan carrying only the degrees and layout of ``fields``."""
+    return Plan(**{k: fields[k] for k in LAYOUT_FIELDS if k in fields})
+
+
+def _layer_time(x: LayerCost) -> float:
+    return x.fwd_s + x.bwd_input_s + x.bwd_weight_s
+
+
+@lru_cache(maxsize=256)
+def _model_counts(model: ModelSpec) -> tuple[int, int, int, int]:
+    """(dense layers, MoE layers, embedding, output layer) of the whole model."""
+    return tuple(_chunk_counts(model, (model.layers,))[0])
+
+
+@lru_cache(maxsize=4096)
+def rank_layout(model: ModelSpec, pp: int, vpp: int, v_shape: bool):
+    """The distinct (dense, MoE, embedding, output) counts of the pipeline ranks and the
+    index of each rank's counts, as estimate() splits and places the chunks."""
+    plan = Plan(pp=pp, vpp=vpp, schedule="zb_v" if v_shape else "")
+    chunk_counts = _chunk_counts(model, tuple(plan.layer_split(model)))
+    _, per_rank = _placement_of_chunks(pp, vpp, v_shape)
+    rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(4))
+                   for cs in per_rank]
+    uniq = list(dict.fromkeys(rank_counts))
+    return tuple(uniq), tuple(uniq.index(rc) for rc in rank_counts)
+
+
+def _agg(counts, kinds, attr: str) -> float:
+    return sum(k * getattr(x, attr) for k, x in zip(counts, kinds) if k)
+
+
+
+
+class Bounds:
+    """The floors of one search: its model, cluster, workload and ZeRO ladder."""
+
+    def __init__(self, model: ModelSpec, cluster: Cluster, workload: Workload,
+                 zeros: list[int], dualpipe: bool = True):
+        self.model, self.cluster, self.workload = model, cluster, workload
+        # whether the walk may choose DualPipeV, whose expert all-to-all is always
+        # overlapped (Lemma O: the floors then take the overlapped MoE layer)
+        self.dualpipe = dualpipe
+        self.zeros = list(zeros)
+        self.capacity_bytes = cluster.gpu.memory_bytes
+        self._fixed: dict = {}
+        self._pc: dict = {}
+        self._totals: dict = {}
+        self._pl: dict = {}
+        self._zplans: dict = {}
+        self._in_flight: dict = {}
+
+    def placements(self, layout: Plan) -> dict:
+        pl = self._pl.get(id(layout))
+        if pl is None:
+            pl = self._pl[id(layout)] = (layout, placements(layout, self.cluster))
+        return pl[1]
+
+    def zero_plans(self, layout: Plan) -> list[Plan]:
+        """``layout`` at each ZeRO stage of the ladder."""
+        zp = self._zplans.get(id(layout))
+        if zp is None:
+            plans = []
+            for z in self.zeros:
+                try:
+                    plans.append(replace(layout, zero=z))
+                except InputError:  # e.g. zero 0 with the optimizer offloaded: no floor
+                    plans.append(None)
+            zp = self._zplans[id(layout)] = (layout, plans)
+        return zp[1]
+
+    def costs(self, layout: Plan, mb: int, rc: str, ep_overlap: bool | None = None
+              ) -> PointCosts:
+        """The layer costs estimate() uses at this layout, micro-batch and recomputation
+        (the dense, embedding and output layers computed with ep = etp = 1: Lemma E).
+
+        ``ep_overlap`` None: the MoE layer's expert all-to-all overlapped whenever a plan the
+        walk may choose overlaps it (pinned, or DualPipeV possible at pp > 1). Lemma O: the
+        overlap only hides all-to-all time (cost/layer.py: exposed = what compute cannot
+        cover, compute unchanged), so every time part of the overlapped layer is at most the
+        plain one's and the floors built on it hold for both."""
+        model, cluster, w = self.model, self.cluster, self.workload
+        if ep_overlap is None:
+            ep_overlap = layout.ep_comm_overlap or (self.dualpipe and layout.pp > 1)
+        pl = self.placements(layout)
+        sp = bool(layout.sequence_parallel)
+        across = layout.pp > 1 and pl["pp_across_nodes"].nodes > 1
+        key = (layout.tp, layout.cp, layout.ep, layout.etp, sp, layout.tp_comm_overlap,
+               layout.cp_kind, pl["tp"], pl["cp"], pl["ep"], pl["etp"], layout.pp > 1, across,
+               mb, rc, layout.moe_dispatcher, ep_overlap)
+        pc = self._pc.get(key)
+        if pc is not None:
+            return pc
+        fp8 = w.precision == "fp8"
+        megatron = w.framework in MEGATRON_ENGINES
+
+        def cost(kind: str, ep: int, etp: int, ep_pl, etp_pl) -> LayerCost:
+            shard = Shard(w.seq_len, mb, layout.tp, layout.cp, sp, ep, etp, fp8,
+                          fp8 and megatron, megatron)
+            places = CommPlacements(pl["tp"], pl["cp"], ep_pl, etp_pl)
+            return layer_cost(model, cluster, kind, shard, rc, places, layout.tp_comm_overlap,
+                              w.precision, layout.cp_kind, w.framework, layout.moe_dispatcher,
+                              ep_overlap)
+
+        dkey = (layout.tp, layout.cp, sp, layout.tp_comm_overlap, layout.cp_kind,
+                pl["tp"], pl["cp"], mb, rc)
+        fixed = self._fixed.get(dkey)
+        if fixed is None:
+            one = Placement(1, 1)
+            fixed = self._fixed[dkey] = (
+                cost("dense", 1, 1, one, one) if model.num_dense_layers else None,
+                cost("embedding", 1, 1, one, one), cost("head", 1, 1, one, one),
+                p2p_s(cluster, False, ACT * Shard(w.seq_len, mb, layout.tp, layout.cp, sp)
+                      .stream_tokens * model.hidden),
+                p2p_s(cluster, True, ACT * Shard(w.seq_len, mb, layout.tp, layout.cp, sp)
+                      .stream_tokens * model.hidden))
+        dense, emb, head, p2p_in, p2p_across = fixed
+        moe = cost("moe", layout.ep, layout.etp, pl["ep"], pl["etp"]) if model.is_moe else None
+        p2p = 0.0
+        if layout.pp > 1:
+            p2p = p2p_across if across else p2p_in
+        # (the last two: estimate()'s recomputed-layer kinds, weighed 0 at a ladder rung)
+        pc = self._pc[key] = PointCosts((dense or moe, moe or dense, emb, head,
+                                         dense or moe, moe or dense), p2p)
+        return pc
+
+    def point_s(self, pc: PointCosts, m: int, pp: int) -> float:
+        """Theorem B2: a floor on every plan of a (degrees, micro-batch) point; ``pc`` at the
+        least recomputation of the ladder."""
+        total = self._totals.get(id(pc))
+        if total is None:
+            total = sum(n * _layer_time(x) for n, x in zip(_model_counts(self.model), pc.kinds)
+                        if n)
+            self._totals[id(pc)] = total  # pc lives in self._pc as long as self
+        return m * (total / pp + (2 * pc.p2p_s if pp > 1 else 0.0)) * (1 - SLACK)
+
+    def pipe_s(self, pc: PointCosts, m: int, pp: int, rows) -> dict:
+        """Theorem B3 per schedule row of a (degrees, micro-batch) point: row -> a floor on
+        its plans; ``pc`` at the least recomputation of the ladder."""
+        if pp == 1:
+            return {vs: self.point_s(pc, m, pp) for vs in rows}
+        counts = _model_counts(self.model)
+        f0, b0, w0 = (sum(n * getattr(x, a) for n, x in zip(counts, pc.kinds) if n) / pp
+                      for a in ("fwd_s", "bwd_input_s", "bwd_weight_s"))
+        out = {}
+        for vpp, schedule in rows:
+            f, b = f0 + vpp * pc.p2p_s, b0 + vpp * pc.p2p_s
+            out[(vpp, schedule)] = (m * (f + b + w0) + bubble_s(
+                _Pipe(pp, vpp, schedule), m, [f] * pp, [b] * pp, [w0] * pp)) * (1 - SLACK)
+        return out
+
+    def in_flight_most(self, pp: int, vpp: int, schedule: str, m: int, idx) -> tuple:
+        """Per distinct rank layout: the most micro-batches in flight on its ranks."""
+        key = (pp, vpp, schedule, m, idx)
+        out = self._in_flight.get(key)
+        if out is None:
+            most: dict = {}
+            pipe = _Pipe(pp, vpp, schedule)
+            for r, u in enumerate(idx):
+                n = in_flight(pipe, m, r)
+                if n > most.get(u, -1.0):
+                    most[u] = n
+            out = self._in_flight[key] = tuple(most[u] for u in range(len(most)))
+        return out
+
+    def pair(self, layout: Plan, mb: int, m: int, rcs) -> "PairBounds":
+        return PairBounds(self, layout, mb, m, rcs)
+
+
+_ATTRS = ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "saved_bytes",
+          "working_bytes", "params", "expert_params", "fwd_compute_s", "bwd_input_compute_s",
+          "bwd_weight_compute_s")
+
+
+def _sum4(c, v) -> float:
+    """sum(k * x for k, x in zip(counts, values) if k), as estimate()'s agg adds them."""
+    t = 0
+    for k, x in zip(c, v):
+        if k:
+            t += k * x
+    return t
+
+
+class PairBounds:
+    """Floors of one (degree point, micro-batch) pair, per schedule row and ladder rung."""
+
+    def __init__(self, bounds: Bounds, layout: Plan, mb: int, m: int, rcs):
+        self.b, self.layout, self.mb, self.m = bounds, layout, mb, m
+        self.rcs, self.rc0 = list(rcs), rcs[0]
+        self._later: dict = {}
+        self._costs: dict = {}
+        self._lay: dict = {}
+        self._dp: dict = {}
+        self._per_rc: dict = {}
+        self._z: dict = {}
+        self._fit: dict = {}
+        zs = bounds.zeros
+        # Lemma Z's condition: the floors grow along the ZeRO ladder
+        self.zero_monotone = (all(z in (1, 2, 3) for z in zs) and list(zs) == sorted(zs)
+                              and layout.overlap_grad_reduce and layout.overlap_param_gather)
+
+    def costs(self, rc: str):
+        """(PointCosts, the attributes of its kinds as vectors) at recomputation rc."""
+        out = self._costs.get(rc)
+        if out is None:
+            pc = self.b.costs(self.layout, self.mb, rc)
+            vec = {a: tuple(getattr(x, a) for x in pc.kinds) for a in _ATTRS}
+            out = self._costs[rc] = (pc, vec)
+        return out
+
+    def _ranks(self, vpp: int, v_shape: bool):
+        """Distinct rank layouts and what recomputation does not change on them (Lemma R):
+        parameters (non-expert, expert, largest layer) and compute windows."""
+        key = (vpp, v_shape)
+        out = self._lay.get(key)
+        if out is not None:
+            return out
+        layout, model = self.layout, self.b.model
+        uniq, idx = rank_layout(model, layout.pp, vpp, v_shape)
+        pc, v = self.costs(self.rc0)
+        kinds = pc.kinds
+        tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
+        params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
+        eparams = [_sum4(c, v["expert_params"]) for c in uniq]
+        largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
+        wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
+                 + _sum4(c, v["bwd_weight_compute_s"])) for c in uniq]
+        out = self._lay[key] = (uniq, idx, params, eparams, largest, wins)
+        return out
+
+    def _dp_floor(self, vpp: int, v_shape: bool, b: int) -> list[float]:
+        """dp_exposed of each distinct rank layout at the ladder's b-th ZeRO stage."""
+        key = (vpp, v_shape, b)
+        out = self._dp.get(key)
+        if out is None:
+            bd, layout = self.b, self.layout
+            uniq, _, params, eparams, _, wins = self._ranks(vpp, v_shape)
+            pz = bd.zero_plans(layout)[b]
+            if layout.dp * layout.cp == 1:
+                out = [0.0] * len(uniq)
+            elif pz is None:
+                out = [-inf] * len(uniq)
+            else:
+                pl = bd.placements(layout)
+                out = [_dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w)[1]
+                       for p, e, (f, w) in zip(params, eparams, wins)]
+            self._dp[key] = out
+        return out
+
+    def _rc_parts(self, vpp: int, v_shape: bool, rc: str):
+        """Per distinct rank layout at recomputation rc: f, b, w, contention * m * hidden
+        communication, activations of one micro-batch, working set."""
+        key = (vpp, v_shape, rc)
+        out = self._per_rc.get(key)
+        if out is not None:
+            return out
+        uniq = self._ranks(vpp, v_shape)[0]
+        pc, v = self.costs(rc)
+        nvp = vpp * pc.p2p_s
+        c_m = NETWORK.overlap_contention * self.m
+        vw = v["working_bytes"]
+        fu = [_sum4(c, v["fwd_s"]) + nvp for c in uniq]
+        bu = [_sum4(c, v["bwd_input_s"]) + nvp for c in uniq]
+        wu = [_sum4(c, v["bwd_weight_s"]) for c in uniq]
+        t = [f + b + w for f, b, w in zip(fu, bu, wu)]
+        top = max(t) * (1 - SLACK)
+        slowest = [u for u, tu in enumerate(t) if tu >= top]  # where r* can be
+        out = self._per_rc[key] = (
+            fu, bu, wu, [c_m * _sum4(c, v["hidden_comm_s"]) for c in uniq],
+            [_sum4(c, v["saved_bytes"]) for c in uniq],
+            [max(x for k, x in zip(c, vw) if k) for c in uniq], slowest)
+        return out
+
+    def _pipeline_s(self, vpp: int, schedule: str, rc: str) -> float:
+        """m * max_r t_r + bubble at rc."""
+        key = (vpp, schedule, rc)
+        z = self._z.get(key)
+        if z is None:
+            v_shape = schedule in V_SCHEDULES
+            pp, m = self.layout.pp, self.m
+            idx = self._ranks(vpp, v_shape)[1]
+            fu, bu, wu = self._rc_parts(vpp, v_shape, rc)[:3]
+            z = m * max(f + b + w for f, b, w in zip(fu, bu, wu))
+            if pp > 1:
+                z += bubble_s(_Pipe(pp, vpp, schedule), m, [fu[i] for i in idx],
+                              [bu[i] for i in idx], [wu[i] for i in idx])
+            self._z[key] = z
+        return z
+
+    def time_floor(self, vpp: int, schedule: str, rc: str, b: int) -> float:
+        """Theorem B1: a floor on the step time at rc and the ladder's b-th ZeRO stage."""
+        v_shape = schedule in V_SCHEDULES
+        parts = self._rc_parts(vpp, v_shape, rc)
+        hu, slowest = parts[3], parts[6]
+        dp = self._dp_floor(vpp, v_shape, b)
+        return (self._pipeline_s(vpp, schedule, rc)
+                + min(dp[u] + hu[u] for u in slowest)) * (1 - SLACK)
+
+    def time_floors(self, vpp: int, schedule: str, rc: str) -> list[float]:
+        return [self.time_floor(vpp, schedule, rc, b) for b in range(len(self.b.zeros))]
+
+    def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:
+        """Theorem M with no activations and no working set (a floor for every
+        recomputation, Lemma R): False when the ladder's b-th ZeRO stage cannot fit."""
+        key = (vpp, v_shape, b)
+        out = self._fit.get(key)
+        if out is not None:
+            return out
+        bd, layout, m = self.b, self.layout, self.m
+        pz = bd.zero_plans(layout)[b]
+        out = True
+        if pz is not None:
+            _, _, params, eparams, largest, _ = self._ranks(vpp, v_shape)
+            w = bd.workload
+            contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
+            fp16 = w.precision == "fp16" and w.framework in FP16_GRAD_ENGINES
+            for u in range(len(params)):
+                st = RankState(params=params[u], expert_params=eparams[u],
+                               largest_layer_params=largest[u], act_per_microbatch_bytes=0.0,
+                               in_flight=0.0, working_bytes=0.0)
+                total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
+                                                contiguous, fp16_grads=fp16))
+                if total * (1 - SLACK) > bd.capacity_bytes:
+                    out = False
+                    break
+        self._fit[key] = out
+        return out
+
+    def may_fit(self, vpp: int, schedule: str, rc: str, b: int) -> bool:
+        """Theorem M at rc and the ladder's b-th ZeRO stage: False when no plan can fit."""
+        key = (vpp, schedule, rc, b)
+        out = self._fit.get(key)
+        if out is not None:
+            return out
+        if not self.states_fit(vpp, schedule in V_SCHEDULES, b):
+            self._fit[key] = False
+            return False
+        bd, layout, m = self.b, self.layout, self.m
+        pz = bd.zero_plans(layout)[b]
+        out = True
+        if pz is not None:
+            v_shape = schedule in V_SCHEDULES
+            _, idx, params, eparams, largest, _ = self._ranks(vpp, v_shape)
+            acts, working = self._rc_parts(vpp, v_shape, rc)[4:6]
+            most = bd.in_flight_most(layout.pp, vpp, schedule, m, idx)
+            w = bd.workload
+            contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
+            fp16 = w.precision == "fp16" and w.framework in FP16_GRAD_ENGINES
+            cap = bd.capacity_bytes
+            for u in range(len(params)):  # any rank over the capacity: the peak is too
+                st = RankState(params=params[u], expert_params=eparams[u],
+                               largest_layer_params=largest[u],
+                               act_per_microbatch_bytes=acts[u], in_flight=most[u],
+                               working_bytes=working[u])
+                total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
+                                                contiguous, fp16_grads=fp16))
+                if total * (1 - SLACK) > cap:
+                    out = False
+                    break
+        self._fit[key] = out
+        return out
+
+    def dp_floor_any(self, vpp: int, schedule: str) -> float:
+        """A floor on dp_exposed + nothing else, for every plan of the row that may fit
+        (Theorem B3's companion): the least over the rank layouts and the ZeRO stages whose
+        model states fit (Theorem M without activations); inf when none fits."""
+        v_shape = schedule in V_SCHEDULES
+        key = (vpp, v_shape, "dp")
+        out = self._later.get(key)
+        if out is None:
+            out = inf
+            for b in range(len(self.b.zeros)):
+                if self.states_fit(vpp, v_shape, b):
+                    out = min(out, min(self._dp_floor(vpp, v_shape, b)))
+                    if self.zero_monotone:  # Lemma Z: the higher stages expose no less
+                        break
+            self._later[key] = out
+        return out
+
+    def _slowest_from(self, vpp: int, v_shape: bool, a: int) -> list[int]:
+        """The rank layouts that can be r* at recomputation rcs[a] or any later one."""
+        key = (vpp, v_shape, a)
+        out = self._later.get(key)
+        if out is None:
+            us = set()
+            for rc in self.rcs[a:]:
+                us.update(self._rc_parts(vpp, v_shape, rc)[6])
+            out = self._later[key] = sorted(us)
+        return out
+
+    def floor_from(self, vpp: int, schedule: str, a: int, b: int) -> float:
+        """Theorem B1 for the rungs (rcs[a'], b') with a' >= a and, under Lemma Z's
+        condition, b' >= b (else b' = b): nondecreasing in a and b."""
+        v_shape = schedule in V_SCHEDULES
+        hu = self._rc_parts(vpp, v_shape, self.rcs[a])[3]
+        dp = self._dp_floor(vpp, v_shape, b)
+        return (self._pipeline_s(vpp, schedule, self.rcs[a])
+                + min(dp[u] + hu[u] for u in self._slowest_from(vpp, v_shape, a))) \
+            * (1 - SLACK)
+
+    def row_floor(self, vpp: int, schedule: str, kth: float) -> float:
+        """A floor on every plan of the row that may fit (inf when none may), exact enough
+        to compare with ``kth``: the least floor_from among the rungs Theorem M allows,
+        found best first over the (recomputation, ZeRO) grid."""
+        rcs = self.rcs
+        v_shape = schedule in V_SCHEDULES
+        cols = [b for b in range(len(self.b.zeros)) if self.states_fit(vpp, v_shape, b)]
+        if not cols:
+            return inf
+        seeds = cols[:1] if self.zero_monotone else cols
+        heap = [(self.floor_from(vpp, schedule, 0, b), 0, b) for b in seeds]
+        heapq.heapify(heap)
+        seen = {(0, b) for b in seeds}
+        while heap:
+            f, a, b = heapq.heappop(heap)
+            if f > kth or self.may_fit(vpp, schedule, rcs[a], b):
+                return f
+            nxt = [(a + 1, b)]
+            if self.zero_monotone and b != cols[-1]:
+                nxt.append((a, cols[cols.index(b) + 1]))
+            for a2, b2 in nxt:
+                if a2 < len(rcs) and (a2, b2) not in seen:
+                    seen.add((a2, b2))
+                    heapq.heappush(heap, (self.floor_from(vpp, schedule, a2, b2), a2, b2))
+        return inf

@@ -1,0 +1,439 @@
+"""The walk over the plan space that search() runs: best first, branch and bound.
+
+Every (degree point, micro-batch) pair gets a cheap floor on the step time of all its plans
+(bound.py, Theorem B2) and waits in a priority queue. The walk takes the pair with the
+lowest floor; the first time, it replaces the floor by the tighter one of its schedule
+rows (Theorem B1, no estimate needed) and puts it back; the second time, it searches the
+pair as search.py's rules 1-3 and 5 say, skipping every row and every ladder rung whose
+floor is slower than the k-th best step time found so far (Theorem B1). Once the lowest
+floor in the queue is slower than that, everything left is bounded (the k-th best only
+gets faster), and the walk stops. Each pair is counted once, under the reason it was
+rejected, so `considered` is the size of the space whatever was pruned.
+
+Same result as walking every point in order: a plan is skipped only when a floor on its
+step time exceeds the k-th best step time of plans found, so it cannot be among the k best;
+the list of plans found is sorted by (step time, memory, place in the enumeration order),
+which is the order the plain walk's stable sort gives, ties included.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from math import inf
+
+from ..cost import estimate
+from ..engines import plan_violations
+from ..errors import InputError
+from ..pipeline.schedules import rounds_fit
+from ..plan import Plan
+from .bound import Bounds, layout_plan
+from .partial_recompute import partial_fits
+from .space import micro_batch_choices, schedule_choices
+
+NOT_FIT = "does not fit in GPU memory"
+DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the same memory "
+                      "with a smaller bubble)")
+ROUNDS = ("micro-batch count the schedule cannot run (torch's interleaving needs a multiple "
+          "of max(1, m // pp))")
+BOUNDED = "bounded (a lower bound on its step time is slower than the best plans found)"
+DOMINATED = "dominated (a lower ZeRO stage or less recomputation already fits)"
+DOMINATED_PARTIAL = "dominated (fewer layers recomputed already fit)"
+
+
+class Walk:
+    """State of one search's walk: plans found, the k best step times, counts."""
+
+    def __init__(self, model, cluster, workload, pins: dict, zeros: list, rcs: list,
+                 keep: int, engine, rejected: Counter, runs_on_engine, base_fields,
+                 schedule_dominated, in_flight_rank0, partial: bool = False):
+        self.model, self.cluster, self.workload = model, cluster, workload
+        self.pins, self.zeros, self.rcs, self.keep = pins, zeros, rcs, keep
+        self.engine, self.rejected, self.runs_on_engine = engine, rejected, runs_on_engine
+        self.base_fields = base_fields
+        self.schedule_dominated, self.in_flight_rank0 = schedule_dominated, in_flight_rank0
+        self.ladder = len(zeros) * len(rcs)
+        self.partial = partial  # search.py's rule 6: try the partial-recomputation ladder
+        scheds = pins.get("schedules") or ([pins["schedule"]] if "schedule" in pins else None)
+        self.bounds = Bounds(model, cluster, workload, zeros,
+                             dualpipe=scheds is None or "dualpipev" in scheds)
+        self.fits: list = []  # (step time, peak memory, enumeration key, plan)
+        self.best: list[float] = []  # max-heap (negated) of the `keep` best step times
+        self.considered = self.evaluated = self.fitting = 0
+        self.partial_considered = 0  # rule 6's tries (also in `considered`)
+        self.closest = None
+        self._closest_key = None
+        self._rows: dict = {}
+        self._floors: dict = {}  # (point, micro-batch index) -> row floors, once refined
+        self._pairs: dict = {}  # (point, micro-batch index) -> its PairBounds, once refined
+        self._b3: dict = {}  # (point, micro-batch index) -> Theorem B3 floor per row
+
+    def kth_s(self) -> float:
+        """The k-th best step time found so far (inf until k plans fit)."""
+        return -self.best[0] if len(self.best) >= self.keep else inf
+
+    # ---- the space of one (degree point, micro-batch) -----------------------------------
+    def rows(self, pp: int, m: int):
+        """(schedules in all, runnable, screened) for a pipeline of pp ranks, m micro-batches:
+        the schedule rows search.py's rule 5 leaves to search."""
+        key = (pp, m)
+        out = self._rows.get(key)
+        if out is None:
+            pins = self.pins
+            scheds = schedule_choices(self.model, pp, m, pins)
+            runnable = [vs for vs in scheds if rounds_fit(vs[1], pp, m)]
+            pinned_s = "schedule" in pins or "schedules" in pins
+            screened = [vs for vs in runnable if pp == 1 or pinned_s
+                        or not self.schedule_dominated(vs, runnable, pp, m)]
+            out = self._rows[key] = (len(scheds), len(runnable), screened)
+        return out
+
+    def run(self, points: list, progress=None) -> None:
+        w = self.workload
+        deg_of, layout_of, mbs_of = [], [], []
+        queue = []
+        left = []  # pairs not yet resolved, per degree point
+        for i, d in enumerate(points):
+            base = self.base_fields(d.tp)
+            deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
+            deg_of.append(deg)
+            try:
+                layout = layout_plan(deg)
+            except InputError:
+                layout = None
+            layout_of.append(layout)
+            mbs = micro_batch_choices(w, d.dp, self.pins)
+            mbs_of.append(mbs)
+            left.append(len(mbs))
+            for j, mb in enumerate(mbs):
+                m = w.global_batch // (d.dp * mb)
+                queue.append((self._point_floor(layout, mb, m, d.pp), i, j, 0))
+        heapq.heapify(queue)
+        self.too_big = [inf] * len(points)  # least micro-batch known not to fit
+        done = 0
+
+        def resolved(i: int) -> None:
+            nonlocal done
+            left[i] -= 1
+            if not left[i]:
+                done += 1
+                if progress is not None:
+                    progress(done, len(points))
+
+        while queue and queue[0][0] <= self.kth_s():
+            floor, i, j, stage = heapq.heappop(queue)
+            d, mb = points[i], mbs_of[i][j]
+            m = w.global_batch // (d.dp * mb)
+            if stage < 2:  # tighten the floor (Theorem B3, then B1 per row) and queue again
+                if stage == 0:
+                    tighter = self._pipe_floor(i, j, layout_of[i], mb, m, d.pp)
+                else:
+                    floors = self._floors[(i, j)] = self._row_floors(i, j, layout_of[i], mb,
+                                                                     m, d.pp)
+                    tighter = min(floors.values(), default=inf)
+                heapq.heappush(queue, (max(floor, tighter), i, j, stage + 1))
+                continue
+            self._search_pair(i, j, d, mb, m, deg_of[i], layout_of[i])
+            resolved(i)
+        for floor, i, j, _ in queue:  # bounded: every floor left is slower than the k-th best
+            d, mb = points[i], mbs_of[i][j]
+            # (an infinite floor: no plan of the pair can fit, Theorem M)
+            self._count(i, d, mb, w.global_batch // (d.dp * mb),
+                        NOT_FIT if floor == inf else BOUNDED)
+            resolved(i)
+
+    # ---- floors ---------------------------------------------------------------------------
+    def _point_floor(self, layout, mb: int, m: int, pp: int) -> float:
+        if layout is None:
+            return -inf
+        try:
+            return self.bounds.point_s(self.bounds.costs(layout, mb, self.rcs[0]), m, pp)
+        except (InputError, ArithmeticError):  # the estimate will say what is wrong
+            return -inf
+
+    def _pipe_floor(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> float:
+        """The pair's floor by Theorem B3 plus each row's least data-parallel exposure (kept
+        per row, with the pair's bounds, for the next stage)."""
+        rows = self.rows(pp, m)[2]
+        b3 = {vs: -inf for vs in rows}
+        pb = _NO_BOUNDS
+        if layout is not None and rows:
+            try:
+                pb = self.bounds.pair(layout, mb, m, self.rcs)
+                b3 = self.bounds.pipe_s(pb.costs(self.rcs[0])[0], m, pp, rows)
+                b3 = {vs: f + pb.dp_floor_any(*vs) for vs, f in b3.items()}
+            except (InputError, ArithmeticError):  # the estimate will say what is wrong
+                b3, pb = {vs: -inf for vs in rows}, _NO_BOUNDS
+        self._b3[(i, j)] = b3
+        self._pairs[(i, j)] = pb
+        return min(b3.values(), default=inf)
+
+    def _row_floors(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> dict:
+        """Row -> a floor on its plans that may fit ({} when no row is left). Rows are
+        tightened (Theorems B1 and M) in the order of their previous floors, as long as
+        that can lower the pair's floor."""
+        screened = self.rows(pp, m)[2]
+        b3 = self._b3.pop((i, j))
+        floors = dict(b3)
+        pb = self._pairs[(i, j)]
+        if pb is not _NO_BOUNDS:
+            try:
+                kth, best = self.kth_s(), inf
+                for vs in sorted(screened, key=b3.get):
+                    if b3[vs] >= best or b3[vs] > kth:
+                        continue
+                    floors[vs] = max(b3[vs], pb.row_floor(*vs, kth))
+                    if self.partial:  # rule 6's plans: no faster than no recomputation at
+                        # their ZeRO stage, tried only where every layer recomputed may fit
+                        floors[vs] = min(floors[vs], max(b3[vs], self._partial_floor(pb, vs)))
+                    best = min(best, floors[vs])
+            except (InputError, ArithmeticError):  # the estimate will say what is wrong
+                self._pairs[(i, j)] = _NO_BOUNDS
+                floors = {vs: -inf for vs in screened}
+        return floors
+
+    def _partial_floor(self, pb, vs: tuple) -> float:
+        """A floor on the row's partial-recomputation plans (rule 6): at a ZeRO stage where
+        every layer recomputed may fit (Theorem M), no faster than no recomputation there
+        (Theorem B1 at rc none); inf when every layer recomputed fits nowhere."""
+        rc_full = self.rcs[-1]
+        return min((pb.time_floor(*vs, self.rcs[0], b) for b in range(len(self.zeros))
+                    if pb.may_fit(*vs, rc_full, b)), default=inf)
+
+    # ---- counting ---------------------------------------------------------------------------
+    def _count(self, i: int, d, mb: int, m: int, reason: str) -> int:
+        """Count the pair's plans; those of its screened rows under ``reason`` (or as not
+        fitting when a smaller micro-batch of the point did not fit). Returns how many
+        screened plans there are (0 when they went to the not-fitting count)."""
+        n_all, n_run, screened = self.rows(d.pp, m)
+        ladder = self.ladder
+        self.considered += n_all * ladder
+        if n_all > n_run:
+            self.rejected[ROUNDS] += (n_all - n_run) * ladder
+        if mb > self.too_big[i]:  # rule 3: a smaller micro-batch did not fit at its leanest
+            if n_run:
+                self.rejected[NOT_FIT] += n_run * ladder
+            return 0
+        if n_run > len(screened):
+            self.rejected[DOMINATED_SCHEDULE] += (n_run - len(screened)) * ladder
+        if screened and reason:
+            self.rejected[reason] += len(screened) * ladder
+        return len(screened) * ladder
+
+    def _found(self, est, key: tuple, ranked: bool) -> None:
+        self.fits.append((est.step_time_s, est.peak_memory_bytes, key, est.plan))
+        if ranked:
+            self.fitting += 1
+            heapq.heappush(self.best, -est.step_time_s)
+            if len(self.best) > self.keep:
+                heapq.heappop(self.best)
+
+    # ---- one (degree point, micro-batch) pair ----------------------------------------------
+    def _search_pair(self, i: int, j: int, d, mb: int, m: int, deg: dict, layout) -> None:
+        zeros, rcs, ladder, rejected = self.zeros, self.rcs, self.ladder, self.rejected
+        screened = self.rows(d.pp, m)[2]
+        floors, pb = self._floors.pop((i, j)), self._pairs.pop((i, j))
+        if mb > self.too_big[i] or not screened:
+            self._count(i, d, mb, m, "")
+            return
+        if min(floors.values()) > self.kth_s():  # the k-th best got faster meanwhile
+            self._count(i, d, mb, m, BOUNDED)
+            return
+        n = self._count(i, d, mb, m, "")
+        # rule 2: the leanest setting; if it does not fit, nothing at this pair does
+        v0, s0 = min(screened, key=lambda vs: self.in_flight_rank0(d.pp, vs))
+        lean = self._lean(i, j, deg, mb, v0, s0, pb)
+        if lean is False:  # neither lean setting fits
+            rejected[NOT_FIT] += n
+            self.too_big[i] = min(self.too_big[i], mb)  # rule 3
+            return
+        if isinstance(lean, InputError):
+            rejected[f"invalid: {lean.field} ({lean.allowed})"] += n
+            return
+        lean_found = lean is not None and (
+            self.engine is None or not plan_violations(self.engine, lean.plan, self.model,
+                                                      self.workload))
+        if lean_found:
+            self._found(lean, (i, j, -1, 0, 0), ranked=False)
+        order = sorted(range(len(screened)), key=lambda r: floors[screened[r]])
+        for r in order:
+            vpp, sched = screened[r]
+            row_floor = floors[(vpp, sched)]
+            if row_floor > self.kth_s():  # Theorem B1 (and M), the whole row
+                lean_here = lean_found and (vpp, sched) == (v0, s0)
+                rejected[NOT_FIT if row_floor == inf else BOUNDED] += ladder - int(lean_here)
+                self.fitting += int(lean_here)
+                continue
+            self._walk_row(i, j, r, deg, mb, vpp, sched, pb)
+
+    def _lean(self, i: int, j: int, deg: dict, mb: int, v0: int, s0: str, pb):
+        """Rule 2's lean setting of the pair (full recomputation, the ZeRO stage holding
+        least, the schedule with the fewest micro-batches in flight): its estimate when it
+        fits, False when it does not (then no setting of the pair fits), None when it was
+        not estimated because it cannot be among the k best (Theorem B1: the plain walk
+        would add it to the plans found, slower than the k-th best), or the InputError."""
+        zeros, lean_rc = self.zeros, self.rcs[-1]
+        cands = [zeros[-1]] + ([2] if zeros[-1] == 3 and 2 in zeros else [])
+        kth = self.kth_s()
+        time_f = pb.time_floors(v0, s0, lean_rc)
+        fit_f = [pb.may_fit(v0, s0, lean_rc, b) for b in range(len(zeros))]
+
+        def plan(z):
+            return Plan(**dict(deg, micro_batch=mb, vpp=v0, schedule=s0, recompute=lean_rc,
+                               zero=z))
+
+        if kth == inf:  # nothing is bounded yet: estimate as the plain walk does
+            try:
+                lean = estimate(self.model, self.cluster, self.workload, plan(cands[0]))
+            except InputError as e:
+                return e
+            self.evaluated += 1
+            if not lean.fits and len(cands) > 1:
+                lean2 = estimate(self.model, self.cluster, self.workload, plan(2))
+                self.evaluated += 1
+                if lean2.fits or lean2.peak_memory_bytes < lean.peak_memory_bytes:
+                    lean = lean2
+            if lean.fits:
+                return lean
+            key = (lean.peak_memory_bytes, i, j)
+            if self.closest is None or key < self._closest_key:
+                self.closest, self._closest_key = lean, key
+            return False
+        # the first setting of `cands` that fits is the lean one; estimate only what can
+        # decide a lean setting faster than the k-th best
+        for c, z in enumerate(cands):
+            b = zeros.index(z)
+            if not fit_f[b]:  # Theorem M: cannot fit
+                continue
+            later = [zeros.index(y) for y in cands[c + 1:]]
+            if time_f[b] > kth and not any(fit_f[x] and time_f[x] <= kth for x in later):
+                return None  # whichever setting is the lean one, it is too slow
+            try:
+                est = estimate(self.model, self.cluster, self.workload, plan(z))
+            except InputError as e:
+                return e
+            self.evaluated += 1
+            if est.fits:
+                return est
+        return False
+
+    def _walk_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
+                  pb) -> None:
+        """Rule 1's walk of one row: per recomputation, the first ZeRO stage that fits,
+        skipping rungs slower than the k-th best (Theorem B1) and rungs that cannot fit
+        (Theorem M)."""
+        zeros, rcs, rejected = self.zeros, self.rcs, self.rejected
+        tried = bounded = 0
+        none_fits_at = None  # rule 6: the first ZeRO stage where no recomputation fits
+        none_floor_s: dict = {}  # ZeRO stage -> step time (or its floor) with no recomputation
+        full_misses: set = set()  # ZeRO stages where every layer recomputed does not fit
+        for a, rc in enumerate(rcs):
+            if min(pb.floor_from(vpp, sched, a, b) for b in range(len(zeros))) > self.kth_s():
+                bounded += (len(rcs) - a) * len(zeros)  # Theorem B1: this and every later rc
+                break
+            time_f = pb.time_floors(vpp, sched, rc)
+            if rc == "none":
+                none_floor_s = dict(zip(zeros, time_f))
+            fitted_at = None
+            missed = False  # a lower ZeRO stage did not fit (or was skipped) at this rc
+            for b, z in enumerate(zeros):
+                if time_f[b] > self.kth_s():  # Theorem B1
+                    bounded += 1
+                    missed = True
+                    continue
+                tried += 1
+                try:
+                    plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
+                                       recompute=rc, zero=z))
+                    if not self.runs_on_engine(plan):
+                        continue
+                    if not pb.may_fit(vpp, sched, rc, b):  # Theorem M
+                        rejected[NOT_FIT] += 1
+                        missed = True
+                        if rc == "full":
+                            full_misses.add(z)
+                        continue
+                    est = estimate(self.model, self.cluster, self.workload, plan)
+                except InputError as e:
+                    rejected[f"invalid: {e.field} ({e.allowed})"] += 1
+                    continue
+                self.evaluated += 1
+                if rc == "none":
+                    none_floor_s[z] = est.step_time_s
+                if rc == "full" and not est.fits:
+                    full_misses.add(z)
+                if not est.fits:
+                    rejected[NOT_FIT] += 1
+                    missed = True
+                    continue
+                self._found(est, (i, j, r, a, b), ranked=True)
+                fitted_at = z
+                break
+            if rc == "none":
+                none_fits_at = fitted_at
+            if fitted_at is not None and not missed:
+                break  # rule 1: more recomputation cannot be faster
+        if bounded:
+            rejected[BOUNDED] += bounded
+        if self.ladder - tried - bounded:
+            rejected[DOMINATED] += self.ladder - tried - bounded
+        if self.partial and none_fits_at != zeros[0]:
+            self._partial_row(i, j, r, deg, mb, vpp, sched, none_fits_at, none_floor_s,
+                              full_misses)
+
+    def _partial_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
+                     none_fits_at, none_floor_s: dict, full_misses: set) -> None:
+        """search.py's rule 6 on one row: the fewest layers recomputed that fit, at the ZeRO
+        stages below the first where no recomputation fits, where no recomputation (faster
+        than any partial plan at its stage; its estimate, or its floor when it was not
+        estimated) is not slower than the k-th best, and where every layer recomputed was
+        not found not to fit (a partial plan holds more)."""
+        zeros = self.zeros
+        zs = zeros if none_fits_at is None else zeros[:zeros.index(none_fits_at)]
+        zs = [z for z in zs if z not in full_misses
+              and none_floor_s.get(z, inf) <= self.kth_s()]
+        if not zs:
+            return
+        base = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched, recompute="full"))
+
+        def expressible(plan: Plan) -> bool:  # the engine's limits, not counted as a refusal
+            return self.engine is None or not plan_violations(self.engine, plan, self.model,
+                                                              self.workload)
+        rejected = self.rejected
+        for k, (est, chosen) in enumerate(partial_fits(self.model, self.cluster, self.workload,
+                                                       base, zs, expressible)):
+            self.considered += 1
+            self.partial_considered += 1
+            if isinstance(est, InputError):
+                rejected[f"invalid: {est.field} ({est.allowed})"] += 1
+                continue
+            self.evaluated += 1
+            if not est.fits:
+                rejected[NOT_FIT] += 1
+                continue
+            if not chosen:
+                rejected[DOMINATED_PARTIAL] += 1
+                continue
+            self._found(est, (i, j, r, len(self.rcs), k), ranked=True)
+
+
+class _NoBounds:
+    """Floors of a pair the bounds cannot compute (the estimate will reject its plans)."""
+
+    def time_floors(self, vpp, schedule, rc):
+        return [-inf] * 8
+
+    def may_fit(self, vpp, schedule, rc, b):
+        return True
+
+    def row_floor(self, vpp, schedule, kth):
+        return -inf
+
+    def floor_from(self, vpp, schedule, a, b):
+        return -inf
+
+    def dp_floor_any(self, vpp, schedule):
+        return 0.0
+
+
+_NO_BOUNDS = _NoBounds()
