@@ -30,7 +30,7 @@ from meshplan.validate import predict_row, read_rows
 GRID = {
     "SUSTAINED_TENSOR": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
     "KERNEL_GAP_S": [0.0, 4e-6, 8e-6, 16e-6, 32e-6],
-    "POWER_CLOCK_EXPONENT": [1 / 3, 0.5, 0.75],
+    "POWER_CLOCK_EXPONENT": [1 / 3, 0.5, 0.75, 1.0],  # physical bounds 1/3 and 1 (efficiency.py)
 }
 
 

@@ -38,8 +38,10 @@ class KernelEfficiency:
 
 
 # Clock vs power under a cap: dynamic power ~ f * V^2; near the top of the V/f curve V ~ f
-# gives f ~ P^(1/3), at the voltage floor f ~ P. Fitted between those bounds (bench/fit_constants.py).
-POWER_CLOCK_EXPONENT = 0.5
+# gives f ~ P^(1/3), at the voltage floor f ~ P. Fitted between those bounds (bench/fit_constants.py;
+# refitted 2026-11-23 on the calibration rows after the MoE, memory, TP and recompute physics
+# of that day: 0.5 -> 0.75, grid 1/3, 1/2, 3/4, 1).
+POWER_CLOCK_EXPONENT = 0.75
 
 # Sequence length at which flash attention runs at half its long-sequence efficiency.
 # FlashAttention-2 paper (Dao 2023) Fig. 4-5 (A100, head dim 128, causal forward):
@@ -90,11 +92,11 @@ ENGINE_ATTENTION = {"megatron": "te", "nemo": "te"}
 # Share of the microbenchmark tensor-core throughput a whole training step sustains:
 # board power and temperature hold clocks lower under hours of all-GPU load than in a
 # seconds-long single-kernel run, and back-to-back kernels lose L2 reuse.
-SUSTAINED_TENSOR = 0.70
+SUSTAINED_TENSOR = 0.75  # refitted 2026-11-23 (was 0.70; grid 0.60-0.90)
 # Idle time per kernel on the critical path (launch latency, tail of the previous kernel,
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
 # adds CPU time that is hidden only when the GPU is ahead of the host.
-KERNEL_GAP_S = 8e-6
+KERNEL_GAP_S = 16e-6  # refitted 2026-11-23 (was 8 us; grid 0-32 us)
 # Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
 # and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
 # PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",
