@@ -1,6 +1,7 @@
 """Pools, prices, objectives, procurement and plans across pools (issue 11)."""
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -264,4 +265,6 @@ def test_export_torchtitan_searches_what_it_can_run(tmp_path):
     if best["kind"] == "pipeline":
         split = best["plan"]["split"]
         assert len(split) == 2 and job.count("'layers.") == sum(split)
-        assert "ranks 0-7: H100-SXM-80GB" in r.stderr
+        pools = re.search(r"ranks 0-7: (\S+); ranks 8-15: (\S+)", r.stderr)
+        assert pools and {pools.group(1), pools.group(2).rstrip(".;")} == \
+            {"H100-SXM-80GB", "A100-SXM-80GB"}, r.stderr
