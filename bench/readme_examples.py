@@ -106,7 +106,22 @@ def main_example() -> str:
                       step, "```", ""])
 
 
-BLOCKS = {"plan": main_example, "engines": document}
+SERVE = ["--model", "llama3.1-70b", "--gpus", "16xH100-SXM-80GB", "--input-len", "2000",
+         "--output-len", "300", "--rate", "8", "--ttft-p90", "2s", "--tpot-p90", "50ms"]
+
+
+def serve_example() -> str:
+    """``meshplan serve`` on the README's serving scenario, cut after three goodput rows."""
+    rc, out, err = _run(["serve", *SERVE])
+    if rc != 0:
+        raise SystemExit(f"serve: meshplan exited {rc}: {err.strip()}")
+    lines = out.splitlines()
+    cut = next((i for i, line in enumerate(lines) if line.startswith("goodput")), len(lines))
+    shown = lines[:cut + 4] + (["..."] if cut + 4 < len(lines) else [])
+    return "\n".join(["```", "$ meshplan serve " + " ".join(SERVE), *shown, "```", ""])
+
+
+BLOCKS = {"plan": main_example, "engines": document, "serve": serve_example}
 
 
 def rewrite_readme(path: Path) -> None:

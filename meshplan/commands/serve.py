@@ -219,9 +219,9 @@ def _run(args) -> int:
                                                      if ok else "none within this cluster"))
     print("\nhow sure (measured 2026-11-23 by `meshplan validate-serve bench/data/serving_runs.csv`;"
           " rerun it after a cost-model change): on 68 published dense-model runs output tokens/s"
-          " per GPU is within 7.5% (median) and 17% (90th percentile); TTFT and TPOT were checked"
-          " on 8 runs only (median 10% and 4%); MoE throughput runs 40-120% high; low-batch TPOT"
-          " reads low (no per-kernel floor)")
+          " per GPU is within 6.9% (median) and 23% (90th percentile); TTFT and TPOT were checked"
+          " on 8 runs only (median 5.6% and 2.8%); MoE throughput runs 46-123% high; low-batch"
+          " TPOT reads low (no per-kernel floor)")
     if args.png:
         print(f"wrote {args.png}")
     for p in exported:
