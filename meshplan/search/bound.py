@@ -331,13 +331,15 @@ class PairBounds:
         self.zero_monotone = (all(z in (1, 2, 3) for z in zs) and list(zs) == sorted(zs)
                               and layout.overlap_grad_reduce and layout.overlap_param_gather)
 
-    def costs(self, rc: str):
-        """(PointCosts, the attributes of its kinds as vectors) at recomputation rc."""
-        out = self._costs.get(rc)
+    def costs(self, rc: str, ep_overlap: bool | None = None):
+        """(PointCosts, the attributes of its kinds as vectors) at recomputation rc (the
+        expert all-to-all overlapped as Bounds.costs says; ``ep_overlap`` fixes it)."""
+        key = (rc, ep_overlap)
+        out = self._costs.get(key)
         if out is None:
-            pc = self.b.costs(self.layout, self.mb, rc)
+            pc = self.b.costs(self.layout, self.mb, rc, ep_overlap)
             vec = {a: tuple(getattr(x, a) for x in pc.kinds) for a in _ATTRS}
-            out = self._costs[rc] = (pc, vec)
+            out = self._costs[key] = (pc, vec)
         return out
 
     def _ranks(self, vpp: int, v_shape: bool):
@@ -387,7 +389,9 @@ class PairBounds:
         if out is not None:
             return out
         uniq = self._ranks(vpp, v_shape)[0]
-        pc, v = self.costs(rc)
+        # Lemma O per row: only a V-shaped row can be DualPipeV (its all-to-all overlapped);
+        # the other rows overlap it only when the plan says so
+        pc, v = self.costs(rc, None if v_shape else bool(self.layout.ep_comm_overlap))
         nvp = vpp * pc.p2p_s
         c_m = NETWORK.overlap_contention * self.m
         vw = v["working_bytes"]
