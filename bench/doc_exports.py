@@ -23,6 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from meshplan.cli import main  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from readme_examples import replace_block  # noqa: E402
+
 SCENARIO_70B = ("--model llama3.1-70b --gpus 64xH100-SXM-80GB --seq-len 8192 "
                 "--global-batch 512")
 # name -> (commands, files shown: (path, fence language))
@@ -89,12 +92,7 @@ def blocks() -> dict[str, str]:
 def rewrite(path: Path, check: bool = False) -> bool:
     text = new = path.read_text()
     for name, body in blocks().items():
-        begin, end = f"<!-- generated:export-{name} -->", f"<!-- /generated:export-{name} -->"
-        if begin not in new or end not in new:
-            raise SystemExit(f"{path}: no {begin} ... {end} block")
-        head, rest = new.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        new = f"{head}{begin}\n{body}\n{end}{tail}"
+        new = replace_block(new, f"export-{name}", body, path)
     if not check:
         path.write_text(new)
     return new == text

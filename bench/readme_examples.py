@@ -124,16 +124,22 @@ def serve_example() -> str:
 BLOCKS = {"plan": main_example, "engines": document, "serve": serve_example}
 
 
+def replace_block(text: str, name: str, body: str, where: object = "") -> str:
+    """``text`` with what stands between ``<!-- generated:NAME -->`` and
+    ``<!-- /generated:NAME -->`` replaced by ``body``."""
+    begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+    if begin not in text or end not in text:
+        raise SystemExit(f"{where}: no {begin} ... {end} block")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
 def rewrite_readme(path: Path) -> None:
-    """Replace the text between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``."""
+    """Replace every generated block of the README."""
     text = path.read_text()
     for name, make in BLOCKS.items():
-        begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
-        if begin not in text or end not in text:
-            raise SystemExit(f"{path}: no {begin} ... {end} block")
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = f"{head}{begin}\n{make().rstrip()}\n{end}{tail}"
+        text = replace_block(text, name, make().rstrip(), path)
     path.write_text(text)
 
 

@@ -27,14 +27,6 @@ class Pool:
     def gpu(self) -> GPU:
         return self.cluster.gpu
 
-    def link_bytes_per_s(self, pools) -> float:
-        """Bytes/s per GPU one way between the pools with these indices: the link given,
-        else the slowest NIC among those pools (traffic between them crosses only their
-        NICs, not those of pools that take no part)."""
-        if self.inter_pool_given:
-            return self.inter_pool_bytes_per_s
-        return min(self.pools[k].cluster.nic_bytes_per_s for k in pools)
-
     @property
     def num_gpus(self) -> int:
         return self.cluster.num_gpus
