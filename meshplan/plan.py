@@ -99,6 +99,8 @@ class Plan:
                            require_choice("moe_dispatcher", self.moe_dispatcher, MOE_DISPATCHERS))
         object.__setattr__(self, "recompute", require_choice("recompute", self.recompute, RECOMPUTE))
         object.__setattr__(self, "cp_kind", require_choice("cp_kind", self.cp_kind, CP_KINDS))
+        if self.cp == 1:  # no context parallelism: how it would exchange K/V means nothing
+            object.__setattr__(self, "cp_kind", "ring")
         if self.recompute_layers and self.recompute != "full":
             raise InputError("recompute_layers", self.recompute_layers,
                              "partial recomputation recomputes whole layers: it needs "

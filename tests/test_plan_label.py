@@ -53,6 +53,15 @@ def test_every_plan_survives_its_label():
     assert partial > 200  # the partial-recomputation token is among the plans covered
 
 
+def test_label_names_no_context_parallel_kind_without_context_parallelism():
+    # DeepSpeed's searched plans default to Ulysses; at cp=1 there is nothing to exchange,
+    # and the label must not print a token the plan does not use
+    p = Plan(dp=8, cp=1, cp_kind="all_to_all")
+    assert "cp-a2a" not in format_label(p) and p == Plan(dp=8)
+    q = Plan(dp=4, cp=2, cp_kind="all_to_all")
+    assert "cp-a2a" in format_label(q).split() and parse_label(format_label(q)) == q
+
+
 def test_partial_recompute_label():
     p = parse_label("dp8 tp4 pp4 vpp5 zero1 mb1 rc-full2 interleaved_1f1b sp")
     assert (p.recompute, p.recompute_layers) == ("full", 2)
