@@ -87,8 +87,12 @@ for dp, tp, pp, mbs, mem, s in [(4, 8, 12, 1, '29GB', 143.31), (4, 8, 12, 2, '37
 # 128,000-token vocabulary: with them the sheet's MFU column equals
 # (6*params + 12*layers*hidden*seq) * tokens / (step time * GPUs * 312 TFLOP/s) in all five
 # files (0.02%), while LLaMA's 32,000 vocabulary gives 3-7% off; A100 80GB SXM (MFU against the
-# A100's 312 TFLOP/s); bf16; ZeRO stage and DP details not given in the sheets (blank:
-# the search chooses); no sequence parallelism (the paper's separate seqpara sheets are left
+# A100's 312 TFLOP/s); bf16; ZeRO stage 1: not in the sheets, but the engine has no other
+# sharding (Aleph-Alpha/scaling core/optimizer/optimizer_config.py: ``zero: bool``, "enable
+# zero stage 1 optimizer") and without it (16 bytes of optimizer state per parameter) no
+# 13B layout at TP1 PP1, which the 13B sheet ran, fits in 80 GB (until 2026-11-23 this was
+# left blank and the search chose ZeRO-3 for those rows, a sharding the engine cannot run);
+# no sequence parallelism (the paper's separate seqpara sheets are left
 # out); checkpointing 'every_layer' = full recompute, 'disabled' = none. DP = GPUs/(TP*PP).
 # Engine: framework 'aleph-alpha' = the authors' Aleph Alpha training code (the sheets' 'Average
 # TFlops Aleph Alpha' column and kernel options; public release github Aleph-Alpha/scaling):
@@ -365,13 +369,14 @@ for f, runs in AA_ROWS.items():
                f"{AA_TOKENS_PER_STEP}/(step*{n})" if step else f"trial {trial}: 'OOM Error' in the sheet")
         der += (f"; kernel flash_attention2, activation_checkpointing_type {ckpt}, micro_batch_size "
                 f"{mbs}, model_parallel_size {tp}, pipe_parallel_size {pp}; tokens per step and vocab "
-                "128000 inferred from the MFU column, zero/sequence parallel not stated (trust B)")
+                "128000 inferred from the MFU column; ZeRO-1 (the engine's only sharding) and no "
+                "sequence parallelism inferred, not stated (trust B)")
         rows.append(dict(set=set_name, source=AA_SRC.format(f=f), trust='B', model=f'LLaMA {size}',
                          arch='dense', layers=l, hidden=h, heads=a, kv_heads=a, ffn=ffn, vocab=128000,
                          attention='mha', mlp='swiglu', tied_embeddings=0, seq_len=seq,
                          global_batch_seqs=AA_TOKENS_PER_STEP // seq, micro_batch=mbs,
                          gpu='A100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=1, dp=n // (tp * pp), cp=1,
-                         ep=1, etp=1, sequence_parallel=0,
+                         ep=1, etp=1, zero=1, sequence_parallel=0,
                          recompute='full' if ckpt == 'every_layer' else 'none', precision='bf16',
                          framework='aleph-alpha',
                          measured_tokens_per_s_per_gpu=round(AA_TOKENS_PER_STEP / (step * n), 2) if step else '',
