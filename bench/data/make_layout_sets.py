@@ -14,6 +14,7 @@ HERE = Path(__file__).resolve()
 cols = open(HERE.parents[3] / 'shared/validation/calibration.csv').readline().strip().split(',')
 cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attention'):]
 cols = cols[:1] + ['set'] + cols[1:]
+cols = cols[:cols.index('num_gpus')] + ['nic_gbps_per_gpu'] + cols[cols.index('num_gpus'):]
 rows = []
 
 # --- BigScience BLOOM pre-training topology search (Jean Zay, 48 nodes x 8 A100 80GB) -------
@@ -25,12 +26,15 @@ rows = []
 # recompute-inclusive 96*B*s*l*h^2*(1+s/6h+V/16lh) formula and matches Sec/it for these rows),
 # ZeRO stage 1 ("ZS 1" table of 02-21), fp16 (the 02-28 section says BF16 starts from then on),
 # no sequence parallelism, DeepSpeed's default parameter-balanced pipeline partitioning.
+# Network: Jean Zay's A100 nodes have "4 Omni-Path 100 Gbps links per node" for 8 GPUs (BLOOM
+# paper, arXiv 2211.05100, sec. 3.4 'Hardware'): nic_gbps_per_gpu 50 (until 2026-11-23 left
+# blank, i.e. the usual 200 Gb/s HDR NIC per A100, four times too fast).
 # Target: tokens/s per GPU = GBS * 2048 / (Sec/it * 384). Sec/it is iteration 2 of a short run
 # ("the data isn't exact and can fluctuate a bit"): trust B.
 SRC = "BigScience bigscience repo train/tr11-176B-ml/chronicles-prequel.md (section '{sec}', {day})"
 BLOOM = dict(model='BLOOM-prequel 181B (72x14336)', arch='dense', layers=72, hidden=14336, heads=64,
              kv_heads=64, ffn=4 * 14336, vocab=250880, attention='mha', mlp='gelu', tied_embeddings=1,
-             seq_len=2048, gpu='A100-SXM-80GB', num_gpus=384, vpp=1, cp=1, ep=1, etp=1, zero=1,
+             seq_len=2048, gpu='A100-SXM-80GB', nic_gbps_per_gpu=50, num_gpus=384, vpp=1, cp=1, ep=1, etp=1, zero=1,
              sequence_parallel=0, recompute='full', precision='fp16', framework='deepspeed')
 
 
