@@ -8,6 +8,7 @@ section/table), how the target was derived, and a trust grade. None of these row
 Re-run after editing: python bench/data/make_layout_sets.py (needs ../shared for the column order).
 """
 import csv
+import math
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -15,6 +16,7 @@ cols = open(HERE.parents[3] / 'shared/validation/calibration.csv').readline().st
 cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attention'):]
 cols = cols[:1] + ['set'] + cols[1:]
 cols = cols[:cols.index('num_gpus')] + ['nic_gbps_per_gpu'] + cols[cols.index('num_gpus'):]
+cols = cols[:cols.index('oom')] + ['measured_noise'] + cols[cols.index('oom'):]
 rows = []
 
 # --- BigScience BLOOM pre-training topology search (Jean Zay, 48 nodes x 8 A100 80GB) -------
@@ -29,6 +31,11 @@ rows = []
 # Network: Jean Zay's A100 nodes have "4 Omni-Path 100 Gbps links per node" for 8 GPUs (BLOOM
 # paper, arXiv 2211.05100, sec. 3.4 'Hardware'): nic_gbps_per_gpu 50 (until 2026-11-23 left
 # blank, i.e. the usual 200 Gb/s HDR NIC per A100, four times too fast).
+# Noise: "the data isn't exact and can fluctuate a bit" (section 'Choosing the fastest 3D
+# Topology': one snapshot, iteration 2). The page times three configurations of this model
+# (72 x 14336, 64 heads, GBS 2048, fp16, ZeRO-1) more than once (REPEATS, Sec/it as printed);
+# their pooled within-configuration standard deviation of ln(Sec/it) is the measured_noise of
+# every BLOOM row (about 1.0%; meshplan/ranking.py uses it for the noise-aware ranking).
 # Target: tokens/s per GPU = GBS * 2048 / (Sec/it * 384). Sec/it is iteration 2 of a short run
 # ("the data isn't exact and can fluctuate a bit"): trust B.
 SRC = "BigScience bigscience repo train/tr11-176B-ml/chronicles-prequel.md (section '{sec}', {day})"
@@ -36,6 +43,30 @@ BLOOM = dict(model='BLOOM-prequel 181B (72x14336)', arch='dense', layers=72, hid
              kv_heads=64, ffn=4 * 14336, vocab=250880, attention='mha', mlp='gelu', tied_embeddings=1,
              seq_len=2048, gpu='A100-SXM-80GB', nic_gbps_per_gpu=50, num_gpus=384, vpp=1, cp=1, ep=1, etp=1, zero=1,
              sequence_parallel=0, recompute='full', precision='fp16', framework='deepspeed')
+
+
+REPEATS = [
+    # DP=8 TP=4 PP=12 MBS=2, 'GBS Variations' 02-25: printed twice
+    (110.48, 113.54),
+    # DP=8 TP=8 PP=6 MBS=4: '48 node contenders' 02-21, 'Final round comparison' 02-23,
+    # 'NHEADs comparison' 02-23 (NHEADS=64)
+    (121.48, 120.85, 120.18),
+    # DP=4 TP=8 PP=12 MBS=4: '48 node contenders' 02-21, 'Final round comparison' 02-23
+    (123.69, 123.79),
+]
+
+
+def pooled_log_sd(groups):
+    ss = df = 0
+    for g in groups:
+        logs = [math.log(x) for x in g]
+        mean = sum(logs) / len(logs)
+        ss += sum((v - mean) ** 2 for v in logs)
+        df += len(logs) - 1
+    return math.sqrt(ss / df)
+
+
+BLOOM_NOISE = round(pooled_log_sd(REPEATS), 4)
 
 
 def bloom(set_name, sec, day, dp, tp, pp, mbs, gbs, sec_it, mem='', oom=0, note=''):
@@ -46,7 +77,11 @@ def bloom(set_name, sec, day, dp, tp, pp, mbs, gbs, sec_it, mem='', oom=0, note=
     der += (f"table row DP={dp} TP={tp} PP={pp} MBS={mbs} GBS={gbs} Mem={mem or '-'} (nvidia-smi, "
             "not entered as peak memory: which GPU is not stated); fp16, ZeRO-1, full activation "
             "checkpointing, vocab 250880 per the file notes and tr11 slurm (inferred: trust B)" + note)
+    if sec_it:
+        der += (f"; measured_noise {BLOOM_NOISE}: pooled run-to-run sd of the configurations the "
+                "page times more than once")
     rows.append(dict(set=set_name, source=SRC.format(sec=sec, day=day), trust='B', **BLOOM,
+                     measured_noise=BLOOM_NOISE if sec_it else '',
                      global_batch_seqs=gbs, micro_batch=mbs, tp=tp, pp=pp, dp=dp,
                      measured_tokens_per_s_per_gpu=tps, measured_step_time_s=sec_it or '',
                      oom=oom, derivation=der))
