@@ -27,7 +27,12 @@ rows = []
 # Megatron-DeepSpeed: --checkpoint-activations (tr11 slurm; the page's TFLOPs column is the
 # recompute-inclusive 96*B*s*l*h^2*(1+s/6h+V/16lh) formula and matches Sec/it for these rows),
 # ZeRO stage 1 ("ZS 1" table of 02-21), fp16 (the 02-28 section says BF16 starts from then on),
-# no sequence parallelism, DeepSpeed's default parameter-balanced pipeline partitioning.
+# no sequence parallelism; pipeline stages hold equal numbers of transformer layers, the
+# embedding on the first and the tied output layer on the last (Megatron-DeepSpeed's
+# GPTModelPipe passes partition_method='type:transformer' to DeepSpeed's PipelineModule; the
+# page switches to 'type:transformer|embedding' only on 02-28, section 'Rebalancing layers';
+# until 2026-11-23 this note said "parameter-balanced", DeepSpeed's own default, which
+# GPTModelPipe overrides), i.e. meshplan's balanced split (plan.py layer_split).
 # Network: Jean Zay's A100 nodes have "4 Omni-Path 100 Gbps links per node" for 8 GPUs (BLOOM
 # paper, arXiv 2211.05100, sec. 3.4 'Hardware'): nic_gbps_per_gpu 50 (until 2026-11-23 left
 # blank, i.e. the usual 200 Gb/s HDR NIC per A100, four times too fast).
