@@ -57,6 +57,10 @@ def test_deepspeed_flush_only_with_its_pipeline_engine():
     s = flush_sync("deepspeed", Plan(pp=4, zero=1), "fp16")
     assert (s.reduce, s.reduce_bytes_per_param, s.gather_bytes_per_param) == (
         "reduce-scatter", 2.0, 2.0)  # fp16 gradients, then 16-bit weights gathered
+    # bf16: the BF16 optimizer's fp32 gradients all-reduced, then its bf16 weights gathered
+    s = flush_sync("deepspeed", Plan(pp=4, zero=0), "bf16")
+    assert (s.reduce, s.reduce_bytes_per_param, s.gather_bytes_per_param) == (
+        "all-reduce", 4.0, 2.0)
     assert flush_sync("megatron", Plan(pp=4, zero=1), "bf16") is None
 
 

@@ -9,11 +9,16 @@ Two engines of the published layout sweeps do not:
   on the last step of the schedule ``ReduceTiedGrads(), ReduceGrads(), OptimizerStep()``;
   pipe/engine.py ``_exec_reduce_grads`` runs the data-parallel reduction then, after the
   pipeline has drained). Megatron-DeepSpeed (the BigScience BLOOM runs) trains through it
-  whenever PP > 1. With ZeRO stage 1 the gradients are reduce-scattered to the partition
-  owners (stage_1_and_2.py, ``reduce_scatter`` on by default) and, after the optimizer step,
-  the updated 16-bit weights all-gathered; under fp16 the gradients are fp16 (2 bytes:
-  "fp16 which grad accumulates in fp16", bigscience tr11-176B-ml chronicles-prequel.md,
-  'Rebalancing layers'), under bf16 fp32 (4 bytes, same section: BF16 optimizer).
+  whenever PP > 1. Under fp16 (``_exec_reduce_grads`` -> ``allreduce_gradients``) with
+  ZeRO stage 1 the fp16 gradients (2 bytes: "fp16 which grad accumulates in fp16",
+  bigscience tr11-176B-ml chronicles-prequel.md, 'Rebalancing layers') are reduce-scattered
+  to the partition owners (stage_1_and_2.py, ``reduce_scatter`` on by default) and, after
+  the optimizer step, the updated 16-bit weights all-gathered. Under bf16 the engine's
+  ``_bf16_reduce_grads`` all-reduces the BF16 optimizer's fp32 gradients
+  (``buffered_allreduce_fallback(grads=self.optimizer.get_grads_for_reduction())``, 4
+  bytes, "not sharded", same section) and that optimizer, DeepSpeed's own ZeRO-1 equivalent
+  ("bf16 must use z0! it implements its own zero stage 1 equivalent", tr11-176B-ml.slurm),
+  all-gathers the updated bf16 weights.
 - Aleph Alpha's training code (Hagemann et al. 2023's engine; public release github
   Aleph-Alpha/scaling, 2024): core/nn/pipeline_schedule/train.py is the same instruction
   schedule (``InstructionReduceTiedGrads``, ``InstructionOptimizerStep`` on the last step);
@@ -62,8 +67,9 @@ def flush_sync(engine: str, plan: Plan, precision: str) -> FlushSync | None:
     if engine == ALEPH_ALPHA and plan.zero <= 1:
         return FlushSync("all-reduce", 4.0, 2.0 if plan.zero == 1 else 0.0)
     if engine == DEEPSPEED and plan.pp > 1 and plan.zero <= 1:
-        grad = 2.0 if precision == "fp16" else 4.0
+        if precision != "fp16":  # BF16 optimizer: fp32 all-reduce, then its own weight gather
+            return FlushSync("all-reduce", 4.0, 2.0)
         if plan.zero == 1:
-            return FlushSync("reduce-scatter", grad, 2.0)
-        return FlushSync("all-reduce", grad, 0.0)
+            return FlushSync("reduce-scatter", 2.0, 2.0)
+        return FlushSync("all-reduce", 2.0, 0.0)
     return None
