@@ -176,8 +176,10 @@ def format_lines(report: dict) -> list[str]:
         rho = "-" if d["spearman"] is None else f"{d['spearman']:.3f}"
         gap = "-" if d["best_gap"] is None else f"{d['best_gap']:.1%}"
         if d.get("noise"):  # noise-aware figures first, the raw ones beside them
-            rho = f"{d['spearman_noise']:.3f} with noise {d['noise']:.1%} (raw {rho})"
-            gap = f"{gap} (noise allowance {d['best_gap_allowance']:.1%})"
+            rn = "-" if d["spearman_noise"] is None else f"{d['spearman_noise']:.3f}"
+            rho = f"{rn} with noise {d['noise']:.1%} (raw {rho})"
+            if d["best_gap"] is not None:
+                gap = f"{gap} (noise allowance {d['best_gap_allowance']:.1%})"
         ok = {True: "meets", False: "misses", None: "-"}[meets_target(d)]
         extra = (f"; predicted best {d['predicted_best']}, measured best {d['measured_best']}"
                  if d["predicted_best"] is not None else "")

@@ -130,6 +130,19 @@ def test_validate_prints_ranking_lines(tmp_path, capsys):
     assert {r["set"] for r in data["rows"]} == {"toyset"}
 
 
+def test_noise_column_checked_and_single_row_set_printed(tmp_path, capsys):
+    rows = TOY.format(a=30000, b=20000, c=10000).splitlines()
+    p = tmp_path / "sets.csv"
+    # one row with an impossible noise (not scored, names the column), one ranked row left
+    p.write_text("\n".join([rows[0] + ",measured_noise", rows[1] + ",1.5", rows[2] + ",0.01"])
+                 + "\n")
+    assert main(["validate", str(p), "--no-search", "--jobs", "1"]) == 1  # a row not scored
+    out = capsys.readouterr().out
+    assert "measured_noise=1.5" in out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("toyset:"))
+    assert "rows 1" in line and "Spearman - with noise 1.0%" in line
+
+
 def test_no_set_column_no_ranking(tmp_path, capsys):
     p = tmp_path / "runs.csv"
     p.write_text("\n".join(ln.split(",", 2)[0] + "," + ln.split(",", 2)[2]
