@@ -65,7 +65,8 @@ def test_deepspeed_flush_only_with_its_pipeline_engine():
 
 
 def test_aleph_alpha_keeps_16bit_gradients():
-    aa, mg = _est("aleph-alpha"), _est("megatron")
+    # one stage, so both engines hold the same parameters (their pipeline splits differ)
+    aa, mg = (_est(e, pp=1, dp=64, schedule="") for e in ("aleph-alpha", "megatron"))
     for a, m in zip(aa.memory, mg.memory):
         assert a.parts["gradients"] == pytest.approx(m.parts["gradients"] / 2)  # 2 vs 4 bytes
         # and the fp32 gradient copy of the owned 1/dp slice instead
@@ -81,3 +82,16 @@ def test_deepspeed_pipeline_sends_one_tp_slice():
               for e in ("deepspeed", "megatron"))
     pp = [next(c for c in x.comm if c.axis == "pp") for x in (ds, mg)]
     assert pp[0].bytes_per_step == pytest.approx(pp[1].bytes_per_step / 8)
+
+
+def test_aleph_alpha_uniform_split_over_layer_specs():
+    from meshplan.cost.engine_split import engine_layer_split
+    # 63 items (embedding, 60 layers, norm, head) over 16 stages: 15 runs of 4, one of 3;
+    # the first run spends a slot on the embedding, the last two on norm and head
+    assert engine_layer_split("aleph-alpha", 60, 16, 1) == [3] + [4] * 14 + [1]
+    # 43 items over 2 stages: 22 and 21 -> 21 layers, then 19 layers + norm + head
+    assert engine_layer_split("aleph-alpha", 40, 2, 1) == [21, 19]
+    assert engine_layer_split("megatron", 40, 2, 1) is None
+    assert engine_layer_split("aleph-alpha", 40, 1, 1) is None
+    e = _est("aleph-alpha", pp=4, dp=16)
+    assert [c.layers for c in e.chunks] == engine_layer_split("aleph-alpha", MODEL.layers, 4, 1)

@@ -155,9 +155,9 @@ def test_no_set_column_no_ranking(tmp_path, capsys):
 # bench/data/layout_sets.csv`); the pins catch a change that makes the ranking worse. They are
 # far from issue 9's target (Spearman >= 0.9): see the closing note for the diagnosis.
 MEASURED = {"bloom181b-a100x384-0221": 0.179, "bloom181b-a100x384-0225": 0.076,
-            "llama13b-2k-a100x64": 0.821, "llama13b-8k-a100x128": 0.775,
-            "llama30b-2k-a100x256": 0.623, "llama30b-8k-a100x128": 0.854,
-            "llama65b-2k-a100x128": 0.969}
+            "llama13b-2k-a100x64": 0.771, "llama13b-8k-a100x128": 0.851,
+            "llama30b-2k-a100x256": 0.663, "llama30b-8k-a100x128": 0.879,
+            "llama65b-2k-a100x128": 0.957}
 MARGIN = 0.1
 
 

@@ -21,6 +21,7 @@ from .compute import device
 from .efficiency import HOST, NETWORK
 from .engine_dp import HALF_GRAD_ENGINES, flush_sync
 from .engine_p2p import p2p_split
+from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import FP16_GRAD_ENGINES, RankState, memory_parts, reserved_bytes
@@ -320,7 +321,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         kinds += (dense_rc or moe_rc, moe_rc or dense_rc)
     else:
         kinds += kinds[:2]  # counts 0: never weighed
-    split = plan.layer_split(model)
+    split = (engine_layer_split(workload.framework, model.layers, plan.pp, plan.vpp)
+             or plan.layer_split(model))
     p2p_bytes = ACT * shard.stream_tokens * model.hidden / p2p_split(
         workload.framework, plan.tp, bool(plan.sequence_parallel))
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
