@@ -49,6 +49,7 @@ class RowResult:
     measured_step_time_s: float | None = None
     measured_peak_mem_gib: float | None = None
     measured_oom: bool = False
+    measured_noise: float | None = None  # relative run-to-run noise (ranking.py)
     source: str = ""
     layout_set: str = ""  # the optional `set` column: a published sweep (ranking.py)
     predicted_tokens_per_s_per_gpu: float | None = None
@@ -107,7 +108,7 @@ class RowResult:
             "measured_tokens_per_s_per_gpu": self.measured_tokens_per_s_per_gpu,
             "measured_step_time_s": self.measured_step_time_s,
             "measured_peak_mem_gib": self.measured_peak_mem_gib,
-            "measured_oom": self.measured_oom,
+            "measured_oom": self.measured_oom, "measured_noise": self.measured_noise,
             "tokens_error": self.tokens_error, "memory_error": self.memory_error,
             "plan": self.plan, "chosen": self.chosen, "notes": self.notes,
             "search_best_tokens_per_s_per_gpu": self.search_best_tokens_per_s_per_gpu,
@@ -207,6 +208,10 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         res.measured_step_time_s = measured(row, "measured_step_time_s")
         res.measured_peak_mem_gib = measured(row, "measured_peak_mem_gib")
         res.measured_oom = bool(flag(row, "oom"))
+        res.measured_noise = runs_csv.number(row, "measured_noise")
+        if res.measured_noise is not None and not 0 <= res.measured_noise < 1:
+            raise InputError("measured_noise", res.measured_noise,
+                             "a relative standard deviation in [0, 1)")
         if validate_pools.is_pool_row(row):  # mixed GPU pools: validate_pools.py
             validate_pools.fill_pool_prediction(res, row, with_search_best, cache, residuals)
             return res

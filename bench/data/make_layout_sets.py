@@ -8,12 +8,15 @@ section/table), how the target was derived, and a trust grade. None of these row
 Re-run after editing: python bench/data/make_layout_sets.py (needs ../shared for the column order).
 """
 import csv
+import math
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
 cols = open(HERE.parents[3] / 'shared/validation/calibration.csv').readline().strip().split(',')
 cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attention'):]
 cols = cols[:1] + ['set'] + cols[1:]
+cols = cols[:cols.index('num_gpus')] + ['nic_gbps_per_gpu'] + cols[cols.index('num_gpus'):]
+cols = cols[:cols.index('oom')] + ['measured_noise'] + cols[cols.index('oom'):]
 rows = []
 
 # --- BigScience BLOOM pre-training topology search (Jean Zay, 48 nodes x 8 A100 80GB) -------
@@ -24,14 +27,51 @@ rows = []
 # Megatron-DeepSpeed: --checkpoint-activations (tr11 slurm; the page's TFLOPs column is the
 # recompute-inclusive 96*B*s*l*h^2*(1+s/6h+V/16lh) formula and matches Sec/it for these rows),
 # ZeRO stage 1 ("ZS 1" table of 02-21), fp16 (the 02-28 section says BF16 starts from then on),
-# no sequence parallelism, DeepSpeed's default parameter-balanced pipeline partitioning.
+# no sequence parallelism; pipeline stages hold equal numbers of transformer layers, the
+# embedding on the first and the tied output layer on the last (Megatron-DeepSpeed's
+# GPTModelPipe passes partition_method='type:transformer' to DeepSpeed's PipelineModule; the
+# page switches to 'type:transformer|embedding' only on 02-28, section 'Rebalancing layers';
+# until 2026-11-23 this note said "parameter-balanced", DeepSpeed's own default, which
+# GPTModelPipe overrides), i.e. meshplan's balanced split (plan.py layer_split).
+# Network: Jean Zay's A100 nodes have "4 Omni-Path 100 Gbps links per node" for 8 GPUs (BLOOM
+# paper, arXiv 2211.05100, sec. 3.4 'Hardware'): nic_gbps_per_gpu 50 (until 2026-11-23 left
+# blank, i.e. the usual 200 Gb/s HDR NIC per A100, four times too fast).
+# Noise: "the data isn't exact and can fluctuate a bit" (section 'Choosing the fastest 3D
+# Topology': one snapshot, iteration 2). The page times three configurations of this model
+# (72 x 14336, 64 heads, GBS 2048, fp16, ZeRO-1) more than once (REPEATS, Sec/it as printed);
+# their pooled within-configuration standard deviation of ln(Sec/it) is the measured_noise of
+# every BLOOM row (about 1.0%; meshplan/ranking.py uses it for the noise-aware ranking).
 # Target: tokens/s per GPU = GBS * 2048 / (Sec/it * 384). Sec/it is iteration 2 of a short run
 # ("the data isn't exact and can fluctuate a bit"): trust B.
 SRC = "BigScience bigscience repo train/tr11-176B-ml/chronicles-prequel.md (section '{sec}', {day})"
 BLOOM = dict(model='BLOOM-prequel 181B (72x14336)', arch='dense', layers=72, hidden=14336, heads=64,
              kv_heads=64, ffn=4 * 14336, vocab=250880, attention='mha', mlp='gelu', tied_embeddings=1,
-             seq_len=2048, gpu='A100-SXM-80GB', num_gpus=384, vpp=1, cp=1, ep=1, etp=1, zero=1,
+             seq_len=2048, gpu='A100-SXM-80GB', nic_gbps_per_gpu=50, num_gpus=384, vpp=1, cp=1, ep=1, etp=1, zero=1,
              sequence_parallel=0, recompute='full', precision='fp16', framework='deepspeed')
+
+
+REPEATS = [
+    # DP=8 TP=4 PP=12 MBS=2, 'GBS Variations' 02-25: printed twice
+    (110.48, 113.54),
+    # DP=8 TP=8 PP=6 MBS=4: '48 node contenders' 02-21, 'Final round comparison' 02-23,
+    # 'NHEADs comparison' 02-23 (NHEADS=64)
+    (121.48, 120.85, 120.18),
+    # DP=4 TP=8 PP=12 MBS=4: '48 node contenders' 02-21, 'Final round comparison' 02-23
+    (123.69, 123.79),
+]
+
+
+def pooled_log_sd(groups):
+    ss = df = 0
+    for g in groups:
+        logs = [math.log(x) for x in g]
+        mean = sum(logs) / len(logs)
+        ss += sum((v - mean) ** 2 for v in logs)
+        df += len(logs) - 1
+    return math.sqrt(ss / df)
+
+
+BLOOM_NOISE = round(pooled_log_sd(REPEATS), 4)
 
 
 def bloom(set_name, sec, day, dp, tp, pp, mbs, gbs, sec_it, mem='', oom=0, note=''):
@@ -42,7 +82,11 @@ def bloom(set_name, sec, day, dp, tp, pp, mbs, gbs, sec_it, mem='', oom=0, note=
     der += (f"table row DP={dp} TP={tp} PP={pp} MBS={mbs} GBS={gbs} Mem={mem or '-'} (nvidia-smi, "
             "not entered as peak memory: which GPU is not stated); fp16, ZeRO-1, full activation "
             "checkpointing, vocab 250880 per the file notes and tr11 slurm (inferred: trust B)" + note)
+    if sec_it:
+        der += (f"; measured_noise {BLOOM_NOISE}: pooled run-to-run sd of the configurations the "
+                "page times more than once")
     rows.append(dict(set=set_name, source=SRC.format(sec=sec, day=day), trust='B', **BLOOM,
+                     measured_noise=BLOOM_NOISE if sec_it else '',
                      global_batch_seqs=gbs, micro_batch=mbs, tp=tp, pp=pp, dp=dp,
                      measured_tokens_per_s_per_gpu=tps, measured_step_time_s=sec_it or '',
                      oom=oom, derivation=der))
@@ -87,8 +131,12 @@ for dp, tp, pp, mbs, mem, s in [(4, 8, 12, 1, '29GB', 143.31), (4, 8, 12, 2, '37
 # 128,000-token vocabulary: with them the sheet's MFU column equals
 # (6*params + 12*layers*hidden*seq) * tokens / (step time * GPUs * 312 TFLOP/s) in all five
 # files (0.02%), while LLaMA's 32,000 vocabulary gives 3-7% off; A100 80GB SXM (MFU against the
-# A100's 312 TFLOP/s); bf16; ZeRO stage and DP details not given in the sheets (blank:
-# the search chooses); no sequence parallelism (the paper's separate seqpara sheets are left
+# A100's 312 TFLOP/s); bf16; ZeRO stage 1: not in the sheets, but the engine has no other
+# sharding (Aleph-Alpha/scaling core/optimizer/optimizer_config.py: ``zero: bool``, "enable
+# zero stage 1 optimizer") and without it (16 bytes of optimizer state per parameter) no
+# 13B layout at TP1 PP1, which the 13B sheet ran, fits in 80 GB (until 2026-11-23 this was
+# left blank and the search chose ZeRO-3 for those rows, a sharding the engine cannot run);
+# no sequence parallelism (the paper's separate seqpara sheets are left
 # out); checkpointing 'every_layer' = full recompute, 'disabled' = none. DP = GPUs/(TP*PP).
 # Engine: framework 'aleph-alpha' = the authors' Aleph Alpha training code (the sheets' 'Average
 # TFlops Aleph Alpha' column and kernel options; public release github Aleph-Alpha/scaling):
@@ -365,13 +413,14 @@ for f, runs in AA_ROWS.items():
                f"{AA_TOKENS_PER_STEP}/(step*{n})" if step else f"trial {trial}: 'OOM Error' in the sheet")
         der += (f"; kernel flash_attention2, activation_checkpointing_type {ckpt}, micro_batch_size "
                 f"{mbs}, model_parallel_size {tp}, pipe_parallel_size {pp}; tokens per step and vocab "
-                "128000 inferred from the MFU column, zero/sequence parallel not stated (trust B)")
+                "128000 inferred from the MFU column; ZeRO-1 (the engine's only sharding) and no "
+                "sequence parallelism inferred, not stated (trust B)")
         rows.append(dict(set=set_name, source=AA_SRC.format(f=f), trust='B', model=f'LLaMA {size}',
                          arch='dense', layers=l, hidden=h, heads=a, kv_heads=a, ffn=ffn, vocab=128000,
                          attention='mha', mlp='swiglu', tied_embeddings=0, seq_len=seq,
                          global_batch_seqs=AA_TOKENS_PER_STEP // seq, micro_batch=mbs,
                          gpu='A100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=1, dp=n // (tp * pp), cp=1,
-                         ep=1, etp=1, sequence_parallel=0,
+                         ep=1, etp=1, zero=1, sequence_parallel=0,
                          recompute='full' if ckpt == 'every_layer' else 'none', precision='bf16',
                          framework='aleph-alpha',
                          measured_tokens_per_s_per_gpu=round(AA_TOKENS_PER_STEP / (step * n), 2) if step else '',

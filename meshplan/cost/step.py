@@ -19,6 +19,9 @@ from ..specs.workload import Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
 from .compute import device
 from .efficiency import HOST, NETWORK
+from .engine_dp import HALF_GRAD_ENGINES, flush_sync
+from .engine_p2p import p2p_split
+from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import FP16_GRAD_ENGINES, RankState, memory_parts, reserved_bytes
@@ -187,10 +190,25 @@ def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
 
 
 def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_params: float,
-             m: int, fwd_window: float, bwd_window: float) -> tuple[float, float, float]:
+             m: int, fwd_window: float, bwd_window: float, engine: str = "",
+             precision: str = "bf16") -> tuple[float, float, float]:
     """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank."""
     grad = 4.0  # fp32 gradient reduction
     shard_pl = pl.get("dp_shard", pl["dp"])
+    n_dp = plan.dp * plan.cp
+    sync = flush_sync(engine, plan, precision)
+    if sync is not None:  # reduced after the pipeline flush: nothing hides it (engine_dp.py)
+        red = all_reduce_s if sync.reduce == "all-reduce" else all_gather_s
+        wire = (red(cluster, shard_pl, sync.reduce_bytes_per_param * params)
+                + red(cluster, pl["edp"], sync.reduce_bytes_per_param * expert_params))
+        if sync.gather_bytes_per_param:
+            wire += (all_gather_s(cluster, shard_pl, sync.gather_bytes_per_param * params)
+                     + all_gather_s(cluster, pl["edp"],
+                                    sync.gather_bytes_per_param * expert_params))
+        ring = 2.0 if sync.reduce == "all-reduce" else 1.0
+        sent = ((ring * sync.reduce_bytes_per_param + sync.gather_bytes_per_param)
+                * (params + expert_params) * (n_dp - 1) / max(n_dp, 1))
+        return wire, wire, sent
 
     def coll(place: Placement, p: float) -> tuple[float, float, float]:
         """(reduce, gather, allreduce-replicate) times for p parameters on ``place``."""
@@ -206,7 +224,6 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     rep = 0.0
     if "dp_replicate" in pl:  # HSDP: all-reduce the shard across replicas
         rep = all_reduce_s(cluster, pl["dp_replicate"], grad * params / plan.hsdp_shard)
-    n_dp = plan.dp * plan.cp
     sent = (grad + (2.0 if plan.zero else grad)) * (params + expert_params) * (n_dp - 1) / max(n_dp, 1)
     if plan.zero <= 1:
         wire = rs + ag + rep
@@ -304,8 +321,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         kinds += (dense_rc or moe_rc, moe_rc or dense_rc)
     else:
         kinds += kinds[:2]  # counts 0: never weighed
-    split = plan.layer_split(model)
-    p2p_bytes = ACT * shard.stream_tokens * model.hidden
+    split = (engine_layer_split(workload.framework, model.layers, plan.pp, plan.vpp)
+             or plan.layer_split(model))
+    p2p_bytes = ACT * shard.stream_tokens * model.hidden / p2p_split(
+        workload.framework, plan.tp, bool(plan.sequence_parallel))
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
     chunk_counts = _chunk_counts(model, tuple(split), plan.recompute_layers)
 
@@ -339,7 +358,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         fwd_win = agg(rs, "fwd_compute_s")
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
-            plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win)
+            plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
+            workload.framework, workload.precision)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
@@ -404,8 +424,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
                                       plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
                                       cluster.gpu.memory_bytes,
-                                      fp16_grads=workload.precision == "fp16"
-                                      and workload.framework in FP16_GRAD_ENGINES))
+                                      fp16_grads=(workload.precision == "fp16"
+                                                  and workload.framework in FP16_GRAD_ENGINES)
+                                      or workload.framework in HALF_GRAD_ENGINES))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak
