@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
+from .engines import framework_zeros
 from .errors import InputError, require_choice
 from .plan import MOE_DISPATCHERS, SCHEDULES, Plan
 from .row_model import model_from_row
@@ -241,8 +242,10 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     key = ("pinned", prep.free_key, prep.pins)
     if key not in cache:
         r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
-        if r.best is None:  # nothing fits: report the leanest plan's numbers
-            lean = dict(pins, zero=pins.get("zero", 3), recompute=pins.get("recompute", "full"))
+        if r.best is None:  # nothing fits: report the leanest plan the engine runs
+            leanest_zero = max(framework_zeros(prep.workload.framework) or (3,))
+            lean = dict(pins, zero=pins.get("zero", leanest_zero),
+                        recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
             fill = {"micro_batch": 1, "vpp": 1}
             cache[key] = estimate(prep.model, prep.cluster, prep.workload,
