@@ -188,7 +188,8 @@ def prepare(row: dict) -> Prepared:
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
-                        framework=(text(row, "framework") or "").lower())
+                        framework=(text(row, "framework") or "").lower(),
+                        compiled_loss=bool(flag(row, "compiled_loss")))  # optional column
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
 

@@ -388,7 +388,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard, workload.framework)
+    logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss)
 
     def rank_memory(r: int) -> Breakdown:
         rc = rank_counts[r]
