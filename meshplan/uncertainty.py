@@ -80,10 +80,18 @@ def class_of(generation: str, is_moe: bool, num_gpus: int) -> str:
     return f"{generation or 'unknown'}/{'moe' if is_moe else 'dense'}/{scale_of(num_gpus)}"
 
 
+# Engines that allocate memory as another engine does and share its memory class.
+# meshplan's own runtime ("") shards with FSDP2 ``fully_shard`` the way torchtitan does
+# (meshplan/runtime/data_parallel.py), calls torch SDPA and torch's cross entropy on upcast
+# logits: torchtitan's allocation policy, kernels and peak (torch reserved).
+MEMORY_CLASS_OF_ENGINE = {"": "torchtitan"}
+
+
 def memory_class_of(framework: str, generation: str) -> str:
-    """The memory residual class: engine (Workload.framework; "" = meshplan's own runtime)
-    and GPU generation."""
-    return f"{framework or 'meshplan'}/{generation or 'unknown'}"
+    """The memory residual class: engine (Workload.framework, through
+    MEMORY_CLASS_OF_ENGINE) and GPU generation."""
+    eng = MEMORY_CLASS_OF_ENGINE.get(framework or "", framework)
+    return f"{eng}/{generation or 'unknown'}"
 
 
 DEFAULT_PATH = "residuals.toml"

@@ -51,8 +51,8 @@ def test_memory_class_follows_engine_and_generation():
     _, sd_new, key_new = U.memory_terms(data, "megatron", "hopper")
     assert key_new == "megatron/hopper"
     assert sd_new > data["memory"]["all"]["sigma"]
-    # meshplan's own runtime has its own (here unseen) class
-    assert U.memory_class_of("", "hopper") == "meshplan/hopper"
+    # meshplan's own runtime allocates with FSDP2 as torchtitan does: torchtitan's class
+    assert U.memory_class_of("", "hopper") == "torchtitan/hopper"
 
 
 def test_old_residual_files_without_engine_classes_still_work():
