@@ -57,6 +57,9 @@ class Interval:
     # 90th percentile of what tensors hold (the peak less the allocator's cache, which
     # PyTorch gives back before it fails: cost/memory.py); None = use the peak's
     held_p90_gib: float | None = None
+    # whether the memory class's engine has measured peaks in the residual model (False:
+    # the pooled spread, widened by how much engines differ, stands in for it)
+    memory_class_measured: bool = True
 
     @property
     def may_not_fit(self) -> bool:
@@ -210,6 +213,12 @@ def memory_terms(data: dict, framework: str, generation: str) -> tuple[float, fl
     return mu, math.sqrt(var), key
 
 
+def memory_class_measured(data: dict, framework: str, generation: str) -> bool:
+    """Whether the residual model has peaks measured on this engine (any generation)."""
+    eng = memory_class_of(framework, generation).split("/")[0]
+    return data["memory"].get(eng, {}).get("n", 0) >= 1
+
+
 def interval(est, model, cluster, data: dict | None = None, framework: str = "") -> Interval:
     """The 10-90% interval of an Estimate of ``model`` on ``cluster``, run by ``framework``
     (Workload.framework: it picks the memory class)."""
@@ -230,7 +239,8 @@ def interval(est, model, cluster, data: dict | None = None, framework: str = "")
         tokens_per_s_per_gpu=(tps * lo_f, tps * hi_f),
         peak_memory_gib=(mem * mf[0], mem * mf[1]),
         throughput_class=tkey, memory_class=mkey, capacity_gib=est.capacity_bytes / GiB,
-        memory_factors=mf, held_p90_gib=held * mf[1])
+        memory_factors=mf, held_p90_gib=held * mf[1],
+        memory_class_measured=memory_class_measured(data, framework, gen))
 
 
 def verdict(est, iv: Interval) -> str:
@@ -240,8 +250,11 @@ def verdict(est, iv: Interval) -> str:
         return est.verdict
     if iv.may_not_fit:
         need = iv.peak_memory_gib[1] if iv.held_p90_gib is None else iv.held_p90_gib
+        why = ("" if iv.memory_class_measured else
+               f" (no published peak of engine {iv.memory_class.split('/')[0]!r} was measured: "
+               "the pooled memory spread of other engines, widened)")
         return (f"may not fit: 90th percentile {need:.1f} GiB per GPU held by tensors, "
-                f"the GPU has {iv.capacity_gib:.0f} GiB")
+                f"the GPU has {iv.capacity_gib:.0f} GiB" + why)
     return "fits"
 
 

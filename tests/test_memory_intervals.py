@@ -131,3 +131,17 @@ def test_hagemann_verdicts(rid, oom):
     assert res.error is None
     assert res.predicted_oom is oom
     assert res.chosen.get("zero", 1) == 1
+
+
+def test_may_not_fit_says_when_the_engine_has_no_measured_peak():
+    from types import SimpleNamespace
+
+    iv = U.Interval(step_time_s=(1, 2), tokens_per_s_per_gpu=(1, 2), peak_memory_gib=(70, 90),
+                    throughput_class="hopper/dense/small", memory_class="megatron/hopper",
+                    capacity_gib=80.0, held_p90_gib=85.0, memory_class_measured=False)
+    est = SimpleNamespace(fits=True, verdict="fits")
+    assert "no published peak of engine 'megatron'" in U.verdict(est, iv)
+    data = {"memory": {"all": {"n": 3, "mean": 0, "sigma": 0.1},
+                       "torchtitan": {"n": 3, "mean": 0, "sigma": 0.1}}}
+    assert U.memory_class_measured(data, "", "hopper")  # meshplan's runtime: torchtitan's
+    assert not U.memory_class_measured(data, "megatron", "hopper")
