@@ -1,6 +1,7 @@
 """Fit the interval model (meshplan/residuals.toml) from published runs.
 
     python bench/fit_residuals.py ../shared/validation/calibration.csv [--out meshplan/residuals.toml]
+        [--memory-csv bench/data/heldout_memory.csv ...] [--memory-only]
 
 For every scored row: r = ln(measured / predicted) tokens/s per GPU (and peak memory), keyed
 by the row's class (GPU generation / dense or MoE / scale). When bench/fit_constants.py
@@ -9,6 +10,14 @@ refitted without the row's source), those cross-validated predictions are used; 
 the shipped constants' predictions are (in-sample for the rows the constants were fitted
 on; the header says which). It prints, per source, the interval coverage with the residual
 model refitted without that source (leave-one-source-out) and writes the TOML.
+
+Memory: r = ln(measured / predicted) peak memory, keyed by memory class engine/generation
+(uncertainty.memory_class_of), over the memory rows of the main CSV and of every
+``--memory-csv`` file (published peaks are few; the point predictions of memory have no
+fitted constant, so these residuals are out-of-sample for the memory model itself). It
+prints the peak-memory interval coverage per source with the memory residual model refitted
+without that source. ``--memory-only`` rewrites only the [memory] tables and their meta lines
+of the existing TOML and leaves the throughput model as it is.
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshplan import uncertainty  # noqa: E402
-from meshplan.validate import loso_coverage, predict_rows, read_rows  # noqa: E402
+from meshplan.validate import (loso_coverage, loso_memory_coverage, predict_rows,  # noqa: E402
+                               read_rows)
 
 # Relative 1-sigma of the constants behind each group of step-time parts. The interval
 # widens by (share of the step in the group) x sigma for each group (uncertainty.py).
@@ -106,7 +116,27 @@ def _per_source_errors(results, insample: dict, cross_validated: bool) -> None:
               f"LOSO {sorted(allcv)[int(0.9 * (len(allcv) - 1))]:.1%})")
 
 
-def fit(path: str, refit: bool = True) -> tuple[dict, list]:
+def memory_rows(results, memory_csvs: list[str]) -> list:
+    """Rows with a measured and a predicted peak: the main file's and each memory file's."""
+    out = [r for r in results if r.error is None and r.memory_residual is not None]
+    for p in memory_csvs:
+        extra = predict_rows(read_rows(p), with_search_best=False, residuals=_placeholder())
+        out += [r for r in extra if r.error is None and r.memory_residual is not None]
+    return out
+
+
+def memory_coverage_loso(mem_rows) -> None:
+    """Print the peak-memory interval coverage per source, memory residual model refitted
+    without the source (validate.loso_memory_coverage over all memory files together)."""
+    cov = loso_memory_coverage(mem_rows)
+    print(f"10-90% interval coverage of peak memory, memory residual model left out per source: "
+          + (f"{cov['coverage']:.0%} of {cov['rows']} rows" if cov["rows"] else "no rows"))
+    for s, c in cov["per_source"].items():
+        n = sum(1 for r in mem_rows if r.source == s)
+        print(f"  {c:5.0%}  {n:>3}  {s}")
+
+
+def fit(path: str, refit: bool = True, memory_csvs: list[str] = ()) -> tuple[dict, list]:
     rows = read_rows(path)
     results = predict_rows(rows, with_search_best=False, residuals=_placeholder())
     try:
@@ -126,9 +156,9 @@ def fit(path: str, refit: bool = True) -> tuple[dict, list]:
     _per_source_errors(results, insample, bool(loso))
     scored = [r for r in results if r.error is None and r.tokens_residual is not None]
     tput = uncertainty.fit_stats([(r.throughput_class, r.tokens_residual) for r in scored])
-    mem_rows = [r for r in results if r.error is None and r.memory_residual is not None]
-    mem = uncertainty.fit_stats([("moe" if "/moe/" in r.throughput_class else "dense",
-                                  r.memory_residual) for r in mem_rows])
+    mem_rows = memory_rows(results, memory_csvs)
+    mem_records = [(r.memory_class, r.memory_residual) for r in mem_rows]
+    mem = uncertainty.fit_stats(mem_records)
     gens = [v["mean"] for k, v in tput.items() if "/" not in k and k != "all"]
     between = statistics.stdev(gens) if len(gens) > 1 else 0.0
     data = _placeholder()
@@ -137,16 +167,21 @@ def fit(path: str, refit: bool = True) -> tuple[dict, list]:
         "command": "python bench/fit_residuals.py " + " ".join(sys.argv[1:]),
         "data": Path(path).name, "rows": len(scored), "memory_rows": len(mem_rows),
         "method": method, "between_generation_sigma": between,
+        "memory_data": ", ".join([Path(path).name] + [Path(p).name for p in memory_csvs]),
+        "between_engine_memory_sigma": uncertainty.between_sigma(mem_records),
     }
     data["throughput"], data["memory"] = tput, mem
+    memory_coverage_loso(mem_rows)
     return data, results
 
 
 def to_toml(data: dict) -> str:
     m = data["meta"]
     out = ["# The interval model of meshplan/uncertainty.py: log residuals ln(measured/predicted)",
-           f"# by class. Written by: {m['command']} ({m['date']}). Do not edit by hand.",
-           "", "[meta]"]
+           f"# by class. Written by: {m['command']} ({m['date']}). Do not edit by hand."]
+    if "memory_command" in m:
+        out.append(f"# Memory tables rewritten by: {m['memory_command']} ({m['memory_date']}).")
+    out += ["", "[meta]"]
     for k, v in m.items():
         out.append(f"{k} = {v!r}" if isinstance(v, (int, float)) else f'{k} = "{v}"')
     for sec in ("throughput", "memory"):
@@ -159,14 +194,48 @@ def to_toml(data: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+MEMORY_META = ("memory_rows", "memory_data", "between_engine_memory_sigma", "memory_command",
+               "memory_date")
+
+
+def memory_only(path: str, memory_csvs: list[str], out: str) -> None:
+    """Refit the memory tables alone and splice them into ``out``: its throughput tables,
+    constants and other meta lines are kept as they are."""
+    import tomllib
+
+    old = tomllib.loads(Path(out).read_text())
+    results = predict_rows(read_rows(path), with_search_best=False, residuals=_placeholder())
+    mem_rows = memory_rows(results, memory_csvs)
+    records = [(r.memory_class, r.memory_residual) for r in mem_rows]
+    data = {"meta": {k: v for k, v in old["meta"].items() if k not in MEMORY_META},
+            "throughput": old["throughput"], "memory": uncertainty.fit_stats(records)}
+    data["meta"].update({
+        "memory_rows": len(mem_rows),
+        "memory_data": ", ".join([Path(path).name] + [Path(p).name for p in memory_csvs]),
+        "between_engine_memory_sigma": uncertainty.between_sigma(records),
+        "memory_command": "python bench/fit_residuals.py " + " ".join(sys.argv[1:]),
+        "memory_date": datetime.date.today().isoformat()})
+    Path(out).write_text(to_toml(data))
+    memory_coverage_loso(mem_rows)
+    print(f"wrote the memory tables of {out}: {len(mem_rows)} rows, classes "
+          + ", ".join(f"{k} ({v['n']})" for k, v in data["memory"].items() if "/" in k))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--in-sample", action="store_true",
                     help="residuals of the shipped constants as they are (no refit per source)")
     ap.add_argument("--out", default=str(Path(uncertainty.__file__).with_name("residuals.toml")))
+    ap.add_argument("--memory-csv", action="append", default=[],
+                    help="another runs CSV whose measured peaks join the memory residuals")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="rewrite only the memory tables of --out (the throughput model stays)")
     a = ap.parse_args()
-    data, results = fit(a.csv, refit=not a.in_sample)
+    if a.memory_only:
+        memory_only(a.csv, a.memory_csv, a.out)
+        return
+    data, results = fit(a.csv, refit=not a.in_sample, memory_csvs=a.memory_csv)
     text = to_toml(data)
     Path(a.out).write_text(text)
     import tomllib

@@ -301,6 +301,21 @@ def _deepspeed(p, m, w) -> list[Violation]:
 _PLAN_CHECKS = {"megatron": _megatron, "torchtitan": _torchtitan, "deepspeed": _deepspeed}
 
 
+# ZeRO stages the code of a framework that is not an export target has, when
+# ``Workload.framework`` names it (the search walks only these unless the plan pins one).
+# Aleph Alpha's training code (Hagemann et al. 2023, arXiv 2311.05610; public release
+# github Aleph-Alpha/scaling, src/scaling/core/optimizer/optimizer_config.py
+# ``zero: bool = Field(False, description="enable zero stage 1 optimizer")``; parameter_group.py:
+# "each data-parallel worker will still have _all_ original-precision weights as well as
+# gradients"): stage 1 at most; zero 0 holds more than zero 1 and moves the same bytes.
+FRAMEWORK_ZEROS = {"aleph-alpha": (1,)}
+
+
+def framework_zeros(framework: str) -> tuple[int, ...] | None:
+    """The ZeRO stages ``framework``'s code has (None: not known to be limited)."""
+    return FRAMEWORK_ZEROS.get(framework)
+
+
 def search_hints(engine: str) -> dict:
     """How the search walks only plans the engine runs:
 

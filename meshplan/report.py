@@ -17,7 +17,7 @@ def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = No
     """Plan -> 10-90% Interval, around the simulated step time where there is one."""
     out = {}
     for e in ests:
-        iv = interval(e, sc.model, sc.cluster)
+        iv = interval(e, sc.model, sc.cluster, framework=sc.workload.framework)
         s = (simulated or {}).get(e.plan)
         out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s) if s else iv
     return out
@@ -159,7 +159,8 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
                + r.top[0].plan.describe() + "'` prints them"
                + (f"; simulated step {w.step_time_s:.3f} s, as `meshplan simulate --plan` "
                   "prints it" if w else ""))
-    out += breakdown_text(r.top[0], interval(r.top[0], sc.model, sc.cluster))
+    out += breakdown_text(r.top[0], interval(r.top[0], sc.model, sc.cluster,
+                                             framework=sc.workload.framework))
     if r.pareto:
         out.append("")
         out.append("Pareto front (step time vs memory per GPU):")

@@ -14,15 +14,24 @@ Two sources of uncertainty, added in quadrature on the log scale:
    is in the same file's ``[constants]`` table, each with its source.
 
 The log residual r = ln(measured tokens/s / predicted tokens/s) is modelled as normal with
-the class's mean and spread; the 10th and 90th percentiles are mean -+ 1.2816 sigma. Memory
-uses r = ln(measured peak / predicted peak) by dense/MoE class. Cheap: a few dict lookups
-per estimate, nothing is re-estimated.
+the class's mean and spread; the 10th and 90th percentiles are mean -+ 1.2816 sigma.
+
+Memory uses r = ln(measured peak / predicted peak) by memory class ``engine/generation``
+(memory_class_of): the engine decides how model states are allocated (Megatron's contiguous
+buffers, FSDP2's per-parameter shards, DeepSpeed's flat partitions), which loss kernel and
+attention path run and what its logs report as the peak; the GPU generation decides the
+attention path (no fused attention before Ampere) and the allocator's environment. A class
+with few rows is shrunk toward its engine, then all rows; an engine with no memory rows at
+all takes the pooled spread widened by how much engines' means differ
+(``between_engine_memory_sigma``). Cheap: a few dict lookups per estimate, nothing is
+re-estimated.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -48,6 +57,9 @@ class Interval:
     # 90th percentile of what tensors hold (the peak less the allocator's cache, which
     # PyTorch gives back before it fails: cost/memory.py); None = use the peak's
     held_p90_gib: float | None = None
+    # whether the memory class's engine has measured peaks in the residual model (False:
+    # the pooled spread, widened by how much engines differ, stands in for it)
+    memory_class_measured: bool = True
 
     @property
     def may_not_fit(self) -> bool:
@@ -69,6 +81,20 @@ def scale_of(num_gpus: int) -> str:
 
 def class_of(generation: str, is_moe: bool, num_gpus: int) -> str:
     return f"{generation or 'unknown'}/{'moe' if is_moe else 'dense'}/{scale_of(num_gpus)}"
+
+
+# Engines that allocate memory as another engine does and share its memory class.
+# meshplan's own runtime ("") shards with FSDP2 ``fully_shard`` the way torchtitan does
+# (meshplan/runtime/data_parallel.py), calls torch SDPA and torch's cross entropy on upcast
+# logits: torchtitan's allocation policy, kernels and peak (torch reserved).
+MEMORY_CLASS_OF_ENGINE = {"": "torchtitan"}
+
+
+def memory_class_of(framework: str, generation: str) -> str:
+    """The memory residual class: engine (Workload.framework, through
+    MEMORY_CLASS_OF_ENGINE) and GPU generation."""
+    eng = MEMORY_CLASS_OF_ENGINE.get(framework or "", framework)
+    return f"{eng}/{generation or 'unknown'}"
 
 
 DEFAULT_PATH = "residuals.toml"
@@ -163,6 +189,14 @@ def fit_stats(records: list[tuple[str, float]]) -> dict:
     return out
 
 
+def between_sigma(records: list[tuple[str, float]]) -> float:
+    """Spread of the mean log residual between top-level classes (engines for memory): how
+    far an unseen engine's mean may sit from the pooled one."""
+    st = fit_stats(records)
+    tops = [v["mean"] for k, v in st.items() if "/" not in k and k != "all"]
+    return statistics.stdev(tops) if len(tops) > 1 else 0.0
+
+
 def throughput_sigma_terms(data: dict, generation: str, is_moe: bool, num_gpus: int,
                            parts: dict[str, float]) -> tuple[float, float, str]:
     key = class_of(generation, is_moe, num_gpus)
@@ -170,8 +204,24 @@ def throughput_sigma_terms(data: dict, generation: str, is_moe: bool, num_gpus: 
     return mu, math.sqrt(var + constants_var(data, parts)), key
 
 
-def interval(est, model, cluster, data: dict | None = None) -> Interval:
-    """The 10-90% interval of an Estimate of ``model`` on ``cluster``."""
+def memory_terms(data: dict, framework: str, generation: str) -> tuple[float, float, str]:
+    """(mean, sigma, class) of the log memory residual of a plan run by ``framework`` on a
+    GPU of ``generation``. A residual model without engine classes (only "all"/"dense")
+    falls back to its pooled figures."""
+    key = memory_class_of(framework, generation)
+    mu, var = class_var(data["memory"], key, data["meta"].get("between_engine_memory_sigma", 0.0))
+    return mu, math.sqrt(var), key
+
+
+def memory_class_measured(data: dict, framework: str, generation: str) -> bool:
+    """Whether the residual model has peaks measured on this engine (any generation)."""
+    eng = memory_class_of(framework, generation).split("/")[0]
+    return data["memory"].get(eng, {}).get("n", 0) >= 1
+
+
+def interval(est, model, cluster, data: dict | None = None, framework: str = "") -> Interval:
+    """The 10-90% interval of an Estimate of ``model`` on ``cluster``, run by ``framework``
+    (Workload.framework: it picks the memory class)."""
     data = data or load()
     gen = cluster.gpu.generation
     mu, sigma, tkey = throughput_sigma_terms(data, gen, model.is_moe, cluster.num_gpus,
@@ -179,8 +229,7 @@ def interval(est, model, cluster, data: dict | None = None) -> Interval:
     lo_f, hi_f = math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
     tps = est.tokens_per_s_per_gpu
     step = est.step_time_s
-    mkey = "moe" if model.is_moe else "dense"
-    mmu, msig, _ = _lookup(data["memory"], mkey)
+    mmu, msig, mkey = memory_terms(data, framework, gen)
     mem = est.peak_memory_bytes / GiB
     mf = (math.exp(mmu - Z90 * msig), math.exp(mmu + Z90 * msig))
     peak = est.peak_candidates[est.peak_memory_rank].parts
@@ -190,7 +239,8 @@ def interval(est, model, cluster, data: dict | None = None) -> Interval:
         tokens_per_s_per_gpu=(tps * lo_f, tps * hi_f),
         peak_memory_gib=(mem * mf[0], mem * mf[1]),
         throughput_class=tkey, memory_class=mkey, capacity_gib=est.capacity_bytes / GiB,
-        memory_factors=mf, held_p90_gib=held * mf[1])
+        memory_factors=mf, held_p90_gib=held * mf[1],
+        memory_class_measured=memory_class_measured(data, framework, gen))
 
 
 def verdict(est, iv: Interval) -> str:
@@ -200,8 +250,11 @@ def verdict(est, iv: Interval) -> str:
         return est.verdict
     if iv.may_not_fit:
         need = iv.peak_memory_gib[1] if iv.held_p90_gib is None else iv.held_p90_gib
+        why = ("" if iv.memory_class_measured else
+               f" (no published peak of engine {iv.memory_class.split('/')[0]!r} was measured: "
+               "the pooled memory spread of other engines, widened)")
         return (f"may not fit: 90th percentile {need:.1f} GiB per GPU held by tensors, "
-                f"the GPU has {iv.capacity_gib:.0f} GiB")
+                f"the GPU has {iv.capacity_gib:.0f} GiB" + why)
     return "fits"
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
+from .engines import framework_zeros
 from .errors import InputError, require_choice
 from .plan import MOE_DISPATCHERS, SCHEDULES, Plan
 from .row_model import model_from_row
@@ -62,6 +63,7 @@ class RowResult:
     step_time_p10_p90: tuple[float, float] | None = None
     peak_mem_p10_p90: tuple[float, float] | None = None
     throughput_class: str = ""
+    memory_class: str = ""  # the memory residual class (uncertainty.memory_class_of)
     constants_var: float = 0.0  # the constants' share of the interval (log-scale variance)
     plan: str = ""
     chosen: dict = field(default_factory=dict)
@@ -105,6 +107,7 @@ class RowResult:
             "predicted_oom": self.predicted_oom,
             "predicted_may_not_fit": self.predicted_may_not_fit,
             "predicted_mfu": self.predicted_mfu, "throughput_class": self.throughput_class,
+            "memory_class": self.memory_class,
             "measured_tokens_per_s_per_gpu": self.measured_tokens_per_s_per_gpu,
             "measured_step_time_s": self.measured_step_time_s,
             "measured_peak_mem_gib": self.measured_peak_mem_gib,
@@ -188,7 +191,8 @@ def prepare(row: dict) -> Prepared:
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
-                        framework=(text(row, "framework") or "").lower())
+                        framework=(text(row, "framework") or "").lower(),
+                        compiled_loss=bool(flag(row, "compiled_loss")))  # optional column
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
 
@@ -246,8 +250,10 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     key = ("pinned", prep.free_key, prep.pins)
     if key not in cache:
         r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
-        if r.best is None:  # nothing fits: report the leanest plan's numbers
-            lean = dict(pins, zero=pins.get("zero", 3), recompute=pins.get("recompute", "full"))
+        if r.best is None:  # nothing fits: report the leanest plan the engine runs
+            leanest_zero = max(framework_zeros(prep.workload.framework) or (3,))
+            lean = dict(pins, zero=pins.get("zero", leanest_zero),
+                        recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
             fill = {"micro_batch": 1, "vpp": 1}
             cache[key] = estimate(prep.model, prep.cluster, prep.workload,
@@ -265,13 +271,14 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
                   ("micro_batch", "vpp", "schedule", "recompute", "recompute_layers", "zero",
                    "sequence_parallel", "tp_comm_overlap") if k not in pins}
     data = residuals or uncertainty.load()
-    iv = uncertainty.interval(est, prep.model, prep.cluster, data)
+    iv = uncertainty.interval(est, prep.model, prep.cluster, data, prep.workload.framework)
     res.tokens_p10_p90 = iv.tokens_per_s_per_gpu
     res.step_time_p10_p90 = iv.step_time_s
     lo, hi = iv.memory_factors
     res.peak_mem_p10_p90 = (res.predicted_peak_mem_gib * lo, res.predicted_peak_mem_gib * hi)
     res.predicted_may_not_fit = est.fits and iv.may_not_fit
     res.throughput_class = iv.throughput_class
+    res.memory_class = iv.memory_class
     res.constants_var = uncertainty.constants_var(data, est.step_time.parts)
 
 
@@ -313,6 +320,32 @@ def loso_coverage(results: list[RowResult], residuals: dict | None = None) -> di
             "per_source": {s: sum(xs) / len(xs) for s, xs in per_source.items()}}
 
 
+def loso_memory_coverage(results: list[RowResult]) -> dict:
+    """Peak-memory interval coverage with the memory residual model refitted on this file's
+    other sources for each source (uncertainty.memory_terms' classes, shrinkage and
+    between-engine widening). A source with no other source's memory rows to learn from
+    is not scored (None when none is)."""
+    scored = [r for r in results if r.error is None and r.memory_residual is not None
+              and r.memory_class]
+    per_source: dict[str, list[bool]] = {}
+    for src in sorted({r.source for r in scored}):
+        train = [(r.memory_class, r.memory_residual) for r in scored if r.source != src]
+        if not train:
+            continue
+        data = {"memory": uncertainty.fit_stats(train),
+                "meta": {"between_engine_memory_sigma": uncertainty.between_sigma(train)}}
+        for r in scored:
+            if r.source == src:
+                eng, gen = r.memory_class.split("/", 1)
+                mu, sd, _ = uncertainty.memory_terms(data, eng, gen)
+                z = uncertainty.Z90
+                per_source.setdefault(src, []).append(
+                    mu - z * sd <= r.memory_residual <= mu + z * sd)
+    flat = [x for xs in per_source.values() for x in xs]
+    return {"rows": len(flat), "coverage": (sum(flat) / len(flat)) if flat else None,
+            "per_source": {s: sum(xs) / len(xs) for s, xs in per_source.items()}}
+
+
 def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
     ok = [r for r in results if r.error is None]
     ab = [r for r in ok if r.trust in ("A", "B") or not r.trust]
@@ -331,6 +364,7 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
         if errs:
             per_source[src] = {"rows": len(errs), "tokens_median_abs_error": statistics.median(errs)}
     loso = loso_coverage(results, residuals)
+    mloso = loso_memory_coverage(results)
     for src, cov in loso["per_source"].items():
         per_source.setdefault(src, {})["loso_interval_coverage"] = cov
     oom_rows = [r for r in ok if r.predicted_oom is not None]
@@ -353,6 +387,8 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
         "memory_interval_rows": len(min_),
         "memory_interval_coverage": sum(min_) / len(min_) if min_ else None,
         "tokens_interval_coverage_loso": loso["coverage"],
+        "memory_interval_coverage_loso": mloso["coverage"],
+        "memory_interval_rows_loso": mloso["rows"],
         "oom_rows": len(oom_rows),
         "oom_rows_agreeing": sum(r.predicted_oom == r.measured_oom for r in oom_rows),
         "oom_measured": sum(r.measured_oom for r in oom_rows),

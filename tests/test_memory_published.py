@@ -50,9 +50,11 @@ def test_published_out_of_memory_verdicts(rid, oom):
 
 
 # Published OOMs the model is known to call "fits", each a listed failure of the target (not
-# hidden): M208, BigScience tr3m-1B3 DP4 PP2 MBS16 on V100 32GB, predicted 29.7 GiB
-# (/work/notes/memdata.md). The set must match exactly: a new miss or a fixed one fails.
-KNOWN_MISSED_OOMS = {"M208"}
+# hidden). The set must match exactly: a new miss or a fixed one fails. M208 (BigScience
+# tr3m-1B3 DP4 PP2 MBS16 on V100 32GB, point prediction 29.7 GiB) is no longer missed: its
+# memory class deepspeed/volta has a wide cross-validated spread (the V100 rows' residuals,
+# residuals.toml), whose 90th percentile crosses 32 GiB, so it says "may not fit".
+KNOWN_MISSED_OOMS: set = set()
 
 
 def test_every_published_oom_in_the_data_is_flagged():

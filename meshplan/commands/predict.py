@@ -17,7 +17,7 @@ def _run(args) -> int:
     check_generation(meta, sc.cluster.gpu.generation)
     plan = plan_from_args(args, sc)
     e = estimate(sc.model, sc.cluster, sc.workload, plan)
-    iv = interval(e, sc.model, sc.cluster)
+    iv = interval(e, sc.model, sc.cluster, framework=sc.workload.framework)
     if args.json:
         print(json.dumps({"scenario": scenario_line(sc)} | estimate_json(e, iv), indent=2))
     else:

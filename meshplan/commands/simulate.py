@@ -101,7 +101,8 @@ def _interval(sc, est, ps):
 
     from ..uncertainty import interval, scaled
 
-    iv = scaled(interval(est, sc.model, sc.cluster), ps.step_time_s, est.step_time_s)
+    iv = scaled(interval(est, sc.model, sc.cluster, framework=sc.workload.framework),
+                ps.step_time_s, est.step_time_s)
     k = ps.peak_memory_bytes / est.peak_memory_bytes if est.peak_memory_bytes else 1.0
     return dataclasses.replace(iv, peak_memory_gib=(iv.peak_memory_gib[0] * k,
                                                     iv.peak_memory_gib[1] * k))

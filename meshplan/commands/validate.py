@@ -87,7 +87,11 @@ def _run(args) -> int:
               f" of {s['tokens_interval_rows']} rows (residual model refitted without each "
               f"source: {_pct(s['tokens_interval_coverage_loso'])})"
               + (f", peak memory {_pct(s['memory_interval_coverage'])} of "
-                 f"{s['memory_interval_rows']} rows" if s["memory_interval_rows"] else ""))
+                 f"{s['memory_interval_rows']} rows" if s["memory_interval_rows"] else "")
+              + (f" (memory residual model refitted without each source: "
+                 f"{_pct(s['memory_interval_coverage_loso'])} of "
+                 f"{s['memory_interval_rows_loso']} rows)"
+                 if s.get("memory_interval_rows_loso") else ""))
     print(f"out-of-memory verdicts agreeing: {s['oom_rows_agreeing']} of {s['oom_rows']}"
           + (f"; runs that went out of memory flagged (does not fit / may not fit): "
              f"{s['oom_flagged']} of {s['oom_measured']}" if s["oom_measured"] else "")

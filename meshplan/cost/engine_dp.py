@@ -41,15 +41,7 @@ from ..plan import Plan
 
 ALEPH_ALPHA = "aleph-alpha"
 DEEPSPEED = "deepspeed"
-# Engines whose 16-bit parameters accumulate their own 16-bit gradients, with an fp32 copy
-# only of the gradient slice the rank's optimizer owns (memory.py's ``fp16_grads`` layout:
-# 2 bytes per parameter plus 4 per owned one). Aleph Alpha's code under bf16 too: the
-# backward writes ``param.grad`` of the bf16 module parameters, and under ZeRO
-# parameter_group.py ``step_prequel`` copies only the owned slice into the fp32
-# ``float_parameter_partition_owned.grad`` and drops the rest ("in order not to create
-# redundant copies in full precision, zero reduces grads on the original parameters",
-# optimizer.py step()).
-HALF_GRAD_ENGINES = (ALEPH_ALPHA,)
+# (Which engines keep 16-bit gradients is memory.py's keeps_16bit_grads.)
 
 
 @dataclass(frozen=True)

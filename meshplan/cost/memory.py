@@ -51,6 +51,20 @@ FP16_GRAD_BYTES = 2  # fp16 gradients (module docstring)
 FP32_MAIN_GRAD_BYTES = 4  # the optimizer's fp32 gradient copy under fp16, sharded
 # engines whose fp16 path keeps fp16 gradients and an fp32 main-gradient copy
 FP16_GRAD_ENGINES = ("megatron", "nemo", "deepspeed")
+# engines that keep the gradients in the parameters' own 16-bit dtype at every precision
+# and copy the owned ZeRO-1 slice to an fp32 gradient for the optimizer: the same 2 +
+# 4/d bytes. Aleph Alpha's training code (Hagemann et al. 2023; public release github
+# Aleph-Alpha/scaling, src/scaling/core/optimizer/parameter_group.py: "each data-parallel
+# worker will still have _all_ original-precision weights as well as gradients";
+# step_prequel copies the owned slice into ``float_parameter_partition_owned.grad``, an
+# fp32 tensor the size of the partition, and drops the 16-bit grads it has copied).
+PARAM_DTYPE_GRAD_ENGINES = ("aleph-alpha",)
+
+
+def keeps_16bit_grads(precision: str, framework: str) -> bool:
+    """Whether the engine keeps 16-bit gradients plus a sharded fp32 copy (fp16_grads)."""
+    return ((precision == "fp16" and framework in FP16_GRAD_ENGINES)
+            or framework in PARAM_DTYPE_GRAD_ENGINES)
 
 
 @dataclass(frozen=True)

@@ -359,11 +359,20 @@ def gathered_logits(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> L
 # torch ``cross_entropy(logits.float())``: backward of log_softmax holds its saved fp32
 # output, the fp32 gradient from nll_loss and the fp32 gradient it writes (4 + 4 + 4);
 # the 16-bit logits are freed after the upcast (torchtitan ``del pred`` before backward).
-# A compiled loss (torch.compile of the same function: torchtitan since 2025 with
-# --training.compile) fuses these fp32 logits-shaped buffers away (torchtitan
-# docs/chunked_loss.md: a 5.80 GiB fp32 allocation in the eager backward that Inductor
-# eliminates); a runs CSV does not say whether the loss was compiled, so not modelled.
 UNFUSED_CE_BYTES_PER_LOGIT = 12
+# The same torch cross entropy compiled (Workload.compiled_loss): torchtitan compiles its
+# loss function with torch.compile when --training.compile is on, from 2025-02 (github
+# pytorch/torchtitan, torchtitan/components/loss.py build_cross_entropy_loss: "Compiling
+# the loss function with torch.compile", at e7c0cae of 2025-06-13; the Dec-2024 release
+# compiled the transformer blocks only). AOTAutograd differentiates
+# cross_entropy(pred.float()) as one graph and Inductor fuses the upcast, log-softmax and
+# nll into a reduction that saves the 16-bit logits and a per-row log-sum-exp; the backward
+# is one kernel writing (softmax - one_hot) * grad straight into the 16-bit gradient of
+# pred. What the loss path holds is the saved 16-bit logits and that gradient: 2 + 2 bytes,
+# the same as flash-attn's fused xentropy. The fp32 logits-shaped buffers of the eager path
+# are gone: torchtitan docs/chunked_loss.md measures a 5.80 GiB fp32 buffer (40,960 tokens x
+# 151,936 / 4 vocabulary x 4 bytes) in the eager cross-entropy backward that Inductor removes.
+COMPILED_CE_BYTES_PER_LOGIT = 4
 # Megatron-Core vocab_parallel_cross_entropy (and TE's fused one): the 16-bit logits and
 # one fp32 softmax buffer into which the gradient is written in place (2 + 4).
 MEGATRON_CE_BYTES_PER_LOGIT = 6
@@ -383,12 +392,18 @@ LOSS_BYTES_PER_LOGIT = {"megatron": MEGATRON_CE_BYTES_PER_LOGIT,
                         "composer": FUSED_XENTROPY_BYTES_PER_LOGIT}
 
 
-def logits_bytes(model: ModelSpec, s: Shard, engine: str = "") -> float:
+def logits_bytes(model: ModelSpec, s: Shard, engine: str = "",
+                 compiled_loss: bool = False) -> float:
     """Transient logits on the last stage while the loss runs backward, for the loss
     implementation of ``engine`` (Workload.framework); unknown engines take torch's
-    unfused cross entropy on upcast logits, the most common path."""
+    unfused cross entropy on upcast logits, the most common path, or its compiled form
+    when ``compiled_loss`` (Workload.compiled_loss). Engines with their own loss kernel
+    (LOSS_BYTES_PER_LOGIT) and torchtitan's loss_parallel under TP (a DTensor op whose
+    compiled form is not documented) keep their own figure."""
     per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
     if engine == "torchtitan" and s.tp > 1:  # loss_parallel is on by default with TP
         per_logit = LOSS_PARALLEL_BYTES_PER_LOGIT
+    elif compiled_loss and engine not in LOSS_BYTES_PER_LOGIT:
+        per_logit = COMPILED_CE_BYTES_PER_LOGIT
     vocab = model.vocab if engine in GATHERED_LOGITS_ENGINES else model.vocab / s.tp
     return s.tokens * vocab * per_logit

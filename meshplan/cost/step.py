@@ -19,12 +19,12 @@ from ..specs.workload import Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
 from .compute import device
 from .efficiency import HOST, NETWORK
-from .engine_dp import HALF_GRAD_ENGINES, flush_sync
+from .engine_dp import flush_sync
 from .engine_p2p import p2p_split
 from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
-from .memory import FP16_GRAD_ENGINES, RankState, memory_parts, reserved_bytes
+from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline import bubble_s, in_flight
 
@@ -408,7 +408,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard, workload.framework)
+    logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss)
 
     def rank_memory(r: int) -> Breakdown:
         rc = rank_counts[r]
@@ -424,9 +424,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
                                       plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
                                       cluster.gpu.memory_bytes,
-                                      fp16_grads=(workload.precision == "fp16"
-                                                  and workload.framework in FP16_GRAD_ENGINES)
-                                      or workload.framework in HALF_GRAD_ENGINES))
+                                      fp16_grads=keeps_16bit_grads(workload.precision,
+                                                                    workload.framework)))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

@@ -99,7 +99,7 @@ from ..cost.collectives import Placement, p2p_s
 from ..cost.efficiency import NETWORK
 from ..cost.layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from ..cost.ops import ACT, Shard
-from ..cost.memory import FP16_GRAD_ENGINES, RankState, held_bytes, memory_parts
+from ..cost.memory import RankState, keeps_16bit_grads, held_bytes, memory_parts
 from ..cost.pipeline import bubble_s, in_flight
 from ..cost.step import _chunk_counts, _dp_comm, _placement_of_chunks, placements
 from ..errors import InputError
@@ -449,7 +449,7 @@ class PairBounds:
             _, _, params, eparams, largest, _ = self._ranks(vpp, v_shape)
             w = bd.workload
             contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
-            fp16 = w.precision == "fp16" and w.framework in FP16_GRAD_ENGINES
+            fp16 = keeps_16bit_grads(w.precision, w.framework)
             for u in range(len(params)):
                 st = RankState(params=params[u], expert_params=eparams[u],
                                largest_layer_params=largest[u], act_per_microbatch_bytes=0.0,
@@ -481,7 +481,7 @@ class PairBounds:
             most = bd.in_flight_most(layout.pp, vpp, schedule, m, idx)
             w = bd.workload
             contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
-            fp16 = w.precision == "fp16" and w.framework in FP16_GRAD_ENGINES
+            fp16 = keeps_16bit_grads(w.precision, w.framework)
             cap = bd.capacity_bytes
             for u in range(len(params)):  # any rank over the capacity: the peak is too
                 st = RankState(params=params[u], expert_params=eparams[u],

@@ -52,7 +52,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate
-from ..engines import (ENGINE_NAMES, UnsupportedByEngine, plan_violations, scenario_violations,
+from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_violations, scenario_violations,
                        search_hints)
 from ..errors import InputError
 from ..plan import Plan
@@ -164,7 +164,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
     t0 = time.perf_counter()
-    zero_order, engine_defaults = ZERO_ORDER, {}
+    zero_order, engine_defaults = framework_zeros(workload.framework) or ZERO_ORDER, {}
     if engine is not None:
         bad = scenario_violations(engine, model, workload, cluster)
         if bad:  # no plan of this scenario can run there

@@ -29,6 +29,11 @@ class Workload:
     # eager RMSNorm, cost/ops.py UNFUSED_NORM_ENGINES), other; "" = meshplan's own runtime
     # (cost/efficiency.py ENGINE_ATTENTION)
     framework: str = ""
+    # the loss function is compiled (torch.compile / Inductor fuses the upcast, log-softmax,
+    # nll and their backward): torchtitan with --training.compile since 2025-02 (its
+    # components/loss.py build_cross_entropy_loss); a runs CSV says so in the optional
+    # column ``compiled_loss`` (cost/ops.py logits_bytes)
+    compiled_loss: bool = False
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -40,6 +45,7 @@ class Workload:
         object.__setattr__(self, "optimizer",
                            require_choice("optimizer", self.optimizer, OPTIMIZERS))
         object.__setattr__(self, "framework", str(self.framework or "").strip().lower())
+        object.__setattr__(self, "compiled_loss", bool(self.compiled_loss))
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision, ("fp32", "bf16")))
