@@ -9,6 +9,9 @@ cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attentio
 # optional column: layers per (virtual) pipeline stage recomputed in full, where the source states it
 cols = cols[:cols.index('recompute') + 1] + ['recompute_layers'] + cols[cols.index('recompute') + 1:]
 cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in cols]  # optional engine columns
+# optional, descriptive only (no reader uses it yet): the FP8 recipe as the source prints it
+# (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations)
+cols += ['fp8_recipe']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -65,7 +68,7 @@ def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, n
     add(moe_dispatcher=disp, ep_overlap=epo, source=MB.format(s=sysname), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu,
         num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute='full' if rc else '', recompute_layers=rc[1] if rc else '',
-        precision='fp8' if prec.startswith('FP8') else 'bf16',
+        precision='fp8' if prec.startswith('FP8') else 'bf16', fp8_recipe={'FP8-CS': 'cs', 'FP8-MX': 'mx'}.get(prec, ''),
         framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens/sec/GPU column as printed ({prec}); zero inferred (FSDP={fsdp}: {'FSDP -> 3' if fsdp else 'distributed optimizer -> 1'}), sequence_parallel inferred from TP>1, {rc_text}; dp = GPUs/(tp*pp*cp){note}")
 BAL = "; MoE tokens force-balanced among experts (page footnote)"
@@ -112,6 +115,100 @@ add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 
     seq_len=4096, global_batch_seqs=15360, micro_batch='', gpu='H800-SXM-80GB', num_gpus=2048, tp=1, pp=16, vpp=2, dp=128, cp=1, ep=64, etp=1, zero=1, sequence_parallel=0, recompute='', precision='fp8', framework='other',
     moe_dispatcher='deepep', ep_overlap=1, schedule='dualpipev',
     measured_tokens_per_s_per_gpu=round(1e12/(180e3*3600),1), oom=0, derivation="1e12 tokens / (180e3 GPU h * 3600) = 1543.2 tokens/s/GPU averaged over pre-training (includes MTP module and non-steady-state time, trust B); PP16 DualPipe, EP64 over 8 nodes, ZeRO-1 DP, no TP, FP8 fine-grained recipe, seq 4096, final batch 15360; schedule dualpipev with vpp 2 (DualPipe holds two chunks per rank; its bubble is DualPipeV's, report Table 2), dispatcher deepep and ep_overlap 1 (sec. 3.2.1-3.2.2: IB-then-NVLink dispatch, at most 4 nodes per token, all-to-all hidden by DualPipe)")
+# Megatron-Bridge performance summaries of other containers (docs/performance-summary.md at
+# 26.08 and docs/performance-summary-archive.md: 26.06.01 ... 25.09, NVIDIA-NeMo/Megatron-Bridge
+# commit 067f987, 2026-08-22), plus the 25.11 rows the set above left out (the FP8-MX variants in
+# parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300 are not in the GPU catalog),
+# Llama 3 / 3.1, DeepSeek-V3, Qwen3 (GPT-OSS: shape not checked here; Nemotron 3: hybrid Mamba;
+# Kimi-K2: GB300 only), no NVFP4 (not a schema precision). One row per distinct configuration
+# (system, model, recipe, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP): the newest container's
+# number; the other containers' numbers for the same configuration are listed in the derivation.
+# Configurations equal to a 25.11 row above are not repeated (two 25.09 'tokendrop' Qwen3-30B rows:
+# GB200 MX 23723 vs 25.11's 23766, H100 10494 vs 25.11's 5275 at the same layout).
+MBA = "Megatron-Bridge docs/performance-summary{f}.md ({v} NeMo container, Pre-Training, {t})"
+MBA_ROWS = [  # (container, system, model, flag, precision, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP, tokens/s/GPU, other containers)
+('26.08', 'DGX-GB200', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, None, 1, 4, 1, 4, 64, 4912, '26.06.01: 4928; 26.06: 4969; 26.04.01: 4256; 26.04: 4193; 26.02.01: 4021; 26.02: 3955'),
+('26.08', 'DGX-GB200', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, None, 1, 8, 1, 3, 32, 7280, '26.06.01: 7360; 26.06: 7376; 26.04.01: 5680; 26.04: 5672'),
+('26.06', 'DGX-GB200', 'L405', '', 'FP8', 256, 1536, 1, 8192, None, 4, 16, 1, 4, 1, 843, '26.04.01: 864; 26.04: 842; 26.02.01: 818; 26.02: 793'),
+('26.06', 'DGX-GB200', 'L405', '', 'MXFP8', 256, 1536, 1, 8192, None, 4, 16, 1, 8, 1, 783, '26.04.01: 800; 26.04: 793; 26.02.01: 775; 26.02: 786'),
+('26.06', 'DGX-H100', 'L405', '', 'FP8', 1024, 1536, 1, 8192, None, 8, 8, 2, 8, 1, 326, '26.04.01: 328; 26.02: 311'),
+('26.06', 'DGX-H100', 'Q30', '', 'FP8', 16, 1024, 1, 4096, None, 1, 1, 1, 1, 16, 8826, '26.04.01: 8960; 26.04: 8901'),
+('26.04.01', 'DGX-GB200', 'L70', '', 'FP8', 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4224, '26.04: 4143; 26.02.01: 4357; 26.02: 4040'),
+('26.04.01', 'DGX-GB200', 'L70', '', 'MXFP8', 64, 256, 1, 8192, 0, 2, 4, 1, 5, 1, 3712, '26.04: 3828; 26.02.01: 3837; 26.02: 3613'),
+('26.04.01', 'DGX-H100', 'L70', '', 'FP8', 64, 256, 1, 8192, 0, 4, 8, 1, 5, 1, 1664, '26.04: 1633; 26.02.01: 1639; 26.02: 1621'),
+('26.04.01', 'DGX-B200', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, 0, 1, 8, 1, 2, 32, 3328, ''),
+('26.04.01', 'DGX-B200', 'Q30', '', 'MXFP8', 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 27136, '26.04: 26859; 26.02.01: 26695'),
+('26.04.01', 'DGX-B200', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 8, 3776, '26.02: 3805'),
+('26.04.01', 'DGX-H100', 'Q235', '', 'FP8', 256, 8192, 1, 4096, 0, 2, 8, 1, 4, 32, 1712, '26.04: 1686; 26.02.01: 1611; 26.02: 1633'),
+('26.04', 'DGX-B200', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 2815, '26.02.01: 2790; 26.02: 2689'),
+('26.02.01', 'DGX-H100', 'Q30', '', 'FP8', 16, 1024, 1, 4096, 0, 1, 2, 1, 12, 8, 9058, '26.02: 5113'),
+('26.02.01', 'DGX-GB200', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 32, 5530, '26.02: 5448'),
+('25.11', 'DGX-GB200', 'L8', '', 'FP8-MX', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 29789, '25.09: 29925'),
+('25.11', 'DGX-B200', 'L8', '', 'FP8-MX', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 29521, '25.09: 29388'),
+('25.11', 'DGX-B200', 'L405', '', 'FP8-MX', 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 624, '25.09: 622'),
+('25.11', 'DGX-H100', 'Q235', '', 'FP8-CS', 256, 2048, 1, 4096, 0, 2, 8, 1, 4, 32, 1575, ''),
+('25.09', 'DGX-GB200', 'L70', '', 'FP8-CS', 64, 128, 2, 8192, 64, 1, 1, 1, 1, 1, 3986, ''),
+('25.09', 'DGX-GB200', 'L70', '', 'FP8-MX', 64, 128, 2, 8192, 0, 2, 4, 1, 5, 1, 3546, ''),
+('25.09', 'DGX-GB200', 'L405', '', 'FP8-CS', 128, 64, 1, 8192, 64, 2, 1, 1, 1, 1, 729, ''),
+('25.09', 'DGX-GB200', 'L405', '', 'FP8-MX', 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 578, ''),
+('25.09', 'DGX-GB200', 'DS3', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 1, 4, 1, 4, 64, 3454, ''),
+# ('25.09', 'DGX-GB200', 'DS3', 'tokendrop', 'FP8-MX', ...): left out, the page prints PP 4 (8), VP 4 (2) and EP 64 for both
+#   numbers, but EP 64 cannot divide DP*CP*TP = 256/8 = 32 at PP 8 (Megatron-Core's expert mapping): the row is inconsistent as printed
+('25.09', 'DGX-GB200', 'Q30', 'tokendrop', 'FP8-CS', 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 22775, ''),
+('25.09', 'DGX-GB200', 'Q235', 'tokendrop', 'FP8-CS', 64, 1024, 1, 4096, 0, 2, 1, 1, 1, 64, 4452, ''),
+('25.09', 'DGX-GB200', 'Q235', 'tokendrop', 'FP8-MX', 64, 1024, 1, 4096, 0, 2, 1, 1, 1, 64, 4416, ''),
+('25.09', 'DGX-B200', 'DS3', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 1, 16, 1, 1, 8, 2265, ''),
+('25.09', 'DGX-B200', 'DS3', 'tokendrop', 'FP8-MX', 256, 2048, 1, 4096, 0, 1, 16, 1, 1, 8, 2159, ''),
+('25.09', 'DGX-B200', 'Q30', 'tokendrop', 'FP8-CS', 8, 512, 1, 4096, 0, 1, 1, 1, 1, 8, 18066, ''),
+('25.09', 'DGX-B200', 'Q235', 'tokendrop', 'FP8-CS', 64, 1024, 1, 4096, 0, 1, 8, 1, 2, 8, 4104, ''),
+('25.09', 'DGX-B200', 'Q235', 'tokendrop', 'FP8-MX', 64, 1024, 1, 4096, 0, 1, 8, 1, 2, 8, 4275, ''),
+('25.09', 'DGX-H100', 'DS3', 'dropless', 'FP8-CS', 1024, 8192, 1, 4096, 0, 2, 8, 1, 4, 64, 1297, ''),
+('25.09', 'DGX-H100', 'Q235', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 2, 8, 1, 4, 32, 1204, ''),
+]
+GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200'}
+for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
+    recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
+    where = ('' if ver == '26.08' else '-archive')
+    table = f"table 'System: {sysn}'" if ver in ('25.09', '25.11') else f"table 'Model: ...' row {sysn}"
+    notes = []
+    if ver == '25.09':
+        notes.append("the 25.09 tables print no precision column: FP8 inferred from the footnote (numbers in parentheses = other "
+                     "quantization granularity: 32x32 MXFP8 on B200/GB200, 128x128/1x128 blockwise on H100), the plain number "
+                     "taken as per-tensor FP8 current scaling as in 25.11 (trust B)")
+    if prec == 'FP8':
+        notes.append("precision printed 'FP8' (per-tensor scaling; current vs delayed not printed)")
+    if flag == 'tokendrop':
+        notes.append("MoE 'tokendrop' run (token dropping with a capacity factor; the schema models dropless balanced routing)")
+    if flag == 'dropless':
+        notes.append("MoE dropless, tokens force-balanced (page footnote)")
+    elif m in ('DS3', 'Q30', 'Q235') and ver != '25.09':
+        notes.append("MoE tokens force-balanced among experts, dropless (page footnote)")
+    if fsdp is None:
+        notes.append("this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
+    fs = bool(fsdp)
+    notes.append(f"zero {'3 (FSDP ' + str(fsdp) + ')' if fs else '1 (FSDP 0: distributed optimizer)'} inferred; sequence_parallel inferred from TP>1; "
+                 "recompute, MoE dispatcher and expert-comm overlap not printed and the recipe of this container not looked up (blank: the row is predicted with the planner's choice)")
+    if others:
+        notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
+    add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
+        gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
+        sequence_parallel=1 if tp > 1 else 0, recompute='', precision='fp8', fp8_recipe=recipe, framework='nemo',
+        measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes))
+# Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
+# cli99/llm-analysis examples/megatron-turing-nlg (README: GBS 1920, 280/350/420 DGX A100 servers, 60.1/50.2/44.4 s
+# per iteration, 126/121/113 TFLOP/s per GPU; run_train.sh: TP 8, PP 35)
+for nodes, it_s, tf in [(280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113)]:
+    n = nodes * 8
+    add(source="Megatron-Turing NLG 530B paper (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (iteration time at GBS 1920 on 280/350/420 DGX A100), as transcribed in github.com/cli99/llm-analysis examples/megatron-turing-nlg/README.md and run_train.sh",
+        trust='B', model='MT-NLG 530B', arch='dense', layers=105, hidden=20480, heads=128, kv_heads=128, ffn=81920, vocab=50272,
+        attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=1920, micro_batch='', gpu='A100-SXM-80GB',
+        num_gpus=n, tp=8, pp=35, vpp=1, dp=n // 280, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='full',
+        precision='bf16', framework='deepspeed', measured_step_time_s=it_s,
+        measured_tokens_per_s_per_gpu=round(1920 * 2048 / (it_s * n), 1), oom=0,
+        derivation=f"1920 seqs x 2048 tokens / ({it_s} s x {n} GPUs); the paper's {tf} TFLOP/s/GPU printed beside it; TP8 (within a DGX) x PP35 x DP{n // 280}, Megatron-DeepSpeed 3D parallelism; "
+                   "A100 80GB per the Microsoft/NVIDIA announcement (Selene DGX A100 80GB; llm-analysis assumes 40GB); zero 1 inferred (DeepSpeed's pipeline engine allows ZeRO-1 at most), "
+                   "full activation checkpointing inferred (llm-analysis activation_recomputation 2), micro batch not printed, mixed precision (fp16 vs bf16 not checked: same A100 peak), vocab 50257 padded to 50272 as in Megatron (trust B)")
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
