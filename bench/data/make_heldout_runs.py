@@ -9,9 +9,11 @@ cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attentio
 # optional column: layers per (virtual) pipeline stage recomputed in full, where the source states it
 cols = cols[:cols.index('recompute') + 1] + ['recompute_layers'] + cols[cols.index('recompute') + 1:]
 cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in cols]  # optional engine columns
-# optional, descriptive only (no reader uses it yet): the FP8 recipe as the source prints it
-# (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations)
-cols += ['fp8_recipe']
+# optional: fp8_recipe, descriptive only (no reader uses it yet): the FP8 recipe as the source prints it; and
+# tp_comm_overlap (1 = TP communication overlapped with GEMMs, e.g. torchtitan async TP) where the source says (validate pins it)
+# (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations,
+#  tensorwise / rowwise = torchao float8 scaling granularity)
+cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per GPU where the source states it
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -119,7 +121,7 @@ add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 
 # 26.08 and docs/performance-summary-archive.md: 26.06.01 ... 25.09, NVIDIA-NeMo/Megatron-Bridge
 # commit 067f987, 2026-08-22), plus the 25.11 rows the set above left out (the FP8-MX variants in
 # parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300 are not in the GPU catalog),
-# Llama 3 / 3.1, DeepSeek-V3, Qwen3 (GPT-OSS: shape not checked here; Nemotron 3: hybrid Mamba;
+# Llama 3 / 3.1, DeepSeek-V3, Qwen3, GPT-OSS 120B (Nemotron 3: hybrid Mamba;
 # Kimi-K2: GB300 only), no NVFP4 (not a schema precision). One row per distinct configuration
 # (system, model, recipe, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP): the newest container's
 # number; the other containers' numbers for the same configuration are listed in the derivation.
@@ -164,7 +166,21 @@ MBA_ROWS = [  # (container, system, model, flag, precision, GPUs, GBS, MBS, seq,
 ('25.09', 'DGX-B200', 'Q235', 'tokendrop', 'FP8-MX', 64, 1024, 1, 4096, 0, 1, 8, 1, 2, 8, 4275, ''),
 ('25.09', 'DGX-H100', 'DS3', 'dropless', 'FP8-CS', 1024, 8192, 1, 4096, 0, 2, 8, 1, 4, 64, 1297, ''),
 ('25.09', 'DGX-H100', 'Q235', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 2, 8, 1, 4, 32, 1204, ''),
+('26.08', 'DGX-GB200', 'GOSS', '', 'MXFP8', 64, 1280, 4, 4096, None, 1, 1, 1, 1, 64, 28672, '26.06.01: 18304; 26.06: 28947'),
+('26.04.01', 'DGX-GB200', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 16640, '26.04: 15938; 26.02.01: 15754; 26.02: 15784'),
+('26.04.01', 'DGX-B200', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 13568, '26.04: 13045; 26.02.01: 13722'),
+('26.04.01', 'DGX-H100', 'GOSS', '', 'BF16', 64, 1280, 1, 4096, 0, 1, 4, 1, 1, 8, 5824, '26.04: 5810; 26.02.01: 5984; 26.02: 5993'),
+('26.02', 'DGX-B200', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 8047, ''),
+('25.11', 'DGX-GB200', 'GOSS', '', 'BF16', 64, 1280, 1, 8192, 0, 1, 1, 1, 1, 64, 15876, ''),
+('25.11', 'DGX-B200', 'GOSS', '', 'BF16', 64, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 8213, ''),
+('25.11', 'DGX-H100', 'GOSS', '', 'BF16', 64, 512, 4, 4096, 0, 1, 4, 1, 1, 8, 5630, ''),
 ]
+# gpt-oss-120b config.json (openai/gpt-oss-120b) as copied in two stored test fixtures found by find_string
+# '"num_local_experts": 128' (hidden 2880, intermediate 2880, 36 layers, 64 heads, 8 KV heads, head_dim 64,
+# 128 experts top-4, sliding_window 128 on every other layer) and a third (vocab 201088); untied embeddings
+SH['GOSS'] = dict(model='GPT-OSS 120B', arch='moe', layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn=2880, vocab=201088,
+                  moe_experts=128, moe_topk=4, moe_expert_ffn=2880, moe_shared_experts=0, moe_dense_layers=0, attention='gqa',
+                  mlp='swiglu', tied_embeddings=0)
 GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200'}
 for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
     recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
@@ -183,6 +199,9 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         notes.append("MoE dropless, tokens force-balanced (page footnote)")
     elif m in ('DS3', 'Q30', 'Q235') and ver != '25.09':
         notes.append("MoE tokens force-balanced among experts, dropless (page footnote)")
+    if m == 'GOSS':
+        notes.append("GPT-OSS: half the layers use a 128-token sliding window and attention sinks/biases and a clamped SwiGLU; "
+                     "the schema has full causal attention on every layer (attention FLOPs over-counted on 18 of 36 layers)")
     if fsdp is None:
         notes.append("this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
     fs = bool(fsdp)
@@ -192,7 +211,7 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
     add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
         gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
-        sequence_parallel=1 if tp > 1 else 0, recompute='', precision='fp8', fp8_recipe=recipe, framework='nemo',
+        sequence_parallel=1 if tp > 1 else 0, recompute='', precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
         measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes))
 # Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
@@ -209,6 +228,34 @@ for nodes, it_s, tf in [(280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113)]:
         derivation=f"1920 seqs x 2048 tokens / ({it_s} s x {n} GPUs); the paper's {tf} TFLOP/s/GPU printed beside it; TP8 (within a DGX) x PP35 x DP{n // 280}, Megatron-DeepSpeed 3D parallelism; "
                    "A100 80GB per the Microsoft/NVIDIA announcement (Selene DGX A100 80GB; llm-analysis assumes 40GB); zero 1 inferred (DeepSpeed's pipeline engine allows ZeRO-1 at most), "
                    "full activation checkpointing inferred (llm-analysis activation_recomputation 2), micro batch not printed, mixed precision (fp16 vs bf16 not checked: same A100 peak), vocab 50257 padded to 50272 as in Megatron (trust B)")
+# torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (pytorch/torchtitan; torch 38410cf9, torchtitan
+# 820504e, June 2025): Grand Teton, 8 H100 96GB HBM2e per host at the default 500 W, 400 Gb/s RDMA per GPU; tokens/sec
+# as printed (torchtitan logs tokens/s per device). seq_len 8192 from train_configs llama3_{8b,70b}.toml at 820504e.
+# Left out: Llama 3 70B float8 tensorwise (809.8 vanilla / 942.4 async): the same configuration (256 GPUs, FSDP 32 x
+# TP 8, full AC, local batch 16, float8) is in the calibration set (torchtitan llama3_h100_202412 rows 61/62); 70B
+# float8 rowwise (599.6 / 624.8) too: the schema's precision 'fp8' makes it the same configuration as those rows.
+TT = "torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (table '{t}')"
+TT70 = 'Llama3 70b on 256 H100s with FSDP=32, TP=8, torch.compile, full AC,  local batch size 16'
+TT8 = 'Llama3 8b on 64 H100s with FSDP=8, TP=8, torch.compile, per op SAC, local batch size 12'
+L31 = dict(SH['L8'], model='Llama 3.1 8B'), dict(SH['L70'], model='Llama 3.1 70B')
+for shape, table, n, dp, lbs, rc, quant, vanilla, async_tp in [
+        (L31[1], TT70, 256, 32, 16, 'full', 'bf16', 597.3, 652.4),
+        (L31[0], TT8, 64, 8, 12, 'selective', 'bf16', 4378, 4809.4),
+        (L31[0], TT8, 64, 8, 12, 'selective', 'tensorwise', 5078.1, 5570.1),
+        (L31[0], TT8, 64, 8, 12, 'selective', 'rowwise', 3708.5, 3914.9)]:
+    for overlap, tps in ((0, vanilla), (1, async_tp)):
+        note = ("; float8 rowwise: the page notes the vanilla-TP rowwise baseline is low (torchtitan issue 1207), trust B"
+                if quant == 'rowwise' else '')
+        add(source=TT.format(t=table), trust='B' if quant == 'rowwise' else 'A', **shape, seq_len=8192,
+            global_batch_seqs=lbs * dp, micro_batch=lbs, gpu='H100-SXM-96GB-500W', nic_gbps_per_gpu=400, num_gpus=n,
+            tp=8, pp=1, vpp=1, dp=dp, cp=1, ep=1, etp=1, zero=3, sequence_parallel=1, recompute=rc,
+            precision='bf16' if quant == 'bf16' else 'fp8', fp8_recipe='' if quant == 'bf16' else quant,
+            tp_comm_overlap=overlap, framework='torchtitan', measured_tokens_per_s_per_gpu=tps, oom=0,
+            derivation=(f"{'Async' if overlap else 'Vanilla'} TP tokens/sec column as printed ({'None (bfloat16)' if quant == 'bf16' else 'float8 ' + quant}); "
+                        f"FSDP2 {dp} (zero 3) x TP 8 (torchtitan TP shards norms/dropout on the sequence: sequence_parallel 1), "
+                        f"{'full AC' if rc == 'full' else 'per-op selective AC'}, torch.compile on; local batch {lbs} per DP rank, no "
+                        f"gradient accumulation (global {lbs * dp} seqs); tp_comm_overlap {overlap} = {'async TP (micro-pipelined all-gather/reduce-scatter matmuls)' if overlap else 'vanilla TP'} "
+                        f"(validate pins this column); seq 8192 from the train config toml{note}"))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
