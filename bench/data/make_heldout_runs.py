@@ -256,6 +256,58 @@ for shape, table, n, dp, lbs, rc, quant, vanilla, async_tp in [
                         f"{'full AC' if rc == 'full' else 'per-op selective AC'}, torch.compile on; local batch {lbs} per DP rank, no "
                         f"gradient accumulation (global {lbs * dp} seqs); tp_comm_overlap {overlap} = {'async TP (micro-pipelined all-gather/reduce-scatter matmuls)' if overlap else 'vanilla TP'} "
                         f"(validate pins this column); seq 8192 from the train config toml{note}"))
+# NVIDIA/dgxc-benchmarking (DGX Cloud benchmarking recipes) READMEs, "Expected Performance" tables on H100:
+# training step time and "Throughput in tokens per second" (= seq x GBS / step time, all GPUs) per GPU count.
+# tokens/s/GPU = printed throughput / GPUs. Shapes as the calibration set codes the same NeMo workloads (its
+# NeMo 24.07 rows: GPT-3 175B vocab 51200 tied; Nemotron-4 340B squared-ReLU MLP coded gelu, untied).
+# Left out: the 128-GPU FP8 points of GPT-3 175B (93190/128 = 728) and Nemotron-4 340B (41478/128 = 324),
+# whose configurations are calibration rows (NeMo 24.07: 726 and 322). The 256-2048 GPU FP8 points are the same
+# per-GPU work at larger DP (weak scaling, GBS grows with the GPUs): held out, but close to calibrated configurations.
+DGXC = "NVIDIA/dgxc-benchmarking {f} at {c} ({d}), table '{t}'"
+GPT3 = dict(model='GPT-3 175B', arch='dense', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=51200,
+            attention='mha', mlp='gelu', tied_embeddings=1)
+N340 = dict(model='Nemotron-4 340B', arch='dense', layers=96, hidden=18432, heads=96, kv_heads=8, ffn=73728, vocab=256000,
+            attention='gqa', mlp='gelu', tied_embeddings=0)
+GPUS = (128, 256, 512, 1024, 2048)
+for f, c, d, t, shape, seq, tp, pp, vp, gbs0, prec, steps, tputs in [
+        ('nemo_megatron/README_175b.md', '0efdb23', '2025-07-23', 'NeMo Megatron BF16', GPT3, 2048, 4, 8, 6, 256, 'bf16',
+         (8.309, 8.408, 8.42, 8.453, 8.49), (63099, 124712, 249068, 496191, 988057)),
+        ('nemo_megatron/README_175b.md', '0efdb23', '2025-07-23', 'NeMo Megatron FP8', GPT3, 2048, 4, 8, 6, 256, 'fp8',
+         (5.626, 5.725, 5.774, 5.82, 5.96), (93190, 183157, 363206, 720671, 1407485)),
+        ('nemotron/README_340b.md', '35a9aec', '2025-06-09', 'Nemotron4 340b 24.11 BF16 (TP=8, PP=8, MBS=1, GA=16, VP=12)', N340, 4096, 8, 8, 12, 32, 'bf16',
+         (4.61, 4.67, 4.7, 4.73, 4.84), (28432, 56134, 111551, 221686, 433296)),
+        ('nemotron/README_340b.md', '35a9aec', '2025-06-09', 'Nemotron4 340b 24.11 FP8 (TP=8, PP=8, MBS=1, GA=16, VP=12)', N340, 4096, 8, 8, 12, 32, 'fp8',
+         (3.16, 3.21, 3.26, 3.34, 3.49), (41478, 81665, 160825, 313945, 600903))]:
+    for n, step, tput in zip(GPUS, steps, tputs):
+        if prec == 'fp8' and n == 128:
+            continue  # a calibration configuration (see above)
+        gbs = gbs0 * n // 128
+        dp = n // (tp * pp)
+        typo = (" (the README's layout table prints GBS 1204 at 512 GPUs; seq x 1024 / step time reproduces the printed throughput)"
+                if shape is GPT3 and n == 512 else '')
+        add(source=DGXC.format(f=f, c=c, d=d, t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs, micro_batch=1,
+            gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, zero='', sequence_parallel=1,
+            recompute='', precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            measured_step_time_s=step, oom=0,
+            derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s); TP {tp} PP {pp} VP {vp} MBS 1 "
+                        f"GA {gbs // (dp)} from the README's layout table and the table title{typo}; sequence_parallel 1 as NeMo's "
+                        "recipes and the calibration rows of this workload; zero and recompute not printed (blank: planner's choice); "
+                        "FP8 recipe not printed (NeMo 24.x: per-tensor delayed scaling by default)"))
+# MaxText Llama 3 70B (dgxc-benchmarking maxtext/README_70b.md at 0efdb23, 2025-07-23): JAX, FSDP within the node
+# (ici_FSDP 8) and across nodes (dcn_FSDP 16 or 32), pure DP across the rest (dcn_DP), per-device batch 2, no GA
+MT = "NVIDIA/dgxc-benchmarking maxtext/README_70b.md at 0efdb23 (2025-07-23), table 'Maxtext Llama3 70b {p}'"
+for prec, steps, tputs in [('BF16', (15.563, 15.444, 15.519, 15.603, 15.898), (134752.43, 271581.46, 540537.92, 1075255.78, 2110607.12)),
+                           ('FP8', (9.074, 9.488, 9.244, 9.483, 9.339), (231116.60, 442064.08, 907465.17, 1769188.65, 3592936.29))]:
+    for n, step, tput in zip(GPUS, steps, tputs):
+        fsdp = 8 * (32 if n == 256 else 16)
+        add(source=MT.format(p=prec), trust='B', **SH['L70'], seq_len=8192, global_batch_seqs=2 * n, micro_batch=2,
+            gpu='H100-SXM-80GB', num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0,
+            recompute='', precision=prec.lower(), framework='maxtext', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            measured_step_time_s=step, oom=0,
+            derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 8192 x {2 * n} / {step} s); MaxText (JAX/XLA) sharding "
+                        f"ici_FSDP 8 x dcn_FSDP {fsdp // 8} x dcn_DP {n // fsdp}: parameters sharded over {fsdp} GPUs"
+                        f"{' (all)' if fsdp == n else ', replicated over ' + str(n // fsdp) + ' groups: hybrid sharding, which the schema codes as zero 3 over all DP (trust B)'}; "
+                        "per_device_batch_size 2, GA 1; remat policy not printed (blank); Llama 3 70B shape"))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
