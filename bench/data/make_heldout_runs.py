@@ -308,6 +308,47 @@ for prec, steps, tputs in [('BF16', (15.563, 15.444, 15.519, 15.603, 15.898), (1
                         f"ici_FSDP 8 x dcn_FSDP {fsdp // 8} x dcn_DP {n // fsdp}: parameters sharded over {fsdp} GPUs"
                         f"{' (all)' if fsdp == n else ', replicated over ' + str(n // fsdp) + ' groups: hybrid sharding, which the schema codes as zero 3 over all DP (trust B)'}; "
                         "per_device_batch_size 2, GA 1; remat policy not printed (blank); Llama 3 70B shape"))
+# dgxc-benchmarking llama3.1/README_{8b,70b,405b}.md and nemotron/README_15b.md at 35a9aec (2025-06-09), NeMo 24.09 / 24.11
+# on H100, weak scaling (GBS grows with the GPUs); seq from the printed throughput (= seq x GBS / step time). Left out:
+# the 8B and 70B FP8 base points (8 and 64 GPUs), whose configurations are calibration rows (NeMo 24.07 Llama 3 8B / 70B),
+# and the 405B rows on 32-192 GPUs (truncated 7/21/42-layer models). Nemotron-4 15B shape: NeMo Nemotron4Config15B
+# (nemo/collections/llm/gpt/model/nemotron.py: 32 layers, hidden 6144, ffn 24576, 48 heads, 8 query groups, squared ReLU
+# coded gelu, untied), vocab 256000 as the 340B row.
+N15 = dict(N340, model='Nemotron-4 15B', layers=32, hidden=6144, heads=48, kv_heads=8, ffn=24576)
+L405_31 = SH['L405']
+L70_31 = dict(SH['L70'], model='Llama 3.1 70B')
+L8_31 = dict(SH['L8'], model='Llama 3.1 8B')
+for f, t, shape, seq, tp, pp, cp, vp, mbs, n0, gbs0, prec, ns, steps, tputs, skip in [
+        ('llama3.1/README_8b.md', 'Llama 3.1 8b 24.09 BF16 (TP=1, PP=1, CP=2, MBS=1, GA=32)', L8_31, 8192, 1, 1, 2, 1, 1, 8, 128, 'bf16',
+         (8, 16, 32, 64, 128), (12.91, 13.00, 13.05, 13.08, 13.10), (81222, 161319, 321403, 641331, 1280704), ()),
+        ('llama3.1/README_8b.md', 'Llama 3.1 8b 24.09 FP8 (TP=1, PP=1, CP=2, MBS=1, GA=32)', L8_31, 8192, 1, 1, 2, 1, 1, 8, 128, 'fp8',
+         (8, 16, 32, 64, 128), (9.67, 9.73, 9.75, 9.80, 9.82), (108436, 215535, 430185, 855980, 1708474), (8,)),
+        ('llama3.1/README_70b.md', 'Llama 3.1 70b 24.09 BF16 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)', L70_31, 8192, 4, 4, 2, 5, 1, 64, 128, 'bf16',
+         (64, 128, 256, 512, 1024, 2048), (14.72, 14.73, 14.8, 14.89, 14.92, 14.98), (71235, 142373, 283399, 563372, 1124478, 2248957), ()),
+        ('llama3.1/README_70b.md', 'Llama 3.1 70b 24.09 FP8 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)', L70_31, 8192, 4, 4, 2, 5, 1, 64, 128, 'fp8',
+         (64, 128, 256, 512, 1024, 2048), (11.01, 10.93, 11.16, 11.18, 11.28, 11.39), (95239, 191871, 375834, 750323, 1487342, 2945955), (64,)),
+        ('llama3.1/README_405b.md', 'Llama 3.1 405b 24.09 BF16 (TP=8, PP=9, CP=2, VP=7, MBS=1, GA=63)', L405_31, 8192, 8, 9, 2, 7, 1, 576, 252, 'bf16',
+         (576, 1152, 2304), (17.20, 17.52, 17.62), (120022, 235660, 468646), ()),
+        ('llama3.1/README_405b.md', 'Llama 3.1 405b 24.09 FP8 (TP=8, PP=9, CP=2, VP=7, MBS=1, GA=63)', L405_31, 8192, 8, 9, 2, 7, 1, 576, 252, 'fp8',
+         (576, 1152, 2304), (11.24, 11.31, 12.35), (183664, 365055, 668626), ()),
+        ('nemotron/README_15b.md', 'Nemotron4 15b 24.11 BF16 (TP=4, PP=1, MBS=4, GA=4)', N15, 4096, 4, 1, 1, 1, 4, 16, 64, 'bf16',
+         (16, 32, 64, 128, 256, 512, 1024, 2048), (2.83, 2.86, 2.86, 2.89, 2.88, 2.92, 2.92, 2.96),
+         (92630, 183317, 366635, 725658, 1456356, 2872811, 5745622, 11335957), ()),
+        ('nemotron/README_15b.md', 'Nemotron4 15b 24.11 FP8 (TP=4, PP=1, MBS=4, GA=4)', N15, 4096, 4, 1, 1, 1, 4, 16, 64, 'fp8',
+         (16, 32, 64, 128, 256, 512, 1024, 2048), (2.08, 2.07, 2.09, 2.08, 2.1, 2.12, 2.12, 2.18),
+         (126031, 253279, 501711, 1008246, 1997288, 3956891, 7913781, 15391941), ())]:
+    for n, step, tput in zip(ns, steps, tputs):
+        if n in skip:
+            continue  # a calibration configuration (see above)
+        gbs = gbs0 * n // n0
+        dp = n // (tp * pp * cp)
+        add(source=DGXC.format(f=f, c='35a9aec', d='2025-06-09', t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs,
+            micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=1, etp=1, zero='',
+            sequence_parallel=1 if tp > 1 else 0, recompute='', precision=prec, framework='nemo',
+            measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
+            derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s, which fixes seq {seq}); layout from the "
+                        f"table title, GBS scaled with the GPUs as the column heads print (GA {gbs // (dp * mbs)}); sequence_parallel from TP>1; "
+                        "zero and recompute not printed (blank: planner's choice); FP8 recipe not printed (NeMo 24.x default: per-tensor delayed scaling)"))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
