@@ -349,6 +349,25 @@ for f, t, shape, seq, tp, pp, cp, vp, mbs, n0, gbs0, prec, ns, steps, tputs, ski
             derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s, which fixes seq {seq}); layout from the "
                         f"table title, GBS scaled with the GPUs as the column heads print (GA {gbs // (dp * mbs)}); sequence_parallel from TP>1; "
                         "zero and recompute not printed (blank: planner's choice); FP8 recipe not printed (NeMo 24.x default: per-tensor delayed scaling)"))
+# dgxc-benchmarking deepseek_v3/pretraining/README.md at c5c765f (2025-10-22): DeepSeek-V3 671B BF16, seq 4096, MBS 1,
+# layouts from its tables (TP 2, ETP 1, VP 1), step time and throughput per GPU count; routing balance, MTP,
+# dispatcher and recompute not printed (blank / the preset's shape without MTP): trust B
+for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.948, 342755.90),
+                                       ('H100-SXM-80GB', 1024, 16, 64, 8192, 52.04, 644781.55),
+                                       ('GB200', 128, 4, 32, 1024, 34.168, 122755.33),
+                                       ('GB200', 256, 4, 64, 2048, 34.194, 245323.97),
+                                       ('GB200', 512, 4, 64, 4096, 34.274, 489502.71)]:
+    dp = n // (2 * pp)
+    add(source=DGXC.format(f='deepseek_v3/pretraining/README.md', c='c5c765f', d='2025-10-22',
+                           t=f"Deepseek V3 BF16 {'H100' if gpu.startswith('H100') else 'GB200'}"),
+        trust='B', **SH['DS3'], seq_len=4096, global_batch_seqs=gbs, micro_batch=1, gpu=gpu, num_gpus=n, tp=2, pp=pp, vpp=1,
+        dp=dp, cp=1, ep=ep, etp=1, zero='', sequence_parallel=1, recompute='', precision='bf16', framework='nemo',
+        measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
+        derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 4096 x {gbs} / {step} s); TP 2 PP {pp} EP {ep} ETP 1 DP {dp} "
+                    f"VP 1 MBS 1 GA {gbs // dp} from the layout table (Megatron-Bridge recipe); expert routing balance, MTP, dispatcher, "
+                    "recompute and zero not printed (blank: planner's choice; shape from the DeepSeek-V3 preset dims)"
+                    + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
+                       "TP 1 PP 4 VP 4 EP 64, force-balanced): a source-side outlier kept as printed" if gpu == 'GB200' else '')))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
