@@ -149,6 +149,9 @@ def pins_from_row(row: dict) -> dict:
     epo = flag(row, "ep_overlap")
     if epo is not None:
         pins["ep_comm_overlap"] = epo
+    tpo = flag(row, "tp_comm_overlap")  # optional: TP communication overlapped (e.g. async TP)
+    if tpo is not None and pins.get("tp", 1) > 1:
+        pins["tp_comm_overlap"] = tpo
     sched = text(row, "schedule").lower()
     if sched and pins.get("pp", 1) > 1:
         pins["schedule"] = require_choice("schedule", sched, SCHEDULES)

@@ -193,13 +193,14 @@ def test_megatron_state_buffers_do_not_fragment():
 
 
 def test_heldout_accuracy_does_not_regress():
-    # published runs never fitted (bench/data/heldout_runs.csv), 50 trust A/B rows now that
-    # rows naming a preset (the 4 DeepSeek-V3 MLA rows) are predicted: 11.2% median, 38.3%
-    # p90 (46 rows without them: 10.2% / 27.3%). The target is 8% / 20%; this guards
-    # the way there.
+    # published runs never fitted (bench/data/heldout_runs.csv): 179 trust A/B rows since the
+    # Megatron-Bridge containers 25.09-26.08 (with GPT-OSS 120B), MT-NLG 530B, torchtitan's
+    # async-TP benchmark and NVIDIA's DGXC recipes (NeMo GPT-3 175B, Llama 3.1 8B/70B/405B,
+    # Nemotron-4 15B/340B, DeepSeek-V3; MaxText Llama 3 70B) were added: 8.9% median, 28.1% p90 (the 50
+    # rows before: 8.2% / 30.5%). The target is 8% / 20%; this guards the way there.
     from meshplan.validate import validate
 
     _, s = validate(HELDOUT, with_search_best=False)
-    assert s["tokens_rows_trust_ab"] >= 50
+    assert s["tokens_rows_trust_ab"] >= 179
     assert s["tokens_median_abs_error"] <= 0.12
     assert s["tokens_p90_abs_error"] <= 0.40

@@ -9,6 +9,11 @@ cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attentio
 # optional column: layers per (virtual) pipeline stage recomputed in full, where the source states it
 cols = cols[:cols.index('recompute') + 1] + ['recompute_layers'] + cols[cols.index('recompute') + 1:]
 cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in cols]  # optional engine columns
+# optional: fp8_recipe, descriptive only (no reader uses it yet): the FP8 recipe as the source prints it; and
+# tp_comm_overlap (1 = TP communication overlapped with GEMMs, e.g. torchtitan async TP) where the source says (validate pins it)
+# (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations,
+#  tensorwise / rowwise = torchao float8 scaling granularity)
+cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per GPU where the source states it
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -65,7 +70,7 @@ def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, n
     add(moe_dispatcher=disp, ep_overlap=epo, source=MB.format(s=sysname), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu,
         num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute='full' if rc else '', recompute_layers=rc[1] if rc else '',
-        precision='fp8' if prec.startswith('FP8') else 'bf16',
+        precision='fp8' if prec.startswith('FP8') else 'bf16', fp8_recipe={'FP8-CS': 'cs', 'FP8-MX': 'mx'}.get(prec, ''),
         framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens/sec/GPU column as printed ({prec}); zero inferred (FSDP={fsdp}: {'FSDP -> 3' if fsdp else 'distributed optimizer -> 1'}), sequence_parallel inferred from TP>1, {rc_text}; dp = GPUs/(tp*pp*cp){note}")
 BAL = "; MoE tokens force-balanced among experts (page footnote)"
@@ -112,6 +117,257 @@ add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 
     seq_len=4096, global_batch_seqs=15360, micro_batch='', gpu='H800-SXM-80GB', num_gpus=2048, tp=1, pp=16, vpp=2, dp=128, cp=1, ep=64, etp=1, zero=1, sequence_parallel=0, recompute='', precision='fp8', framework='other',
     moe_dispatcher='deepep', ep_overlap=1, schedule='dualpipev',
     measured_tokens_per_s_per_gpu=round(1e12/(180e3*3600),1), oom=0, derivation="1e12 tokens / (180e3 GPU h * 3600) = 1543.2 tokens/s/GPU averaged over pre-training (includes MTP module and non-steady-state time, trust B); PP16 DualPipe, EP64 over 8 nodes, ZeRO-1 DP, no TP, FP8 fine-grained recipe, seq 4096, final batch 15360; schedule dualpipev with vpp 2 (DualPipe holds two chunks per rank; its bubble is DualPipeV's, report Table 2), dispatcher deepep and ep_overlap 1 (sec. 3.2.1-3.2.2: IB-then-NVLink dispatch, at most 4 nodes per token, all-to-all hidden by DualPipe)")
+# Megatron-Bridge performance summaries of other containers (docs/performance-summary.md at
+# 26.08 and docs/performance-summary-archive.md: 26.06.01 ... 25.09, NVIDIA-NeMo/Megatron-Bridge
+# commit 067f987, 2026-08-22), plus the 25.11 rows the set above left out (the FP8-MX variants in
+# parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300 are not in the GPU catalog),
+# Llama 3 / 3.1, DeepSeek-V3, Qwen3, GPT-OSS 120B (Nemotron 3: hybrid Mamba;
+# Kimi-K2: GB300 only), no NVFP4 (not a schema precision). One row per distinct configuration
+# (system, model, recipe, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP): the newest container's
+# number; the other containers' numbers for the same configuration are listed in the derivation.
+# Configurations equal to a 25.11 row above are not repeated (two 25.09 'tokendrop' Qwen3-30B rows:
+# GB200 MX 23723 vs 25.11's 23766, H100 10494 vs 25.11's 5275 at the same layout).
+MBA = "Megatron-Bridge docs/performance-summary{f}.md ({v} NeMo container, Pre-Training, {t})"
+MBA_ROWS = [  # (container, system, model, flag, precision, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP, tokens/s/GPU, other containers)
+('26.08', 'DGX-GB200', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, None, 1, 4, 1, 4, 64, 4912, '26.06.01: 4928; 26.06: 4969; 26.04.01: 4256; 26.04: 4193; 26.02.01: 4021; 26.02: 3955'),
+('26.08', 'DGX-GB200', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, None, 1, 8, 1, 3, 32, 7280, '26.06.01: 7360; 26.06: 7376; 26.04.01: 5680; 26.04: 5672'),
+('26.06', 'DGX-GB200', 'L405', '', 'FP8', 256, 1536, 1, 8192, None, 4, 16, 1, 4, 1, 843, '26.04.01: 864; 26.04: 842; 26.02.01: 818; 26.02: 793'),
+('26.06', 'DGX-GB200', 'L405', '', 'MXFP8', 256, 1536, 1, 8192, None, 4, 16, 1, 8, 1, 783, '26.04.01: 800; 26.04: 793; 26.02.01: 775; 26.02: 786'),
+('26.06', 'DGX-H100', 'L405', '', 'FP8', 1024, 1536, 1, 8192, None, 8, 8, 2, 8, 1, 326, '26.04.01: 328; 26.02: 311'),
+('26.06', 'DGX-H100', 'Q30', '', 'FP8', 16, 1024, 1, 4096, None, 1, 1, 1, 1, 16, 8826, '26.04.01: 8960; 26.04: 8901'),
+('26.04.01', 'DGX-GB200', 'L70', '', 'FP8', 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4224, '26.04: 4143; 26.02.01: 4357; 26.02: 4040'),
+('26.04.01', 'DGX-GB200', 'L70', '', 'MXFP8', 64, 256, 1, 8192, 0, 2, 4, 1, 5, 1, 3712, '26.04: 3828; 26.02.01: 3837; 26.02: 3613'),
+('26.04.01', 'DGX-H100', 'L70', '', 'FP8', 64, 256, 1, 8192, 0, 4, 8, 1, 5, 1, 1664, '26.04: 1633; 26.02.01: 1639; 26.02: 1621'),
+('26.04.01', 'DGX-B200', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, 0, 1, 8, 1, 2, 32, 3328, ''),
+('26.04.01', 'DGX-B200', 'Q30', '', 'MXFP8', 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 27136, '26.04: 26859; 26.02.01: 26695'),
+('26.04.01', 'DGX-B200', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 8, 3776, '26.02: 3805'),
+('26.04.01', 'DGX-H100', 'Q235', '', 'FP8', 256, 8192, 1, 4096, 0, 2, 8, 1, 4, 32, 1712, '26.04: 1686; 26.02.01: 1611; 26.02: 1633'),
+('26.04', 'DGX-B200', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 2815, '26.02.01: 2790; 26.02: 2689'),
+('26.02.01', 'DGX-H100', 'Q30', '', 'FP8', 16, 1024, 1, 4096, 0, 1, 2, 1, 12, 8, 9058, '26.02: 5113'),
+('26.02.01', 'DGX-GB200', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 32, 5530, '26.02: 5448'),
+('25.11', 'DGX-GB200', 'L8', '', 'FP8-MX', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 29789, '25.09: 29925'),
+('25.11', 'DGX-B200', 'L8', '', 'FP8-MX', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 29521, '25.09: 29388'),
+('25.11', 'DGX-B200', 'L405', '', 'FP8-MX', 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 624, '25.09: 622'),
+('25.11', 'DGX-H100', 'Q235', '', 'FP8-CS', 256, 2048, 1, 4096, 0, 2, 8, 1, 4, 32, 1575, ''),
+('25.09', 'DGX-GB200', 'L70', '', 'FP8-CS', 64, 128, 2, 8192, 64, 1, 1, 1, 1, 1, 3986, ''),
+('25.09', 'DGX-GB200', 'L70', '', 'FP8-MX', 64, 128, 2, 8192, 0, 2, 4, 1, 5, 1, 3546, ''),
+('25.09', 'DGX-GB200', 'L405', '', 'FP8-CS', 128, 64, 1, 8192, 64, 2, 1, 1, 1, 1, 729, ''),
+('25.09', 'DGX-GB200', 'L405', '', 'FP8-MX', 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 578, ''),
+('25.09', 'DGX-GB200', 'DS3', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 1, 4, 1, 4, 64, 3454, ''),
+# ('25.09', 'DGX-GB200', 'DS3', 'tokendrop', 'FP8-MX', ...): left out, the page prints PP 4 (8), VP 4 (2) and EP 64 for both
+#   numbers, but EP 64 cannot divide DP*CP*TP = 256/8 = 32 at PP 8 (Megatron-Core's expert mapping): the row is inconsistent as printed
+('25.09', 'DGX-GB200', 'Q30', 'tokendrop', 'FP8-CS', 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 22775, ''),
+('25.09', 'DGX-GB200', 'Q235', 'tokendrop', 'FP8-CS', 64, 1024, 1, 4096, 0, 2, 1, 1, 1, 64, 4452, ''),
+('25.09', 'DGX-GB200', 'Q235', 'tokendrop', 'FP8-MX', 64, 1024, 1, 4096, 0, 2, 1, 1, 1, 64, 4416, ''),
+('25.09', 'DGX-B200', 'DS3', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 1, 16, 1, 1, 8, 2265, ''),
+('25.09', 'DGX-B200', 'DS3', 'tokendrop', 'FP8-MX', 256, 2048, 1, 4096, 0, 1, 16, 1, 1, 8, 2159, ''),
+('25.09', 'DGX-B200', 'Q30', 'tokendrop', 'FP8-CS', 8, 512, 1, 4096, 0, 1, 1, 1, 1, 8, 18066, ''),
+('25.09', 'DGX-B200', 'Q235', 'tokendrop', 'FP8-CS', 64, 1024, 1, 4096, 0, 1, 8, 1, 2, 8, 4104, ''),
+('25.09', 'DGX-B200', 'Q235', 'tokendrop', 'FP8-MX', 64, 1024, 1, 4096, 0, 1, 8, 1, 2, 8, 4275, ''),
+('25.09', 'DGX-H100', 'DS3', 'dropless', 'FP8-CS', 1024, 8192, 1, 4096, 0, 2, 8, 1, 4, 64, 1297, ''),
+('25.09', 'DGX-H100', 'Q235', 'tokendrop', 'FP8-CS', 256, 2048, 1, 4096, 0, 2, 8, 1, 4, 32, 1204, ''),
+('26.08', 'DGX-GB200', 'GOSS', '', 'MXFP8', 64, 1280, 4, 4096, None, 1, 1, 1, 1, 64, 28672, '26.06.01: 18304; 26.06: 28947'),
+('26.04.01', 'DGX-GB200', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 16640, '26.04: 15938; 26.02.01: 15754; 26.02: 15784'),
+('26.04.01', 'DGX-B200', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 13568, '26.04: 13045; 26.02.01: 13722'),
+('26.04.01', 'DGX-H100', 'GOSS', '', 'BF16', 64, 1280, 1, 4096, 0, 1, 4, 1, 1, 8, 5824, '26.04: 5810; 26.02.01: 5984; 26.02: 5993'),
+('26.02', 'DGX-B200', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 8047, ''),
+('25.11', 'DGX-GB200', 'GOSS', '', 'BF16', 64, 1280, 1, 8192, 0, 1, 1, 1, 1, 64, 15876, ''),
+('25.11', 'DGX-B200', 'GOSS', '', 'BF16', 64, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 8213, ''),
+('25.11', 'DGX-H100', 'GOSS', '', 'BF16', 64, 512, 4, 4096, 0, 1, 4, 1, 1, 8, 5630, ''),
+]
+# gpt-oss-120b config.json (openai/gpt-oss-120b) as copied in two stored test fixtures found by find_string
+# '"num_local_experts": 128' (hidden 2880, intermediate 2880, 36 layers, 64 heads, 8 KV heads, head_dim 64,
+# 128 experts top-4, sliding_window 128 on every other layer) and a third (vocab 201088); untied embeddings
+SH['GOSS'] = dict(model='GPT-OSS 120B', arch='moe', layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn=2880, vocab=201088,
+                  moe_experts=128, moe_topk=4, moe_expert_ffn=2880, moe_shared_experts=0, moe_dense_layers=0, attention='gqa',
+                  mlp='swiglu', tied_embeddings=0)
+GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200'}
+for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
+    recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
+    where = ('' if ver == '26.08' else '-archive')
+    table = f"table 'System: {sysn}'" if ver in ('25.09', '25.11') else f"table 'Model: ...' row {sysn}"
+    notes = []
+    if ver == '25.09':
+        notes.append("the 25.09 tables print no precision column: FP8 inferred from the footnote (numbers in parentheses = other "
+                     "quantization granularity: 32x32 MXFP8 on B200/GB200, 128x128/1x128 blockwise on H100), the plain number "
+                     "taken as per-tensor FP8 current scaling as in 25.11 (trust B)")
+    if prec == 'FP8':
+        notes.append("precision printed 'FP8' (per-tensor scaling; current vs delayed not printed)")
+    if flag == 'tokendrop':
+        notes.append("MoE 'tokendrop' run (token dropping with a capacity factor; the schema models dropless balanced routing)")
+    if flag == 'dropless':
+        notes.append("MoE dropless, tokens force-balanced (page footnote)")
+    elif m in ('DS3', 'Q30', 'Q235') and ver != '25.09':
+        notes.append("MoE tokens force-balanced among experts, dropless (page footnote)")
+    if m == 'GOSS':
+        notes.append("GPT-OSS: half the layers use a 128-token sliding window and attention sinks/biases and a clamped SwiGLU; "
+                     "the schema has full causal attention on every layer (attention FLOPs over-counted on 18 of 36 layers)")
+    if fsdp is None:
+        notes.append("this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
+    fs = bool(fsdp)
+    notes.append(f"zero {'3 (FSDP ' + str(fsdp) + ')' if fs else '1 (FSDP 0: distributed optimizer)'} inferred; sequence_parallel inferred from TP>1; "
+                 "recompute, MoE dispatcher and expert-comm overlap not printed and the recipe of this container not looked up (blank: the row is predicted with the planner's choice)")
+    if others:
+        notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
+    add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
+        gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
+        sequence_parallel=1 if tp > 1 else 0, recompute='', precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
+        measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes))
+# Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
+# cli99/llm-analysis examples/megatron-turing-nlg (README: GBS 1920, 280/350/420 DGX A100 servers, 60.1/50.2/44.4 s
+# per iteration, 126/121/113 TFLOP/s per GPU; run_train.sh: TP 8, PP 35)
+for nodes, it_s, tf in [(280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113)]:
+    n = nodes * 8
+    add(source="Megatron-Turing NLG 530B paper (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (iteration time at GBS 1920 on 280/350/420 DGX A100), as transcribed in github.com/cli99/llm-analysis examples/megatron-turing-nlg/README.md and run_train.sh",
+        trust='B', model='MT-NLG 530B', arch='dense', layers=105, hidden=20480, heads=128, kv_heads=128, ffn=81920, vocab=50272,
+        attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=1920, micro_batch='', gpu='A100-SXM-80GB',
+        num_gpus=n, tp=8, pp=35, vpp=1, dp=n // 280, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='full',
+        precision='bf16', framework='deepspeed', measured_step_time_s=it_s,
+        measured_tokens_per_s_per_gpu=round(1920 * 2048 / (it_s * n), 1), oom=0,
+        derivation=f"1920 seqs x 2048 tokens / ({it_s} s x {n} GPUs); the paper's {tf} TFLOP/s/GPU printed beside it; TP8 (within a DGX) x PP35 x DP{n // 280}, Megatron-DeepSpeed 3D parallelism; "
+                   "A100 80GB per the Microsoft/NVIDIA announcement (Selene DGX A100 80GB; llm-analysis assumes 40GB); zero 1 inferred (DeepSpeed's pipeline engine allows ZeRO-1 at most), "
+                   "full activation checkpointing inferred (llm-analysis activation_recomputation 2), micro batch not printed, mixed precision (fp16 vs bf16 not checked: same A100 peak), vocab 50257 padded to 50272 as in Megatron (trust B)")
+# torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (pytorch/torchtitan; torch 38410cf9, torchtitan
+# 820504e, June 2025): Grand Teton, 8 H100 96GB HBM2e per host at the default 500 W, 400 Gb/s RDMA per GPU; tokens/sec
+# as printed (torchtitan logs tokens/s per device). seq_len 8192 from train_configs llama3_{8b,70b}.toml at 820504e.
+# Left out: Llama 3 70B float8 tensorwise (809.8 vanilla / 942.4 async): the same configuration (256 GPUs, FSDP 32 x
+# TP 8, full AC, local batch 16, float8) is in the calibration set (torchtitan llama3_h100_202412 rows 61/62); 70B
+# float8 rowwise (599.6 / 624.8) too: the schema's precision 'fp8' makes it the same configuration as those rows.
+TT = "torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (table '{t}')"
+TT70 = 'Llama3 70b on 256 H100s with FSDP=32, TP=8, torch.compile, full AC,  local batch size 16'
+TT8 = 'Llama3 8b on 64 H100s with FSDP=8, TP=8, torch.compile, per op SAC, local batch size 12'
+L31 = dict(SH['L8'], model='Llama 3.1 8B'), dict(SH['L70'], model='Llama 3.1 70B')
+for shape, table, n, dp, lbs, rc, quant, vanilla, async_tp in [
+        (L31[1], TT70, 256, 32, 16, 'full', 'bf16', 597.3, 652.4),
+        (L31[0], TT8, 64, 8, 12, 'selective', 'bf16', 4378, 4809.4),
+        (L31[0], TT8, 64, 8, 12, 'selective', 'tensorwise', 5078.1, 5570.1),
+        (L31[0], TT8, 64, 8, 12, 'selective', 'rowwise', 3708.5, 3914.9)]:
+    for overlap, tps in ((0, vanilla), (1, async_tp)):
+        note = ("; float8 rowwise: the page notes the vanilla-TP rowwise baseline is low (torchtitan issue 1207), trust B"
+                if quant == 'rowwise' else '')
+        add(source=TT.format(t=table), trust='B' if quant == 'rowwise' else 'A', **shape, seq_len=8192,
+            global_batch_seqs=lbs * dp, micro_batch=lbs, gpu='H100-SXM-96GB-500W', nic_gbps_per_gpu=400, num_gpus=n,
+            tp=8, pp=1, vpp=1, dp=dp, cp=1, ep=1, etp=1, zero=3, sequence_parallel=1, recompute=rc,
+            precision='bf16' if quant == 'bf16' else 'fp8', fp8_recipe='' if quant == 'bf16' else quant,
+            tp_comm_overlap=overlap, framework='torchtitan', measured_tokens_per_s_per_gpu=tps, oom=0,
+            derivation=(f"{'Async' if overlap else 'Vanilla'} TP tokens/sec column as printed ({'None (bfloat16)' if quant == 'bf16' else 'float8 ' + quant}); "
+                        f"FSDP2 {dp} (zero 3) x TP 8 (torchtitan TP shards norms/dropout on the sequence: sequence_parallel 1), "
+                        f"{'full AC' if rc == 'full' else 'per-op selective AC'}, torch.compile on; local batch {lbs} per DP rank, no "
+                        f"gradient accumulation (global {lbs * dp} seqs); tp_comm_overlap {overlap} = {'async TP (micro-pipelined all-gather/reduce-scatter matmuls)' if overlap else 'vanilla TP'} "
+                        f"(validate pins this column); seq 8192 from the train config toml{note}"))
+# NVIDIA/dgxc-benchmarking (DGX Cloud benchmarking recipes) READMEs, "Expected Performance" tables on H100:
+# training step time and "Throughput in tokens per second" (= seq x GBS / step time, all GPUs) per GPU count.
+# tokens/s/GPU = printed throughput / GPUs. Shapes as the calibration set codes the same NeMo workloads (its
+# NeMo 24.07 rows: GPT-3 175B vocab 51200 tied; Nemotron-4 340B squared-ReLU MLP coded gelu, untied).
+# Left out: the 128-GPU FP8 points of GPT-3 175B (93190/128 = 728) and Nemotron-4 340B (41478/128 = 324),
+# whose configurations are calibration rows (NeMo 24.07: 726 and 322). The 256-2048 GPU FP8 points are the same
+# per-GPU work at larger DP (weak scaling, GBS grows with the GPUs): held out, but close to calibrated configurations.
+DGXC = "NVIDIA/dgxc-benchmarking {f} at {c} ({d}), table '{t}'"
+GPT3 = dict(model='GPT-3 175B', arch='dense', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=51200,
+            attention='mha', mlp='gelu', tied_embeddings=1)
+N340 = dict(model='Nemotron-4 340B', arch='dense', layers=96, hidden=18432, heads=96, kv_heads=8, ffn=73728, vocab=256000,
+            attention='gqa', mlp='gelu', tied_embeddings=0)
+GPUS = (128, 256, 512, 1024, 2048)
+for f, c, d, t, shape, seq, tp, pp, vp, gbs0, prec, steps, tputs in [
+        ('nemo_megatron/README_175b.md', '0efdb23', '2025-07-23', 'NeMo Megatron BF16', GPT3, 2048, 4, 8, 6, 256, 'bf16',
+         (8.309, 8.408, 8.42, 8.453, 8.49), (63099, 124712, 249068, 496191, 988057)),
+        ('nemo_megatron/README_175b.md', '0efdb23', '2025-07-23', 'NeMo Megatron FP8', GPT3, 2048, 4, 8, 6, 256, 'fp8',
+         (5.626, 5.725, 5.774, 5.82, 5.96), (93190, 183157, 363206, 720671, 1407485)),
+        ('nemotron/README_340b.md', '35a9aec', '2025-06-09', 'Nemotron4 340b 24.11 BF16 (TP=8, PP=8, MBS=1, GA=16, VP=12)', N340, 4096, 8, 8, 12, 32, 'bf16',
+         (4.61, 4.67, 4.7, 4.73, 4.84), (28432, 56134, 111551, 221686, 433296)),
+        ('nemotron/README_340b.md', '35a9aec', '2025-06-09', 'Nemotron4 340b 24.11 FP8 (TP=8, PP=8, MBS=1, GA=16, VP=12)', N340, 4096, 8, 8, 12, 32, 'fp8',
+         (3.16, 3.21, 3.26, 3.34, 3.49), (41478, 81665, 160825, 313945, 600903))]:
+    for n, step, tput in zip(GPUS, steps, tputs):
+        if prec == 'fp8' and n == 128:
+            continue  # a calibration configuration (see above)
+        gbs = gbs0 * n // 128
+        dp = n // (tp * pp)
+        typo = (" (the README's layout table prints GBS 1204 at 512 GPUs; seq x 1024 / step time reproduces the printed throughput)"
+                if shape is GPT3 and n == 512 else '')
+        add(source=DGXC.format(f=f, c=c, d=d, t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs, micro_batch=1,
+            gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, zero='', sequence_parallel=1,
+            recompute='', precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            measured_step_time_s=step, oom=0,
+            derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s); TP {tp} PP {pp} VP {vp} MBS 1 "
+                        f"GA {gbs // (dp)} from the README's layout table and the table title{typo}; sequence_parallel 1 as NeMo's "
+                        "recipes and the calibration rows of this workload; zero and recompute not printed (blank: planner's choice); "
+                        "FP8 recipe not printed (NeMo 24.x: per-tensor delayed scaling by default)"))
+# MaxText Llama 3 70B (dgxc-benchmarking maxtext/README_70b.md at 0efdb23, 2025-07-23): JAX, FSDP within the node
+# (ici_FSDP 8) and across nodes (dcn_FSDP 16 or 32), pure DP across the rest (dcn_DP), per-device batch 2, no GA
+MT = "NVIDIA/dgxc-benchmarking maxtext/README_70b.md at 0efdb23 (2025-07-23), table 'Maxtext Llama3 70b {p}'"
+for prec, steps, tputs in [('BF16', (15.563, 15.444, 15.519, 15.603, 15.898), (134752.43, 271581.46, 540537.92, 1075255.78, 2110607.12)),
+                           ('FP8', (9.074, 9.488, 9.244, 9.483, 9.339), (231116.60, 442064.08, 907465.17, 1769188.65, 3592936.29))]:
+    for n, step, tput in zip(GPUS, steps, tputs):
+        fsdp = 8 * (32 if n == 256 else 16)
+        add(source=MT.format(p=prec), trust='B', **SH['L70'], seq_len=8192, global_batch_seqs=2 * n, micro_batch=2,
+            gpu='H100-SXM-80GB', num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0,
+            recompute='', precision=prec.lower(), framework='maxtext', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            measured_step_time_s=step, oom=0,
+            derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 8192 x {2 * n} / {step} s); MaxText (JAX/XLA) sharding "
+                        f"ici_FSDP 8 x dcn_FSDP {fsdp // 8} x dcn_DP {n // fsdp}: parameters sharded over {fsdp} GPUs"
+                        f"{' (all)' if fsdp == n else ', replicated over ' + str(n // fsdp) + ' groups: hybrid sharding, which the schema codes as zero 3 over all DP (trust B)'}; "
+                        "per_device_batch_size 2, GA 1; remat policy not printed (blank); Llama 3 70B shape"))
+# dgxc-benchmarking llama3.1/README_{8b,70b,405b}.md and nemotron/README_15b.md at 35a9aec (2025-06-09), NeMo 24.09 / 24.11
+# on H100, weak scaling (GBS grows with the GPUs); seq from the printed throughput (= seq x GBS / step time). Left out:
+# the 8B and 70B FP8 base points (8 and 64 GPUs), whose configurations are calibration rows (NeMo 24.07 Llama 3 8B / 70B),
+# and the 405B rows on 32-192 GPUs (truncated 7/21/42-layer models). Nemotron-4 15B shape: NeMo Nemotron4Config15B
+# (nemo/collections/llm/gpt/model/nemotron.py: 32 layers, hidden 6144, ffn 24576, 48 heads, 8 query groups, squared ReLU
+# coded gelu, untied), vocab 256000 as the 340B row.
+N15 = dict(N340, model='Nemotron-4 15B', layers=32, hidden=6144, heads=48, kv_heads=8, ffn=24576)
+L405_31 = SH['L405']
+L70_31 = dict(SH['L70'], model='Llama 3.1 70B')
+L8_31 = dict(SH['L8'], model='Llama 3.1 8B')
+for f, t, shape, seq, tp, pp, cp, vp, mbs, n0, gbs0, prec, ns, steps, tputs, skip in [
+        ('llama3.1/README_8b.md', 'Llama 3.1 8b 24.09 BF16 (TP=1, PP=1, CP=2, MBS=1, GA=32)', L8_31, 8192, 1, 1, 2, 1, 1, 8, 128, 'bf16',
+         (8, 16, 32, 64, 128), (12.91, 13.00, 13.05, 13.08, 13.10), (81222, 161319, 321403, 641331, 1280704), ()),
+        ('llama3.1/README_8b.md', 'Llama 3.1 8b 24.09 FP8 (TP=1, PP=1, CP=2, MBS=1, GA=32)', L8_31, 8192, 1, 1, 2, 1, 1, 8, 128, 'fp8',
+         (8, 16, 32, 64, 128), (9.67, 9.73, 9.75, 9.80, 9.82), (108436, 215535, 430185, 855980, 1708474), (8,)),
+        ('llama3.1/README_70b.md', 'Llama 3.1 70b 24.09 BF16 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)', L70_31, 8192, 4, 4, 2, 5, 1, 64, 128, 'bf16',
+         (64, 128, 256, 512, 1024, 2048), (14.72, 14.73, 14.8, 14.89, 14.92, 14.98), (71235, 142373, 283399, 563372, 1124478, 2248957), ()),
+        ('llama3.1/README_70b.md', 'Llama 3.1 70b 24.09 FP8 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)', L70_31, 8192, 4, 4, 2, 5, 1, 64, 128, 'fp8',
+         (64, 128, 256, 512, 1024, 2048), (11.01, 10.93, 11.16, 11.18, 11.28, 11.39), (95239, 191871, 375834, 750323, 1487342, 2945955), (64,)),
+        ('llama3.1/README_405b.md', 'Llama 3.1 405b 24.09 BF16 (TP=8, PP=9, CP=2, VP=7, MBS=1, GA=63)', L405_31, 8192, 8, 9, 2, 7, 1, 576, 252, 'bf16',
+         (576, 1152, 2304), (17.20, 17.52, 17.62), (120022, 235660, 468646), ()),
+        ('llama3.1/README_405b.md', 'Llama 3.1 405b 24.09 FP8 (TP=8, PP=9, CP=2, VP=7, MBS=1, GA=63)', L405_31, 8192, 8, 9, 2, 7, 1, 576, 252, 'fp8',
+         (576, 1152, 2304), (11.24, 11.31, 12.35), (183664, 365055, 668626), ()),
+        ('nemotron/README_15b.md', 'Nemotron4 15b 24.11 BF16 (TP=4, PP=1, MBS=4, GA=4)', N15, 4096, 4, 1, 1, 1, 4, 16, 64, 'bf16',
+         (16, 32, 64, 128, 256, 512, 1024, 2048), (2.83, 2.86, 2.86, 2.89, 2.88, 2.92, 2.92, 2.96),
+         (92630, 183317, 366635, 725658, 1456356, 2872811, 5745622, 11335957), ()),
+        ('nemotron/README_15b.md', 'Nemotron4 15b 24.11 FP8 (TP=4, PP=1, MBS=4, GA=4)', N15, 4096, 4, 1, 1, 1, 4, 16, 64, 'fp8',
+         (16, 32, 64, 128, 256, 512, 1024, 2048), (2.08, 2.07, 2.09, 2.08, 2.1, 2.12, 2.12, 2.18),
+         (126031, 253279, 501711, 1008246, 1997288, 3956891, 7913781, 15391941), ())]:
+    for n, step, tput in zip(ns, steps, tputs):
+        if n in skip:
+            continue  # a calibration configuration (see above)
+        gbs = gbs0 * n // n0
+        dp = n // (tp * pp * cp)
+        add(source=DGXC.format(f=f, c='35a9aec', d='2025-06-09', t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs,
+            micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=1, etp=1, zero='',
+            sequence_parallel=1 if tp > 1 else 0, recompute='', precision=prec, framework='nemo',
+            measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
+            derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s, which fixes seq {seq}); layout from the "
+                        f"table title, GBS scaled with the GPUs as the column heads print (GA {gbs // (dp * mbs)}); sequence_parallel from TP>1; "
+                        "zero and recompute not printed (blank: planner's choice); FP8 recipe not printed (NeMo 24.x default: per-tensor delayed scaling)"))
+# dgxc-benchmarking deepseek_v3/pretraining/README.md at c5c765f (2025-10-22): DeepSeek-V3 671B BF16, seq 4096, MBS 1,
+# layouts from its tables (TP 2, ETP 1, VP 1), step time and throughput per GPU count; routing balance, MTP,
+# dispatcher and recompute not printed (blank / the preset's shape without MTP): trust B
+for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.948, 342755.90),
+                                       ('H100-SXM-80GB', 1024, 16, 64, 8192, 52.04, 644781.55),
+                                       ('GB200', 128, 4, 32, 1024, 34.168, 122755.33),
+                                       ('GB200', 256, 4, 64, 2048, 34.194, 245323.97),
+                                       ('GB200', 512, 4, 64, 4096, 34.274, 489502.71)]:
+    dp = n // (2 * pp)
+    add(source=DGXC.format(f='deepseek_v3/pretraining/README.md', c='c5c765f', d='2025-10-22',
+                           t=f"Deepseek V3 BF16 {'H100' if gpu.startswith('H100') else 'GB200'}"),
+        trust='B', **SH['DS3'], seq_len=4096, global_batch_seqs=gbs, micro_batch=1, gpu=gpu, num_gpus=n, tp=2, pp=pp, vpp=1,
+        dp=dp, cp=1, ep=ep, etp=1, zero='', sequence_parallel=1, recompute='', precision='bf16', framework='nemo',
+        measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
+        derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 4096 x {gbs} / {step} s); TP 2 PP {pp} EP {ep} ETP 1 DP {dp} "
+                    f"VP 1 MBS 1 GA {gbs // dp} from the layout table (Megatron-Bridge recipe); expert routing balance, MTP, dispatcher, "
+                    "recompute and zero not printed (blank: planner's choice; shape from the DeepSeek-V3 preset dims)"
+                    + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
+                       "TP 1 PP 4 VP 4 EP 64, force-balanced): a source-side outlier kept as printed" if gpu == 'GB200' else '')))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
