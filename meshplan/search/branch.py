@@ -160,8 +160,14 @@ class Walk:
         if layout is not None and rows:
             try:
                 pb = self.bounds.pair(layout, mb, m, self.rcs)
-                b3 = self.bounds.pipe_s(pb.costs(self.rcs[0])[0], m, pp, rows)
-                b3 = {vs: f + pb.dp_floor_any(*vs) for vs, f in b3.items()}
+                b3 = {}
+                for ov in (False, True):  # each row at its own expert all-to-all overlap
+                    part = [vs for vs in rows if pb.overlaps(vs[1]) == ov]
+                    if part:
+                        b3.update(self.bounds.pipe_s(pb.costs(self.rcs[0], ov)[0], m, pp,
+                                                     part))
+                kth = self.kth_s()  # (a row already slower than the k-th best stays so)
+                b3 = {vs: f + pb.dp_floor_any(*vs) if f <= kth else f for vs, f in b3.items()}
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
                 b3, pb = {vs: -inf for vs in rows}, _NO_BOUNDS
         self._b3[(i, j)] = b3
@@ -183,22 +189,28 @@ class Walk:
                     if b3[vs] >= best or b3[vs] > kth:
                         continue
                     floors[vs] = max(b3[vs], pb.row_floor(*vs, kth))
-                    if self.partial:  # rule 6's plans: no faster than no recomputation at
-                        # their ZeRO stage, tried only where every layer recomputed may fit
-                        floors[vs] = min(floors[vs], max(b3[vs], self._partial_floor(pb, vs)))
+                    if self.partial and floors[vs] > b3[vs]:  # rule 6's plans (Theorem B4;
+                        # its cheap form, at one layer recomputed, where the row is not
+                        # bounded anyway)
+                        floors[vs] = min(floors[vs], max(b3[vs], self._partial_floor(
+                            pb, vs, b3[vs], kth if floors[vs] > kth else -inf)))
                     best = min(best, floors[vs])
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
                 self._pairs[(i, j)] = _NO_BOUNDS
                 floors = {vs: -inf for vs in screened}
         return floors
 
-    def _partial_floor(self, pb, vs: tuple) -> float:
-        """A floor on the row's partial-recomputation plans (rule 6): at a ZeRO stage where
-        every layer recomputed may fit (Theorem M), no faster than no recomputation there
-        (Theorem B1 at rc none); inf when every layer recomputed fits nowhere."""
-        rc_full = self.rcs[-1]
-        return min((pb.time_floor(*vs, self.rcs[0], b) for b in range(len(self.zeros))
-                    if pb.may_fit(*vs, rc_full, b)), default=inf)
+    def _partial_floor(self, pb, vs: tuple, enough: float = -inf, kth: float = inf) -> float:
+        """A floor on the row's partial-recomputation plans (rule 6): Theorem B4's least over
+        the ZeRO stages (or the first one at most ``enough``); inf when no partial plan can
+        fit at any (Theorem M); a weaker floor that still exceeds ``kth`` where that
+        decides."""
+        out = inf
+        for b in range(len(self.zeros)):
+            out = min(out, pb.partial_floor(*vs, b, kth))
+            if out <= enough:
+                break
+        return out
 
     # ---- counting ---------------------------------------------------------------------------
     def _count(self, i: int, d, mb: int, m: int, reason: str) -> int:
@@ -379,10 +391,10 @@ class Walk:
             rejected[DOMINATED] += self.ladder - tried - bounded
         if self.partial and none_fits_at != zeros[0]:
             self._partial_row(i, j, r, deg, mb, vpp, sched, none_fits_at, none_floor_s,
-                              full_misses)
+                              full_misses, pb)
 
     def _partial_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
-                     none_fits_at, none_floor_s: dict, full_misses: set) -> None:
+                     none_fits_at, none_floor_s: dict, full_misses: set, pb) -> None:
         """search.py's rule 6 on one row: the fewest layers recomputed that fit, at the ZeRO
         stages below the first where no recomputation fits, where no recomputation (faster
         than any partial plan at its stage; its estimate, or its floor when it was not
@@ -391,7 +403,9 @@ class Walk:
         zeros = self.zeros
         zs = zeros if none_fits_at is None else zeros[:zeros.index(none_fits_at)]
         zs = [z for z in zs if z not in full_misses
-              and none_floor_s.get(z, inf) <= self.kth_s()]
+              and none_floor_s.get(z, inf) <= self.kth_s()
+              and pb.partial_floor(vpp, sched, zeros.index(z), self.kth_s())
+              <= self.kth_s()]  # Theorem B4
         if not zs:
             return
         base = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched, recompute="full"))
@@ -434,6 +448,9 @@ class _NoBounds:
 
     def dp_floor_any(self, vpp, schedule):
         return 0.0
+
+    def partial_floor(self, vpp, schedule, b, kth=inf):
+        return -inf
 
 
 _NO_BOUNDS = _NoBounds()
