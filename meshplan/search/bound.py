@@ -195,6 +195,9 @@ class Bounds:
         self._pl: dict = {}
         self._zplans: dict = {}
         self._in_flight: dict = {}
+        self._vec: dict = {}
+        self._ranks: dict = {}  # (id of the PointCosts at rc0, pp, vpp, v_shape) -> ranks
+        self._fast: dict = {}  # (id of the layout, micro-batch, rc, ep_overlap) -> costs
 
     def placements(self, layout: Plan) -> dict:
         pl = self._pl.get(id(layout))
@@ -225,6 +228,15 @@ class Bounds:
         overlap only hides all-to-all time (cost/layer.py: exposed = what compute cannot
         cover, compute unchanged), so every time part of the overlapped layer is at most the
         plain one's and the floors built on it hold for both."""
+        fast = (id(layout), mb, rc, ep_overlap)  # (the layout lives in self._pl)
+        pc = self._fast.get(fast)
+        if pc is not None and self._pl.get(id(layout), (None,))[0] is layout:
+            return pc
+        pc = self._costs(layout, mb, rc, ep_overlap)
+        self._fast[fast] = pc
+        return pc
+
+    def _costs(self, layout: Plan, mb: int, rc: str, ep_overlap: bool | None) -> PointCosts:
         model, cluster, w = self.model, self.cluster, self.workload
         if ep_overlap is None:
             ep_overlap = layout.ep_comm_overlap or (self.dualpipe and layout.pp > 1)
@@ -269,6 +281,14 @@ class Bounds:
         pc = self._pc[key] = PointCosts((dense or moe, moe or dense, emb, head,
                                          dense or moe, moe or dense), p2p)
         return pc
+
+    def vectors(self, pc: PointCosts) -> dict:
+        """The attributes of ``pc``'s kinds as vectors (cached: pc lives in self._pc)."""
+        out = self._vec.get(id(pc))
+        if out is None:
+            out = self._vec[id(pc)] = {a: tuple(getattr(x, a) for x in pc.kinds)
+                                       for a in _ATTRS}
+        return out
 
     def point_s(self, pc: PointCosts, m: int, pp: int) -> float:
         """Theorem B2: a floor on every plan of a (degrees, micro-batch) point; ``pc`` at the
@@ -354,8 +374,7 @@ class PairBounds:
         out = self._costs.get(key)
         if out is None:
             pc = self.b.costs(self.layout, self.mb, rc, ep_overlap)
-            vec = {a: tuple(getattr(x, a) for x in pc.kinds) for a in _ATTRS}
-            out = self._costs[key] = (pc, vec)
+            out = self._costs[key] = (pc, self.b.vectors(pc))
         return out
 
     def _ranks(self, vpp: int, v_shape: bool):
@@ -366,8 +385,13 @@ class PairBounds:
         if out is not None:
             return out
         layout, model = self.layout, self.b.model
-        uniq, idx = rank_layout(model, layout.pp, vpp, v_shape)
         pc, v = self.costs(self.rc0)
+        shared = (id(pc), layout.pp, vpp, v_shape)  # the same for every pair with these costs
+        out = self.b._ranks.get(shared)
+        if out is not None:
+            self._lay[key] = out
+            return out
+        uniq, idx = rank_layout(model, layout.pp, vpp, v_shape)
         kinds = pc.kinds
         tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
         params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
@@ -375,7 +399,8 @@ class PairBounds:
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
         wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
                  + _sum4(c, v["bwd_weight_compute_s"])) for c in uniq]
-        out = self._lay[key] = (uniq, idx, params, eparams, largest, wins)
+        out = self._lay[key] = self.b._ranks[shared] = (uniq, idx, params, eparams, largest,
+                                                        wins)
         return out
 
     def _dp_floor(self, vpp: int, v_shape: bool, b: int) -> list[float]:
