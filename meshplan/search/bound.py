@@ -196,6 +196,7 @@ class Bounds:
         self._zplans: dict = {}
         self._in_flight: dict = {}
         self._vec: dict = {}
+        self._fbw: dict = {}
         self._ranks: dict = {}  # (id of the PointCosts at rc0, pp, vpp, v_shape) -> ranks
         self._fast: dict = {}  # (id of the layout, micro-batch, rc, ep_overlap) -> costs
 
@@ -305,9 +306,13 @@ class Bounds:
         its plans; ``pc`` at the least recomputation of the ladder."""
         if pp == 1:
             return {vs: self.point_s(pc, m, pp) for vs in rows}
-        counts = _model_counts(self.model)
-        f0, b0, w0 = (sum(n * getattr(x, a) for n, x in zip(counts, pc.kinds) if n) / pp
-                      for a in ("fwd_s", "bwd_input_s", "bwd_weight_s"))
+        tot = self._fbw.get(id(pc))
+        if tot is None:  # (pc lives in self._pc as long as self)
+            counts = _model_counts(self.model)
+            tot = self._fbw[id(pc)] = tuple(
+                sum(n * getattr(x, a) for n, x in zip(counts, pc.kinds) if n)
+                for a in ("fwd_s", "bwd_input_s", "bwd_weight_s"))
+        f0, b0, w0 = (x / pp for x in tot)
         out = {}
         for vpp, schedule in rows:
             f, b = f0 + vpp * pc.p2p_s, b0 + vpp * pc.p2p_s

@@ -124,9 +124,12 @@ class Walk:
             floor, i, j, stage = heapq.heappop(queue)
             d, mb = points[i], mbs_of[i][j]
             m = w.global_batch // (d.dp * mb)
-            if stage < 2:  # tighten the floor (Theorem B3, then B1 per row) and queue again
+            if stage < 3:  # tighten the floor (Theorem B3, plus the least data-parallel
+                # exposure, then B1 per row) and queue again
                 if stage == 0:
                     tighter = self._pipe_floor(i, j, layout_of[i], mb, m, d.pp)
+                elif stage == 1:
+                    tighter = self._dp_added(i, j)
                 else:
                     floors = self._floors[(i, j)] = self._row_floors(i, j, layout_of[i], mb,
                                                                      m, d.pp)
@@ -166,12 +169,25 @@ class Walk:
                     if part:
                         b3.update(self.bounds.pipe_s(pb.costs(self.rcs[0], ov)[0], m, pp,
                                                      part))
-                kth = self.kth_s()  # (a row already slower than the k-th best stays so)
-                b3 = {vs: f + pb.dp_floor_any(*vs) if f <= kth else f for vs, f in b3.items()}
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
                 b3, pb = {vs: -inf for vs in rows}, _NO_BOUNDS
         self._b3[(i, j)] = b3
         self._pairs[(i, j)] = pb
+        return min(b3.values(), default=inf)
+
+    def _dp_added(self, i: int, j: int) -> float:
+        """The pair's Theorem B3 floors plus each row's least data-parallel exposure (over
+        the ZeRO stages whose model states may fit: inf when none does); a row already
+        slower than the k-th best stays as it is (it only gets more so)."""
+        b3, pb = self._b3[(i, j)], self._pairs[(i, j)]
+        if pb is not _NO_BOUNDS:
+            kth = self.kth_s()
+            try:
+                b3 = {vs: f + pb.dp_floor_any(*vs) if f <= kth else f for vs, f in b3.items()}
+            except (InputError, ArithmeticError):  # the estimate will say what is wrong
+                b3 = {vs: -inf for vs in b3}
+                self._pairs[(i, j)] = _NO_BOUNDS
+            self._b3[(i, j)] = b3
         return min(b3.values(), default=inf)
 
     def _row_floors(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> dict:
