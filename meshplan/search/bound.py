@@ -367,6 +367,7 @@ class PairBounds:
         self._fit: dict = {}
         self._partial: dict = {}
         self._prow: dict = {}
+        self._pstatic: dict = {}
         zs = bounds.zeros
         # Lemma Z's condition: the floors grow along the ZeRO ladder
         self.zero_monotone = (all(z in (1, 2, 3) for z in zs) and list(zs) == sorted(zs)
@@ -573,25 +574,40 @@ class PairBounds:
         none, full = self.costs("none", ov)[0], self.costs("full", ov)[0]
         return none.kinds[:4] + full.kinds[:2], none.p2p_s
 
+    def _partial_static(self, vpp: int, schedule: str):
+        """What the layer count n does not change of the row's partial-recomputation plans:
+        the six kinds as vectors, one pipeline send, and per pipeline rank the working set
+        that Theorem M weighs (the largest of the kinds every plan of rule 6 holds on the
+        rank: the embedding, the output layer and the layers recomputed at n = 1, which stay
+        recomputed at every n >= 1; so the floor falls with n, Theorem B4)."""
+        key = (vpp, schedule)
+        out = self._pstatic.get(key)
+        if out is not None:
+            return out
+        kinds, p2p = self._partial_kinds(schedule)
+        vec = {a: [getattr(x, a) for x in kinds] for a in
+               ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "params",
+                "expert_params", "saved_bytes")}
+        vec["largest"] = [x.params + x.expert_params for x in kinds]
+        uniq1, idx1, _ = partial_rank_layout(self.b.model, self.layout.pp, vpp,
+                                             schedule in V_SCHEDULES, 1)
+        w1 = [max((x.working_bytes for k, x in zip(uniq1[i][2:], kinds[2:]) if k),
+                  default=0.0) for i in idx1]
+        out = self._pstatic[key] = (vec, p2p, w1)
+        return out
+
     def _partial_parts(self, vpp: int, schedule: str, n: int):
         """What the ZeRO stage does not change of the row's plan recomputing n layers per
         chunk: m * max_r t_r + bubble + contention * m * (least hidden communication over
-        the ranks), and per distinct rank layout the RankState that Theorem M weighs (the
-        working set: the largest of the kinds every plan of rule 6 holds on the rank, i.e.
-        the embedding, the output layer and the layers recomputed at n = 1, which stay
-        recomputed at every n >= 1; so the floor falls with n, Theorem B4)."""
+        the ranks), and per distinct rank layout the RankState that Theorem M weighs."""
         key = (vpp, schedule, n)
         out = self._prow.get(key)
         if out is not None:
             return out
         bd, layout, m = self.b, self.layout, self.m
         model, pp = bd.model, layout.pp
-        v_shape = schedule in V_SCHEDULES
-        uniq, idx, _ = partial_rank_layout(model, pp, vpp, v_shape, n)
-        kinds, p2p = self._partial_kinds(schedule)
-        vec = {a: [getattr(x, a) for x in kinds] for a in
-               ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "params",
-                "expert_params", "saved_bytes")}
+        uniq, idx, _ = partial_rank_layout(model, pp, vpp, schedule in V_SCHEDULES, n)
+        vec, p2p, w1 = self._partial_static(vpp, schedule)
         nvp = vpp * p2p
         fu = [_sum4(c, vec["fwd_s"]) + nvp for c in uniq]
         bu = [_sum4(c, vec["bwd_input_s"]) + nvp for c in uniq]
@@ -602,19 +618,17 @@ class PairBounds:
                           [bu[i] for i in idx], [wu[i] for i in idx])
         z += NETWORK.overlap_contention * m * min(_sum4(c, vec["hidden_comm_s"])
                                                   for c in uniq)
-        uniq1, idx1, _ = partial_rank_layout(model, pp, vpp, v_shape, 1)
-        w1 = [max((x.working_bytes for k, x in zip(uniq1[i][2:], kinds[2:]) if k),
-                  default=0.0) for i in idx1]
         work = [inf] * len(uniq)
         for r, u in enumerate(idx):
-            work[u] = min(work[u], w1[r])
+            if w1[r] < work[u]:
+                work[u] = w1[r]
         most = bd.in_flight_most(pp, vpp, schedule, m, idx)
         tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
+        big = vec["largest"]
         states = [RankState(
             params=_sum4(c, vec["params"]) - (tied if c[2] and c[3] else 0.0),
             expert_params=_sum4(c, vec["expert_params"]),
-            largest_layer_params=max(x.params + x.expert_params
-                                     for k, x in zip(c, kinds) if k),
+            largest_layer_params=max(x for k, x in zip(c, big) if k),
             act_per_microbatch_bytes=_sum4(c, vec["saved_bytes"]), in_flight=most[u],
             working_bytes=work[u]) for u, c in enumerate(uniq)]
         out = self._prow[key] = (z, states)
