@@ -24,7 +24,7 @@ CASES = [
 
 
 def main(repeats: int = 3) -> None:
-    print(f"{'model':<16}{'cluster':<22}{'rerank':>7}{'plans':>9}{'estimated':>11}"
+    print(f"{'model':<16}{'cluster':<22}{'rerank':>7}{'plans':>11}{'estimated':>11}"
           f"{'median s':>10}{'cpu s':>8}{'target s':>10}  best plan")
     for name, gpus, seq, gbs, target in CASES:
         for rerank in (0, 50):  # closed-form screen only; then with the simulator re-rank
@@ -40,7 +40,7 @@ def main(repeats: int = 3) -> None:
                 times.append(time.perf_counter() - t0)
                 cpus.append(time.process_time() - c0)
             best = r.best.plan.describe() if r.best else "-"
-            print(f"{name:<16}{gpus:<22}{rerank:>7}{r.considered:>9,}{r.evaluated:>11,}"
+            print(f"{name:<16}{gpus:<22}{rerank:>7}{r.considered:>11,}{r.evaluated:>11,}"
                   f"{statistics.median(times):>10.2f}{statistics.median(cpus):>8.2f}"
                   f"{target:>10.1f}  {best}", flush=True)
 

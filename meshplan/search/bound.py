@@ -83,6 +83,39 @@ which PyTorch frees before it fails) fit. The same held bytes with the layers' w
 alone are no larger (memory_parts grows with it), so when any such rank's exceed the GPU's
 capacity the plan does not fit.
 
+Lemma O (the expert all-to-all overlap). estimate() overlaps a plan's expert all-to-all
+when the plan says so or its schedule is DualPipeV; the overlap only hides all-to-all time
+(cost/layer.py: compute unchanged). The per-row floors (B1, B3, B4, M) take each row's own
+setting, exactly as estimate() does; the point floor B2, which bounds every row, takes the
+overlapped layer whenever a DualPipeV row is possible.
+
+Theorem B4 (partial recomputation, search.py's rule 6). At fixed degrees, micro-batch, row
+and ZeRO stage, the plan recomputing the first n layers of each chunk (1 <= n <= L-1, L the
+layers of the fullest chunk) has, per rank, the layers it does not recompute at
+recomputation none and the recomputed ones at full (estimate()'s six kinds). (a) B1 with
+those kinds, with the data-parallel and hidden-communication terms each at their least over
+the ranks, is a floor on its step; it is nondecreasing in n (Lemma R per kind: moving a
+layer from none to full adds to b and to the hidden communication; Lemma P). (b) Theorem M
+with the working set replaced by the largest working set of the kinds present at every
+n >= 1 on the rank (the embedding, the output layer and the full-recomputation kinds of the
+layers recomputed at n = 1, which stay recomputed as n grows: the first n layers) is a floor
+on the held bytes; when no kind saves more activations under full recomputation than under
+none (checked at run time), it is nonincreasing in n. So every partial plan that fits has
+n >= n0, the least n whose memory floor fits (bisection under the check, else a scan), and
+its step is at least (a) at n0. With no n0, no partial plan of the row fits at that stage.
+
+Cost-model properties these floors rely on (re-check them when the cost model changes):
+Lemma R (recomputation only adds time; forward, weight-gradient, compute windows and
+parameters independent of it), Lemma P (bubble_s nondecreasing in b, the closed forms
+fill * c with 0 <= c <= 1), Lemma E (dense, embedding and output layers independent of
+ep/etp), Lemma O (the expert overlap hides only communication), Lemma Z (the ZeRO ladder's
+exposure grows, with both overlap switches on), Theorem M (memory_parts and held_bytes
+nondecreasing in the activations and the working set), Theorem B4 (b) (saved bytes under
+full recomputation no larger than under none: checked at run time, a scan otherwise). All
+floors call the cost model's own functions (layer_cost, p2p_s, bubble_s, in_flight,
+_dp_comm, memory_parts, held_bytes), never copies of its constants.
+tests/test_search_bound.py checks each against estimate() on random plans.
+
 Bounds are compared against step times with a relative margin (SLACK) that absorbs the
 different order of floating-point sums in estimate().
 """

@@ -2,10 +2,12 @@
 
 Every (degree point, micro-batch) pair gets a cheap floor on the step time of all its plans
 (bound.py, Theorem B2) and waits in a priority queue. The walk takes the pair with the
-lowest floor; the first time, it replaces the floor by the tighter one of its schedule
-rows (Theorem B1, no estimate needed) and puts it back; the second time, it searches the
-pair as search.py's rules 1-3 and 5 say, skipping every row and every ladder rung whose
-floor is slower than the k-th best step time found so far (Theorem B1). Once the lowest
+lowest floor, replaces it by a tighter one and puts it back, three times: its schedule rows'
+pipeline floors (Theorem B3), then plus each row's least data-parallel exposure, then each
+row's rung floors (Theorems B1 and M, and B4 for rule 6's partial recomputation); no
+estimate is needed for any of them. The fourth time, it searches the pair as search.py's
+rules 1-3, 5 and 6 say, skipping every row and every ladder rung whose floor is slower than
+the k-th best step time found so far (Theorems B1 and B4). Once the lowest
 floor in the queue is slower than that, everything left is bounded (the k-th best only
 gets faster), and the walk stops. Each pair is counted once, under the reason it was
 rejected, so `considered` is the size of the space whatever was pruned.
@@ -155,8 +157,8 @@ class Walk:
             return -inf
 
     def _pipe_floor(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> float:
-        """The pair's floor by Theorem B3 plus each row's least data-parallel exposure (kept
-        per row, with the pair's bounds, for the next stage)."""
+        """The pair's floor by Theorem B3, each row at its own expert all-to-all overlap
+        (kept per row, with the pair's bounds, for the next stages)."""
         rows = self.rows(pp, m)[2]
         b3 = {vs: -inf for vs in rows}
         pb = _NO_BOUNDS
