@@ -507,7 +507,7 @@ def _encoded(sched: Schedule) -> tuple:
             else:
                 it.append((k, stages[r][i]))
         items.append(it)
-    if len(_ENCODED) > 256:
+    if len(_ENCODED) >= 64:  # (as many as build_schedule keeps)
         _ENCODED.clear()
     enc = (kinds, stages, mbs, subs, used, items)
     _ENCODED[id(sched)] = (sched, enc)
