@@ -163,3 +163,48 @@ def test_plans_the_simulation_drops_are_replaced_by_the_next_best(monkeypatch):
     assert pruned.rejected["dropped by the simulation"] == 10
     assert [(e.plan, e.step_time_s) for e in pruned.top] == \
         [(e.plan, e.step_time_s) for e in plain.top] and len(pruned.top) == 10
+
+
+PARTIAL_SCENARIOS = [  # memory-tight, where rule 6's partial recomputation is searched
+    ("llama3.1-70b", "64xH100-SXM-80GB", Workload(8192, 128, "fp8", framework="megatron")),
+    ("deepseek-v3", "256xH800-SXM-80GB", Workload(4096, 512, framework="megatron")),
+]
+
+
+@pytest.mark.parametrize("name,gpus,w", PARTIAL_SCENARIOS)
+def test_partial_recomputation_floor_holds(name, gpus, w):
+    """Theorem B4 against estimate() on random partial-recomputation plans (the first n
+    layers of each chunk recomputed in full): the kinds are estimate()'s; B1 at n is below
+    the step at n; the memory floor never rules out a plan that fits; the row's floor at the
+    plan's ZeRO stage (B1 at the least n the memory floor allows) is below every fitting
+    plan's step; and the floor grows with n (the bisection's premise)."""
+    model, cluster, plans = _random_plans(name, gpus, w, 30, 11)
+    bounds = Bounds(model, cluster, w, ZEROS)
+    rng = random.Random(5)
+    checked_fit = ruled_out = 0
+    for plan in plans:
+        most = max(plan.layer_split(model))
+        if most < 2:
+            continue
+        n = rng.randrange(1, most)
+        p = plan.with_(recompute="full", recompute_layers=n)
+        est = estimate(model, cluster, w, p)
+        layout = layout_plan(p.__dict__)
+        m = est.num_microbatches
+        pair = bounds.pair(layout, p.micro_batch, m, RECOMPUTE_ORDER)
+        vs, b = (p.vpp, p.schedule), ZEROS.index(p.zero)
+        assert pair._partial_kinds(p.schedule)[0] == est.chunk_inputs[2]
+        step = est.step_time_s
+        assert pair._partial_time(*vs, b, n) <= step
+        times = [pair._partial_time(*vs, b, k) for k in range(1, most)]
+        assert all(x <= y * (1 + 1e-12) for x, y in zip(times, times[1:]))
+        if not pair._partial_fits(*vs, b, n):
+            assert not est.fits
+            ruled_out += 1
+        if est.fits:
+            assert pair.partial_floor(*vs, b) <= step
+            checked_fit += 1
+            # the cheap form (B1 at n = 1) on a fresh pair (the tight one is cached)
+            fresh = bounds.pair(layout, p.micro_batch, m, RECOMPUTE_ORDER)
+            assert fresh.partial_floor(*vs, b, -inf) <= pair.partial_floor(*vs, b)
+    assert checked_fit and ruled_out  # both sides exercised

@@ -189,17 +189,8 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     link_free = [0.0] * (pp * pp)  # per (sender, receiver): when the link is free
     waiting: dict[int, int] = {}  # key * 2 (+1 for gradients) -> parked rank
 
-    # encode the lists as parallel int lists
-    kinds: list[list[int]] = []
-    stages: list[list[int]] = []
-    mbs: list[list[int]] = []
-    subs: list[dict[int, tuple]] = []
-    for r in range(pp):
-        acts = sched.order[r]
-        kinds.append([_CODE[a.kind] for a in acts])
-        stages.append([a.stage for a in acts])
-        mbs.append([-1 if a.mb is None else a.mb for a in acts])
-        subs.append({i: a.sub for i, a in enumerate(acts) if a.sub is not None})
+    # the lists as parallel int lists (the same for every simulation of this schedule)
+    kinds, stages, mbs, subs, used, peak_items = _encoded(sched)
 
     # data-parallel stream: parameter gathers at the start, in order of first use
     dp_free = [0.0] * pp
@@ -207,11 +198,7 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     dp_events: list[tuple] = []
     rank_t0 = [0.0] * pp
     for r in range(pp):
-        order_used: list[int] = []
-        for a in sched.order[r]:
-            for x in a.leaves():
-                if x.stage not in order_used:
-                    order_used.append(x.stage)
+        order_used = used[r]
         for s in order_used:
             g = chunks[s].param_gather_s
             if g > 0:
@@ -471,7 +458,7 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     for r in range(pp):
         comp_end, dp_exp, opt, end_r = ends_rank[r]
         idle = step - busy[r] - opt
-        peak_b, peak_n = _peak_memory(kinds[r], stages[r], subs[r], act, hold)
+        peak_b, peak_n = _peak_of(peak_items[r], act, hold)
         ranks.append(RankResult(r, busy[r], idle, idle / step if step > 0 else 0.0,
                                 comp_end, dp_exp, opt, end_r, peak_b, peak_n))
 
@@ -479,6 +466,76 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     if record and tot:
         crit = _critical_path(sched, starts, ends, pred, gid_base, rank_of, step, ends_rank)
     return SimResult(sched, list(chunks), step, ranks, crit, starts, ends, transfers, dp_events)
+
+
+_ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its encoding)
+
+
+def _encoded(sched: Schedule) -> tuple:
+    """Per rank: the action kinds, stages and micro-batches as int lists, the OVERLAP_F_B
+    halves by index, the stages in order of first use, and the (kind, stage) items of
+    _peak_memory's walk. Cached per Schedule object (build_schedule's are never mutated)."""
+    hit = _ENCODED.get(id(sched))
+    if hit is not None and hit[0] is sched:
+        return hit[1]
+    kinds: list[list[int]] = []
+    stages: list[list[int]] = []
+    mbs: list[list[int]] = []
+    subs: list[dict[int, tuple]] = []
+    used: list[list[int]] = []
+    items: list[list[tuple[int, int]]] = []
+    for r in range(sched.pp):
+        acts = sched.order[r]
+        kinds.append([_CODE[a.kind] for a in acts])
+        stages.append([a.stage for a in acts])
+        mbs.append([-1 if a.mb is None else a.mb for a in acts])
+        subs.append({i: a.sub for i, a in enumerate(acts) if a.sub is not None})
+        order_used: list[int] = []
+        seen: set = set()
+        for a in acts:
+            for x in a.leaves():
+                if x.stage not in seen:
+                    seen.add(x.stage)
+                    order_used.append(x.stage)
+        used.append(order_used)
+        it: list[tuple[int, int]] = []
+        for i, k in enumerate(kinds[r]):
+            if k == _O:
+                fa, ba = subs[r][i]
+                it.append((_F, fa.stage))
+                it.append((_CODE[ba.kind], ba.stage))
+            else:
+                it.append((k, stages[r][i]))
+        items.append(it)
+    if len(_ENCODED) >= 64:  # (as many as build_schedule keeps)
+        _ENCODED.clear()
+    enc = (kinds, stages, mbs, subs, used, items)
+    _ENCODED[id(sched)] = (sched, enc)
+    return enc
+
+
+def _peak_of(items: list[tuple[int, int]], act: list[float], hold: list[float]
+             ) -> tuple[float, int]:
+    """_peak_memory's walk over a rank's (kind, stage) items."""
+    cur = peak = 0.0
+    n = peak_n = 0
+    for kk, s in items:
+        if kk == _F:
+            cur += act[s]
+            n += 1
+            if cur > peak:
+                peak = cur
+            if n > peak_n:
+                peak_n = n
+        elif kk == _B:
+            cur -= act[s]
+            n -= 1
+        elif kk == _I:
+            cur -= act[s] - hold[s]
+        else:
+            cur -= hold[s]
+            n -= 1
+    return peak, peak_n
 
 
 def _peak_memory(K: list[int], St: list[int], subs: dict[int, tuple],

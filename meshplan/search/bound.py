@@ -83,6 +83,39 @@ which PyTorch frees before it fails) fit. The same held bytes with the layers' w
 alone are no larger (memory_parts grows with it), so when any such rank's exceed the GPU's
 capacity the plan does not fit.
 
+Lemma O (the expert all-to-all overlap). estimate() overlaps a plan's expert all-to-all
+when the plan says so or its schedule is DualPipeV; the overlap only hides all-to-all time
+(cost/layer.py: compute unchanged). The per-row floors (B1, B3, B4, M) take each row's own
+setting, exactly as estimate() does; the point floor B2, which bounds every row, takes the
+overlapped layer whenever a DualPipeV row is possible.
+
+Theorem B4 (partial recomputation, search.py's rule 6). At fixed degrees, micro-batch, row
+and ZeRO stage, the plan recomputing the first n layers of each chunk (1 <= n <= L-1, L the
+layers of the fullest chunk) has, per rank, the layers it does not recompute at
+recomputation none and the recomputed ones at full (estimate()'s six kinds). (a) B1 with
+those kinds, with the data-parallel and hidden-communication terms each at their least over
+the ranks, is a floor on its step; it is nondecreasing in n (Lemma R per kind: moving a
+layer from none to full adds to b and to the hidden communication; Lemma P). (b) Theorem M
+with the working set replaced by the largest working set of the kinds present at every
+n >= 1 on the rank (the embedding, the output layer and the full-recomputation kinds of the
+layers recomputed at n = 1, which stay recomputed as n grows: the first n layers) is a floor
+on the held bytes; when no kind saves more activations under full recomputation than under
+none (checked at run time), it is nonincreasing in n. So every partial plan that fits has
+n >= n0, the least n whose memory floor fits (bisection under the check, else a scan), and
+its step is at least (a) at n0. With no n0, no partial plan of the row fits at that stage.
+
+Cost-model properties these floors rely on (re-check them when the cost model changes):
+Lemma R (recomputation only adds time; forward, weight-gradient, compute windows and
+parameters independent of it), Lemma P (bubble_s nondecreasing in b, the closed forms
+fill * c with 0 <= c <= 1), Lemma E (dense, embedding and output layers independent of
+ep/etp), Lemma O (the expert overlap hides only communication), Lemma Z (the ZeRO ladder's
+exposure grows, with both overlap switches on), Theorem M (memory_parts and held_bytes
+nondecreasing in the activations and the working set), Theorem B4 (b) (saved bytes under
+full recomputation no larger than under none: checked at run time, a scan otherwise). All
+floors call the cost model's own functions (layer_cost, p2p_s, bubble_s, in_flight,
+_dp_comm, memory_parts, held_bytes), never copies of its constants.
+tests/test_search_bound.py checks each against estimate() on random plans.
+
 Bounds are compared against step times with a relative margin (SLACK) that absorbs the
 different order of floating-point sums in estimate().
 """
@@ -113,7 +146,7 @@ SLACK = 1e-9  # relative; float sums in another order differ by ~1e-15 per term
 # Plan fields that shape the per-layer costs and the data-parallel communication
 LAYOUT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "hsdp_shard", "sequence_parallel",
                  "tp_comm_overlap", "cp_kind", "order", "overlap_grad_reduce",
-                 "overlap_param_gather", "offload_optimizer")
+                 "overlap_param_gather", "offload_optimizer", "moe_dispatcher", "ep_comm_overlap")
 
 
 class PointCosts(NamedTuple):
@@ -158,6 +191,20 @@ def rank_layout(model: ModelSpec, pp: int, vpp: int, v_shape: bool):
     return tuple(uniq), tuple(uniq.index(rc) for rc in rank_counts)
 
 
+@lru_cache(maxsize=4096)
+def partial_rank_layout(model: ModelSpec, pp: int, vpp: int, v_shape: bool, n: int):
+    """Rule 6's plan recomputing the first n layers of each chunk: the distinct
+    (dense, MoE, embedding, output, recomputed dense, recomputed MoE) counts of the pipeline
+    ranks, each rank's index, and the layers of the fullest chunk, as estimate() splits and
+    places the chunks."""
+    split = tuple(Plan(pp=pp, vpp=vpp, schedule="zb_v" if v_shape else "").layer_split(model))
+    chunk_counts = _chunk_counts(model, split, n)
+    per_rank = _placement_of_chunks(pp, vpp, v_shape)[1]
+    counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(6)) for cs in per_rank]
+    uniq = list(dict.fromkeys(counts))
+    return tuple(uniq), tuple(uniq.index(c) for c in counts), max(split)
+
+
 def _agg(counts, kinds, attr: str) -> float:
     return sum(k * getattr(x, attr) for k, x in zip(counts, kinds) if k)
 
@@ -181,6 +228,10 @@ class Bounds:
         self._pl: dict = {}
         self._zplans: dict = {}
         self._in_flight: dict = {}
+        self._vec: dict = {}
+        self._fbw: dict = {}
+        self._ranks: dict = {}  # (id of the PointCosts at rc0, pp, vpp, v_shape) -> ranks
+        self._fast: dict = {}  # (id of the layout, micro-batch, rc, ep_overlap) -> costs
 
     def placements(self, layout: Plan) -> dict:
         pl = self._pl.get(id(layout))
@@ -211,6 +262,15 @@ class Bounds:
         overlap only hides all-to-all time (cost/layer.py: exposed = what compute cannot
         cover, compute unchanged), so every time part of the overlapped layer is at most the
         plain one's and the floors built on it hold for both."""
+        fast = (id(layout), mb, rc, ep_overlap)  # (the layout lives in self._pl)
+        pc = self._fast.get(fast)
+        if pc is not None and self._pl.get(id(layout), (None,))[0] is layout:
+            return pc
+        pc = self._costs(layout, mb, rc, ep_overlap)
+        self._fast[fast] = pc
+        return pc
+
+    def _costs(self, layout: Plan, mb: int, rc: str, ep_overlap: bool | None) -> PointCosts:
         model, cluster, w = self.model, self.cluster, self.workload
         if ep_overlap is None:
             ep_overlap = layout.ep_comm_overlap or (self.dualpipe and layout.pp > 1)
@@ -256,6 +316,14 @@ class Bounds:
                                          dense or moe, moe or dense), p2p)
         return pc
 
+    def vectors(self, pc: PointCosts) -> dict:
+        """The attributes of ``pc``'s kinds as vectors (cached: pc lives in self._pc)."""
+        out = self._vec.get(id(pc))
+        if out is None:
+            out = self._vec[id(pc)] = {a: tuple(getattr(x, a) for x in pc.kinds)
+                                       for a in _ATTRS}
+        return out
+
     def point_s(self, pc: PointCosts, m: int, pp: int) -> float:
         """Theorem B2: a floor on every plan of a (degrees, micro-batch) point; ``pc`` at the
         least recomputation of the ladder."""
@@ -271,9 +339,13 @@ class Bounds:
         its plans; ``pc`` at the least recomputation of the ladder."""
         if pp == 1:
             return {vs: self.point_s(pc, m, pp) for vs in rows}
-        counts = _model_counts(self.model)
-        f0, b0, w0 = (sum(n * getattr(x, a) for n, x in zip(counts, pc.kinds) if n) / pp
-                      for a in ("fwd_s", "bwd_input_s", "bwd_weight_s"))
+        tot = self._fbw.get(id(pc))
+        if tot is None:  # (pc lives in self._pc as long as self)
+            counts = _model_counts(self.model)
+            tot = self._fbw[id(pc)] = tuple(
+                sum(n * getattr(x, a) for n, x in zip(counts, pc.kinds) if n)
+                for a in ("fwd_s", "bwd_input_s", "bwd_weight_s"))
+        f0, b0, w0 = (x / pp for x in tot)
         out = {}
         for vpp, schedule in rows:
             f, b = f0 + vpp * pc.p2p_s, b0 + vpp * pc.p2p_s
@@ -326,6 +398,9 @@ class PairBounds:
         self._per_rc: dict = {}
         self._z: dict = {}
         self._fit: dict = {}
+        self._partial: dict = {}
+        self._prow: dict = {}
+        self._pstatic: dict = {}
         zs = bounds.zeros
         # Lemma Z's condition: the floors grow along the ZeRO ladder
         self.zero_monotone = (all(z in (1, 2, 3) for z in zs) and list(zs) == sorted(zs)
@@ -338,8 +413,7 @@ class PairBounds:
         out = self._costs.get(key)
         if out is None:
             pc = self.b.costs(self.layout, self.mb, rc, ep_overlap)
-            vec = {a: tuple(getattr(x, a) for x in pc.kinds) for a in _ATTRS}
-            out = self._costs[key] = (pc, vec)
+            out = self._costs[key] = (pc, self.b.vectors(pc))
         return out
 
     def _ranks(self, vpp: int, v_shape: bool):
@@ -350,8 +424,13 @@ class PairBounds:
         if out is not None:
             return out
         layout, model = self.layout, self.b.model
-        uniq, idx = rank_layout(model, layout.pp, vpp, v_shape)
         pc, v = self.costs(self.rc0)
+        shared = (id(pc), layout.pp, vpp, v_shape)  # the same for every pair with these costs
+        out = self.b._ranks.get(shared)
+        if out is not None:
+            self._lay[key] = out
+            return out
+        uniq, idx = rank_layout(model, layout.pp, vpp, v_shape)
         kinds = pc.kinds
         tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
         params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
@@ -359,7 +438,8 @@ class PairBounds:
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
         wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
                  + _sum4(c, v["bwd_weight_compute_s"])) for c in uniq]
-        out = self._lay[key] = (uniq, idx, params, eparams, largest, wins)
+        out = self._lay[key] = self.b._ranks[shared] = (uniq, idx, params, eparams, largest,
+                                                        wins)
         return out
 
     def _dp_floor(self, vpp: int, v_shape: bool, b: int) -> list[float]:
@@ -381,17 +461,23 @@ class PairBounds:
             self._dp[key] = out
         return out
 
-    def _rc_parts(self, vpp: int, v_shape: bool, rc: str):
+    def overlaps(self, schedule: str) -> bool:
+        """Whether the row's plans overlap the expert all-to-all: as estimate() decides it
+        (the plan's switch, or DualPipeV), exact per schedule row."""
+        return bool(self.layout.ep_comm_overlap or schedule == "dualpipev")
+
+    def _rc_parts(self, vpp: int, schedule: str, rc: str):
         """Per distinct rank layout at recomputation rc: f, b, w, contention * m * hidden
         communication, activations of one micro-batch, working set."""
-        key = (vpp, v_shape, rc)
+        v_shape = schedule in V_SCHEDULES
+        ov = self.overlaps(schedule)
+        key = (vpp, v_shape, ov, rc)
         out = self._per_rc.get(key)
         if out is not None:
             return out
         uniq = self._ranks(vpp, v_shape)[0]
-        # Lemma O per row: only a V-shaped row can be DualPipeV (its all-to-all overlapped);
-        # the other rows overlap it only when the plan says so
-        pc, v = self.costs(rc, None if v_shape else bool(self.layout.ep_comm_overlap))
+        # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
+        pc, v = self.costs(rc, ov)
         nvp = vpp * pc.p2p_s
         c_m = NETWORK.overlap_contention * self.m
         vw = v["working_bytes"]
@@ -415,7 +501,7 @@ class PairBounds:
             v_shape = schedule in V_SCHEDULES
             pp, m = self.layout.pp, self.m
             idx = self._ranks(vpp, v_shape)[1]
-            fu, bu, wu = self._rc_parts(vpp, v_shape, rc)[:3]
+            fu, bu, wu = self._rc_parts(vpp, schedule, rc)[:3]
             z = m * max(f + b + w for f, b, w in zip(fu, bu, wu))
             if pp > 1:
                 z += bubble_s(_Pipe(pp, vpp, schedule), m, [fu[i] for i in idx],
@@ -426,7 +512,7 @@ class PairBounds:
     def time_floor(self, vpp: int, schedule: str, rc: str, b: int) -> float:
         """Theorem B1: a floor on the step time at rc and the ladder's b-th ZeRO stage."""
         v_shape = schedule in V_SCHEDULES
-        parts = self._rc_parts(vpp, v_shape, rc)
+        parts = self._rc_parts(vpp, schedule, rc)
         hu, slowest = parts[3], parts[6]
         dp = self._dp_floor(vpp, v_shape, b)
         return (self._pipeline_s(vpp, schedule, rc)
@@ -477,7 +563,7 @@ class PairBounds:
         if pz is not None:
             v_shape = schedule in V_SCHEDULES
             _, idx, params, eparams, largest, _ = self._ranks(vpp, v_shape)
-            acts, working = self._rc_parts(vpp, v_shape, rc)[4:6]
+            acts, working = self._rc_parts(vpp, schedule, rc)[4:6]
             most = bd.in_flight_most(layout.pp, vpp, schedule, m, idx)
             w = bd.workload
             contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
@@ -513,14 +599,153 @@ class PairBounds:
             self._later[key] = out
         return out
 
-    def _slowest_from(self, vpp: int, v_shape: bool, a: int) -> list[int]:
+    def _partial_kinds(self, schedule: str):
+        """estimate()'s six layer kinds of a partial-recomputation plan of the row: the
+        layers it does not recompute (and the embedding and output layer) at recomputation
+        none, the recomputed ones at full."""
+        ov = self.overlaps(schedule)
+        none, full = self.costs("none", ov)[0], self.costs("full", ov)[0]
+        return none.kinds[:4] + full.kinds[:2], none.p2p_s
+
+    def _partial_static(self, vpp: int, schedule: str):
+        """What the layer count n does not change of the row's partial-recomputation plans:
+        the six kinds as vectors, one pipeline send, and per pipeline rank the working set
+        that Theorem M weighs (the largest of the kinds every plan of rule 6 holds on the
+        rank: the embedding, the output layer and the layers recomputed at n = 1, which stay
+        recomputed at every n >= 1; so the floor falls with n, Theorem B4)."""
+        key = (vpp, schedule)
+        out = self._pstatic.get(key)
+        if out is not None:
+            return out
+        kinds, p2p = self._partial_kinds(schedule)
+        vec = {a: [getattr(x, a) for x in kinds] for a in
+               ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "params",
+                "expert_params", "saved_bytes")}
+        vec["largest"] = [x.params + x.expert_params for x in kinds]
+        uniq1, idx1, _ = partial_rank_layout(self.b.model, self.layout.pp, vpp,
+                                             schedule in V_SCHEDULES, 1)
+        w1 = [max((x.working_bytes for k, x in zip(uniq1[i][2:], kinds[2:]) if k),
+                  default=0.0) for i in idx1]
+        out = self._pstatic[key] = (vec, p2p, w1)
+        return out
+
+    def _partial_parts(self, vpp: int, schedule: str, n: int):
+        """What the ZeRO stage does not change of the row's plan recomputing n layers per
+        chunk: m * max_r t_r + bubble + contention * m * (least hidden communication over
+        the ranks), and per distinct rank layout the RankState that Theorem M weighs."""
+        key = (vpp, schedule, n)
+        out = self._prow.get(key)
+        if out is not None:
+            return out
+        bd, layout, m = self.b, self.layout, self.m
+        model, pp = bd.model, layout.pp
+        uniq, idx, _ = partial_rank_layout(model, pp, vpp, schedule in V_SCHEDULES, n)
+        vec, p2p, w1 = self._partial_static(vpp, schedule)
+        nvp = vpp * p2p
+        fu = [_sum4(c, vec["fwd_s"]) + nvp for c in uniq]
+        bu = [_sum4(c, vec["bwd_input_s"]) + nvp for c in uniq]
+        wu = [_sum4(c, vec["bwd_weight_s"]) for c in uniq]
+        z = m * max(f + b_ + w for f, b_, w in zip(fu, bu, wu))
+        if pp > 1:
+            z += bubble_s(_Pipe(pp, vpp, schedule), m, [fu[i] for i in idx],
+                          [bu[i] for i in idx], [wu[i] for i in idx])
+        z += NETWORK.overlap_contention * m * min(_sum4(c, vec["hidden_comm_s"])
+                                                  for c in uniq)
+        work = [inf] * len(uniq)
+        for r, u in enumerate(idx):
+            if w1[r] < work[u]:
+                work[u] = w1[r]
+        most = bd.in_flight_most(pp, vpp, schedule, m, idx)
+        tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
+        big = vec["largest"]
+        states = [RankState(
+            params=_sum4(c, vec["params"]) - (tied if c[2] and c[3] else 0.0),
+            expert_params=_sum4(c, vec["expert_params"]),
+            largest_layer_params=max(x for k, x in zip(c, big) if k),
+            act_per_microbatch_bytes=_sum4(c, vec["saved_bytes"]), in_flight=most[u],
+            working_bytes=work[u]) for u, c in enumerate(uniq)]
+        out = self._prow[key] = (z, states)
+        return out
+
+    def _partial_fits(self, vpp: int, schedule: str, b: int, n: int) -> bool:
+        """Theorem M for the row's plan recomputing n layers per chunk at the ladder's b-th
+        ZeRO stage: False when it cannot fit."""
+        key = ("partial-fit", vpp, schedule, b, n)
+        out = self._fit.get(key)
+        if out is not None:
+            return out
+        bd, layout, m = self.b, self.layout, self.m
+        pz = bd.zero_plans(layout)[b]
+        out = True
+        if pz is not None:
+            w = bd.workload
+            contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
+            fp16 = w.precision == "fp16" and w.framework in FP16_GRAD_ENGINES
+            for st in self._partial_parts(vpp, schedule, n)[1]:
+                total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
+                                                contiguous, fp16_grads=fp16))
+                if total * (1 - SLACK) > bd.capacity_bytes:
+                    out = False
+                    break
+        self._fit[key] = out
+        return out
+
+    def _partial_time(self, vpp: int, schedule: str, b: int, n: int) -> float:
+        """Theorem B1 for the row's plan recomputing n layers per chunk at the ladder's b-th
+        ZeRO stage, with the data-parallel and hidden-communication terms each at their
+        least over the ranks (r* among them, whichever it is)."""
+        z = self._partial_parts(vpp, schedule, n)[0]
+        return (z + min(self._dp_floor(vpp, schedule in V_SCHEDULES, b))) * (1 - SLACK)
+
+    def partial_floor(self, vpp: int, schedule: str, b: int, kth: float = inf) -> float:
+        """Theorem B4: a floor on the step time of every partial-recomputation plan of the
+        row (search.py's rule 6: the first n layers of each chunk recomputed in full,
+        1 <= n <= L-1, L the layers of the fullest chunk) at the ladder's b-th ZeRO stage;
+        inf when none can fit (Theorem M). It is B1 at n0, the least n that Theorem M does
+        not rule out (found by bisection when the memory floor falls with n, see the module
+        docstring, else by a scan). Where the floor at n = 1 (no larger: the floor grows
+        with n) already exceeds ``kth`` it is returned instead: that decides as well."""
+        key = (vpp, schedule, b)
+        out = self._partial.get(key)
+        if out is not None:
+            return out
+        v_shape = schedule in V_SCHEDULES
+        out = inf
+        most = partial_rank_layout(self.b.model, self.layout.pp, vpp, v_shape, 1)[2]
+        if most >= 2 and self.states_fit(vpp, v_shape, b):
+            first = self._partial_time(vpp, schedule, b, 1)
+            if first > kth:  # (not cached: a later, smaller kth may need the tight floor)
+                return first
+            kinds, _ = self._partial_kinds(schedule)
+            falls = all(full.saved_bytes <= none.saved_bytes
+                        for none, full in zip(kinds[:2], kinds[4:]))
+            n0 = None
+            if falls:  # memory floor nonincreasing in n: bisect for the least n that may fit
+                if self._partial_fits(vpp, schedule, b, most - 1):
+                    lo, hi = 0, most - 1  # lo: 0 or ruled out, hi: may fit
+                    while hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        if self._partial_fits(vpp, schedule, b, mid):
+                            hi = mid
+                        else:
+                            lo = mid
+                    n0 = hi
+            else:
+                n0 = next((n for n in range(1, most)
+                           if self._partial_fits(vpp, schedule, b, n)), None)
+            if n0 is not None:
+                out = self._partial_time(vpp, schedule, b, n0)
+        self._partial[key] = out
+        return out
+
+    def _slowest_from(self, vpp: int, schedule: str, a: int) -> list[int]:
         """The rank layouts that can be r* at recomputation rcs[a] or any later one."""
-        key = (vpp, v_shape, a)
+        key = (vpp, schedule in V_SCHEDULES, self.overlaps(schedule), a)
         out = self._later.get(key)
         if out is None:
             us = set()
             for rc in self.rcs[a:]:
-                us.update(self._rc_parts(vpp, v_shape, rc)[6])
+                us.update(self._rc_parts(vpp, schedule, rc)[6])
             out = self._later[key] = sorted(us)
         return out
 
@@ -528,10 +753,10 @@ class PairBounds:
         """Theorem B1 for the rungs (rcs[a'], b') with a' >= a and, under Lemma Z's
         condition, b' >= b (else b' = b): nondecreasing in a and b."""
         v_shape = schedule in V_SCHEDULES
-        hu = self._rc_parts(vpp, v_shape, self.rcs[a])[3]
+        hu = self._rc_parts(vpp, schedule, self.rcs[a])[3]
         dp = self._dp_floor(vpp, v_shape, b)
         return (self._pipeline_s(vpp, schedule, self.rcs[a])
-                + min(dp[u] + hu[u] for u in self._slowest_from(vpp, v_shape, a))) \
+                + min(dp[u] + hu[u] for u in self._slowest_from(vpp, schedule, a))) \
             * (1 - SLACK)
 
     def row_floor(self, vpp: int, schedule: str, kth: float) -> float:

@@ -2,10 +2,12 @@
 
 Every (degree point, micro-batch) pair gets a cheap floor on the step time of all its plans
 (bound.py, Theorem B2) and waits in a priority queue. The walk takes the pair with the
-lowest floor; the first time, it replaces the floor by the tighter one of its schedule
-rows (Theorem B1, no estimate needed) and puts it back; the second time, it searches the
-pair as search.py's rules 1-3 and 5 say, skipping every row and every ladder rung whose
-floor is slower than the k-th best step time found so far (Theorem B1). Once the lowest
+lowest floor, replaces it by a tighter one and puts it back, three times: its schedule rows'
+pipeline floors (Theorem B3), then plus each row's least data-parallel exposure, then each
+row's rung floors (Theorems B1 and M, and B4 for rule 6's partial recomputation); no
+estimate is needed for any of them. The fourth time, it searches the pair as search.py's
+rules 1-3, 5 and 6 say, skipping every row and every ladder rung whose floor is slower than
+the k-th best step time found so far (Theorems B1 and B4). Once the lowest
 floor in the queue is slower than that, everything left is bounded (the k-th best only
 gets faster), and the walk stops. Each pair is counted once, under the reason it was
 rejected, so `considered` is the size of the space whatever was pruned.
@@ -124,9 +126,12 @@ class Walk:
             floor, i, j, stage = heapq.heappop(queue)
             d, mb = points[i], mbs_of[i][j]
             m = w.global_batch // (d.dp * mb)
-            if stage < 2:  # tighten the floor (Theorem B3, then B1 per row) and queue again
+            if stage < 3:  # tighten the floor (Theorem B3, plus the least data-parallel
+                # exposure, then B1 per row) and queue again
                 if stage == 0:
                     tighter = self._pipe_floor(i, j, layout_of[i], mb, m, d.pp)
+                elif stage == 1:
+                    tighter = self._dp_added(i, j)
                 else:
                     floors = self._floors[(i, j)] = self._row_floors(i, j, layout_of[i], mb,
                                                                      m, d.pp)
@@ -152,20 +157,39 @@ class Walk:
             return -inf
 
     def _pipe_floor(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> float:
-        """The pair's floor by Theorem B3 plus each row's least data-parallel exposure (kept
-        per row, with the pair's bounds, for the next stage)."""
+        """The pair's floor by Theorem B3, each row at its own expert all-to-all overlap
+        (kept per row, with the pair's bounds, for the next stages)."""
         rows = self.rows(pp, m)[2]
         b3 = {vs: -inf for vs in rows}
         pb = _NO_BOUNDS
         if layout is not None and rows:
             try:
                 pb = self.bounds.pair(layout, mb, m, self.rcs)
-                b3 = self.bounds.pipe_s(pb.costs(self.rcs[0])[0], m, pp, rows)
-                b3 = {vs: f + pb.dp_floor_any(*vs) for vs, f in b3.items()}
+                b3 = {}
+                for ov in (False, True):  # each row at its own expert all-to-all overlap
+                    part = [vs for vs in rows if pb.overlaps(vs[1]) == ov]
+                    if part:
+                        b3.update(self.bounds.pipe_s(pb.costs(self.rcs[0], ov)[0], m, pp,
+                                                     part))
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
                 b3, pb = {vs: -inf for vs in rows}, _NO_BOUNDS
         self._b3[(i, j)] = b3
         self._pairs[(i, j)] = pb
+        return min(b3.values(), default=inf)
+
+    def _dp_added(self, i: int, j: int) -> float:
+        """The pair's Theorem B3 floors plus each row's least data-parallel exposure (over
+        the ZeRO stages whose model states may fit: inf when none does); a row already
+        slower than the k-th best stays as it is (it only gets more so)."""
+        b3, pb = self._b3[(i, j)], self._pairs[(i, j)]
+        if pb is not _NO_BOUNDS:
+            kth = self.kth_s()
+            try:
+                b3 = {vs: f + pb.dp_floor_any(*vs) if f <= kth else f for vs, f in b3.items()}
+            except (InputError, ArithmeticError):  # the estimate will say what is wrong
+                b3 = {vs: -inf for vs in b3}
+                self._pairs[(i, j)] = _NO_BOUNDS
+            self._b3[(i, j)] = b3
         return min(b3.values(), default=inf)
 
     def _row_floors(self, i: int, j: int, layout, mb: int, m: int, pp: int) -> dict:
@@ -183,22 +207,28 @@ class Walk:
                     if b3[vs] >= best or b3[vs] > kth:
                         continue
                     floors[vs] = max(b3[vs], pb.row_floor(*vs, kth))
-                    if self.partial:  # rule 6's plans: no faster than no recomputation at
-                        # their ZeRO stage, tried only where every layer recomputed may fit
-                        floors[vs] = min(floors[vs], max(b3[vs], self._partial_floor(pb, vs)))
+                    if self.partial and floors[vs] > b3[vs]:  # rule 6's plans (Theorem B4;
+                        # its cheap form, at one layer recomputed, where the row is not
+                        # bounded anyway)
+                        floors[vs] = min(floors[vs], max(b3[vs], self._partial_floor(
+                            pb, vs, b3[vs], kth if floors[vs] > kth else -inf)))
                     best = min(best, floors[vs])
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
                 self._pairs[(i, j)] = _NO_BOUNDS
                 floors = {vs: -inf for vs in screened}
         return floors
 
-    def _partial_floor(self, pb, vs: tuple) -> float:
-        """A floor on the row's partial-recomputation plans (rule 6): at a ZeRO stage where
-        every layer recomputed may fit (Theorem M), no faster than no recomputation there
-        (Theorem B1 at rc none); inf when every layer recomputed fits nowhere."""
-        rc_full = self.rcs[-1]
-        return min((pb.time_floor(*vs, self.rcs[0], b) for b in range(len(self.zeros))
-                    if pb.may_fit(*vs, rc_full, b)), default=inf)
+    def _partial_floor(self, pb, vs: tuple, enough: float = -inf, kth: float = inf) -> float:
+        """A floor on the row's partial-recomputation plans (rule 6): Theorem B4's least over
+        the ZeRO stages (or the first one at most ``enough``); inf when no partial plan can
+        fit at any (Theorem M); a weaker floor that still exceeds ``kth`` where that
+        decides."""
+        out = inf
+        for b in range(len(self.zeros)):
+            out = min(out, pb.partial_floor(*vs, b, kth))
+            if out <= enough:
+                break
+        return out
 
     # ---- counting ---------------------------------------------------------------------------
     def _count(self, i: int, d, mb: int, m: int, reason: str) -> int:
@@ -379,10 +409,10 @@ class Walk:
             rejected[DOMINATED] += self.ladder - tried - bounded
         if self.partial and none_fits_at != zeros[0]:
             self._partial_row(i, j, r, deg, mb, vpp, sched, none_fits_at, none_floor_s,
-                              full_misses)
+                              full_misses, pb)
 
     def _partial_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
-                     none_fits_at, none_floor_s: dict, full_misses: set) -> None:
+                     none_fits_at, none_floor_s: dict, full_misses: set, pb) -> None:
         """search.py's rule 6 on one row: the fewest layers recomputed that fit, at the ZeRO
         stages below the first where no recomputation fits, where no recomputation (faster
         than any partial plan at its stage; its estimate, or its floor when it was not
@@ -391,7 +421,9 @@ class Walk:
         zeros = self.zeros
         zs = zeros if none_fits_at is None else zeros[:zeros.index(none_fits_at)]
         zs = [z for z in zs if z not in full_misses
-              and none_floor_s.get(z, inf) <= self.kth_s()]
+              and none_floor_s.get(z, inf) <= self.kth_s()
+              and pb.partial_floor(vpp, sched, zeros.index(z), self.kth_s())
+              <= self.kth_s()]  # Theorem B4
         if not zs:
             return
         base = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched, recompute="full"))
@@ -434,6 +466,9 @@ class _NoBounds:
 
     def dp_floor_any(self, vpp, schedule):
         return 0.0
+
+    def partial_floor(self, vpp, schedule, b, kth=inf):
+        return -inf
 
 
 _NO_BOUNDS = _NoBounds()
