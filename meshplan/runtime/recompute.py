@@ -87,6 +87,12 @@ def layer_modes(plan, n_layers: int) -> list[str]:
 
 def apply_recompute(model, plan) -> None:
     """Set the recomputation of every block of one model chunk (blocks in layer order)."""
+    if getattr(plan, "recompute_modules", ""):
+        from ..errors import InputError
+        raise InputError("recompute_modules", plan.recompute_modules,
+                         "meshplan's runtime recomputes whole blocks or by its op-level "
+                         "selective policy, not by Megatron-Core module; run rc-selective or "
+                         "rc-full here, or export the plan to Megatron-LM")
     blocks = list(model.layers.values())
     for block, mode in zip(blocks, layer_modes(plan, len(blocks))):
         block.recompute = mode
