@@ -86,6 +86,27 @@ def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
 MEGATRON_ENGINES = ("megatron", "nemo")
 
 
+def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
+                         dispatcher: str) -> LayerOps:
+    """Megatron-Core's all-to-all dispatcher permutes twice on each side when a rank holds
+    several experts: after the all-to-all the received tokens arrive grouped by source rank
+    and are sorted again by local expert ("Permutation 2", sort_chunks_by_idxs), and before
+    the combine's all-to-all they are unsorted ("Unpermutation 2") (megatron/core/
+    transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher.dispatch_postprocess /
+    combine_preprocess; main as of 2026-08). Each is a read and a write of every token
+    copy's hidden state, on top of the first permutation and the final unpermutation that
+    ops.moe_ops counts. DeepEP-class dispatchers (flex) receive tokens already laid out per
+    rank and permute once on each side."""
+    local = model.moe_experts / shard.ep
+    if dispatcher != "alltoall" or shard.ep == 1 or local <= 1:
+        return ops
+    # token copies this rank's experts process (the expert GEMMs' rows, all local experts)
+    rows = next(mm.m * mm.count for mm in ops.matmuls if mm.name == "expert_fc1")
+    ops.stream_bytes += 2 * 2 * ACT * rows * model.hidden  # sort + unsort, read + write
+    ops.kernels += 2
+    return ops
+
+
 def modules_recompute(dev, ops: LayerOps, modules: str, attn_fwd_s: float
                       ) -> tuple[float, float, float, bool]:
     """(seconds re-spent, bytes freed, GEMM FLOPs re-run, whether the expert all-to-alls
@@ -123,6 +144,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         ops = gathered_logits(head_ops(model, shard), model, shard, engine)
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
+        if kind == "moe":
+            ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
     dev = device(cluster.gpu, precision, engine)
     t = op_times(dev, ops)
     # attention scores an engine without flash-class kernels keeps (attention_memory.py)
