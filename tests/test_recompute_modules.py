@@ -126,3 +126,14 @@ def test_runs_csv_column_pins_the_modules():
     assert pins["recompute_modules"] == "layernorm+mla_up_proj+moe_act"
     with pytest.raises(InputError):
         pins_from_row({"recompute_modules": "attention"})
+
+
+def test_cli_flag_implies_selective():
+    import argparse
+    from meshplan.commands._common import add_plan_args, plan_overrides
+    ap = argparse.ArgumentParser()
+    add_plan_args(ap)
+    got = plan_overrides(ap.parse_args(["--plan", "dp8 tp1 pp1 ep8 zero1 mb1",
+                                        "--recompute-modules", "moe_act layernorm"]))
+    assert Plan(**got).recompute == "selective"
+    assert Plan(**got).recompute_modules == "layernorm+moe_act"

@@ -53,6 +53,8 @@ def plan_overrides(args: argparse.Namespace) -> dict:
     out = label_fields(label) if label is not None else {}
     keys = list(PLAN_FLAGS) + list(BOOL_FLAGS)
     out.update({k: getattr(args, k) for k in keys if getattr(args, k, None) is not None})
+    if out.get("recompute_modules") and "recompute" not in out:
+        out["recompute"] = "selective"  # --recompute-modules is selective recomputation
     return out
 
 
