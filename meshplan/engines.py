@@ -35,6 +35,11 @@ Partial recomputation (plan.recompute_layers = N: the first N layers of each mod
   transformer block ("per-block remat policies are not currently supported"); the layer
   frequency of older releases (selective_ac_option = "N", every N-th block) is gone;
 - DeepSpeed: refused (activation_checkpoint_interval groups layers, it skips none).
+Module-level selective recomputation (plan.recompute_modules, meshplan/recompute_modules.py):
+- Megatron-LM: every module, --recompute-granularity selective --recompute-modules M ...;
+- torchtitan 0.3: refused. SelectiveAC is op-level (a save list of ops: matmuls, attention)
+  or every N-th block, not a list of Megatron submodules;
+- DeepSpeed: refused (whole layers only).
 """
 
 from __future__ import annotations
@@ -198,6 +203,16 @@ def _partial_recompute_torchtitan(p) -> list[Violation]:
                       "a stage; use recompute full or selective")]
 
 
+def _recompute_modules(engine: str, p) -> list[Violation]:
+    if not p.recompute_modules:
+        return []
+    how = {"torchtitan": "its selective activation checkpointing is op-level (a save list of "
+                         "ops) or every N-th block, not a list of layer submodules",
+           "deepspeed": "DeepSpeed checkpoints whole layers (full recompute) only"}[engine]
+    return [Violation("recompute_modules", p.recompute_modules,
+                      f"module-level recomputation is Megatron-Core's; {how}")]
+
+
 def _megatron(p, m, w) -> list[Violation]:
     out = _common("megatron", p)
     if p.zero >= 2 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
@@ -223,7 +238,8 @@ def torchtitan_fsdp(p) -> tuple[int, int]:
 
 
 def _torchtitan(p, m, w) -> list[Violation]:
-    out = _common("torchtitan", p) + _partial_recompute_torchtitan(p)
+    out = (_common("torchtitan", p) + _partial_recompute_torchtitan(p)
+           + _recompute_modules("torchtitan", p))
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))
@@ -288,7 +304,9 @@ def _deepspeed(p, m, w) -> list[Violation]:
         out.append(Violation("hsdp_shard", p.hsdp_shard, "DeepSpeed 0.19 removed MiCS "
                              "(zero_optimization.mics_shard_size), its only shard-inside-a-group "
                              "mode; ZeRO++ hpZ still shards the optimizer over all ranks"))
-    if p.recompute == "selective":
+    if p.recompute_modules:
+        out += _recompute_modules("deepspeed", p)
+    elif p.recompute == "selective":
         out.append(Violation("recompute", "selective",
                              "DeepSpeed checkpoints whole layers (full recompute) only"))
     if p.recompute_layers:

@@ -14,6 +14,7 @@ from math import prod
 
 from .errors import (InputError, require_bool, require_choice, require_nonneg_int,
                      require_positive_int)
+from .recompute_modules import parse_modules
 from .specs.model import ModelSpec
 from .specs.workload import Workload
 
@@ -64,6 +65,9 @@ class Plan:
     # keep their activations (Megatron-LM --recompute-method block --recompute-num-layers N,
     # which counts per virtual pipeline stage; NeMo docs, activation_recomputation.rst)
     recompute_layers: int = 0
+    # with recompute="selective": the Megatron-Core modules recomputed, "+"-joined in
+    # canonical order (meshplan/recompute_modules.py); "" = the engine's own selective set
+    recompute_modules: str = ""
     offload_optimizer: bool = False
     cp_kind: str = "ring"
     overlap_grad_reduce: bool = True
@@ -105,6 +109,12 @@ class Plan:
             raise InputError("recompute_layers", self.recompute_layers,
                              "partial recomputation recomputes whole layers: it needs "
                              f"recompute='full' (got {self.recompute!r})")
+        if self.recompute_modules:
+            object.__setattr__(self, "recompute_modules", parse_modules(self.recompute_modules))
+        if self.recompute_modules and self.recompute != "selective":
+            raise InputError("recompute_modules", self.recompute_modules,
+                             "module-level recomputation is selective recomputation: it "
+                             f"needs recompute='selective' (got {self.recompute!r})")
         order = tuple(a.strip().lower() for a in self.order.replace(",", "-").split("-"))
         if sorted(order) != sorted(AXES):
             raise InputError("order", self.order,

@@ -12,6 +12,9 @@ fields at their default are left out, so ``parse_label(format_label(p)) == p`` f
     hsdpN               FSDP shard group size inside dp*cp (HSDP; default: all of dp*cp)
     mbN                 micro-batch size in sequences (always printed)
     rc-selective        activation recomputation (rc-full; default none)
+    rc-selective-M+M    selective recomputation of the named Megatron-Core modules (core_attn,
+                        layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts; "+"-joined,
+                        meshplan/recompute_modules.py), e.g. rc-selective-layernorm+moe_act
     rc-fullN            only the first N layers of each model chunk recomputed in full, the
                         rest not at all (Megatron --recompute-method block --recompute-num-layers N)
     <schedule>          pipeline schedule: gpipe, 1f1b, interleaved_1f1b, looped_bfs, zb_h1,
@@ -33,6 +36,7 @@ import re
 
 from .errors import InputError
 from .plan import DEFAULT_ORDER, SCHEDULES, Plan
+from .recompute_modules import parse_modules
 
 _INT_TOKENS = ("dp", "tp", "pp", "vpp", "cp", "ep", "etp", "zero", "hsdp", "mb")
 _INT_FIELD = {"hsdp": "hsdp_shard", "mb": "micro_batch"}
@@ -47,8 +51,9 @@ _FLAGS = {  # token -> (field, value)
     "no-opg": ("overlap_param_gather", False), "opg": ("overlap_param_gather", True),
 }
 _RC_LAYERS_RE = re.compile(r"^rc-full(\d+)$")
+_RC_MODULES = "rc-selective-"
 _INT_RE = re.compile(r"^(" + "|".join(sorted(_INT_TOKENS, key=len, reverse=True)) + r")(\d+)$")
-TOKENS_HELP = ("dpN tpN ppN [vppN] [cpN] [epN [etpN]] zeroN [hsdpN] mbN [rc-selective|rc-full|rc-fullN] "
+TOKENS_HELP = ("dpN tpN ppN [vppN] [cpN] [epN [etpN]] zeroN [hsdpN] mbN [rc-selective|rc-selective-M+M|rc-full|rc-fullN] "
                "[SCHEDULE] [sp|no-sp] [offload] [cp-a2a] [tpo] [deepep] [epo] [no-ogr] [no-opg] "
                "[order-A-B-C-D]")
 
@@ -69,7 +74,8 @@ def format_label(p: Plan) -> str:
         parts.append(f"hsdp{p.hsdp_shard}")
     parts.append(f"mb{p.micro_batch}")
     if p.recompute != "none":
-        parts.append(f"rc-{p.recompute}" + (str(p.recompute_layers) if p.recompute_layers else ""))
+        parts.append(f"rc-{p.recompute}" + (str(p.recompute_layers) if p.recompute_layers else "")
+                     + (f"-{p.recompute_modules}" if p.recompute_modules else ""))
     if p.pp > 1 or p.schedule != Plan(vpp=p.vpp, pp=p.pp).schedule:
         parts.append(p.schedule)
     if p.sequence_parallel:
@@ -114,6 +120,13 @@ def label_fields(label: str) -> dict:
                                  f"({out['recompute_layers']} and {n})")
             out["recompute_layers"] = n
             key, val = "recompute", "full"
+        elif t.startswith(_RC_MODULES) and len(t) > len(_RC_MODULES):
+            mods = parse_modules(t[len(_RC_MODULES):], "--plan")
+            if out.get("recompute_modules", mods) != mods:
+                raise InputError("--plan", label, f"gives recompute_modules twice "
+                                 f"({out['recompute_modules']} and {mods})")
+            out["recompute_modules"] = mods
+            key, val = "recompute", "selective"
         elif t.startswith("rc-"):
             key, val = "recompute", t[3:]
         elif t.startswith("order-"):

@@ -29,6 +29,7 @@ from .cost import estimate
 from .engines import framework_zeros
 from .errors import InputError, require_choice
 from .plan import MOE_DISPATCHERS, SCHEDULES, Plan
+from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
 from .scenario import make_cluster
@@ -155,6 +156,10 @@ def pins_from_row(row: dict) -> dict:
     sched = text(row, "schedule").lower()
     if sched and pins.get("pp", 1) > 1:
         pins["schedule"] = require_choice("schedule", sched, SCHEDULES)
+    mods = text(row, "recompute_modules")  # optional: Megatron-Core modules recomputed
+    if mods:
+        pins["recompute_modules"] = parse_modules(mods)
+        pins.setdefault("recompute", "selective")
     n_rc = count(row, "recompute_layers", minimum=0)  # optional: partial recomputation
     if n_rc:
         pins["recompute_layers"] = n_rc

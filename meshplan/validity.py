@@ -51,7 +51,15 @@ def _pp_rules(model: ModelSpec, pp: int, vpp: int, schedule: str | None,
                          "embedding / the output layer)")
 
 
+def _module_rules(model: ModelSpec, modules: str) -> None:
+    from .recompute_modules import inapplicable
+    bad = inapplicable(modules, model)
+    if bad:
+        raise InputError("recompute_modules", bad[0], f"has nothing to recompute: {bad[1]}")
+
+
 def _recompute_rules(model: ModelSpec, plan: Plan) -> None:
+    _module_rules(model, plan.recompute_modules)
     if not plan.recompute_layers:
         return
     most = max(plan.layer_split(model))
@@ -149,6 +157,11 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
                          f"{'*'.join(pinned)} = {prod} must divide the {num_gpus} GPUs "
                          "(dp*cp*tp*pp = GPUs)")
     _expert_rules(model, g.get("ep", 1), g.get("etp", 1))
+    if g.get("recompute_modules"):
+        if g.get("recompute", "selective") != "selective":
+            raise InputError("recompute_modules", g["recompute_modules"],
+                             f"needs recompute='selective' (pinned: {g['recompute']!r})")
+        _module_rules(model, g["recompute_modules"])
     if g.get("recompute_layers"):
         if g.get("recompute", "full") != "full":
             raise InputError("recompute_layers", g["recompute_layers"],

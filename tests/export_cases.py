@@ -25,6 +25,11 @@ MEGATRON = [
     ("deepseek-v3", ("deepseek-v3", "256xH100-SXM-80GB", 4096, 1024), dict(dp=32, pp=8, ep=32, zero=1)),
     ("mixtral-ep-etp", ("mixtral-8x7b", "64xH100-SXM-80GB", 4096, 256), dict(dp=8, tp=4, pp=2, ep=8, etp=4)),
     ("qwen3-moe", ("qwen3-30b-a3b", "32xH100-SXM-80GB", 4096, 256), dict(dp=16, tp=2, ep=8)),
+    ("qwen3-recompute-modules", ("qwen3-30b-a3b", "32xH100-SXM-80GB", 4096, 256),
+     dict(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="layernorm+moe_act")),
+    ("deepseek-v3-recompute-modules", ("deepseek-v3", "256xH100-SXM-80GB", 4096, 1024),
+     dict(dp=32, pp=8, ep=32, zero=1, recompute="selective",
+          recompute_modules="layernorm+mla_up_proj+moe_act")),
     ("gpt2-learned-ln", ("gpt2", "8xA100-SXM-80GB", 1024, 64, "fp16"), dict(dp=8, zero=0)),
     ("gpt3-blackwell-fp8", ("gpt3-175b", "64xB200", 2048, 512, "fp8"), dict(dp=2, tp=8, pp=4, vpp=3)),
 ]

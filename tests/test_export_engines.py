@@ -97,6 +97,9 @@ def test_megatron_core_builds_transformer_config(case, tmp_path):
             cfg.context_parallel_size) == (p.tp, p.pp, p.cp)
     assert cfg.num_layers == m.layers and cfg.hidden_size == m.hidden
     assert cfg.sequence_parallel == p.sequence_parallel
+    if p.recompute_modules:  # Megatron-Core's own checks on the module list passed
+        assert cfg.recompute_granularity == "selective"
+        assert sorted(cfg.recompute_modules) == sorted(p.recompute_modules.split("+"))
     if m.is_moe:
         assert cfg.num_moe_experts == m.moe_experts and cfg.moe_router_topk == m.moe_topk
         assert cfg.expert_model_parallel_size == p.ep

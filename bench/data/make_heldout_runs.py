@@ -14,6 +14,8 @@ cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in col
 # (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations,
 #  tensorwise / rowwise = torchao float8 scaling granularity)
 cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per GPU where the source states it
+# optional column: Megatron-Core modules recomputed under selective recomputation, where the source states them
+cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[cols.index('recompute_layers') + 1:]
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -62,14 +64,30 @@ RC_PRESET = ("recompute from the Megatron-Bridge perf preset {p} (scripts/perfor
 # DeepEP class of dispatcher, else the model providers' moe_token_dispatcher_type "alltoall";
 # moe_a2a_overlap -> --overlap-moe-expert-parallel-comm (set_moe_a2a_overlap_overrides)
 REC = "; dispatcher {d} and moe_a2a_overlap={o} from the 25.11 recipe (Megatron-Bridge v0.2.0 scripts/performance/configs)"
-def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, note='', disp='', epo='', rc=None):
+# Recompute of the MoE recipes (Megatron-Bridge v0.2.0, the 25.11 release): scripts/performance/configs/
+# qwen3/qwen3_llm_pretrain.py (set_qwen3_common_configs) sets recompute_granularity=None for every
+# Qwen3 config; deepseek/deepseek_llm_pretrain.py (set_deepseek_v3_common_configs) sets
+# recompute_granularity="selective" with recompute_modules from deepseek/workload_base_configs.py
+RC_QWEN3 = ("recompute none from the Megatron-Bridge v0.2.0 recipe (scripts/performance/configs/qwen3/"
+            "qwen3_llm_pretrain.py, set_qwen3_common_configs: recompute_granularity=None)")
+RC_DS3 = ("recompute selective, modules {mods} from the Megatron-Bridge v0.2.0 recipe (scripts/performance/"
+          "configs/deepseek/deepseek_llm_pretrain.py sets recompute_granularity='selective'; "
+          "workload_base_configs.py {p}: recompute_modules={mods}, its layout {lay} matching the row)")
+def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, note='', disp='', epo='', rc=None, rcm=None):
     dp = n // (tp*pp*cp)
     rc_text = RC_PRESET.format(p=rc[0], n=rc[1]) if rc else "recompute not stated (blank)"
+    rc_kind = 'full' if rc else ''
+    if rcm == 'none':
+        rc_text, rc_kind = RC_QWEN3, 'none'
+    elif rcm:
+        rc_text, rc_kind = RC_DS3.format(p=rcm[0], mods=list(rcm[1]), lay=rcm[2]), 'selective'
+
     if disp:
         note += REC.format(d={'deepep': 'hybridep (DeepEP class)'}.get(disp, disp), o=bool(epo))
     add(moe_dispatcher=disp, ep_overlap=epo, source=MB.format(s=sysname), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu,
         num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
-        sequence_parallel=1 if tp > 1 else 0, recompute='full' if rc else '', recompute_layers=rc[1] if rc else '',
+        sequence_parallel=1 if tp > 1 else 0, recompute=rc_kind, recompute_layers=rc[1] if rc else '',
+        recompute_modules='+'.join(rcm[1]) if rcm and rcm != 'none' else '',
         precision='fp8' if prec.startswith('FP8') else 'bf16', fp8_recipe={'FP8-CS': 'cs', 'FP8-MX': 'mx'}.get(prec, ''),
         framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens/sec/GPU column as printed ({prec}); zero inferred (FSDP={fsdp}: {'FSDP -> 3' if fsdp else 'distributed optimizer -> 1'}), sequence_parallel inferred from TP>1, {rc_text}; dp = GPUs/(tp*pp*cp){note}")
@@ -78,18 +96,18 @@ mb('DGX-H100','H100-SXM-80GB','L8',8,'FP8-CS',128,1,8192,1,1,1,1,1,1,14451,
    rc=('LLAMA3_8B_H100_FP8_CS (the same in every stored version; its cp=1 and mbs=1 match the row; it sets no FSDP, the table prints FSDP=1)', 5))
 mb('DGX-H100','H100-SXM-80GB','L70',64,'FP8-CS',128,1,8192,0,4,8,1,5,1,1602)
 mb('DGX-H100','H100-SXM-80GB','L405',1024,'FP8-CS',512,1,8192,0,8,8,2,8,1,292)
-mb('DGX-H100','H100-SXM-80GB','Q30',16,'FP8-CS',512,2,4096,0,1,2,1,24,8,5275,BAL,'alltoall',1)
+mb('DGX-H100','H100-SXM-80GB','Q30',16,'FP8-CS',512,2,4096,0,1,2,1,24,8,5275,BAL,'alltoall',1, rcm='none')
 mb('DGX-B200','B200','L8',8,'FP8-CS',128,2,8192,0,1,1,1,1,1,30624)
 mb('DGX-B200','B200','L405',128,'FP8-CS',64,1,8192,0,4,8,2,8,1,661)
-mb('DGX-B200','B200','Q30',8,'FP8-MX',512,1,4096,0,1,1,1,1,8,9299,BAL,'alltoall',0)
-mb('DGX-B200','B200','Q235',64,'FP8-MX',1024,1,4096,0,1,8,1,2,8,3269,BAL,'alltoall',1)
-mb('DGX-B200','B200','DS3',256,'FP8-MX',2048,1,4096,0,1,16,1,1,8,2139,BAL,'alltoall',0)
+mb('DGX-B200','B200','Q30',8,'FP8-MX',512,1,4096,0,1,1,1,1,8,9299,BAL,'alltoall',0, rcm='none')
+mb('DGX-B200','B200','Q235',64,'FP8-MX',1024,1,4096,0,1,8,1,2,8,3269,BAL,'alltoall',1, rcm='none')
+mb('DGX-B200','B200','DS3',256,'FP8-MX',2048,1,4096,0,1,16,1,1,8,2139,BAL,'alltoall',0, rcm=('DEEPSEEK_V3_B200_BASE_CONFIG', ('mla_up_proj',), 'pp16 ep8 gbs2048'))
 mb('DGX-GB200','GB200','L8',8,'FP8-CS',128,2,8192,0,1,1,1,1,1,31508)
 mb('DGX-GB200','GB200','L70',64,'FP8-CS',256,2,8192,1,1,1,1,1,1,4312)
 mb('DGX-GB200','GB200','L405',256,'FP8-CS',1536,1,8192,0,4,16,1,4,1,813)
-mb('DGX-GB200','GB200','Q30',8,'FP8-MX',512,4,4096,0,1,1,1,1,8,23766,BAL,'deepep',0)
-mb('DGX-GB200','GB200','Q235',256,'BF16',8192,1,4096,0,1,8,1,3,32,4916,BAL,'deepep',0)
-mb('DGX-GB200','GB200','DS3',256,'BF16',4096,1,4096,0,1,4,1,4,64,3139,BAL,'deepep',0)
+mb('DGX-GB200','GB200','Q30',8,'FP8-MX',512,4,4096,0,1,1,1,1,8,23766,BAL,'deepep',0, rcm='none')
+mb('DGX-GB200','GB200','Q235',256,'BF16',8192,1,4096,0,1,8,1,3,32,4916,BAL,'deepep',0, rcm='none')
+mb('DGX-GB200','GB200','DS3',256,'BF16',4096,1,4096,0,1,4,1,4,64,3139,BAL,'deepep',0, rcm=('DEEPSEEK_V3_GB200_BASE_CONFIG', ('mla_up_proj',), 'pp4 vpp4 ep64'))
 mb('DGX-GB200','GB200','DS3',256,'FP8-MX',4096,1,4096,0,1,8,1,4,32,4018,BAL,'deepep',0)
 # Llama 3 paper (Dubey et al. 2024, "The Llama 3 Herd of Models"), Table 4
 from meshplan.specs.model import ModelSpec
@@ -114,9 +132,9 @@ add(source="OPT paper (Zhang et al. 2022, arXiv 2205.01068), sec. 2.4 (147 TFLOP
     seq_len=2048, global_batch_seqs=992, micro_batch='', gpu='A100-SXM-80GB', num_gpus=992, tp=8, pp=1, vpp=1, dp=124, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0, recompute='', precision='fp16', framework='other',
     measured_tokens_per_s_per_gpu=round(147e12/f,1), oom=0, derivation=f"from 147 TFLOP/s/GPU / 6N+12lhs = {f:.4e} FLOP/token; FSDP (zero 3) with Megatron TP8, ~2M-token batch given as 992 sequences (the nearest multiple of dp=124; the paper's exact count is not printed), fp16 (paper sec 2.2-2.4); metaseq (trust C)")
 add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 1 (180K H800 GPU hours per trillion tokens, 2048 H800)", trust='B', **SH['DS3'],
-    seq_len=4096, global_batch_seqs=15360, micro_batch='', gpu='H800-SXM-80GB', num_gpus=2048, tp=1, pp=16, vpp=2, dp=128, cp=1, ep=64, etp=1, zero=1, sequence_parallel=0, recompute='', precision='fp8', framework='other',
+    seq_len=4096, global_batch_seqs=15360, micro_batch='', gpu='H800-SXM-80GB', num_gpus=2048, tp=1, pp=16, vpp=2, dp=128, cp=1, ep=64, etp=1, zero=1, sequence_parallel=0, recompute='selective', recompute_modules='layernorm+mla_up_proj+moe_act', precision='fp8', framework='other',
     moe_dispatcher='deepep', ep_overlap=1, schedule='dualpipev',
-    measured_tokens_per_s_per_gpu=round(1e12/(180e3*3600),1), oom=0, derivation="1e12 tokens / (180e3 GPU h * 3600) = 1543.2 tokens/s/GPU averaged over pre-training (includes MTP module and non-steady-state time, trust B); PP16 DualPipe, EP64 over 8 nodes, ZeRO-1 DP, no TP, FP8 fine-grained recipe, seq 4096, final batch 15360; schedule dualpipev with vpp 2 (DualPipe holds two chunks per rank; its bubble is DualPipeV's, report Table 2), dispatcher deepep and ep_overlap 1 (sec. 3.2.1-3.2.2: IB-then-NVLink dispatch, at most 4 nodes per token, all-to-all hidden by DualPipe)")
+    measured_tokens_per_s_per_gpu=round(1e12/(180e3*3600),1), oom=0, derivation="1e12 tokens / (180e3 GPU h * 3600) = 1543.2 tokens/s/GPU averaged over pre-training (includes MTP module and non-steady-state time, trust B); PP16 DualPipe, EP64 over 8 nodes, ZeRO-1 DP, no TP, FP8 fine-grained recipe, seq 4096, final batch 15360; schedule dualpipev with vpp 2 (DualPipe holds two chunks per rank; its bubble is DualPipeV's, report Table 2), dispatcher deepep and ep_overlap 1 (sec. 3.2.1-3.2.2: IB-then-NVLink dispatch, at most 4 nodes per token, all-to-all hidden by DualPipe); recompute selective of layernorm+mla_up_proj+moe_act (sec. 3.2.3: all RMSNorm operations and the MLA up-projections recomputed in back-propagation; sec. 3.3.2: the SwiGLU inputs cached, its output recomputed), no full-layer recompute")
 # Megatron-Bridge performance summaries of other containers (docs/performance-summary.md at
 # 26.08 and docs/performance-summary-archive.md: 26.06.01 ... 25.09, NVIDIA-NeMo/Megatron-Bridge
 # commit 067f987, 2026-08-22), plus the 25.11 rows the set above left out (the FP8-MX variants in

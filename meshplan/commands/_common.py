@@ -15,7 +15,7 @@ from ..specs.workload import Workload
 PLAN_FLAGS = {  # flag -> (Plan field, type)
     "dp": int, "tp": int, "pp": int, "cp": int, "ep": int, "etp": int, "zero": int,
     "vpp": int, "micro_batch": int, "hsdp_shard": int, "recompute_layers": int,
-    "schedule": str, "recompute": str, "cp_kind": str, "order": str,
+    "schedule": str, "recompute": str, "cp_kind": str, "order": str, "recompute_modules": str,
 }
 BOOL_FLAGS = ("sequence_parallel", "offload_optimizer", "tp_comm_overlap", "overlap_grad_reduce",
               "overlap_param_gather")
@@ -53,6 +53,8 @@ def plan_overrides(args: argparse.Namespace) -> dict:
     out = label_fields(label) if label is not None else {}
     keys = list(PLAN_FLAGS) + list(BOOL_FLAGS)
     out.update({k: getattr(args, k) for k in keys if getattr(args, k, None) is not None})
+    if out.get("recompute_modules") and "recompute" not in out:
+        out["recompute"] = "selective"  # --recompute-modules is selective recomputation
     return out
 
 

@@ -12,7 +12,8 @@ from functools import lru_cache
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
-from .compute import device, op_times
+from ..recompute_modules import modules_of
+from .compute import device, matmul_s, op_times
 from .efficiency import NETWORK
 from .attention_memory import materialises_scores, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
@@ -85,26 +86,72 @@ def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
 MEGATRON_ENGINES = ("megatron", "nemo")
 
 
+def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
+                         dispatcher: str) -> LayerOps:
+    """Megatron-Core's all-to-all dispatcher permutes twice on each side when a rank holds
+    several experts: after the all-to-all the received tokens arrive grouped by source rank
+    and are sorted again by local expert ("Permutation 2", sort_chunks_by_idxs), and before
+    the combine's all-to-all they are unsorted ("Unpermutation 2") (megatron/core/
+    transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher.dispatch_postprocess /
+    combine_preprocess; main as of 2026-08). Each is a read and a write of every token
+    copy's hidden state, on top of the first permutation and the final unpermutation that
+    ops.moe_ops counts. DeepEP-class dispatchers (flex) receive tokens already laid out per
+    rank and permute once on each side."""
+    local = model.moe_experts / shard.ep
+    if dispatcher != "alltoall" or shard.ep == 1 or local <= 1:
+        return ops
+    # token copies this rank's experts process (the expert GEMMs' rows, all local experts)
+    rows = next(mm.m * mm.count for mm in ops.matmuls if mm.name == "expert_fc1")
+    ops.stream_bytes += 2 * 2 * ACT * rows * model.hidden  # sort + unsort, read + write
+    ops.kernels += 2
+    return ops
+
+
+def modules_recompute(dev, ops: LayerOps, modules: str, attn_fwd_s: float
+                      ) -> tuple[float, float, float, bool]:
+    """(seconds re-spent, bytes freed, GEMM FLOPs re-run, whether the expert all-to-alls
+    run again) of recomputing ``modules`` in a layer whose operations are ``ops``: the
+    GEMMs they name at their forward time, their element-wise bytes at HBM bandwidth,
+    their kernels' launch gaps, the attention core at its forward time."""
+    names = modules_of(modules)
+    if "moe" in names:  # the whole MoE layer includes its shared experts
+        names = tuple(n for n in names if n != "shared_experts")
+    parts = [ops.modules[n] for n in names if n in ops.modules]
+    gemms = {g for mr in parts for g in mr.matmuls}
+    mms = [mm for mm in ops.matmuls if mm.name in gemms]
+    rc = sum(matmul_s(dev, mm)[0] for mm in mms)
+    rc += sum(mr.stream_bytes for mr in parts) / dev.hbm_bytes_per_s
+    rc += sum(mr.kernels for mr in parts) * dev.kernel_gap_s
+    rc += attn_fwd_s if any(mr.attn_core for mr in parts) else 0.0
+    flops = sum(mm.flops for mm in mms)
+    return rc, sum(mr.freed_bytes for mr in parts), flops, any(mr.ep_comm for mr in parts)
+
+
 @lru_cache(maxsize=4096)
 def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
                places: CommPlacements, tp_overlap: bool, precision: str,
                cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
-               ep_overlap: bool = False) -> LayerCost:
+               ep_overlap: bool = False, modules: str = "") -> LayerCost:
     """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
     kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
     (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
-    compute of another (Megatron's combined 1F1B, DualPipe)."""
+    compute of another (Megatron's combined 1F1B, DualPipe); ``modules``: with recompute
+    "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
+    engine's own selective recomputation)."""
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
         ops = gathered_logits(head_ops(model, shard), model, shard, engine)
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
+        if kind == "moe":
+            ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
     dev = device(cluster.gpu, precision, engine)
     t = op_times(dev, ops)
     # attention scores an engine without flash-class kernels keeps (attention_memory.py)
     scores = (scores_bytes(model, shard) if kind in ("dense", "moe")
               and materialises_scores(cluster.gpu.generation, engine) else 0.0)
+    ep_again = False  # module-level recomputation of the whole MoE layer (dispatch included)
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
     if recompute == "full" and kind in ("dense", "moe"):
@@ -112,6 +159,17 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved = ops.input_bytes
         # the recomputed activations plus their gradients while the layer runs backward
         working = 2 * (ops.saved_bytes + ops.recomputable_bytes + scores)
+    elif recompute == "selective" and modules and kind in ("dense", "moe"):
+        # module-level selective recomputation (Megatron-Core --recompute-modules): each
+        # module present in the layer frees what it discards and runs its forward again
+        # (ops.ModuleRecompute); the recomputed tensors of one layer live while it runs
+        # backward. The attention core also frees an engine's materialised score matrix.
+        rc, freed, rc_flops, ep_again = modules_recompute(dev, ops, modules, t.attn_fwd_s)
+        if "core_attn" in modules_of(modules):
+            freed += scores
+        passes = 2
+        saved = ops.saved_bytes + ops.recomputable_bytes + scores - freed
+        working = freed
     elif recompute == "selective" and kind == "dense" and engine in MEGATRON_ENGINES:
         # Megatron-LM / NeMo selective recomputation (recompute_granularity=selective,
         # modules core_attn): only the attention core is recomputed, everything else stays
@@ -179,7 +237,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         c = exchange_s(cluster, places.ep, model, tokens, moe_dispatcher,
                        BF16_BYTES_PER_ELEMENT)
         ep_fwd = d + c
-        ep_wire = ep_fwd * passes
+        ep_wire = ep_fwd * (3 if recompute == "selective" and modules and ep_again else passes)
         if ep_overlap:
             # two micro-batches interleaved: the forward's all-to-alls run under the other
             # micro-batch's backward compute, the backward's (recomputed forward included)
@@ -195,6 +253,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
     if recompute == "full" and kind in ("dense", "moe"):  # the embedding / output layer
         hw_flops += mm_flops + ops.attn_fwd_flops        # are not recomputed (rc above)
+    elif recompute == "selective" and modules and kind in ("dense", "moe"):
+        hw_flops += rc_flops + (ops.attn_fwd_flops if "core_attn" in modules_of(modules)
+                                else 0.0)
     elif recompute == "selective" and engine in MEGATRON_ENGINES and kind == "dense":
         hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":

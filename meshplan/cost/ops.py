@@ -65,6 +65,19 @@ class Shard:
         return self.tokens / self.tp if self.sp else self.tokens
 
 
+@dataclass(frozen=True)
+class ModuleRecompute:
+    """What recomputing one Megatron-Core module of a layer (meshplan/recompute_modules.py)
+    frees and re-runs, for one micro-batch on one rank."""
+
+    freed_bytes: float  # saved activations it no longer keeps from forward to backward
+    matmuls: tuple[str, ...] = ()  # names of the LayerOps GEMMs it runs again
+    stream_bytes: float = 0.0  # element-wise HBM traffic it runs again
+    kernels: float = 0.0  # kernels it launches again
+    attn_core: bool = False  # runs the attention core again
+    ep_comm: bool = False  # runs the expert dispatch and combine again
+
+
 @dataclass
 class LayerOps:
     matmuls: list[MatMul] = field(default_factory=list)
@@ -96,6 +109,9 @@ class LayerOps:
     cp_a2a_bytes: float = 0.0  # Ulysses: q, k, v and output volumes for all-to-all
     params: float = 0.0  # parameters held on this rank (non-expert)
     expert_params: float = 0.0  # routed-expert parameters held on this rank
+    # module-level selective recomputation: what each module present in this layer frees
+    # and re-runs (absent: nothing of that module in this layer)
+    modules: dict = field(default_factory=dict)
 
 
 ACT = 2  # bytes per 16-bit activation element
@@ -156,6 +172,24 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.saved_bytes += ACT * Ts * h + ACT * T * (q_w + kv_w)
     ops.saved_bytes += 4 * T * heads  # log-sum-exp per head, fp32
     ops.recomputable_bytes += _linear_in(ACT * Ts * h, s) + _linear_in(ACT * T * o_w, s)
+    # core_attn: checkpointed with q, k, v as its inputs; with flash attention it frees only
+    # the softmax statistics (its output is the saved input of o_proj); layer.py adds the
+    # score matrix of engines that materialise it
+    ops.modules["core_attn"] = ModuleRecompute(4 * T * heads, attn_core=True, kernels=1)
+    if model.is_mla:
+        # mla_up_proj: q and k/v after the up projections and RoPE are discarded once the
+        # attention core consumed them and rebuilt from the saved latents before its
+        # backward (Megatron-Core multi_latent_attention.py, CheckpointWithoutOutput;
+        # DeepSeek-V3 report sec. 3.2.3)
+        ups = ("q_up", "kv_up") if model.q_lora_rank else ("kv_up",)
+        ops.modules["mla_up_proj"] = ModuleRecompute(
+            ACT * T * (q_w + kv_w), ups, ACT * T * 2 * (q_w + kv_w / 2), len(ups) + 2)
+        # layernorm: MLA's input_layernorm is a separate norm module (its q/kv down
+        # projections are two linears), so its output, the down projections' saved input,
+        # is what the layernorm module discards; a GQA layer fuses the norm into the QKV
+        # linear (TE LayerNormColumnParallelLinear, input_layernorm = IdentityOp)
+        ops.modules["layernorm"] = ModuleRecompute(_linear_in(ACT * Ts * h, s),
+                                                   stream_bytes=ACT * Ts * h * 2, kernels=1)
     ops.tp_buffer_bytes = ACT * T * h
     ops.tp_collectives += 2 if tp > 1 else 0  # AG + RS (sp) or one AR counted as two halves
     if s.cp > 1:
@@ -184,6 +218,11 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     if gated:
         ops.recomputable_bytes += ACT * T * w
         ops.selective_matmul_flops += 2 * T * w * h
+    # mlp / shared_experts: normal checkpointing keeps only the MLP's input (the norm output,
+    # or the MoE layer's input for shared experts) and runs the whole MLP forward again
+    ops.modules["mlp" if name == "mlp" else "shared_experts"] = ModuleRecompute(
+        ACT * T * w + _linear_in(ACT * T * w, s) + (ACT * T * w if gated else 0.0),
+        (f"{name}_fc1", f"{name}_fc2"), act, 3)
     ops.params += model.mlp_params(width) / tp
 
 
@@ -219,7 +258,22 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.act_fn_bytes += act
     ops.saved_bytes += _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1)
     ops.saved_bytes += ACT * rows * h  # combine input
+    if not model.moe_shared_ffn:
+        # the router GEMM keeps its input (the pre-MLP norm's output) for its weight
+        # gradient; with shared experts the shared MLP's saved input is the same tensor
+        ops.recomputable_bytes += ACT * tokens_in * h
     ops.recomputable_bytes += _linear_in(ACT * rows * w, s)
+    # moe_act: the experts' activation output (fc2's saved input) is discarded and rebuilt
+    # from the saved fc1 output before fc2's backward (Megatron-Core experts.py,
+    # CheckpointWithoutOutput; DeepSeek-V3 report sec. 3.3.2 recomputes the SwiGLU output)
+    ops.modules["moe_act"] = ModuleRecompute(_linear_in(ACT * rows * w, s), stream_bytes=act,
+                                             kernels=1)
+    # moe: the whole MoE layer checkpointed with its input kept: router, dispatch, experts,
+    # combine (and the shared experts inside it) run again, all-to-alls included
+    ops.modules["moe"] = ModuleRecompute(
+        _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1) + ACT * rows * h
+        + _linear_in(ACT * rows * w, s), ("router", "expert_fc1", "expert_fc2"),
+        act + 4 * ACT * rows * h, 10, ep_comm=True)
     ops.params += model.moe_router_params()
     ops.expert_params += local_experts * model.moe_expert_params() / s.etp
     if s.ep > 1:
@@ -229,6 +283,12 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         ops.etp_buffer_bytes = ACT * rows * h
     if model.moe_shared_ffn:
         mlp_ops(model, s, ops, model.moe_shared_ffn, "shared")
+        sh = ops.modules["shared_experts"]
+        mo = ops.modules["moe"]
+        ops.modules["moe"] = ModuleRecompute(mo.freed_bytes + sh.freed_bytes,
+                                             mo.matmuls + sh.matmuls,
+                                             mo.stream_bytes + sh.stream_bytes,
+                                             mo.kernels + sh.kernels, ep_comm=True)
 
 
 def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
@@ -245,6 +305,15 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     ops.params += model.norm_params(h)
     if moe:
         moe_ops(model, s, ops)
+        # layernorm: an MoE layer's pre_mlp_layernorm is a separate norm module (the router,
+        # the experts and the shared experts all read its output); its output, held as the
+        # router's saved input, is discarded and recomputed
+        norm = ModuleRecompute(_linear_in(ACT * Ts * h, s), stream_bytes=ACT * Ts * h * 2,
+                               kernels=1)
+        ln = ops.modules.get("layernorm")
+        ops.modules["layernorm"] = norm if ln is None else ModuleRecompute(
+            ln.freed_bytes + norm.freed_bytes, stream_bytes=ln.stream_bytes + norm.stream_bytes,
+            kernels=ln.kernels + norm.kernels)
         if model.moe_shared_ffn and s.tp > 1:
             ops.tp_collectives += 2
     else:

@@ -19,7 +19,8 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
   ``--pipeline-model-parallel-layout`` (stage i of the layout = virtual stage i, the same
   numbering as Plan.chunk_of).
 - recompute: selective = ``--recompute-granularity selective --recompute-modules core_attn``
-  (Korthikanti et al. 2022, the attention core); full = whole layers, uniform, 1 layer
+  (Korthikanti et al. 2022, the attention core), or with plan.recompute_modules
+  ``--recompute-modules M [M ...]`` of those modules; full = whole layers, uniform, 1 layer
   per checkpoint.
   Partial (plan.recompute_layers = N) = ``--recompute-method block --recompute-num-layers N``:
   the first N layers of each TransformerBlock, i.e. of each virtual pipeline stage.
@@ -27,6 +28,7 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
 
 from __future__ import annotations
 
+from ..recompute_modules import modules_of
 from ..scenario import Scenario
 from ..engines import rope_scaling
 from . import Rendered
@@ -225,7 +227,9 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         add("--recompute-num-layers", 1)
     elif p.recompute == "selective":
         add("--recompute-granularity", "selective")
-        add("--recompute-modules", "core_attn")
+        # the plan's modules (meshplan/recompute_modules.py; Megatron takes them as nargs='+')
+        # or, without a list, the attention core
+        add("--recompute-modules", *(modules_of(p.recompute_modules) or ("core_attn",)))
 
     # ---- optimizer ---------------------------------------------------------------------------
     add("--optimizer", "sgd" if w.optimizer == "sgd" else "adam")

@@ -19,6 +19,7 @@ bit-identical values.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 
@@ -28,7 +29,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..specs.model import ModelSpec
-from .recompute import kept, recomputed, run_block
+from .recompute import checkpointed, discarded, kept, recomputed, run_block
 
 NORM_EPS = 1e-5
 ROPE_THETA = 10000.0
@@ -113,7 +114,8 @@ class Attention(nn.Module):
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
         with recomputed():
-            out = attend(self.core, q, k, v, positions, 1.0 / math.sqrt(self.head_dim))
+            out = checkpointed("core_attn", functools.partial(attend, self.core), q, k, v,
+                               positions, 1.0 / math.sqrt(self.head_dim))
             return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -149,23 +151,33 @@ class MLAttention(nn.Module):
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
         b, s, _ = x.shape
         qk = self.nope + self.rope
-        q = self.wq_b(self.q_norm(self.wq_a(x))) if hasattr(self, "wq_a") else self.wq(x)
-        q = q.view(b, s, -1, qk).transpose(1, 2)  # local heads under TP
+        lora = hasattr(self, "wq_a")
+        q_in = self.q_norm(self.wq_a(x)) if lora else self.wq(x)
         kv_a = self.wkv_a(x)
         c_kv, k_pe = kv_a.split([self.kv_lora, self.rope], dim=-1)
-        kv = self.wkv_b(self.kv_norm(c_kv)).view(b, s, -1, self.nope + self.vdim).transpose(1, 2)
-        k_nope, v = kv.split([self.nope, self.vdim], dim=-1)
-        pos = positions if positions is not None else torch.arange(s, device=x.device)
-        cos, sin = rope_cos_sin(pos, self.rope, q.dtype)
-        q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
-        q = torch.cat([q_nope, apply_rope(q_pe, cos, sin)], dim=-1)
+        c_kv = self.kv_norm(c_kv)
         if self.kpe_region is not None:
             k_pe = self.kpe_region(k_pe)
-        k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)
-        k = torch.cat([k_nope, k_pe], dim=-1)
-        with recomputed():
-            out = attend(self.core, q, k, v.contiguous(), positions, 1.0 / math.sqrt(qk))
-            return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+        pos = positions if positions is not None else torch.arange(s, device=x.device)
+
+        def up_proj(q_in, c_kv, k_pe):  # Megatron-Core's "mla_up_proj": up projections, RoPE
+            q = self.wq_b(q_in) if lora else q_in
+            q = q.view(b, s, -1, qk).transpose(1, 2)  # local heads under TP
+            kv = self.wkv_b(c_kv).view(b, s, -1, self.nope + self.vdim).transpose(1, 2)
+            k_nope, v = kv.split([self.nope, self.vdim], dim=-1)
+            cos, sin = rope_cos_sin(pos, self.rope, q.dtype)
+            q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
+            q = torch.cat([q_nope, apply_rope(q_pe, cos, sin)], dim=-1)
+            k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)
+            return q, torch.cat([k_nope, k_pe], dim=-1), v.contiguous()
+
+        def core(qkv):
+            with recomputed():
+                out = checkpointed("core_attn", functools.partial(attend, self.core), *qkv,
+                                   positions, 1.0 / math.sqrt(qk))
+                return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+
+        return discarded("mla_up_proj", up_proj, core, q_in, c_kv, k_pe)
 
 
 class MLP(nn.Module):
@@ -207,11 +219,14 @@ class GroupedExperts(nn.Module):
         w3 = self.local("w3") if self.swiglu else None
         outs = []
         for e, part in enumerate(torch.split(x, counts, dim=0)):
+            gate = part @ w1[e].t()
+            # the activation is Megatron-Core's "moe_act" module, fc2 its consumer
             if self.swiglu:
-                hdn = F.silu(part @ w1[e].t()) * (part @ w3[e].t())
+                y = discarded("moe_act", lambda g, u: F.silu(g) * u,
+                              lambda hdn: hdn @ w2[e].t(), gate, part @ w3[e].t())
             else:
-                hdn = F.gelu(part @ w1[e].t())
-            outs.append(hdn @ w2[e].t())
+                y = discarded("moe_act", F.gelu, lambda hdn: hdn @ w2[e].t(), gate)
+            outs.append(y)
         return torch.cat(outs, dim=0) if outs else x.new_zeros((0, x.shape[-1]))
 
 
@@ -225,9 +240,8 @@ def local_dispatch(x: torch.Tensor, expert_ids: torch.Tensor, experts: GroupedEx
     order = torch.argsort(expert_ids, stable=True)
     counts = torch.bincount(expert_ids, minlength=num_experts).tolist()
     y_sorted = experts(x[order], counts)
-    y = torch.empty_like(y_sorted)
-    y[order] = y_sorted
-    return y
+    # back to the order of x: argsort of a permutation is its inverse
+    return y_sorted[torch.argsort(order)]
 
 
 class MoE(nn.Module):
@@ -268,7 +282,7 @@ class MoE(nn.Module):
             y = self.dispatch(rows, ids, self.experts)
         out = (y.view(-1, self.topk, shape[-1]) * w.unsqueeze(-1)).sum(dim=1)
         if hasattr(self, "shared"):
-            out = out + self.shared(xf)
+            out = out + checkpointed("shared_experts", self.shared, xf)
         return out.view(shape)
 
 
@@ -277,6 +291,7 @@ class Block(nn.Module):
         super().__init__()
         self.attention_norm = make_norm(spec, spec.hidden)
         self.attention = MLAttention(spec) if spec.is_mla else Attention(spec)
+        self.is_mla = spec.is_mla
         self.ffn_norm = make_norm(spec, spec.hidden)
         self.is_moe = spec.layer_is_moe(index)
         if self.is_moe:
@@ -290,11 +305,19 @@ class Block(nn.Module):
         return run_block(self._forward, self.recompute, x, positions)
 
     def _forward(self, x, positions):
-        a = self.attention(self.attention_norm(x), positions)
+        # module-level recomputation (recompute.py): a norm is a "layernorm" module where
+        # Megatron-Core's is its own module (MLA's input norm, an MoE layer's pre-MLP norm;
+        # elsewhere TE fuses it into the next linear); the MLP is "mlp", the MoE layer "moe"
+        a = discarded("layernorm" if self.is_mla else "", self.attention_norm,
+                      lambda n: self.attention(n, positions), x)
         with kept():  # the residual stream between attention and MLP
             x = x + a
-        y = self.ffn_norm(x)
-        return x + (self.moe(y) if self.is_moe else self.feed_forward(y))
+        if self.is_moe:
+            z = discarded("layernorm", self.ffn_norm,
+                          lambda y: checkpointed("moe", self.moe, y), x)
+        else:
+            z = checkpointed("mlp", self.feed_forward, self.ffn_norm(x))
+        return x + z
 
 
 class Transformer(nn.Module):

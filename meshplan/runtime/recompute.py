@@ -38,6 +38,11 @@ RECOMPUTE = ("none", "selective", "full")
 _MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default,
             torch.ops.aten.bmm.default, torch.ops.aten.baddbmm.default}
 _mode: list[str] = []  # innermost region first-class: "recompute" or "keep"
+# module-level recomputation (Plan.recompute_modules): the Megatron-Core modules the block
+# running forward recomputes (set by run_block; empty in backward and inside a module that
+# is itself checkpointed, so a recomputation runs what the forward ran)
+MODULE_MODE = "selective:"  # a block's recompute mode "selective:layernorm+moe_act"
+_active: list[frozenset] = [frozenset()]
 
 
 @contextlib.contextmanager
@@ -65,10 +70,67 @@ def _policy(ctx, op, *args, **kwargs) -> CheckpointPolicy:
     return CheckpointPolicy.MUST_SAVE if op in _MATMULS else CheckpointPolicy.PREFER_RECOMPUTE
 
 
+def _plain(fn):
+    def run(*args):
+        _active.append(frozenset())
+        try:
+            return fn(*args)
+        finally:
+            _active.pop()
+    return run
+
+
+def checkpointed(name: str, fn, *args):
+    """``fn(*args)``, a module Megatron-Core checkpoints normally (core_attn, mlp, moe,
+    shared_experts): when the block recomputes ``name`` only its inputs are kept and its
+    forward runs again in backward (torch non-reentrant checkpoint)."""
+    if name not in _active[-1] or not torch.is_grad_enabled():
+        return fn(*args)
+    return checkpoint(_plain(fn), *args, use_reentrant=False)
+
+
+def discarded(name: str, fn, consumer, *args):
+    """``consumer(fn(*args))`` where ``fn`` is a module Megatron-Core recomputes with its output
+    discarded (layernorm, mla_up_proj, moe_act; CheckpointWithoutOutput): when the block
+    recomputes ``name``, fn keeps only its inputs (checkpoint), and what ``consumer`` saves
+    of fn's output is not kept but rebuilt from those inputs when backward needs it."""
+    if name not in _active[-1] or not torch.is_grad_enabled():
+        return consumer(fn(*args))
+    out = checkpoint(_plain(fn), *args, use_reentrant=False)
+    outs = out if isinstance(out, tuple) else (out,)
+    ptrs = [o.untyped_storage().data_ptr() for o in outs]
+    held = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def pack(t):
+        p = t.untyped_storage().data_ptr()
+        if p in ptrs:  # a view of one of fn's outputs: keep how to rebuild it
+            return ("rebuilt", ptrs.index(p), t.size(), t.stride(), t.storage_offset(),
+                    t.requires_grad)
+        return t
+
+    def unpack(x):
+        if isinstance(x, tuple) and x and x[0] == "rebuilt":
+            _, i, size, stride, offset, _ = x
+            with torch.no_grad():
+                again = _plain(fn)(*held)
+            again = again if isinstance(again, tuple) else (again,)
+            return again[i].as_strided(size, stride, offset)
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return consumer(out)
+
+
 def run_block(fn, recompute: str, *args):
     """``fn(*args)`` with the block's recomputation policy applied (training only)."""
     if recompute == "none" or not torch.is_grad_enabled():
         return fn(*args)
+    if recompute.startswith(MODULE_MODE):
+        _active.append(frozenset(recompute[len(MODULE_MODE):].split("+")))
+        try:
+            return fn(*args)
+        finally:
+            _active.pop()
     if recompute == "full":
         return checkpoint(fn, *args, use_reentrant=False)
     ctx = functools.partial(create_selective_checkpoint_contexts, _policy)
@@ -79,6 +141,8 @@ def layer_modes(plan, n_layers: int) -> list[str]:
     """The recomputation each of a model chunk's ``n_layers`` blocks runs, in layer order:
     ``plan.recompute`` for all of them, or with partial recomputation (plan.recompute_layers
     = N) "full" for the first N and "none" for the rest (Megatron-LM's block method)."""
+    if getattr(plan, "recompute_modules", ""):
+        return [MODULE_MODE + plan.recompute_modules] * n_layers
     if not plan.recompute_layers:
         return [plan.recompute] * n_layers
     k = plan.recomputed_layers(n_layers)
@@ -87,6 +151,17 @@ def layer_modes(plan, n_layers: int) -> list[str]:
 
 def apply_recompute(model, plan) -> None:
     """Set the recomputation of every block of one model chunk (blocks in layer order)."""
+    if "moe" in getattr(plan, "recompute_modules", "").split("+") and plan.ep > 1:
+        from ..errors import InputError
+        raise InputError("recompute_modules", plan.recompute_modules,
+                         "the runtime does not re-run the expert all-to-all in backward: "
+                         "recomputing the whole MoE layer needs ep=1 here")
+    if getattr(plan, "recompute_modules", ""):
+        from ..errors import InputError
+        raise InputError("recompute_modules", plan.recompute_modules,
+                         "meshplan's runtime recomputes whole blocks or by its op-level "
+                         "selective policy, not by Megatron-Core module; run rc-selective or "
+                         "rc-full here, or export the plan to Megatron-LM")
     blocks = list(model.layers.values())
     for block, mode in zip(blocks, layer_modes(plan, len(blocks))):
         block.recompute = mode

@@ -215,8 +215,11 @@ class Bounds:
     """The floors of one search: its model, cluster, workload and ZeRO ladder."""
 
     def __init__(self, model: ModelSpec, cluster: Cluster, workload: Workload,
-                 zeros: list[int], dualpipe: bool = True):
+                 zeros: list[int], dualpipe: bool = True, modules: str = ""):
         self.model, self.cluster, self.workload = model, cluster, workload
+        # pinned module-level selective recomputation (Plan.recompute_modules): the floors
+        # of the selective rung take those modules, as estimate() does
+        self.modules = modules
         # whether the walk may choose DualPipeV, whose expert all-to-all is always
         # overlapped (Lemma O: the floors then take the overlapped MoE layer)
         self.dualpipe = dualpipe
@@ -292,7 +295,7 @@ class Bounds:
             places = CommPlacements(pl["tp"], pl["cp"], ep_pl, etp_pl)
             return layer_cost(model, cluster, kind, shard, rc, places, layout.tp_comm_overlap,
                               w.precision, layout.cp_kind, w.framework, layout.moe_dispatcher,
-                              ep_overlap)
+                              ep_overlap, self.modules if rc == "selective" else "")
 
         dkey = (layout.tp, layout.cp, sp, layout.tp_comm_overlap, layout.cp_kind,
                 pl["tp"], pl["cp"], mb, rc)

@@ -58,7 +58,8 @@ class Walk:
         self.partial = partial  # search.py's rule 6: try the partial-recomputation ladder
         scheds = pins.get("schedules") or ([pins["schedule"]] if "schedule" in pins else None)
         self.bounds = Bounds(model, cluster, workload, zeros,
-                             dualpipe=scheds is None or "dualpipev" in scheds)
+                             dualpipe=scheds is None or "dualpipev" in scheds,
+                             modules=pins.get("recompute_modules", ""))
         self.fits: list = []  # (step time, peak memory, enumeration key, plan)
         self.best: list[float] = []  # max-heap (negated) of the `keep` best step times
         self.considered = self.evaluated = self.fitting = 0

@@ -56,6 +56,7 @@ from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_
                        search_hints)
 from ..errors import InputError
 from ..plan import Plan
+from ..recompute_modules import parse_modules
 from ..validity import check_pins
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
@@ -93,7 +94,8 @@ def schedule_dominated(vs: tuple[int, str], runnable: list[tuple[int, str]], pp:
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
             "recompute", "sequence_parallel", "offload_optimizer", "hsdp_shard", "cp_kind",
             "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "order",
-            "moe_dispatcher", "ep_comm_overlap", "schedules", "recompute_layers")
+            "moe_dispatcher", "ep_comm_overlap", "schedules", "recompute_layers",
+            "recompute_modules")
 
 
 @dataclass
@@ -161,6 +163,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     for k in pins:
         if k not in PINNABLE:
             raise InputError(k, pins[k], "cannot be pinned; pinnable: " + ", ".join(PINNABLE))
+    if pins.get("recompute_modules"):  # module-level recomputation is selective
+        pins["recompute_modules"] = parse_modules(pins["recompute_modules"])
+        pins.setdefault("recompute", "selective")
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
     t0 = time.perf_counter()
