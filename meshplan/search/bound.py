@@ -683,7 +683,7 @@ class PairBounds:
         if pz is not None:
             w = bd.workload
             contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
-            fp16 = w.precision == "fp16" and w.framework in FP16_GRAD_ENGINES
+            fp16 = keeps_16bit_grads(w.precision, w.framework)
             for st in self._partial_parts(vpp, schedule, n)[1]:
                 total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
                                                 contiguous, fp16_grads=fp16))
