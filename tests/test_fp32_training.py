@@ -84,3 +84,16 @@ def test_deepspeed_pipeline_sends_one_tp_slice():
     sp = dataclasses.replace(plan, sequence_parallel=True)
     ds_sp = estimate(OPT350, cluster, Workload(2048, 64, framework="deepspeed"), sp)
     assert ds_sp.chunks[0].p2p_bytes == pytest.approx(mg.chunks[0].p2p_bytes / 4)
+
+
+def test_fp32_memory_counts_4_byte_weights_and_no_separate_master():
+    cluster = Cluster(GPUS["A100-SXM-80GB"], 8)
+    plan = Plan(dp=8, tp=1, pp=1, micro_batch=1, zero=1, sequence_parallel=False)
+    mixed = estimate(OPT350, cluster, Workload(2048, 8, "bf16", framework="deepspeed"), plan)
+    fp32 = estimate(OPT350, cluster, Workload(2048, 8, "fp32", framework="deepspeed"), plan)
+    a, b = mixed.memory[0].parts, fp32.memory[0].parts
+    assert b["weights"] == pytest.approx(2 * a["weights"])  # 4 bytes against 2
+    assert b["gradients"] == pytest.approx(a["gradients"])  # 4 bytes in both
+    # Adam: moments only (8 bytes) against master + moments (12), sharded the same way
+    assert b["optimizer_states"] == pytest.approx(a["optimizer_states"] * 8 / 12)
+    assert b["activations"] > 1.8 * a["activations"]  # 4-byte activations, fp32 scores

@@ -18,7 +18,7 @@ from ..specs.hardware import GPU
 from . import efficiency
 from .efficiency import KernelEfficiency, kernel_efficiency
 from ..specs.workload import FP32_STORAGE
-from .ops import ACT, LayerOps, MatMul
+from .ops import ACT, LayerOps, MatMul, Shard
 
 ATTN_BWD_FLOP_RATIO = 2.5
 STREAM_BWD_BYTE_RATIO = 2.0
@@ -125,6 +125,22 @@ def unfused_attention_s(dev: Device, ops: LayerOps) -> tuple[float, float]:
 def act_bytes_scale(precision: str) -> float:
     """Bytes of one activation element over the 16-bit bytes ops.py counts."""
     return FP32_BYTES / ACT if precision in FP32_STORAGE else 1.0
+
+
+# DeepSpeed's PipelineEngine splits the activation (and its gradient) it sends between
+# stages over the tensor-parallel group and all-gathers it on the receiving stage
+# (deepspeed/runtime/pipe/engine.py: is_pipe_partitioned = is_model_parallel and
+# pipeline.pipe_partitioned, default true; is_grad_partitioned likewise).
+PARTITIONED_P2P_ENGINES = ("deepspeed",)
+
+
+def p2p_message_bytes(hidden: int, shard: Shard, precision: str, engine: str) -> float:
+    """Bytes one rank sends to the next pipeline stage per micro-batch (estimate() and the
+    search's bounds use this one function)."""
+    b = ACT * shard.stream_tokens * hidden * act_bytes_scale(precision)
+    if engine in PARTITIONED_P2P_ENGINES and not shard.sp:
+        b /= shard.tp  # each tp rank sends its 1/tp slice; the next stage gathers it
+    return b
 
 
 def _eff(dev: Device, m: float, n: float, k: float) -> float:

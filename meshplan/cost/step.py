@@ -15,9 +15,9 @@ from functools import cached_property, lru_cache
 from ..plan import V_SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from ..specs.workload import Workload
+from ..specs.workload import FP32_STORAGE, Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
-from .compute import act_bytes_scale, device
+from .compute import device, p2p_message_bytes
 from .efficiency import HOST, NETWORK
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
@@ -165,12 +165,6 @@ class Estimate:
         return f"{k.removesuffix('_s').replace('_', ' ')} ({share:.0%} of the step)"
 
 
-# DeepSpeed's PipelineEngine splits the activation (and its gradient) it sends between
-# stages over the tensor-parallel group and all-gathers it on the receiving stage
-# (deepspeed/runtime/pipe/engine.py: is_pipe_partitioned = is_model_parallel and
-# pipeline.pipe_partitioned, default true; is_grad_partitioned likewise).
-PARTITIONED_P2P_ENGINES = ("deepspeed",)
-
 def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
     st = plan.axis_stride
     dom = cluster.domain_size
@@ -311,9 +305,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     else:
         kinds += kinds[:2]  # counts 0: never weighed
     split = plan.layer_split(model)
-    p2p_bytes = ACT * shard.stream_tokens * model.hidden * act_bytes_scale(workload.precision)
-    if workload.framework in PARTITIONED_P2P_ENGINES and not plan.sequence_parallel:
-        p2p_bytes /= plan.tp  # each tp rank sends its 1/tp slice; the next stage gathers
+    p2p_bytes = p2p_message_bytes(model.hidden, shard, workload.precision, workload.framework)
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
     chunk_counts = _chunk_counts(model, tuple(split), plan.recompute_layers)
 
@@ -413,7 +405,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                                       plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
                                       cluster.gpu.memory_bytes,
                                       fp16_grads=workload.precision == "fp16"
-                                      and workload.framework in FP16_GRAD_ENGINES))
+                                      and workload.framework in FP16_GRAD_ENGINES,
+                                      fp32_weights=workload.precision in FP32_STORAGE))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

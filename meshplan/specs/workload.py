@@ -74,7 +74,9 @@ class Workload:
 
     @property
     def master_and_state_bytes(self) -> int:
-        return _OPT_STATE_BYTES[(self.optimizer, self.optimizer_state_precision)]
+        state = _OPT_STATE_BYTES[(self.optimizer, self.optimizer_state_precision)]
+        # fp32 storage: the weights are the master copy (counted with the weights)
+        return state - 4 if self.precision in FP32_STORAGE else state
 
     @property
     def activation_bytes(self) -> int:
