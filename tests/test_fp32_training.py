@@ -97,3 +97,11 @@ def test_fp32_memory_counts_4_byte_weights_and_no_separate_master():
     # Adam: moments only (8 bytes) against master + moments (12), sharded the same way
     assert b["optimizer_states"] == pytest.approx(a["optimizer_states"] * 8 / 12)
     assert b["activations"] > 1.8 * a["activations"]  # 4-byte activations, fp32 scores
+
+
+def test_torchtitan_export_refuses_fp32():
+    from meshplan.engines import scenario_violations
+    v = scenario_violations("torchtitan", OPT350, Workload(2048, 8, "tf32"))
+    assert [x.field for x in v if x.field == "precision"] == ["precision"]
+    assert not [x for x in scenario_violations("megatron", OPT350, Workload(2048, 8, "fp32"))
+                if x.field == "precision"]
