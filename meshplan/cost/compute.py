@@ -95,10 +95,10 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
 # write), softmax (read + write), dropout (read + write, plus a 1-byte mask written): 8 full
 # passes + the mask. Backward: dropout (read grad and mask, write), softmax backward (read
 # output and grad, write), masked_fill (read grad and mask, write), scale (read + write):
-# 10 full passes + two mask reads. The two batched GEMMs (q k^T writing the scores, probs x v
+# 9 full passes + two mask reads. The two batched GEMMs (q k^T writing the scores, probs x v
 # reading them) are costed as GEMMs with their own memory side (matmul_s).
 UNFUSED_SCORE_PASSES_FWD = 8.0
-UNFUSED_SCORE_PASSES_BWD = 10.0
+UNFUSED_SCORE_PASSES_BWD = 9.0
 UNFUSED_MASK_PASSES_FWD = 1.0
 UNFUSED_MASK_PASSES_BWD = 2.0
 FP32_BYTES = 4
