@@ -109,6 +109,9 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
         if prec == "fp16":
             out.append(Violation("precision", "fp16", "torchtitan trains in bf16 "
                                  "(mixed_precision_param) or fp32 only"))
+        if prec in ("fp32", "tf32"):  # the exporter writes the bf16 mixed-precision policy
+            out.append(Violation("precision", prec, "meshplan's torchtitan export writes "
+                                 "the bf16 mixed-precision policy only"))
         from .export.torchtitan_models import torchtitan_model_missing
         missing = torchtitan_model_missing(model)
         if missing:

@@ -186,6 +186,10 @@ def test_scenario_pools_with_prices(tmp_path):
     ["--gpus", "8xH100-SXM-80GB", "--deadline", "30d"],   # deadline without tokens
     ["--gpus", "8xH100-SXM-80GB", "--train-tokens", "1T", "--deadline", "soon"],
     ["--gpu-types", "H100-SXM-80GB,NOPE", "--train-tokens", "1T"],
+    ["--gpus", "8xH100-SXM-80GB", "--max-gpus", "0"],     # 0 was read as "no limit"
+    ["--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB", "--inter-pool-gbps", "0"],
+    ["--gpus", "8xH100-SXM-80GB", "--budget", "-5"],
+    ["--gpus", "8xH100-SXM-80GB", "--objective", "time"],   # time needs --train-tokens
 ])
 def test_bad_input_is_one_line_exit_2(args):
     r = cli("plan", "--model", "llama3.1-8b", "--seq-len", "4096", "--global-batch", "32", *args)
@@ -213,6 +217,18 @@ def test_pipeline_across_pools_exports_to_megatron_and_deepspeed_refuses():
     assert any("ranks 0-7: H100-SXM-80GB" in n for n in rendered.notes)
     with pytest.raises(UnsupportedByEngine):
         export_pool_plan(sc, p, "deepspeed")
+
+
+def test_export_meshplan_of_pools_takes_a_single_pool(tmp_path):
+    # `meshplan run` takes one GPU type per job: the export ranks only single-pool plans
+    # (this raised KeyError before)
+    r = cli("plan", "--model", "llama3.1-8b", "--seq-len", "4096", "--global-batch", "32",
+            "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB", "--export", "meshplan",
+            "--out", str(tmp_path), "--top", "1")
+    assert r.returncode == 0, r.stderr
+    assert "only]" in r.stdout and "Traceback" not in r.stderr
+    text = (tmp_path / "plan.toml").read_text()
+    assert 'gpus = "8xH100-SXM-80GB"' in text or 'gpus = "8xA100-SXM-80GB"' in text
 
 
 def test_data_parallel_across_pools_splits_the_batch_by_speed():

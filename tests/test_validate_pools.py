@@ -47,21 +47,25 @@ def test_validate_reproduces_the_reported_figures():
     assert p["rows"] == 6 and p["scored"] == 6
     mit = p["per_source"][MIT]
     by_id = {r.id: r for r in results}
-    # notes/hetero.md: with the artifact's measured network, the pipelines whose stages
-    # meet over the 1 GbE node link are predicted within 15%; the compute-bound rows are
-    # 2.2-3.8x too fast, as are the same framework's homogeneous GH200 rows (3.9-4.4x)
-    assert mit["tokens_median_abs_error"] == pytest.approx(2.37, rel=0.1)
-    for rid in ("sailor-N3-D1", "sailor-N4-D1"):
-        assert abs(by_id[rid].tokens_error) < 0.15
-    for rid in ("sailor-N2-D1", "sailor-N2-D2", "sailor-N4-D4", "sailor-N6-D6"):
-        assert 1.5 < by_id[rid].tokens_error < 4.5
+    # notes/hetero.md: the runs train in fp32 with TF32 matmuls (no --fp16 in the artifact's
+    # scripts) and unfused attention, and DeepSpeed sends one tp slice between stages. The
+    # tp2 rows and the GH200 controls then come within 45-65%; the rows whose slowest part
+    # is the RTX 3090 node at tp8 stay 2.0-2.6x too fast (tp over PCIe on GeForce parts
+    # without peer-to-peer, not modelled: the artifact's own layer profile is 4x slower at
+    # tp8 than at tp2 on that node)
+    assert mit["tokens_median_abs_error"] == pytest.approx(1.30, rel=0.1)
+    for rid in ("sailor-N2-D1", "sailor-N2-D2"):
+        assert abs(by_id[rid].tokens_error) < 0.45
+    for rid in ("sailor-N3-D1", "sailor-N4-D1", "sailor-N4-D4", "sailor-N6-D6"):
+        assert 1.0 < by_id[rid].tokens_error < 1.7
     control = [r.tokens_error for r in results if r.source.startswith("Sailor Clariden")]
-    assert len(control) == 2 and all(2 < e < 3 for e in control)
+    assert len(control) == 2 and all(0.1 < e < 0.8 for e in control)
     rat = {r["id"]: r for r in p["ratios"]}
     assert rat["sailor-N2-D2"]["measured"] == pytest.approx(119.83914 / 91.78, rel=1e-3)
-    assert rat["sailor-N2-D2"]["predicted"] == pytest.approx(1.21, rel=0.1)
+    assert rat["sailor-N2-D2"]["predicted"] == pytest.approx(0.99, rel=0.1)
     assert rat["sailor-N4-D4"]["measured"] == pytest.approx(83.76622 / 83.45238, rel=1e-3)
-    assert rat["sailor-N4-D4"]["predicted"] == pytest.approx(4.03, rel=0.1)
+    # same GPUs, pipeline against data parallel: the ratio is right within 5%
+    assert rat["sailor-N4-D4"]["predicted"] == pytest.approx(1.004, rel=0.05)
     # every prediction carries an interval around its point
     for r in results:
         lo, hi = r.tokens_p10_p90

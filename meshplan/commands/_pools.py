@@ -48,9 +48,10 @@ def goal_from_args(args) -> Goal:
     tokens = parse_tokens(args.train_tokens) if getattr(args, "train_tokens", None) else 0.0
     deadline = parse_duration_s(args.deadline) if getattr(args, "deadline", None) else 0.0
     budget = parse_usd(args.budget) if getattr(args, "budget", None) else 0.0
-    max_gpus = getattr(args, "max_gpus", None) or 0
-    if max_gpus and max_gpus < 1:
+    max_gpus = getattr(args, "max_gpus", None)
+    if max_gpus is not None and max_gpus < 1:  # 0 too: it would mean "no limit" below
         raise InputError("--max-gpus", max_gpus, "must be a positive integer")
+    max_gpus = max_gpus or 0
     return Goal(getattr(args, "objective", None) or "throughput", tokens, deadline, budget,
                 max_gpus)
 
@@ -111,7 +112,7 @@ def pools_run(args) -> int | None:
         from ..export import UnsupportedByEngine
         kept, first_refusal = [], None
         for p in r.ranked:
-            if p.kind not in EXPORTABLE[args.export]:
+            if p.kind not in EXPORTABLE.get(args.export, ("single",)):
                 continue
             try:
                 out = export_pool_plan(sc, p, args.export)
@@ -147,8 +148,9 @@ def pools_run(args) -> int | None:
 # batches per GPU type none (each gives every data-parallel rank the same micro-batches);
 # stages with given layer counts Megatron (--pipeline-model-parallel-layout) and torchtitan
 # (module_fqns_per_model_part), not DeepSpeed (PipelineModule partition_method).
+# meshplan's own runtime (`meshplan run`) takes one GPU type per job: only a single pool.
 EXPORTABLE = {"megatron": ("single", "pipeline"), "torchtitan": ("single", "pipeline"),
-              "deepspeed": ("single",)}
+              "deepspeed": ("single",), "meshplan": ("single",)}
 # ZeRO stages for pipelines across pools when exporting (torchtitan shards with FSDP2 only:
 # see export/torchtitan.py's refusal of zero 0 and 1)
 ENGINE_ZEROS = {"torchtitan": (2, 3)}

@@ -26,6 +26,8 @@ from .ops import Shard
 # bytes per score element kept for backward: softmax output 2 + dropout mask 1 + dropout
 # output 2 (Korthikanti et al. 2022, sec. 4.1)
 SCORE_BYTES = 5
+# fp32 training (no flash kernel takes fp32): softmax output 4 + mask 1 + dropout output 4
+FP32_SCORE_BYTES = 9
 NO_FLASH_GENERATIONS = ("volta",)
 SDPA_ENGINES = ("torchtitan", "")
 

@@ -6,7 +6,7 @@ recomputation): the search evaluates thousands of plans that share the same laye
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..specs.hardware import Cluster
@@ -15,7 +15,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2
 from ..recompute_modules import modules_of
 from .compute import device, matmul_s, op_times
 from .efficiency import NETWORK
-from .attention_memory import materialises_scores, scores_bytes
+from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, materialises_scores, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import (ACT, LayerOps, Shard, embedding_ops, gathered_logits, head_ops, layer_ops,
                   unfused_norms)
@@ -127,6 +127,14 @@ def modules_recompute(dev, ops: LayerOps, modules: str, attn_fwd_s: float
     return rc, sum(mr.freed_bytes for mr in parts), flops, any(mr.ep_comm for mr in parts)
 
 
+def fp32_activations(ops: LayerOps, scale: float) -> LayerOps:
+    """fp32 training: the activations that are saved or exchanged over tp/cp are 4-byte
+    elements, ``scale`` times the 16-bit bytes ops.py counts (timing: compute.op_times)."""
+    return replace(ops, **{f: getattr(ops, f) * scale for f in (
+        "saved_bytes", "recomputable_bytes", "input_bytes", "tp_buffer_bytes",
+        "tp_gather_bytes", "etp_buffer_bytes", "cp_kv_bytes", "cp_a2a_bytes")})
+
+
 @lru_cache(maxsize=4096)
 def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
                places: CommPlacements, tp_overlap: bool, precision: str,
@@ -147,11 +155,16 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
     dev = device(cluster.gpu, precision, engine)
+    if dev.act_scale != 1.0:
+        ops = fp32_activations(ops, dev.act_scale)
     t = op_times(dev, ops)
     # attention scores an engine without flash-class kernels keeps (attention_memory.py)
     scores = (scores_bytes(model, shard) if kind in ("dense", "moe")
               and materialises_scores(cluster.gpu.generation, engine) else 0.0)
     ep_again = False  # module-level recomputation of the whole MoE layer (dispatch included)
+    if dev.unfused_attention and kind in ("dense", "moe"):
+        # fp32: softmax output 4 + dropout mask 1 + dropout output 4 bytes per score
+        scores = scores_bytes(model, shard) * FP32_SCORE_BYTES / SCORE_BYTES
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
     if recompute == "full" and kind in ("dense", "moe"):

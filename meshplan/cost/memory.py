@@ -46,6 +46,7 @@ from ..plan import Plan
 from .efficiency import HOST
 
 PARAM_BYTES = 2
+FP32_PARAM_BYTES = 4
 GRAD_BYTES = 4
 FP16_GRAD_BYTES = 2  # fp16 gradients (module docstring)
 FP32_MAIN_GRAD_BYTES = 4  # the optimizer's fp32 gradient copy under fp16, sharded
@@ -82,7 +83,7 @@ class RankState:
 def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
                  microbatches: int = 1, contiguous_states: bool = False,
                  capacity_bytes: float = float("inf"),
-                 fp16_grads: bool = False) -> dict[str, float]:
+                 fp16_grads: bool = False, fp32_weights: bool = False) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
@@ -93,14 +94,18 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
     p, e = st.params, st.expert_params
+    # fp32 training (Workload precision fp32/tf32): the 4-byte weights are the master copy,
+    # so the optimizer state holds only the moments (Workload.master_and_state_bytes)
+    pb = FP32_PARAM_BYTES if fp32_weights else PARAM_BYTES
     if plan.zero == 3:
         # no 16-bit shard: the fp32 master shard (in optimizer_state_bytes) is gathered
         # and cast per unit; one unit in use and one prefetched
-        weights = 2 * PARAM_BYTES * st.largest_layer_params
-        if plan.offload_optimizer:  # the master lives on the host: a 16-bit shard stays
-            weights += PARAM_BYTES * (p / sh + e / she)
+        weights = 2 * pb * st.largest_layer_params
+        if plan.offload_optimizer or fp32_weights:
+            # the master lives on the host: a 16-bit shard stays; fp32: the weight shard
+            weights += pb * (p / sh + e / she)
     else:
-        weights = PARAM_BYTES * (p + e)
+        weights = pb * (p + e)
     sharded_grads = plan.zero == 3 or (plan.zero == 2 and microbatches == 1)
     fp16_grads = fp16_grads and plan.zero < 3
     grad_bytes = FP16_GRAD_BYTES if fp16_grads else GRAD_BYTES

@@ -84,6 +84,10 @@ class LayerOps:
     attn_fwd_flops: float = 0.0  # executed attention-core FLOPs (causal half skipped)
     attn_model_flops: float = 0.0  # attention-core FLOPs by the PaLM convention (full s x s)
     attn_seq: float = 0.0  # key length each attention kernel sees (sets its efficiency)
+    # attention scores q k^T of this rank (heads x queries x keys, the full s x s square an
+    # unfused attention computes) and the head dimension of q k^T (compute.unfused_attention_s)
+    score_elements: float = 0.0
+    score_head_dim: float = 0.0
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
     host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
@@ -165,6 +169,8 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.host_ops += 8 + sum(1 for mm in ops.matmuls)
     ops.attn_fwd_flops += 2 * T * (s.seq / 2) * heads * (d_qk + d_v)
     ops.attn_model_flops += 2 * T * s.seq * heads * (d_qk + d_v)
+    ops.score_elements += T * s.seq * heads
+    ops.score_head_dim = (d_qk + d_v) / 2
     # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
     ops.stream_bytes += ACT * Ts * h * (2 + 3) + ACT * T * 2 * (q_w + kv_w / 2)
     ops.norm_bytes += ACT * Ts * h * 2

@@ -15,12 +15,11 @@ from functools import cached_property, lru_cache
 from ..plan import V_SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from ..specs.workload import Workload
+from ..specs.workload import FP32_STORAGE, Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
-from .compute import device
+from .compute import device, p2p_message_bytes
 from .efficiency import HOST, NETWORK
 from .engine_dp import flush_sync
-from .engine_p2p import p2p_split
 from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
@@ -324,8 +323,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         kinds += kinds[:2]  # counts 0: never weighed
     split = (engine_layer_split(workload.framework, model.layers, plan.pp, plan.vpp)
              or plan.layer_split(model))
-    p2p_bytes = ACT * shard.stream_tokens * model.hidden / p2p_split(
-        workload.framework, plan.tp, bool(plan.sequence_parallel))
+    p2p_bytes = p2p_message_bytes(model.hidden, shard, workload.precision, workload.framework)
     p2p_one = p2p_s(cluster, pl["pp_across_nodes"].nodes > 1, p2p_bytes) if plan.pp > 1 else 0.0
     chunk_counts = _chunk_counts(model, tuple(split), plan.recompute_layers)
 
@@ -426,7 +424,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                                       plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
                                       cluster.gpu.memory_bytes,
                                       fp16_grads=keeps_16bit_grads(workload.precision,
-                                                                    workload.framework)))
+                                      fp16_grads=keeps_16bit_grads(workload.precision,
+                                                                    workload.framework),
+                                      fp32_weights=workload.precision in FP32_STORAGE))
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

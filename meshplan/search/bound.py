@@ -129,9 +129,11 @@ from math import inf
 from typing import NamedTuple
 
 from ..cost.collectives import Placement, p2p_s
+from ..cost.compute import p2p_message_bytes
 from ..cost.efficiency import NETWORK
+from ..specs.workload import FP32_STORAGE
 from ..cost.layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
-from ..cost.ops import ACT, Shard
+from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes, memory_parts
 from ..cost.pipeline import bubble_s, in_flight
 from ..cost.step import _chunk_counts, _dp_comm, _placement_of_chunks, placements
@@ -305,10 +307,12 @@ class Bounds:
             fixed = self._fixed[dkey] = (
                 cost("dense", 1, 1, one, one) if model.num_dense_layers else None,
                 cost("embedding", 1, 1, one, one), cost("head", 1, 1, one, one),
-                p2p_s(cluster, False, ACT * Shard(w.seq_len, mb, layout.tp, layout.cp, sp)
-                      .stream_tokens * model.hidden),
-                p2p_s(cluster, True, ACT * Shard(w.seq_len, mb, layout.tp, layout.cp, sp)
-                      .stream_tokens * model.hidden))
+                p2p_s(cluster, False, p2p_message_bytes(
+                    model.hidden, Shard(w.seq_len, mb, layout.tp, layout.cp, sp), w.precision,
+                    w.framework)),
+                p2p_s(cluster, True, p2p_message_bytes(
+                    model.hidden, Shard(w.seq_len, mb, layout.tp, layout.cp, sp), w.precision,
+                    w.framework)))
         dense, emb, head, p2p_in, p2p_across = fixed
         moe = cost("moe", layout.ep, layout.etp, pl["ep"], pl["etp"]) if model.is_moe else None
         p2p = 0.0
@@ -544,7 +548,8 @@ class PairBounds:
                                largest_layer_params=largest[u], act_per_microbatch_bytes=0.0,
                                in_flight=0.0, working_bytes=0.0)
                 total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
-                                                contiguous, fp16_grads=fp16))
+                                                contiguous, fp16_grads=fp16,
+                                                fp32_weights=w.precision in FP32_STORAGE))
                 if total * (1 - SLACK) > bd.capacity_bytes:
                     out = False
                     break
@@ -578,7 +583,8 @@ class PairBounds:
                                act_per_microbatch_bytes=acts[u], in_flight=most[u],
                                working_bytes=working[u])
                 total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
-                                                contiguous, fp16_grads=fp16))
+                                                contiguous, fp16_grads=fp16,
+                                                fp32_weights=w.precision in FP32_STORAGE))
                 if total * (1 - SLACK) > cap:
                     out = False
                     break

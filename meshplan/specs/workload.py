@@ -6,7 +6,13 @@ from dataclasses import dataclass
 
 from ..errors import InputError, require_choice, require_positive_int
 
-WORKLOAD_PRECISIONS = ("bf16", "fp16", "fp8")
+# fp32: fp32 weights and activations, matmuls at the fp32 rate; tf32: the same storage with
+# the matmuls on TF32 tensor cores where the GPU has them (Ampere and newer; NVIDIA's PyTorch
+# containers turn it on for fp32 matmuls through TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1), at the
+# fp32 rate elsewhere. Megatron-LM / Megatron-DeepSpeed train in fp32 when neither --fp16
+# nor --bf16 is given (megatron/arguments.py: params_dtype = torch.float).
+WORKLOAD_PRECISIONS = ("bf16", "fp16", "fp8", "fp32", "tf32")
+FP32_STORAGE = ("fp32", "tf32")
 OPTIMIZERS = ("adamw", "adam", "sgd")
 
 # Bytes per parameter kept by the optimizer beyond the 16-bit weights and gradients.
@@ -21,7 +27,7 @@ _OPT_STATE_BYTES = {("adamw", "fp32"): 12, ("adam", "fp32"): 12,
 class Workload:
     seq_len: int
     global_batch: int  # sequences per optimizer step
-    precision: str = "bf16"  # the linear layers' math: bf16, fp16 or fp8
+    precision: str = "bf16"  # the linear layers' math: bf16, fp16, fp8, fp32 or tf32
     optimizer: str = "adamw"
     optimizer_state_precision: str = "fp32"
     # the engine that runs the step, when it matters for prediction (its kernels and
@@ -74,7 +80,9 @@ class Workload:
 
     @property
     def master_and_state_bytes(self) -> int:
-        return _OPT_STATE_BYTES[(self.optimizer, self.optimizer_state_precision)]
+        state = _OPT_STATE_BYTES[(self.optimizer, self.optimizer_state_precision)]
+        # fp32 storage: the weights are the master copy (counted with the weights)
+        return state - 4 if self.precision in FP32_STORAGE else state
 
     @property
     def activation_bytes(self) -> int:
