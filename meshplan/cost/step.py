@@ -424,7 +424,6 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                                       plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
                                       cluster.gpu.memory_bytes,
                                       fp16_grads=keeps_16bit_grads(workload.precision,
-                                      fp16_grads=keeps_16bit_grads(workload.precision,
                                                                     workload.framework),
                                       fp32_weights=workload.precision in FP32_STORAGE))
 
