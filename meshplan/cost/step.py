@@ -409,7 +409,11 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     # ---- memory -------------------------------------------------------------------------
     logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss)
 
+    memory_of: dict = {}  # pipeline rank -> its Breakdown, computed once
+
     def rank_memory(r: int) -> Breakdown:
+        if r in memory_of:
+            return memory_of[r]
         rc = rank_counts[r]
         present = [x for k, x in zip(rc, kinds) if k]
         working = max(x.working_bytes for x in present)
@@ -420,12 +424,12 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             largest_layer_params=max(x.params + x.expert_params for x in present),
             act_per_microbatch_bytes=agg(rc, "saved_bytes"),
             in_flight=in_flight(plan, m, r), working_bytes=working)
-        return Breakdown(memory_parts(plan, state, workload.master_and_state_bytes, m,
-                                      plan.zero <= 1 and workload.framework in MEGATRON_ENGINES,
-                                      cluster.gpu.memory_bytes,
-                                      fp16_grads=keeps_16bit_grads(workload.precision,
-                                                                    workload.framework),
-                                      fp32_weights=workload.precision in FP32_STORAGE))
+        memory_of[r] = Breakdown(memory_parts(
+            plan, state, workload.master_and_state_bytes, m,
+            plan.zero <= 1 and workload.framework in MEGATRON_ENGINES, cluster.gpu.memory_bytes,
+            fp16_grads=keeps_16bit_grads(workload.precision, workload.framework),
+            fp32_weights=workload.precision in FP32_STORAGE))
+        return memory_of[r]
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak

@@ -61,9 +61,9 @@ def outcome_of(p: PoolPlan, goal: Goal) -> Outcome:
 
 
 # ---- the layer split -----------------------------------------------------------------
-def _stage_costs(ests: dict, stage_pools, split):
-    """Per stage: (time per layer, fixed time, memory per layer, fixed memory) on its pool,
-    read from the estimates of the current split (linear in the stage's layers)."""
+def _stage_times(ests: dict, stage_pools, split):
+    """Per stage: (time per layer, fixed time) on its pool, read from the estimates of the
+    current split (linear in the stage's layers)."""
     out = []
     n_mid = [r for r in range(len(split)) if 0 < r < len(split) - 1 and split[r]]
     per_layer_of: dict = {}
@@ -73,12 +73,20 @@ def _stage_costs(ests: dict, stage_pools, split):
             rs = n_mid or list(range(len(split)))
             per_layer_of[k] = sum(_t(chunks[x]) for x in rs) / max(1, sum(split[x] for x in rs))
         per_layer = per_layer_of[k]
-        fixed_t = max(0.0, _t(chunks[r]) - per_layer * split[r])
-        mem = _stage_memory(ests[k], r).parts
-        scaling = sum(v for n, v in mem.items() if n in ("weights", "gradients",
-                      "optimizer_states", "activations"))
+        out.append((per_layer, max(0.0, _t(chunks[r]) - per_layer * split[r])))
+    return out
+
+
+def _stage_memories(ests: dict, stage_pools, split):
+    """Per stage: (memory per layer, fixed memory, total) on its pool (linear in the
+    stage's layers)."""
+    out = []
+    for r, k in enumerate(stage_pools):
+        mem = _stage_memory(ests[k], r)
+        scaling = sum(v for n, v in mem.parts.items() if n in (
+            "weights", "gradients", "optimizer_states", "activations"))
         per_mem = scaling / split[r] if split[r] else 0.0
-        out.append((per_layer, fixed_t, per_mem, sum(mem.values()) - scaling))
+        out.append((per_mem, mem.total - scaling, mem.total))
     return out
 
 
@@ -138,19 +146,21 @@ def search_split(model, pc, workload, plan, stage_pools, rejected, bound_s=float
         except InputError as e:
             rejected[f"invalid: {e.field} ({e.allowed})"] += 1
             return None
-        costs = _stage_costs(ests, stage_pools, up.split)
-        for k, c in zip(stage_pools, costs):
+        times = _stage_times(ests, stage_pools, up.split)
+        for k, c in zip(stage_pools, times):
             per_layer.setdefault((k,) + key, c[0])
-        if m * model.layers / sum(1.0 / c[0] for c in costs) > bound_s:
+        if m * model.layers / sum(1.0 / c[0] for c in times) > bound_s:
             rejected[BOUNDED] += 1
             return BOUNDED
+        mems = _stage_memories(ests, stage_pools, up.split)  # only for splits worth it
+        costs = [t + mm[:2] for t, mm in zip(times, mems)]
         over = False
         for r, k in enumerate(stage_pools):
             cap_bytes = pc.pools[k].gpu.memory_bytes
-            per_mem, fixed_mem = costs[r][2], costs[r][3]
+            per_mem, fixed_mem, total = mems[r]
             if per_mem > 0:
                 caps[r] = min(caps[r], int((cap_bytes - fixed_mem) / per_mem))
-            if _stage_memory(ests[k], r).total > cap_bytes:
+            if total > cap_bytes:
                 over = True
                 caps[r] = min(caps[r], up.split[r] - 1)
         new = min_max_split(model.layers, costs, caps)
