@@ -152,11 +152,10 @@ class NetworkEfficiency:
     ll128_bw: float = 0.90
     ll128_base_s: float = 30e-6
     simple_fill_bytes: float = 12e6
-    # All-to-all: NCCL posts one send and one receive per peer (grouped p2p); each peer adds
-    # a fixed cost (host/proxy work and a connection's first chunk), fitted as above on the
-    # small-message rows of the 8x A100 all-to-all table (~87 us at <= 1 MB, where a ring
-    # all-gather takes ~40 us).
-    a2a_peer_s: float = 12e-6
+    # All-to-all: NCCL posts one send and one receive per peer (grouped p2p); each costs host
+    # time to issue: the 8x A100 all-to-all table (g8 mode: one thread issues all 8 GPUs' 112
+    # calls) takes ~87 us at <= 1 MB, 0.78 us a call -> 2 x 0.78 us per peer for one rank.
+    a2a_peer_s: float = 1.55e-6
     # Per ring step (hop) latency by link and protocol (LL, LL128, Simple), NCCL's own model
     # (src/graph/tuning.cc hwLat, Ring row): NVLink .47/1.9/3.4 us, PCIe 1.0/2.5/5.7, network
     # 2.7/4.0/9.6. Stored here as the Simple values; collectives.py applies NCCL's LL/LL128
