@@ -102,7 +102,6 @@ def _summary(name: str, rows: list[dict]) -> str:
 
 
 GRID = {
-    "ll_base_s": [x * 1e-6 for x in (2, 4, 6, 8, 10, 14)],
     "ll128_bw": [0.6, 0.7, 0.8, 0.9],
     "ll128_base_s": [x * 1e-6 for x in (10, 20, 30, 40, 50, 60)],
     "simple_fill_bytes": [x * 1e6 for x in (4, 8, 12, 16, 20, 24)],

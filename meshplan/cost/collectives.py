@@ -118,6 +118,12 @@ def _bw(cluster: Cluster) -> tuple[float, float]:
     return lk.up, lk.nic
 
 
+def _simple(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> float:
+    """NCCL's Simple protocol: pipeline fill, one hop latency per step, full bandwidth."""
+    return (NETWORK.simple_fill_bytes / lk.up + hops_up * lk.hop_up + hops_net * NETWORK.hop_net_s
+            + stream_s)
+
+
 def _protocols(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> float:
     """Fastest of NCCL's three protocols for a transfer that streams for ``stream_s`` at full
     bus bandwidth over ``hops_up`` scale-up and ``hops_net`` network hops in sequence."""
@@ -126,8 +132,7 @@ def _protocols(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> 
           + hops_net * hop_net * _LL_HOP["net"] + stream_s / NETWORK.ll_bw)
     ll128 = (NETWORK.ll128_base_s + hops_up * lk.hop_up * _LL128_HOP[lk.up_kind]
              + hops_net * hop_net * _LL128_HOP["net"] + stream_s / NETWORK.ll128_bw)
-    simple = NETWORK.simple_fill_bytes / lk.up + hops_up * lk.hop_up + hops_net * hop_net + stream_s
-    return min(ll, ll128, simple)
+    return min(ll, ll128, _simple(stream_s, hops_up, hops_net, lk))
 
 
 def _ring_stream_s(lk: _Links, p: Placement, volume_bytes: float) -> float:
@@ -143,7 +148,8 @@ def _ar_ring(lk: _Links, p: Placement, buffer_bytes: float) -> float:
     vol = 2 * (n - 1) / n * buffer_bytes
     ring = _protocols(_ring_stream_s(lk, p, vol), 2 * (n - k), 2 * (k - 1), lk)
     if k == 1 and lk.nvls and g > 2:
-        ring = min(ring, _protocols(vol / (lk.up * NETWORK.nvls_allreduce), 2, 0, lk))
+        # NVLS runs the Simple protocol only (NCCL: no LL/LL128 for NVLS)
+        ring = min(ring, _simple(vol / (lk.up * NETWORK.nvls_allreduce), 2, 0, lk))
     return ring
 
 

@@ -140,15 +140,16 @@ class NetworkEfficiency:
     tree: float = 0.90
     # Protocols (NCCL picks, per call, the fastest of LL, LL128 and Simple). Bandwidth share of
     # LL: 1/4 (NCCL tuning.cc: ring LL busBw / 4: 8-byte lines with 4-byte flags, fewer
-    # threads). The rest is fitted (grid search, bench/nccl_fit.py) on the 'fit' rows of
-    # bench/data/nccl_points.csv (8x A100 all-reduce and reduce-scatter, 64 KiB - 8 GiB), with
-    # the nccl-tests harness time of a 0-byte call in the same log (34 us, one process driving
-    # 8 GPUs) taken off: LL fixed cost, LL128 share and fixed cost, and Simple's pipeline fill
-    # (NCCL's own model has LL128 at 0.92 of the bandwidth and LL base 3.6 us: close)
-    # expressed in bytes at the link's bus bandwidth (busbw is half its peak when the ring moves
-    # about this many bytes: the chunks in flight before the ring streams).
+    # threads). LL's fixed cost: 8x H20 (Hopper NVSwitch) all-reduce of 4 bytes takes 12.5 us
+    # with one process per GPU (deepseek-ai/DeepEP#303 nccl-tests table), less NCCL's 14 LL
+    # NVLink hops of 0.47 us: 5.9 us. Fitted (grid search, bench/nccl_fit.py --fit) on the 'fit'
+    # rows of bench/data/nccl_points.csv (8x A100 all-reduce and reduce-scatter, 64 KiB - 8 GiB;
+    # the harness time of a 0-byte call in the same log, 34 us, added to the model's): LL128's
+    # bandwidth share (0.90; NCCL's own model says 0.92) and fixed cost, and Simple's pipeline
+    # fill, in bytes at the link's bus bandwidth (the ring's chunks in flight before it streams:
+    # busbw is half its peak when the ring moves about this many bytes).
     ll_bw: float = 0.25
-    ll_base_s: float = 2e-6
+    ll_base_s: float = 5.9e-6
     ll128_bw: float = 0.90
     ll128_base_s: float = 30e-6
     simple_fill_bytes: float = 12e6
