@@ -88,7 +88,8 @@ def log_errors(rows: list[dict]) -> list[float]:
 
 
 def scored(rows: list[dict], split: str | None = None) -> list[dict]:
-    return [r for r in rows if r["tier"] not in UNMODELLED_TIERS and (split is None or r["split"] == split)]
+    return [r for r in rows if r["tier"] not in UNMODELLED_TIERS
+            and (split is None or r["split"] == split)]
 
 
 def _summary(name: str, rows: list[dict]) -> str:
@@ -134,9 +135,10 @@ def main(argv: list[str]) -> int:
         pred = predicted_busbw_GBps(r)
         meas = float(r["busbw_GBps"])
         tag = "" if r["tier"] not in UNMODELLED_TIERS else "  (not modelled: TCP transport)"
-        print(f"{r['split']:5s} {r['gpu']:14s} {r['tier']:8s} {r['nodes']:>3s}x{r['gpus_per_node']:<2s} "
-              f"{r['collective']:14s} {r.get('algo') or 'auto':5s} {int(r['size_bytes']):>11d} B  "
-              f"busbw {meas:7.2f} GB/s measured, {pred:7.2f} predicted ({100 * (pred / meas - 1):+.0f}%){tag}")
+        where = f"{r['nodes']:>3s}x{r['gpus_per_node']:<2s}"
+        print(f"{r['split']:5s} {r['gpu']:14s} {r['tier']:8s} {where} {r['collective']:14s} "
+              f"{r.get('algo') or 'auto':5s} {int(r['size_bytes']):>11d} B  busbw {meas:7.2f} GB/s "
+              f"measured, {pred:7.2f} predicted ({100 * (pred / meas - 1):+.0f}%){tag}")
     print(_summary("fit rows", scored(rows, "fit")))
     print(_summary("check rows (held out)", scored(rows, "check")))
     print(_summary("all scored rows", scored(rows)))

@@ -107,15 +107,11 @@ class _Links:
 def _links(cluster: Cluster) -> _Links:
     g = cluster.gpu
     pcie = g.scaleup_bytes_per_s < _PCIE_MAX_BYTES_PER_S
-    return _Links(g.scaleup_bytes_per_s * NETWORK.scaleup, cluster.nic_bytes_per_s * NETWORK.scaleout,
-                  "pcie" if pcie else "nvlink", NETWORK.hop_pcie_s if pcie else NETWORK.hop_nvlink_s,
-                  not pcie and g.generation in _NVLS_GENERATIONS)
-
-
-def _bw(cluster: Cluster) -> tuple[float, float]:
-    """(scale-up ring bus bandwidth, NIC bandwidth) per GPU at large messages."""
-    lk = _links(cluster)
-    return lk.up, lk.nic
+    return _Links(up=g.scaleup_bytes_per_s * NETWORK.scaleup,
+                  nic=cluster.nic_bytes_per_s * NETWORK.scaleout,
+                  up_kind="pcie" if pcie else "nvlink",
+                  hop_up=NETWORK.hop_pcie_s if pcie else NETWORK.hop_nvlink_s,
+                  nvls=not pcie and g.generation in _NVLS_GENERATIONS)
 
 
 def _simple(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> float:
@@ -219,7 +215,8 @@ def all_to_all_s(cluster: Cluster, p: Placement, send_bytes: float) -> float:
     n, g = p.size, p.per_node
     inside = (g - 1) / n * send_bytes / lk.up
     across = (n - g) / n * send_bytes / nic
-    return (n - 1) * NETWORK.a2a_peer_s + _protocols(max(inside, across), 1, 1 if p.nodes > 1 else 0, lk)
+    stream = _protocols(max(inside, across), 1, 1 if p.nodes > 1 else 0, lk)
+    return (n - 1) * NETWORK.a2a_peer_s + stream
 
 
 def p2p_s(cluster: Cluster, across_nodes: bool, message_bytes: float) -> float:
