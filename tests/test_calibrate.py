@@ -106,12 +106,39 @@ def test_fit_from_a_known_sweep():
     meas = {"gemm": sweep, "copy": {"bytes_per_s": 0.9 * gpu.memory_bytes_per_s},
             "collectives": [{"collective": "all_reduce", "group": 8, "bytes": 2**28,
                              "bus_bytes_per_s": 0.8 * gpu.scaleup_bytes_per_s}]}
+    meas["collectives"] += _ramp(gpu, 0.75, fill=10e6, ll_base=8e-6)
     consts, lines = fit.constants_from(meas, gpu)
     assert math.isclose(consts["EFFICIENCY.hopper.matmul_bf16"], 0.7)
     assert abs(consts["EFFICIENCY.hopper.matmul_half_dim"] - h) <= 8
     assert math.isclose(consts["EFFICIENCY.hopper.memory"], 0.9)
-    assert math.isclose(consts["NETWORK.scaleup"], 0.8)
+    # the ring's (all-gather's) figure at its largest message (1 GiB: 1% short of the peak)
+    assert consts["NETWORK.scaleup"] == pytest.approx(0.75, rel=0.02)
+    assert consts["NETWORK.simple_fill_bytes"] == pytest.approx(10e6, rel=0.05)
+    assert consts["NETWORK.ll_base_s"] == pytest.approx(8e-6, rel=0.01)
     assert all(ln["applies"] for ln in lines)
+    # only an all-reduce on an NVLS node: the ring is that over the model's NVLS factor
+    only_ar = {"collectives": [{"collective": "all_reduce", "group": 8, "bytes": 2**28,
+                                "bus_bytes_per_s": 1.04 * gpu.scaleup_bytes_per_s}]}
+    consts, _ = fit.constants_from(only_ar, gpu)
+    from meshplan.cost.efficiency import NETWORK
+    assert math.isclose(consts["NETWORK.scaleup"], 1.04 / NETWORK.nvls_allreduce)
+
+
+def _ramp(gpu, frac, fill, ll_base):
+    """Synthetic inside-node sweep that follows cost/collectives.py's Simple and LL forms."""
+    from meshplan.cost.collectives import _LL_HOP
+    from meshplan.cost.efficiency import NETWORK
+    peak = frac * gpu.scaleup_bytes_per_s
+    out = []
+    for nbytes in (2**20, 2**22, 2**24, 2**26, 2**30):
+        vol = 7 / 8 * nbytes
+        t = fill / peak + 7 * NETWORK.hop_nvlink_s + vol / peak
+        out.append({"collective": "all_gather", "group": 8, "bytes": nbytes, "seconds": t,
+                    "bus_bytes_per_s": vol / t})
+    t = ll_base + 14 * NETWORK.hop_nvlink_s * _LL_HOP["nvlink"]
+    out.append({"collective": "all_reduce", "group": 8, "bytes": 1024, "seconds": t,
+                "bus_bytes_per_s": 2 * 7 / 8 * 1024 / t})
+    return out
 
 
 def test_collectives_on_two_gloo_ranks():

@@ -52,9 +52,13 @@ def test_ring_collective_volumes():
     p8 = Placement(8, 8)
     S = 1e9
     bw = c.gpu.scaleup_bytes_per_s * NETWORK.scaleup
-    lat_ar = 14 * c.gpu.scaleup_latency_s
-    assert all_reduce_s(c, p8, S) == pytest.approx(2 * 7 / 8 * S / bw + lat_ar)
-    assert all_gather_s(c, p8, S) == pytest.approx(7 / 8 * S / bw + 7 * c.gpu.scaleup_latency_s)
+    # large message: NCCL's Simple protocol, pipeline fill plus one NVLink hop per ring step
+    fill = NETWORK.simple_fill_bytes / bw
+    assert all_gather_s(c, p8, S) == pytest.approx(7 / 8 * S / bw + fill + 7 * NETWORK.hop_nvlink_s)
+    # all-reduce inside an H100 node: NVLink SHARP (2 steps) beats the ring's 14
+    ring = 2 * 7 / 8 * S / bw + fill + 14 * NETWORK.hop_nvlink_s
+    nvls = 2 * 7 / 8 * S / (bw * NETWORK.nvls_allreduce) + fill + 2 * NETWORK.hop_nvlink_s
+    assert all_reduce_s(c, p8, S) == pytest.approx(min(ring, nvls))
     assert all_reduce_s(c, Placement(1, 1), S) == 0.0
 
 

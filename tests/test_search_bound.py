@@ -157,9 +157,10 @@ def test_plans_the_simulation_drops_are_replaced_by_the_next_best(monkeypatch):
 
     monkeypatch.setattr(search_mod, "_rerank", dropping)
     model, cluster, w = preset("llama3.1-70b"), make_cluster("32xH100-SXM-80GB"), Workload(4096, 64)
-    pruned = search(model, cluster, w, top_k=10, rerank_k=10)
+    pins = {"pp": 2}  # pipelined plans, which the re-rank simulates (unpinned, pp=1 plans lead)
+    pruned = search(model, cluster, w, pins, top_k=10, rerank_k=10)
     monkeypatch.setattr(branch.Walk, "kth_s", lambda self: inf)
-    plain = search(model, cluster, w, top_k=10, rerank_k=10)
+    plain = search(model, cluster, w, pins, top_k=10, rerank_k=10)
     assert pruned.rejected["dropped by the simulation"] == 10
     assert [(e.plan, e.step_time_s) for e in pruned.top] == \
         [(e.plan, e.step_time_s) for e in plain.top] and len(pruned.top) == 10

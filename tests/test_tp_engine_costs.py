@@ -111,12 +111,9 @@ def test_gathered_logits_all_gather_closed_form():
     model, cluster, shard, other = _head("other", 4)
     _, _, _, aa = _head(ENGINE, 4)
     logits = 2 * 2048 * model.vocab  # 16-bit, whole vocabulary
-    # ring all-gather on 4 GPUs of one NVLink domain: 3/4 of the buffer over the GPU's
-    # NVLink bandwidth at NCCL's efficiency, plus 3 hops of latency
-    from meshplan.cost.efficiency import NETWORK
-    gpu = cluster.gpu
-    expect = 3 / 4 * logits / (gpu.scaleup_bytes_per_s * NETWORK.scaleup) \
-        + 3 * gpu.scaleup_latency_s
+    # one ring all-gather of the whole logits on the 4 GPUs of one NVLink domain
+    from meshplan.cost.collectives import all_gather_s
+    expect = all_gather_s(cluster, Placement(4, 4), logits)
     assert aa.tp_wire_s - other.tp_wire_s == pytest.approx(expect)
     # the gather runs in the forward pass only: all of it is forward time
     assert aa.fwd_s - other.fwd_s == pytest.approx(expect + aa.fwd_compute_s
@@ -151,11 +148,11 @@ def _embedding_wire(sp: bool) -> tuple[float, object, object]:
 def test_embedding_all_reduce_closed_form():
     from meshplan.cost.efficiency import NETWORK
     wire, model, cluster = _embedding_wire(sp=False)
+    from meshplan.cost.collectives import all_gather_s, all_reduce_s
     nbytes = 2 * 2048 * model.hidden
-    bw = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
-    lat = cluster.gpu.scaleup_latency_s
-    # one ring all-reduce in forward (2(n-1)/n of the buffer, 2(n-1) hops), none backward
-    assert wire == pytest.approx(2 * 3 / 4 * nbytes / bw + 6 * lat)
+    p4 = Placement(4, 4)
+    # one all-reduce in forward, none backward
+    assert wire == pytest.approx(all_reduce_s(cluster, p4, nbytes))
     # with SP: reduce-scatter forward, all-gather backward
     wire_sp, _, _ = _embedding_wire(sp=True)
-    assert wire_sp == pytest.approx(2 * (3 / 4 * nbytes / bw + 3 * lat))
+    assert wire_sp == pytest.approx(2 * all_gather_s(cluster, p4, nbytes))

@@ -61,6 +61,52 @@ def fit_half_dim(sweep: list[dict]) -> float | None:
     return float(best[1])
 
 
+def _nvls(gpu: GPU) -> bool:
+    from ..cost import collectives
+
+    return (gpu.generation in collectives._NVLS_GENERATIONS
+            and gpu.scaleup_bytes_per_s >= collectives._PCIE_MAX_BYTES_PER_S)
+
+
+def _hop_s(gpu: GPU, ll: bool = False) -> float:
+    """Latency of one scale-up ring hop the model charges (Simple, or LL with ``ll``)."""
+    from ..cost import collectives
+
+    kind = "pcie" if gpu.scaleup_bytes_per_s < collectives._PCIE_MAX_BYTES_PER_S else "nvlink"
+    hop = _value(f"NETWORK.hop_{kind}_s") or 0.0
+    return hop * collectives._LL_HOP[kind] if ll else hop
+
+
+def _fill_bytes(coll: list[dict], per_node: int, peak: float | None, gpu: GPU) -> float | None:
+    """Median over inside-node all-gather / reduce-scatter points of 1 MiB or more that run
+    below 90% of the peak of the pipeline fill the Simple protocol's time implies:
+    t = fill / B + (n - 1) hops + volume / B."""
+    if not peak:
+        return None
+    out = []
+    for c in coll:
+        if c["collective"] not in ("all_gather", "reduce_scatter") or c["group"] > per_node:
+            continue
+        n, t = c["group"], c.get("seconds")
+        if not t or c["bytes"] < 2**20 or c["bus_bytes_per_s"] >= 0.9 * peak:
+            continue
+        vol = (n - 1) / n * c["bytes"]
+        out.append(max(0.0, (t - (n - 1) * _hop_s(gpu)) * peak - vol))
+    if not out:
+        return None
+    out.sort()
+    return out[len(out) // 2] or None
+
+
+def _ll_base_s(coll: list[dict], per_node: int, gpu: GPU) -> float | None:
+    xs = [c for c in coll if c["collective"] == "all_reduce" and c["group"] <= per_node
+          and c.get("seconds") and c["bytes"] <= 2**16]
+    if not xs:
+        return None
+    c = min(xs, key=lambda c: c["bytes"])
+    return max(1e-7, c["seconds"] - 2 * (c["group"] - 1) * _hop_s(gpu, ll=True))
+
+
 def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dict]]:
     """(constants for the profile, one report line per measurement)."""
     gen = gpu.generation or "hopper"
@@ -103,10 +149,30 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         top = max(c["bytes"] for c in xs)  # the largest message: bandwidth, not latency
         return max(c["bus_bytes_per_s"] for c in xs if c["bytes"] == top)
 
+    # Scale-up: the ring's bus bandwidth (cost/collectives.py). All-gather and reduce-scatter
+    # always run as rings; an all-reduce on an NVLS-capable node ran NVLink SHARP, which the
+    # model prices at NETWORK.nvls_allreduce times the ring.
+    ring_in = best("all_gather", True) or best("reduce_scatter", True)
     ar_in = best("all_reduce", True)
-    if ar_in:
-        put("NETWORK.scaleup", ar_in / gpu.scaleup_bytes_per_s,
-            f"all-reduce bus bandwidth {ar_in / 1e9:.0f} GB/s inside a node")
+    nvls = _nvls(gpu)
+    if ring_in:
+        put("NETWORK.scaleup", ring_in / gpu.scaleup_bytes_per_s,
+            f"all-gather/reduce-scatter bus bandwidth {ring_in / 1e9:.0f} GB/s inside a node")
+    elif ar_in:
+        nv = (_value("NETWORK.nvls_allreduce") or 1.0) if nvls else 1.0
+        put("NETWORK.scaleup", ar_in / nv / gpu.scaleup_bytes_per_s,
+            f"all-reduce bus bandwidth {ar_in / 1e9:.0f} GB/s inside a node"
+            + (" (NVLS: over the model's NVLS factor)" if nvls else ""))
+    # The message-size ramp: Simple's pipeline fill (bytes at the ring's bus bandwidth) from the
+    # mid-size ring points, and LL's fixed cost from the smallest all-reduce.
+    peak = ring_in or (ar_in if not nvls else None)
+    fill = _fill_bytes(coll, per_node, peak, gpu)
+    if fill is not None:
+        put("NETWORK.simple_fill_bytes", fill,
+            f"bus bandwidth ramp inside a node: half the peak at ~{fill / 1e6:.1f} MB moved")
+    ll = _ll_base_s(coll, per_node, gpu)
+    if ll is not None:
+        put("NETWORK.ll_base_s", ll, "smallest all-reduce inside a node, less its hops")
     ar_out = best("all_reduce", False)
     if ar_out:
         put("NETWORK.scaleout", ar_out / nic,

@@ -112,12 +112,19 @@ MOE_LOAD_IMBALANCE = 1.0
 
 @dataclass(frozen=True)
 class NetworkEfficiency:
-    """Fractions of link bandwidth that NCCL-style collectives reach (bus bandwidth)."""
+    """NCCL collectives (cost/collectives.py): bus bandwidth as a fraction of link bandwidth,
+    and the fixed costs that make small messages slow. Sources: bench/data/nccl_points.csv
+    (published nccl-tests tables) and NCCL's own tuning model (src/graph/tuning.cc)."""
 
-    # nccl-tests all-reduce on 8x H100 NVSwitch: ~360-380 GB/s bus bandwidth of 450.
+    # Ring bus bandwidth at large messages, fraction of the NVLink/xGMI bandwidth per GPU.
+    # nccl-tests: 8x A100 NVSwitch all-reduce 235 of 300 GB/s (0.78), all-gather 223-230,
+    # reduce-scatter 231 (microsoft/superbenchmark tests/data/nccl_*.log); 8x H100 ~370 of 450
+    # (0.82) for every non-NVLS collective (NVIDIA/nccl-tests#212, sjeaugey).
     scaleup: float = 0.80
-    # InfiniBand/RoCE NDR 400 Gb/s: ~46 of 50 GB/s per NIC in nccl-tests across nodes.
-    scaleout: float = 0.85
+    # InfiniBand/RoCE, per NIC at large messages: NDR 400 Gb/s gives 46-48 of 50 GB/s
+    # (NVIDIA/nccl-tests#290, AddyLaddy), 4x 400G RoCE ring 190 GB/s = 47.5 per NIC
+    # (NVIDIA/nccl#1368), DGX-A100 8x 200G IB 192 GB/s = 24 of 25 per NIC (NVIDIA/nccl#1576).
+    scaleout: float = 0.92
     # All-to-all across nodes: every rank talks to every other, so messages are n times
     # smaller than a ring's and NIC queue pairs contend. At MoE sizes (MBs per peer) and with
     # NCCL's NVLink aggregation (PXN) it comes close to the ring's NIC rate; DeepEP README
@@ -125,6 +132,43 @@ class NetworkEfficiency:
     # (NVLink forwarding). Set a little below scale-out; the 0.30 fitted before made the
     # calibration's EP32-across-nodes Qwen3 rows 50% too slow.
     alltoall_scaleout: float = 0.80
+    # NVLink SHARP (NVLS, NVSwitch multicast/reduction; Hopper and later, NCCL >= 2.17)
+    # all-reduce inside a node over the ring's bus bandwidth: 8x H100 ~480 vs ~370 GB/s
+    # (NVIDIA/nccl-tests#212), 8x H800 215 vs ~164 (0.82 x 200; NVIDIA/nccl#1374) -> 1.30.
+    nvls_allreduce: float = 1.30
+    # Tree all-reduce bus bandwidth over the ring's across nodes (NCCL tuning.cc: busBw * .9).
+    tree: float = 0.90
+    # Protocols (NCCL picks, per call, the fastest of LL, LL128 and Simple). Bandwidth share of
+    # LL: 1/4 (NCCL tuning.cc: ring LL busBw / 4: 8-byte lines with 4-byte flags, fewer
+    # threads). LL's fixed cost: 8x H20 (Hopper NVSwitch) all-reduce of 4 bytes takes 12.5 us
+    # with one process per GPU (deepseek-ai/DeepEP#303 nccl-tests table), less NCCL's 14 LL
+    # NVLink hops of 0.47 us: 5.9 us. Fitted (grid search, bench/nccl_fit.py --fit) on the 'fit'
+    # rows of bench/data/nccl_points.csv (8x A100 all-reduce and reduce-scatter, 64 KiB - 8 GiB;
+    # the harness time of a 0-byte call in the same log, 34 us, added to the model's): LL128's
+    # bandwidth share (0.90; NCCL's own model says 0.92) and fixed cost, and Simple's pipeline
+    # fill, in bytes at the link's bus bandwidth (the ring's chunks in flight before it streams:
+    # busbw is half its peak when the ring moves about this many bytes).
+    ll_bw: float = 0.25
+    ll_base_s: float = 5.9e-6
+    ll128_bw: float = 0.90
+    ll128_base_s: float = 30e-6
+    simple_fill_bytes: float = 12e6
+    # All-to-all: NCCL posts one send and one receive per peer (grouped p2p); each costs host
+    # time to issue: the 8x A100 all-to-all table (g8 mode: one thread issues all 8 GPUs' 112
+    # calls) takes ~87 us at <= 1 MB, 0.78 us a call -> 2 x 0.78 us per peer for one rank.
+    a2a_peer_s: float = 1.55e-6
+    # Per ring step (hop) latency by link and protocol (LL, LL128, Simple), NCCL's own model
+    # (src/graph/tuning.cc hwLat, Ring row): NVLink .47/1.9/3.4 us, PCIe 1.0/2.5/5.7, network
+    # 2.7/4.0/9.6. Stored here as the Simple values; collectives.py applies NCCL's LL/LL128
+    # ratios. A tree level on the network costs a network hop (NCCL's tree/Simple 50 us is "a
+    # 256kB chunk at 12GB/s", i.e. slower NICs; nccl-tests#232, 2 H100 nodes on NDR, shows
+    # ~30 us of fixed cost for a whole tree all-reduce).
+    hop_nvlink_s: float = 3.4e-6
+    hop_pcie_s: float = 5.7e-6
+    hop_net_s: float = 9.6e-6
+    # Point-to-point send/recv inside a node: nccl-tests sendrecv_perf on 8x A100 reaches 195
+    # of 300 GB/s at 1 GiB (li-plus/playground cuda/nccl.md): a p2p uses fewer channels.
+    p2p_scaleup: float = 0.65
     # Share of TP communication hidden when the plan asks for TP overlap (Megatron TE
     # userbuffers / async TP: most but not all of the all-gather / reduce-scatter).
     tp_overlap: float = 0.80
