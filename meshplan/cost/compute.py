@@ -1,7 +1,8 @@
-"""Compute time of operations on one GPU: a roofline with shape-dependent efficiency.
+"""Compute time of operations on one GPU.
 
-A GEMM takes max(FLOPs / (peak * eff(m, n, k)), bytes / HBM bandwidth); its backward is two
-GEMMs of the same FLOPs (input gradient m x k from n, weight gradient n x k from m). Flash
+A GEMM's time comes from its shape (cost/gemm.py: tiles, waves, K-loop ramp, HBM roofline);
+its backward is two GEMMs of the same FLOPs (input gradient m x k from n, weight gradient
+n x k from m). Flash
 attention runs at its own fraction of peak, its backward doing 2.5x the forward FLOPs (five
 matrix products instead of two, FlashAttention-2 sec. 3), at an efficiency that grows with
 the sequence length. Streaming work is bytes over HBM bandwidth; its backward moves about
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs.hardware import GPU
-from . import efficiency
+from . import efficiency, gemm
 from .efficiency import KernelEfficiency, kernel_efficiency
 from .ops import LayerOps, MatMul
 
@@ -32,9 +33,15 @@ class Device:
     attn_fwd_eff: float
     attn_bwd_eff: float
     hbm_bytes_per_s: float
-    half_dim: float
     matmul_bytes: int  # operand bytes for the roofline's memory side
     kernel_gap_s: float = 0.0  # idle time per kernel launch on the critical path
+    # GEMM shape model (gemm.py): SMs, K-loop FLOP/s of one SM (normalised so that an 8192^3
+    # GEMM runs at matmul_flops), operand bandwidth into one SM, fixed time per CTA tile
+    generation: str = "hopper"
+    sms: int = 132
+    sm_flops: float = 0.0
+    sm_load_bytes_per_s: float = 0.0
+    tile_latency_s: float = 0.0
 
 
 def engine_attention(generation: str, engine: str) -> tuple[float, float]:
@@ -57,30 +64,43 @@ def device(gpu: GPU, precision: str, engine: str = "") -> Device:
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
     frac = e.matmul_fp8 if fp8 else e.matmul_bf16
-    # normalise so that a large square GEMM (8192^3) runs at the measured fraction
-    big = (8192 / (8192 + e.matmul_half_dim)) ** 3
     af, ab = engine_attention(gpu.generation, engine)
-    return Device(peak * clock * frac / big, gpu.flops("bf16") * clock, af, ab,
-                  gpu.memory_bytes_per_s * e.memory, e.matmul_half_dim,
-                  1 if fp8 else 2, efficiency.KERNEL_GAP_S)
+    flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
+    hbm = gpu.memory_bytes_per_s * e.memory
+    sms = gemm.sm_count(gpu)
+    load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte) * clock
+    b = 1 if fp8 else 2
+    gen = gpu.generation or "hopper"
+    sm_flops = gemm.flops_per_sm(flops, sms, load, e.gemm_tile_latency_s, hbm, b, gen)
+    return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
+                  gen, sms, sm_flops, load, e.gemm_tile_latency_s)
 
 
-def _eff(dev: Device, m: float, n: float, k: float) -> float:
-    h = dev.half_dim
-    return (m / (m + h)) * (n / (n + h)) * (k / (k + h))
+def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
+                streams: int = 0) -> float:
+    """Seconds of ``count`` GEMMs (m x k) @ (k x n): one grouped kernel (streams = 0), or
+    one kernel each with up to ``streams`` running side by side (TE's multi-stream per-expert
+    GEMMs), whose tiles then share the SMs."""
+    if count <= 0:
+        return 0.0
+
+    def one(groups: float) -> float:
+        return gemm.gemm_s(m, n, k, groups, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
+                           dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
+                           dev.generation)
+
+    if streams <= 0 or count <= 1:
+        return one(count)
+    side = min(float(streams), count)
+    rounds, rest = divmod(count, side)
+    return rounds * one(side) + (one(rest) if rest > 1e-9 else 0.0)
 
 
 def matmul_s(dev: Device, mm: MatMul) -> tuple[float, float, float]:
     """(forward, input-gradient, weight-gradient) seconds of one GEMM record."""
-    flops = 2.0 * mm.m * mm.n * mm.k
-    b = dev.matmul_bytes
-
-    def t(m: float, n: float, k: float) -> float:
-        compute = flops / (dev.matmul_flops * _eff(dev, m, n, k))
-        memory = b * (m * k + k * n + m * n) / dev.hbm_bytes_per_s
-        return max(compute, memory) * mm.count
-
-    return t(mm.m, mm.n, mm.k), t(mm.m, mm.k, mm.n), t(mm.n, mm.k, mm.m)
+    c, s = mm.count, mm.streams
+    return (gemm_time_s(dev, mm.m, mm.n, mm.k, c, s), gemm_time_s(dev, mm.m, mm.k, mm.n, c, s),
+            gemm_time_s(dev, mm.n, mm.k, mm.m, c, s))
 
 
 @dataclass(frozen=True)
