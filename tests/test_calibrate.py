@@ -100,9 +100,10 @@ def test_fit_from_a_known_sweep():
     peak = gpu.flops("bf16")
     lat = 5e-6
     # a synthetic sweep that follows the GEMM shape model with 5 us per tile, 70% at 8192
-    hbm = 0.9 * gpu.memory_bytes_per_s
+    hbm = efficiency.EFFICIENCY["hopper"].memory * gpu.memory_bytes_per_s
+    per_byte = efficiency.EFFICIENCY["hopper"].gemm_flop_per_load_byte
     sweep = [{"m": d, "n": d, "k": d,
-              "flops_per_s": fit.square_gemm_flops(gpu, d, 0.7 * peak, lat, 107.0, hbm)}
+              "flops_per_s": fit.square_gemm_flops(gpu, d, 0.7 * peak, lat, per_byte, hbm)}
              for d in (1024, 2048, 4096, 8192)]
     meas = {"gemm": sweep, "copy": {"bytes_per_s": 0.9 * gpu.memory_bytes_per_s},
             "collectives": [{"collective": "all_reduce", "group": 8, "bytes": 2**28,

@@ -68,7 +68,7 @@ def fit_tile_latency(sweep: list[dict], gpu: GPU) -> float | None:
     if BIG not in sq or len(sq) < 3:
         return None
     gen = gpu.generation or "hopper"
-    per_byte = _value(f"EFFICIENCY.{gen}.gemm_flop_per_load_byte") or 107.0
+    per_byte = _value(f"EFFICIENCY.{gen}.gemm_flop_per_load_byte") or 90.0
     hbm = gpu.memory_bytes_per_s * (_value(f"EFFICIENCY.{gen}.memory") or 0.9)
     best = None
     for lat in TILE_LATENCY_GRID_S:

@@ -10,13 +10,14 @@ tile quantisation (m, n padded up to whole tiles) and wave quantisation (ceil(ti
 waves, the last one partly idle). Per candidate tile (tm, tn) and split s:
 
     waves  = ceil(groups * ceil(m/tm) * ceil(n/tn) * s / SMs)
-    t_cta  = TILE_LATENCY_S + max(2 tm tn k/s / flops_per_sm,  in_bytes (tm+tn) k/s / SM_LOAD)
-    t      = max(waves * t_cta,  bytes(A, B, C, split-K partials) / HBM)
+    t_cta  = tile_latency + max(2 tm tn k/s / flops_per_sm,  in_bytes (tm+tn) k/s / sm_load)
+    t      = max(waves * t_cta,  bytes(A, B, C) / HBM)  +  split-K partials / HBM
 
-TILE_LATENCY_S is the K-loop's pipeline fill and the epilogue of one CTA (the "ramp": a short
-k pays it once per tile), SM_LOAD the operand bandwidth one SM pulls from L2 (small tiles and
-skinny GEMMs hit it before the tensor cores), the last term the HBM roofline by arithmetic
-intensity. ``flops_per_sm`` is set by the caller so that a large square GEMM (8192^3) runs at
+tile_latency is the K-loop's pipeline fill and the epilogue of one CTA (the "ramp": a short
+k pays it once per tile), sm_load the operand bandwidth one SM pulls from L2 (small tiles and
+skinny GEMMs hit it before the tensor cores), the HBM term the roofline by arithmetic
+intensity. Both constants live in efficiency.py (gemm_tile_latency_s,
+gemm_flop_per_load_byte) with their fits and sources. ``flops_per_sm`` is set by the caller so that a large square GEMM (8192^3) runs at
 the measured fraction of the datasheet peak (efficiency.py), so the large-GEMM figures stay
 microbenchmark numbers and this module adds only the shape dependence.
 
@@ -52,7 +53,8 @@ SMS = {"volta": 80, "ampere": 108, "hopper": 132, "blackwell": 148, "cdna3": 304
 SM_COUNT = {"GB200": 152, "RTX-3090-24GB": 82, "TITAN-RTX-24GB": 72, "RTX-2080-Ti-11GB": 68}
 
 # k splits a cuBLAS-class library may use when m x n gives fewer tiles than SMs (split-K /
-# stream-K; the fp32 partial sums are written and read back through HBM)
+# stream-K; the fp32 partial sums are written and read back through HBM after the K-loops,
+# a reduction pass that adds to the time)
 SPLITS = (1, 2, 4, 8, 16)
 MIN_SPLIT_K = 256  # no split leaves a CTA fewer than this many k (one pipeline's worth)
 PARTIAL_BYTES = 4
@@ -90,7 +92,7 @@ def gemm_s(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: 
             kk = ceil(k / s)
             t = ceil(tiles * s / sms) * (tile_latency_s + per_k * kk)
             partial = (2 * PARTIAL_BYTES * m * n * s * groups / hbm_bytes_per_s) if s > 1 else 0.0
-            best = min(best, max(t, hbm + partial))
+            best = min(best, max(t, hbm) + partial)
     return best
 
 
