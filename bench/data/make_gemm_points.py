@@ -8,8 +8,8 @@ Sources (each row names its own):
   matmul_interpolator_data.h at commit ea2c45f2ca (2026-07-31) for "gfx942" = MI300X, added by
   AMD in "matmul and collective interpolator data for gfx942"). Each entry is a profiled XLA
   GEMM (cuBLAS/cuBLASLt or hipBLASLt) of batch b x (m, k) @ (k, n) with its FLOP/s. The smallest
-  entries run at a floor of ~5.8 us per call on sm_90 (launch and harness time the table
-  includes): tests/test_gemm_model.py adds the floor its rows show instead of dropping them.
+  entries run at a floor of ~5 us per call (launch and harness time the table includes):
+  tests/test_gemm_model.py scores only rows slower than three times that floor.
 - DeepGEMM README (github.com/deepseek-ai/DeepGEMM, README.md at commit 327ec92, 2025-04-09):
   FP8 GEMMs with 1x128/128x128 block scaling on H800 (same SMs and clocks as H100 SXM):
   normal GEMMs and grouped GEMMs for MoE (contiguous and masked layouts), TFLOPS as printed.
