@@ -98,10 +98,12 @@ def test_cpu_stand_in_writes_a_profile_that_predict_uses(tmp_path, capsys):
 def test_fit_from_a_known_sweep():
     gpu = GPUS["H100-SXM-80GB"]
     peak = gpu.flops("bf16")
-    h = 200.0
-    # a synthetic sweep that follows the model's own curve with half-dim 200, 70% at 8192
+    lat = 5e-6
+    # a synthetic sweep that follows the GEMM shape model with 5 us per tile, 70% at 8192
+    hbm = efficiency.EFFICIENCY["hopper"].memory * gpu.memory_bytes_per_s
+    per_byte = efficiency.EFFICIENCY["hopper"].gemm_flop_per_load_byte
     sweep = [{"m": d, "n": d, "k": d,
-              "flops_per_s": 0.7 * peak * ((d / (d + h)) / (8192 / (8192 + h))) ** 3}
+              "flops_per_s": fit.square_gemm_flops(gpu, d, 0.7 * peak, lat, per_byte, hbm)}
              for d in (1024, 2048, 4096, 8192)]
     meas = {"gemm": sweep, "copy": {"bytes_per_s": 0.9 * gpu.memory_bytes_per_s},
             "collectives": [{"collective": "all_reduce", "group": 8, "bytes": 2**28,
@@ -109,7 +111,7 @@ def test_fit_from_a_known_sweep():
     meas["collectives"] += _ramp(gpu, 0.75, fill=10e6, ll_base=8e-6)
     consts, lines = fit.constants_from(meas, gpu)
     assert math.isclose(consts["EFFICIENCY.hopper.matmul_bf16"], 0.7)
-    assert abs(consts["EFFICIENCY.hopper.matmul_half_dim"] - h) <= 8
+    assert abs(consts["EFFICIENCY.hopper.gemm_tile_latency_s"] - lat) <= 0.5e-6
     assert math.isclose(consts["EFFICIENCY.hopper.memory"], 0.9)
     # the ring's (all-gather's) figure at its largest message (1 GiB: 1% short of the peak)
     assert consts["NETWORK.scaleup"] == pytest.approx(0.75, rel=0.02)

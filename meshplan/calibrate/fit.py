@@ -45,20 +45,38 @@ def clock_factor(gpu: GPU) -> float:
     return 1.0
 
 
-def fit_half_dim(sweep: list[dict]) -> float | None:
-    """The matrix dimension at which a square GEMM runs at half its large-size efficiency
-    per dimension, fitted on the square shapes: eff(d)/eff(8192) = (d/(d+h))^3/(8192/(8192+h))^3."""
+TILE_LATENCY_GRID_S = tuple(x * 0.25e-6 for x in range(1, 81))  # 0.25-20 us
+
+
+def square_gemm_flops(gpu: GPU, d: int, big_flops: float, tile_latency_s: float,
+                      flop_per_load_byte: float, hbm_bytes_per_s: float) -> float:
+    """FLOP/s of a d^3 bf16 GEMM by the shape model (cost/gemm.py) when 8192^3 runs at
+    ``big_flops`` and one CTA tile costs ``tile_latency_s`` beyond its K-loop."""
+    from ..cost import gemm
+
+    sms, gen = gemm.sm_count(gpu), gpu.generation or "hopper"
+    load = gemm.sm_load_bytes_per_s(gpu, flop_per_load_byte)
+    f = gemm.flops_per_sm(big_flops, sms, load, tile_latency_s, hbm_bytes_per_s, 2, gen)
+    return 2.0 * d**3 / gemm.gemm_s(d, d, d, 1, sms, f, load, tile_latency_s, hbm_bytes_per_s,
+                                    2, gen)
+
+
+def fit_tile_latency(sweep: list[dict], gpu: GPU) -> float | None:
+    """The fixed time per CTA tile (K-loop fill + epilogue) of the GEMM shape model that best
+    reproduces the measured square GEMMs relative to the 8192^3 one (least squares in log)."""
     sq = {r["m"]: r["flops_per_s"] for r in sweep if r["m"] == r["n"] == r["k"]}
     if BIG not in sq or len(sq) < 3:
         return None
+    gen = gpu.generation or "hopper"
+    per_byte = _value(f"EFFICIENCY.{gen}.gemm_flop_per_load_byte") or 90.0
+    hbm = gpu.memory_bytes_per_s * (_value(f"EFFICIENCY.{gen}.memory") or 0.9)
     best = None
-    for h in range(8, 2049, 8):
-        ref = (BIG / (BIG + h)) ** 3
-        err = sum((math.log(sq[d] / sq[BIG]) - math.log((d / (d + h)) ** 3 / ref)) ** 2
+    for lat in TILE_LATENCY_GRID_S:
+        err = sum((math.log(sq[d] / square_gemm_flops(gpu, d, sq[BIG], lat, per_byte, hbm))) ** 2
                   for d in sq if d != BIG)
         if best is None or err < best[0]:
-            best = (err, h)
-    return float(best[1])
+            best = (err, lat)
+    return best[1]
 
 
 def _nvls(gpu: GPU) -> bool:
@@ -125,8 +143,9 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         f = big[0]["flops_per_s"]
         put(f"EFFICIENCY.{gen}.matmul_bf16", f / bf16,
             f"{BIG}^3 GEMM {f / 1e12:.3g} TFLOP/s of {bf16 / 1e12:.0f} bf16 peak")
-    h = fit_half_dim(sweep)
-    put(f"EFFICIENCY.{gen}.matmul_half_dim", h, "square-GEMM efficiency curve")
+    lat = fit_tile_latency(sweep, gpu)
+    put(f"EFFICIENCY.{gen}.gemm_tile_latency_s", lat,
+        "fixed time per GEMM tile (square-GEMM sweep against the shape model)")
     att = measured.get("attention")
     if att:
         put(f"EFFICIENCY.{gen}.attention_fwd", att["fwd_flops_per_s"] / bf16,

@@ -1,7 +1,8 @@
-"""Compute time of operations on one GPU: a roofline with shape-dependent efficiency.
+"""Compute time of operations on one GPU.
 
-A GEMM takes max(FLOPs / (peak * eff(m, n, k)), bytes / HBM bandwidth); its backward is two
-GEMMs of the same FLOPs (input gradient m x k from n, weight gradient n x k from m). Flash
+A GEMM's time comes from its shape (cost/gemm.py: tiles, waves, K-loop ramp, HBM roofline);
+its backward is two GEMMs of the same FLOPs (input gradient m x k from n, weight gradient
+n x k from m). Flash
 attention runs at its own fraction of peak, its backward doing 2.5x the forward FLOPs (five
 matrix products instead of two, FlashAttention-2 sec. 3), at an efficiency that grows with
 the sequence length. Streaming work is bytes over HBM bandwidth; its backward moves about
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs.hardware import GPU
-from . import efficiency
+from . import efficiency, gemm
 from .efficiency import KernelEfficiency, kernel_efficiency
 from .engine_p2p import p2p_split
 from ..specs.workload import FP32_STORAGE
@@ -34,9 +35,15 @@ class Device:
     attn_fwd_eff: float
     attn_bwd_eff: float
     hbm_bytes_per_s: float
-    half_dim: float
     matmul_bytes: int  # operand bytes for the roofline's memory side
     kernel_gap_s: float = 0.0  # idle time per kernel launch on the critical path
+    # GEMM shape model (gemm.py): SMs, K-loop FLOP/s of one SM (normalised so that an 8192^3
+    # GEMM runs at matmul_flops), operand bandwidth into one SM, fixed time per CTA tile
+    generation: str = "hopper"
+    sms: int = 132
+    sm_flops: float = 0.0
+    sm_load_bytes_per_s: float = 0.0
+    tile_latency_s: float = 0.0
     # fp32 / tf32 training: activations are 4-byte elements, twice the 16-bit bytes that
     # ops.py counts, and no flash-class kernel exists (unfused_attention_s)
     act_scale: float = 1.0
@@ -65,12 +72,16 @@ def device(gpu: GPU, precision: str, engine: str = "") -> Device:
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
     frac = e.matmul_fp8 if fp8 else e.matmul_bf16
-    # normalise so that a large square GEMM (8192^3) runs at the measured fraction
-    big = (8192 / (8192 + e.matmul_half_dim)) ** 3
     af, ab = engine_attention(gpu.generation, engine)
-    return Device(peak * clock * frac / big, gpu.flops("bf16") * clock, af, ab,
-                  gpu.memory_bytes_per_s * e.memory, e.matmul_half_dim,
-                  1 if fp8 else 2, efficiency.KERNEL_GAP_S)
+    flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
+    hbm = gpu.memory_bytes_per_s * e.memory
+    sms = gemm.sm_count(gpu)
+    load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
+    b = 1 if fp8 else 2
+    gen = gpu.generation or "hopper"
+    sm_flops = gemm.flops_per_sm(flops, sms, load, e.gemm_tile_latency_s, hbm, b, gen)
+    return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
+                  gen, sms, sm_flops, load, e.gemm_tile_latency_s)
 
 
 def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:
@@ -81,12 +92,14 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
     fp16 and bf16 only (flash-attn README, "Datatype fp16 and bf16"), so attention runs
     unfused (Megatron CoreAttention: baddbmm, scale-mask-softmax, dropout, bmm)."""
     p = "tf32" if precision == "tf32" and "tf32" in gpu.peak_flops else "fp32"
-    peak = gpu.flops(p)
-    big = (8192 / (8192 + e.matmul_half_dim)) ** 3
-    mm = peak * clock * e.matmul_bf16 / big
-    return Device(mm, mm, 1.0, 1.0, gpu.memory_bytes_per_s * e.memory, e.matmul_half_dim,
-                  4, efficiency.KERNEL_GAP_S, act_scale=FP32_BYTES / ACT,
-                  unfused_attention=True)
+    mm = gpu.flops(p) * clock * e.matmul_bf16  # an 8192^3 GEMM at the 16-bit fraction
+    hbm = gpu.memory_bytes_per_s * e.memory
+    sms = gemm.sm_count(gpu)
+    load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
+    gen = gpu.generation or "hopper"
+    sm_flops = gemm.flops_per_sm(mm, sms, load, e.gemm_tile_latency_s, hbm, 4, gen)
+    return Device(mm, mm, 1.0, 1.0, hbm, 4, efficiency.KERNEL_GAP_S, gen, sms, sm_flops, load,
+                  e.gemm_tile_latency_s, act_scale=FP32_BYTES / ACT, unfused_attention=True)
 
 
 # Unfused attention (Megatron CoreAttention without --use-flash-attn, the path of
@@ -111,9 +124,8 @@ def unfused_attention_s(dev: Device, ops: LayerOps) -> tuple[float, float]:
     if not e or not d:
         return 0.0, 0.0
     b = dev.matmul_bytes
-    flops = 2.0 * e * d  # one of the two batched GEMMs
-    eff = (ops.attn_seq / (ops.attn_seq + dev.half_dim)) ** 2 * (d / (d + dev.half_dim))
-    gemm = flops / (dev.matmul_flops * eff)
+    s = ops.attn_seq  # one of the two batched GEMMs: (s x d) @ (d x s) per head and sequence
+    gemm = gemm_time_s(dev, s, s, d, count=e / (s * s))
     # q k^T writes the scores, probs x v reads them (operands q, k, v are small next to them)
     f = 2 * max(gemm, b * e / dev.hbm_bytes_per_s)
     # backward: four GEMMs (grad of probs, of v, of q, of k), each reading or writing scores
@@ -137,22 +149,31 @@ def p2p_message_bytes(hidden: int, shard: Shard, precision: str, engine: str) ->
     return b / p2p_split(engine, shard.tp, bool(shard.sp))  # engine_p2p.py: who sends 1/tp
 
 
-def _eff(dev: Device, m: float, n: float, k: float) -> float:
-    h = dev.half_dim
-    return (m / (m + h)) * (n / (n + h)) * (k / (k + h))
+def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
+                streams: int = 0) -> float:
+    """Seconds of ``count`` GEMMs (m x k) @ (k x n): one grouped kernel (streams = 0), or
+    one kernel each with up to ``streams`` running side by side (TE's multi-stream per-expert
+    GEMMs), whose tiles then share the SMs."""
+    if count <= 0:
+        return 0.0
+
+    def one(groups: float) -> float:
+        return gemm.gemm_s(m, n, k, groups, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
+                           dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
+                           dev.generation)
+
+    if streams <= 0 or count <= 1:
+        return one(count)
+    side = min(float(streams), count)
+    rounds, rest = divmod(count, side)
+    return rounds * one(side) + (one(rest) if rest > 1e-9 else 0.0)
 
 
 def matmul_s(dev: Device, mm: MatMul) -> tuple[float, float, float]:
     """(forward, input-gradient, weight-gradient) seconds of one GEMM record."""
-    flops = 2.0 * mm.m * mm.n * mm.k
-    b = dev.matmul_bytes
-
-    def t(m: float, n: float, k: float) -> float:
-        compute = flops / (dev.matmul_flops * _eff(dev, m, n, k))
-        memory = b * (m * k + k * n + m * n) / dev.hbm_bytes_per_s
-        return max(compute, memory) * mm.count
-
-    return t(mm.m, mm.n, mm.k), t(mm.m, mm.k, mm.n), t(mm.n, mm.k, mm.m)
+    c, s = mm.count, mm.streams
+    return (gemm_time_s(dev, mm.m, mm.n, mm.k, c, s), gemm_time_s(dev, mm.m, mm.k, mm.n, c, s),
+            gemm_time_s(dev, mm.n, mm.k, mm.m, c, s))
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,23 @@ class KernelEfficiency:
     attention_bwd: float
     # Streaming kernels (norms, activations, adds, casts): fraction of HBM bandwidth.
     memory: float
-    # Matrix dimension at which a GEMM runs at half its large-size efficiency along that
-    # dimension (tile and wave quantisation: 128x128/256x128 tiles on 100+ SMs).
-    matmul_half_dim: float
+    # GEMM shape model (cost/gemm.py): fixed time of one CTA tile (K-loop pipeline fill and
+    # epilogue) and tensor-core FLOPs per byte of operands one SM can pull from L2. Fitted on
+    # published per-shape tables (bench/data/gemm_points.csv): NVIDIA parts on the H100 bf16
+    # rows of OpenXLA's profiled table (3 us, 90 FLOP/B, grid 2-3.5 us x 70-140 FLOP/B; B200
+    # and DeepGEMM's H800 FP8 rows are held out, tests/test_gemm_model.py); CDNA3 on the
+    # MI300X bf16 rows (11 us, 107 FLOP/B, grid 6-14 us x 107-200; its FP8 rows held out):
+    # MI300X GEMMs ramp up far more slowly with size.
+    # Ampere and Volta have no per-shape table here: their feed comes from the L2 read
+    # bandwidth of the NVIDIA A100 whitepaper (5,120 B/clk on A100, 2,048 on V100): A100
+    # 5120 x 1.41 GHz / 108 SMs = 67 GB/s per SM against 312/108 = 2.9 TFLOP/s -> 43 FLOP/B;
+    # V100 2048 x 1.53 GHz / 80 = 39 GB/s against 125/80 = 1.56 TFLOP/s -> 40 FLOP/B. (The
+    # H100 fit, 90 FLOP/B, is 83 GB/s per SM, 11 TB/s over 132 SMs.)
+    gemm_tile_latency_s: float
     # Board power at which dense tensor-core work holds full clocks; a lower power cap
     # scales clocks by (cap / this) ** POWER_CLOCK_EXPONENT.
     full_clock_power_w: float = 0.0
+    gemm_flop_per_load_byte: float = 90.0
 
 
 # Clock vs power under a cap: dynamic power ~ f * V^2; near the top of the V/f curve V ~ f
@@ -71,11 +82,11 @@ ATTN_HALF_SEQ = 512.0
 #   MI300X bf16 ~0.5 of 1,307, hipBLASLt ROCm 6) and the neighbouring generation's
 #   attention. Replace them with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
-    "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 64),
-    "ampere": KernelEfficiency(0.82, 0.82, 0.67, 0.56, 0.85, 128),
-    "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 256, full_clock_power_w=700),
-    "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 256, full_clock_power_w=1000),
-    "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 256),
+    "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 3e-6, gemm_flop_per_load_byte=40.0),
+    "ampere": KernelEfficiency(0.82, 0.82, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
+    "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=700),
+    "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=1000),
+    "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
 }
 
 # FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper: the FA3

@@ -17,6 +17,11 @@ from ..specs.model import ModelSpec
 from . import efficiency
 
 
+# Transformer Engine's multi-stream cuBLAS backend for per-expert GEMMs: num_streams = 4
+# (transformer_engine/common/gemm/cublaslt_gemm.cu, see Shard.per_expert_gemms)
+TE_GEMM_STREAMS = 4
+
+
 @dataclass(frozen=True)
 class MatMul:
     name: str
@@ -24,6 +29,9 @@ class MatMul:
     n: float  # output width
     k: float  # inner dimension
     count: float = 1.0  # identical GEMMs (e.g. local experts of a grouped GEMM)
+    # 0: the count GEMMs run as one grouped kernel; s > 0: one kernel each, s side by side
+    # (Transformer Engine's multi-stream per-expert cuBLAS GEMMs, see Shard.per_expert_gemms)
+    streams: int = 0
 
     @property
     def flops(self) -> float:
@@ -243,8 +251,9 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     gated = model.mlp == "swiglu"
     ops.matmuls.append(MatMul("router", tokens_in, model.moe_experts, h))
     m = rows / local_experts
-    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts))
-    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts))
+    streams = TE_GEMM_STREAMS if s.per_expert_gemms else 0
+    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams))
+    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams))
     # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
     # unpermute, weighted combine (Megatron-Core MoE layer)
     ops.kernels += 10

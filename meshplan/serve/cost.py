@@ -1,13 +1,11 @@
 """Time of one engine iteration (a mixed batch of prefill chunks and decode tokens).
 
 The same kernels as training at inference shapes, composed per layer:
-- GEMMs: the roofline of cost/compute.py at the workload precision (``compute.device``):
-  max(FLOPs / achievable FLOP/s, bytes / HBM bandwidth). At decode sizes the weights
-  dominate the bytes, so a step is bound by reading them. The m dimension (tokens) is padded
-  to the 64-row tile of Hopper's warpgroup MMA (wgmma m64, CUTLASS 3 / cuBLASLt small-m
-  kernels); n and k keep the large-size efficiency. (cost/compute.py's tile model was
-  fitted on training shapes, where m is thousands; at m = 1..256 its m/(m + 256) term would
-  make a weight-bound GEMV four times compute-bound, which measured decode kernels are not.)
+- GEMMs: the per-shape GEMM model of cost/gemm.py that training uses (through
+  ``compute.gemm_time_s`` at the workload precision): tiles (64-row granules on Hopper's
+  wgmma, so m tokens cost ceil(m/64)*64 rows), waves over the SMs, the K-loop ramp and the
+  HBM roofline. At decode sizes the weights dominate the bytes, so a step is bound by reading
+  them; a fused MoE kernel runs the touched experts' GEMMs as one grouped kernel.
 - MoE experts: only the experts some token picked are read; with T tokens routed top-k
   over E experts the expected share touched is 1 - (1 - 1/E)^(T k).
 - Attention: decode reads each request's cached K/V (MLA: the latent) once per layer;
@@ -42,9 +40,6 @@ from ..specs.model import ModelSpec
 from .memory import kv_bytes_per_token_layer
 from .spec import Pool
 
-# Hopper warpgroup MMA computes 64-row tiles (PTX ISA, wgmma.mma_async .m64nNk16): a GEMM
-# with m tokens costs the compute of ceil(m/64)*64 rows.
-TILE_M = 64
 
 # Per-iteration host time the GPU waits on: scheduler, input tensors, sampling, output
 # processing. vLLM's v0.6.0 performance blog (Sep 2024) profiled Llama 3 8B on one H100 and
@@ -89,18 +84,10 @@ class StepCost:
 
 
 def gemm_s(dev: compute.Device, m: float, n: float, k: float, count: float = 1.0) -> float:
-    """One (grouped) GEMM at inference shapes: roofline with m padded to the MMA tile."""
+    """One (grouped) GEMM at inference shapes (cost/gemm.py's shape model)."""
     if m <= 0 or count <= 0:
         return 0.0
-    m_pad = ceil(m / TILE_M) * TILE_M
-    h = dev.half_dim
-    eff_nk = (n / (n + h)) * (k / (k + h))
-    # the device's matmul FLOP/s is normalised so that an 8192^3 GEMM hits the measured
-    # fraction; a tall GEMM (m >> 8192) keeps that, a small-m one pays only the n, k terms
-    big_m = 8192 / (8192 + h)
-    compute_s = 2.0 * m_pad * n * k / (dev.matmul_flops * eff_nk * big_m)
-    bytes_ = dev.matmul_bytes * (m * k + k * n) + 2 * m * n  # output in 16 bit
-    return max(compute_s, bytes_ / dev.hbm_bytes_per_s) * count
+    return compute.gemm_time_s(dev, m, n, k, count)
 
 
 def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float) -> float:

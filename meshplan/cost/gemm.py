@@ -1,0 +1,113 @@
+"""Time of one (grouped) GEMM on one GPU from its shape: tiles, waves, K-loop and roofline.
+
+The one function every GEMM of the cost model goes through (training layers via compute.py,
+serving via serve/cost.py). A GEMM library splits the m x n output into CTA tiles of a few
+fixed shapes, runs them in waves of one tile per SM, each tile stepping through k; it picks
+the tile shape (and a split of k over several CTAs) that finishes first. NVIDIA's "Matrix
+Multiplication Background User's Guide" (docs.nvidia.com/deeplearning/performance,
+dl-performance-matrix-multiplication) describes the two quantisation effects this reproduces:
+tile quantisation (m, n padded up to whole tiles) and wave quantisation (ceil(tiles / SMs)
+waves, the last one partly idle). Per candidate tile (tm, tn) and split s:
+
+    waves  = ceil(groups * ceil(m/tm) * ceil(n/tn) * s / SMs)
+    t_cta  = tile_latency + max(2 tm tn k/s / flops_per_sm,  in_bytes (tm+tn) k/s / sm_load)
+    t      = max(waves * t_cta,  bytes(A, B, C) / HBM)  +  split-K partials / HBM
+
+tile_latency is the K-loop's pipeline fill and the epilogue of one CTA (the "ramp": a short
+k pays it once per tile), sm_load the operand bandwidth one SM pulls from L2 (small tiles and
+skinny GEMMs hit it before the tensor cores), the HBM term the roofline by arithmetic
+intensity. Both constants live in efficiency.py (gemm_tile_latency_s,
+gemm_flop_per_load_byte) with their fits and sources. ``flops_per_sm`` is set by the caller so that a large square GEMM (8192^3) runs at
+the measured fraction of the datasheet peak (efficiency.py), so the large-GEMM figures stay
+microbenchmark numbers and this module adds only the shape dependence.
+
+Checked against 1,900 published per-shape throughputs (bench/data/gemm_points.csv:
+OpenXLA's profiled GEMM tables for H100, B200 and MI300X, DeepGEMM's FP8 tables on H800) by
+tests/test_gemm_model.py.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from math import ceil
+
+from ..specs.hardware import GPU
+
+
+# Tile menus (rows x columns of one CTA's output). NVIDIA: CUTLASS 3.x SM90 warp-specialised
+# kernels and cuBLASLt use 64-row wgmma granules (64 or 128 rows) with 64-256 columns (CUTLASS
+# profiler tile list; DeepGEMM picks BLOCK_M 64/128, BLOCK_N up to 256); Blackwell's tcgen05
+# kernels pair two SMs on 256-row tiles (128 rows per SM) from the same column menu; CUTLASS
+# 2.x sm80/sm70 tensor-op tiles run 256x128 down to 64x64. CDNA3: hipBLASLt macro tiles
+# 256x256 down to 64x64, one per CU.
+NV_TILES = ((128, 256), (256, 128), (128, 128), (64, 256), (128, 64), (64, 128), (64, 64))
+AMD_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (64, 128), (128, 64), (64, 64))
+TILES = {"cdna3": AMD_TILES}
+
+# SMs (CUs) per generation and per catalog part where it differs. NVIDIA V100, A100, H100
+# architecture whitepapers: 80, 108, 132 SMs (H800/H200 keep the H100 die's 132); OpenXLA's
+# device specs (xla/backends/gpu/target_config/specs/*.txtpb, core_count as the driver reports
+# it): A100 108, H100 SXM 132, B200 148, GB200 152; GA102 RTX 3090 82, TU102 TITAN RTX 72,
+# RTX 2080 Ti 68 (Ampere GA102 / Turing whitepapers); AMD CDNA3 whitepaper: MI300X 304 CUs.
+SMS = {"volta": 80, "ampere": 108, "hopper": 132, "blackwell": 148, "cdna3": 304}
+SM_COUNT = {"GB200": 152, "RTX-3090-24GB": 82, "TITAN-RTX-24GB": 72, "RTX-2080-Ti-11GB": 68}
+
+# k splits a cuBLAS-class library may use when m x n gives fewer tiles than SMs (split-K /
+# stream-K; the fp32 partial sums are written and read back through HBM after the K-loops,
+# a reduction pass that adds to the time)
+SPLITS = (1, 2, 4, 8, 16)
+MIN_SPLIT_K = 256  # no split leaves a CTA fewer than this many k (one pipeline's worth)
+PARTIAL_BYTES = 4
+
+REF_DIM = 8192  # the square GEMM the measured large-GEMM fractions refer to
+
+
+def sm_count(gpu: GPU) -> int:
+    return SM_COUNT.get(gpu.name) or SMS.get(gpu.generation, SMS["hopper"])
+
+
+def sm_load_bytes_per_s(gpu: GPU, flop_per_load_byte: float) -> float:
+    """Operand bandwidth into one SM: its 16-bit tensor peak over the FLOPs per byte the
+    generation's L2 feed sustains (sized to the tensor cores, so one ratio per generation;
+    the same bytes/s for 8-bit operands, which the tensor cores consume twice as fast)."""
+    return gpu.flops("bf16") / sm_count(gpu) / flop_per_load_byte
+
+
+@lru_cache(maxsize=1 << 16)
+def gemm_s(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: float,
+           load_bytes_per_s: float, tile_latency_s: float, hbm_bytes_per_s: float,
+           in_bytes: float, generation: str, split_k: bool = True, out_bytes: float = 2) -> float:
+    """Seconds of ``groups`` GEMMs (m x k) @ (k x n) run as one kernel (a grouped or batched
+    GEMM: their tiles share the waves)."""
+    if m <= 0 or n <= 0 or k <= 0 or groups <= 0:
+        return 0.0
+    hbm = (in_bytes * (m * k + k * n) + out_bytes * m * n) * groups / hbm_bytes_per_s
+    best = float("inf")
+    for tm, tn in TILES.get(generation, NV_TILES):
+        tiles = groups * ceil(m / tm) * ceil(n / tn)
+        per_k = max(2.0 * tm * tn / flops_per_sm, in_bytes * (tm + tn) / load_bytes_per_s)
+        for s in SPLITS if split_k else (1,):
+            if s > 1 and (k / s < MIN_SPLIT_K or tiles * (s // 2) >= sms):
+                break
+            kk = ceil(k / s)
+            t = ceil(tiles * s / sms) * (tile_latency_s + per_k * kk)
+            partial = (2 * PARTIAL_BYTES * m * n * s * groups / hbm_bytes_per_s) if s > 1 else 0.0
+            best = min(best, max(t, hbm) + partial)
+    return best
+
+
+@lru_cache(maxsize=256)
+def flops_per_sm(achieved_flops: float, sms: int, load_bytes_per_s: float,
+                 tile_latency_s: float, hbm_bytes_per_s: float, in_bytes: float,
+                 generation: str) -> float:
+    """Tensor-core FLOP/s of one SM in the K-loop such that a REF_DIM^3 GEMM runs at
+    ``achieved_flops`` (the measured large-GEMM rate): solved by fixed-point iteration."""
+    d = REF_DIM
+    f = achieved_flops / sms
+    for _ in range(40):
+        t = gemm_s(d, d, d, 1, sms, f, load_bytes_per_s, tile_latency_s, hbm_bytes_per_s,
+                   in_bytes, generation)
+        # capped: where operand loads, not the tensor cores, bound the reference GEMM, no
+        # K-loop rate reaches it and the largest plausible one (2x the average) is kept
+        f = min(f * achieved_flops / (2.0 * d**3 / t), 2.0 * achieved_flops / sms)
+    return f
