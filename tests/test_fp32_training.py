@@ -43,10 +43,11 @@ def test_profiles_file_is_the_artifact_table():
 def test_fp32_layer_time_follows_the_measured_profile(r):
     measured = float(r["measured_layer_fwd_bwd_ms"])
     pred = layer_ms(r["gpu"], int(r["micro_batch"]), "tf32")
-    # TF32 parts within 15%; fp32-only parts (Volta, Turing, GA102 whose TF32 rate equals
-    # its fp32 rate) come out 35-55% slow: the SIMT GEMM fraction is the tensor-core one
-    # (an assumption, compute._fp32_device), the known remaining error
-    lo, hi = (0.85, 1.15) if r["gpu"] in TF32_PARTS else (1.0, 1.6)
+    # with the per-shape GEMM model (cost/gemm.py): TF32 parts 7-17% fast (0.83-0.93 of the
+    # measured time), fp32-only parts (Volta, Turing, GA102 whose TF32 rate equals its fp32
+    # rate) 1-31% slow: the SIMT GEMM fraction is the tensor-core one (an assumption,
+    # compute._fp32_device), the known remaining error
+    lo, hi = (0.80, 1.15) if r["gpu"] in TF32_PARTS else (0.95, 1.4)
     assert lo < pred / measured < hi
     # the 16-bit flash-attention model is 3.5-8x too fast on these runs: the mechanism matters
     assert layer_ms(r["gpu"], int(r["micro_batch"]), "bf16") < 0.45 * measured
