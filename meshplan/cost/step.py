@@ -90,15 +90,21 @@ class Estimate:
         """One cost record per virtual stage, per micro-batch (the simulator's input)."""
         counts, rank_of, kinds, split, p2p_one, p2p_bytes = self.chunk_inputs
 
-        def agg(cc, attr):
-            return sum(k * getattr(x, attr) for k, x in zip(cc, kinds) if k)
+        sums: dict = {}  # chunks with the same layer counts cost the same: sum once
 
-        return [ChunkCost(index=c, rank=rank_of[c], layers=split[c],
-                          fwd_s=agg(cc, "fwd_s") + p2p_one,
-                          bwd_input_s=agg(cc, "bwd_input_s") + p2p_one,
-                          bwd_weight_s=agg(cc, "bwd_weight_s"), act_bytes=agg(cc, "saved_bytes"),
-                          p2p_bytes=p2p_bytes, p2p_s=p2p_one)
-                for c, cc in enumerate(counts)]
+        def agg(cc):
+            if cc not in sums:
+                sums[cc] = tuple(sum(k * getattr(x, a) for k, x in zip(cc, kinds) if k)
+                                 for a in ("fwd_s", "bwd_input_s", "bwd_weight_s", "saved_bytes"))
+            return sums[cc]
+
+        out = []
+        for c, cc in enumerate(counts):
+            f, bi, bw, act = agg(tuple(cc))
+            out.append(ChunkCost(index=c, rank=rank_of[c], layers=split[c], fwd_s=f + p2p_one,
+                                 bwd_input_s=bi + p2p_one, bwd_weight_s=bw, act_bytes=act,
+                                 p2p_bytes=p2p_bytes, p2p_s=p2p_one))
+        return out
 
     @property
     def step_time_s(self) -> float:
