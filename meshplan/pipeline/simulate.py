@@ -474,7 +474,7 @@ _ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its encoding)
 def _encoded(sched: Schedule) -> tuple:
     """Per rank: the action kinds, stages and micro-batches as int lists, the OVERLAP_F_B
     halves by index, the stages in order of first use, and the (kind, stage) items of
-    _peak_memory's walk. Cached per Schedule object (build_schedule's are never mutated)."""
+    _peak_of's walk. Cached per Schedule object (build_schedule's are never mutated)."""
     hit = _ENCODED.get(id(sched))
     if hit is not None and hit[0] is sched:
         return hit[1]
@@ -516,7 +516,8 @@ def _encoded(sched: Schedule) -> tuple:
 
 def _peak_of(items: list[tuple[int, int]], act: list[float], hold: list[float]
              ) -> tuple[float, int]:
-    """_peak_memory's walk over a rank's (kind, stage) items."""
+    """Peak stashed bytes and chunk-micro-batches, walking one rank's (kind, stage) items in
+    order."""
     cur = peak = 0.0
     n = peak_n = 0
     for kk, s in items:
@@ -535,36 +536,6 @@ def _peak_of(items: list[tuple[int, int]], act: list[float], hold: list[float]
         else:
             cur -= hold[s]
             n -= 1
-    return peak, peak_n
-
-
-def _peak_memory(K: list[int], St: list[int], subs: dict[int, tuple],
-                 act: list[float], hold: list[float]) -> tuple[float, int]:
-    """Peak stashed bytes and chunk-micro-batches, walking one rank's list in order."""
-    cur = peak = 0.0
-    n = peak_n = 0
-    for i, k in enumerate(K):
-        if k == _O:
-            fa, ba = subs[i]
-            items = ((_F, fa.stage), (_CODE[ba.kind], ba.stage))
-        else:
-            items = ((k, St[i]),)
-        for kk, s in items:
-            if kk == _F:
-                cur += act[s]
-                n += 1
-                if cur > peak:
-                    peak = cur
-                if n > peak_n:
-                    peak_n = n
-            elif kk == _B:
-                cur -= act[s]
-                n -= 1
-            elif kk == _I:
-                cur -= act[s] - hold[s]
-            else:
-                cur -= hold[s]
-                n -= 1
     return peak, peak_n
 
 

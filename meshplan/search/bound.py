@@ -528,6 +528,17 @@ class PairBounds:
     def time_floors(self, vpp: int, schedule: str, rc: str) -> list[float]:
         return [self.time_floor(vpp, schedule, rc, b) for b in range(len(self.b.zeros))]
 
+    def _all_fit(self, pz, states) -> bool:
+        """Theorem M's test: every rank's held bytes (model states at ``pz``'s ZeRO stage plus
+        what ``states`` hold), less the slack, within the capacity."""
+        bd, w = self.b, self.b.workload
+        contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
+        fp16 = keeps_16bit_grads(w.precision, w.framework)
+        fp32 = w.precision in FP32_STORAGE
+        return all(held_bytes(memory_parts(pz, st, w.master_and_state_bytes, self.m, contiguous,
+                                           fp16_grads=fp16, fp32_weights=fp32))
+                   * (1 - SLACK) <= bd.capacity_bytes for st in states)
+
     def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:
         """Theorem M with no activations and no working set (a floor for every
         recomputation, Lemma R): False when the ladder's b-th ZeRO stage cannot fit."""
@@ -535,24 +546,15 @@ class PairBounds:
         out = self._fit.get(key)
         if out is not None:
             return out
-        bd, layout, m = self.b, self.layout, self.m
+        bd, layout = self.b, self.layout
         pz = bd.zero_plans(layout)[b]
         out = True
         if pz is not None:
             _, _, params, eparams, largest, _ = self._ranks(vpp, v_shape)
-            w = bd.workload
-            contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
-            fp16 = keeps_16bit_grads(w.precision, w.framework)
-            for u in range(len(params)):
-                st = RankState(params=params[u], expert_params=eparams[u],
-                               largest_layer_params=largest[u], act_per_microbatch_bytes=0.0,
-                               in_flight=0.0, working_bytes=0.0)
-                total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
-                                                contiguous, fp16_grads=fp16,
-                                                fp32_weights=w.precision in FP32_STORAGE))
-                if total * (1 - SLACK) > bd.capacity_bytes:
-                    out = False
-                    break
+            out = self._all_fit(pz, (RankState(
+                params=params[u], expert_params=eparams[u], largest_layer_params=largest[u],
+                act_per_microbatch_bytes=0.0, in_flight=0.0, working_bytes=0.0)
+                for u in range(len(params))))
         self._fit[key] = out
         return out
 
@@ -573,21 +575,11 @@ class PairBounds:
             _, idx, params, eparams, largest, _ = self._ranks(vpp, v_shape)
             acts, working = self._rc_parts(vpp, schedule, rc)[4:6]
             most = bd.in_flight_most(layout.pp, vpp, schedule, m, idx)
-            w = bd.workload
-            contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
-            fp16 = keeps_16bit_grads(w.precision, w.framework)
-            cap = bd.capacity_bytes
-            for u in range(len(params)):  # any rank over the capacity: the peak is too
-                st = RankState(params=params[u], expert_params=eparams[u],
-                               largest_layer_params=largest[u],
-                               act_per_microbatch_bytes=acts[u], in_flight=most[u],
-                               working_bytes=working[u])
-                total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
-                                                contiguous, fp16_grads=fp16,
-                                                fp32_weights=w.precision in FP32_STORAGE))
-                if total * (1 - SLACK) > cap:
-                    out = False
-                    break
+            # any rank over the capacity: the peak is too
+            out = self._all_fit(pz, (RankState(
+                params=params[u], expert_params=eparams[u], largest_layer_params=largest[u],
+                act_per_microbatch_bytes=acts[u], in_flight=most[u], working_bytes=working[u])
+                for u in range(len(params))))
         self._fit[key] = out
         return out
 
@@ -683,19 +675,11 @@ class PairBounds:
         out = self._fit.get(key)
         if out is not None:
             return out
-        bd, layout, m = self.b, self.layout, self.m
+        bd, layout = self.b, self.layout
         pz = bd.zero_plans(layout)[b]
         out = True
         if pz is not None:
-            w = bd.workload
-            contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
-            fp16 = keeps_16bit_grads(w.precision, w.framework)
-            for st in self._partial_parts(vpp, schedule, n)[1]:
-                total = held_bytes(memory_parts(pz, st, w.master_and_state_bytes, m,
-                                                contiguous, fp16_grads=fp16))
-                if total * (1 - SLACK) > bd.capacity_bytes:
-                    out = False
-                    break
+            out = self._all_fit(pz, self._partial_parts(vpp, schedule, n)[1])
         self._fit[key] = out
         return out
 
