@@ -14,6 +14,9 @@ cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in col
 # (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations,
 #  tensorwise / rowwise = torchao float8 scaling granularity)
 cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per GPU where the source states it
+# optional: the attention kernel class where the source's scripts state one that differs from the
+# engine's default (cost/efficiency.py ATTENTION_KERNELS; validate pins it)
+cols += ['attention_kernel']
 # optional column: Megatron-Core modules recomputed under selective recomputation, where the source states them
 cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[cols.index('recompute_layers') + 1:]
 rows = []
@@ -22,13 +25,22 @@ LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks,
 MPT = {  # llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml: d_model, n_heads, n_layers; expansion_ratio 4, vocab 50368
  '125m':(12,768,12),'350m':(24,1024,16),'760m':(24,1536,12),'1b':(24,2048,16),'3b':(32,2560,20),
  '7b':(32,4096,32),'13b':(40,5120,40),'30b':(48,7168,64),'70b':(80,8192,64)}
+# The benchmark harness sets model.attn_config.attn_impl from its --attn_impl flag, default 'triton'
+# (scripts/train/benchmarking/submit_benchmarks.py in every version from 300cc5c (2023-05-03, the A100
+# tables) to b2a43a1 (2023-10-19, the H100 tables); sweep.sh never passes it), i.e. llmfoundry/models/
+# layers/flash_attn_triton.py, the first-generation FlashAttention in Triton on triton-pre-mlir (setup.py of
+# v0.3.0, the release the H100 runs installed).
+ATTN_LF = ("attention_kernel triton-fa1: the harness's --attn_impl default 'triton' (scripts/train/"
+           "benchmarking/submit_benchmarks.py, 300cc5c and b2a43a1; sweep.sh does not override it) = "
+           "llmfoundry/models/layers/flash_attn_triton.py on triton-pre-mlir (llm-foundry v0.3.0)")
 def mpt(table, gpu, size, seq, n, mb, ga, gbs, tps, ckpt, prec='bf16'):
     l,h,a = MPT[size]
     add(source=LF.format(t=table), trust='A', model=f'MPT-{size}', arch='dense', layers=l, hidden=h, heads=a, kv_heads=a,
         ffn=4*h, vocab=50368, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=seq, global_batch_seqs=gbs,
         micro_batch=mb, gpu=gpu, num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0,
         recompute='full' if ckpt else 'none', precision=prec, framework='llm-foundry', measured_tokens_per_s_per_gpu=tps, oom=0,
-        derivation=f"Throughput (T/s/GPU) column as printed; Composer FSDP FULL_SHARD (zero 3), activation checkpointing {'on (full)' if ckpt else 'off'}, grad accum {ga}; shapes from the mpt-{size}.yaml (expansion_ratio 4, tied embeddings, learned/ALiBi positions not in the schema); framework llm-foundry (Composer trainer, ComposerMPTCausalLM; the source names the engine)")
+        attention_kernel='triton-fa1',
+        derivation=f"Throughput (T/s/GPU) column as printed; Composer FSDP FULL_SHARD (zero 3), activation checkpointing {'on (full)' if ckpt else 'off'}, grad accum {ga}; shapes from the mpt-{size}.yaml (expansion_ratio 4, tied embeddings, learned/ALiBi positions not in the schema); framework llm-foundry (Composer trainer, ComposerMPTCausalLM; the source names the engine); " + ATTN_LF)
 H='H100 80GB BF16'
 for a in [('70b',2048,64,8,4,2048,1039,1),('30b',2048,32,14,3,1344,2308,1),('30b',8192,8,1,21,168,1384,1),
           ('13b',4096,8,10,3,240,4717,1),('13b',2048,64,2,1,128,4800,0),('7b',2048,8,6,1,48,10643,0),

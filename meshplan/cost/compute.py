@@ -50,18 +50,36 @@ class Device:
     unfused_attention: bool = False
 
 
-def engine_attention(generation: str, engine: str) -> tuple[float, float]:
-    """(forward, backward) long-sequence attention efficiency of ``engine``'s kernel."""
+def attention_kernel_of(engine: str, kernel: str = "") -> str:
+    """The attention kernel class a step runs: the one the run states (``kernel``), else
+    its engine's default (efficiency.ENGINE_ATTENTION; meshplan's own runtime, engine "",
+    uses the best kernels available: TE class)."""
+    if kernel:
+        return kernel
+    if engine == "" or efficiency.ENGINE_ATTENTION.get(engine, "") == "te":
+        return "te"
+    return "fa2"
+
+
+def engine_attention(generation: str, engine: str, kernel: str = "") -> tuple[float, float]:
+    """(forward, backward) long-sequence attention efficiency of the kernel ``engine`` runs
+    (or ``kernel``, where the run states it: efficiency.ATTENTION_KERNELS)."""
     e = kernel_efficiency(generation)
-    if efficiency.ENGINE_ATTENTION.get(engine, "") != "te" and engine != "":
-        return efficiency.ATTENTION_FA2.get(generation, (e.attention_fwd, e.attention_bwd))
-    return e.attention_fwd, e.attention_bwd
+    k = attention_kernel_of(engine, kernel)
+    if k == "te":
+        return e.attention_fwd, e.attention_bwd
+    f, b = efficiency.ATTENTION_FA2.get(generation, (e.attention_fwd, e.attention_bwd))
+    if k == "triton-fa1":
+        sf, sb = efficiency.TRITON_FA1_SLOWDOWN
+        return f / sf, b / sb
+    return f, b
 
 
 @lru_cache(maxsize=64)
-def device(gpu: GPU, precision: str, engine: str = "") -> Device:
+def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "") -> Device:
     """``engine`` is the framework that runs the step ("" = meshplan's own runtime, which
-    uses the best kernels available: TE-class attention)."""
+    uses the best kernels available: TE-class attention); ``attention_kernel`` the attention
+    kernel class where the run states one ("" = the engine's default)."""
     e: KernelEfficiency = kernel_efficiency(gpu.generation)
     clock = efficiency.SUSTAINED_TENSOR
     if gpu.power_limit_w and e.full_clock_power_w:
@@ -72,7 +90,7 @@ def device(gpu: GPU, precision: str, engine: str = "") -> Device:
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
     frac = e.matmul_fp8 if fp8 else e.matmul_bf16
-    af, ab = engine_attention(gpu.generation, engine)
+    af, ab = engine_attention(gpu.generation, engine, attention_kernel)
     flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)

@@ -99,6 +99,27 @@ ATTENTION_FA2 = {"hopper": (0.35, 0.30), "blackwell": (0.35, 0.30)}
 # (llm-foundry) and others call torch SDPA / flash-attn 2.
 ENGINE_ATTENTION = {"megatron": "te", "nemo": "te"}
 
+# Attention kernel classes a run may state (Workload.attention_kernel; a runs CSV's optional
+# column ``attention_kernel``), overriding its engine's default above:
+#   "te"         Transformer Engine / cuDNN fused attention, FA3 class on Hopper (EFFICIENCY)
+#   "fa2"        flash-attn 2 / torch SDPA flash backend (ATTENTION_FA2 on Hopper/Blackwell)
+#   "triton-fa1" the first-generation FlashAttention written in Triton (flash-attn's
+#                flash_attn/flash_attn_triton.py, Dao 2022), which llm-foundry copied as
+#                llmfoundry/models/layers/flash_attn_triton.py on the pre-MLIR Triton
+#                compiler (triton-pre-mlir) and ran as `attn_impl: triton`, its default
+#                through v0.6 (mosaicml/llm-foundry TUTORIAL.md: "Our training setups
+#                typically use `triton`"; removed in v0.7.0, 2024-03)
+ATTENTION_KERNELS = ("te", "fa2", "triton-fa1")
+# FlashAttention in Triton against FlashAttention-2, same GPU: FlashAttention-2 paper
+# (Dao 2023, arXiv 2307.08691, sec. 4.1, A100 80GB, causal and non-causal, head dim 64 and
+# 128): "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the
+# forward pass and around 2x faster in the backward pass" -> 1.4 (midpoint) and 2.0. The
+# same ratios are applied on Hopper: both kernels issue Ampere-style mma.sync tensor-core
+# instructions there (FA2 "using no special instructions to make use of new features such
+# as TMA and 4th-gen Tensor Cores", the same paper, Fig. 7; the pre-MLIR Triton backend has
+# no wgmma path), so the Triton kernel's share of the FA2 rate carries over.
+TRITON_FA1_SLOWDOWN = (1.4, 2.0)  # (forward, backward) time over FlashAttention-2's
+
 # ---- the only constants fitted end to end (bench/fit_constants.py, leave-one-source-out) ----
 # Share of the microbenchmark tensor-core throughput a whole training step sustains:
 # board power and temperature hold clocks lower under hours of all-GPU load than in a

@@ -139,13 +139,15 @@ def fp32_activations(ops: LayerOps, scale: float) -> LayerOps:
 def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
                places: CommPlacements, tp_overlap: bool, precision: str,
                cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
-               ep_overlap: bool = False, modules: str = "") -> LayerCost:
+               ep_overlap: bool = False, modules: str = "",
+               attention_kernel: str = "") -> LayerCost:
     """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
     kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
     (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
     compute of another (Megatron's combined 1F1B, DualPipe); ``modules``: with recompute
     "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
-    engine's own selective recomputation)."""
+    engine's own selective recomputation); ``attention_kernel``: the attention kernel class
+    the run states (Workload.attention_kernel; "" = the engine's default)."""
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
@@ -154,7 +156,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
-    dev = device(cluster.gpu, precision, engine)
+    dev = device(cluster.gpu, precision, engine, attention_kernel)
     if dev.act_scale != 1.0:
         ops = fp32_activations(ops, dev.act_scale)
     t = op_times(dev, ops)

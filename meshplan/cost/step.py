@@ -313,7 +313,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                           plan.tp_comm_overlap, workload.precision, plan.cp_kind,
                           workload.framework, plan.moe_dispatcher,
                           plan.ep_comm_overlap or plan.schedule == "dualpipev",
-                          plan.recompute_modules if recompute == "selective" else "")
+                          plan.recompute_modules if recompute == "selective" else "",
+                          workload.attention_kernel)
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None

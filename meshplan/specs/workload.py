@@ -40,6 +40,10 @@ class Workload:
     # components/loss.py build_cross_entropy_loss); a runs CSV says so in the optional
     # column ``compiled_loss`` (cost/ops.py logits_bytes)
     compiled_loss: bool = False
+    # the attention kernel class the run uses where it differs from its engine's default
+    # (cost/efficiency.py ATTENTION_KERNELS: "te", "fa2", "triton-fa1"); "" = the default.
+    # A runs CSV says so in the optional column ``attention_kernel``.
+    attention_kernel: str = ""
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -52,6 +56,11 @@ class Workload:
                            require_choice("optimizer", self.optimizer, OPTIMIZERS))
         object.__setattr__(self, "framework", str(self.framework or "").strip().lower())
         object.__setattr__(self, "compiled_loss", bool(self.compiled_loss))
+        kernel = str(self.attention_kernel or "").strip().lower()
+        if kernel:
+            from ..cost.efficiency import ATTENTION_KERNELS
+            kernel = require_choice("attention_kernel", kernel, ATTENTION_KERNELS)
+        object.__setattr__(self, "attention_kernel", kernel)
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision, ("fp32", "bf16")))
