@@ -12,14 +12,20 @@ Independent truth:
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+
 import pytest
 
+from meshplan.cli import main
 from meshplan.cost import estimate
 from meshplan.cost.compute import attention_kernel_of, device, engine_attention
 from meshplan.cost.efficiency import ATTENTION_FA2, EFFICIENCY, TRITON_FA1_SLOWDOWN
 from meshplan.errors import InputError
 from meshplan.plan import Plan
 from meshplan.scenario import make_cluster
+from meshplan.specs.catalog.presets import load_model
 from meshplan.specs.model import ModelSpec
 from meshplan.specs.workload import Workload
 
@@ -102,3 +108,39 @@ def test_long_over_short_sequence_throughput(name, model, gpu, long, short, meas
     fa2 = _tps(model, gpu, *long, "fa2") / _tps(model, gpu, *short, "fa2")
     assert tri == pytest.approx(measured, rel=0.12)
     assert abs(fa2 / measured - 1) > 0.15
+
+
+SCENARIO = """
+[model]
+preset = "llama3.1-8b"
+[cluster]
+gpus = "8xH100-SXM-80GB"
+[workload]
+seq_len = 16384
+global_batch = 16
+framework = "llm-foundry"
+{kernel}
+[plan]
+data_parallel = 8
+zero = 3
+micro_batch = 1
+recompute = "full"
+"""
+
+
+def test_scenario_workload_keeps_engine_and_kernel(tmp_path):
+    """`predict --scenario` used to rebuild the workload from seq_len, batch and precision
+    only, dropping the scenario's framework (and with it the engine's kernels)."""
+    out = {}
+    for name, kernel in (("fa2", ""), ("triton", 'attention_kernel = "triton-fa1"')):
+        f = tmp_path / f"{name}.toml"
+        f.write_text(SCENARIO.format(kernel=kernel))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(["predict", "--scenario", str(f), "--json"]) in (0, None)
+        out[name] = json.loads(buf.getvalue())["tokens_per_s_per_gpu"]
+    w = Workload(16384, 16, framework="llm-foundry", attention_kernel="triton-fa1")
+    direct = estimate(load_model("llama3.1-8b"), make_cluster(gpu="H100-SXM-80GB", num_gpus=8),
+                      w, Plan(dp=8, zero=3, micro_batch=1, recompute="full"))
+    assert out["triton"] == pytest.approx(direct.tokens_per_s_per_gpu, rel=1e-9)
+    assert out["triton"] < 0.9 * out["fa2"]

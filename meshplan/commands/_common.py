@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from ..errors import InputError
 from ..plan import Plan
@@ -87,8 +88,10 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         gb = args.global_batch or w.global_batch
         if args.global_batch_tokens and args.global_batch is None:
             gb = Workload.from_tokens(seq, args.global_batch_tokens).global_batch
-        workload = Workload(seq, gb, args.precision or w.precision, w.optimizer,
-                            w.optimizer_state_precision)
+        # flags override; what the scenario's [workload] says beyond them (framework,
+        # compiled_loss, attention_kernel, optimizer) is kept
+        workload = replace(w, seq_len=seq, global_batch=gb,
+                           precision=args.precision or w.precision)
         return Scenario(model, cluster, workload, sc.plan)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
