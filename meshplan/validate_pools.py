@@ -173,7 +173,8 @@ def prepare_pool_row(row: dict) -> PoolRow:
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
-                        framework=(text(row, "framework") or "").lower())
+                        framework=(text(row, "framework") or "").lower(),
+                        attention_kernel=text(row, "attention_kernel"))  # optional column
     kind = text(row, "pool_plan").lower()
     if kind not in KINDS:
         raise InputError("pool_plan", kind, "allowed: " + ", ".join(KINDS))
