@@ -144,3 +144,17 @@ def test_scenario_workload_keeps_engine_and_kernel(tmp_path):
                       w, Plan(dp=8, zero=3, micro_batch=1, recompute="full"))
     assert out["triton"] == pytest.approx(direct.tokens_per_s_per_gpu, rel=1e-9)
     assert out["triton"] < 0.9 * out["fa2"]
+
+
+def test_llm_foundry_rows_state_their_kernel():
+    """The held-out MPT rows say which kernel ran and cite where that comes from."""
+    import csv
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "bench" / "data" / "heldout_runs.csv"
+    rows = [r for r in csv.DictReader(path.open()) if r["source"].startswith("llm-foundry")]
+    assert len(rows) == 29
+    for r in rows:
+        assert r["attention_kernel"] == "triton-fa1", r["id"]
+        assert "submit_benchmarks.py" in r["derivation"] and "flash_attn_triton.py" in r["derivation"]
+    others = [r for r in csv.DictReader(path.open()) if not r["source"].startswith("llm-foundry")]
+    assert all(not r["attention_kernel"] for r in others)
