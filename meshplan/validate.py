@@ -200,7 +200,12 @@ def prepare(row: dict) -> Prepared:
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
                         framework=(text(row, "framework") or "").lower(),
-                        compiled_loss=bool(flag(row, "compiled_loss")))  # optional column
+                        compiled_loss=bool(flag(row, "compiled_loss")),  # optional column
+                        # optional engine columns: the optimizer's state dtype and the
+                        # gradient buffer's dtype (specs/workload.py)
+                        optimizer_state_precision=(text(row, "optimizer_state_precision")
+                                                   or "fp32").lower(),
+                        grad_reduce_dtype=(text(row, "grad_reduce_dtype") or "fp32").lower())
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
 

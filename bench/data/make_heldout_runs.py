@@ -16,6 +16,9 @@ cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in col
 cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per GPU where the source states it
 # optional column: Megatron-Core modules recomputed under selective recomputation, where the source states them
 cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[cols.index('recompute_layers') + 1:]
+# optional engine columns (meshplan/specs/workload.py): the optimizer's state dtype (fp32, bf16 = fp32 master and bf16
+# moments, bf16-no-master = bf16 moments and the bf16 weights updated in place) and the gradient buffer's dtype
+cols += ['optimizer_state_precision', 'grad_reduce_dtype']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -303,13 +306,24 @@ for f, c, d, t, shape, seq, tp, pp, vp, gbs0, prec, steps, tputs in [
         dp = n // (tp * pp)
         typo = (" (the README's layout table prints GBS 1204 at 512 GPUs; seq x 1024 / step time reproduces the printed throughput)"
                 if shape is GPT3 and n == 512 else '')
+        # Nemotron-4 340B: the recipe's own config (nemotron/nemotron4-340b-synth.yaml at 35a9aec) states the engine settings
+        yaml = shape is N340
+        engine = (dict(zero=1, recompute='selective', optimizer_state_precision='bf16-no-master', grad_reduce_dtype='bf16')
+                  if yaml else dict(zero='', recompute=''))
+        settings = ("zero 1, recompute selective, optimizer bf16-no-master, grad_reduce_dtype bf16 from the recipe's "
+                    "nemotron/nemotron4-340b-synth.yaml at 35a9aec (activations_checkpoint_granularity: selective; optim: "
+                    "distributed_fused_adam, dtype bf16, grad_sync_dtype bf16, contiguous_grad_buffer: Apex DistributedFusedAdam, "
+                    "optimizer states sharded over DP, bf16 moments, and NeMo >= 1.23 sets store_params False when the optimizer "
+                    "dtype is the model's, so no master copy; FP8 rows add fp8_params, whose bf16 param shard (store_params) "
+                    "offsets the 1-byte FP8 weights at DP 2: coded the same)"
+                    if yaml else "zero and recompute not printed (blank: planner's choice)")
         add(source=DGXC.format(f=f, c=c, d=d, t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs, micro_batch=1,
-            gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, zero='', sequence_parallel=1,
-            recompute='', precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
-            measured_step_time_s=step, oom=0,
+            gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, sequence_parallel=1,
+            precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            measured_step_time_s=step, oom=0, **engine,
             derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s); TP {tp} PP {pp} VP {vp} MBS 1 "
                         f"GA {gbs // (dp)} from the README's layout table and the table title{typo}; sequence_parallel 1 as NeMo's "
-                        "recipes and the calibration rows of this workload; zero and recompute not printed (blank: planner's choice); "
+                        f"recipes and the calibration rows of this workload; {settings}; "
                         "FP8 recipe not printed (NeMo 24.x: per-tensor delayed scaling by default)"))
 # MaxText Llama 3 70B (dgxc-benchmarking maxtext/README_70b.md at 0efdb23, 2025-07-23): JAX, FSDP within the node
 # (ici_FSDP 8) and across nodes (dcn_FSDP 16 or 32), pure DP across the rest (dcn_DP), per-device batch 2, no GA;
