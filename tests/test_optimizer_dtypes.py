@@ -80,3 +80,24 @@ def test_published_nemotron_340b_on_128_gpus_runs_without_full_recompute():
     # without full recomputation: that is what sent the planner to rc-full
     plain = dict(row, optimizer_state_precision="", grad_reduce_dtype="")
     assert "rc-full" in predict_row(dict(plain, recompute=""), with_search_best=False).plan
+
+
+def test_megatron_export_reduces_grads_in_bf16():
+    # the flag exists in Megatron-LM's own argument table (tests/data, read from
+    # megatron/training/arguments.py), and the export says what it cannot reproduce
+    from meshplan.export.megatron import megatron_args
+    from meshplan.scenario import Scenario
+    table = Path(__file__).resolve().parent / "data" / "megatron_lm_arguments.tsv"
+    known = {line.split("\t")[0] for line in table.read_text().splitlines()
+             if line and not line.startswith("#")}
+    m = preset("llama3.1-8b")
+    c = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
+    w = Workload(4096, 8, "bf16", optimizer_state_precision="bf16-no-master",
+                 grad_reduce_dtype="bf16")
+    flags, notes = megatron_args(Scenario(m, c, w, Plan(dp=8, zero=1, micro_batch=1)))
+    names = [f for f, _ in flags]
+    assert "--grad-reduce-in-bf16" in names and set(names) <= known
+    assert any("fp32 main copy" in n for n in notes)
+    plain, _ = megatron_args(Scenario(m, c, Workload(4096, 8, "bf16"),
+                                      Plan(dp=8, zero=1, micro_batch=1)))
+    assert "--grad-reduce-in-bf16" not in [f for f, _ in plain]

@@ -88,7 +88,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if args.global_batch_tokens and args.global_batch is None:
             gb = Workload.from_tokens(seq, args.global_batch_tokens).global_batch
         workload = Workload(seq, gb, args.precision or w.precision, w.optimizer,
-                            w.optimizer_state_precision)
+                            w.optimizer_state_precision, grad_reduce_dtype=w.grad_reduce_dtype)
         return Scenario(model, cluster, workload, sc.plan)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
