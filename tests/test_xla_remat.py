@@ -82,3 +82,20 @@ def test_published_maxtext_llama3_70b_bf16_step_times():
         # when the engine's remat replayed the whole layer with FA2-class attention)
         assert res.predicted_step_time_s == pytest.approx(measured, rel=0.10), row["id"]
         assert not res.predicted_oom, row["id"]
+
+
+@pytest.mark.parametrize("name,kind", [("llama3.1-8b", "dense"), ("llama3.1-70b", "dense"),
+                                       ("mixtral-8x7b", "moe")])
+def test_recomputation_still_only_adds(name, kind):
+    # the search's floors rest on Lemma R (search/bound.py): the input-gradient pass grows
+    # along none -> selective -> full; dropping the replayed output projection must keep it
+    model = preset(name)
+    cluster = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
+    for tp in (1, 2, 8):
+        for seq, mb in ((2048, 1), (8192, 2)):
+            places = CommPlacements(tp=Placement(tp, tp), cp=ONE, ep=ONE, etp=ONE)
+            shard = Shard(seq=seq, micro_batch=mb, tp=tp, sp=tp > 1)
+            xs = [layer_cost(model, cluster, kind, shard, rc, places, False, "bf16",
+                             engine="maxtext") for rc in ("none", "selective", "full")]
+            vals = [x.bwd_input_s for x in xs]
+            assert vals == sorted(vals), (name, tp, seq, vals)
