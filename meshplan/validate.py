@@ -201,7 +201,12 @@ def prepare(row: dict) -> Prepared:
                         (text(row, "precision") or "bf16").lower(),
                         framework=(text(row, "framework") or "").lower(),
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
-                        attention_kernel=text(row, "attention_kernel"))
+                        attention_kernel=text(row, "attention_kernel"),
+                        # optional engine columns: the optimizer's state dtype and the
+                        # gradient buffer's dtype (specs/workload.py)
+                        optimizer_state_precision=(text(row, "optimizer_state_precision")
+                                                   or "fp32").lower(),
+                        grad_reduce_dtype=(text(row, "grad_reduce_dtype") or "fp32").lower())
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
 

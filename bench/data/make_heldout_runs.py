@@ -19,6 +19,9 @@ cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per G
 cols += ['attention_kernel']
 # optional column: Megatron-Core modules recomputed under selective recomputation, where the source states them
 cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[cols.index('recompute_layers') + 1:]
+# optional engine columns (meshplan/specs/workload.py): the optimizer's state dtype (fp32, bf16 = fp32 master and bf16
+# moments, bf16-no-master = bf16 moments and the bf16 weights updated in place) and the gradient buffer's dtype
+cols += ['optimizer_state_precision', 'grad_reduce_dtype']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -315,16 +318,29 @@ for f, c, d, t, shape, seq, tp, pp, vp, gbs0, prec, steps, tputs in [
         dp = n // (tp * pp)
         typo = (" (the README's layout table prints GBS 1204 at 512 GPUs; seq x 1024 / step time reproduces the printed throughput)"
                 if shape is GPT3 and n == 512 else '')
+        # Nemotron-4 340B: the recipe's own config (nemotron/nemotron4-340b-synth.yaml at 35a9aec) states the engine settings
+        yaml = shape is N340
+        engine = (dict(zero=1, recompute='selective', optimizer_state_precision='bf16-no-master', grad_reduce_dtype='bf16')
+                  if yaml else dict(zero='', recompute=''))
+        settings = ("zero 1, recompute selective, optimizer bf16-no-master, grad_reduce_dtype bf16 from the recipe's "
+                    "nemotron/nemotron4-340b-synth.yaml at 35a9aec (activations_checkpoint_granularity: selective; optim: "
+                    "distributed_fused_adam, dtype bf16, grad_sync_dtype bf16, contiguous_grad_buffer: Apex DistributedFusedAdam, "
+                    "optimizer states sharded over DP, bf16 moments, and NeMo >= 1.23 sets store_params False when the optimizer "
+                    "dtype is the model's, so no master copy; FP8 rows add fp8_params, whose bf16 param shard (store_params) "
+                    "offsets the 1-byte FP8 weights at DP 2: coded the same)"
+                    if yaml else "zero and recompute not printed (blank: planner's choice)")
         add(source=DGXC.format(f=f, c=c, d=d, t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs, micro_batch=1,
-            gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, zero='', sequence_parallel=1,
-            recompute='', precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
-            measured_step_time_s=step, oom=0,
+            gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, sequence_parallel=1,
+            precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            measured_step_time_s=step, oom=0, **engine,
             derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s); TP {tp} PP {pp} VP {vp} MBS 1 "
                         f"GA {gbs // (dp)} from the README's layout table and the table title{typo}; sequence_parallel 1 as NeMo's "
-                        "recipes and the calibration rows of this workload; zero and recompute not printed (blank: planner's choice); "
+                        f"recipes and the calibration rows of this workload; {settings}; "
                         "FP8 recipe not printed (NeMo 24.x: per-tensor delayed scaling by default)"))
 # MaxText Llama 3 70B (dgxc-benchmarking maxtext/README_70b.md at 0efdb23, 2025-07-23): JAX, FSDP within the node
-# (ici_FSDP 8) and across nodes (dcn_FSDP 16 or 32), pure DP across the rest (dcn_DP), per-device batch 2, no GA
+# (ici_FSDP 8) and across nodes (dcn_FSDP 16 or 32), pure DP across the rest (dcn_DP), per-device batch 2, no GA;
+# maxtext/configure.sh at 0efdb23: POLICY="save_qkv_proj", attention=cudnn_flash_te, latency-hiding scheduler with
+# PGLE, pipelined all-gather / reduce-scatter, XLA's rematerialization pass disabled, memory fraction 0.94
 MT = "NVIDIA/dgxc-benchmarking maxtext/README_70b.md at 0efdb23 (2025-07-23), table 'Maxtext Llama3 70b {p}'"
 for prec, steps, tputs in [('BF16', (15.563, 15.444, 15.519, 15.603, 15.898), (134752.43, 271581.46, 540537.92, 1075255.78, 2110607.12)),
                            ('FP8', (9.074, 9.488, 9.244, 9.483, 9.339), (231116.60, 442064.08, 907465.17, 1769188.65, 3592936.29))]:
@@ -332,12 +348,15 @@ for prec, steps, tputs in [('BF16', (15.563, 15.444, 15.519, 15.603, 15.898), (1
         fsdp = 8 * (32 if n == 256 else 16)
         add(source=MT.format(p=prec), trust='B', **SH['L70'], seq_len=8192, global_batch_seqs=2 * n, micro_batch=2,
             gpu='H100-SXM-80GB', num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0,
-            recompute='', precision=prec.lower(), framework='maxtext', measured_tokens_per_s_per_gpu=round(tput / n, 1),
+            recompute='full', precision=prec.lower(), framework='maxtext', measured_tokens_per_s_per_gpu=round(tput / n, 1),
             measured_step_time_s=step, oom=0,
             derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 8192 x {2 * n} / {step} s); MaxText (JAX/XLA) sharding "
                         f"ici_FSDP 8 x dcn_FSDP {fsdp // 8} x dcn_DP {n // fsdp}: parameters sharded over {fsdp} GPUs"
                         f"{' (all)' if fsdp == n else ', replicated over ' + str(n // fsdp) + ' groups: hybrid sharding, which the schema codes as zero 3 over all DP (trust B)'}; "
-                        "per_device_batch_size 2, GA 1; remat policy not printed (blank); Llama 3 70B shape"))
+                        "per_device_batch_size 2, GA 1; recompute full: the recipe's configure.sh at the same commit sets "
+                        "remat_policy=save_qkv_proj (MaxText: jax.checkpoint saving only the query/key/value projections, "
+                        "everything else recomputed), coded full, the nearest schema value (the Q/K/V GEMMs it keeps, 9% of a "
+                        "layer's forward FLOPs, are counted as recomputed); attention=cudnn_flash_te; Llama 3 70B shape"))
 # dgxc-benchmarking llama3.1/README_{8b,70b,405b}.md and nemotron/README_15b.md at 35a9aec (2025-06-09), NeMo 24.09 / 24.11
 # on H100, weak scaling (GBS grows with the GPUs); seq from the printed throughput (= seq x GBS / step time). Left out:
 # the 8B and 70B FP8 base points (8 and 64 GPUs), whose configurations are calibration rows (NeMo 24.07 Llama 3 8B / 70B),

@@ -96,8 +96,11 @@ ATTENTION_FA2 = {"hopper": (0.35, 0.30), "blackwell": (0.35, 0.30)}
 
 # Which attention kernel each engine runs by default: Megatron-LM / NeMo use Transformer
 # Engine's cuDNN fused attention (FA3 class on Hopper); torchtitan, DeepSpeed, Composer
-# (llm-foundry) and others call torch SDPA / flash-attn 2.
-ENGINE_ATTENTION = {"megatron": "te", "nemo": "te"}
+# (llm-foundry) and others call torch SDPA / flash-attn 2. MaxText on NVIDIA GPUs runs
+# ``attention=cudnn_flash_te`` (Transformer Engine's DotProductAttention on cuDNN's fused
+# flash attention, NVTE_FUSED_ATTN=1): NVIDIA's own MaxText recipes set it
+# (NVIDIA/dgxc-benchmarking maxtext/configure.sh at 0efdb23, Llama 3 70B).
+ENGINE_ATTENTION = {"megatron": "te", "nemo": "te", "maxtext": "te"}
 
 # Attention kernel classes a run may state (Workload.attention_kernel; a runs CSV's optional
 # column ``attention_kernel``), overriding its engine's default above:

@@ -85,6 +85,24 @@ def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
 
 MEGATRON_ENGINES = ("megatron", "nemo")
 
+# JAX engines (MaxText, Pax) recompute a checkpointed layer by tracing its forward again inside
+# the backward, and only what the backward reads is kept: "any residuals consumed on the
+# backward pass are re-computed from those inputs as needed" (JAX docs, "Control autodiff's
+# saved values with jax.checkpoint"), and XLA's dead-code elimination removes the rest of the
+# replayed forward from the compiled step. The dense MLP's output projection is such a rest:
+# its product only feeds the residual add, whose backward is the identity, and its own
+# backward reads its input and the output gradient, never its output. Megatron-LM and torch
+# (torch.utils.checkpoint, Megatron's CheckpointFunction) re-run the layer's whole forward.
+XLA_REMAT_ENGINES = ("maxtext", "paxml")
+XLA_UNREPLAYED_GEMMS = ("mlp_fc2",)
+
+
+def unreplayed(ops: LayerOps, engine: str) -> list:
+    """The GEMMs of ``ops`` that ``engine``'s full recomputation does not run again."""
+    if engine not in XLA_REMAT_ENGINES:
+        return []
+    return [mm for mm in ops.matmuls if mm.name in XLA_UNREPLAYED_GEMMS]
+
 
 def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
                          dispatcher: str) -> LayerOps:
@@ -169,8 +187,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         scores = scores_bytes(model, shard) * FP32_SCORE_BYTES / SCORE_BYTES
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
+    skipped = unreplayed(ops, engine) if recompute == "full" else []
     if recompute == "full" and kind in ("dense", "moe"):
-        rc, passes = t.fwd_s, 3
+        rc, passes = t.fwd_s - sum(matmul_s(dev, mm)[0] for mm in skipped), 3
         saved = ops.input_bytes
         # the recomputed activations plus their gradients while the layer runs backward
         working = 2 * (ops.saved_bytes + ops.recomputable_bytes + scores)
@@ -268,6 +287,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
     if recompute == "full" and kind in ("dense", "moe"):  # the embedding / output layer
         hw_flops += mm_flops + ops.attn_fwd_flops        # are not recomputed (rc above)
+        hw_flops -= sum(mm.flops for mm in skipped)
     elif recompute == "selective" and modules and kind in ("dense", "moe"):
         hw_flops += rc_flops + (ops.attn_fwd_flops if "core_attn" in modules_of(modules)
                                 else 0.0)

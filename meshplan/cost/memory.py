@@ -83,14 +83,20 @@ class RankState:
 def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
                  microbatches: int = 1, contiguous_states: bool = False,
                  capacity_bytes: float = float("inf"),
-                 fp16_grads: bool = False, fp32_weights: bool = False) -> dict[str, float]:
+                 fp16_grads: bool = False, fp32_weights: bool = False,
+                 grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True
+                 ) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
     large buffers allocated once (Megatron-LM's param-and-grad buffers and distributed
     optimizer shards), which the caching allocator cannot fragment; only the transient part
     (activations, working set, communication buffers) fragments. Engines that allocate
-    per-parameter tensors and gather/free them per layer (FSDP2) fragment everything."""
+    per-parameter tensors and gather/free them per layer (FSDP2) fragment everything.
+
+    ``grad_buffer_bytes``: bytes per gradient element (Workload.grad_buffer_bytes: 2 with a
+    bf16 grad reduce). ``keeps_master`` False: the optimizer has no master copy
+    (Workload.keeps_master), so under zero 3 the 16-bit shard itself is kept."""
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
     p, e = st.params, st.expert_params
@@ -101,14 +107,14 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         # no 16-bit shard: the fp32 master shard (in optimizer_state_bytes) is gathered
         # and cast per unit; one unit in use and one prefetched
         weights = 2 * pb * st.largest_layer_params
-        if plan.offload_optimizer or fp32_weights:
+        if plan.offload_optimizer or fp32_weights or not keeps_master:
             # the master lives on the host: a 16-bit shard stays; fp32: the weight shard
             weights += pb * (p / sh + e / she)
     else:
         weights = pb * (p + e)
     sharded_grads = plan.zero == 3 or (plan.zero == 2 and microbatches == 1)
     fp16_grads = fp16_grads and plan.zero < 3
-    grad_bytes = FP16_GRAD_BYTES if fp16_grads else GRAD_BYTES
+    grad_bytes = FP16_GRAD_BYTES if fp16_grads else grad_buffer_bytes
     grads = grad_bytes * ((p / sh + e / she) if sharded_grads else (p + e))
     if fp16_grads:
         optimizer_state_bytes += FP32_MAIN_GRAD_BYTES

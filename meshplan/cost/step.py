@@ -435,7 +435,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             plan, state, workload.master_and_state_bytes, m,
             plan.zero <= 1 and workload.framework in MEGATRON_ENGINES, cluster.gpu.memory_bytes,
             fp16_grads=keeps_16bit_grads(workload.precision, workload.framework),
-            fp32_weights=workload.precision in FP32_STORAGE))
+            fp32_weights=workload.precision in FP32_STORAGE,
+            grad_buffer_bytes=workload.grad_buffer_bytes, keeps_master=workload.keeps_master))
         return memory_of[r]
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the

@@ -233,11 +233,17 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
 
     # ---- optimizer ---------------------------------------------------------------------------
     add("--optimizer", "sgd" if w.optimizer == "sgd" else "adam")
-    if p.offload_optimizer or w.optimizer_state_precision == "bf16":
+    bf16_states = w.optimizer_state_precision in ("bf16", "bf16-no-master")
+    if p.offload_optimizer or bf16_states:
         add("--use-precision-aware-optimizer")
-    if w.optimizer_state_precision == "bf16":
+    if bf16_states:
         add("--exp-avg-dtype", "bf16")
         add("--exp-avg-sq-dtype", "bf16")
+    if w.optimizer_state_precision == "bf16-no-master":
+        notes.append("Megatron's distributed optimizer keeps an fp32 main copy of the weights: "
+                     "4 bytes a parameter more than the bf16-no-master state the plan assumed")
+    if w.grad_reduce_dtype == "bf16":
+        add("--grad-reduce-in-bf16")
     if p.pp > 1 and p.schedule == "looped_bfs":
         notes.append("looped_bfs is Megatron's interleaved schedule with every micro-batch "
                      "grouped per virtual stage")

@@ -71,7 +71,8 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
         files["gpus.toml"] = toml_table(f"gpu.{json.dumps(c.gpu.name)}", _gpu_table(c.gpu))
         cluster["gpu_file"] = "gpus.toml"
     workload = {"seq_len": w.seq_len, "global_batch": w.global_batch, "precision": w.precision,
-                "optimizer": w.optimizer, "optimizer_state_precision": w.optimizer_state_precision}
+                "optimizer": w.optimizer, "optimizer_state_precision": w.optimizer_state_precision,
+                "grad_reduce_dtype": w.grad_reduce_dtype}
     plan = {LONG_NAMES.get(k, k): v for k, v in p.to_dict().items()}
     text = "\n".join(["\n".join(header(sc, "plan.toml: the plan `meshplan run` reads")), "",
                       toml_table("model", _model_table(sc.model)), toml_table("cluster", cluster),

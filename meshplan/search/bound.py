@@ -537,7 +537,9 @@ class PairBounds:
         fp16 = keeps_16bit_grads(w.precision, w.framework)
         fp32 = w.precision in FP32_STORAGE
         return all(held_bytes(memory_parts(pz, st, w.master_and_state_bytes, self.m, contiguous,
-                                           fp16_grads=fp16, fp32_weights=fp32))
+                                           fp16_grads=fp16, fp32_weights=fp32,
+                                           grad_buffer_bytes=w.grad_buffer_bytes,
+                                           keeps_master=w.keeps_master))
                    * (1 - SLACK) <= bd.capacity_bytes for st in states)
 
     def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:

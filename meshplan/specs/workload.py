@@ -18,9 +18,25 @@ OPTIMIZERS = ("adamw", "adam", "sgd")
 # Bytes per parameter kept by the optimizer beyond the 16-bit weights and gradients.
 # Mixed-precision Adam (ZeRO paper, sec. 3.1): fp32 master copy + two fp32 moments = 12;
 # with bf16 moments 4 + 2 + 2 = 8. SGD with momentum: master + momentum.
+# "bf16-no-master": the optimizer keeps its moments in bf16 and no master copy at all, the
+# bf16 weights being updated in place: Apex DistributedFusedAdam with dtype=bf16 equal to
+# the model's dtype, which NeMo 1.x then builds with store_params=False
+# (nemo/collections/nlp/models/language_modeling/megatron_base_model.py, setup_optimization:
+# "if optim_dtype == model_dtype: optim_kwargs['store_params'] = False", optim_dtype read from
+# the config's optim.dtype since v1.23.0); the NeMo launcher's Nemotron-4 340B configs
+# (NeMo-Framework-Launcher conf/training/nemotron/nemotron_340b.yaml at 24.07 and 24.09) set
+# optim dtype bf16: 2 + 2 bytes of Adam moments, 2 of SGD momentum.
 _OPT_STATE_BYTES = {("adamw", "fp32"): 12, ("adam", "fp32"): 12,
                     ("adamw", "bf16"): 8, ("adam", "bf16"): 8,
-                    ("sgd", "fp32"): 8, ("sgd", "bf16"): 6}
+                    ("sgd", "fp32"): 8, ("sgd", "bf16"): 6,
+                    ("adamw", "bf16-no-master"): 4, ("adam", "bf16-no-master"): 4,
+                    ("sgd", "bf16-no-master"): 2}
+OPTIMIZER_STATE_PRECISIONS = ("fp32", "bf16", "bf16-no-master")
+# Gradient buffer dtype: fp32 by default in Megatron-LM (accumulate_allreduce_grads_in_fp32
+# for bf16) and torchtitan (FSDP2 reduce_dtype float32); bf16 where the engine accumulates and
+# reduces in bf16: Megatron-LM --grad-reduce-in-bf16, NeMo 1.x optim.grad_sync_dtype bf16 (Apex
+# DistributedFusedAdam's contiguous grad buffer is allocated in grad_sync_dtype).
+GRAD_REDUCE_DTYPES = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,9 @@ class Workload:
     # (cost/efficiency.py ATTENTION_KERNELS: "te", "fa2", "triton-fa1"); "" = the default.
     # A runs CSV says so in the optional column ``attention_kernel``.
     attention_kernel: str = ""
+    # the dtype of the gradient buffer (GRAD_REDUCE_DTYPES); a runs CSV says so in the optional
+    # column ``grad_reduce_dtype``
+    grad_reduce_dtype: str = "fp32"
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -63,7 +82,11 @@ class Workload:
         object.__setattr__(self, "attention_kernel", kernel)
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
-                                          self.optimizer_state_precision, ("fp32", "bf16")))
+                                          self.optimizer_state_precision,
+                                          OPTIMIZER_STATE_PRECISIONS))
+        object.__setattr__(self, "grad_reduce_dtype",
+                           require_choice("grad_reduce_dtype", self.grad_reduce_dtype,
+                                          GRAD_REDUCE_DTYPES))
 
     @classmethod
     def from_tokens(cls, seq_len: int, global_batch_tokens: int, **kw) -> "Workload":
@@ -92,6 +115,17 @@ class Workload:
         state = _OPT_STATE_BYTES[(self.optimizer, self.optimizer_state_precision)]
         # fp32 storage: the weights are the master copy (counted with the weights)
         return state - 4 if self.precision in FP32_STORAGE else state
+
+    @property
+    def keeps_master(self) -> bool:
+        """Whether the optimizer holds a master copy apart from the 16-bit weights."""
+        return self.optimizer_state_precision != "bf16-no-master"
+
+    @property
+    def grad_buffer_bytes(self) -> int:
+        """Bytes per gradient element in the engine's gradient buffer (16-bit with a bf16
+        grad reduce; fp16 engines' own rule is cost/memory.py keeps_16bit_grads)."""
+        return 2 if self.grad_reduce_dtype == "bf16" else 4
 
     @property
     def activation_bytes(self) -> int:
