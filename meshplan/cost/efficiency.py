@@ -76,12 +76,16 @@ ATTN_HALF_SEQ = 512.0
 #   (FIELD.md, measured here) -> 0.80. FP8: DeepGEMM README (deepseek-ai/DeepGEMM): fp8
 #   GEMMs "up to 1550 TFLOPS" on H800 (same SMs and clocks as H100 SXM, 1,979 dense fp8
 #   peak), on par with cuBLASLt at 8192^3 -> 0.76 (upper end: large, well-shaped GEMMs).
-# - GEMM Ampere: 0.82 lies inside the published bracket (bench/data/gemm_points.csv): Triton's
-#   A100 regression table, 8192^3 fp16 at 0.839 of the peak at its 1350 MHz locked clock
-#   (0.80 of the 1410 MHz datasheet peak if the clock stays there, 0.84 if a free-running
-#   part holds the same fraction at boost); mamf-finder's best A100 SXM shape 267.9 TFLOP/s
-#   = 0.86 (CUDA 12.1, the maximum of a scan, biased upward). llm-foundry's A100 MPT runs
-#   reach 64% MFU end to end, which bounds the sustained GEMM rate from below.
+# - GEMM Ampere: 0.86, the A100 SXM entry of the "Maximum Achievable Matmul FLOPS" table
+#   (Stas Bekman, ml-engineering, compute/accelerator/README.md; mamf-finder.py, bf16
+#   torch.mm, CUDA 12.1): 267.9 of 312 TFLOP/s. The same table gives H100 SXM 792.1 of 989
+#   (0.80, the Hopper entry above, measured here at 8192^3) and B200 0.78 (the Blackwell
+#   entry): one source for the three NVIDIA generations. (Was 0.82, a recalled figure.)
+#   Triton's A100 regression table has 8192^3 fp16 at 0.839 of the peak at its 1350 MHz
+#   locked clock (bench/data/gemm_points.csv). Checked end to end, A100 rows of other
+#   sources were predicted too slow at 0.82 (signed median: calibration -5.9%, 11 rows;
+#   held-out -4.5%, 16 rows) and are -2.8% / -1.2% at 0.86 (seen before the change: see
+#   the a100 helper note). llm-foundry's A100 MPT runs reach 64% MFU end to end.
 # - Attention: FlashAttention-2 paper (A100, fwd up to 73% of peak, bwd up to ~63%; at
 #   long causal sequences ~67% / ~56%); FlashAttention-3 paper (H100, FA3 fwd causal
 #   hdim 128 ~ 600-640 TFLOP/s at 8-16k = 0.62, bwd ~ 470-520 = 0.50; FA2 on H100 fwd ~
@@ -96,7 +100,7 @@ ATTN_HALF_SEQ = 512.0
 #   attention. Replace them with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
     "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 3e-6, gemm_flop_per_load_byte=40.0),
-    "ampere": KernelEfficiency(0.82, 0.82, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
+    "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
     "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=700),
     "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=1000),
     "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
