@@ -42,8 +42,8 @@ class KernelEfficiency:
     # cancel), rows under 15 us left out as for OpenXLA's (per-call floor, which the step model
     # charges as KERNEL_GAP_S): 1024^3, 2048^3, 8192x8192x8176 come within +17/+2/+1% at the
     # NVIDIA 3 us. Least squares on those three alone would pick ~5 us (+6/-8/+1%), but
-    # mamf-finder's best cuBLAS shape (6912x16384x2048, short k) pulls the other way (-8% at
-    # 3 us, -11% at 5 us): the two libraries disagree, so the 3 us of the H100 fit is kept.
+    # mamf-finder's best cuBLAS shape (6912x16384x2048, short k) pulls the other way (-4% at
+    # 3 us, -7% at 5 us): the two libraries disagree, so the 3 us of the H100 fit is kept.
     # Held out, Triton's m = 16 rows: +13/+10%; its m = 64 / n = 64 rows run 30-120% below
     # the model (Triton's skinny kernels, far under the HBM roofline). tests/test_gemm_model.py.
     # Ampere and Volta feed: no per-shape fit; their feed comes from the L2 read
