@@ -14,6 +14,15 @@ Sources (each row names its own):
   FP8 GEMMs with 1x128/128x128 block scaling on H800 (same SMs and clocks as H100 SXM):
   normal GEMMs and grouped GEMMs for MoE (contiguous and masked layouts), TFLOPS as printed.
   DeepGEMM has no split-K: rows carry split_k=0.
+- A100 (no cuBLAS per-shape table was found): Triton's performance-regression reference table
+  (python/test/regression/test_performance.py, ``matmul_data['a100']``, fp16, as carried at
+  FlagTree/flagtree commit 92c687c4, a fork of triton-lang/triton): triton.ops.matmul timed with
+  do_bench_cudagraph, as a fraction of the tensor-core peak at the current SM clock, with the
+  A100 CI clocks at 1350 MHz (``sm_clocks``): TFLOP/s = fraction x 108 SMs x 2048 FLOP/clk x
+  1.35 GHz = fraction x 298.6. Triton's kernel, not cuBLAS (its autotune menu includes split-K).
+  And the "Maximum Achievable Matmul FLOPS" table of Stas Bekman's ml-engineering book
+  (compute/accelerator/README.md; mamf-finder.py, torch.mm, CUDA 12.1): A100 SXM bf16 267.9
+  TFLOP/s at 6912x16384x2048 (MxNxK), the best of a scan of shapes (so biased upward).
 
 Re-run: python bench/data/make_gemm_points.py XLA_TXTPB XLA_GFX942_H DEEPGEMM_README.md
 (the files above, e.g. from `git show ad6eaee1b2:xla/service/gpu/model/default_matmul_perf_table.txtpb`
@@ -32,6 +41,20 @@ XLA_H = ("OpenXLA matmul_interpolator_data.h (commit ea2c45f2ca, key {key}), pro
 GPU = {"sm_90": "H100-SXM-80GB", "sm_100_B200": "B200", "gfx942": "MI300X"}
 DTYPE = {"bf16xbf16->bf16": "bf16", "f8e4m3fnxf8e4m3fn->bf16": "fp8",
          "f8e4m3fnuzxf8e4m3fnuz->bf16": "fp8"}
+TRITON_A100 = ("Triton test/regression/test_performance.py matmul_data['a100'] fp16 (FlagTree/"
+               "flagtree commit 92c687c4, fork of triton-lang/triton), triton.ops.matmul at "
+               "1350 MHz SM clock: fraction of clock peak x 298.6")
+# (m, n, k): fraction of the tensor-core peak at the 1350 MHz SM clock, as the table prints it
+TRITON_A100_UTIL = {
+    (512, 512, 512): 0.108, (1024, 1024, 1024): 0.355, (2048, 2048, 2048): 0.653,
+    (8192, 8192, 8192): 0.839, (16, 1024, 1024): 0.015, (16, 4096, 4096): 0.080,
+    (16, 8192, 8192): 0.083, (64, 1024, 1024): 0.045, (64, 4096, 4096): 0.170,
+    (64, 8192, 8192): 0.227, (1024, 64, 1024): 0.040, (4096, 64, 4096): 0.160,
+    (8192, 64, 8192): 0.272, (8192, 8192, 8176): 0.828,
+}
+A100_CLOCK_PEAK_TFLOPS = 108 * 2048 * 1.35e9 / 1e12  # 298.6
+MAMF = ("ml-engineering (stas00) compute/accelerator/README.md, Maximum Achievable Matmul "
+        "FLOPS table: A100 SXM, CUDA 12.1, best shape of a mamf-finder.py scan")
 DEEPGEMM = "DeepGEMM README (deepseek-ai/DeepGEMM commit 327ec92, 2025-04-09), {table}"
 
 
@@ -67,6 +90,15 @@ def deepgemm_rows(text: str) -> list[dict]:
     return rows
 
 
+def a100_rows() -> list[dict]:
+    rows = [dict(source=TRITON_A100, gpu="A100-SXM-80GB", dtype="fp16", groups=1, m=m, n=n,
+                 k=k, tflops=round(u * A100_CLOCK_PEAK_TFLOPS, 2), split_k=1)
+            for (m, n, k), u in TRITON_A100_UTIL.items()]
+    rows.append(dict(source=MAMF, gpu="A100-SXM-80GB", dtype="bf16", groups=1, m=6912,
+                     n=16384, k=2048, tflops=267.9, split_k=1))
+    return rows
+
+
 def main(txtpb: str, gfx_h: str, readme: str) -> None:
     rows = xla_rows(Path(txtpb).read_text(), ("sm_90", "sm_100_B200"), XLA_TXTPB)
     # sm_90 FP8 entries reach 2,424 TFLOP/s at 4096^3, above the H100's 1,979 dense FP8 peak:
@@ -74,6 +106,7 @@ def main(txtpb: str, gfx_h: str, readme: str) -> None:
     rows = [r for r in rows if not (r["gpu"] == "H100-SXM-80GB" and r["dtype"] == "fp8")]
     rows += xla_rows(Path(gfx_h).read_text(), ("gfx942",), XLA_H)
     rows += deepgemm_rows(Path(readme).read_text())
+    rows += a100_rows()
     with OUT.open("w", newline="") as f:
         w = csv.DictWriter(f, COLS)
         w.writeheader()

@@ -22,8 +22,8 @@ the measured fraction of the datasheet peak (efficiency.py), so the large-GEMM f
 microbenchmark numbers and this module adds only the shape dependence.
 
 Checked against 1,900 published per-shape throughputs (bench/data/gemm_points.csv:
-OpenXLA's profiled GEMM tables for H100, B200 and MI300X, DeepGEMM's FP8 tables on H800) by
-tests/test_gemm_model.py.
+OpenXLA's profiled GEMM tables for H100, B200 and MI300X, DeepGEMM's FP8 tables on H800,
+Triton's A100 regression table and mamf-finder's best A100 shape) by tests/test_gemm_model.py.
 """
 
 from __future__ import annotations
