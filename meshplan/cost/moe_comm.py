@@ -87,12 +87,28 @@ def exchange_s(cluster: Cluster, place: Placement, model: ModelSpec, tokens: flo
     if dispatcher != "deepep":
         return all_to_all_s(cluster, place, bytes_per_element * tokens * model.moe_topk
                             * model.hidden)
-    gpus, nodes = copies_per_token(model, place, dispatcher)
+    gpus, _ = copies_per_token(model, place, dispatcher)
     row = bytes_per_element * model.hidden
     up = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
-    nic = cluster.nic_bytes_per_s * NETWORK.alltoall_scaleout
     # every copy for another GPU crosses NVLink once (directly, or forwarded after its RDMA
-    # hop); copies for other nodes cross the NIC once per node
+    # hop)
     inside = tokens * gpus * row / up
-    across = tokens * nodes * row / nic if place.nodes > 1 else 0.0
+    across = 0.0
+    if place.nodes > 1:
+        # the RDMA channel: one copy per destination node, the token's own node included
+        # (DeepEP csrc/kernels/internode.cu, dispatch: the sender warps write the own node's
+        # copy into its RDMA receive buffer through the same channel chunks, only the put is
+        # skipped, and the forwarders read every node's copy from there). DeepEP's table counts
+        # these logical bytes and reaches 43-58 GB/s on 50 GB/s NICs at EP16-64 (README,
+        # normal kernels), so the channel moves all node copies at about the NIC's rate:
+        # NETWORK.scaleout, the large-message share of the NIC (tests/test_deepep_table.py)
+        node_hits = node_copies(model, place)
+        across = tokens * node_hits * row / (cluster.nic_bytes_per_s * NETWORK.scaleout)
     return max(inside, across) + _latency(cluster, place, place.per_node - 1)
+
+
+def node_copies(model: ModelSpec, place: Placement) -> float:
+    """Expected destination nodes of one token under DeepEP-class dispatch, its own node
+    included (device-limited routing applied)."""
+    return _limited(model, place.nodes,
+                    expected_distinct(place.nodes, model.moe_experts, model.moe_topk))
