@@ -8,7 +8,9 @@ Two classes of dispatcher (Plan.moe_dispatcher):
   (collectives.all_to_all_s).
 - ``deepep`` (DeepEP normal kernels, DeepSeek-V3 report sec. 3.2.2; HybridEP on NVL72 is the
   same class): a token crosses InfiniBand once per destination *node* (to the GPU with the
-  same local index there), then is forwarded over NVLink once per destination *GPU*. With
+  same local index there), then is forwarded over NVLink once per destination *GPU*. The
+  RDMA channel that carries the node copies also carries the copy for the token's own node
+  (written locally, without the put), so its time counts every destination node. With
   topk experts drawn among E experts spread evenly over n GPUs, the expected number of
   distinct GPUs a token reaches is n * (1 - C(E - E/n, k) / C(E, k)) (closed form: one minus
   the chance that a given GPU holds none of the k experts); the same with the node count for
