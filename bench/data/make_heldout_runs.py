@@ -481,7 +481,8 @@ for f, t, shape, seq, tp, pp, cp, vp, mbs, n0, gbs0, prec, ns, steps, tputs, ski
 # layouts from its tables (TP 2, ETP 1, VP 1), step time and throughput per GPU count; routing balance, MTP,
 # dispatcher not printed (blank / the preset's shape without MTP): trust B. Recompute from the recipe's launch.sh at
 # c5c765f (NeMo 25.04.01 container, scripts.performance.llm.pretrain_deepseek_v3 with --recompute_modules $RM;
-# NeMo's perf script sets recompute_granularity='selective'): RM='mla_up_proj' on h100, 'core_attn' on gb200.
+# NeMo's scripts/performance/llm/pretrain_deepseek_v3.py sets recompute_granularity='selective', as read at
+# NVIDIA/NeMo 0349f23, a stored version not checked to be 25.04.01's): RM='mla_up_proj' on h100, 'core_attn' on gb200.
 for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.948, 342755.90),
                                        ('H100-SXM-80GB', 1024, 16, 64, 8192, 52.04, 644781.55),
                                        ('GB200', 128, 4, 32, 1024, 34.168, 122755.33),
@@ -499,7 +500,8 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
                     "and zero not printed (blank: planner's choice; shape from the DeepSeek-V3 preset dims); recompute selective of "
                     f"{'mla_up_proj' if gpu.startswith('H100') else 'core_attn'} from deepseek_v3/pretraining/launch.sh at c5c765f "
                     f"(RM='{'mla_up_proj' if gpu.startswith('H100') else 'core_attn'}' for GPU_TYPE={'h100' if gpu.startswith('H100') else 'gb200'}, "
-                    "passed as --recompute_modules to NeMo 25.04.01's scripts.performance.llm.pretrain_deepseek_v3, which sets granularity selective)"
+                    "passed as --recompute_modules to NeMo 25.04.01's scripts.performance.llm.pretrain_deepseek_v3, which sets granularity "
+                    "selective as read at NVIDIA/NeMo 0349f23, a version not checked to be the container's)"
                     + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
                        "TP 1 PP 4 VP 4 EP 64, force-balanced); the README prints step time, throughput and TFLOPS_per_GPU (249, MFU 10.2%) "
                        "consistently (4096 x GBS / step = the printed throughput; GBS = 8 x GPUs as launch.sh sets it): kept as printed" if gpu == 'GB200' else '')))
