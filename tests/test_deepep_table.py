@@ -5,9 +5,10 @@ forwarding" (H800, ~160 GB/s NVLink; one CX7 400 Gb/s NIC per GPU, ~50 GB/s; 409
 hidden 7168, 256 experts, top-8, top-4 groups, FP8 dispatch, BF16 combine), in both
 published versions: the first release (commit ebfe47e, 2025-02-25) and after the
 2025-04-22 optimisation (commit 3b1045d). "Bottleneck bandwidth" is logical bytes over
-time, as its tests/test_internode.py (tests/legacy/ today) counts them: every destination node of a token, its own
-node included (rdma_idx over num_nodes, num_rdma_token_sent), times hidden times the
-element size; the benchmark routes within the top min(nodes, 4) node groups.
+time, as its tests/test_internode.py (tests/legacy/ today) counts them: every
+destination node of a token, its own node included (rdma_idx over num_nodes,
+num_rdma_token_sent), times hidden times the element size; the benchmark routes within the
+top min(nodes, 4) node groups.
 
 tests/test_moe_physics.py checks the EP8 and EP64 dispatch; this file checks the rest
 (EP16, EP32, the combines) and that the alltoall dispatcher, which sends one copy per

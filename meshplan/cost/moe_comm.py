@@ -98,12 +98,12 @@ def exchange_s(cluster: Cluster, place: Placement, model: ModelSpec, tokens: flo
     across = 0.0
     if place.nodes > 1:
         # the RDMA channel: one copy per destination node, the token's own node included
-        # (DeepEP csrc/kernels/internode.cu, dispatch: the sender warps write the own node's
-        # copy into its RDMA receive buffer through the same channel chunks, only the put is
-        # skipped, and the forwarders read every node's copy from there). DeepEP's table counts
-        # these logical bytes and reaches 43-58 GB/s on 50 GB/s NICs at EP16-64 (README,
-        # normal kernels), so the channel moves all node copies at about the NIC's rate:
-        # NETWORK.scaleout, the large-message share of the NIC (tests/test_deepep_table.py)
+        # (DeepEP csrc/kernels/internode.cu at 3b1045d, dispatch: the sender warps write the
+        # own node's copy into its RDMA receive buffer through the same channel chunks, only
+        # the put is skipped, and the forwarders read every node's copy from there). DeepEP's
+        # table counts these logical bytes and reaches 43-58 GB/s on 50 GB/s NICs at EP16-64
+        # (README, normal kernels), so the channel moves all node copies at about the NIC's
+        # rate: NETWORK.scaleout, the NIC's large-message share (tests/test_deepep_table.py)
         node_hits = node_copies(model, place)
         across = tokens * node_hits * row / (cluster.nic_bytes_per_s * NETWORK.scaleout)
     return max(inside, across) + _latency(cluster, place, place.per_node - 1)
