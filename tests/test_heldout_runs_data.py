@@ -60,3 +60,23 @@ def test_async_tp_rows_are_predicted_faster_than_vanilla_tp():
     async_tp = predict_row(rows[("Llama 3.1 8B", "bf16", "", "1")], with_search_best=False)
     assert vanilla.error is None and async_tp.error is None
     assert async_tp.predicted_tokens_per_s_per_gpu > 1.03 * vanilla.predicted_tokens_per_s_per_gpu
+
+
+def test_moe_engine_settings_come_from_a_named_recipe():
+    """A Megatron-Bridge MoE row that states its dispatcher, expert-comm overlap or recompute
+    names the release tag and preset it came from; a row whose recipe was looked up but had
+    another layout leaves them blank."""
+    import re
+
+    for r in _rows(HELDOUT):
+        if r["arch"] != "moe" or not r["source"].startswith("Megatron-Bridge"):
+            continue
+        d = r["derivation"]
+        if r["moe_dispatcher"]:
+            assert r["ep_overlap"] in ("0", "1"), r["id"]
+            assert re.search(r"v0\.\d\.\d", d), r["id"]
+            assert "scripts/performance" in d or "perf_recipes" in d or "configs/" in d, r["id"]
+            if r["recompute_modules"]:
+                assert r["recompute"] == "selective", r["id"]
+        if "recipe looked up but its layout differs" in d:
+            assert not (r["moe_dispatcher"] or r["ep_overlap"] or r["recompute"]), r["id"]

@@ -215,6 +215,103 @@ SH['GOSS'] = dict(model='GPT-OSS 120B', arch='moe', layers=36, hidden=2880, head
                   moe_experts=128, moe_topk=4, moe_expert_ffn=2880, moe_shared_experts=0, moe_dense_layers=0, attention='gqa',
                   mlp='swiglu', tied_embeddings=0)
 GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200'}
+# MoE engine settings of these rows from the performance recipes of the release that printed them
+# (NVIDIA-NeMo/Megatron-Bridge tags, fetched): 25.09 = v0.1.0rc4 (its docs/performance-summary.md is the 25.09
+# page), 25.11 = v0.2.0, 26.02 = v0.3.0, 26.02.01 = v0.3.0 or v0.3.1 (both checked), 26.04 / 26.04.01 = v0.4.0,
+# v0.4.1 and the 26.04-alpha branch (identical presets for these systems), 26.06 = v0.5.0 / v0.5.1 (v0.5.1's page
+# prints 26.06), 26.08 = v0.6.0. Filled only where the recipe's layout (GPUs, GBS, MBS, TP, PP, VP, EP) equals the
+# row's. Mapping: moe_flex_dispatcher_backend hybridep / deepep (moe_token_dispatcher_type flex) -> moe_dispatcher
+# deepep (the DeepEP class: one NIC crossing per destination node, then NVLink); no flex backend -> alltoall
+# (scripts/performance/utils/overrides.py set_workload_base_configs, or the model provider's default
+# moe_token_dispatcher_type='alltoall'); moe_a2a_overlap / overlap_moe_expert_parallel_comm -> ep_overlap;
+# recompute_granularity None -> recompute none; recompute_modules M with granularity selective -> selective M
+# (overrides.py _set_recompute_overrides sets selective whenever recompute_modules is given).
+QWEN_COMMON = "set_qwen3_common_configs: recompute_granularity=None"
+MB_RECIPE = {  # (container, system, model, precision) -> (dispatcher, ep_overlap, recompute, modules, source)
+ ('25.09', 'DGX-GB200', 'DS3', 'FP8-CS'): ('alltoall', 0, 'selective', 'mla_up_proj',
+    "v0.1.0rc4 scripts/performance/run_script.py (DeepSeek-V3 on gb200: use_tokendrop -> enable_deepep False, "
+    "overlap_moe_expert_parallel_comm=False, recompute_modules=['mla_up_proj']) and configs/deepseek/deepseek_v3_llm_pretrain.yaml "
+    "(recompute_granularity selective; gb200 num_gpus_256: tp1 pp4 vp4 ep64 gbs2048 mbs1)"),
+ ('25.09', 'DGX-B200', 'DS3', 'FP8-CS'): ('alltoall', 0, 'selective', 'mla_up_proj',
+    "v0.1.0rc4 scripts/performance/run_script.py (b200: tokendrop, no DeepEP, no a2a overlap, recompute_modules=['mla_up_proj']) "
+    "and configs/deepseek/deepseek_v3_llm_pretrain.yaml (b200 num_gpus_256: tp1 pp16 ep8 gbs2048 mbs1)"),
+ ('25.09', 'DGX-H100', 'DS3', 'FP8-CS'): ('deepep', 1, 'selective', 'mla_up_proj+mlp',
+    "v0.1.0rc4 scripts/performance/run_script.py (h100: enable_deepep, overlap_moe_expert_parallel_comm=True, "
+    "recompute_modules=['mla_up_proj', 'mlp'], pp layout Et|(tt|)*30mL) and configs/deepseek/deepseek_v3_llm_pretrain.yaml "
+    "(h100 num_gpus_1024: tp2 pp8 vp4 ep64 gbs8192 mbs1, cuda_graphs false)"),
+ ('25.09', 'DGX-GB200', 'Q30', 'FP8-CS'): ('alltoall', 0, 'none', '',
+    "v0.1.0rc4 configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml (recompute_granularity null; gb200 num_gpus_8: ep8 mbs4 gbs512) and "
+    "run_script.py (token drop, no DeepEP); dispatcher = QwenProvider default moe_token_dispatcher_type 'alltoall'"),
+ ('25.09', 'DGX-B200', 'Q30', 'FP8-CS'): ('alltoall', 0, 'none', '',
+    "v0.1.0rc4 configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml (recompute_granularity null; b200 num_gpus_8: ep8 mbs1 gbs512); "
+    "dispatcher = QwenProvider default 'alltoall'"),
+ ('25.09', 'DGX-H100', 'Q235', 'FP8-CS'): ('alltoall', 0, 'none', '',
+    "v0.1.0rc4 configs/qwen3/qwen3_235b_a22b_llm_pretrain.yaml (recompute_granularity null; h100 num_gpus_256: tp2 pp8 vp4 ep32 "
+    "gbs2048); dispatcher = QwenProvider default 'alltoall'"),
+ ('25.11', 'DGX-H100', 'Q235', 'FP8-CS'): ('alltoall', 1, 'none', '',
+    "v0.2.0 configs/qwen3/workload_base_configs.py QWEN3_235B_A22B_H100_FP8_CS_BASE_CONFIG (256 GPUs tp2 pp8 vp4 ep32 gbs2048, "
+    "moe_a2a_overlap=True, no flex backend) and qwen3_llm_pretrain.py " + QWEN_COMMON),
+ ('26.02', 'DGX-B200', 'GOSS', 'BF16'): ('alltoall', 0, 'selective', 'layernorm+moe_act',
+    "v0.3.0 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2 (ep64 mbs4 gbs1280, "
+    "recompute_modules=['layernorm', 'moe_act'], no flex backend: GPTOSSProvider moe_token_dispatcher_type 'alltoall')"),
+ ('26.02.01', 'DGX-GB200', 'Q235', 'MXFP8'): ('deepep', 0, 'none', '',
+    "v0.3.0 and v0.3.1 (same preset) configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2 "
+    "(256 GPUs pp8 ep32 gbs8192, moe_flex_dispatcher_backend='hybridep', moe_a2a_overlap default False) and "
+    "qwen3_llm_pretrain.py " + QWEN_COMMON),
+ ('26.04', 'DGX-B200', 'DS3', 'MXFP8'): ('deepep', 0, 'selective', 'mla_up_proj',
+    "v0.4.0 / v0.4.1 configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (pp16 ep8 "
+    "gbs4096, recompute_modules=['mla_up_proj'], hybridep, moe_a2a_overlap=False)"),
+ ('26.04.01', 'DGX-B200', 'Q30', 'MXFP8'): ('deepep', 0, 'none', '',
+    "v0.4.1 configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1 (8 GPUs ep8 mbs4 gbs512, "
+    "hybridep, moe_a2a_overlap default False) and qwen3_llm_pretrain.py (flex dispatcher; " + QWEN_COMMON + ")"),
+ ('26.04.01', 'DGX-B200', 'Q235', 'MXFP8'): ('alltoall', 0, 'none', '',
+    "v0.4.1 configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2 (256 GPUs pp8 ep8 gbs8192, "
+    "moe_a2a_overlap=False) and qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_b200 (moe_token_dispatcher_type "
+    "'alltoall'; " + QWEN_COMMON + ")"),
+ ('26.04.01', 'DGX-H100', 'Q235', 'FP8'): ('alltoall', 1, 'none', '',
+    "v0.4.1 configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2 (256 GPUs tp2 pp8 vp4 "
+    "ep32 gbs8192, moe_a2a_overlap=True) and qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_h100 ('alltoall'; "
+    + QWEN_COMMON + ")"),
+ ('26.04.01', 'DGX-GB200', 'GOSS', 'BF16'): ('deepep', 1, 'selective', 'layernorm+moe_act',
+    "v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2 (ep64 mbs4 gbs1280, "
+    "recompute_modules=['layernorm', 'moe_act'], hybridep, moe_a2a_overlap=True)"),
+ ('26.04.01', 'DGX-B200', 'GOSS', 'BF16'): ('deepep', 0, 'selective', 'layernorm+moe_act',
+    "v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2 (ep8 mbs4 gbs1280, "
+    "recompute_modules=['layernorm', 'moe_act'], hybridep, moe_a2a_overlap default False)"),
+ ('26.04.01', 'DGX-H100', 'GOSS', 'BF16'): ('alltoall', 0, 'selective', 'layernorm+moe_act',
+    "v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2 (pp4 ep8 mbs1 gbs1280, "
+    "recompute_modules=['layernorm', 'moe_act'], no flex backend: GPTOSSProvider 'alltoall')"),
+ ('26.06', 'DGX-H100', 'Q30', 'FP8'): ('deepep', 0, 'none', '',
+    "v0.5.0 / v0.5.1 configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (16 GPUs ep16 "
+    "gbs1024, moe_a2a_overlap=False, moe_flex_dispatcher_backend='hybridep') and qwen3_llm_pretrain.py "
+    "qwen3_30b_a3b_pretrain_config_h100 (moe_token_dispatcher_type 'flex'; " + QWEN_COMMON + ")"),
+ ('26.08', 'DGX-GB200', 'DS3', 'MXFP8'): ('deepep', 1, 'selective', 'mla_up_proj',
+    "v0.6.0 src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v3.py deepseek_v3_pretrain_256gpu_gb200_fp8mx_config "
+    "(pp4 vp4 ep64 gbs4096 mbs1, recompute_modules=['mla_up_proj'], common.py _deepseek_v3_common: granularity selective; "
+    "_enable_deepseek_full_iteration_mxfp8: flex hybridep, overlap_moe_expert_parallel_comm=True, full-iteration CUDA graph)"),
+ ('26.08', 'DGX-GB200', 'Q235', 'MXFP8'): ('deepep', 1, 'none', '',
+    "v0.6.0 src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config "
+    "(pp8 vp3 ep32 gbs8192, recompute_granularity=None, flex hybridep; qwen/common.py _enable_hybridep_full_iteration_mxfp8: "
+    "overlap_moe_expert_parallel_comm=True, full-iteration CUDA graph)"),
+ ('26.08', 'DGX-GB200', 'GOSS', 'MXFP8'): ('deepep', 1, 'none', '',
+    "v0.6.0 src/megatron/bridge/perf_recipes/gpt_oss/gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config (ep64 mbs4 "
+    "gbs1280; recompute_granularity selective with recompute_modules=[]: nothing recomputed; gpt_oss/common.py "
+    "_apply_gpt_oss_120b_full_iter_fp8mx_configs: flex hybridep, overlap_moe_expert_parallel_comm=True, FP8 attention, "
+    "full-iteration CUDA graph)"),
+}
+MB_RECIPE[('25.09', 'DGX-B200', 'DS3', 'FP8-MX')] = MB_RECIPE[('25.09', 'DGX-B200', 'DS3', 'FP8-CS')]
+MB_RECIPE[('25.09', 'DGX-B200', 'Q235', 'FP8-CS')] = MB_RECIPE[('25.09', 'DGX-B200', 'Q235', 'FP8-MX')] = ('alltoall', 0, 'none', '',
+    "v0.1.0rc4 configs/qwen3/qwen3_235b_a22b_llm_pretrain.yaml (recompute_granularity null; b200 num_gpus_64: pp8 vp2 ep8 "
+    "gbs1024); dispatcher = QwenProvider default 'alltoall'")
+MB_RECIPE_MISMATCH = {  # looked up, but no preset of that release has the row's layout: left blank
+ ('26.04.01', 'DGX-B200', 'DS3', 'MXFP8'): "v0.4.0 / v0.4.1 / 26.04-alpha B200 DeepSeek-V3 presets are pp16 ep8, the row pp8 vp2 ep32",
+ ('26.02.01', 'DGX-H100', 'Q30', 'FP8'): "v0.3.0's H100 preset has the row's layout (deepep, a2a overlap) but v0.3.1's is ep16 hybridep: which tag built 26.02.01 is not known",
+ ('25.09', 'DGX-GB200', 'Q235', 'FP8-CS'): "v0.1.0rc4's gb200 qwen3_235b preset is tp1 pp8 ep8, the row tp2 pp1 ep64",
+ ('25.09', 'DGX-GB200', 'Q235', 'FP8-MX'): "v0.1.0rc4's gb200 qwen3_235b preset is tp1 pp8 ep8, the row tp2 pp1 ep64",
+ ('25.11', 'DGX-GB200', 'GOSS', 'BF16'): "v0.2.0's GB200 preset is seq 4096 mbs4 gbs512, the row seq 8192 mbs1 gbs1280",
+ ('25.11', 'DGX-B200', 'GOSS', 'BF16'): "v0.2.0's B200 preset is ep64, the row ep8",
+ ('25.11', 'DGX-H100', 'GOSS', 'BF16'): "v0.2.0's H100 preset is mbs1, the row mbs4",
+}
 for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
     recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
     where = ('' if ver == '26.08' else '-archive')
@@ -238,13 +335,26 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
     if fsdp is None:
         notes.append("this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
     fs = bool(fsdp)
+    key = (ver, sysn, m, prec)
+    disp, epo, rc, mods = '', '', '', ''
+    if key in MB_RECIPE:
+        disp, epo, rc, mods, src = MB_RECIPE[key]
+        engine = (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
+                  f"this release (NVIDIA-NeMo/Megatron-Bridge {src})")
+    elif key in MB_RECIPE_MISMATCH:
+        engine = ("recompute, MoE dispatcher and expert-comm overlap not printed; recipe looked up but its layout differs ("
+                  + MB_RECIPE_MISMATCH[key] + "): blank, the row is predicted with the planner's choice")
+    else:
+        engine = ("recompute, MoE dispatcher and expert-comm overlap not printed and the recipe of this container not looked up "
+                  "(blank: the row is predicted with the planner's choice)")
     notes.append(f"zero {'3 (FSDP ' + str(fsdp) + ')' if fs else '1 (FSDP 0: distributed optimizer)'} inferred; sequence_parallel inferred from TP>1; "
-                 "recompute, MoE dispatcher and expert-comm overlap not printed and the recipe of this container not looked up (blank: the row is predicted with the planner's choice)")
+                 + engine)
     if others:
         notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
     add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
         gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
-        sequence_parallel=1 if tp > 1 else 0, recompute='', precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
+        sequence_parallel=1 if tp > 1 else 0, recompute=rc, recompute_modules=mods, moe_dispatcher=disp, ep_overlap=epo,
+        precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
         measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes))
 # Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
@@ -400,7 +510,10 @@ for f, t, shape, seq, tp, pp, cp, vp, mbs, n0, gbs0, prec, ns, steps, tputs, ski
                         "zero and recompute not printed (blank: planner's choice); FP8 recipe not printed (NeMo 24.x default: per-tensor delayed scaling)"))
 # dgxc-benchmarking deepseek_v3/pretraining/README.md at c5c765f (2025-10-22): DeepSeek-V3 671B BF16, seq 4096, MBS 1,
 # layouts from its tables (TP 2, ETP 1, VP 1), step time and throughput per GPU count; routing balance, MTP,
-# dispatcher and recompute not printed (blank / the preset's shape without MTP): trust B
+# dispatcher not printed (blank / the preset's shape without MTP): trust B. Recompute from the recipe's launch.sh at
+# c5c765f (NeMo 25.04.01 container, scripts.performance.llm.pretrain_deepseek_v3 with --recompute_modules $RM;
+# NeMo's scripts/performance/llm/pretrain_deepseek_v3.py sets recompute_granularity='selective', as read at
+# NVIDIA/NeMo 0349f23, a stored version not checked to be 25.04.01's): RM='mla_up_proj' on h100, 'core_attn' on gb200.
 for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.948, 342755.90),
                                        ('H100-SXM-80GB', 1024, 16, 64, 8192, 52.04, 644781.55),
                                        ('GB200', 128, 4, 32, 1024, 34.168, 122755.33),
@@ -410,13 +523,19 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
     add(source=DGXC.format(f='deepseek_v3/pretraining/README.md', c='c5c765f', d='2025-10-22',
                            t=f"Deepseek V3 BF16 {'H100' if gpu.startswith('H100') else 'GB200'}"),
         trust='B', **SH['DS3'], seq_len=4096, global_batch_seqs=gbs, micro_batch=1, gpu=gpu, num_gpus=n, tp=2, pp=pp, vpp=1,
-        dp=dp, cp=1, ep=ep, etp=1, zero='', sequence_parallel=1, recompute='', precision='bf16', framework='nemo',
+        dp=dp, cp=1, ep=ep, etp=1, zero='', sequence_parallel=1, recompute='selective',
+        recompute_modules='mla_up_proj' if gpu.startswith('H100') else 'core_attn', precision='bf16', framework='nemo',
         measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
         derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 4096 x {gbs} / {step} s); TP 2 PP {pp} EP {ep} ETP 1 DP {dp} "
-                    f"VP 1 MBS 1 GA {gbs // dp} from the layout table (Megatron-Bridge recipe); expert routing balance, MTP, dispatcher, "
-                    "recompute and zero not printed (blank: planner's choice; shape from the DeepSeek-V3 preset dims)"
+                    f"VP 1 MBS 1 GA {gbs // dp} from the layout table; expert routing balance, MTP, dispatcher "
+                    "and zero not printed (blank: planner's choice; shape from the DeepSeek-V3 preset dims); recompute selective of "
+                    f"{'mla_up_proj' if gpu.startswith('H100') else 'core_attn'} from deepseek_v3/pretraining/launch.sh at c5c765f "
+                    f"(RM='{'mla_up_proj' if gpu.startswith('H100') else 'core_attn'}' for GPU_TYPE={'h100' if gpu.startswith('H100') else 'gb200'}, "
+                    "passed as --recompute_modules to NeMo 25.04.01's scripts.performance.llm.pretrain_deepseek_v3, which sets granularity "
+                    "selective as read at NVIDIA/NeMo 0349f23, a version not checked to be the container's)"
                     + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
-                       "TP 1 PP 4 VP 4 EP 64, force-balanced): a source-side outlier kept as printed" if gpu == 'GB200' else '')))
+                       "TP 1 PP 4 VP 4 EP 64, force-balanced); the README prints step time, throughput and TFLOPS_per_GPU (249, MFU 10.2%) "
+                       "consistently (4096 x GBS / step = the printed throughput; GBS = 8 x GPUs as launch.sh sets it): kept as printed" if gpu == 'GB200' else '')))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):

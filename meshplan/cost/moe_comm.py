@@ -8,7 +8,9 @@ Two classes of dispatcher (Plan.moe_dispatcher):
   (collectives.all_to_all_s).
 - ``deepep`` (DeepEP normal kernels, DeepSeek-V3 report sec. 3.2.2; HybridEP on NVL72 is the
   same class): a token crosses InfiniBand once per destination *node* (to the GPU with the
-  same local index there), then is forwarded over NVLink once per destination *GPU*. With
+  same local index there), then is forwarded over NVLink once per destination *GPU*. The
+  RDMA channel that carries the node copies also carries the copy for the token's own node
+  (written locally, without the put), so its time counts every destination node. With
   topk experts drawn among E experts spread evenly over n GPUs, the expected number of
   distinct GPUs a token reaches is n * (1 - C(E - E/n, k) / C(E, k)) (closed form: one minus
   the chance that a given GPU holds none of the k experts); the same with the node count for
@@ -87,12 +89,28 @@ def exchange_s(cluster: Cluster, place: Placement, model: ModelSpec, tokens: flo
     if dispatcher != "deepep":
         return all_to_all_s(cluster, place, bytes_per_element * tokens * model.moe_topk
                             * model.hidden)
-    gpus, nodes = copies_per_token(model, place, dispatcher)
+    gpus, _ = copies_per_token(model, place, dispatcher)
     row = bytes_per_element * model.hidden
     up = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
-    nic = cluster.nic_bytes_per_s * NETWORK.alltoall_scaleout
     # every copy for another GPU crosses NVLink once (directly, or forwarded after its RDMA
-    # hop); copies for other nodes cross the NIC once per node
+    # hop)
     inside = tokens * gpus * row / up
-    across = tokens * nodes * row / nic if place.nodes > 1 else 0.0
+    across = 0.0
+    if place.nodes > 1:
+        # the RDMA channel: one copy per destination node, the token's own node included
+        # (DeepEP csrc/kernels/internode.cu at 3b1045d, dispatch: the sender warps write the
+        # own node's copy into its RDMA receive buffer through the same channel chunks, only
+        # the put is skipped, and the forwarders read every node's copy from there). DeepEP's
+        # table counts these logical bytes and reaches 43-58 GB/s on 50 GB/s NICs at EP16-64
+        # (README, normal kernels), so the channel moves all node copies at about the NIC's
+        # rate: NETWORK.scaleout, the NIC's large-message share (tests/test_deepep_table.py)
+        node_hits = node_copies(model, place)
+        across = tokens * node_hits * row / (cluster.nic_bytes_per_s * NETWORK.scaleout)
     return max(inside, across) + _latency(cluster, place, place.per_node - 1)
+
+
+def node_copies(model: ModelSpec, place: Placement) -> float:
+    """Expected destination nodes of one token under DeepEP-class dispatch, its own node
+    included (device-limited routing applied)."""
+    return _limited(model, place.nodes,
+                    expected_distinct(place.nodes, model.moe_experts, model.moe_topk))
