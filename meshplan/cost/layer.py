@@ -135,17 +135,15 @@ def fp32_activations(ops: LayerOps, scale: float) -> LayerOps:
         "tp_gather_bytes", "etp_buffer_bytes", "cp_kv_bytes", "cp_a2a_bytes")})
 
 
-@lru_cache(maxsize=4096)
-def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
-               places: CommPlacements, tp_overlap: bool, precision: str,
-               cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
-               ep_overlap: bool = False, modules: str = "") -> LayerCost:
-    """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
-    kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
-    (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
-    compute of another (Megatron's combined 1F1B, DualPipe); ``modules``: with recompute
-    "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
-    engine's own selective recomputation)."""
+@lru_cache(maxsize=1 << 16)
+def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
+                    precision: str, engine: str = "", moe_dispatcher: str = "alltoall"
+                    ) -> tuple[LayerOps, object, object]:
+    """(the layer's operations, the device, their times): what layer_cost reads that does
+    not depend on recomputation, placements or overlap. Cached: the search asks for the same
+    layer shape under many placements and recomputation settings (DeepSeek-V3 on 2,048
+    H800: 13,710 distinct layer_cost calls, 6,543 distinct shapes). The results are
+    immutable."""
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
@@ -157,7 +155,22 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     dev = device(cluster.gpu, precision, engine)
     if dev.act_scale != 1.0:
         ops = fp32_activations(ops, dev.act_scale)
-    t = op_times(dev, ops)
+    return ops, dev, op_times(dev, ops)
+
+
+@lru_cache(maxsize=1 << 15)
+def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
+               places: CommPlacements, tp_overlap: bool, precision: str,
+               cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
+               ep_overlap: bool = False, modules: str = "") -> LayerCost:
+    """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
+    kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
+    (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
+    compute of another (Megatron's combined 1F1B, DualPipe); ``modules``: with recompute
+    "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
+    engine's own selective recomputation)."""
+    ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
+                                  moe_dispatcher)
     # attention scores an engine without flash-class kernels keeps (attention_memory.py)
     scores = (scores_bytes(model, shard) if kind in ("dense", "moe")
               and materialises_scores(cluster.gpu.generation, engine) else 0.0)
@@ -285,3 +298,16 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         model_flops=model_flops, hw_flops=hw_flops,
         fwd_exposed_s=(tp_wire - gather - tp_hidden) / passes + ep_fwd + cp_fwd_exposed
         + gather)
+
+
+_clear_layer_cost = layer_cost.cache_clear
+
+
+def _clear_layer_caches() -> None:
+    """layer_cost.cache_clear() also forgets the layer shapes' operations and times (callers
+    clear it after changing a constant of the cost model)."""
+    _clear_layer_cost()
+    layer_ops_times.cache_clear()
+
+
+layer_cost.cache_clear = _clear_layer_caches
