@@ -238,10 +238,10 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
                 dep_b = slot[dp]
                 if dep_f >= dep_b:
                     dep = dep_f
-                    p = meta[2] if record else -1
+                    p = 2  # (where the record keeps the producing action's gid)
                 else:
                     dep = dep_b
-                    p = meta[3] if record else -1
+                    p = 3
                 start = t if t >= dep else dep
                 comp = comp_f[sf] + comp_b[sb]
                 comm = a2a_f[sf] + a2a_b[sb]
@@ -275,10 +275,9 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
                 dep = slot[dp]
                 start = t if t >= dep else dep
                 end = t_after = start + dur[di]
-                if gs >= 0 and gathers and gather_done[gs] > end:  # overlapped gather
+                if gathers and gs >= 0 and gather_done[gs] > end:  # overlapped gather
                     end = t_after = gather_done[gs]
-                if oe >= 0:
-                    slot[oe] = end
+                slot[oe] = end  # (a W writes the scratch slot)
                 if oa >= 0:
                     if ln >= 0:  # a transfer on the (sender, receiver) link, in issue order
                         lf = link_free[ln]
@@ -291,13 +290,12 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
                     else:
                         arr = end
                     slot[oa] = arr
-                if record:
-                    p = meta[2]
+                p = 2
             if wg >= 0:  # the chunk's last weight-gradient action
                 reduce_issue[wg] = start
                 reduce_floor[wg] = end
             if record:
-                pred[meta[0]] = p if dep > t else meta[1]
+                pred[meta[0]] = meta[p] if dep > t else meta[1]
             st_add(start)
             en_add(end)
             bsy += end - start
@@ -353,8 +351,9 @@ class _Program:
 
     Slots (one flat list of floats per simulation), key = stage * m + micro-batch: forward
     end at key, forward output's arrival at stage + 1 at N + key, input gradient's arrival
-    at stage - 1 at 2N + key, input-gradient (B or I) end at 3N + key, and 0.0 at 4N (what
-    stage 0's forward waits for). N = stages x micro-batches."""
+    at stage - 1 at 2N + key, input-gradient (B or I) end at 3N + key, 0.0 at 4N (what
+    stage 0's forward waits for) and at 4N + 1 a scratch slot that W actions write (read
+    by none). N = stages x micro-batches."""
 
     segments: tuple  # (rank, ops): a run of one rank's actions, in walk order
     n_slots: int
@@ -395,7 +394,7 @@ def _compile(sched: Schedule) -> _Program:
     last = S - 1
     N = S * m
     N2, N3 = 2 * N, 3 * N
-    ZERO = 4 * N
+    ZERO, SCRATCH = 4 * N, 4 * N + 1
     rank_of = [sched.stage_to_rank(s) for s in range(S)]
     done = [False] * (4 * N)  # which slots the walk has produced so far
     wgrad_left = [m] * S
@@ -471,7 +470,7 @@ def _compile(sched: Schedule) -> _Program:
                     if not done[N3 + key]:
                         raise ScheduleError(f"rank {r}: {s}W{mb} before its I")
                     wgrad_left[s] -= 1
-                    add((_W, 3 * S + s, N3 + key, -1, -1, -1, 0, -1,
+                    add((_W, 3 * S + s, N3 + key, SCRATCH, -1, -1, 0, -1,
                          -1 if wgrad_left[s] else s))
                 else:  # B or I
                     if kind != B and kind != I:
@@ -538,7 +537,7 @@ def _compile(sched: Schedule) -> _Program:
             elif x.kind != I:
                 n -= 1
         p_n.append(peak)
-    return _Program(tuple(segments), 4 * N + 1, tot, gid_base, used, p_index, p_fwd, p_n)
+    return _Program(tuple(segments), 4 * N + 2, tot, gid_base, used, p_index, p_fwd, p_n)
 
 
 def _metas(sched: Schedule, prog: _Program) -> list[tuple]:
@@ -548,9 +547,8 @@ def _metas(sched: Schedule, prog: _Program) -> list[tuple]:
     None, the backward output's (..., "B") or None). Built once per schedule."""
     if prog.metas is not None:
         return prog.metas
-    S, m, pp = sched.num_stages, sched.num_microbatches, sched.pp
-    N = S * m
-    producer = [-1] * (4 * N + 1)  # slot -> gid of the action that writes it
+    pp = sched.pp
+    producer = [-1] * prog.n_slots  # slot -> gid of the action that writes it
     ptr = [0] * pp
     out: list[tuple] = []
     for r, ops in prog.segments:
