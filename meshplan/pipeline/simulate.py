@@ -42,7 +42,7 @@ micro-batches of 1F1B, 262,144 actions, in well under a second; ``bench/bench_si
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress
 
 from ..errors import InputError
 from .actions import B, F, I, OVERLAP_F_B, W
@@ -213,35 +213,26 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     reduce_issue = [NEG] * S  # start of the chunk's last weight-gradient action
     reduce_floor = [NEG] * S  # its end: the last bucket cannot be reduced before it
 
-    # the record-only part of each action: (gid, gid of the rank's previous action or -1,
-    # producing gid of the forward input, of the backward input (OVERLAP_F_B), transfer
-    # of the forward output, of the backward output)
-    metas = _metas(sched, prog) if record else repeat(None)
-    meta_at = 0
+    # recording: the action (global id) that wrote each slot, for the critical path
+    prod = [-1] * prog.n_slots if record else None
+    gid_base = prog.gid_base
     O = _O
-    for r, ops in prog.segments:
+    for r, ops, g0 in prog.segments:
         t = free[r]
         bsy = busy[r]
         st_add = starts[r].append
         en_add = ends[r].append
-        if record:
-            seg_metas = metas[meta_at:meta_at + len(ops)]
-            meta_at += len(ops)
-        else:
-            seg_metas = metas
-        for (k, di, dp, oe, oa, ln, pi, gs, wg), meta in zip(ops, seg_metas):
+        gid = g0 - 1  # (counted only when recording)
+        for k, di, dp, oe, oa, ln, pi, gs, wg in ops:
+            if record:
+                gid += 1
             if k == O:
                 # di, dp: the halves' dependency slots; oe, oa: forward end / arrival
                 # slots; ln, pi: backward end / arrival slots; gs: (sf, sb, link_f, link_b)
                 sf, sb, ln_f, ln_b = gs
                 dep_f = slot[di]
                 dep_b = slot[dp]
-                if dep_f >= dep_b:
-                    dep = dep_f
-                    p = 2  # (where the record keeps the producing action's gid)
-                else:
-                    dep = dep_b
-                    p = 3
+                dep = dep_f if dep_f >= dep_b else dep_b
                 start = t if t >= dep else dep
                 comp = comp_f[sf] + comp_b[sb]
                 comm = a2a_f[sf] + a2a_b[sb]
@@ -256,7 +247,8 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
                         arr = (end if end > lf else lf) + p2p[sf]
                         link_free[ln_f] = arr
                         if record:
-                            transfers.append(meta[4] + (arr - p2p[sf], arr))
+                            fa = sched.order[r][gid - gid_base[r]].sub[0]
+                            transfers.append((r, ln_f % pp, sf, fa.mb, "F", arr - p2p[sf], arr))
                     else:
                         arr = end
                     slot[oa] = arr
@@ -267,10 +259,17 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
                         arr = (end if end > lf else lf) + p2p[sb - 1]
                         link_free[ln_b] = arr
                         if record:
-                            transfers.append(meta[5] + (arr - p2p[sb - 1], arr))
+                            ba = sched.order[r][gid - gid_base[r]].sub[1]
+                            transfers.append((r, ln_b % pp, sb, ba.mb, "B", arr - p2p[sb - 1],
+                                              arr))
                     else:
                         arr = end
                     slot[pi] = arr
+                if record:
+                    p = prod[di] if dep_f >= dep_b else prod[dp]
+                    prod[ln] = gid
+                    if pi >= 0:
+                        prod[pi] = gid
             else:
                 dep = slot[dp]
                 start = t if t >= dep else dep
@@ -284,18 +283,24 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
                         arr = (end if end > lf else lf) + p2p[pi]
                         link_free[ln] = arr
                         if record:
-                            transfers.append(meta[4] + (arr - p2p[pi], arr))
+                            a = sched.order[r][gid - gid_base[r]]
+                            transfers.append((r, ln % pp, a.stage, a.mb,
+                                              "F" if k == _F else "B", arr - p2p[pi], arr))
                         if not overlap_p2p:
                             t_after = arr
                     else:
                         arr = end
                     slot[oa] = arr
-                p = 2
+                if record:
+                    p = prod[dp]
             if wg >= 0:  # the chunk's last weight-gradient action
                 reduce_issue[wg] = start
                 reduce_floor[wg] = end
             if record:
-                pred[meta[0]] = meta[p] if dep > t else meta[1]
+                pred[gid] = p if dep > t else (gid - 1 if gid != gid_base[r] else -1)
+                prod[oe] = gid
+                if oa >= 0:
+                    prod[oa] = gid
             st_add(start)
             en_add(end)
             bsy += end - start
@@ -341,7 +346,7 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     return SimResult(sched, list(chunks), step, ranks, crit, starts, ends, transfers, dp_events)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Program:
     """A schedule compiled for the simulator: its actions in the order the event walk takes
     them, each with the slots it reads and writes. The walk's order depends only on the
@@ -355,7 +360,7 @@ class _Program:
     stage 0's forward waits for) and at 4N + 1 a scratch slot that W actions write (read
     by none). N = stages x micro-batches."""
 
-    segments: tuple  # (rank, ops): a run of one rank's actions, in walk order
+    segments: tuple  # (rank, ops, gid of the first): a run of one rank's actions
     n_slots: int
     n_actions: int
     gid_base: list  # per rank: global id of its first action
@@ -363,7 +368,6 @@ class _Program:
     peak_index: list  # per rank: _peak_of's table index of each (leaf) action, in order
     peak_fwd: list  # per rank: 1 where that leaf is a forward (the stash grows), else 0
     peak_n: list  # per rank: peak chunk-micro-batches stashed (no times involved)
-    metas: list | None = None  # the record-only parts (_metas), built when first asked
 
 
 _ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its _Program)
@@ -403,6 +407,11 @@ def _compile(sched: Schedule) -> _Program:
     segments: list[tuple] = []
     ready = list(range(pp - 1, -1, -1))
     order = sched.order
+    gid_base = [0] * pp  # global id of each rank's first action
+    tot = 0
+    for r in range(pp):
+        gid_base[r] = tot
+        tot += len(order[r])
 
     while ready:
         r = ready.pop()
@@ -499,7 +508,7 @@ def _compile(sched: Schedule) -> _Program:
             i += 1
         ptr[r] = i
         if ops:
-            segments.append((r, tuple(ops)))
+            segments.append((r, tuple(ops), gid_base[r] + i - len(ops)))
 
     stuck = [r for r in range(pp) if ptr[r] < len(order[r])]
     if stuck:
@@ -507,77 +516,22 @@ def _compile(sched: Schedule) -> _Program:
         raise ScheduleError(f"{sched.name}: deadlock, rank {r} waits at "
                             f"{order[r][ptr[r]]} (ranks stuck: {stuck})")
 
-    gid_base = [0] * pp
-    tot = 0
-    for r in range(pp):
-        gid_base[r] = tot
-        tot += len(order[r])
     used: list[list[int]] = []
     p_index: list[list[int]] = []
-    p_fwd: list[list[int]] = []
+    p_fwd: list[list[bool]] = []
     p_n: list[int] = []
     base = {F: 0, B: S, I: 2 * S, W: 3 * S}
+    step_n = {F: 1, B: -1, I: 0, W: -1}  # chunk-micro-batches stashed: + forward, - B or W
     for r in range(pp):
-        order_used: list[int] = []
-        seen: set = set()
-        leaves = [x for a in order[r] for x in (a.sub if a.sub is not None else (a,))]
-        for x in leaves:
-            if x.stage not in seen:
-                seen.add(x.stage)
-                order_used.append(x.stage)
-        used.append(order_used)
-        p_index.append([base[x.kind] + x.stage for x in leaves])
-        p_fwd.append([x.kind == F for x in leaves])
-        n = peak = 0
-        for x in leaves:
-            if x.kind == F:
-                n += 1
-                if n > peak:
-                    peak = n
-            elif x.kind != I:
-                n -= 1
-        p_n.append(peak)
+        acts = order[r]
+        leaves = ([x for a in acts for x in (a.sub if a.sub is not None else (a,))]
+                  if any(a.sub is not None for a in acts) else acts)
+        used.append(list(dict.fromkeys([x.stage for x in leaves])))
+        kinds = [x.kind for x in leaves]
+        p_index.append([base[k] + x.stage for k, x in zip(kinds, leaves)])
+        p_fwd.append([k == F for k in kinds])
+        p_n.append(max(accumulate(map(step_n.__getitem__, kinds), initial=0)))
     return _Program(tuple(segments), 4 * N + 2, tot, gid_base, used, p_index, p_fwd, p_n)
-
-
-def _metas(sched: Schedule, prog: _Program) -> list[tuple]:
-    """Per action in walk order, what only the recording simulation needs: (gid, the
-    rank's previous gid or -1, gid producing the (forward) input, gid producing the
-    backward input or None, the forward output's transfer (src, dst, stage, mb, "F") or
-    None, the backward output's (..., "B") or None). Built once per schedule."""
-    if prog.metas is not None:
-        return prog.metas
-    pp = sched.pp
-    producer = [-1] * prog.n_slots  # slot -> gid of the action that writes it
-    ptr = [0] * pp
-    out: list[tuple] = []
-    for r, ops in prog.segments:
-        acts = sched.order[r]
-        for op in ops:
-            i = ptr[r]
-            ptr[r] += 1
-            gid = prog.gid_base[r] + i
-            prev = gid - 1 if i else -1
-            if op[0] == _O:
-                fa, ba = acts[i].sub
-                ln_f, ln_b = op[7][2], op[7][3]
-                out.append((gid, prev, producer[op[1]], producer[op[2]],
-                            (r, ln_f % pp if ln_f >= 0 else r, fa.stage, fa.mb, "F"),
-                            (r, ln_b % pp if ln_b >= 0 else r, ba.stage, ba.mb, "B")))
-                for sl in (op[3], op[4], op[5], op[6]):
-                    if sl >= 0:
-                        producer[sl] = gid
-            else:
-                a = acts[i]
-                ln = op[5]
-                out.append((gid, prev, producer[op[2]], None,
-                            (r, ln % pp if ln >= 0 else r, a.stage, a.mb,
-                             "F" if op[0] == _F else "B"), None))
-                for sl in (op[3], op[4]):
-                    if sl >= 0:
-                        producer[sl] = gid
-    prog.metas = out
-    return out
 
 
 def _peak_of(prog: _Program, r: int, act: list[float], hold: list[float]
