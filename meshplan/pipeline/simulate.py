@@ -37,6 +37,13 @@ pins that and the other closed forms.
 Speed: each action is simulated once; a rank blocked on a remote input is parked on that
 input and woken when it is produced, so a step costs O(actions) (128 stages x 1,024
 micro-batches of 1F1B, 262,144 actions, in well under a second; ``bench/bench_simulate.py``).
+Which action the walk takes next depends only on the lists (whether an input has been
+produced yet), never on the times, so the walk is done once per schedule (``_compile``:
+each action with the slots it reads and writes, in walk order) and every simulation of that
+schedule replays it: the same max and + on the same numbers in the same order, hence the
+same floats, at about a third of the cost of a walk (the search's re-rank simulates many
+plans per schedule; ``tests/test_simulate_replay.py`` checks the replay against a plain
+sweep of this model).
 """
 
 from __future__ import annotations
