@@ -80,23 +80,10 @@ class RankState:
     working_bytes: float  # one layer's backward working set / logits
 
 
-def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
-                 microbatches: int = 1, contiguous_states: bool = False,
-                 capacity_bytes: float = float("inf"),
-                 fp16_grads: bool = False, fp32_weights: bool = False,
-                 grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True
-                 ) -> dict[str, float]:
-    """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
-
-    ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
-    large buffers allocated once (Megatron-LM's param-and-grad buffers and distributed
-    optimizer shards), which the caching allocator cannot fragment; only the transient part
-    (activations, working set, communication buffers) fragments. Engines that allocate
-    per-parameter tensors and gather/free them per layer (FSDP2) fragment everything.
-
-    ``grad_buffer_bytes``: bytes per gradient element (Workload.grad_buffer_bytes: 2 with a
-    bf16 grad reduce). ``keeps_master`` False: the optimizer has no master copy
-    (Workload.keeps_master), so under zero 3 the 16-bit shard itself is kept."""
+def _state_bytes(plan: Plan, st: RankState, optimizer_state_bytes: float, microbatches: int,
+                 fp16_grads: bool, fp32_weights: bool, grad_buffer_bytes: float = GRAD_BYTES,
+                 keeps_master: bool = True) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) in bytes: memory_parts' model states."""
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
     p, e = st.params, st.expert_params
@@ -119,6 +106,29 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
     if fp16_grads:
         optimizer_state_bytes += FP32_MAIN_GRAD_BYTES
     opt = 0.0 if plan.offload_optimizer else optimizer_state_bytes * (p / sh + e / she)
+    return weights, grads, opt
+
+
+def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
+                 microbatches: int = 1, contiguous_states: bool = False,
+                 capacity_bytes: float = float("inf"),
+                 fp16_grads: bool = False, fp32_weights: bool = False,
+                 grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True
+                 ) -> dict[str, float]:
+    """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
+
+    ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
+    large buffers allocated once (Megatron-LM's param-and-grad buffers and distributed
+    optimizer shards), which the caching allocator cannot fragment; only the transient part
+    (activations, working set, communication buffers) fragments. Engines that allocate
+    per-parameter tensors and gather/free them per layer (FSDP2) fragment everything.
+
+    ``grad_buffer_bytes``: bytes per gradient element (Workload.grad_buffer_bytes: 2 with a
+    bf16 grad reduce). ``keeps_master`` False: the optimizer has no master copy
+    (Workload.keeps_master), so under zero 3 the 16-bit shard itself is kept."""
+    weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
+                                       fp16_grads, fp32_weights, grad_buffer_bytes,
+                                       keeps_master)
     acts = st.act_per_microbatch_bytes * st.in_flight
     parts = {
         "weights": weights,
@@ -139,6 +149,19 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
 def held_bytes(parts: dict[str, float]) -> float:
     """Bytes that tensors hold at the peak plus the CUDA context (no allocator cache)."""
     return sum(v for k, v in parts.items() if k != "allocator_fragmentation")
+
+
+def held_bytes_of(plan: Plan, st: RankState, optimizer_state_bytes: float,
+                  microbatches: int = 1, fp16_grads: bool = False,
+                  fp32_weights: bool = False, grad_buffer_bytes: float = GRAD_BYTES,
+                  keeps_master: bool = True) -> float:
+    """``held_bytes(memory_parts(...))`` without building the parts (the search's memory
+    floors ask it tens of thousands of times): the same terms summed in the same order."""
+    weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
+                                       fp16_grads, fp32_weights, grad_buffer_bytes,
+                                       keeps_master)
+    return sum((weights, grads, opt, st.act_per_microbatch_bytes * st.in_flight,
+                st.working_bytes, HOST.comm_buffer_bytes, HOST.runtime_reserved_bytes))
 
 
 def cap_fragmentation(parts: dict[str, float], capacity_bytes: float) -> dict[str, float]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..cost.efficiency import HOST
 from ..cost.memory import cap_fragmentation
 from ..plan import Plan
-from .schedules import schedule_for_plan
+from .schedules import no_gc, schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
 
 P2P_FOLDED_INTO_COMPUTE = True
@@ -137,11 +137,12 @@ def rerank(estimates, *, overlap_p2p: bool = True) -> tuple[list[PlanSimulation]
 
     sims: list[PlanSimulation] = []
     dropped: dict[str, int] = {}
-    for est in estimates:
-        try:
-            sims.append(simulate_estimate(est, overlap_p2p=overlap_p2p, record=False))
-        except InputError as e:
-            key = f"schedule cannot run: {e.field} ({e.allowed})"
-            dropped[key] = dropped.get(key, 0) + 1
+    with no_gc():  # (as simulate() does, across the candidates and their schedules)
+        for est in estimates:
+            try:
+                sims.append(simulate_estimate(est, overlap_p2p=overlap_p2p, record=False))
+            except InputError as e:
+                key = f"schedule cannot run: {e.field} ({e.allowed})"
+                dropped[key] = dropped.get(key, 0) + 1
     sims.sort(key=lambda s: (not s.fits, s.step_time_s))
     return sims, dropped

@@ -134,7 +134,7 @@ from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
-from ..cost.memory import RankState, keeps_16bit_grads, held_bytes, memory_parts
+from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
 from ..cost.step import _chunk_counts, _dp_comm, _placement_of_chunks, placements
 from ..errors import InputError
@@ -533,13 +533,12 @@ class PairBounds:
         """Theorem M's test: every rank's held bytes (model states at ``pz``'s ZeRO stage plus
         what ``states`` hold), less the slack, within the capacity."""
         bd, w = self.b, self.b.workload
-        contiguous = pz.zero <= 1 and w.framework in MEGATRON_ENGINES
         fp16 = keeps_16bit_grads(w.precision, w.framework)
         fp32 = w.precision in FP32_STORAGE
-        return all(held_bytes(memory_parts(pz, st, w.master_and_state_bytes, self.m, contiguous,
-                                           fp16_grads=fp16, fp32_weights=fp32,
-                                           grad_buffer_bytes=w.grad_buffer_bytes,
-                                           keeps_master=w.keeps_master))
+        return all(held_bytes_of(pz, st, w.master_and_state_bytes, self.m,
+                                 fp16_grads=fp16, fp32_weights=fp32,
+                                 grad_buffer_bytes=w.grad_buffer_bytes,
+                                 keeps_master=w.keeps_master)
                    * (1 - SLACK) <= bd.capacity_bytes for st in states)
 
     def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:
