@@ -200,7 +200,8 @@ def prepare(row: dict) -> Prepared:
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
                         framework=(text(row, "framework") or "").lower(),
-                        compiled_loss=bool(flag(row, "compiled_loss")))  # optional column
+                        compiled_loss=bool(flag(row, "compiled_loss")),  # optional column
+                        fp8_recipe=text(row, "fp8_recipe") or "")  # optional column
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
 

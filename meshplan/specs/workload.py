@@ -23,6 +23,29 @@ _OPT_STATE_BYTES = {("adamw", "fp32"): 12, ("adam", "fp32"): 12,
                     ("sgd", "fp32"): 8, ("sgd", "bf16"): 6}
 
 
+# Recipe names a runs CSV (column fp8_recipe) or a scenario may give, and what they mean.
+FP8_RECIPES = {
+    "delayed": "per-tensor scaling from an amax history (TE DelayedScaling)",
+    "cs": "per-tensor current scaling (TE Float8CurrentScaling)",
+    "tensorwise": "torchao float8 dynamic per-tensor scaling",
+    "rowwise": "torchao float8 per-row scaling (CUTLASS row-wise GEMM)",
+    "mx": "MXFP8, 1x32 blocks with E8M0 scales (TE MXFP8BlockScaling, Blackwell)",
+    "blockwise": "FP8 block scaling, 1x128 activations / 128x128 weights (TE Float8BlockScaling, DeepSeek-V3)",
+}
+FP8_RECIPE_ALIASES = {"current": "cs", "fp8-cs": "cs", "mxfp8": "mx", "fp8-mx": "mx", "block": "blockwise",
+           "subchannel": "blockwise", "hybrid": "delayed"}
+
+
+def normalise_fp8_recipe(name: str) -> str:
+    """An FP8 recipe name from user input ("" = the engine's default, cost/fp8_recipe.py),
+    or InputError naming the allowed ones."""
+    n = str(name or "").strip().lower()
+    n = FP8_RECIPE_ALIASES.get(n, n)
+    if n and n not in FP8_RECIPES:
+        raise InputError("fp8_recipe", name, "one of " + ", ".join(FP8_RECIPES) + " (or blank)")
+    return n
+
+
 @dataclass(frozen=True)
 class Workload:
     seq_len: int
@@ -40,6 +63,9 @@ class Workload:
     # components/loss.py build_cross_entropy_loss); a runs CSV says so in the optional
     # column ``compiled_loss`` (cost/ops.py logits_bytes)
     compiled_loss: bool = False
+    # the FP8 recipe of the linear layers when precision is fp8 (cost/fp8_recipe.py RECIPES:
+    # delayed, cs, tensorwise, rowwise, mx, blockwise); "" = the engine's default
+    fp8_recipe: str = ""
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -52,6 +78,7 @@ class Workload:
                            require_choice("optimizer", self.optimizer, OPTIMIZERS))
         object.__setattr__(self, "framework", str(self.framework or "").strip().lower())
         object.__setattr__(self, "compiled_loss", bool(self.compiled_loss))
+        object.__setattr__(self, "fp8_recipe", normalise_fp8_recipe(self.fp8_recipe))
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision, ("fp32", "bf16")))
