@@ -59,6 +59,8 @@ BLOCK = 128  # FP8 block scaling: one fp32 scale per 1x128 block (TE fp8_blockwi
 # through TE).
 ENGINE_DEFAULT = {"torchtitan": "tensorwise"}
 DEFAULT = "delayed"
+# engines whose FP8 linears are torchao's (separate cast kernels, weights cast every forward)
+TORCHAO_ENGINES = ("torchtitan",)
 # generations without FP8 tensor cores: an fp8 workload runs its GEMMs in 16-bit there
 # (compute.device) and casts nothing
 NO_FP8 = ("volta", "ampere")
@@ -111,10 +113,11 @@ def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Rec
     if name == "mx" and generation != "blackwell":
         raise InputError("fp8_recipe", recipe, "mx (MXFP8) needs Blackwell tensor cores; "
                          "Hopper runs delayed, cs, tensorwise, rowwise or blockwise")
-    return _recipe(name, "blackwell" if generation == "blackwell" else "hopper")
+    return _recipe(name, "blackwell" if generation == "blackwell" else "hopper",
+                   engine in TORCHAO_ENGINES)
 
 
-def _recipe(name: str, gen: str) -> Fp8Recipe:
+def _recipe(name: str, gen: str, torchao: bool = False) -> Fp8Recipe:
     # column-wise copy of per-tensor FP8: a transposed FP8 copy on Hopper (written by the
     # same cast kernel, TE cast_transpose), none on Blackwell (same layout serves both)
     col = FP8 if gen == "hopper" else 0.0
@@ -129,6 +132,12 @@ def _recipe(name: str, gen: str) -> Fp8Recipe:
         # kernel computes the amax and writes 16-bit, then one cast (read, write)
         return Fp8Recipe(name, BF16 + FP8 + col, 2 * BF16 + FP8 + col, 2 * BF16 + FP8 + col,
                          2, 2, False, True, 0.0, share)
+    if name == "mx" and torchao:
+        # torchao mxfp8 (torchtitan): two separate casts, 1x32 along dim 0 and along dim 1,
+        # each reading the 16-bit tensor (roofline_utils.py, mxfp8_cublas), weights too,
+        # every forward
+        q = 2 * (BF16 + FP8 * (1 + 1 / MX_BLOCK))
+        return Fp8Recipe(name, q, q, q, 2, 2, True, False, 0.0, share)
     if name == "mx":
         # one quantiser writes both the 1x32 and the 32x1 copy with their E8M0 scales; the
         # norm runs unfused (16-bit out, counted by ops.py), then the same quantiser
