@@ -161,3 +161,13 @@ def test_recipe_names_and_defaults():
     # Blackwell reads per-tensor FP8 column-wise in place: no transposed copy
     assert (fp8_recipe.resolve("fp8", "delayed", "nemo", "blackwell").act_bytes
             < fp8_recipe.resolve("fp8", "delayed", "nemo", "hopper").act_bytes)
+
+
+def test_torchao_leaves_grouped_experts_in_16bit():
+    # torchtitan's Float8LinearConverter swaps nn.Linear only; TE quantises GroupedLinear
+    m = preset("qwen3-30b-a3b")
+    for engine, expert_hp in (("torchtitan", True), ("megatron", False)):
+        r = fp8_recipe.resolve("fp8", "", engine, "hopper")
+        ops = layer_ops(m, True, Shard(4096, 1, fp8=True, fp8_recipe=r))
+        experts = [mm for mm in ops.matmuls if mm.name.startswith("expert_")]
+        assert experts and all(mm.high_precision == expert_hp for mm in experts)

@@ -262,8 +262,10 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.matmuls.append(MatMul("router", tokens_in, model.moe_experts, h, high_precision=s.fp8))
     m = rows / local_experts
     streams = TE_GEMM_STREAMS if s.per_expert_gemms else 0
-    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams))
-    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams))
+    hp = s.fp8 and s.fp8_recipe is not None and not s.fp8_recipe.experts
+    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams,
+                              hp))
+    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams, hp))
     # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
     # unpermute, weighted combine (Megatron-Core MoE layer)
     ops.kernels += 10
