@@ -171,3 +171,26 @@ def test_torchao_leaves_grouped_experts_in_16bit():
         ops = layer_ops(m, True, Shard(4096, 1, fp8=True, fp8_recipe=r))
         experts = [mm for mm in ops.matmuls if mm.name.startswith("expert_")]
         assert experts and all(mm.high_precision == expert_hp for mm in experts)
+
+
+def _megatron_fp8_flags(gpus: str, recipe: str) -> dict:
+    from meshplan.export.megatron import megatron_args
+    from meshplan.scenario import Scenario
+    sc = Scenario(preset("llama3.1-8b"), make_cluster(gpus),
+                  Workload(8192, 64, "fp8", fp8_recipe=recipe), Plan(dp=8, tp=2))
+    flags = dict((f, v) for f, v in megatron_args(sc)[0])
+    return {f: v for f, v in flags.items() if f.startswith("--fp8")}
+
+
+def test_megatron_export_writes_the_recipe_that_was_costed():
+    # Megatron-LM's --fp8-recipe names (tests/data/megatron_lm_arguments.tsv): tensorwise is
+    # TE current scaling
+    assert _megatron_fp8_flags("16xH100-SXM-80GB", "cs")["--fp8-recipe"] == ["tensorwise"]
+    assert _megatron_fp8_flags("16xH100-SXM-80GB", "")["--fp8-recipe"] == ["delayed"]
+    b = _megatron_fp8_flags("16xB200", "")
+    assert b["--fp8-recipe"] == ["mxfp8"] and b["--fp8-format"] == ["e4m3"]
+    assert fp8_recipe.resolve("fp8", "", "megatron", "blackwell").name == "mx"
+    from meshplan.engines import scenario_violations
+    v = scenario_violations("megatron", preset("llama3.1-8b"),
+                            Workload(8192, 64, "fp8", fp8_recipe="rowwise"))
+    assert [x[0] for x in v] == ["fp8_recipe"]

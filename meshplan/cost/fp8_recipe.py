@@ -54,11 +54,24 @@ BLOCK = 128  # FP8 block scaling: one fp32 scale per 1x128 block (TE fp8_blockwi
 
 # The engines' default recipe when a run names none: Transformer Engine's default recipe is
 # DelayedScaling (transformer_engine/common/recipe/__init__.py; Megatron-LM --fp8-recipe
-# default "delayed"; NeMo 24.x fp8_recipe "delayed"); torchtitan's float8 converter defaults
-# to tensorwise (torchao Float8LinearConfig()). Others: delayed (XLA / MaxText, llm-foundry
-# through TE).
+# default "delayed"; NeMo 24.x fp8_recipe "delayed"), except that on Blackwell meshplan's
+# Megatron export writes MXFP8 (export/megatron.py, NVIDIA's Blackwell recipes), so a
+# Megatron/NeMo plan there is costed as what it exports; torchao's Float8LinearConfig()
+# is tensorwise (torchtitan's default until 2025; see export/torchtitan.py). Others:
+# delayed (XLA / MaxText, llm-foundry through TE).
 ENGINE_DEFAULT = {"torchtitan": "tensorwise"}
+BLACKWELL_DEFAULT = {"megatron": "mx", "nemo": "mx"}
 DEFAULT = "delayed"
+# Megatron-LM's --fp8-recipe for each recipe (megatron/training/arguments.py choices
+# tensorwise (= TE current scaling), delayed, mxfp8, blockwise); torchao's rowwise has none
+MEGATRON_FLAG = {"delayed": "delayed", "cs": "tensorwise", "tensorwise": "tensorwise",
+                 "mx": "mxfp8", "blockwise": "blockwise"}
+
+
+def default_recipe(engine: str, generation: str) -> str:
+    if generation == "blackwell" and engine in BLACKWELL_DEFAULT:
+        return BLACKWELL_DEFAULT[engine]
+    return ENGINE_DEFAULT.get(engine, DEFAULT)
 # engines whose FP8 linears are torchao's (separate cast kernels, weights cast every forward)
 TORCHAO_ENGINES = ("torchtitan",)
 # generations without FP8 tensor cores: an fp8 workload runs its GEMMs in 16-bit there
@@ -113,7 +126,7 @@ def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Rec
     """The recipe a step runs, or None when it does not train in FP8."""
     if precision != "fp8" or generation in NO_FP8:
         return None
-    name = normalise(recipe) or ENGINE_DEFAULT.get(engine, DEFAULT)
+    name = normalise(recipe) or default_recipe(engine, generation)
     if name == "mx" and generation != "blackwell":
         raise InputError("fp8_recipe", recipe, "mx (MXFP8) needs Blackwell tensor cores; "
                          "Hopper runs delayed, cs, tensorwise, rowwise or blockwise")
