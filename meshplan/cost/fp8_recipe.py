@@ -120,6 +120,11 @@ class Fp8Recipe:
     # swaps nn.Linear only, so torchtitan's grouped experts (torch._grouped_mm) stay 16-bit
     # (torchtitan components/quantization/float8.py; meshplan's torchtitan exporter notes it)
     experts: bool = True
+    # every Float8Linear quantises its own input: torchtitan's models keep wq, wk, wv and
+    # the gated MLP's w1, w3 as separate linears reading the same tensor (torchtitan
+    # models/common/attention.py QKVLinear, feed_forward.py), so that input is cast once per
+    # module; TE's fused QKV / fc1 linears cast it once
+    per_module_casts: bool = False
 
 
 def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Recipe | None:
@@ -154,7 +159,8 @@ def _recipe(name: str, gen: str, torchao: bool = False) -> Fp8Recipe:
         # each reading the 16-bit tensor (roofline_utils.py, mxfp8_cublas), weights too,
         # every forward
         q = 2 * (BF16 + FP8 * (1 + 1 / MX_BLOCK))
-        return Fp8Recipe(name, q, q, q, 2, 2, True, False, 0.0, share, experts=False)
+        return Fp8Recipe(name, q, q, q, 2, 2, True, False, 0.0, share, experts=False,
+                         per_module_casts=True)
     if name == "mx":
         # one quantiser writes both the 1x32 and the 32x1 copy with their E8M0 scales; the
         # norm runs unfused (16-bit out, counted by ops.py), then the same quantiser
@@ -169,10 +175,12 @@ def _recipe(name: str, gen: str, torchao: bool = False) -> Fp8Recipe:
         # two casts (read 16-bit, write FP8 each) -- roofline_utils.py, tensorwise
         a = BF16 + BF16 + 2 * FP8
         w = BF16 + 2 * (BF16 + FP8)
-        return Fp8Recipe(name, a, a, w, 2, 3, True, True, 0.0, share, experts=False)
+        return Fp8Recipe(name, a, a, w, 2, 3, True, True, 0.0, share, experts=False,
+                         per_module_casts=True)
     # rowwise (torchao): cast writing FP8 and a 16-bit transpose, then a cast of the
     # transpose; weights: cast, transpose (read + write 16-bit), cast -- roofline_utils.py.
     # Its backward GEMMs run tensor-wise and rescale their 16-bit output (read + write).
     a = (BF16 + FP8 + BF16) + (BF16 + FP8)
     w = (BF16 + FP8) + 2 * BF16 + (BF16 + FP8)
-    return Fp8Recipe(name, a, a, w, 2, 3, True, False, 2 * BF16, share, experts=False)
+    return Fp8Recipe(name, a, a, w, 2, 3, True, False, 2 * BF16, share, experts=False,
+                         per_module_casts=True)

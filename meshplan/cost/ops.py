@@ -347,7 +347,7 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
         mlp_ops(model, s, ops, model.ffn)
         ops.tp_collectives += 2 if s.tp > 1 else 0
     if s.fp8:
-        fp8_casts(ops, s)
+        fp8_casts(ops, s, model.mlp == "swiglu")
     ops.input_bytes = ACT * Ts * h
     return ops
 
@@ -392,8 +392,15 @@ def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
 NORM_FED = ("qkv", "mlp_fc1")
 
 
-def fp8_casts(ops: LayerOps, s: Shard) -> LayerOps:
-    """Adds the FP8 recipe's cast traffic of every low-precision GEMM of ``ops``."""
+# Linears of one MatMul record that are separate modules reading the same input in engines
+# whose FP8 linears cast per module (fp8_recipe.Fp8Recipe.per_module_casts): q, k, v; the
+# gated MLP's gate and up projections
+PER_MODULE = {"qkv": 3, "mlp_fc1": 2, "shared_fc1": 2}
+
+
+def fp8_casts(ops: LayerOps, s: Shard, gated: bool = True) -> LayerOps:
+    """Adds the FP8 recipe's cast traffic of every low-precision GEMM of ``ops`` (``gated``:
+    the MLP's fc1 is a gate and an up projection)."""
     r = s.fp8_recipe or fp8_recipe.resolve("fp8", "", "megatron" if s.fp8_fused_casts
                                            else "", "hopper")
     for mm in ops.matmuls:
@@ -401,8 +408,11 @@ def fp8_casts(ops: LayerOps, s: Shard) -> LayerOps:
             continue
         x, dy, w = mm.m * mm.k * mm.count, mm.m * mm.n * mm.count, mm.n * mm.k * mm.count
         fed = s.fp8_fused_casts and mm.name in NORM_FED
-        ops.fp8_fwd_bytes += x * (r.norm_input_bytes if fed else r.act_bytes)
-        ops.fp8_fwd_kernels += r.kernels_per_tensor
+        copies = PER_MODULE.get(mm.name, 1) if r.per_module_casts else 1
+        if mm.name.endswith("_fc1") and not gated:
+            copies = 1
+        ops.fp8_fwd_bytes += copies * x * (r.norm_input_bytes if fed else r.act_bytes)
+        ops.fp8_fwd_kernels += copies * r.kernels_per_tensor
         if r.weights_every_microbatch:
             ops.fp8_fwd_bytes += w * r.weight_bytes
             ops.fp8_fwd_kernels += r.weight_kernels
