@@ -194,3 +194,16 @@ def test_megatron_export_writes_the_recipe_that_was_costed():
     v = scenario_violations("megatron", preset("llama3.1-8b"),
                             Workload(8192, 64, "fp8", fp8_recipe="rowwise"))
     assert [x[0] for x in v] == ["fp8_recipe"]
+
+
+def test_torchao_forward_cast_bytes_closed_form():
+    # torchao tensorwise (roofline_utils.py): 6 bytes per input element (max_abs read, read,
+    # two FP8 writes), 8 per weight element; torchtitan's wq/wk/wv and w1/w3 each cast the
+    # shared input. Llama 3.1 8B, one sequence of 8192 tokens, no TP.
+    m = preset("llama3.1-8b")
+    r = fp8_recipe.resolve("fp8", "tensorwise", "torchtitan", "hopper")
+    ops = layer_ops(m, False, Shard(8192, 1, fp8=True, fp8_recipe=r))
+    T, h, f, kv = 8192, 4096, 14336, 1024
+    inputs = T * (3 * h + h + 2 * h + f)
+    weights = h * (h + 2 * kv) + h * h + 2 * f * h + f * h
+    assert ops.fp8_fwd_bytes == pytest.approx(6 * inputs + 8 * weights)
