@@ -44,7 +44,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..specs.workload import FP8_RECIPES as RECIPES
 from ..specs.workload import normalise_fp8_recipe as normalise
 
 BF16 = 2.0  # bytes of a 16-bit element
@@ -69,9 +68,12 @@ MEGATRON_FLAG = {"delayed": "delayed", "cs": "tensorwise", "tensorwise": "tensor
 
 
 def default_recipe(engine: str, generation: str) -> str:
+    """The recipe ``engine`` runs on ``generation`` when the workload names none."""
     if generation == "blackwell" and engine in BLACKWELL_DEFAULT:
         return BLACKWELL_DEFAULT[engine]
     return ENGINE_DEFAULT.get(engine, DEFAULT)
+
+
 # engines whose FP8 linears are torchao's (separate cast kernels, weights cast every forward)
 TORCHAO_ENGINES = ("torchtitan",)
 # generations without FP8 tensor cores: an fp8 workload runs its GEMMs in 16-bit there
@@ -183,4 +185,4 @@ def _recipe(name: str, gen: str, torchao: bool = False) -> Fp8Recipe:
     a = (BF16 + FP8 + BF16) + (BF16 + FP8)
     w = (BF16 + FP8) + 2 * BF16 + (BF16 + FP8)
     return Fp8Recipe(name, a, a, w, 2, 3, True, False, 2 * BF16, share, experts=False,
-                         per_module_casts=True)
+                     per_module_casts=True)
