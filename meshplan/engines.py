@@ -118,6 +118,10 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
             out.append(Violation("model", model.name, missing))
     if engine == "megatron":
         out += _megatron_model(model)
+    if engine == "megatron" and prec == "fp8" and workload.fp8_recipe == "rowwise":
+        out.append(Violation("fp8_recipe", "rowwise", "Megatron-LM's --fp8-recipe is "
+                             "tensorwise (current scaling), delayed, mxfp8 or blockwise; "
+                             "rowwise is torchao's (torchtitan)"))
     if engine == "deepspeed" and prec == "fp8":
         out.append(Violation("precision", "fp8", "ds_config has no fp8 training setting "
                              "(fp8 comes from Transformer Engine in model code)"))

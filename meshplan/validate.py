@@ -202,6 +202,7 @@ def prepare(row: dict) -> Prepared:
                         framework=(text(row, "framework") or "").lower(),
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),
+                        fp8_recipe=text(row, "fp8_recipe") or "",
                         # optional engine columns: the optimizer's state dtype and the
                         # gradient buffer's dtype (specs/workload.py)
                         optimizer_state_precision=(text(row, "optimizer_state_precision")

@@ -34,6 +34,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--global-batch", type=int, help="sequences per step")
     g.add_argument("--global-batch-tokens", type=int)
     g.add_argument("--precision", choices=("bf16", "fp16", "fp8"))
+    g.add_argument("--fp8-recipe", help="with --precision fp8: delayed, cs, tensorwise, rowwise, "
+                   "mx or blockwise (default: the engine's own, cost/fp8_recipe.py)")
 
 
 def add_plan_args(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
@@ -89,9 +91,10 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if args.global_batch_tokens and args.global_batch is None:
             gb = Workload.from_tokens(seq, args.global_batch_tokens).global_batch
         # flags override; what the scenario's [workload] says beyond them (framework,
-        # compiled_loss, attention_kernel, optimizer) is kept
+        # compiled_loss, attention_kernel, optimizer, fp8_recipe) is kept
         workload = replace(w, seq_len=seq, global_batch=gb,
-                           precision=args.precision or w.precision)
+                           precision=args.precision or w.precision,
+                           fp8_recipe=getattr(args, "fp8_recipe", None) or w.fp8_recipe)
         return Scenario(model, cluster, workload, sc.plan)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
@@ -102,9 +105,11 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     _check_batch_flags(args, args.seq_len)
     if args.global_batch_tokens:
         workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
-                                        precision=args.precision or "bf16")
+                                        precision=args.precision or "bf16",
+                                        fp8_recipe=getattr(args, "fp8_recipe", None) or "")
     elif args.global_batch is not None:
-        workload = Workload(args.seq_len, args.global_batch, args.precision or "bf16")
+        workload = Workload(args.seq_len, args.global_batch, args.precision or "bf16",
+                            fp8_recipe=getattr(args, "fp8_recipe", None) or "")
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
     return Scenario(model, cluster, workload, None)

@@ -48,6 +48,9 @@ class Device:
     # ops.py counts, and no flash-class kernel exists (unfused_attention_s)
     act_scale: float = 1.0
     unfused_attention: bool = False
+    # the 16-bit device for GEMMs an FP8 recipe keeps in high precision (MatMul.high_precision;
+    # None: this device is already 16-bit)
+    hp: "Device | None" = None
 
 
 def attention_kernel_of(engine: str, kernel: str = "") -> str:
@@ -76,10 +79,12 @@ def engine_attention(generation: str, engine: str, kernel: str = "") -> tuple[fl
 
 
 @lru_cache(maxsize=64)
-def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "") -> Device:
+def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "",
+           fp8_gemm_share: float = 1.0) -> Device:
     """``engine`` is the framework that runs the step ("" = meshplan's own runtime, which
     uses the best kernels available: TE-class attention); ``attention_kernel`` the attention
-    kernel class where the run states one ("" = the engine's default)."""
+    kernel class where the run states one ("" = the engine's default); ``fp8_gemm_share`` the
+    FP8 recipe's scaled-GEMM rate over the per-tensor FP8 GEMM (fp8_recipe.GEMM_SHARE)."""
     e: KernelEfficiency = kernel_efficiency(gpu.generation)
     clock = efficiency.SUSTAINED_TENSOR
     if gpu.power_limit_w and e.full_clock_power_w:
@@ -92,6 +97,8 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     frac = e.matmul_fp8 if fp8 else e.matmul_bf16
     af, ab = engine_attention(gpu.generation, engine, attention_kernel)
     flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
+    if fp8:
+        flops *= fp8_gemm_share
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)
     load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
@@ -99,7 +106,8 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     gen = gpu.generation or "hopper"
     sm_flops = gemm.flops_per_sm(flops, sms, load, e.gemm_tile_latency_s, hbm, b, gen)
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
-                  gen, sms, sm_flops, load, e.gemm_tile_latency_s)
+                  gen, sms, sm_flops, load, e.gemm_tile_latency_s,
+                  hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None)
 
 
 def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:
@@ -190,6 +198,8 @@ def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
 def matmul_s(dev: Device, mm: MatMul) -> tuple[float, float, float]:
     """(forward, input-gradient, weight-gradient) seconds of one GEMM record."""
     c, s = mm.count, mm.streams
+    if mm.high_precision and dev.hp is not None:
+        dev = dev.hp
     return (gemm_time_s(dev, mm.m, mm.n, mm.k, c, s), gemm_time_s(dev, mm.m, mm.k, mm.n, c, s),
             gemm_time_s(dev, mm.n, mm.k, mm.m, c, s))
 
@@ -226,6 +236,11 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     gap_f = ops.kernels * dev.kernel_gap_s
     stream_f = ops.stream_bytes * dev.act_scale / dev.hbm_bytes_per_s + gap_f
     stream_b = STREAM_BWD_BYTE_RATIO * stream_f
+    # FP8 casts (fp8_recipe.py): their own forward and backward traffic and kernels
+    stream_f += (ops.fp8_fwd_bytes / dev.hbm_bytes_per_s
+                 + ops.fp8_fwd_kernels * dev.kernel_gap_s)
+    stream_b += (ops.fp8_bwd_bytes / dev.hbm_bytes_per_s
+                 + ops.fp8_bwd_kernels * dev.kernel_gap_s)
     act_f = ops.act_fn_bytes * dev.act_scale / dev.hbm_bytes_per_s
     norm_f = ops.norm_bytes * dev.act_scale / dev.hbm_bytes_per_s
     # the host issues kernels while earlier ones run; when the GPU work of a layer is shorter

@@ -170,7 +170,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
-    dev = device(cluster.gpu, precision, engine, attention_kernel)
+    share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
+    dev = device(cluster.gpu, precision, engine, attention_kernel, share)
     if dev.act_scale != 1.0:
         ops = fp32_activations(ops, dev.act_scale)
     return ops, dev, op_times(dev, ops)

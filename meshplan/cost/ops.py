@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..specs.model import ModelSpec
-from . import efficiency
+from . import efficiency, fp8_recipe
 
 
 # Transformer Engine's multi-stream cuBLAS backend for per-expert GEMMs: num_streams = 4
@@ -32,6 +32,8 @@ class MatMul:
     # 0: the count GEMMs run as one grouped kernel; s > 0: one kernel each, s side by side
     # (Transformer Engine's multi-stream per-expert cuBLAS GEMMs, see Shard.per_expert_gemms)
     streams: int = 0
+    # kept in 16-bit under an FP8 recipe (the output head, the MoE router: fp8_recipe.py)
+    high_precision: bool = False
 
     @property
     def flops(self) -> float:
@@ -61,6 +63,8 @@ class Shard:
     # slice separately; single-kernel grouped GEMMs (DeepGEMM, torch._grouped_mm) launch one
     # kernel per grouped GEMM
     per_expert_gemms: bool = False
+    # the FP8 recipe's cast costs (fp8_recipe.resolve); None with fp8 = the engine default
+    fp8_recipe: object = None
 
     @property
     def tokens(self) -> float:
@@ -99,6 +103,12 @@ class LayerOps:
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
     host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
+    # FP8 casts (fp8_recipe.py): HBM bytes and kernels in forward and in backward (the
+    # output-gradient casts; not a multiple of the forward's like stream_bytes)
+    fp8_fwd_bytes: float = 0.0
+    fp8_bwd_bytes: float = 0.0
+    fp8_fwd_kernels: float = 0.0
+    fp8_bwd_kernels: float = 0.0
     act_fn_bytes: float = 0.0  # part of stream_bytes that is the MLP activation function
     norm_bytes: float = 0.0  # part of stream_bytes that is the norms
     selective_matmul_flops: float = 0.0  # GEMM work that selective recomputation repeats
@@ -249,11 +259,13 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     local_experts = model.moe_experts / s.ep
     w = model.moe_expert_ffn / s.etp
     gated = model.mlp == "swiglu"
-    ops.matmuls.append(MatMul("router", tokens_in, model.moe_experts, h))
+    ops.matmuls.append(MatMul("router", tokens_in, model.moe_experts, h, high_precision=s.fp8))
     m = rows / local_experts
     streams = TE_GEMM_STREAMS if s.per_expert_gemms else 0
-    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams))
-    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams))
+    hp = s.fp8 and s.fp8_recipe is not None and not s.fp8_recipe.experts
+    ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams,
+                              hp))
+    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams, hp))
     # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
     # unpermute, weighted combine (Megatron-Core MoE layer)
     ops.kernels += 10
@@ -335,16 +347,7 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
         mlp_ops(model, s, ops, model.ffn)
         ops.tp_collectives += 2 if s.tp > 1 else 0
     if s.fp8:
-        # Transformer Engine recipes: every linear input is quantised (read 16-bit, write
-        # 8-bit, and a transposed 8-bit copy for the weight gradient) and its amax reduced;
-        # the weights are cast the same way; attention, norms and element-wise work stay
-        # in 16-bit. Two extra kernels (cast-transpose, amax) per GEMM.
-        if s.fp8_fused_casts:  # only the transposed 8-bit copy for the weight gradient
-            ops.stream_bytes += sum(mm.m * mm.k * mm.count for mm in ops.matmuls)
-        else:
-            ops.stream_bytes += sum(4 * mm.m * mm.k * mm.count + 4 * mm.n * mm.k * mm.count
-                                    for mm in ops.matmuls)
-            ops.kernels += 2 * len(ops.matmuls)
+        fp8_casts(ops, s, model.mlp == "swiglu")
     ops.input_bytes = ACT * Ts * h
     return ops
 
@@ -383,6 +386,45 @@ def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
     return ops
 
 
+# Linears whose input a norm produces in the same kernel under Transformer Engine
+# (LayerNormLinear: the QKV projection of a GQA/MHA layer, a dense MLP's fc1); MLA's and the
+# MoE layer's norms are separate modules (see the layernorm module records above)
+NORM_FED = ("qkv", "mlp_fc1")
+
+
+# Linears of one MatMul record that are separate modules reading the same input in engines
+# whose FP8 linears cast per module (fp8_recipe.Fp8Recipe.per_module_casts): q, k, v; the
+# gated MLP's gate and up projections
+PER_MODULE = {"qkv": 3, "mlp_fc1": 2, "shared_fc1": 2}
+
+
+def fp8_casts(ops: LayerOps, s: Shard, gated: bool = True) -> LayerOps:
+    """Adds the FP8 recipe's cast traffic of every low-precision GEMM of ``ops`` (``gated``:
+    the MLP's fc1 is a gate and an up projection)."""
+    r = s.fp8_recipe or fp8_recipe.resolve("fp8", "", "megatron" if s.fp8_fused_casts
+                                           else "", "hopper")
+    for mm in ops.matmuls:
+        if mm.high_precision:
+            continue
+        x, dy, w = mm.m * mm.k * mm.count, mm.m * mm.n * mm.count, mm.n * mm.k * mm.count
+        fed = s.fp8_fused_casts and mm.name in NORM_FED
+        copies = PER_MODULE.get(mm.name, 1) if r.per_module_casts else 1
+        if mm.name.endswith("_fc1") and not gated:
+            copies = 1
+        ops.fp8_fwd_bytes += copies * x * (r.norm_input_bytes if fed else r.act_bytes)
+        ops.fp8_fwd_kernels += copies * r.kernels_per_tensor
+        if r.weights_every_microbatch:
+            ops.fp8_fwd_bytes += w * r.weight_bytes
+            ops.fp8_fwd_kernels += r.weight_kernels
+        ops.fp8_bwd_bytes += dy * r.act_bytes + r.bwd_output_bytes * (x + w)
+        ops.fp8_bwd_kernels += r.kernels_per_tensor + (2 if r.bwd_output_bytes else 0)
+    if r.amax_allreduce and s.sp and s.tp > 1:
+        # the inputs all-gathered in forward and the gradients all-gathered in backward
+        ops.fp8_fwd_kernels += ops.tp_collectives / 2
+        ops.fp8_bwd_kernels += ops.tp_collectives / 2
+    return ops
+
+
 def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
     """Input embedding on the first stage: a gather of T rows of h."""
     ops = LayerOps()
@@ -403,7 +445,7 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     """Final norm, output layer and cross-entropy loss on the last stage."""
     ops = LayerOps()
     h, T, V = model.hidden, s.tokens, model.vocab / s.tp
-    ops.matmuls.append(MatMul("output", T, V, h))
+    ops.matmuls.append(MatMul("output", T, V, h, high_precision=s.fp8))
     # logits written in 16-bit, softmax/loss in fp32 (read 2 + write 4 + read 4 + write 2)
     ops.stream_bytes = T * V * 12 + ACT * s.stream_tokens * h * 2
     ops.saved_bytes = _linear_in(ACT * s.stream_tokens * h, s)

@@ -20,6 +20,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, group_placement,
 from .compute import device, p2p_message_bytes
 from .efficiency import HOST, NETWORK
 from .engine_dp import flush_sync
+from . import fp8_recipe
 from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
@@ -301,7 +302,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     shard = Shard(workload.seq_len, plan.micro_batch, plan.tp, plan.cp,
                   bool(plan.sequence_parallel), plan.ep, plan.etp, fp8,
                   fp8 and workload.framework in MEGATRON_ENGINES,
-                  workload.framework in MEGATRON_ENGINES)
+                  workload.framework in MEGATRON_ENGINES,
+                  fp8_recipe.resolve(workload.precision, workload.fp8_recipe,
+                                     workload.framework, cluster.gpu.generation))
     pl = placements(plan, cluster)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
 

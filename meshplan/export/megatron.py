@@ -28,6 +28,7 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
 
 from __future__ import annotations
 
+from ..cost import fp8_recipe
 from ..recompute_modules import modules_of
 from ..scenario import Scenario
 from ..engines import rope_scaling
@@ -207,12 +208,15 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
     else:
         add("--bf16")
     if w.precision == "fp8":
-        if sc.cluster.gpu.generation == "blackwell":
-            add("--fp8-format", "e4m3")
-            add("--fp8-recipe", "mxfp8")
-        else:
-            add("--fp8-format", "hybrid")
-            add("--fp8-recipe", "delayed")
+        # the recipe the cost model priced (cost/fp8_recipe.py: the workload's, or the default)
+        name = fp8_recipe.resolve("fp8", w.fp8_recipe, "megatron",
+                                  sc.cluster.gpu.generation).name
+        flag = fp8_recipe.MEGATRON_FLAG[name]  # rowwise is refused by engines.violations
+        # TE's formats: hybrid (E4M3 forward, E5M2 gradients) for per-tensor scaling, E4M3
+        # throughout for the block-scaled recipes (TE mxfp8.rst, fp8_blockwise_scaling.rst)
+        add("--fp8-format", "e4m3" if flag in ("mxfp8", "blockwise") else "hybrid")
+        add("--fp8-recipe", flag)
+        if flag == "delayed":
             add("--fp8-amax-history-len", 1024)
             add("--fp8-amax-compute-algo", "max")
     if p.recompute == "full" and p.recompute_layers:

@@ -194,6 +194,12 @@ def torchtitan_settings(sc: Scenario) -> tuple[dict, list[str]]:
     if not (p.overlap_grad_reduce and p.overlap_param_gather) and dpcp > 1:
         notes.append("FSDP2 always overlaps its all-gathers and reduce-scatters; the plan's "
                      "overlap_*=false cannot be set")
+    if fp8 and (w.fp8_recipe or "tensorwise") != "rowwise":
+        # torchtitan's Float8LinearConverter takes recipe_name "rowwise" (its default) or
+        # "rowwise_with_gw_hp" (components/quantization/float8.py, 2026-08); meshplan's
+        # default for torchtitan is torchao's tensorwise (cost/fp8_recipe.py ENGINE_DEFAULT)
+        notes.append(f"this torchtitan runs float8 rowwise; the prediction used "
+                     f"{w.fp8_recipe or 'tensorwise'} (re-predict with --fp8-recipe rowwise)")
     if fp8 and sc.model.is_moe:
         notes.append("Float8LinearConverter converts the dense linear layers; expert GEMMs stay bf16")
     settings = {"training": training, "parallelism": par, "compile": compile_,

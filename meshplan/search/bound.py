@@ -133,6 +133,7 @@ from ..cost.compute import p2p_message_bytes
 from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
+from ..cost import fp8_recipe
 from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
@@ -293,7 +294,9 @@ class Bounds:
 
         def cost(kind: str, ep: int, etp: int, ep_pl, etp_pl) -> LayerCost:
             shard = Shard(w.seq_len, mb, layout.tp, layout.cp, sp, ep, etp, fp8,
-                          fp8 and megatron, megatron)
+                          fp8 and megatron, megatron,
+                          fp8_recipe.resolve(w.precision, w.fp8_recipe, w.framework,
+                                             cluster.gpu.generation))
             places = CommPlacements(pl["tp"], pl["cp"], ep_pl, etp_pl)
             return layer_cost(model, cluster, kind, shard, rc, places, layout.tp_comm_overlap,
                               w.precision, layout.cp_kind, w.framework, layout.moe_dispatcher,

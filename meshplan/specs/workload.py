@@ -39,6 +39,29 @@ OPTIMIZER_STATE_PRECISIONS = ("fp32", "bf16", "bf16-no-master")
 GRAD_REDUCE_DTYPES = ("fp32", "bf16")
 
 
+# Recipe names a runs CSV (column fp8_recipe) or a scenario may give, and what they mean.
+FP8_RECIPES = {
+    "delayed": "per-tensor scaling from an amax history (TE DelayedScaling)",
+    "cs": "per-tensor current scaling (TE Float8CurrentScaling)",
+    "tensorwise": "torchao float8 dynamic per-tensor scaling",
+    "rowwise": "torchao float8 per-row scaling (CUTLASS row-wise GEMM)",
+    "mx": "MXFP8, 1x32 blocks with E8M0 scales (TE MXFP8BlockScaling, Blackwell)",
+    "blockwise": "FP8 block scaling, 1x128 activations / 128x128 weights (TE Float8BlockScaling, DeepSeek-V3)",
+}
+FP8_RECIPE_ALIASES = {"current": "cs", "fp8-cs": "cs", "mxfp8": "mx", "fp8-mx": "mx", "block": "blockwise",
+           "subchannel": "blockwise", "hybrid": "delayed"}
+
+
+def normalise_fp8_recipe(name: str) -> str:
+    """An FP8 recipe name from user input ("" = the engine's default, cost/fp8_recipe.py),
+    or InputError naming the allowed ones."""
+    n = str(name or "").strip().lower()
+    n = FP8_RECIPE_ALIASES.get(n, n)
+    if n and n not in FP8_RECIPES:
+        raise InputError("fp8_recipe", name, "one of " + ", ".join(FP8_RECIPES) + " (or blank)")
+    return n
+
+
 @dataclass(frozen=True)
 class Workload:
     seq_len: int
@@ -63,6 +86,9 @@ class Workload:
     # the dtype of the gradient buffer (GRAD_REDUCE_DTYPES); a runs CSV says so in the optional
     # column ``grad_reduce_dtype``
     grad_reduce_dtype: str = "fp32"
+    # the FP8 recipe of the linear layers when precision is fp8 (cost/fp8_recipe.py RECIPES:
+    # delayed, cs, tensorwise, rowwise, mx, blockwise); "" = the engine's default
+    fp8_recipe: str = ""
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -80,6 +106,7 @@ class Workload:
             from ..cost.efficiency import ATTENTION_KERNELS
             kernel = require_choice("attention_kernel", kernel, ATTENTION_KERNELS)
         object.__setattr__(self, "attention_kernel", kernel)
+        object.__setattr__(self, "fp8_recipe", normalise_fp8_recipe(self.fp8_recipe))
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision,
