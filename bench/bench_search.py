@@ -24,7 +24,7 @@ CASES = [
 
 def cold() -> None:
     """Empty every cache of meshplan: each lru_cache of its modules (the cost model's, the
-    schedules', the bounds') and the simulator's compiled schedules."""
+    schedules', the bounds') and the simulator's encoded schedules."""
     for name, mod in list(sys.modules.items()):
         if name == "meshplan" or name.startswith("meshplan."):
             for obj in list(vars(mod).values()):

@@ -37,26 +37,17 @@ pins that and the other closed forms.
 Speed: each action is simulated once; a rank blocked on a remote input is parked on that
 input and woken when it is produced, so a step costs O(actions) (128 stages x 1,024
 micro-batches of 1F1B, 262,144 actions, in well under a second; ``bench/bench_simulate.py``).
-Which action the walk takes next depends only on the lists (whether an input has been
-produced yet), never on the times, so the walk is done once per schedule (``_compile``:
-each action with the slots it reads and writes, in walk order) and every simulation of that
-schedule replays it: the same max and + on the same numbers in the same order, hence the
-same floats, at about a third of the cost of a walk (the search's re-rank simulates many
-plans per schedule; ``tests/test_simulate_replay.py`` checks the replay against a plain
-sweep of this model).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import accumulate, compress
 
 from ..errors import InputError
 from .actions import B, F, I, OVERLAP_F_B, W
 from .schedules import Schedule, ScheduleError, build_schedule, no_gc
 
 _F, _B, _I, _W, _O = 0, 1, 2, 3, 4
-NEG = -1.0
 _CODE = {F: _F, B: _B, I: _I, W: _W, OVERLAP_F_B: _O}
 KIND_NAMES = ("F", "B", "I", "W", "OVERLAP_F_B")
 
@@ -174,20 +165,32 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     for c in chunks:
         if min(c.fwd_s, c.bwd_input_s, c.bwd_weight_s, c.p2p_s) < 0:
             raise InputError("chunks", c, "times must be >= 0")
-    # the lists compiled once per schedule: actions in the order the event walk takes them
-    prog = _program(sched)
-    # per-simulation tables the compiled actions index: durations by kind (F, B, I, W)
-    # then stage, transfer times by stage, and one slot per produced time (see _program)
-    dur = ([c.fwd_s for c in chunks] + [c.bwd_input_s + c.bwd_weight_s for c in chunks]
-           + [c.bwd_input_s for c in chunks] + [c.bwd_weight_s for c in chunks])
+    rank_of = [sched.stage_to_rank(s) for s in range(S)]
+    fwd = [c.fwd_s for c in chunks]
+    bin_ = [c.bwd_input_s for c in chunks]
+    bwt = [c.bwd_weight_s for c in chunks]
+    bfull = [c.bwd_input_s + c.bwd_weight_s for c in chunks]
     p2p = [c.p2p_s for c in chunks]
     comp_f = [c.fwd_s - c.a2a_fwd_s for c in chunks]
     comp_b = [c.bwd_s - c.a2a_bwd_s for c in chunks]
     a2a_f = [c.a2a_fwd_s for c in chunks]
     a2a_b = [c.a2a_bwd_s for c in chunks]
-    slot = [0.0] * prog.n_slots  # forward ends, arrivals, input-gradient ends; last = 0.0
+    last = S - 1
+    n_keys = S * m
+    NEG = -1.0
+    f_end = [NEG] * n_keys     # forward end, per (stage, mb): key = stage * m + mb
+    f_arr = [NEG] * n_keys     # forward output's arrival at stage + 1
+    b_arr = [NEG] * n_keys     # input gradient's arrival at stage - 1
+    i_end = [NEG] * n_keys     # B or I end (W's input)
+    # producing action of each (for the critical path): global action id
+    f_gid = [0] * n_keys
+    b_gid = [0] * n_keys
+    i_gid = [0] * n_keys
     link_free = [0.0] * (pp * pp)  # per (sender, receiver): when the link is free
-    used = prog.used
+    waiting: dict[int, int] = {}  # key * 2 (+1 for gradients) -> parked rank
+
+    # the lists as parallel int lists (the same for every simulation of this schedule)
+    kinds, stages, mbs, subs, used, peak_items = _encoded(sched)
 
     # data-parallel stream: parameter gathers at the start, in order of first use
     dp_free = [0.0] * pp
@@ -207,113 +210,225 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
             rank_t0[r] = dp_free[r]
             for s in order_used:
                 gather_done[s] = 0.0
-    # a forward waits for its chunk's gather only if one can end after it (times are >= 0)
-    gathers = any(g > 0 for g in gather_done)
 
     free = list(rank_t0)
     busy = [0.0] * pp
+    ptr = [0] * pp
     starts: list[list[float]] = [[] for _ in range(pp)]
     ends: list[list[float]] = [[] for _ in range(pp)]
-    # critical-path bookkeeping: for each action (gid), its binding predecessor gid or -1
-    pred = [-1] * prog.n_actions if record else None
+    # critical-path bookkeeping: for each action (gid), its binding predecessor gid or -1,
+    # and whether the binding edge was a transfer (src, dst, start, end)
+    gid_base = [0] * pp
+    tot = 0
+    for r in range(pp):
+        gid_base[r] = tot
+        tot += len(kinds[r])
+    pred = [-1] * tot if record else None
     transfers: list[tuple] = []
+    wgrad_count = [0] * S
     reduce_issue = [NEG] * S  # start of the chunk's last weight-gradient action
     reduce_floor = [NEG] * S  # its end: the last bucket cannot be reduced before it
+    ready = list(range(pp - 1, -1, -1))
 
-    # recording: the action (global id) that wrote each slot, for the critical path
-    prod = [-1] * prog.n_slots if record else None
-    gid_base = prog.gid_base
-    O = _O
-    for r, ops, g0 in prog.segments:
+    def send(r: int, dst: int, end: float, s_out: int) -> float:
+        """Issue a transfer of chunk ``s_out``'s activation size on link r->dst."""
+        link = r * pp + dst
+        lf = link_free[link]
+        ts = end if end > lf else lf
+        arr = ts + p2p[s_out]
+        link_free[link] = arr
+        return arr
+
+    while ready:
+        r = ready.pop()
+        K, St, Mb, sub = kinds[r], stages[r], mbs[r], subs[r]
+        n = len(K)
+        i = ptr[r]
         t = free[r]
+        st_r, en_r = starts[r], ends[r]
+        base = gid_base[r]
         bsy = busy[r]
-        st_add = starts[r].append
-        en_add = ends[r].append
-        gid = g0 - 1  # (counted only when recording)
-        for k, di, dp, oe, oa, ln, pi, gs, wg in ops:
-            if record:
-                gid += 1
-            if k == O:
-                # di, dp: the halves' dependency slots; oe, oa: forward end / arrival
-                # slots; ln, pi: backward end / arrival slots; gs: (sf, sb, link_f, link_b)
-                sf, sb, ln_f, ln_b = gs
-                dep_f = slot[di]
-                dep_b = slot[dp]
-                dep = dep_f if dep_f >= dep_b else dep_b
+        while i < n:
+            k = K[i]
+            if k == _O:
+                fa, ba = sub[i]
+                sf, mf, sb, mbb = fa.stage, fa.mb, ba.stage, ba.mb
+                kf = sf * m + mf
+                kb = sb * m + mbb
+                dep_f = 0.0
+                pf = -1
+                if sf > 0:
+                    d = f_arr[kf - m]
+                    if d < 0:
+                        waiting[(kf - m) * 2] = r
+                        break
+                    if d > dep_f:
+                        dep_f, pf = d, f_gid[kf - m]
+                if sb == last:
+                    dep_b = f_end[kb]
+                    pb = f_gid[kb]
+                else:
+                    dep_b = b_arr[kb + m]
+                    pb = b_gid[kb + m]
+                if dep_b < 0:
+                    waiting[(kb + m) * 2 + 1 if sb != last else kb * 2 + 0] = r
+                    break
+                dep, p = (dep_f, pf) if dep_f >= dep_b else (dep_b, pb)
                 start = t if t >= dep else dep
                 comp = comp_f[sf] + comp_b[sb]
                 comm = a2a_f[sf] + a2a_b[sb]
                 end = start + (comp if comp >= comm else comm)
-                if gathers and gather_done[sf] > end:  # parameters still arriving
+                if gather_done[sf] > end:  # parameters still arriving (overlapped gather)
                     end = gather_done[sf]
                 t_after = end
-                slot[oe] = end
-                if oa >= 0:
-                    if ln_f >= 0:
-                        lf = link_free[ln_f]
-                        arr = (end if end > lf else lf) + p2p[sf]
-                        link_free[ln_f] = arr
-                        if record:
-                            fa = sched.order[r][gid - gid_base[r]].sub[0]
-                            transfers.append((r, ln_f % pp, sf, fa.mb, "F", arr - p2p[sf], arr))
-                    else:
-                        arr = end
-                    slot[oa] = arr
-                slot[ln] = end
-                if pi >= 0:
-                    if ln_b >= 0:
-                        lf = link_free[ln_b]
-                        arr = (end if end > lf else lf) + p2p[sb - 1]
-                        link_free[ln_b] = arr
-                        if record:
-                            ba = sched.order[r][gid - gid_base[r]].sub[1]
-                            transfers.append((r, ln_b % pp, sb, ba.mb, "B", arr - p2p[sb - 1],
-                                              arr))
-                    else:
-                        arr = end
-                    slot[pi] = arr
+                gid = base + i
                 if record:
-                    p = prod[di] if dep_f >= dep_b else prod[dp]
-                    prod[ln] = gid
-                    if pi >= 0:
-                        prod[pi] = gid
+                    pred[gid] = p if dep > t else (gid - 1 if i else -1)
+                # forward half
+                f_end[kf] = end
+                f_gid[kf] = gid
+                if sf < last:
+                    dst = rank_of[sf + 1]
+                    arr = send(r, dst, end, sf) if dst != r else end
+                    f_arr[kf] = arr
+                    if record and dst != r:
+                        transfers.append((r, dst, sf, mf, "F", arr - p2p[sf], arr))
+                    w = waiting.pop(kf * 2, -1)
+                    if w >= 0:
+                        ready.append(w)
+                # backward half (full B)
+                i_end[kb] = end
+                i_gid[kb] = gid
+                if sb > 0:
+                    dst = rank_of[sb - 1]
+                    arr = send(r, dst, end, sb - 1) if dst != r else end
+                    b_arr[kb] = arr
+                    b_gid[kb] = gid
+                    if record and dst != r:
+                        transfers.append((r, dst, sb, mbb, "B", arr - p2p[sb - 1], arr))
+                    w = waiting.pop(kb * 2 + 1, -1)
+                    if w >= 0:
+                        ready.append(w)
+                wgrad_count[sb] += 1
+                if wgrad_count[sb] == m:
+                    reduce_issue[sb] = start
+                    reduce_floor[sb] = end
+                if last == sf:
+                    w = waiting.pop(kf * 2, -1)
+                    if w >= 0:
+                        ready.append(w)
             else:
-                dep = slot[dp]
-                start = t if t >= dep else dep
-                end = t_after = start + dur[di]
-                if gathers and gs >= 0 and gather_done[gs] > end:  # overlapped gather
-                    end = t_after = gather_done[gs]
-                slot[oe] = end  # (a W writes the scratch slot)
-                if oa >= 0:
-                    if ln >= 0:  # a transfer on the (sender, receiver) link, in issue order
-                        lf = link_free[ln]
-                        arr = (end if end > lf else lf) + p2p[pi]
-                        link_free[ln] = arr
-                        if record:
-                            a = sched.order[r][gid - gid_base[r]]
-                            transfers.append((r, ln % pp, a.stage, a.mb,
-                                              "F" if k == _F else "B", arr - p2p[pi], arr))
-                        if not overlap_p2p:
-                            t_after = arr
+                s = St[i]
+                key = s * m + Mb[i]
+                if k == _F:
+                    dep = 0.0
+                    p = -1
+                    if s > 0:
+                        d = f_arr[key - m]
+                        if d < 0:
+                            waiting[(key - m) * 2] = r
+                            break
+                        if d > dep:
+                            dep, p = d, f_gid[key - m]
+                    start = t if t >= dep else dep
+                    end = start + fwd[s]
+                    if gather_done[s] > end:  # parameters still arriving (overlapped gather)
+                        end = gather_done[s]
+                    t_after = end
+                    gid = base + i
+                    f_end[key] = end
+                    f_gid[key] = gid
+                    if s < last:
+                        dst = rank_of[s + 1]
+                        if dst != r:
+                            link = r * pp + dst  # inline send(): the hot path
+                            lf = link_free[link]
+                            arr = (end if end > lf else lf) + p2p[s]
+                            link_free[link] = arr
+                            if record:
+                                transfers.append((r, dst, s, Mb[i], "F", arr - p2p[s], arr))
+                            if not overlap_p2p:
+                                t_after = arr
+                        else:
+                            arr = end
+                        f_arr[key] = arr
+                        w = waiting.pop(key * 2, -1)
+                        if w >= 0:
+                            ready.append(w)
                     else:
-                        arr = end
-                    slot[oa] = arr
+                        w = waiting.pop(key * 2, -1)  # the last stage's own backward
+                        if w >= 0:
+                            ready.append(w)
+                elif k == _W:
+                    dep = i_end[key]
+                    if dep < 0:
+                        raise ScheduleError(f"rank {r}: {s}W{Mb[i]} before its I")
+                    p = i_gid[key]
+                    start = t if t >= dep else dep
+                    end = t_after = start + bwt[s]
+                    gid = base + i
+                    wgrad_count[s] += 1
+                    if wgrad_count[s] == m:
+                        reduce_issue[s] = start
+                        reduce_floor[s] = end
+                else:  # B or I
+                    if s == last:
+                        dep = f_end[key]
+                        if dep < 0:
+                            waiting[key * 2] = r
+                            break
+                        p = f_gid[key]
+                    else:
+                        dep = b_arr[key + m]
+                        if dep < 0:
+                            waiting[(key + m) * 2 + 1] = r
+                            break
+                        p = b_gid[key + m]
+                    start = t if t >= dep else dep
+                    end = t_after = start + (bfull[s] if k == _B else bin_[s])
+                    gid = base + i
+                    i_end[key] = end
+                    i_gid[key] = gid
+                    if k == _B:
+                        wgrad_count[s] += 1
+                        if wgrad_count[s] == m:
+                            reduce_issue[s] = start
+                            reduce_floor[s] = end
+                    if s > 0:
+                        dst = rank_of[s - 1]
+                        if dst != r:
+                            link = r * pp + dst
+                            lf = link_free[link]
+                            arr = (end if end > lf else lf) + p2p[s - 1]
+                            link_free[link] = arr
+                            if record:
+                                transfers.append((r, dst, s, Mb[i], "B",
+                                                  arr - p2p[s - 1], arr))
+                            if not overlap_p2p:
+                                t_after = arr
+                        else:
+                            arr = end
+                        b_arr[key] = arr
+                        b_gid[key] = gid
+                        w = waiting.pop(key * 2 + 1, -1)
+                        if w >= 0:
+                            ready.append(w)
                 if record:
-                    p = prod[dp]
-            if wg >= 0:  # the chunk's last weight-gradient action
-                reduce_issue[wg] = start
-                reduce_floor[wg] = end
-            if record:
-                pred[gid] = p if dep > t else (gid - 1 if gid != gid_base[r] else -1)
-                prod[oe] = gid
-                if oa >= 0:
-                    prod[oa] = gid
-            st_add(start)
-            en_add(end)
+                    pred[gid] = p if dep > t else (gid - 1 if i else -1)
+            st_r.append(start)
+            en_r.append(end)
             bsy += end - start
             t = t_after
+            i += 1
+        ptr[r] = i
         free[r] = t
         busy[r] = bsy
+
+    stuck = [r for r in range(pp) if ptr[r] < len(kinds[r])]
+    if stuck:
+        r = stuck[0]
+        raise ScheduleError(f"{sched.name}: deadlock, rank {r} waits at "
+                            f"{sched.order[r][ptr[r]]} (ranks stuck: {stuck})")
 
     # data-parallel gradient reduction and the optimizer
     ranks: list[RankResult] = []
@@ -343,215 +458,85 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     for r in range(pp):
         comp_end, dp_exp, opt, end_r = ends_rank[r]
         idle = step - busy[r] - opt
-        peak_b, peak_n = _peak_of(prog, r, act, hold)
+        peak_b, peak_n = _peak_of(peak_items[r], act, hold)
         ranks.append(RankResult(r, busy[r], idle, idle / step if step > 0 else 0.0,
                                 comp_end, dp_exp, opt, end_r, peak_b, peak_n))
 
     crit: list[tuple] = []
-    if record and prog.n_actions:
-        crit = _critical_path(sched, starts, ends, pred, prog.gid_base, step, ends_rank)
+    if record and tot:
+        crit = _critical_path(sched, starts, ends, pred, gid_base, rank_of, step, ends_rank)
     return SimResult(sched, list(chunks), step, ranks, crit, starts, ends, transfers, dp_events)
 
 
-@dataclass(frozen=True)
-class _Program:
-    """A schedule compiled for the simulator: its actions in the order the event walk takes
-    them, each with the slots it reads and writes. The walk's order depends only on the
-    lists (an action runs when its rank reaches it and the action producing its input has
-    run), never on the times, so it is found once per schedule and every simulation of the
-    schedule replays it: the same operations in the same order, hence the same floats.
-
-    Slots (one flat list of floats per simulation), key = stage * m + micro-batch: forward
-    end at key, forward output's arrival at stage + 1 at N + key, input gradient's arrival
-    at stage - 1 at 2N + key, input-gradient (B or I) end at 3N + key, 0.0 at 4N (what
-    stage 0's forward waits for) and at 4N + 1 a scratch slot that W actions write (read
-    by none). N = stages x micro-batches."""
-
-    segments: tuple  # (rank, ops, gid of the first): a run of one rank's actions
-    n_slots: int
-    n_actions: int
-    gid_base: list  # per rank: global id of its first action
-    used: list  # per rank: its stages in order of first use
-    peak_index: list  # per rank: _peak_of's table index of each (leaf) action, in order
-    peak_fwd: list  # per rank: 1 where that leaf is a forward (the stash grows), else 0
-    peak_n: list  # per rank: peak chunk-micro-batches stashed (no times involved)
+_ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its encoding)
 
 
-_ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its _Program)
-
-
-def _program(sched: Schedule) -> _Program:
-    """``sched`` compiled (cached per Schedule object: build_schedule's are never mutated).
-    Raises ScheduleError where the event walk deadlocks or a W precedes its I."""
+def _encoded(sched: Schedule) -> tuple:
+    """Per rank: the action kinds, stages and micro-batches as int lists, the OVERLAP_F_B
+    halves by index, the stages in order of first use, and the (kind, stage) items of
+    _peak_of's walk. Cached per Schedule object (build_schedule's are never mutated)."""
     hit = _ENCODED.get(id(sched))
     if hit is not None and hit[0] is sched:
         return hit[1]
-    prog = _compile(sched)
+    kinds: list[list[int]] = []
+    stages: list[list[int]] = []
+    mbs: list[list[int]] = []
+    subs: list[dict[int, tuple]] = []
+    used: list[list[int]] = []
+    items: list[list[tuple[int, int]]] = []
+    for r in range(sched.pp):
+        acts = sched.order[r]
+        kinds.append([_CODE[a.kind] for a in acts])
+        stages.append([a.stage for a in acts])
+        mbs.append([-1 if a.mb is None else a.mb for a in acts])
+        subs.append({i: a.sub for i, a in enumerate(acts) if a.sub is not None})
+        order_used: list[int] = []
+        seen: set = set()
+        for a in acts:
+            for x in a.leaves():
+                if x.stage not in seen:
+                    seen.add(x.stage)
+                    order_used.append(x.stage)
+        used.append(order_used)
+        it: list[tuple[int, int]] = []
+        for i, k in enumerate(kinds[r]):
+            if k == _O:
+                fa, ba = subs[r][i]
+                it.append((_F, fa.stage))
+                it.append((_CODE[ba.kind], ba.stage))
+            else:
+                it.append((k, stages[r][i]))
+        items.append(it)
     if len(_ENCODED) >= 64:  # (as many as build_schedule keeps)
         _ENCODED.clear()
-    _ENCODED[id(sched)] = (sched, prog)
-    return prog
+    enc = (kinds, stages, mbs, subs, used, items)
+    _ENCODED[id(sched)] = (sched, enc)
+    return enc
 
 
-def _compile(sched: Schedule) -> _Program:
-    """The event walk without times: a rank runs its list until an action's input has not
-    been produced, parks on that input and is woken when it is (O(actions)). Each action
-    becomes (kind, duration index, dependency slot, end slot, arrival slot, link, transfer
-    stage, gather stage, stage whose last weight gradient this is); -1: none. An
-    OVERLAP_F_B: (kind, forward dependency slot, backward dependency slot, forward end
-    slot, forward arrival slot, backward end slot, backward arrival slot, (forward stage,
-    backward stage, forward link, backward link), last weight gradient's stage)."""
-    S, m, pp = sched.num_stages, sched.num_microbatches, sched.pp
-    last = S - 1
-    N = S * m
-    N2, N3 = 2 * N, 3 * N
-    ZERO, SCRATCH = 4 * N, 4 * N + 1
-    rank_of = [sched.stage_to_rank(s) for s in range(S)]
-    done = [False] * (4 * N)  # which slots the walk has produced so far
-    wgrad_left = [m] * S
-    waiting: dict[int, int] = {}  # key * 2 (+1 for gradients) -> parked rank
-    ptr = [0] * pp
-    segments: list[tuple] = []
-    ready = list(range(pp - 1, -1, -1))
-    order = sched.order
-    gid_base = [0] * pp  # global id of each rank's first action
-    tot = 0
-    for r in range(pp):
-        gid_base[r] = tot
-        tot += len(order[r])
-
-    while ready:
-        r = ready.pop()
-        acts = order[r]
-        n = len(acts)
-        i = ptr[r]
-        ops: list[tuple] = []
-        add = ops.append
-        rpp = r * pp
-        while i < n:
-            s, kind, mb, sub = acts[i]
-            if sub is not None:  # OVERLAP_F_B
-                fa, ba = sub
-                sf, mf, sb, mbb = fa.stage, fa.mb, ba.stage, ba.mb
-                kf, kb = sf * m + mf, sb * m + mbb
-                if sf > 0 and not done[N + kf - m]:
-                    waiting[(kf - m) * 2] = r
-                    break
-                dep_b = kb if sb == last else N2 + kb + m
-                if not done[dep_b]:
-                    waiting[(kb + m) * 2 + 1 if sb != last else kb * 2 + 0] = r
-                    break
-                dst_f = rank_of[sf + 1] if sf < last else r
-                dst_b = rank_of[sb - 1] if sb > 0 else r
-                wgrad_left[sb] -= 1
-                add((_O, N + kf - m if sf > 0 else ZERO, dep_b, kf,
-                     N + kf if sf < last else -1, N3 + kb, N2 + kb if sb > 0 else -1,
-                     (sf, sb, rpp + dst_f if dst_f != r else -1,
-                      rpp + dst_b if dst_b != r else -1),
-                     -1 if wgrad_left[sb] else sb))
-                done[kf] = True
-                if sf < last:
-                    done[N + kf] = True
-                    w = waiting.pop(kf * 2, -1)
-                    if w >= 0:
-                        ready.append(w)
-                done[N3 + kb] = True
-                if sb > 0:
-                    done[N2 + kb] = True
-                    w = waiting.pop(kb * 2 + 1, -1)
-                    if w >= 0:
-                        ready.append(w)
-                if last == sf:
-                    w = waiting.pop(kf * 2, -1)
-                    if w >= 0:
-                        ready.append(w)
-            else:
-                key = s * m + (-1 if mb is None else mb)
-                if kind == F:
-                    if s > 0 and not done[N + key - m]:
-                        waiting[(key - m) * 2] = r
-                        break
-                    if s < last:
-                        dst = rank_of[s + 1]
-                        add((_F, s, N + key - m if s > 0 else ZERO, key, N + key,
-                             rpp + dst if dst != r else -1, s, s, -1))
-                        done[N + key] = True
-                    else:
-                        add((_F, s, N + key - m if s > 0 else ZERO, key, -1, -1, s, s, -1))
-                    done[key] = True
-                    w = waiting.pop(key * 2, -1)  # next stage, or the last stage's backward
-                    if w >= 0:
-                        ready.append(w)
-                elif kind == W:
-                    if not done[N3 + key]:
-                        raise ScheduleError(f"rank {r}: {s}W{mb} before its I")
-                    wgrad_left[s] -= 1
-                    add((_W, 3 * S + s, N3 + key, SCRATCH, -1, -1, 0, -1,
-                         -1 if wgrad_left[s] else s))
-                else:  # B or I
-                    if kind != B and kind != I:
-                        raise ScheduleError(f"rank {r}: {acts[i]} is not a compute action")
-                    dep = key if s == last else N2 + key + m
-                    if not done[dep]:
-                        waiting[key * 2 if s == last else (key + m) * 2 + 1] = r
-                        break
-                    if kind == B:
-                        wgrad_left[s] -= 1
-                        di, wg = S + s, -1 if wgrad_left[s] else s
-                    else:
-                        di, wg = 2 * S + s, -1
-                    done[N3 + key] = True
-                    if s > 0:
-                        dst = rank_of[s - 1]
-                        add((_B if kind == B else _I, di, dep, N3 + key, N2 + key,
-                             rpp + dst if dst != r else -1, s - 1, -1, wg))
-                        done[N2 + key] = True
-                        w = waiting.pop(key * 2 + 1, -1)
-                        if w >= 0:
-                            ready.append(w)
-                    else:
-                        add((_B if kind == B else _I, di, dep, N3 + key, -1, -1, s - 1, -1,
-                             wg))
-            i += 1
-        ptr[r] = i
-        if ops:
-            segments.append((r, tuple(ops), gid_base[r] + i - len(ops)))
-
-    stuck = [r for r in range(pp) if ptr[r] < len(order[r])]
-    if stuck:
-        r = stuck[0]
-        raise ScheduleError(f"{sched.name}: deadlock, rank {r} waits at "
-                            f"{order[r][ptr[r]]} (ranks stuck: {stuck})")
-
-    used: list[list[int]] = []
-    p_index: list[list[int]] = []
-    p_fwd: list[list[bool]] = []
-    p_n: list[int] = []
-    base = {F: 0, B: S, I: 2 * S, W: 3 * S}
-    step_n = {F: 1, B: -1, I: 0, W: -1}  # chunk-micro-batches stashed: + forward, - B or W
-    for r in range(pp):
-        acts = order[r]
-        leaves = ([x for a in acts for x in (a.sub if a.sub is not None else (a,))]
-                  if any(a.sub is not None for a in acts) else acts)
-        used.append(list(dict.fromkeys([x.stage for x in leaves])))
-        kinds = [x.kind for x in leaves]
-        p_index.append([base[k] + x.stage for k, x in zip(kinds, leaves)])
-        p_fwd.append([k == F for k in kinds])
-        p_n.append(max(accumulate(map(step_n.__getitem__, kinds), initial=0)))
-    return _Program(tuple(segments), 4 * N + 2, tot, gid_base, used, p_index, p_fwd, p_n)
-
-
-def _peak_of(prog: _Program, r: int, act: list[float], hold: list[float]
+def _peak_of(items: list[tuple[int, int]], act: list[float], hold: list[float]
              ) -> tuple[float, int]:
-    """Peak stashed bytes and chunk-micro-batches of rank ``r``, walking its actions in
-    order: a forward stashes ``act``, a full backward frees it, an I frees ``act - hold``,
-    a W ``hold``. The running sum is the walk's own (x - y == x + (-y) in IEEE 754), the
-    peak the largest value after a forward."""
-    table = act + [-a for a in act] + [-(a - h) for a, h in zip(act, hold)] + [-h for h in hold]
-    sums = accumulate(map(table.__getitem__, prog.peak_index[r]), initial=0.0)
-    next(sums)
-    top = max(compress(sums, prog.peak_fwd[r]), default=0.0)
-    return (top if top > 0.0 else 0.0), prog.peak_n[r]
+    """Peak stashed bytes and chunk-micro-batches, walking one rank's (kind, stage) items in
+    order."""
+    cur = peak = 0.0
+    n = peak_n = 0
+    for kk, s in items:
+        if kk == _F:
+            cur += act[s]
+            n += 1
+            if cur > peak:
+                peak = cur
+            if n > peak_n:
+                peak_n = n
+        elif kk == _B:
+            cur -= act[s]
+            n -= 1
+        elif kk == _I:
+            cur -= act[s] - hold[s]
+        else:
+            cur -= hold[s]
+            n -= 1
+    return peak, peak_n
 
 
 def _memory_events(res: SimResult, rank: int) -> list[tuple[float, float]]:
@@ -581,7 +566,7 @@ def _memory_events(res: SimResult, rank: int) -> list[tuple[float, float]]:
     return out
 
 
-def _critical_path(sched, starts, ends, pred, gid_base, step, ends_rank):
+def _critical_path(sched, starts, ends, pred, gid_base, rank_of, step, ends_rank):
     """Walk binding predecessors back from the action that ends last."""
     pp = sched.pp
     loc = []  # gid -> (rank, index)
