@@ -294,17 +294,24 @@ def _moe_prefix(model: ModelSpec) -> tuple[int, ...]:
     return tuple(out)
 
 
+def training_shard(workload: Workload, cluster: Cluster, micro_batch: int, tp: int, cp: int,
+                   sp: bool, ep: int, etp: int) -> Shard:
+    """The slice of a layer one rank computes in a training step, with the engine's kernels
+    (Megatron/NeMo fuse the FP8 casts and run per-expert GEMMs) and the FP8 recipe the step
+    runs: the one rule estimate() and the search's floors (search/bound.py) both use."""
+    fp8 = workload.precision == "fp8"
+    megatron = workload.framework in MEGATRON_ENGINES
+    return Shard(workload.seq_len, micro_batch, tp, cp, sp, ep, etp, fp8, fp8 and megatron,
+                 megatron, fp8_recipe.resolve(workload.precision, workload.fp8_recipe,
+                                              workload.framework, cluster.gpu.generation))
+
+
 def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan) -> Estimate:
     """Predict one training step of ``plan``. Raises InputError if the plan is invalid."""
     plan.validate(model, workload, cluster.num_gpus)
     m = plan.num_microbatches(workload)
-    fp8 = workload.precision == "fp8"
-    shard = Shard(workload.seq_len, plan.micro_batch, plan.tp, plan.cp,
-                  bool(plan.sequence_parallel), plan.ep, plan.etp, fp8,
-                  fp8 and workload.framework in MEGATRON_ENGINES,
-                  workload.framework in MEGATRON_ENGINES,
-                  fp8_recipe.resolve(workload.precision, workload.fp8_recipe,
-                                     workload.framework, cluster.gpu.generation))
+    shard = training_shard(workload, cluster, plan.micro_batch, plan.tp, plan.cp,
+                           bool(plan.sequence_parallel), plan.ep, plan.etp)
     pl = placements(plan, cluster)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
 

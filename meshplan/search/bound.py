@@ -132,12 +132,12 @@ from ..cost.collectives import Placement, p2p_s
 from ..cost.compute import p2p_message_bytes
 from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
-from ..cost.layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
-from ..cost import fp8_recipe
+from ..cost.layer import CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
-from ..cost.step import _chunk_counts, _dp_comm, _placement_of_chunks, placements
+from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placements,
+                         training_shard)
 from ..errors import InputError
 from ..plan import V_SCHEDULES, Plan
 from ..specs.hardware import Cluster
@@ -289,14 +289,9 @@ class Bounds:
         pc = self._pc.get(key)
         if pc is not None:
             return pc
-        fp8 = w.precision == "fp8"
-        megatron = w.framework in MEGATRON_ENGINES
 
         def cost(kind: str, ep: int, etp: int, ep_pl, etp_pl) -> LayerCost:
-            shard = Shard(w.seq_len, mb, layout.tp, layout.cp, sp, ep, etp, fp8,
-                          fp8 and megatron, megatron,
-                          fp8_recipe.resolve(w.precision, w.fp8_recipe, w.framework,
-                                             cluster.gpu.generation))
+            shard = training_shard(w, cluster, mb, layout.tp, layout.cp, sp, ep, etp)
             places = CommPlacements(pl["tp"], pl["cp"], ep_pl, etp_pl)
             return layer_cost(model, cluster, kind, shard, rc, places, layout.tp_comm_overlap,
                               w.precision, layout.cp_kind, w.framework, layout.moe_dispatcher,
@@ -547,21 +542,13 @@ class PairBounds:
     def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:
         """Theorem M with no activations and no working set (a floor for every
         recomputation, Lemma R): False when the ladder's b-th ZeRO stage cannot fit."""
-        key = (vpp, v_shape, b)
-        out = self._fit.get(key)
-        if out is not None:
-            return out
-        bd, layout = self.b, self.layout
-        pz = bd.zero_plans(layout)[b]
-        out = True
-        if pz is not None:
+        def states():
             _, _, params, eparams, largest, _ = self._ranks(vpp, v_shape)
-            out = self._all_fit(pz, (RankState(
+            return (RankState(
                 params=params[u], expert_params=eparams[u], largest_layer_params=largest[u],
                 act_per_microbatch_bytes=0.0, in_flight=0.0, working_bytes=0.0)
-                for u in range(len(params))))
-        self._fit[key] = out
-        return out
+                for u in range(len(params)))
+        return self._fits_at((vpp, v_shape, b), b, states)
 
     def may_fit(self, vpp: int, schedule: str, rc: str, b: int) -> bool:
         """Theorem M at rc and the ladder's b-th ZeRO stage: False when no plan can fit."""
@@ -676,16 +663,16 @@ class PairBounds:
     def _partial_fits(self, vpp: int, schedule: str, b: int, n: int) -> bool:
         """Theorem M for the row's plan recomputing n layers per chunk at the ladder's b-th
         ZeRO stage: False when it cannot fit."""
-        key = ("partial-fit", vpp, schedule, b, n)
+        return self._fits_at(("partial-fit", vpp, schedule, b, n), b,
+                             lambda: self._partial_parts(vpp, schedule, n)[1])
+
+    def _fits_at(self, key: tuple, b: int, states) -> bool:
+        """Theorem M, memoised under ``key``, for the ladder's b-th ZeRO stage and the rank
+        states ``states()`` gives: True where the ladder has no such stage."""
         out = self._fit.get(key)
-        if out is not None:
-            return out
-        bd, layout = self.b, self.layout
-        pz = bd.zero_plans(layout)[b]
-        out = True
-        if pz is not None:
-            out = self._all_fit(pz, self._partial_parts(vpp, schedule, n)[1])
-        self._fit[key] = out
+        if out is None:
+            pz = self.b.zero_plans(self.layout)[b]
+            out = self._fit[key] = pz is None or self._all_fit(pz, states())
         return out
 
     def _partial_time(self, vpp: int, schedule: str, b: int, n: int) -> float:
