@@ -58,8 +58,7 @@ def copies_per_token(model: ModelSpec, place: Placement, dispatcher: str) -> tup
     if dispatcher != "deepep":
         return k * (n - 1) / n, k * (n - place.per_node) / n
     ranks = _limited(model, n, expected_distinct(n, e, k))
-    node_hits = _limited(model, nodes, expected_distinct(nodes, e, k))
-    return ranks * (n - 1) / n, node_hits * (nodes - 1) / nodes
+    return ranks * (n - 1) / n, node_copies(model, place) * (nodes - 1) / nodes
 
 
 def _limited(model: ModelSpec, units: int, hits: float) -> float:
