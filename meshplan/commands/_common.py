@@ -73,6 +73,7 @@ def _check_batch_flags(args: argparse.Namespace, seq_len: int | None) -> None:
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """The scenario from --scenario, with any flags given on top overriding it. (A cluster
     of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
+    recipe = getattr(args, "fp8_recipe", None) or ""  # "" = the scenario's, else the engine's
     if args.scenario:
         sc = load_scenario(args.scenario)
         if sc.pools is not None and not args.gpus:
@@ -94,7 +95,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         # compiled_loss, attention_kernel, optimizer, fp8_recipe) is kept
         workload = replace(w, seq_len=seq, global_batch=gb,
                            precision=args.precision or w.precision,
-                           fp8_recipe=getattr(args, "fp8_recipe", None) or w.fp8_recipe)
+                           fp8_recipe=recipe or w.fp8_recipe)
         return Scenario(model, cluster, workload, sc.plan)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
@@ -106,10 +107,10 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.global_batch_tokens:
         workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
                                         precision=args.precision or "bf16",
-                                        fp8_recipe=getattr(args, "fp8_recipe", None) or "")
+                                        fp8_recipe=recipe)
     elif args.global_batch is not None:
         workload = Workload(args.seq_len, args.global_batch, args.precision or "bf16",
-                            fp8_recipe=getattr(args, "fp8_recipe", None) or "")
+                            fp8_recipe=recipe)
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
     return Scenario(model, cluster, workload, None)
