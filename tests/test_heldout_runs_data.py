@@ -80,3 +80,59 @@ def test_moe_engine_settings_come_from_a_named_recipe():
                 assert r["recompute"] == "selective", r["id"]
         if "recipe looked up but its layout differs" in d:
             assert not (r["moe_dispatcher"] or r["ep_overlap"] or r["recompute"]), r["id"]
+
+
+MB_MIRROR = Path("/work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo")
+
+
+def test_megatron_bridge_and_nemo_rows_state_their_recipes_gradient_dtype():
+    """Every row printed by a Megatron-Bridge release states grad_reduce_dtype bf16 and names
+    the tag and recipe file that set grad_reduce_in_fp32 False; the dgxc-benchmarking NeMo 1
+    rows name their YAML's grad_sync_dtype bf16."""
+    import re
+
+    mb = nemo1 = 0
+    for r in _rows(HELDOUT):
+        d = r["derivation"]
+        if r["source"].startswith("Megatron-Bridge"):
+            mb += 1
+            assert r["grad_reduce_dtype"] == "bf16", r["id"]
+            assert re.search(r"grad_reduce_dtype bf16 \(16-bit gradient buffer and reduction\) from "
+                             r"Megatron-Bridge v0\.\d", d), r["id"]
+            assert "grad_reduce_in_fp32" in d, r["id"]
+        elif re.search(r"dgxc-benchmarking (llama3\.1|nemotron|nemo_megatron)/", r["source"]):
+            nemo1 += 1
+            assert r["grad_reduce_dtype"] == "bf16" and "grad_sync_dtype bf16" in d, r["id"]
+            assert r["recompute"] in ("none", "selective") and r["zero"] == "1", r["id"]
+            if r["precision"] == "fp8":
+                assert r["fp8_recipe"] == "delayed", r["id"]
+    assert mb == 59 and nemo1 == 60
+
+
+@pytest.mark.skipif(not MB_MIRROR.exists(), reason="needs a local clone of NVIDIA-NeMo/Megatron-Bridge")
+def test_each_cited_megatron_bridge_file_sets_16_bit_gradients():
+    """The files the derivations cite do set grad_reduce_in_fp32 False at the cited tags."""
+    import re
+    import subprocess
+
+    cited = set()
+    for r in _rows(HELDOUT):
+        m = re.search(r"grad_reduce_dtype bf16 \(16-bit gradient buffer and reduction\) from "
+                      r"Megatron-Bridge (v[\d.rc]+)[^;]*? (scripts/performance/configs/\S+|"
+                      r"src/megatron/bridge/perf_recipes/_common\.py)", r["derivation"])
+        if m:
+            cited.add((m.group(1), m.group(2).rstrip(":")))
+    assert len(cited) >= 8
+    for tag, path in cited:
+        text = subprocess.run(["git", "-C", str(MB_MIRROR), "show", f"{tag}:{path}"],
+                              capture_output=True, text=True, check=True).stdout
+        assert re.search(r"grad_reduce_in_fp32(: false| = False)", text), (tag, path)
+
+
+def test_gpt_oss_b200_row_fits_with_its_recipes_16_bit_gradients():
+    # H089: GPT-OSS 120B, 64 B200, EP8, MBS 4: the run fit (it printed 13568 tokens/s/GPU);
+    # with fp32 gradient buffers the model read 201.8 GiB, an OOM verdict
+    row = next(r for r in _rows(HELDOUT) if r["id"] == "H089")
+    assert row["grad_reduce_dtype"] == "bf16"
+    p = predict_row(row, with_search_best=False)
+    assert p.error is None and not p.predicted_oom

@@ -101,3 +101,25 @@ def test_megatron_export_reduces_grads_in_bf16():
     plain, _ = megatron_args(Scenario(m, c, Workload(4096, 8, "bf16"),
                                       Plan(dp=8, zero=1, micro_batch=1)))
     assert "--grad-reduce-in-bf16" not in [f for f, _ in plain]
+
+
+def _dp_axis(**kw):
+    m = preset("llama3.1-8b")
+    c = make_cluster(gpu="H100-SXM-80GB", num_gpus=16)  # two nodes: DP over the NICs
+    w = Workload(4096, 32, "bf16", framework="nemo", **kw)
+    est = estimate(m, c, w, Plan(dp=16, zero=1, micro_batch=1, recompute="full"))
+    return next(a for a in est.comm if a.axis == "dp")
+
+
+def test_bf16_gradient_reduction_sends_half_the_gradient_bytes():
+    # Megatron-Core reduces in the gradient buffer's dtype (param_and_grad_buffer.py:
+    # "torch.float if grad_reduce_in_fp32, else param.dtype"). Closed form of a ring
+    # reduce-scatter + all-gather of P parameters over d ranks, bytes sent per rank:
+    # (g + 2) * P * (d - 1) / d, g = 4 (fp32 gradients) or 2 (bf16); the weights' all-gather
+    # is bf16 either way.
+    fp32, bf16 = _dp_axis(), _dp_axis(grad_reduce_dtype="bf16")
+    params = fp32.bytes_per_step / (6 * 15 / 16)
+    assert bf16.bytes_per_step == pytest.approx(4 * params * 15 / 16, rel=1e-9)
+    # the reduce-scatter's wire time halves (less its latency term), the all-gather's stays
+    assert bf16.wire_s < fp32.wire_s
+    assert (fp32.wire_s - bf16.wire_s) == pytest.approx(fp32.wire_s / 3, rel=0.05)

@@ -88,6 +88,38 @@ RC_QWEN3 = ("recompute none from the Megatron-Bridge v0.2.0 recipe (scripts/perf
 RC_DS3 = ("recompute selective, modules {mods} from the Megatron-Bridge v0.2.0 recipe (scripts/performance/"
           "configs/deepseek/deepseek_llm_pretrain.py sets recompute_granularity='selective'; "
           "workload_base_configs.py {p}: recompute_modules={mods}, its layout {lay} matching the row)")
+# Gradient buffer dtype of every Megatron-Bridge performance recipe that printed these rows (NVIDIA-NeMo/
+# Megatron-Bridge tags, `git grep -n grad_reduce_in_fp32 <tag> -- scripts/performance src/megatron/bridge/perf_recipes`):
+# each model's per-GPU config functions all call one common function that sets grad_reduce_in_fp32 = False on both the
+# mixed-precision and the DDP config, i.e. 16-bit (bf16) gradient buffers and bf16 gradient reduce-scatter / all-reduce.
+# 25.09 = v0.1.0rc4: the model's YAML under scripts/performance/configs sets mixed_precision.grad_reduce_in_fp32: false
+# (applied over the recipe by run_script.py; MixedPrecisionConfig.setup copies it onto the DDP config).
+# 26.08 = v0.6.0: src/megatron/bridge/perf_recipes/_common.py _benchmark_common (and _perf_precision) set it False for
+# every flat perf recipe; the DeepSeek-V3 / Qwen3 / GPT-OSS GB200 recipes of these rows do not set it back.
+GRAD_FILES = {  # model -> (v0.1.0rc4 YAML, v0.2.0 file, v0.3.0..v0.5.x file, common function, v0.6.0 recipe)
+ 'L8': ('llama3/llama3_8b_llm_pretrain.yaml', 'llama3/llama3_llm_pretrain.py', 'llama/llama3_llm_pretrain.py', 'set_llama3_common_configs', 'llama/*/llama3.py'),
+ 'L70': ('llama3/llama3_70b_llm_pretrain.yaml', 'llama3/llama3_llm_pretrain.py', 'llama/llama3_llm_pretrain.py', 'set_llama3_common_configs', 'llama/*/llama3.py'),
+ 'L405': ('llama31/llama31_405b_llm_pretrain.yaml', 'llama31/llama31_llm_pretrain.py', 'llama/llama31_llm_pretrain.py', 'set_llama31_common_configs', 'llama/*/llama31.py'),
+ 'Q30': ('qwen3/qwen3_30b_a3b_llm_pretrain.yaml', 'qwen3/qwen3_llm_pretrain.py', 'qwen/qwen3_llm_pretrain.py', 'set_qwen3_common_configs', 'qwen/gb200/qwen3_moe.py'),
+ 'Q235': ('qwen3/qwen3_235b_a22b_llm_pretrain.yaml', 'qwen3/qwen3_llm_pretrain.py', 'qwen/qwen3_llm_pretrain.py', 'set_qwen3_common_configs', 'qwen/gb200/qwen3_moe.py'),
+ 'DS3': ('deepseek/deepseek_v3_llm_pretrain.yaml', 'deepseek/deepseek_llm_pretrain.py', 'deepseek/deepseek_llm_pretrain.py', 'set_deepseek_v3_common_configs', 'deepseek/gb200/deepseek_v3.py'),
+ 'GOSS': (None, 'gpt_oss/gpt_oss_llm_pretrain.py', 'gpt_oss/gpt_oss_llm_pretrain.py', 'set_gpt_oss_common_configs', 'gpt_oss/gb200/gpt_oss.py'),
+}
+GRAD_TAGS = {'25.09': 'v0.1.0rc4', '25.11': 'v0.2.0', '26.02': 'v0.3.0', '26.02.01': 'v0.3.0 and v0.3.1', '26.04': 'v0.4.0 / v0.4.1',
+             '26.04.01': 'v0.4.0 / v0.4.1', '26.06': 'v0.5.0 / v0.5.1', '26.08': 'v0.6.0'}
+def grad_bf16(ver, m):
+    """The derivation text of grad_reduce_dtype bf16 for a Megatron-Bridge row of container ver, model key m."""
+    yml, f2, f3, fn, f6 = GRAD_FILES[m]
+    tag = GRAD_TAGS[ver]
+    if ver == '25.09':
+        where = f"scripts/performance/configs/{yml}: mixed_precision.grad_reduce_in_fp32: false"
+    elif ver == '26.08':
+        where = (f"src/megatron/bridge/perf_recipes/_common.py _benchmark_common / _perf_precision: grad_reduce_in_fp32 = False, "
+                 f"not set back by perf_recipes/{f6}")
+    else:
+        where = (f"scripts/performance/configs/{f2 if ver == '25.11' else f3} {fn}: mixed_precision and ddp "
+                 f"grad_reduce_in_fp32 = False, called by every config of the model")
+    return f"; grad_reduce_dtype bf16 (16-bit gradient buffer and reduction) from Megatron-Bridge {tag} {where}"
 def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, note='', disp='', epo='', rc=None, rcm=None):
     dp = n // (tp*pp*cp)
     rc_text = RC_PRESET.format(p=rc[0], n=rc[1]) if rc else "recompute not stated (blank)"
@@ -99,7 +131,8 @@ def mb(sysname, gpu, m, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, n
 
     if disp:
         note += REC.format(d={'deepep': 'hybridep (DeepEP class)'}.get(disp, disp), o=bool(epo))
-    add(moe_dispatcher=disp, ep_overlap=epo, source=MB.format(s=sysname), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu,
+    note += grad_bf16('25.11', m)
+    add(moe_dispatcher=disp, ep_overlap=epo, grad_reduce_dtype='bf16', source=MB.format(s=sysname), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu,
         num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute=rc_kind, recompute_layers=rc[1] if rc else '',
         recompute_modules='+'.join(rcm[1]) if rcm and rcm != 'none' else '',
@@ -351,12 +384,13 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
                  + engine)
     if others:
         notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
-    add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
+    add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], grad_reduce_dtype='bf16', seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
         gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute=rc, recompute_modules=mods, moe_dispatcher=disp, ep_overlap=epo,
         precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
         measured_tokens_per_s_per_gpu=tps, oom=0,
-        derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes))
+        derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes)
+                   + grad_bf16(ver, m))
 # Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
 # cli99/llm-analysis examples/megatron-turing-nlg (README: GBS 1920, 280/350/420 DGX A100 servers, 60.1/50.2/44.4 s
 # per iteration, 126/121/113 TFLOP/s per GPU; run_train.sh: TP 8, PP 35)
@@ -430,23 +464,33 @@ for f, c, d, t, shape, seq, tp, pp, vp, gbs0, prec, steps, tputs in [
                 if shape is GPT3 and n == 512 else '')
         # Nemotron-4 340B: the recipe's own config (nemotron/nemotron4-340b-synth.yaml at 35a9aec) states the engine settings
         yaml = shape is N340
-        engine = (dict(zero=1, recompute='selective', optimizer_state_precision='bf16-no-master', grad_reduce_dtype='bf16')
-                  if yaml else dict(zero='', recompute=''))
+        engine = (dict(zero=1, recompute='selective', optimizer_state_precision='bf16-no-master', grad_reduce_dtype='bf16',
+                       tp_comm_overlap=1)
+                  if yaml else dict(zero=1, recompute='none', grad_reduce_dtype='bf16', tp_comm_overlap=1))
+        if prec == 'fp8':
+            engine['fp8_recipe'] = 'delayed'
         settings = ("zero 1, recompute selective, optimizer bf16-no-master, grad_reduce_dtype bf16 from the recipe's "
                     "nemotron/nemotron4-340b-synth.yaml at 35a9aec (activations_checkpoint_granularity: selective; optim: "
                     "distributed_fused_adam, dtype bf16, grad_sync_dtype bf16, contiguous_grad_buffer: Apex DistributedFusedAdam, "
                     "optimizer states sharded over DP, bf16 moments, and NeMo >= 1.23 sets store_params False when the optimizer "
                     "dtype is the model's, so no master copy; FP8 rows add fp8_params, whose bf16 param shard (store_params) "
-                    "offsets the 1-byte FP8 weights at DP 2: coded the same)"
-                    if yaml else "zero and recompute not printed (blank: planner's choice)")
+                    "offsets the 1-byte FP8 weights at DP 2: coded the same); tp_comm_overlap 1: nemotron/configure.sh at 35a9aec "
+                    "passes model.ub_tp_comm_overlap=True over the YAML's False"
+                    if yaml else "zero 1, recompute none, grad_reduce_dtype bf16, tp_comm_overlap 1 from the recipe's "
+                    "nemo_megatron/cfg/gpt3_175b_hydra.yaml at 0efdb23 (activations_checkpoint_granularity null and configure.sh "
+                    "passes no recompute override; optim distributed_fused_adam with grad_sync_dtype bf16 and contiguous_grad_buffer: "
+                    "Apex DistributedFusedAdam, optimizer states sharded over DP, bf16 gradient buffer and reduction, fp32 states "
+                    "(no optim dtype given); ub_tp_comm_overlap true)")
+        fp8_text = ("FP8 recipe delayed: the recipe's YAML sets fp8_hybrid, fp8_amax_history_len 1024, fp8_amax_compute_algo max "
+                    "(Transformer Engine DelayedScaling), and configure.sh turns model.fp8 on for DTYPE fp8"
+                    if prec == 'fp8' else "BF16 run (model.fp8 False)")
         add(source=DGXC.format(f=f, c=c, d=d, t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs, micro_batch=1,
             gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=1, ep=1, etp=1, sequence_parallel=1,
             precision=prec, framework='nemo', measured_tokens_per_s_per_gpu=round(tput / n, 1),
             measured_step_time_s=step, oom=0, **engine,
             derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s); TP {tp} PP {pp} VP {vp} MBS 1 "
                         f"GA {gbs // (dp)} from the README's layout table and the table title{typo}; sequence_parallel 1 as NeMo's "
-                        f"recipes and the calibration rows of this workload; {settings}; "
-                        "FP8 recipe not printed (NeMo 24.x: per-tensor delayed scaling by default)"))
+                        f"recipes and the calibration rows of this workload; {settings}; {fp8_text}"))
 # MaxText Llama 3 70B (dgxc-benchmarking maxtext/README_70b.md at 0efdb23, 2025-07-23): JAX, FSDP within the node
 # (ici_FSDP 8) and across nodes (dcn_FSDP 16 or 32), pure DP across the rest (dcn_DP), per-device batch 2, no GA;
 # maxtext/configure.sh at 0efdb23: POLICY="save_qkv_proj", attention=cudnn_flash_te, latency-hiding scheduler with
@@ -496,18 +540,28 @@ for f, t, shape, seq, tp, pp, cp, vp, mbs, n0, gbs0, prec, ns, steps, tputs, ski
         ('nemotron/README_15b.md', 'Nemotron4 15b 24.11 FP8 (TP=4, PP=1, MBS=4, GA=4)', N15, 4096, 4, 1, 1, 1, 4, 16, 64, 'fp8',
          (16, 32, 64, 128, 256, 512, 1024, 2048), (2.08, 2.07, 2.09, 2.08, 2.1, 2.12, 2.12, 2.18),
          (126031, 253279, 501711, 1008246, 1997288, 3956891, 7913781, 15391941), ())]:
+    yml = {'llama3.1/README_8b.md': 'llama3.1/llama3.1_8b.yaml', 'llama3.1/README_70b.md': 'llama3.1/llama3.1_70b.yaml',
+           'llama3.1/README_405b.md': 'llama3.1/llama3.1_405b.yaml', 'nemotron/README_15b.md': 'nemotron/nemotron4-15b-synth.yaml'}[f]
     for n, step, tput in zip(ns, steps, tputs):
         if n in skip:
             continue  # a calibration configuration (see above)
         gbs = gbs0 * n // n0
         dp = n // (tp * pp * cp)
         add(source=DGXC.format(f=f, c='35a9aec', d='2025-06-09', t=t), trust='A', **shape, seq_len=seq, global_batch_seqs=gbs,
-            micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=1, etp=1, zero='',
-            sequence_parallel=1 if tp > 1 else 0, recompute='', precision=prec, framework='nemo',
+            micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=1, etp=1, zero=1,
+            sequence_parallel=1 if tp > 1 else 0, recompute='none', precision=prec, framework='nemo',
+            grad_reduce_dtype='bf16', tp_comm_overlap=1 if tp > 1 else '', fp8_recipe='delayed' if prec == 'fp8' else '',
             measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
             derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= {seq} x {gbs} / {step} s, which fixes seq {seq}); layout from the "
                         f"table title, GBS scaled with the GPUs as the column heads print (GA {gbs // (dp * mbs)}); sequence_parallel from TP>1; "
-                        "zero and recompute not printed (blank: planner's choice); FP8 recipe not printed (NeMo 24.x default: per-tensor delayed scaling)"))
+                        f"engine settings from the recipe's own NeMo config at 35a9aec ({yml}, run by {'llama3.1' if yml.startswith('llama') else 'nemotron'}/configure.sh "
+                        "through megatron_gpt_pretraining.py): zero 1 (optim distributed_fused_adam: Apex DistributedFusedAdam, optimizer "
+                        "states sharded over DP, fp32 states: no optim dtype given), grad_reduce_dtype bf16 (optim grad_sync_dtype bf16, "
+                        "contiguous_grad_buffer), recompute none (activations_checkpoint_granularity null, no override in configure.sh)"
+                        + (", tp_comm_overlap 1 (" + ("ub_tp_comm_overlap true in the YAML" if yml.startswith('llama') else
+                                                      "configure.sh passes model.ub_tp_comm_overlap=True") + ")" if tp > 1 else "")
+                        + ("; FP8 recipe delayed: configure.sh sets model.fp8 and model.fp8_hybrid for DTYPE fp8 and the YAML "
+                           "fp8_amax_history_len 1024, fp8_amax_compute_algo max (Transformer Engine DelayedScaling)" if prec == 'fp8' else "")))
 # dgxc-benchmarking deepseek_v3/pretraining/README.md at c5c765f (2025-10-22): DeepSeek-V3 671B BF16, seq 4096, MBS 1,
 # layouts from its tables (TP 2, ETP 1, VP 1), step time and throughput per GPU count; routing balance, MTP,
 # dispatcher not printed (blank / the preset's shape without MTP): trust B. Recompute from the recipe's launch.sh at

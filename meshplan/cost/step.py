@@ -197,9 +197,15 @@ def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
 
 def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_params: float,
              m: int, fwd_window: float, bwd_window: float, engine: str = "",
-             precision: str = "bf16") -> tuple[float, float, float]:
-    """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank."""
-    grad = 4.0  # fp32 gradient reduction
+             precision: str = "bf16", grad_bytes: float = 4.0) -> tuple[float, float, float]:
+    """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank.
+    ``grad_bytes``: bytes per gradient element reduced (Workload.grad_buffer_bytes: 4 for an
+    fp32 gradient buffer, 2 when the engine reduces in the 16-bit buffer, e.g. Megatron-Core's
+    DistributedDataParallelConfig.grad_reduce_in_fp32=False: the reduce-scatter / all-reduce
+    runs on the bf16 main_grad buffer: megatron/core/distributed/param_and_grad_buffer.py
+    group_params_for_buffers, "grad_dtype: gradient reduction dtype (torch.float if
+    grad_reduce_in_fp32, else param.dtype)", NVIDIA/Megatron-LM d98e8a6)."""
+    grad = grad_bytes
     shard_pl = pl.get("dp_shard", pl["dp"])
     n_dp = plan.dp * plan.cp
     sync = flush_sync(engine, plan, precision)
@@ -375,7 +381,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
-            workload.framework, workload.precision)
+            workload.framework, workload.precision, workload.grad_buffer_bytes)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1

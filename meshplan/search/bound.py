@@ -462,7 +462,8 @@ class PairBounds:
                 out = [-inf] * len(uniq)
             else:
                 pl = bd.placements(layout)
-                out = [_dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w)[1]
+                gb = bd.workload.grad_buffer_bytes
+                out = [_dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w, grad_bytes=gb)[1]
                        for p, e, (f, w) in zip(params, eparams, wins)]
             self._dp[key] = out
         return out
