@@ -136,3 +136,19 @@ def test_gpt_oss_b200_row_fits_with_its_recipes_16_bit_gradients():
     assert row["grad_reduce_dtype"] == "bf16"
     p = predict_row(row, with_search_best=False)
     assert p.error is None and not p.predicted_oom
+
+
+def test_recipe_tp_comm_overlap_and_dgxc_deepseek_settings_are_stated():
+    """Rows whose recipe sets TP communication overlap state it and name the file; the dgxc
+    DeepSeek-V3 rows state what NeMo 7a8f1cc's perf script sets for a BF16 run."""
+    rows = {r["id"]: r for r in _rows(HELDOUT)}
+    for r in rows.values():
+        if r["source"].startswith("Megatron-Bridge") and r["tp_comm_overlap"]:
+            assert int(r["tp"]) > 1, r["id"]
+            assert "CommOverlapConfig(tp_comm_overlap=" in r["derivation"], r["id"]
+        if "deepseek_v3/pretraining" in r["source"]:
+            assert (r["moe_dispatcher"], r["tp_comm_overlap"], r["grad_reduce_dtype"]) == \
+                ("alltoall", "0", "fp32"), r["id"]
+            assert "7a8f1cc" in r["derivation"], r["id"]
+    stated = {i: rows[i]["tp_comm_overlap"] for i in ("H064", "H071", "H085", "H086")}
+    assert stated == {"H064": "0", "H071": "0", "H085": "0", "H086": "1"}

@@ -345,6 +345,22 @@ MB_RECIPE_MISMATCH = {  # looked up, but no preset of that release has the row's
  ('25.11', 'DGX-B200', 'GOSS', 'BF16'): "v0.2.0's B200 preset is ep64, the row ep8",
  ('25.11', 'DGX-H100', 'GOSS', 'BF16'): "v0.2.0's H100 preset is mbs1, the row mbs4",
 }
+# TP communication overlap of the rows with TP > 1 whose recipe sets it (Megatron-Bridge CommOverlapConfig.tp_comm_overlap):
+# the value and where it is set; the model-wide code path, so the preset's layout need not match the row's
+MB_TPO = {
+ ('25.09', 'DGX-H100', 'DS3', 'FP8-CS'): (0, "v0.1.0rc4 scripts/performance/run_script.py passes no comm_overlap_config for "
+    "DeepSeek-V3, so src/megatron/bridge/recipes/deepseek/deepseek_v3.py sets CommOverlapConfig(tp_comm_overlap=False)"),
+ ('25.09', 'DGX-H100', 'Q235', 'FP8-CS'): (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
+    "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)"),
+ ('25.09', 'DGX-GB200', 'Q235', 'FP8-CS'): (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
+    "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)"),
+ ('25.09', 'DGX-GB200', 'Q235', 'FP8-MX'): (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
+    "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)"),
+ ('25.11', 'DGX-H100', 'Q235', 'FP8-CS'): (0, "v0.2.0 scripts/performance/configs/qwen3/qwen3_llm_pretrain.py "
+    "qwen3_235b_a22b_h100_config: comm_overlap_config=CommOverlapConfig(tp_comm_overlap=False)"),
+ ('26.04.01', 'DGX-H100', 'Q235', 'FP8'): (0, "v0.4.0 / v0.4.1 scripts/performance/configs/qwen/qwen3_llm_pretrain.py "
+    "qwen3_235b_a22b_pretrain_config_h100: cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)"),
+}
 for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
     recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
     where = ('' if ver == '26.08' else '-archive')
@@ -382,11 +398,16 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
                   "(blank: the row is predicted with the planner's choice)")
     notes.append(f"zero {'3 (FSDP ' + str(fsdp) + ')' if fs else '1 (FSDP 0: distributed optimizer)'} inferred; sequence_parallel inferred from TP>1; "
                  + engine)
+    tpo = ''
+    if key in MB_TPO and tp > 1:
+        tpo, tpo_src = MB_TPO[key]
+        notes.append(f"tp_comm_overlap {tpo} from NVIDIA-NeMo/Megatron-Bridge {tpo_src}")
     if others:
         notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
     add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], grad_reduce_dtype='bf16', seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
         gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute=rc, recompute_modules=mods, moe_dispatcher=disp, ep_overlap=epo,
+        tp_comm_overlap=tpo,
         precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
         measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes)
@@ -578,6 +599,7 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
                            t=f"Deepseek V3 BF16 {'H100' if gpu.startswith('H100') else 'GB200'}"),
         trust='B', **SH['DS3'], seq_len=4096, global_batch_seqs=gbs, micro_batch=1, gpu=gpu, num_gpus=n, tp=2, pp=pp, vpp=1,
         dp=dp, cp=1, ep=ep, etp=1, zero='', sequence_parallel=1, recompute='selective',
+        moe_dispatcher='alltoall', tp_comm_overlap=0, grad_reduce_dtype='fp32',
         recompute_modules='mla_up_proj' if gpu.startswith('H100') else 'core_attn', precision='bf16', framework='nemo',
         measured_tokens_per_s_per_gpu=round(tput / n, 1), measured_step_time_s=step, oom=0,
         derivation=(f"printed throughput {tput} tokens/s over {n} GPUs (= 4096 x {gbs} / {step} s); TP 2 PP {pp} EP {ep} ETP 1 DP {dp} "
@@ -586,7 +608,15 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
                     f"{'mla_up_proj' if gpu.startswith('H100') else 'core_attn'} from deepseek_v3/pretraining/launch.sh at c5c765f "
                     f"(RM='{'mla_up_proj' if gpu.startswith('H100') else 'core_attn'}' for GPU_TYPE={'h100' if gpu.startswith('H100') else 'gb200'}, "
                     "passed as --recompute_modules to NeMo 25.04.01's scripts.performance.llm.pretrain_deepseek_v3, which sets granularity "
-                    "selective as read at NVIDIA/NeMo 0349f23, a version not checked to be the container's)"
+                    "selective as read at NVIDIA/NeMo 0349f23, a version not checked to be the container's); the scripts that "
+                    "ran are NVIDIA/NeMo 7a8f1cc (setup.sh at c5c765f: NEMO_COMMIT, 'Llmb nemo r2.3.0'), whose "
+                    "scripts/performance/llm/pretrain_deepseek_v3.py also sets recompute_granularity 'selective', "
+                    "MegatronCommOverlapCallback(tp_comm_overlap=False) -> tp_comm_overlap 0, USE_TOKEN_DROP = True "
+                    "(MegatronTokenDropCallback: capacity-factor token dropping, not in the schema), and leaves the "
+                    "DeepSeekV3Config default moe_token_dispatcher_type 'alltoall' (nemo/collections/llm/gpt/model/deepseek.py) "
+                    "-> moe_dispatcher alltoall; grad_reduce_dtype fp32: scripts/performance/utils.py set_primary_perf_configs "
+                    "sets grad_reduce_in_fp32 False only for FP8, and these BF16 runs keep bf16_mixed()'s "
+                    "grad_reduce_in_fp32=True (nemo/collections/llm/recipes/precision/mixed_precision.py)"
                     + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
                        "TP 1 PP 4 VP 4 EP 64, force-balanced); the README prints step time, throughput and TFLOPS_per_GPU (249, MFU 10.2%) "
                        "consistently (4096 x GBS / step = the printed throughput; GBS = 8 x GPUs as launch.sh sets it): kept as printed" if gpu == 'GB200' else '')))
