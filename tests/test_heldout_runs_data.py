@@ -152,3 +152,13 @@ def test_recipe_tp_comm_overlap_and_dgxc_deepseek_settings_are_stated():
             assert "7a8f1cc" in r["derivation"], r["id"]
     stated = {i: rows[i]["tp_comm_overlap"] for i in ("H064", "H071", "H085", "H086")}
     assert stated == {"H064": "0", "H071": "0", "H085": "0", "H086": "1"}
+
+
+def test_megatron_bridge_fp8_rows_name_their_scaling_recipe():
+    # the Megatron-Bridge pages print FP8-CS / FP8-MX (25.09, 25.11) or FP8 / MXFP8 (26.02+);
+    # v0.3.0-v0.5.x hold only *_FP8_CS_* and *_FP8_MX_* presets, so every FP8 row names one
+    for r in _rows(HELDOUT):
+        if r["source"].startswith("Megatron-Bridge") and r["precision"] == "fp8":
+            assert r["fp8_recipe"] in ("cs", "mx"), r["id"]
+            if "precision printed 'FP8'" in r["derivation"]:
+                assert r["fp8_recipe"] == "cs" and "_FP8_CS_" in r["derivation"], r["id"]

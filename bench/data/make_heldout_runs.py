@@ -371,7 +371,12 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
                      "quantization granularity: 32x32 MXFP8 on B200/GB200, 128x128/1x128 blockwise on H100), the plain number "
                      "taken as per-tensor FP8 current scaling as in 25.11 (trust B)")
     if prec == 'FP8':
-        notes.append("precision printed 'FP8' (per-tensor scaling; current vs delayed not printed)")
+        # v0.3.0 ... v0.5.x scripts/performance/configs/*/*_workload_base_configs.py hold, for FP8, only *_FP8_CS_* (per-tensor
+        # current scaling) and *_FP8_MX_* presets; the page prints the latter as MXFP8, so its 'FP8' is FP8_CS
+        recipe = 'cs'
+        notes.append("precision printed 'FP8'; fp8_recipe cs: the FP8 presets of Megatron-Bridge " + GRAD_TAGS[ver] +
+                     " (scripts/performance/configs/*/*_workload_base_configs.py) are only *_FP8_CS_* (per-tensor current "
+                     "scaling) and *_FP8_MX_* (printed MXFP8), no delayed-scaling preset")
     if flag == 'tokendrop':
         notes.append("MoE 'tokendrop' run (token dropping with a capacity factor; the schema models dropless balanced routing)")
     if flag == 'dropless':
