@@ -123,3 +123,41 @@ def test_bf16_gradient_reduction_sends_half_the_gradient_bytes():
     # the reduce-scatter's wire time halves (less its latency term), the all-gather's stays
     assert bf16.wire_s < fp32.wire_s
     assert (fp32.wire_s - bf16.wire_s) == pytest.approx(fp32.wire_s / 3, rel=0.05)
+
+
+def test_cli_grad_reduce_dtype_flag_reaches_the_estimate(tmp_path):
+    """--grad-reduce-dtype sets the workload's gradient dtype, on flags alone and over a
+    scenario's [workload]; the predicted gradient memory is the closed form 2 vs 4 bytes."""
+    import contextlib
+    import io
+    import json
+
+    from meshplan.cli import main
+
+    def run(argv):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(argv + ["--json"]) in (0, None)
+        return json.loads(buf.getvalue())
+
+    base = ["predict", "--model", "llama3.1-8b", "--gpus", f"{D}xH100-SXM-80GB", "--seq-len",
+            "4096", "--global-batch", "8", "--plan", f"dp{D} tp1 pp1 zero1 mb1 rc-full"]
+    direct = {g: estimate(preset("llama3.1-8b"), make_cluster(gpu="H100-SXM-80GB", num_gpus=D),
+                          Workload(4096, 8, "bf16", grad_reduce_dtype=g),
+                          Plan(dp=D, zero=1, micro_batch=1, recompute="full"))
+              for g in ("fp32", "bf16")}
+    flags = {g: run(base + ["--grad-reduce-dtype", g]) for g in ("fp32", "bf16")}
+    for g in ("fp32", "bf16"):
+        assert flags[g]["tokens_per_s_per_gpu"] == pytest.approx(
+            direct[g].tokens_per_s_per_gpu, rel=1e-9)
+    # zero 1 keeps every gradient: 4 vs 2 bytes a parameter, the bf16 weights' 2 bytes beside them
+    g32, g16 = (flags[g]["memory_per_stage_gib"][0] for g in ("fp32", "bf16"))
+    assert g32["gradients"] == pytest.approx(2 * g32["weights"], rel=1e-9)
+    assert g16["gradients"] == pytest.approx(g16["weights"], rel=1e-9)
+    f = tmp_path / "s.toml"
+    f.write_text('[model]\npreset = "llama3.1-8b"\n[cluster]\ngpus = "%dxH100-SXM-80GB"\n'
+                 '[workload]\nseq_len = 4096\nglobal_batch = 8\ngrad_reduce_dtype = "fp32"\n' % D)
+    over = run(["predict", "--scenario", str(f), "--plan", f"dp{D} tp1 pp1 zero1 mb1 rc-full",
+                "--grad-reduce-dtype", "bf16"])
+    assert over["tokens_per_s_per_gpu"] == pytest.approx(flags["bf16"]["tokens_per_s_per_gpu"],
+                                                         rel=1e-9)

@@ -36,6 +36,9 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--precision", choices=("bf16", "fp16", "fp8"))
     g.add_argument("--fp8-recipe", help="with --precision fp8: delayed, cs, tensorwise, rowwise, "
                    "mx or blockwise (default: the engine's own, cost/fp8_recipe.py)")
+    g.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16"),
+                   help="gradient buffer and data-parallel reduction dtype (default fp32; bf16 = "
+                        "Megatron's --grad-reduce-in-bf16, what Megatron-Bridge's perf recipes run)")
 
 
 def add_plan_args(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
@@ -74,6 +77,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """The scenario from --scenario, with any flags given on top overriding it. (A cluster
     of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
     recipe = getattr(args, "fp8_recipe", None) or ""  # "" = the scenario's, else the engine's
+    grads = getattr(args, "grad_reduce_dtype", None)  # None = the scenario's, else fp32
     if args.scenario:
         sc = load_scenario(args.scenario)
         if sc.pools is not None and not args.gpus:
@@ -95,7 +99,8 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         # compiled_loss, attention_kernel, optimizer, fp8_recipe) is kept
         workload = replace(w, seq_len=seq, global_batch=gb,
                            precision=args.precision or w.precision,
-                           fp8_recipe=recipe or w.fp8_recipe)
+                           fp8_recipe=recipe or w.fp8_recipe,
+                           grad_reduce_dtype=grads or w.grad_reduce_dtype)
         return Scenario(model, cluster, workload, sc.plan)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
@@ -107,10 +112,10 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.global_batch_tokens:
         workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
                                         precision=args.precision or "bf16",
-                                        fp8_recipe=recipe)
+                                        fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
     elif args.global_batch is not None:
         workload = Workload(args.seq_len, args.global_batch, args.precision or "bf16",
-                            fp8_recipe=recipe)
+                            fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
     return Scenario(model, cluster, workload, None)
