@@ -350,17 +350,14 @@ MB_RECIPE_MISMATCH = {  # looked up, but no preset of that release has the row's
 MB_TPO = {
  ('25.09', 'DGX-H100', 'DS3', 'FP8-CS'): (0, "v0.1.0rc4 scripts/performance/run_script.py passes no comm_overlap_config for "
     "DeepSeek-V3, so src/megatron/bridge/recipes/deepseek/deepseek_v3.py sets CommOverlapConfig(tp_comm_overlap=False)"),
- ('25.09', 'DGX-H100', 'Q235', 'FP8-CS'): (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
-    "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)"),
- ('25.09', 'DGX-GB200', 'Q235', 'FP8-CS'): (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
-    "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)"),
- ('25.09', 'DGX-GB200', 'Q235', 'FP8-MX'): (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
-    "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)"),
  ('25.11', 'DGX-H100', 'Q235', 'FP8-CS'): (0, "v0.2.0 scripts/performance/configs/qwen3/qwen3_llm_pretrain.py "
     "qwen3_235b_a22b_h100_config: comm_overlap_config=CommOverlapConfig(tp_comm_overlap=False)"),
  ('26.04.01', 'DGX-H100', 'Q235', 'FP8'): (0, "v0.4.0 / v0.4.1 scripts/performance/configs/qwen/qwen3_llm_pretrain.py "
     "qwen3_235b_a22b_pretrain_config_h100: cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)"),
 }
+for _sys, _prec in (('DGX-H100', 'FP8-CS'), ('DGX-GB200', 'FP8-CS'), ('DGX-GB200', 'FP8-MX')):  # one code path for all
+    MB_TPO[('25.09', _sys, 'Q235', _prec)] = (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
+                                                 "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)")
 for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
     recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
     where = ('' if ver == '26.08' else '-archive')
