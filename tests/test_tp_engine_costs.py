@@ -6,8 +6,10 @@ by op, not taken from the module's constant), sequence parallelism dividing the 
 tokens by TP, and the published ablation in the authors' sheets (github
 Aleph-Alpha/NeurIPS-WANT-submission-efficient-parallelization-layouts,
 data/llama_65B_bfloat16_128_GPUs_all_runs.xlsx): the fused RMS kernel saves 9.8% of the step
-at TP2 PP8, 15.1% at TP4 PP4 and 22.8% at TP8 PP2 (LLaMA 65B, 128 A100, micro-batch 1, no
-recomputation, FlashAttention-2 in both), i.e. the saving grows with TP.
+at TP2 PP8, 15.1% at TP4 PP4, 14.2% at TP4 PP8, 22.8% at TP8 PP2, 21.7% at TP8 PP4 and 19.8%
+at TP8 PP8 (LLaMA 65B, 128 A100, micro-batch 1, no recomputation, FlashAttention-2 in
+both), i.e. the saving grows with TP. These "flash_attention2 + RMS kernel" runs are not in
+bench/data/layout_sets.csv: no constant was taken from them.
 """
 
 import pytest
@@ -20,9 +22,12 @@ from meshplan.validate import prepare
 
 ENGINE = "aleph-alpha"
 
-# x.pow(2): read 2 + write 2; .mean(-1): read 2; x * rsqrt(.): read 2 + write 2;
-# .float(): read 2 + write 4; .type_as(x): read 4 + write 2; * weight: read 2 + write 2
-EAGER_RMSNORM_FWD_BYTES = (2 + 2) + 2 + (2 + 2) + (2 + 4) + (4 + 2) + (2 + 2)
+# The 2023 engine's eager norm (Aleph-Alpha/scaling rms_norm.py, the release with the
+# flash_attn rms_norm option): self._norm(x.float()).type_as(x) * weight, _norm(x) =
+# x * rsqrt(x.pow(2).mean(-1) + eps): the power, mean and product run on the fp32 copy.
+# .float(): read 2 + write 4; pow: read 4 + write 4; .mean(-1): read 4; x * rsqrt(.):
+# read 4 + write 4; .type_as(x): read 4 + write 2; * weight: read 2 + write 2
+EAGER_RMSNORM_FWD_BYTES = (2 + 4) + (4 + 4) + 4 + (4 + 4) + (4 + 2) + (2 + 2)
 FUSED_FWD_BYTES = 2 + 2  # read x, write y
 
 
@@ -37,6 +42,20 @@ def test_extra_bytes_match_the_eager_ops():
     extra, model = _extra_bytes(tp=1, sp=False)
     elements = 2 * 4096 * model.hidden  # two norms per layer
     assert extra == pytest.approx(elements * (EAGER_RMSNORM_FWD_BYTES - FUSED_FWD_BYTES))
+
+
+def test_backward_bytes_exceed_twice_the_forward():
+    """The fp32 backward (autograd formulas of each op) moves more than twice the forward."""
+    model = preset("llama3.1-8b")
+    shard = Shard(seq=4096, micro_batch=1, tp=1)
+    ops = unfused_norms(layer_ops(model, False, shard), ENGINE)
+    elements = 2 * 4096 * model.hidden
+    # grad*w, grad*out, sum (12); cast (6); grad*r, grad*x, row sum (24); mean (4);
+    # pow_backward's three ops (28); the two gradients added (12); cast back (6)
+    eager_bwd = 12 + 6 + 24 + 4 + 28 + 12 + 6
+    assert ops.stream_bwd_extra_bytes == pytest.approx(
+        elements * (eager_bwd - 2 * EAGER_RMSNORM_FWD_BYTES))
+    assert layer_ops(model, False, shard).stream_bwd_extra_bytes == 0.0
 
 
 def test_replicated_without_sp_sharded_with_sp():
@@ -60,7 +79,8 @@ ROW = dict(model="LLaMA 65B", arch="dense", layers="80", hidden="8192", heads="6
            tied_embeddings="0", seq_len="2048", global_batch_seqs="2048",
            gpu="A100-SXM-80GB", num_gpus="128", precision="bf16")
 # (tp, pp) -> step time saved by the fused RMS kernel, published sheet (see module doc)
-PUBLISHED_SAVING = {(2, 8): 0.098, (4, 4): 0.151, (8, 2): 0.228}
+PUBLISHED_SAVING = {(2, 8): 0.098, (4, 4): 0.151, (4, 8): 0.142, (8, 2): 0.228,
+                    (8, 4): 0.217, (8, 8): 0.198}
 
 
 def _saving(tp: int, pp: int, monkeypatch) -> float:
@@ -82,12 +102,14 @@ def _saving(tp: int, pp: int, monkeypatch) -> float:
 
 def test_published_rms_kernel_ablation(monkeypatch):
     savings = {k: _saving(*k, monkeypatch) for k in PUBLISHED_SAVING}
-    ordered = [savings[k] for k in sorted(PUBLISHED_SAVING)]
-    assert ordered == sorted(ordered)  # grows with TP, as published
+    for tp_lo, tp_hi in ((2, 4), (4, 8)):  # grows with TP, as published
+        assert (max(v for (t, _), v in savings.items() if t == tp_lo)
+                < min(v for (t, _), v in savings.items() if t == tp_hi))
     for k, published in PUBLISHED_SAVING.items():
-        # the op-count model explains about half of the measured saving (what it leaves out:
-        # eager kernels below the HBM roofline, allocator traffic): a floor and a ceiling
-        assert 0.3 * published <= savings[k] <= published, (k, savings[k], published)
+        # the op-by-op byte count (fp32 eager norm) at the HBM roofline: each within 25%
+        # of the published saving (with the norm's ops counted in 16 bit, as before
+        # 2026-11-23, the model gave 6-16%: 60-70% of it)
+        assert savings[k] == pytest.approx(published, rel=0.25), (k, savings[k], published)
 
 
 # ---- the output layer: logits all-gathered over TP, loss on the whole vocabulary ----------
