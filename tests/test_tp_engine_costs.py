@@ -178,3 +178,39 @@ def test_embedding_all_reduce_closed_form():
     # with SP: reduce-scatter forward, all-gather backward
     wire_sp, _, _ = _embedding_wire(sp=True)
     assert wire_sp == pytest.approx(2 * all_gather_s(cluster, p4, nbytes))
+
+
+# ---- what the eager fp32 norm keeps for backward, and the sheets' out-of-memory verdicts ----
+def test_saved_bytes_of_the_fp32_norm():
+    """x.float() (4 B, saved by pow and by x*rsqrt: one storage) and the 16-bit normalised
+    output (2 B, saved by *weight) instead of the fused norm's 16-bit input (2 B)."""
+    model = preset("llama3.1-8b")
+    shard = Shard(seq=4096, micro_batch=1, tp=1)
+    elements = 2 * 4096 * model.hidden
+    extra = (unfused_norms(layer_ops(model, False, shard), ENGINE).saved_bytes
+             - layer_ops(model, False, shard).saved_bytes)
+    assert extra == pytest.approx(elements * ((4 + 2) - 2))
+
+
+def _hagemann_rows():
+    import csv
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "bench" / "data" / "layout_sets.csv"
+    with path.open() as f:
+        return [r for r in csv.DictReader(f) if r["framework"] == ENGINE]
+
+
+def test_published_out_of_memory_verdicts():
+    """Hagemann et al.'s sheets mark each layout 'OOM Error' or give its step time (80 GB
+    A100). No layout that ran may be predicted not to fit; of the 126 that ran out of memory,
+    meshplan flagged 100 (does not fit, or may not fit) with the norm's saved tensors counted
+    in 16 bit (before 2026-11-23) and 114 with them in fp32: at least 110."""
+    from meshplan.validate import predict_row
+    rows = _hagemann_rows()
+    res = [predict_row(r, with_search_best=False) for r in rows]
+    ran_flagged = [r.id for r in res if not r.measured_oom and r.predicted_oom]
+    assert ran_flagged == []
+    ooms = [r for r in res if r.measured_oom]
+    flagged = [r for r in ooms if r.predicted_oom or r.predicted_may_not_fit]
+    assert len(ooms) == 126
+    assert len(flagged) >= 110, len(flagged)

@@ -383,6 +383,11 @@ UNFUSED_NORM_KERNELS = 8
 # (4+4+4) = 12; .float(): cast back (4+2) = 6. Total 92 bytes; the fused backward reads dy
 # and x and writes dx (6, counted as 2 x 4 = 8 by STREAM_BWD_BYTE_RATIO).
 UNFUSED_NORM_BWD_BYTES = 92.0
+# What autograd keeps for that backward, bytes per element: the fp32 copy x.float() (saved
+# by pow and by x*rsqrt, one storage: 4) and the normalised 16-bit output before the weight
+# (saved by *weight: 2), where a fused norm keeps its 16-bit input (2, what layer_ops counts
+# as the norm input): 4 more per element of each norm.
+UNFUSED_NORM_SAVED_EXTRA_BYTES = 4.0
 
 
 def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
@@ -396,6 +401,7 @@ def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
     # what the backward moves beyond STREAM_BWD_BYTE_RATIO (2) x the forward's bytes
     ops.stream_bwd_extra_bytes += elements * (
         UNFUSED_NORM_BWD_BYTES - 2 * UNFUSED_NORM_FWD_BYTES)
+    ops.saved_bytes += elements * UNFUSED_NORM_SAVED_EXTRA_BYTES
     norms = 2  # attention and MLP norm of one layer
     ops.kernels += norms * (UNFUSED_NORM_KERNELS - 1)
     ops.host_ops += norms * (UNFUSED_NORM_KERNELS - 1)
