@@ -22,8 +22,8 @@ from meshplan.validate import prepare
 
 ENGINE = "aleph-alpha"
 
-# The 2023 engine's eager norm (Aleph-Alpha/scaling rms_norm.py, the release with the
-# flash_attn rms_norm option): self._norm(x.float()).type_as(x) * weight, _norm(x) =
+# The engine's eager norm (Aleph-Alpha/scaling at 78489292, src/scaling/core/nn/norm/
+# rms_norm.py, the release with the flash_attn rms_norm option): self._norm(x.float()).type_as(x) * weight, _norm(x) =
 # x * rsqrt(x.pow(2).mean(-1) + eps): the power, mean and product run on the fp32 copy.
 # .float(): read 2 + write 4; pow: read 4 + write 4; .mean(-1): read 4; x * rsqrt(.):
 # read 4 + write 4; .type_as(x): read 4 + write 2; * weight: read 2 + write 2

@@ -358,8 +358,8 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
 # Engines whose RMSNorm is plain PyTorch eager code, not a fused kernel. Aleph Alpha's
 # training code used by Hagemann et al. 2023 (arXiv 2311.05610): their sheets run it with
 # kernel "flash_attention2" (torch norm) and "flash_attention2 + RMS kernel" (fused). The
-# 2023 release of that code (Aleph-Alpha/scaling core/nn/norm/rms_norm.py, the version
-# with the optional ``flash_attn.ops.rms_norm`` import, i.e. the "RMS kernel" option) runs,
+# release of that code that has the "RMS kernel" option (Aleph-Alpha/scaling at 78489292,
+# src/scaling/core/nn/norm/rms_norm.py: an optional ``flash_attn.ops.rms_norm`` import) runs,
 # for optimization_type "torch",
 #   output = self._norm(x.float()).type_as(x); output = output * weight
 #   _norm(x) = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
