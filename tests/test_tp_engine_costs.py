@@ -257,3 +257,57 @@ def test_fused_norm_saving_on_every_published_pair(monkeypatch):
     median = (ratios[10] + ratios[11]) / 2
     assert 0.85 <= median <= 1.15, ratios
     assert sum(1 for r in ratios if 0.65 <= r <= 1.35) >= 16, ratios
+
+
+# ---- no TP communication overlap in engines that run their collectives whole ---------------
+def _sp_row(tp: int, sp: int, framework: str = ENGINE) -> dict:
+    """LLaMA 13B, 8k, 64 A100, PP2, micro-batch 1, no recomputation: the shape and workload of
+    the 13B-8k set (4,194,304 tokens per step, the sheets' MFU column), on 64 GPUs as in the
+    authors' sequence-parallelism sheet."""
+    base = next(r for r in _hagemann_rows() if r["set"] == "llama13b-8k-a100x128")
+    return dict(base, framework=framework, num_gpus="64", tp=str(tp), pp="2",
+                dp=str(64 // (tp * 2)), micro_batch="1", recompute="none",
+                sequence_parallel=str(sp), oom="0", measured_step_time_s="",
+                measured_tokens_per_s_per_gpu="")
+
+
+def _searched(row: dict):
+    from meshplan.search.search import search
+    p = prepare(row)
+    return search(p.model, p.cluster, p.workload, dict(p.pins), top_k=1, rerank_k=5).best
+
+
+def test_serial_tp_engines_do_not_overlap_tp_collectives():
+    """Aleph Alpha's parallel linears call all_gather / reduce_scatter whole on the compute
+    stream (Aleph-Alpha/scaling core/nn/linear/utils.py): the search must not plan
+    tp_comm_overlap for it, so its sequence-parallel TP time stays exposed; Megatron keeps it."""
+    from meshplan.engines import framework_defaults
+    assert framework_defaults("aleph-alpha") == {"tp_comm_overlap": False}
+    assert framework_defaults("deepspeed") == {"tp_comm_overlap": False}
+    assert framework_defaults("megatron") == {}
+    est = _searched(_sp_row(tp=8, sp=1))
+    assert not est.plan.tp_comm_overlap
+    assert est.step_time.parts["tp_exposed_s"] > 0
+    assert _searched(_sp_row(tp=8, sp=1, framework="megatron")).plan.tp_comm_overlap
+
+
+def test_published_sequence_parallel_saving(monkeypatch):
+    """Hagemann et al.'s sequence-parallelism sheet (data/seqpara/llama_13B_bfloat16_8k_seq_
+    length_64_GPUs_sequence_parallelism.xlsx, fused RMS kernel, PP2, mb1, no recomputation):
+    step time without / with SP 34.85 / 34.84 s at TP2, 40.70 / 38.85 at TP4, 56.23 / 49.96 at
+    TP8: saving 0.0%, 4.5%, 11.2%. The model's saving grows with TP and stays within 6 points
+    of each (with the TP collectives wrongly hidden under SP, TP8 gave 18.9%)."""
+    from meshplan.cost import layer, ops
+    monkeypatch.setattr(ops, "UNFUSED_NORM_ENGINES", ())  # the sheet ran the fused norm
+    layer.layer_cost.cache_clear()
+    published = {2: 0.000, 4: 0.045, 8: 0.112}
+    saving = {}
+    for tp in published:
+        t0 = _searched(_sp_row(tp, 0)).step_time_s
+        t1 = _searched(_sp_row(tp, 1)).step_time_s
+        saving[tp] = 1 - t1 / t0
+    monkeypatch.undo()
+    layer.layer_cost.cache_clear()
+    assert saving[2] < saving[4] < saving[8], saving
+    for tp, s in published.items():
+        assert abs(saving[tp] - s) <= 0.06, (tp, saving[tp], s)
