@@ -1,7 +1,9 @@
 """Where the measured layout sets' step times leave the model: per row, the measured step time
 minus the predicted one ("excess") beside the predicted parts; then, for pipeline layouts
 measured at several micro-batch sizes with the same tokens per pipeline, the number of idle
-micro-batch slots per step that fits them.
+micro-batch slots per step that fits them, beside the same fit to the predicted step times (a
+model whose micro-batch behaviour is right gives the same k; k absorbs every cost that
+changes with the micro-batch size, not only the bubble).
 
 At a fixed global batch, a pipeline of p stages running m micro-batches idles (p - 1) slots of
 one micro-batch's time under 1F1B (Narayanan et al. 2021, sec. 2.2): step = T0 (1 + k / m)
@@ -58,16 +60,18 @@ def main() -> None:
         if int(r["pp"]) > 1:
             seqs_per_pipeline = int(r["global_batch_seqs"]) / int(r["dp"])
             m = seqs_per_pipeline / int(r["micro_batch"])
-            groups[(r["set"], r["tp"], r["pp"], r["recompute"], seqs_per_pipeline)].append((m, meas))
+            groups[(r["set"], r["tp"], r["pp"], r["recompute"], seqs_per_pipeline)].append(
+                (m, meas, est.step_time_s))
     print("\nidle micro-batch slots per step fitted to the published step times "
           "(1F1B: p - 1)")
     for (s, tp, pp, rc, _), pts in sorted(groups.items()):
-        if len({m for m, _ in pts}) < 2:
+        if len({m for m, _, _ in pts}) < 2:
             continue
-        t0, k = idle_slots(pts)
-        ms = ", ".join(f"m={m:g}: {t:.2f} s" for m, t in sorted(pts, reverse=True))
-        print(f"  {s:24} tp{tp} pp{pp} {rc:5}  k = {k:5.2f} (p - 1 = {int(pp) - 1})  "
-              f"T0 = {t0:6.2f} s   [{ms}]")
+        t0, k = idle_slots([(m, t) for m, t, _ in pts])
+        _, k_model = idle_slots([(m, t) for m, _, t in pts])
+        ms = ", ".join(f"m={m:g}: {t:.2f} s" for m, t, _ in sorted(pts, reverse=True))
+        print(f"  {s:24} tp{tp} pp{pp} {rc:5}  k = {k:6.2f} (model {k_model:6.2f}, "
+              f"p - 1 = {int(pp) - 1})  T0 = {t0:6.2f} s   [{ms}]")
 
 
 if __name__ == "__main__":

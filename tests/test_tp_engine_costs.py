@@ -6,8 +6,10 @@ by op, not taken from the module's constant), sequence parallelism dividing the 
 tokens by TP, and the published ablation in the authors' sheets (github
 Aleph-Alpha/NeurIPS-WANT-submission-efficient-parallelization-layouts,
 data/llama_65B_bfloat16_128_GPUs_all_runs.xlsx): the fused RMS kernel saves 9.8% of the step
-at TP2 PP8, 15.1% at TP4 PP4 and 22.8% at TP8 PP2 (LLaMA 65B, 128 A100, micro-batch 1, no
-recomputation, FlashAttention-2 in both), i.e. the saving grows with TP.
+at TP2 PP8, 15.1% at TP4 PP4, 14.2% at TP4 PP8, 22.8% at TP8 PP2, 21.7% at TP8 PP4 and 19.8%
+at TP8 PP8 (LLaMA 65B, 128 A100, micro-batch 1, no recomputation, FlashAttention-2 in
+both), i.e. the saving grows with TP. These "flash_attention2 + RMS kernel" runs are not in
+bench/data/layout_sets.csv: no constant was taken from them.
 """
 
 import pytest
@@ -20,9 +22,12 @@ from meshplan.validate import prepare
 
 ENGINE = "aleph-alpha"
 
-# x.pow(2): read 2 + write 2; .mean(-1): read 2; x * rsqrt(.): read 2 + write 2;
-# .float(): read 2 + write 4; .type_as(x): read 4 + write 2; * weight: read 2 + write 2
-EAGER_RMSNORM_FWD_BYTES = (2 + 2) + 2 + (2 + 2) + (2 + 4) + (4 + 2) + (2 + 2)
+# The engine's eager norm (Aleph-Alpha/scaling at 78489292, src/scaling/core/nn/norm/
+# rms_norm.py, the release with the flash_attn rms_norm option): self._norm(x.float()).type_as(x) * weight, _norm(x) =
+# x * rsqrt(x.pow(2).mean(-1) + eps): the power, mean and product run on the fp32 copy.
+# .float(): read 2 + write 4; pow: read 4 + write 4; .mean(-1): read 4; x * rsqrt(.):
+# read 4 + write 4; .type_as(x): read 4 + write 2; * weight: read 2 + write 2
+EAGER_RMSNORM_FWD_BYTES = (2 + 4) + (4 + 4) + 4 + (4 + 4) + (4 + 2) + (2 + 2)
 FUSED_FWD_BYTES = 2 + 2  # read x, write y
 
 
@@ -37,6 +42,20 @@ def test_extra_bytes_match_the_eager_ops():
     extra, model = _extra_bytes(tp=1, sp=False)
     elements = 2 * 4096 * model.hidden  # two norms per layer
     assert extra == pytest.approx(elements * (EAGER_RMSNORM_FWD_BYTES - FUSED_FWD_BYTES))
+
+
+def test_backward_bytes_exceed_twice_the_forward():
+    """The fp32 backward (autograd formulas of each op) moves more than twice the forward."""
+    model = preset("llama3.1-8b")
+    shard = Shard(seq=4096, micro_batch=1, tp=1)
+    ops = unfused_norms(layer_ops(model, False, shard), ENGINE)
+    elements = 2 * 4096 * model.hidden
+    # grad*w, grad*out, sum (12); cast (6); grad*r, grad*x, row sum (24); mean (4);
+    # pow_backward's three ops (28); the two gradients added (12); cast back (6)
+    eager_bwd = 12 + 6 + 24 + 4 + 28 + 12 + 6
+    assert ops.stream_bwd_extra_bytes == pytest.approx(
+        elements * (eager_bwd - 2 * EAGER_RMSNORM_FWD_BYTES))
+    assert layer_ops(model, False, shard).stream_bwd_extra_bytes == 0.0
 
 
 def test_replicated_without_sp_sharded_with_sp():
@@ -60,7 +79,8 @@ ROW = dict(model="LLaMA 65B", arch="dense", layers="80", hidden="8192", heads="6
            tied_embeddings="0", seq_len="2048", global_batch_seqs="2048",
            gpu="A100-SXM-80GB", num_gpus="128", precision="bf16")
 # (tp, pp) -> step time saved by the fused RMS kernel, published sheet (see module doc)
-PUBLISHED_SAVING = {(2, 8): 0.098, (4, 4): 0.151, (8, 2): 0.228}
+PUBLISHED_SAVING = {(2, 8): 0.098, (4, 4): 0.151, (4, 8): 0.142, (8, 2): 0.228,
+                    (8, 4): 0.217, (8, 8): 0.198}
 
 
 def _saving(tp: int, pp: int, monkeypatch) -> float:
@@ -82,12 +102,14 @@ def _saving(tp: int, pp: int, monkeypatch) -> float:
 
 def test_published_rms_kernel_ablation(monkeypatch):
     savings = {k: _saving(*k, monkeypatch) for k in PUBLISHED_SAVING}
-    ordered = [savings[k] for k in sorted(PUBLISHED_SAVING)]
-    assert ordered == sorted(ordered)  # grows with TP, as published
+    for tp_lo, tp_hi in ((2, 4), (4, 8)):  # grows with TP, as published
+        assert (max(v for (t, _), v in savings.items() if t == tp_lo)
+                < min(v for (t, _), v in savings.items() if t == tp_hi))
     for k, published in PUBLISHED_SAVING.items():
-        # the op-count model explains about half of the measured saving (what it leaves out:
-        # eager kernels below the HBM roofline, allocator traffic): a floor and a ceiling
-        assert 0.3 * published <= savings[k] <= published, (k, savings[k], published)
+        # the op-by-op byte count (fp32 eager norm) at the HBM roofline: each within 25%
+        # of the published saving (with the norm's ops counted in 16 bit, as before
+        # 2026-11-23, the model gave 6-16%: 60-70% of it)
+        assert savings[k] == pytest.approx(published, rel=0.25), (k, savings[k], published)
 
 
 # ---- the output layer: logits all-gathered over TP, loss on the whole vocabulary ----------
@@ -156,3 +178,136 @@ def test_embedding_all_reduce_closed_form():
     # with SP: reduce-scatter forward, all-gather backward
     wire_sp, _, _ = _embedding_wire(sp=True)
     assert wire_sp == pytest.approx(2 * all_gather_s(cluster, p4, nbytes))
+
+
+# ---- what the eager fp32 norm keeps for backward, and the sheets' out-of-memory verdicts ----
+def test_saved_bytes_of_the_fp32_norm():
+    """x.float() (4 B, saved by pow and by x*rsqrt: one storage) and the 16-bit normalised
+    output (2 B, saved by *weight) instead of the fused norm's 16-bit input (2 B)."""
+    model = preset("llama3.1-8b")
+    shard = Shard(seq=4096, micro_batch=1, tp=1)
+    elements = 2 * 4096 * model.hidden
+    extra = (unfused_norms(layer_ops(model, False, shard), ENGINE).saved_bytes
+             - layer_ops(model, False, shard).saved_bytes)
+    assert extra == pytest.approx(elements * ((4 + 2) - 2))
+
+
+def _hagemann_rows():
+    import csv
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "bench" / "data" / "layout_sets.csv"
+    with path.open() as f:
+        return [r for r in csv.DictReader(f) if r["framework"] == ENGINE]
+
+
+def test_published_out_of_memory_verdicts():
+    """Hagemann et al.'s sheets mark each layout 'OOM Error' or give its step time (80 GB
+    A100). No layout that ran may be predicted not to fit; of the 126 that ran out of memory,
+    meshplan flagged 100 (does not fit, or may not fit) with the norm's saved tensors counted
+    in 16 bit (before 2026-11-23) and 114 with them in fp32: at least 110."""
+    from meshplan.validate import predict_row
+    rows = _hagemann_rows()
+    res = [predict_row(r, with_search_best=False) for r in rows]
+    ran_flagged = [r.id for r in res if not r.measured_oom and r.predicted_oom]
+    assert ran_flagged == []
+    ooms = [r for r in res if r.measured_oom]
+    flagged = [r for r in ooms if r.predicted_oom or r.predicted_may_not_fit]
+    assert len(ooms) == 126
+    assert len(flagged) >= 110, len(flagged)
+
+
+# Every layout of the five Hagemann sheets that ran with both norms (kernel
+# "flash_attention2", the row in bench/data/layout_sets.csv, and "flash_attention2 + RMS
+# kernel", not in any CSV here): the published step time with the fused norm, s. Read from
+# the sheets' "Average Step Time" (data/llama_*_all_runs.xlsx of
+# Aleph-Alpha/NeurIPS-WANT-submission-efficient-parallelization-layouts).
+FUSED_NORM_STEP_S = {
+    "L029": 31.058, "L030": 31.286, "L031": 34.842, "L033": 33.110, "L034": 29.704,
+    "L035": 35.047,  # 13B, 2k, 64 GPUs
+    "L062": 19.320, "L064": 21.942, "L065": 23.459,  # 13B, 8k, 128 GPUs
+    "L115": 28.336, "L116": 22.667, "L117": 31.770, "L118": 26.935, "L119": 26.279,
+    "L127": 26.260, "L128": 25.323,  # 30B, 2k, 256 GPUs
+    "L215": 79.540, "L217": 86.615, "L218": 92.614, "L219": 107.851, "L220": 111.831,
+    "L221": 121.932,  # 65B, 2k, 128 GPUs
+}
+
+
+def test_fused_norm_saving_on_every_published_pair(monkeypatch):
+    """The step time the fused norm saves, modelled over published, on all 22 pairs: the
+    median within 15% of 1 and at least 16 of 22 within 35% (now: median 1.06, 18 of 22; with
+    the norm counted in 16 bit, before 2026-11-23: median 0.67, 12 of 22)."""
+    from meshplan.cost import layer, ops
+    from meshplan.search.search import search
+    rows = {r["id"]: r for r in _hagemann_rows() if r["id"] in FUSED_NORM_STEP_S}
+    assert len(rows) == len(FUSED_NORM_STEP_S)
+    ratios = []
+    for rid, fused_s in FUSED_NORM_STEP_S.items():
+        p = prepare(rows[rid])
+        times = []
+        for engines in (ops.UNFUSED_NORM_ENGINES, ()):
+            monkeypatch.setattr(ops, "UNFUSED_NORM_ENGINES", engines)
+            layer.layer_cost.cache_clear()
+            times.append(search(p.model, p.cluster, p.workload, dict(p.pins), top_k=1,
+                                rerank_k=5).best.step_time_s)
+        monkeypatch.undo()
+        eager_s = float(rows[rid]["measured_step_time_s"])
+        ratios.append((times[0] - times[1]) / (eager_s - fused_s))
+    layer.layer_cost.cache_clear()
+    ratios.sort()
+    median = (ratios[10] + ratios[11]) / 2
+    assert 0.85 <= median <= 1.15, ratios
+    assert sum(1 for r in ratios if 0.65 <= r <= 1.35) >= 16, ratios
+
+
+# ---- no TP communication overlap in engines that run their collectives whole ---------------
+def _sp_row(tp: int, sp: int, framework: str = ENGINE) -> dict:
+    """LLaMA 13B, 8k, 64 A100, PP2, micro-batch 1, no recomputation: the shape and workload of
+    the 13B-8k set (4,194,304 tokens per step, the sheets' MFU column), on 64 GPUs as in the
+    authors' sequence-parallelism sheet."""
+    base = next(r for r in _hagemann_rows() if r["set"] == "llama13b-8k-a100x128")
+    return dict(base, framework=framework, num_gpus="64", tp=str(tp), pp="2",
+                dp=str(64 // (tp * 2)), micro_batch="1", recompute="none",
+                sequence_parallel=str(sp), oom="0", measured_step_time_s="",
+                measured_tokens_per_s_per_gpu="")
+
+
+def _searched(row: dict):
+    from meshplan.search.search import search
+    p = prepare(row)
+    return search(p.model, p.cluster, p.workload, dict(p.pins), top_k=1, rerank_k=5).best
+
+
+def test_serial_tp_engines_do_not_overlap_tp_collectives():
+    """Aleph Alpha's parallel linears call all_gather / reduce_scatter whole on the compute
+    stream (Aleph-Alpha/scaling core/nn/linear/utils.py): the search must not plan
+    tp_comm_overlap for it, so its sequence-parallel TP time stays exposed; Megatron keeps it."""
+    from meshplan.engines import framework_defaults
+    assert framework_defaults("aleph-alpha") == {"tp_comm_overlap": False}
+    assert framework_defaults("deepspeed") == {"tp_comm_overlap": False}
+    assert framework_defaults("megatron") == {}
+    est = _searched(_sp_row(tp=8, sp=1))
+    assert not est.plan.tp_comm_overlap
+    assert est.step_time.parts["tp_exposed_s"] > 0
+    assert _searched(_sp_row(tp=8, sp=1, framework="megatron")).plan.tp_comm_overlap
+
+
+def test_published_sequence_parallel_saving(monkeypatch):
+    """Hagemann et al.'s sequence-parallelism sheet (data/seqpara/llama_13B_bfloat16_8k_seq_
+    length_64_GPUs_sequence_parallelism.xlsx, fused RMS kernel, PP2, mb1, no recomputation):
+    step time without / with SP 34.85 / 34.84 s at TP2, 40.70 / 38.85 at TP4, 56.23 / 49.96 at
+    TP8: saving 0.0%, 4.5%, 11.2%. The model's saving grows with TP and stays within 6 points
+    of each (with the TP collectives wrongly hidden under SP, TP8 gave 18.9%)."""
+    from meshplan.cost import layer, ops
+    monkeypatch.setattr(ops, "UNFUSED_NORM_ENGINES", ())  # the sheet ran the fused norm
+    layer.layer_cost.cache_clear()
+    published = {2: 0.000, 4: 0.045, 8: 0.112}
+    saving = {}
+    for tp in published:
+        t0 = _searched(_sp_row(tp, 0)).step_time_s
+        t1 = _searched(_sp_row(tp, 1)).step_time_s
+        saving[tp] = 1 - t1 / t0
+    monkeypatch.undo()
+    layer.layer_cost.cache_clear()
+    assert saving[2] < saving[4] < saving[8], saving
+    for tp, s in published.items():
+        assert abs(saving[tp] - s) <= 0.06, (tp, saving[tp], s)

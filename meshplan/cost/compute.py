@@ -235,7 +235,8 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     # kernel gaps: forward launches ops.kernels kernels, backward about twice as many
     gap_f = ops.kernels * dev.kernel_gap_s
     stream_f = ops.stream_bytes * dev.act_scale / dev.hbm_bytes_per_s + gap_f
-    stream_b = STREAM_BWD_BYTE_RATIO * stream_f
+    stream_b = (STREAM_BWD_BYTE_RATIO * stream_f
+                + ops.stream_bwd_extra_bytes * dev.act_scale / dev.hbm_bytes_per_s)
     # FP8 casts (fp8_recipe.py): their own forward and backward traffic and kernels
     stream_f += (ops.fp8_fwd_bytes / dev.hbm_bytes_per_s
                  + ops.fp8_fwd_kernels * dev.kernel_gap_s)

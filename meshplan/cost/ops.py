@@ -103,6 +103,9 @@ class LayerOps:
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
     host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
+    # element-wise HBM traffic of the backward beyond STREAM_BWD_BYTE_RATIO x stream_bytes
+    # (the fp32 eager RMSNorm's backward, unfused_norms)
+    stream_bwd_extra_bytes: float = 0.0
     # FP8 casts (fp8_recipe.py): HBM bytes and kernels in forward and in backward (the
     # output-gradient casts; not a multiple of the forward's like stream_bytes)
     fp8_fwd_bytes: float = 0.0
@@ -354,22 +357,37 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
 
 # Engines whose RMSNorm is plain PyTorch eager code, not a fused kernel. Aleph Alpha's
 # training code used by Hagemann et al. 2023 (arXiv 2311.05610): their sheets run it with
-# kernel "flash_attention2" (torch norm) and "flash_attention2 + RMS kernel" (fused); the
-# public release of that code (github Aleph-Alpha/scaling, core/nn/norm/rms_norm.py,
-# optimization_type "torch" only) computes
-#   out = x * rsqrt(x.pow(2).mean(-1) + eps); out.float().type_as(x) * weight
-# as separate kernels. Without sequence parallelism every TP rank runs it on the full hidden
-# state (Korthikanti et al. 2022 sec. 4.2.2: norms are replicated across the TP group), so its
+# kernel "flash_attention2" (torch norm) and "flash_attention2 + RMS kernel" (fused). The
+# release of that code that has the "RMS kernel" option (Aleph-Alpha/scaling at 78489292,
+# src/scaling/core/nn/norm/rms_norm.py: an optional ``flash_attn.ops.rms_norm`` import) runs,
+# for optimization_type "torch",
+#   output = self._norm(x.float()).type_as(x); output = output * weight
+#   _norm(x) = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+# so the power, mean and scaling run on an fp32 copy of the 16-bit input, each a separate
+# kernel. Without sequence parallelism every TP rank runs it on the full hidden state
+# (Korthikanti et al. 2022 sec. 4.2.2: norms are replicated across the TP group), so its
 # share of a step grows with TP while the GEMMs shrink by 1/TP.
 UNFUSED_NORM_ENGINES = ("aleph-alpha",)
-# HBM bytes per hidden-state element of one unfused RMSNorm forward, 16-bit input x (2-byte
-# reads/writes unless said): pow (2+2), mean (2), x*rsqrt (2+2), .float() (2+4),
-# .type_as (4+2), *weight (2+2) = 26 bytes, 7 kernels (the per-token rsqrt is negligible);
-# a fused kernel reads x and writes y: 4 bytes (what layer_ops counts). Backward, autograd
-# runs each op's backward (about twice the forward's bytes, STREAM_BWD_BYTE_RATIO).
-UNFUSED_NORM_FWD_BYTES = 26.0
+# HBM bytes per hidden-state element of that forward (read + write of each full-size op):
+# .float() (2+4), pow (4+4), mean (4), x*rsqrt (4+4), .type_as (4+2), *weight (2+2) = 36;
+# 8 kernels (the two per-token ones, + eps and rsqrt, move negligible bytes). A fused kernel
+# (flash-attn's rms_norm) reads x and writes y: 4 bytes (what layer_ops counts).
+UNFUSED_NORM_FWD_BYTES = 36.0
 FUSED_NORM_FWD_BYTES = 2.0 * ACT
-UNFUSED_NORM_KERNELS = 7
+UNFUSED_NORM_KERNELS = 8
+# Its backward, from the autograd formulas (PyTorch tools/autograd/derivatives.yaml) of each
+# op, bytes per element: *weight: grad*w (2+2), grad*out (2+2+2) and its sum over tokens (2)
+# = 12; .type_as: cast to fp32 (2+4) = 6; x*rsqrt: grad*r (4+4), grad*x (4+4+4) and its sum
+# over the row (4) = 24; mean: expand / h (4); pow: pow_backward = grad * (2 * x.pow(1)),
+# three full-size ops (4+4, 4+4, 4+4+4) = 28; the two gradients of the fp32 x added
+# (4+4+4) = 12; .float(): cast back (4+2) = 6. Total 92 bytes; the fused backward reads dy
+# and x and writes dx (6, counted as 2 x 4 = 8 by STREAM_BWD_BYTE_RATIO).
+UNFUSED_NORM_BWD_BYTES = 92.0
+# What autograd keeps for that backward, bytes per element: the fp32 copy x.float() (saved
+# by pow and by x*rsqrt, one storage: 4) and the normalised 16-bit output before the weight
+# (saved by *weight: 2), where a fused norm keeps its 16-bit input (2, what layer_ops counts
+# as the norm input): 4 more per element of each norm.
+UNFUSED_NORM_SAVED_EXTRA_BYTES = 4.0
 
 
 def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
@@ -380,6 +398,10 @@ def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
     extra = elements * (UNFUSED_NORM_FWD_BYTES - FUSED_NORM_FWD_BYTES)
     ops.stream_bytes += extra
     ops.norm_bytes += extra
+    # what the backward moves beyond STREAM_BWD_BYTE_RATIO (2) x the forward's bytes
+    ops.stream_bwd_extra_bytes += elements * (
+        UNFUSED_NORM_BWD_BYTES - 2 * UNFUSED_NORM_FWD_BYTES)
+    ops.saved_bytes += elements * UNFUSED_NORM_SAVED_EXTRA_BYTES
     norms = 2  # attention and MLP norm of one layer
     ops.kernels += norms * (UNFUSED_NORM_KERNELS - 1)
     ops.host_ops += norms * (UNFUSED_NORM_KERNELS - 1)

@@ -52,8 +52,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate
-from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_violations, scenario_violations,
-                       search_hints)
+from ..engines import (ENGINE_NAMES, framework_defaults, framework_zeros, UnsupportedByEngine,
+                       plan_violations, scenario_violations, search_hints)
 from ..errors import InputError
 from ..plan import Plan
 from ..recompute_modules import parse_modules
@@ -178,6 +178,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         if "schedule" not in pins and "schedules" not in pins:
             pins["schedules"] = hints["schedules"]
         zero_order, engine_defaults = hints["zeros"], hints["defaults"]
+    engine_defaults = {**framework_defaults(workload.framework), **engine_defaults}
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     if pins.get("recompute_layers"):
