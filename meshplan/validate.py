@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ranking, runs_csv, uncertainty, validate_pools
+from . import framework_defaults, ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
 from .engines import framework_zeros
 from .errors import InputError, require_choice
@@ -196,18 +196,25 @@ def prepare(row: dict) -> Prepared:
     cluster = make_cluster(gpu=gpu, num_gpus=count(row, "num_gpus", required=True, minimum=1),
                            gpus_per_node=count(row, "gpus_per_node", minimum=1),
                            nic_gbps_per_gpu=runs_csv.number(row, "nic_gbps_per_gpu"))
+    # a blank engine column is what the row's framework runs (framework_defaults.py): the
+    # dtypes here, the FP8 recipe and attention kernel in the cost model, the plan knobs
+    # (TP / EP overlap, dispatcher) in the search's plan defaults
+    framework = (text(row, "framework") or "").lower()
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
-                        framework=(text(row, "framework") or "").lower(),
+                        framework=framework,
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),
                         fp8_recipe=text(row, "fp8_recipe") or "",
                         # optional engine columns: the optimizer's state dtype and the
                         # gradient buffer's dtype (specs/workload.py)
-                        optimizer_state_precision=(text(row, "optimizer_state_precision")
-                                                   or "fp32").lower(),
-                        grad_reduce_dtype=(text(row, "grad_reduce_dtype") or "fp32").lower())
+                        optimizer_state_precision=(
+                            text(row, "optimizer_state_precision")
+                            or framework_defaults.optimizer_state_precision(framework)).lower(),
+                        grad_reduce_dtype=(text(row, "grad_reduce_dtype")
+                                           or framework_defaults.grad_reduce_dtype(framework)
+                                           ).lower())
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
 
@@ -270,7 +277,8 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
             lean = dict(pins, zero=pins.get("zero", leanest_zero),
                         recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
-            fill = {"micro_batch": 1, "vpp": 1}
+            fill = {"micro_batch": 1, "vpp": 1, **framework_defaults.plan_defaults(
+                prep.workload.framework, pins.get("tp", 1))}
             cache[key] = estimate(prep.model, prep.cluster, prep.workload,
                                   Plan(**{**fill, **lean}))
         else:
