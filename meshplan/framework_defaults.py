@@ -159,3 +159,19 @@ def source(knob: str, framework: str | None) -> str:
     if table is None:
         raise KeyError(knob)
     return table.get(fw, "NONE")
+
+
+# Pipeline schedules a framework's published runs use, when a row names none: Megatron-Core
+# (Megatron-LM, NeMo, Megatron-DeepSpeed) runs 1F1B or, with virtual stages, interleaved
+# 1F1B (megatron/core/pipeline_parallel/schedules.py get_forward_backward_func); so do the
+# engines of the other sources (validate.py). Frameworks meshplan does not know ("other",
+# "") may run any schedule (DeepSeek-V3's DualPipe, arXiv 2412.19437 sec. 3.2.1): when the
+# engine schedule cannot run the row's stated layout, validate searches the schedules that
+# can (SCHEDULE_OPEN).
+ENGINE_SCHEDULES = ("1f1b", "interleaved_1f1b")
+SCHEDULE_OPEN = ("other", "")
+
+
+def schedule_open(framework: str | None) -> bool:
+    """Whether a row of ``framework`` that names no schedule may have run any schedule."""
+    return _fw(framework) in SCHEDULE_OPEN

@@ -28,7 +28,7 @@ from . import framework_defaults, ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
 from .engines import framework_zeros
 from .errors import InputError, require_choice
-from .plan import MOE_DISPATCHERS, SCHEDULES, Plan
+from .plan import MOE_DISPATCHERS, MULTI_CHUNK_SCHEDULES, SCHEDULES, Plan
 from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
@@ -37,7 +37,7 @@ from .search.search import search
 from .specs.workload import Workload
 
 GiB = 2**30
-ENGINE_SCHEDULES = ("1f1b", "interleaved_1f1b")
+ENGINE_SCHEDULES = framework_defaults.ENGINE_SCHEDULES
 read_rows = runs_csv.read_rows
 
 
@@ -181,6 +181,8 @@ class Prepared:
     workload: Workload
     pins: tuple
     notes: tuple
+    # the row names no schedule and its framework may run any (framework_defaults.py)
+    schedule_open: bool = False
 
     @property
     def free_key(self) -> tuple:
@@ -216,7 +218,9 @@ def prepare(row: dict) -> Prepared:
                                            or framework_defaults.grad_reduce_dtype(framework)
                                            ).lower())
     pins = pins_from_row(row)
-    return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
+    return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes),
+                    schedule_open=(not text(row, "schedule")
+                                   and framework_defaults.schedule_open(framework)))
 
 
 def _new_result(row: dict) -> RowResult:
@@ -267,11 +271,41 @@ def _clear_prediction(res: RowResult) -> None:
         setattr(res, k, None)
 
 
+def _pinned_search(prep: Prepared, pins: dict) -> tuple:
+    """The search under the row's pins. A row of a framework whose schedule is not known
+    (framework_defaults.schedule_open) that names no schedule but whose stated layout the
+    engine schedule cannot run (e.g. 120 micro-batches on pp=16 with interleaving) ran
+    some other schedule: the schedules that run its vpp are searched instead (noted).
+    Returns (search result, the pins searched, a note or "")."""
+    sched = pins.get("schedule")
+    open_ = prep.schedule_open and sched in ENGINE_SCHEDULES and pins.get("pp", 1) > 1
+    try:
+        r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
+        if r.best is not None or not open_:
+            return r, pins, ""
+        why = "no plan of it runs and fits"
+    except InputError as e:
+        if not open_:
+            raise
+        why = str(e)
+    multi = pins.get("vpp", 1) > 1 or sched != "1f1b"
+    alt = dict(pins, schedules=tuple(s for s in SCHEDULES if s != sched
+                                     and (s in MULTI_CHUNK_SCHEDULES) == multi))
+    alt.pop("schedule")
+    r2 = search(prep.model, prep.cluster, prep.workload, alt, top_k=1, rerank_k=5)
+    if r2.best is None:
+        return search(prep.model, prep.cluster, prep.workload, pins, top_k=1,
+                      rerank_k=5), pins, ""
+    return r2, alt, (f"schedule: {sched} cannot run the stated layout ({why}); searched "
+                     f"{', '.join(alt['schedules'])}")
+
+
 def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
     pins = dict(prep.pins)
     key = ("pinned", prep.free_key, prep.pins)
     if key not in cache:
-        r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
+        r, pins, note = _pinned_search(prep, pins)
+        cache[("note",) + key] = note
         if r.best is None:  # nothing fits: report the leanest plan the engine runs
             leanest_zero = max(framework_zeros(prep.workload.framework) or (3,))
             lean = dict(pins, zero=pins.get("zero", leanest_zero),
@@ -279,11 +313,18 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
             lean.pop("schedules", None)
             fill = {"micro_batch": 1, "vpp": 1, **framework_defaults.plan_defaults(
                 prep.workload.framework, pins.get("tp", 1))}
-            cache[key] = estimate(prep.model, prep.cluster, prep.workload,
-                                  Plan(**{**fill, **lean}))
+            try:
+                cache[key] = estimate(prep.model, prep.cluster, prep.workload,
+                                      Plan(**{**fill, **lean}))
+            except InputError:  # e.g. micro-batch 1 breaks the schedule's micro-batch rule
+                if r.closest is None:
+                    raise
+                cache[key] = r.closest  # the search's leanest plan that did not fit
         else:
             cache[key] = r.best
     est = cache[key]
+    if cache.get(("note",) + key):
+        res.notes.append(cache[("note",) + key])
     res.predicted_tokens_per_s_per_gpu = est.tokens_per_s_per_gpu
     res.predicted_step_time_s = est.step_time_s
     res.predicted_peak_mem_gib = est.peak_reserved_bytes / GiB
