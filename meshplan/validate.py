@@ -33,7 +33,7 @@ from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
 from .scenario import make_cluster
-from .search.search import search
+from .search.search import SearchResult, search
 from .specs.workload import Workload
 
 GiB = 2**30
@@ -279,25 +279,27 @@ def _pinned_search(prep: Prepared, pins: dict) -> tuple:
     Returns (search result, the pins searched, a note or "")."""
     sched = pins.get("schedule")
     open_ = prep.schedule_open and sched in ENGINE_SCHEDULES and pins.get("pp", 1) > 1
+    first: SearchResult | InputError
     try:
-        r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
-        if r.best is not None or not open_:
-            return r, pins, ""
+        first = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
+        if first.best is not None or not open_:
+            return first, pins, ""
         why = "no plan of it runs and fits"
     except InputError as e:
         if not open_:
             raise
-        why = str(e)
+        first, why = e, str(e)
     multi = pins.get("vpp", 1) > 1 or sched != "1f1b"
     alt = dict(pins, schedules=tuple(s for s in SCHEDULES if s != sched
                                      and (s in MULTI_CHUNK_SCHEDULES) == multi))
     alt.pop("schedule")
-    r2 = search(prep.model, prep.cluster, prep.workload, alt, top_k=1, rerank_k=5)
-    if r2.best is None:
-        return search(prep.model, prep.cluster, prep.workload, pins, top_k=1,
-                      rerank_k=5), pins, ""
-    return r2, alt, (f"schedule: {sched} cannot run the stated layout ({why}); searched "
-                     f"{', '.join(alt['schedules'])}")
+    r = search(prep.model, prep.cluster, prep.workload, alt, top_k=1, rerank_k=5)
+    if r.best is None:  # no schedule runs it: the engine schedule's answer stands
+        if isinstance(first, InputError):
+            raise first
+        return first, pins, ""
+    return r, alt, (f"schedule: {sched} cannot run the stated layout ({why}); searched "
+                    f"{', '.join(alt['schedules'])}")
 
 
 def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
