@@ -36,9 +36,9 @@ Sources (versions as read; each value below names its source key):
   the 2024 H100 model table and scaling figures): "We perform fine-grained overlapping of
   data-parallel (--overlap-grad-reduce --overlap-param-gather), tensor-parallel
   (--tp-comm-overlap) and pipeline-parallel communication"; the code default is off (MCORE).
-- MBRIDGE_PERF: NVIDIA-NeMo/Megatron-Bridge scripts/performance at v0.2.0 (same through
-  v0.5.0): llama3/llama31 pretrain configs ``CommOverlapConfig(tp_comm_overlap=bool(tp > 1))``
-  (off only for nvfp4), qwen3 configs ``CommOverlapConfig(tp_comm_overlap=True)``; NeMo
+- MBRIDGE_PERF: NVIDIA-NeMo/Megatron-Bridge scripts/performance at v0.2.0 (llama31 configs
+  the same at v0.5.0): llama3/llama31 pretrain configs ``CommOverlapConfig(tp_comm_overlap=
+  bool(tp > 1))`` (off only for nvfp4, and under v0.5.0's --deterministic), qwen3 configs ``CommOverlapConfig(tp_comm_overlap=True)``; NeMo
   Framework Launcher performance configs llama2_70b.yaml / llama3_70b.yaml
   ``ub_tp_comm_overlap: true`` (its gpt3/175b.yaml has false).
 - MBRIDGE_PROVIDER: Megatron-Bridge v0.2.0 model providers (deepseek, gpt_oss, qwen, llama4,
