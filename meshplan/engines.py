@@ -341,23 +341,6 @@ def framework_zeros(framework: str) -> tuple[int, ...] | None:
     return FRAMEWORK_ZEROS.get(framework)
 
 
-# Frameworks whose tensor-parallel collectives run whole, between the GEMMs, on the compute
-# stream: nothing to overlap them with (Megatron/TE's --tp-comm-overlap and torchtitan's
-# async TP split sequence-parallel all-gathers / reduce-scatters into chunks pipelined with
-# the GEMMs; cost/layer.py hides them only then). Aleph Alpha's code (Aleph-Alpha/scaling
-# core/nn/linear/utils.py: torch.distributed.all_reduce, all_gather_into_tensor and
-# reduce_scatter_tensor called inside the autograd functions of the parallel linears);
-# Megatron-DeepSpeed of 2022 and DeepSpeed's AutoTP (no sequence parallelism, engines.py
-# above; Megatron-DeepSpeed's mpu mappings are plain all-reduces). The search therefore does
-# not turn on ``tp_comm_overlap`` for them unless a plan pins it.
-SERIAL_TP_FRAMEWORKS = ("aleph-alpha", "deepspeed")
-
-
-def framework_defaults(framework: str) -> dict:
-    """Plan fields ``framework``'s code fixes, which the search sets unless pinned."""
-    return {"tp_comm_overlap": False} if framework in SERIAL_TP_FRAMEWORKS else {}
-
-
 def search_hints(engine: str) -> dict:
     """How the search walks only plans the engine runs:
 

@@ -24,20 +24,20 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ranking, runs_csv, uncertainty, validate_pools
+from . import framework_defaults, ranking, runs_csv, uncertainty, validate_pools
 from .cost import estimate
 from .engines import framework_zeros
 from .errors import InputError, require_choice
-from .plan import MOE_DISPATCHERS, SCHEDULES, Plan
+from .plan import MOE_DISPATCHERS, MULTI_CHUNK_SCHEDULES, SCHEDULES, Plan
 from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
 from .scenario import make_cluster
-from .search.search import search
+from .search.search import SearchResult, search
 from .specs.workload import Workload
 
 GiB = 2**30
-ENGINE_SCHEDULES = ("1f1b", "interleaved_1f1b")
+ENGINE_SCHEDULES = framework_defaults.ENGINE_SCHEDULES
 read_rows = runs_csv.read_rows
 
 
@@ -181,6 +181,8 @@ class Prepared:
     workload: Workload
     pins: tuple
     notes: tuple
+    # the row names no schedule and its framework may run any (framework_defaults.py)
+    schedule_open: bool = False
 
     @property
     def free_key(self) -> tuple:
@@ -196,20 +198,29 @@ def prepare(row: dict) -> Prepared:
     cluster = make_cluster(gpu=gpu, num_gpus=count(row, "num_gpus", required=True, minimum=1),
                            gpus_per_node=count(row, "gpus_per_node", minimum=1),
                            nic_gbps_per_gpu=runs_csv.number(row, "nic_gbps_per_gpu"))
+    # a blank engine column is what the row's framework runs (framework_defaults.py): the
+    # dtypes here, the FP8 recipe and attention kernel in the cost model, the plan knobs
+    # (TP / EP overlap, dispatcher) in the search's plan defaults
+    framework = (text(row, "framework") or "").lower()
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
-                        framework=(text(row, "framework") or "").lower(),
+                        framework=framework,
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),
                         fp8_recipe=text(row, "fp8_recipe") or "",
                         # optional engine columns: the optimizer's state dtype and the
                         # gradient buffer's dtype (specs/workload.py)
-                        optimizer_state_precision=(text(row, "optimizer_state_precision")
-                                                   or "fp32").lower(),
-                        grad_reduce_dtype=(text(row, "grad_reduce_dtype") or "fp32").lower())
+                        optimizer_state_precision=(
+                            text(row, "optimizer_state_precision")
+                            or framework_defaults.optimizer_state_precision(framework)).lower(),
+                        grad_reduce_dtype=(text(row, "grad_reduce_dtype")
+                                           or framework_defaults.grad_reduce_dtype(framework)
+                                           ).lower())
     pins = pins_from_row(row)
-    return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes))
+    return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes),
+                    schedule_open=(not text(row, "schedule")
+                                   and framework_defaults.schedule_open(framework)))
 
 
 def _new_result(row: dict) -> RowResult:
@@ -260,22 +271,62 @@ def _clear_prediction(res: RowResult) -> None:
         setattr(res, k, None)
 
 
+def _pinned_search(prep: Prepared, pins: dict) -> tuple:
+    """The search under the row's pins. A row of a framework whose schedule is not known
+    (framework_defaults.schedule_open) that names no schedule but whose stated layout the
+    engine schedule cannot run (e.g. 120 micro-batches on pp=16 with interleaving) ran
+    some other schedule: the schedules that run its vpp are searched instead (noted).
+    Returns (search result, the pins searched, a note or "")."""
+    sched = pins.get("schedule")
+    open_ = prep.schedule_open and sched in ENGINE_SCHEDULES and pins.get("pp", 1) > 1
+    first: SearchResult | InputError
+    try:
+        first = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
+        if first.best is not None or not open_:
+            return first, pins, ""
+        why = "no plan of it runs and fits"
+    except InputError as e:
+        if not open_:
+            raise
+        first, why = e, str(e)
+    multi = pins.get("vpp", 1) > 1 or sched != "1f1b"
+    alt = dict(pins, schedules=tuple(s for s in SCHEDULES if s != sched
+                                     and (s in MULTI_CHUNK_SCHEDULES) == multi))
+    alt.pop("schedule")
+    r = search(prep.model, prep.cluster, prep.workload, alt, top_k=1, rerank_k=5)
+    if r.best is None:  # no schedule runs it: the engine schedule's answer stands
+        if isinstance(first, InputError):
+            raise first
+        return first, pins, ""
+    return r, alt, (f"schedule: {sched} cannot run the stated layout ({why}); searched "
+                    f"{', '.join(alt['schedules'])}")
+
+
 def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
     pins = dict(prep.pins)
     key = ("pinned", prep.free_key, prep.pins)
     if key not in cache:
-        r = search(prep.model, prep.cluster, prep.workload, pins, top_k=1, rerank_k=5)
+        r, pins, note = _pinned_search(prep, pins)
+        cache[("note",) + key] = note
         if r.best is None:  # nothing fits: report the leanest plan the engine runs
             leanest_zero = max(framework_zeros(prep.workload.framework) or (3,))
             lean = dict(pins, zero=pins.get("zero", leanest_zero),
                         recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
-            fill = {"micro_batch": 1, "vpp": 1}
-            cache[key] = estimate(prep.model, prep.cluster, prep.workload,
-                                  Plan(**{**fill, **lean}))
+            fill = {"micro_batch": 1, "vpp": 1, **framework_defaults.plan_defaults(
+                prep.workload.framework, pins.get("tp", 1))}
+            try:
+                cache[key] = estimate(prep.model, prep.cluster, prep.workload,
+                                      Plan(**{**fill, **lean}))
+            except InputError:  # e.g. micro-batch 1 breaks the schedule's micro-batch rule
+                if r.closest is None:
+                    raise
+                cache[key] = r.closest  # the search's leanest plan that did not fit
         else:
             cache[key] = r.best
     est = cache[key]
+    if cache.get(("note",) + key):
+        res.notes.append(cache[("note",) + key])
     res.predicted_tokens_per_s_per_gpu = est.tokens_per_s_per_gpu
     res.predicted_step_time_s = est.step_time_s
     res.predicted_peak_mem_gib = est.peak_reserved_bytes / GiB

@@ -281,10 +281,10 @@ def test_serial_tp_engines_do_not_overlap_tp_collectives():
     """Aleph Alpha's parallel linears call all_gather / reduce_scatter whole on the compute
     stream (Aleph-Alpha/scaling core/nn/linear/utils.py): the search must not plan
     tp_comm_overlap for it, so its sequence-parallel TP time stays exposed; Megatron keeps it."""
-    from meshplan.engines import framework_defaults
-    assert framework_defaults("aleph-alpha") == {"tp_comm_overlap": False}
-    assert framework_defaults("deepspeed") == {"tp_comm_overlap": False}
-    assert framework_defaults("megatron") == {}
+    from meshplan.framework_defaults import tp_comm_overlap
+    assert tp_comm_overlap("aleph-alpha", 8) is False
+    assert tp_comm_overlap("deepspeed", 8) is False
+    assert tp_comm_overlap("megatron", 8) is True
     est = _searched(_sp_row(tp=8, sp=1))
     assert not est.plan.tp_comm_overlap
     assert est.step_time.parts["tp_exposed_s"] > 0

@@ -52,8 +52,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate
-from ..engines import (ENGINE_NAMES, framework_defaults, framework_zeros, UnsupportedByEngine,
-                       plan_violations, scenario_violations, search_hints)
+from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_violations, scenario_violations,
+                       search_hints)
+from .. import framework_defaults
 from ..errors import InputError
 from ..plan import Plan
 from ..recompute_modules import parse_modules
@@ -128,11 +129,15 @@ def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
     return in_flight(Plan(pp=pp, vpp=v, schedule=sched), 10**9, 0)
 
 
-def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None) -> dict:
+def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
+                 framework: str = "") -> dict:
+    """Plan fields of every plan at TP degree ``tp``: the pins, then the engine's search
+    hints, then what ``framework`` does when a run does not say (framework_defaults.py)."""
     kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
     for k, v in (engine_defaults or {}).items():
         kw.setdefault(k, v)
-    kw.setdefault("tp_comm_overlap", tp > 1)
+    for k, v in framework_defaults.plan_defaults(framework, tp).items():
+        kw.setdefault(k, v)
     return kw
 
 
@@ -178,7 +183,6 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         if "schedule" not in pins and "schedules" not in pins:
             pins["schedules"] = hints["schedules"]
         zero_order, engine_defaults = hints["zeros"], hints["defaults"]
-    engine_defaults = {**framework_defaults(workload.framework), **engine_defaults}
     zeros = [pins["zero"]] if "zero" in pins else list(zero_order)
     rcs = [pins["recompute"]] if "recompute" in pins else list(RECOMPUTE_ORDER)
     if pins.get("recompute_layers"):
@@ -191,7 +195,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         refusals: dict = {}
         runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
         walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
-                    runs_on_engine, lambda tp: _base_fields(pins, tp, engine_defaults),
+                    runs_on_engine,
+                    lambda tp: _base_fields(pins, tp, engine_defaults, engine or workload.framework),
                     schedule_dominated, in_flight_rank0, partial)
         walk.run(points, progress)
         considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting

@@ -1,0 +1,184 @@
+"""What a blank engine column means, per framework: the one place that says it.
+
+A published run names its framework (runs CSV ``framework``: megatron, nemo, torchtitan,
+deepspeed, maxtext, paxml, other) but usually not its engine settings (TP communication
+overlap, FP8 recipe, MoE dispatcher, ...). A blank setting is predicted as that framework
+runs it. The rule for each default, in this order:
+
+1. what the framework's own published performance runs and recipes use, where they use one
+   setting (ablation baselines aside): Megatron-LM's README scaling runs and NeMo /
+   Megatron-Bridge's performance recipes overlap TP communication, and so do torchtitan's
+   published benchmark configurations with TP;
+2. otherwise the framework's code default at a cited version (what it does unless told).
+
+Where a framework's performance recipes choose a knob per model and GPU (Megatron-Bridge's
+MoE dispatcher and expert all-to-all overlap; NeMo's gradient-reduction dtype across its
+releases), rule 2 applies: the model provider's / config's default. A row that states a value
+always wins (validate.pins_from_row, Workload).
+
+Who reads this: ``meshplan validate`` (validate.prepare / pins_from_row), the search's plan
+defaults (search._base_fields, search/exhaustive.py) for the workload's framework or the
+``--engine`` it plans for, and so the exporters (they write the plan the search returns:
+export/megatron.py --tp-comm-overlap, export/torchtitan.py enable_async_tensor_parallel,
+export/deepspeed.py tp_overlap_comm). The FP8 recipe defaults stay in cost/fp8_recipe.py
+(ENGINE_DEFAULT / BLACKWELL_DEFAULT, with their sources) and the attention kernels in
+cost/efficiency.py (ENGINE_ATTENTION); ``fp8_recipe`` and ``attention_kernel`` below read
+them, so there is one table per knob and one entry point for all of them.
+
+Sources (versions as read; each value below names its source key):
+- MCORE: Megatron-LM main at d98e8a64dd (2026-08-22), megatron/core/model_parallel_config.py
+  ``tp_comm_overlap: bool = False``, ``overlap_moe_expert_parallel_comm: bool = False``;
+  megatron/core/transformer/transformer_config.py ``moe_token_dispatcher_type = "allgather"``
+  (meshplan has no all-gather dispatcher cost: see MOE_DISPATCHER below);
+  megatron/training/arguments.py validate_args sets ``accumulate_allreduce_grads_in_fp32 =
+  True`` for bf16 (fp32 gradient reduction) and keeps fp32 main params and Adam moments.
+- MEGATRON_README: Megatron-LM README "Training Speed and Scalability" (core_r0.8.0, r0.9.0:
+  the 2024 H100 model table and scaling figures): "We perform fine-grained overlapping of
+  data-parallel (--overlap-grad-reduce --overlap-param-gather), tensor-parallel
+  (--tp-comm-overlap) and pipeline-parallel communication"; the code default is off (MCORE).
+- MBRIDGE_PERF: NVIDIA-NeMo/Megatron-Bridge scripts/performance at v0.2.0 (llama31 configs
+  the same at v0.5.0): llama3/llama31 pretrain configs ``CommOverlapConfig(tp_comm_overlap=
+  bool(tp > 1))`` (off only for nvfp4, and under v0.5.0's --deterministic), qwen3 configs ``CommOverlapConfig(tp_comm_overlap=True)``; NeMo
+  Framework Launcher performance configs llama2_70b.yaml / llama3_70b.yaml
+  ``ub_tp_comm_overlap: true`` (its gpt3/175b.yaml has false).
+- MBRIDGE_PROVIDER: Megatron-Bridge v0.2.0 model providers (deepseek, gpt_oss, qwen, llama4,
+  glm45, olmoe) ``moe_token_dispatcher_type = "alltoall"``; CommOverlapConfig
+  ``overlap_moe_expert_parallel_comm`` unset (off). Its performance base configs choose the
+  dispatcher per model and GPU (e.g. v0.2.0 DeepSeek-V3 H100 deepep + overlap, Qwen3-235B
+  H100 alltoall + overlap, GPT-OSS H100 alltoall without overlap, GB200 hybridep), so no
+  one value is "the recipe's".
+- TORCHTITAN_BENCH: torchtitan's published performance runs with TP enable async TP
+  except as an ablation's baseline: benchmarks/llama3_h100_202412_torchtitan.md Tables 5
+  and 6 ("+ Float8 + AsyncTP", 6 runs) and Table 4's "2D + AsyncTP" (its "2D" is the
+  baseline); docs/performance.md 405B ("Float8 + Async TP" after "None", "Float8");
+  benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md is an A/B of the feature (both);
+  its TP preset torchtitan/models/llama3/train_configs/llama3_405b.toml sets
+  ``enable_async_tensor_parallel = true``. The code default is off (job_config.py
+  ``Parallelism.enable_async_tensor_parallel: bool = False``): runs that did not enable it
+  must say so (tp_comm_overlap 0).
+- TORCHTITAN: FSDP2 MixedPrecisionPolicy
+  ``mixed_precision_reduce = "float32"``; MoE token exchange by all-to-all
+  (torchtitan/distributed/expert_parallel.py), no overlap.
+- DEEPSPEED: deepspeed/runtime/tensor_parallel/config.py ``tp_overlap_comm: bool = False``
+  (AutoTP; Megatron-DeepSpeed's tensor parallelism is Megatron's of 2021, before TE's
+  userbuffers overlap); fp32 master weights and optimizer states (ZeRO / BF16_Optimizer).
+- ALEPH_ALPHA: Aleph-Alpha/scaling (the engine of Hagemann et al. 2023's layout sheets)
+  core/nn/linear/utils.py calls torch.distributed.all_reduce, all_gather_into_tensor and
+  reduce_scatter_tensor whole inside the parallel linears' autograd functions, on the compute
+  stream: nothing overlaps them (Megatron/TE's --tp-comm-overlap and torchtitan's async TP
+  split them into chunks pipelined with the GEMMs; cost/layer.py hides them only then).
+- NONE: no cited default; meshplan's previous behaviour is kept (TP overlap assumed when
+  TP > 1: maxtext, paxml, other, and "" = meshplan's own runtime / the plain planner).
+- NEMO_DTYPES (why the dtypes stay fp32 for nemo): NeMo 2.0 bf16_mixed
+  ``grad_reduce_in_fp32=True`` (nemo/collections/llm/recipes/precision/mixed_precision.py,
+  NVIDIA/NeMo 2025-09); Megatron-Bridge scripts/performance v0.1.0rc4..v0.5.0 set it False;
+  NeMo Framework Launcher 1.x configs mostly leave it to fp32 (6 set grad_sync_dtype bf16).
+"""
+
+from __future__ import annotations
+
+# the frameworks a runs CSV names (shared/validation/README.md), plus "" (meshplan's own)
+FRAMEWORKS = ("megatron", "nemo", "torchtitan", "deepspeed", "maxtext", "paxml", "other", "")
+
+# TP communication overlap when TP > 1 (TE userbuffers / Megatron --tp-comm-overlap,
+# torchtitan async TP, DeepSpeed AutoTP tp_overlap_comm). Frameworks not listed: NONE.
+TP_COMM_OVERLAP = {"megatron": True, "nemo": True, "torchtitan": True, "deepspeed": False,
+                   "aleph-alpha": False}
+TP_COMM_OVERLAP_SOURCE = {"megatron": "MEGATRON_README", "nemo": "MBRIDGE_PERF",
+                          "torchtitan": "TORCHTITAN_BENCH", "deepspeed": "DEEPSPEED",
+                          "aleph-alpha": "ALEPH_ALPHA"}
+
+# MoE token dispatcher (plan.MOE_DISPATCHERS). Megatron-LM's own default is all-gather,
+# which meshplan does not cost; its MoE documentation and Megatron-Bridge's providers run
+# all-to-all with expert parallelism, which is what is costed for every framework.
+MOE_DISPATCHER = {"megatron": "alltoall", "nemo": "alltoall", "torchtitan": "alltoall"}
+MOE_DISPATCHER_SOURCE = {"megatron": "MCORE (allgather, not costed: alltoall)",
+                         "nemo": "MBRIDGE_PROVIDER", "torchtitan": "TORCHTITAN"}
+# expert all-to-all overlapped with compute (Megatron-Core overlap_moe_expert_parallel_comm)
+EP_COMM_OVERLAP = {"megatron": False, "nemo": False, "torchtitan": False}
+EP_COMM_OVERLAP_SOURCE = {"megatron": "MCORE", "nemo": "MBRIDGE_PROVIDER",
+                          "torchtitan": "TORCHTITAN"}
+
+# optimizer-state and gradient-reduction dtypes (specs/workload.py choices): fp32 in every
+# framework's default (MCORE, TORCHTITAN, DEEPSPEED; NeMo through Megatron-Core). NeMo's
+# Nemotron-4 340B recipe (bf16 moments, no master) and Megatron-Bridge's performance
+# scripts (grad_reduce_in_fp32 = False, v0.1.0rc4..v0.5.0) differ: a row states them.
+OPTIMIZER_STATE_PRECISION = "fp32"
+GRAD_REDUCE_DTYPE = "fp32"
+
+# selective recomputation without a module list: Megatron-Core recompute_modules None ->
+# ["core_attn"] (MCORE transformer_config.py __post_init__); meshplan's "" module set is the
+# engine's own selective recomputation (cost/layer.py), the attention core for Megatron/NeMo.
+RECOMPUTE_MODULES = ""
+
+
+def _fw(framework: str | None) -> str:
+    return str(framework or "").strip().lower()
+
+
+def tp_comm_overlap(framework: str | None, tp: int) -> bool:
+    """Whether ``framework`` overlaps TP communication with compute when a run does not say."""
+    if tp <= 1:
+        return False
+    return TP_COMM_OVERLAP.get(_fw(framework), True)
+
+
+def moe_dispatcher(framework: str | None) -> str:
+    return MOE_DISPATCHER.get(_fw(framework), "alltoall")
+
+
+def ep_comm_overlap(framework: str | None) -> bool:
+    return EP_COMM_OVERLAP.get(_fw(framework), False)
+
+
+def fp8_recipe(framework: str | None, generation: str) -> str:
+    """The FP8 recipe ``framework`` runs on ``generation`` (cost/fp8_recipe.default_recipe)."""
+    from .cost.fp8_recipe import default_recipe
+    return default_recipe(_fw(framework), generation)
+
+
+def attention_kernel(framework: str | None) -> str:
+    """The attention kernel class ``framework`` runs (cost/compute.attention_kernel_of)."""
+    from .cost.compute import attention_kernel_of
+    return attention_kernel_of(_fw(framework))
+
+
+def optimizer_state_precision(framework: str | None) -> str:
+    return OPTIMIZER_STATE_PRECISION
+
+
+def grad_reduce_dtype(framework: str | None) -> str:
+    return GRAD_REDUCE_DTYPE
+
+
+def plan_defaults(framework: str | None, tp: int) -> dict:
+    """Plan fields a search sets for ``framework`` unless pinned."""
+    return {"tp_comm_overlap": tp_comm_overlap(framework, tp),
+            "moe_dispatcher": moe_dispatcher(framework),
+            "ep_comm_overlap": ep_comm_overlap(framework)}
+
+
+def source(knob: str, framework: str | None) -> str:
+    """The source key (module docstring) of ``knob``'s default for ``framework``."""
+    fw = _fw(framework)
+    table = {"tp_comm_overlap": TP_COMM_OVERLAP_SOURCE, "moe_dispatcher": MOE_DISPATCHER_SOURCE,
+             "ep_comm_overlap": EP_COMM_OVERLAP_SOURCE}.get(knob)
+    if table is None:
+        raise KeyError(knob)
+    return table.get(fw, "NONE")
+
+
+# Pipeline schedules a framework's published runs use, when a row names none: Megatron-Core
+# (Megatron-LM, NeMo, Megatron-DeepSpeed) runs 1F1B or, with virtual stages, interleaved
+# 1F1B (megatron/core/pipeline_parallel/schedules.py get_forward_backward_func); so do the
+# engines of the other sources (validate.py). Frameworks meshplan does not know ("other",
+# "") may run any schedule (DeepSeek-V3's DualPipe, arXiv 2412.19437 sec. 3.2.1): when the
+# engine schedule cannot run the row's stated layout, validate searches the schedules that
+# can (SCHEDULE_OPEN).
+ENGINE_SCHEDULES = ("1f1b", "interleaved_1f1b")
+SCHEDULE_OPEN = ("other", "")
+
+
+def schedule_open(framework: str | None) -> bool:
+    """Whether a row of ``framework`` that names no schedule may have run any schedule."""
+    return _fw(framework) in SCHEDULE_OPEN

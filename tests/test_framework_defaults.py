@@ -1,0 +1,208 @@
+"""What a blank engine column means per framework (meshplan/framework_defaults.py).
+
+Independent truth: the framework facts cited in framework_defaults.py (checked by hand in
+the repositories named there: Megatron-Core model_parallel_config.py / transformer_config.py,
+Megatron-LM's README scaling runs, Megatron-Bridge v0.2.0 providers and performance
+scripts, torchtitan's job_config.py and published benchmarks, DeepSpeed's AutoTP config,
+Transformer Engine's / torchao's default FP8 recipes), and a row's fully stated twin: a row
+that leaves a column blank must predict exactly as the same row stating the framework's
+default, and differently when it states something else.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from meshplan import framework_defaults as fd
+from meshplan import validate
+from meshplan.export.deepspeed import deepspeed_config
+from meshplan.scenario import Scenario, make_cluster
+from meshplan.search.search import search
+from meshplan.specs.catalog.presets import preset
+from meshplan.specs.workload import Workload
+
+HELDOUT = Path(__file__).resolve().parents[1] / "bench" / "data" / "heldout_runs.csv"
+
+
+def _rows() -> dict:
+    with open(HELDOUT, newline="") as f:
+        return {r["id"]: r for r in csv.DictReader(f)}
+
+
+ROWS = _rows()
+
+
+def _predict(row: dict) -> validate.RowResult:
+    res = validate.predict_row(row, with_search_best=False)
+    assert res.error is None, res.error
+    return res
+
+
+def _without(row: dict, *cols: str) -> dict:
+    return {k: ("" if k in cols else v) for k, v in row.items()}
+
+
+# -- the cited facts ------------------------------------------------------------------
+
+@pytest.mark.parametrize("framework, tp, expected", [
+    # Megatron-LM README scaling runs: --tp-comm-overlap (code default off)
+    ("megatron", 8, True),
+    # Megatron-Bridge performance scripts: CommOverlapConfig(tp_comm_overlap=bool(tp > 1))
+    ("nemo", 2, True),
+    # torchtitan's published TP benchmarks run async TP (job_config default off)
+    ("torchtitan", 8, True),
+    # DeepSpeed AutoTP tp_overlap_comm defaults to False
+    ("deepspeed", 4, False),
+    # nothing to overlap without TP, whatever the framework
+    ("megatron", 1, False), ("nemo", 1, False), ("torchtitan", 1, False), ("", 1, False),
+])
+def test_tp_comm_overlap_follows_the_cited_framework_setting(framework, tp, expected):
+    assert fd.tp_comm_overlap(framework, tp) is expected
+    assert fd.tp_comm_overlap(framework.upper(), tp) is expected  # names as rows write them
+
+
+def test_every_named_framework_default_has_a_source_in_the_module_docstring():
+    doc = fd.__doc__
+    for knob in ("tp_comm_overlap", "moe_dispatcher", "ep_comm_overlap"):
+        for fw in ("megatron", "nemo", "torchtitan"):
+            key = fd.source(knob, fw).split()[0]
+            assert key != "NONE" and f"- {key}:" in doc, (knob, fw, key)
+    assert f"- {fd.source('tp_comm_overlap', 'deepspeed')}:" in doc
+    assert fd.source("tp_comm_overlap", "maxtext") == "NONE"  # said so, not invented
+
+
+def test_moe_defaults_are_the_providers_alltoall_without_overlap():
+    # Megatron-Bridge v0.2.0 model providers: moe_token_dispatcher_type = "alltoall";
+    # Megatron-Core overlap_moe_expert_parallel_comm = False
+    for fw in ("nemo", "megatron", "torchtitan", "other", ""):
+        assert fd.moe_dispatcher(fw) == "alltoall"
+        assert fd.ep_comm_overlap(fw) is False
+
+
+def test_fp8_recipe_and_attention_kernel_read_their_one_table():
+    # Transformer Engine's default recipe is DelayedScaling; torchao's Float8LinearConfig()
+    # is tensorwise; meshplan's Megatron export writes MXFP8 on Blackwell
+    assert fd.fp8_recipe("nemo", "hopper") == "delayed"
+    assert fd.fp8_recipe("megatron", "hopper") == "delayed"
+    assert fd.fp8_recipe("torchtitan", "hopper") == "tensorwise"
+    assert fd.fp8_recipe("nemo", "blackwell") == "mx"
+    assert fd.fp8_recipe("torchtitan", "blackwell") == "tensorwise"
+    # Megatron-LM / NeMo / MaxText on NVIDIA: TE's fused attention; torch SDPA otherwise
+    assert fd.attention_kernel("megatron") == "te"
+    assert fd.attention_kernel("maxtext") == "te"
+    assert fd.attention_kernel("torchtitan") == "fa2"
+    assert fd.attention_kernel("deepspeed") == "fa2"
+
+
+def test_dtypes_default_to_fp32_as_megatron_core_and_torchtitan_run():
+    for fw in ("megatron", "nemo", "torchtitan", "deepspeed", "other"):
+        assert fd.optimizer_state_precision(fw) == "fp32"
+        assert fd.grad_reduce_dtype(fw) == "fp32"
+
+
+# -- a stripped row predicts as its stated twin ------------------------------------------
+
+def test_blank_tp_overlap_predicts_as_the_stated_framework_default():
+    async_tp = ROWS["H101"]  # torchtitan async TP, stated tp_comm_overlap 1
+    vanilla = ROWS["H100"]  # the same run with vanilla TP (stated 0)
+    assert async_tp["tp_comm_overlap"] == "1" and vanilla["tp_comm_overlap"] == "0"
+    stated = _predict(async_tp).predicted_tokens_per_s_per_gpu
+    blank = _predict(_without(async_tp, "tp_comm_overlap")).predicted_tokens_per_s_per_gpu
+    off = _predict(vanilla).predicted_tokens_per_s_per_gpu
+    assert blank == stated
+    assert off < stated  # the stated value wins and the overlap is costed (not a no-op)
+
+
+def test_blank_tp_overlap_of_a_deepspeed_row_is_off():
+    row = next(r for r in ROWS.values() if r["framework"] == "deepspeed" and int(r["tp"]) > 1)
+    stated_off = _predict(dict(row, tp_comm_overlap="0"))
+    blank = _predict(row)
+    assert blank.predicted_tokens_per_s_per_gpu == stated_off.predicted_tokens_per_s_per_gpu
+    assert blank.chosen.get("tp_comm_overlap") is False
+
+
+def test_blank_moe_columns_predict_as_alltoall_without_overlap_and_differ_from_deepep():
+    row = ROWS["H090"]  # NeMo GPT-OSS 120B on H100: stated alltoall, ep_overlap 0
+    assert (row["moe_dispatcher"], row["ep_overlap"]) == ("alltoall", "0")
+    stated = _predict(row).predicted_tokens_per_s_per_gpu
+    blank = _predict(_without(row, "moe_dispatcher", "ep_overlap"))
+    assert blank.predicted_tokens_per_s_per_gpu == stated
+    other = _predict(dict(row, moe_dispatcher="deepep", ep_overlap="1"))
+    assert other.predicted_tokens_per_s_per_gpu != stated
+
+
+def test_blank_fp8_recipe_predicts_as_the_stated_engine_default():
+    row = ROWS["H030"]  # NeMo Llama 3 8B FP8 on H100, stated cs
+    delayed = _predict(dict(row, fp8_recipe="delayed")).predicted_tokens_per_s_per_gpu
+    blank = _predict(_without(row, "fp8_recipe")).predicted_tokens_per_s_per_gpu
+    cs = _predict(row).predicted_tokens_per_s_per_gpu
+    assert blank == delayed
+    assert cs != delayed
+
+
+def test_blank_dtypes_predict_as_fp32():
+    row = ROWS["H115"]  # NeMo Nemotron-4 340B: bf16 moments without master, bf16 grads
+    fp32 = dict(row, optimizer_state_precision="fp32", grad_reduce_dtype="fp32")
+    blank = _without(row, "optimizer_state_precision", "grad_reduce_dtype")
+    a, b = _predict(fp32), _predict(blank)
+    assert a.predicted_tokens_per_s_per_gpu == b.predicted_tokens_per_s_per_gpu
+    assert a.predicted_peak_mem_gib == b.predicted_peak_mem_gib
+    assert _predict(row).predicted_peak_mem_gib < a.predicted_peak_mem_gib
+
+
+def test_qwen3_row_without_head_dim_takes_the_presets():
+    row = _without(ROWS["H057"], "head_dim")
+    model, _ = validate.model_from_row(row)
+    # Qwen3-30B-A3B config.json: head_dim 128, hidden 2048 / 32 heads = 64
+    assert model.head_dim == 128 == preset("qwen3-30b-a3b").head_dim
+
+
+# -- the search and the exporters read the same defaults ---------------------------------
+
+@pytest.mark.parametrize("engine, framework, expected", [
+    ("deepspeed", "", False), ("megatron", "", True), (None, "deepspeed", False),
+    (None, "torchtitan", True), (None, "", True),
+])
+def test_search_plans_tp_overlap_as_the_framework_runs(engine, framework, expected):
+    m = preset("tiny-llama")
+    cl = make_cluster("8xH100-SXM-80GB")
+    w = Workload(1024, 16, framework=framework)
+    r = search(m, cl, w, {"tp": 2, "pp": 1}, top_k=1,
+               rerank_k=1, engine=engine)
+    assert r.best is not None
+    assert r.best.plan.tp_comm_overlap is expected
+    if engine == "deepspeed":  # the export writes what was planned
+        cfg, _ = deepspeed_config(Scenario(m, cl, w, r.best.plan))
+        assert cfg["tensor_parallel"]["tp_overlap_comm"] is False
+
+
+# -- rows whose schedule is unknown -----------------------------------------------------
+
+def test_unknown_framework_row_gets_a_schedule_that_runs_its_layout():
+    # pp 4 x 2 chunks, 9 micro-batches per pipeline (18 sequences over dp 2): interleaving
+    # runs them in rounds of 9 // 4 = 2, which does not divide 9 (validity.py); a
+    # V-shape schedule runs them
+    row = {"id": "T1", "trust": "A", "model": "llama3.2-1b", "seq_len": "1024",
+           "global_batch_seqs": "18", "micro_batch": "1", "gpu": "H100-SXM-80GB",
+           "num_gpus": "8", "tp": "1", "pp": "4", "vpp": "2", "dp": "2", "cp": "1",
+           "precision": "bf16", "measured_tokens_per_s_per_gpu": "1000"}
+    other = validate.predict_row(dict(row, framework="other"), with_search_best=False)
+    assert other.error is None, other.error
+    assert other.plan and "interleaved_1f1b" not in other.plan
+    assert any(n.startswith("schedule: interleaved_1f1b cannot run") for n in other.notes)
+    megatron = validate.predict_row(dict(row, framework="megatron"), with_search_best=False)
+    assert megatron.error and "micro" in megatron.error  # Megatron runs interleaved only
+
+
+def test_stripped_deepseek_v3_row_is_scored():
+    # H051 without its engine columns (DualPipe, recompute modules) fits no plan; the lean
+    # micro-batch-1 plan breaks interleaving's micro-batch rule, so the closest plan the
+    # search found is reported instead of leaving the row unscored
+    row = _without(ROWS["H051"], "schedule", "recompute_modules", "moe_dispatcher",
+                   "ep_overlap", "micro_batch")
+    res = validate.predict_row(row, with_search_best=False)
+    assert res.error is None, res.error
+    assert res.predicted_oom is True and res.predicted_tokens_per_s_per_gpu > 0
