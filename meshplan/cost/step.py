@@ -27,6 +27,8 @@ from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline import bubble_s, in_flight
+from .stragglers import straggler_s, straggler_units
+from .dp_tail import bucket_params
 
 GiB = 2**30
 
@@ -197,8 +199,10 @@ def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
 
 def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_params: float,
              m: int, fwd_window: float, bwd_window: float, engine: str = "",
-             precision: str = "bf16") -> tuple[float, float, float]:
-    """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank."""
+             precision: str = "bf16", tail_params: float = 0.0) -> tuple[float, float, float]:
+    """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank.
+    ``tail_params``: parameters in the last bucket, whose reduction no overlap hides
+    (dp_tail.py)."""
     grad = 4.0  # fp32 gradient reduction
     shard_pl = pl.get("dp_shard", pl["dp"])
     n_dp = plan.dp * plan.cp
@@ -225,6 +229,9 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
         return rs, ag, 0.0
 
     rs_n, ag_n, _ = coll(shard_pl, params)
+    # the last bucket's reduction and the first bucket's gather wait for no compute to hide
+    # behind (dp_tail.py); never more than the whole collective
+    tail_r, tail_a, _ = coll(shard_pl, min(tail_params, params)) if tail_params else (0, 0, 0)
     rs_e, ag_e, _ = coll(pl["edp"], expert_params)
     rs, ag = rs_n + rs_e, ag_n + ag_e
     rep = 0.0
@@ -233,20 +240,20 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     sent = (grad + (2.0 if plan.zero else grad)) * (params + expert_params) * (n_dp - 1) / max(n_dp, 1)
     if plan.zero <= 1:
         wire = rs + ag + rep
-        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
-        hide_a = min(ag, fwd_window) if plan.overlap_param_gather else 0.0
+        hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
+        hide_a = min(ag - min(tail_a, ag_n), fwd_window) if plan.overlap_param_gather else 0.0
         return wire, wire - hide_r - hide_a, sent
     # zero 2: weights gathered per micro-batch, gradients reduce-scattered after the last;
     # zero 3: gather for forward and again for backward, reduce-scatter, per micro-batch
     if plan.zero == 2:
-        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
+        hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
         wire = m * ag + rs + rep
         exposed = m * max(0.0, ag - fwd_window) + rs - hide_r + rep
-        return wire, exposed, sent * m
+        return wire, max(exposed, min(tail_a, ag_n) + min(tail_r, rs_n)), sent * m
     per_mb_f, per_mb_b = ag, rs + ag
     wire = m * (per_mb_f + per_mb_b) + rep
     exposed = m * (max(0.0, per_mb_f - fwd_window) + max(0.0, per_mb_b - bwd_window)) + rep
-    return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
+    return wire, max(exposed, min(tail_a, ag_n) + min(tail_r, rs_n)), sent * m * (1.5 if plan.zero == 3 else 1.0)
 
 
 @lru_cache(maxsize=4096)
@@ -373,9 +380,13 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     if plan.dp * plan.cp > 1:
         fwd_win = agg(rs, "fwd_compute_s")
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+        n_layers = sum(rs[i] for i in (0, 1, 4, 5)) or 1
+        tail = bucket_params(workload.framework in MEGATRON_ENGINES, plan.zero,
+                             plan.dp * plan.cp, rank_params[r_star] / nv,
+                             rank_params[r_star] / n_layers, 4.0)
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
-            workload.framework, workload.precision)
+            workload.framework, workload.precision, tail)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
@@ -402,6 +413,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "optimizer_s": opt_s,
         "overlap_slowdown_s": NETWORK.overlap_contention * hidden,
     }
+    # the step waits for the slowest data-parallel replica of every stage (stragglers.py)
+    parts["straggler_s"] = straggler_s(parts, straggler_units(plan.dp, plan.pp))
     # ---- communication report -----------------------------------------------------------
     def axis(name: str, coll: str, size: int, place: Placement, nbytes: float, wire: float,
              exposed: float) -> CommAxis:
