@@ -18,7 +18,9 @@ Bucket sizes, per engine:
   most one chunk's parameters.
 - PyTorch DDP: ``bucket_cap_mb`` = 25 MiB of gradients (torch.nn.parallel.DistributedDataParallel).
 - FSDP / ZeRO-3 (zero >= 2): one layer (one FSDP unit per transformer block, as torchtitan
-  and DeepSpeed wrap them).
+  and DeepSpeed wrap them), and never less than the engine's zero-1 bucket, so the tail
+  only grows along the ZeRO ladder (search/bound.py's Lemma Z: sharding more never hides
+  more).
 At 8 GPUs the tail is a few milliseconds; over hundreds of nodes Megatron's bucket grows
 with dp and its reduce-scatter over the NICs takes tens of milliseconds.
 """
@@ -33,10 +35,10 @@ TORCH_DDP_BUCKET_BYTES = 25 * 2**20  # bucket_cap_mb default
 def bucket_params(engine_megatron: bool, zero: int, n_dp: int, chunk_params: float,
                   layer_params: float, grad_bytes: float) -> float:
     """Parameters in the last (unhideable) bucket of one rank's data-parallel reduction."""
-    if zero >= 2:
-        return min(layer_params, chunk_params)
     if engine_megatron:
         b = max(MEGATRON_BUCKET_FLOOR_PARAMS, MEGATRON_BUCKET_PER_DP_PARAMS * n_dp)
     else:
         b = TORCH_DDP_BUCKET_BYTES / grad_bytes
+    if zero >= 2:  # a unit is a whole layer, and no smaller than the engine's bucket
+        b = max(b, layer_params)
     return min(b, chunk_params)

@@ -248,12 +248,17 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     if plan.zero == 2:
         hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
         wire = m * ag + rs + rep
-        exposed = m * max(0.0, ag - fwd_window) + rs - hide_r + rep
-        return wire, max(exposed, min(tail_a, ag_n) + min(tail_r, rs_n)), sent * m
+        # the first micro-batch's gather exposes at least the first unit
+        first = max(0.0, min(tail_a, ag_n) - max(0.0, ag - fwd_window))
+        exposed = m * max(0.0, ag - fwd_window) + first + rs - hide_r + rep
+        return wire, exposed, sent * m
     per_mb_f, per_mb_b = ag, rs + ag
     wire = m * (per_mb_f + per_mb_b) + rep
     exposed = m * (max(0.0, per_mb_f - fwd_window) + max(0.0, per_mb_b - bwd_window)) + rep
-    return wire, max(exposed, min(tail_a, ag_n) + min(tail_r, rs_n)), sent * m * (1.5 if plan.zero == 3 else 1.0)
+    # the step's first gather and last reduce-scatter expose at least one unit each
+    exposed += (max(0.0, min(tail_a, ag_n) - max(0.0, per_mb_f - fwd_window))
+                + max(0.0, min(tail_r, rs_n) - max(0.0, per_mb_b - bwd_window)))
+    return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
 
 
 @lru_cache(maxsize=4096)
