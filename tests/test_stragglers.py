@@ -154,3 +154,26 @@ def test_last_bucket_is_exposed_at_scale():
     want = all_gather_s(c, pl["dp"], 4.0 * b) + all_gather_s(c, pl["dp"], 2.0 * b)
     assert dp.exposed_s == pytest.approx(want, rel=1e-9)
     assert 0 < dp.exposed_s < dp.wire_s
+
+
+def test_tail_keeps_the_zero_ladder_monotone():
+    """search/bound.py's Lemma Z: with both overlap switches on, sharding more never exposes
+    less, tails included (tiny and large layers, short and long compute windows)."""
+    import random
+    from dataclasses import replace
+    from meshplan.cost.step import _dp_comm, placements
+    rng = random.Random(7)
+    c = make_cluster(gpu="H100-SXM-80GB", num_gpus=64)
+    base = Plan(dp=8, tp=8, micro_batch=1)
+    pl = placements(base, c)
+    for _ in range(200):
+        params = 10 ** rng.uniform(5, 10)
+        layer = params / rng.choice((1, 4, 32, 80))
+        f, b, m = 10 ** rng.uniform(-5, 0), 10 ** rng.uniform(-5, 0), rng.choice((1, 2, 8))
+        meg = rng.random() < 0.5
+        out = []
+        for z in (1, 2, 3):
+            tail = bucket_params(meg, z, 8, params, layer, 4.0)
+            out.append(_dp_comm(replace(base, zero=z), c, pl, params, 0.0, m, f, b,
+                                tail_params=tail)[1])
+        assert out[0] <= out[1] * (1 + 1e-12) and out[1] <= out[2] * (1 + 1e-12), (params, out)
