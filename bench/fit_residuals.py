@@ -56,6 +56,10 @@ CONSTANTS = {
              "CPU Adam ~1e9 params/s and PCIe ~25 of 50 GB/s per GPU are vendor-order figures"),
     "overlap": (["overlap_slowdown_s"], 0.50,
                 "compute slowdown beside bulk communication 5-15% (MegaScale, Comet): 0.10 +- 0.05"),
+    "stragglers": (["straggler_s"], 0.6,
+                   "per-step spread of a rank's compute across DP ranks 0.45-0.55% on ByteDance's "
+                   "traces (OSDI 2025 artifact), ~1.1% on unscreened V100s (Sinha et al. SC22): "
+                   "sigma 0.5% +0.6/-0.3 (cost/stragglers.py)"),
 }
 
 

@@ -27,6 +27,8 @@ from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline import bubble_s, in_flight
+from .stragglers import straggler_s, straggler_units
+from .dp_tail import bucket_params
 
 GiB = 2**30
 
@@ -197,14 +199,17 @@ def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
 
 def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_params: float,
              m: int, fwd_window: float, bwd_window: float, engine: str = "",
-             precision: str = "bf16", grad_bytes: float = 4.0) -> tuple[float, float, float]:
+             precision: str = "bf16", grad_bytes: float = 4.0,
+             tail_params: float = 0.0) -> tuple[float, float, float]:
     """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank.
     ``grad_bytes``: bytes per gradient element reduced (Workload.grad_buffer_bytes: 4 for an
     fp32 gradient buffer, 2 when the engine reduces in the 16-bit buffer, e.g. Megatron-Core's
     DistributedDataParallelConfig.grad_reduce_in_fp32=False: the reduce-scatter / all-reduce
     runs on the bf16 main_grad buffer: megatron/core/distributed/param_and_grad_buffer.py
     group_params_for_buffers, "grad_dtype: gradient reduction dtype (torch.float if
-    grad_reduce_in_fp32, else param.dtype)", NVIDIA/Megatron-LM d98e8a6)."""
+    grad_reduce_in_fp32, else param.dtype)", NVIDIA/Megatron-LM d98e8a6).
+    ``tail_params``: parameters in the last bucket, whose reduction no overlap hides
+    (dp_tail.py)."""
     grad = grad_bytes
     shard_pl = pl.get("dp_shard", pl["dp"])
     n_dp = plan.dp * plan.cp
@@ -231,6 +236,9 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
         return rs, ag, 0.0
 
     rs_n, ag_n, _ = coll(shard_pl, params)
+    # the last bucket's reduction and the first bucket's gather wait for no compute to hide
+    # behind (dp_tail.py); never more than the whole collective
+    tail_r, tail_a, _ = coll(shard_pl, min(tail_params, params)) if tail_params else (0, 0, 0)
     rs_e, ag_e, _ = coll(pl["edp"], expert_params)
     rs, ag = rs_n + rs_e, ag_n + ag_e
     rep = 0.0
@@ -239,19 +247,24 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     sent = (grad + (2.0 if plan.zero else grad)) * (params + expert_params) * (n_dp - 1) / max(n_dp, 1)
     if plan.zero <= 1:
         wire = rs + ag + rep
-        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
-        hide_a = min(ag, fwd_window) if plan.overlap_param_gather else 0.0
+        hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
+        hide_a = min(ag - min(tail_a, ag_n), fwd_window) if plan.overlap_param_gather else 0.0
         return wire, wire - hide_r - hide_a, sent
     # zero 2: weights gathered per micro-batch, gradients reduce-scattered after the last;
     # zero 3: gather for forward and again for backward, reduce-scatter, per micro-batch
     if plan.zero == 2:
-        hide_r = min(rs, bwd_window) if plan.overlap_grad_reduce else 0.0
+        hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
         wire = m * ag + rs + rep
-        exposed = m * max(0.0, ag - fwd_window) + rs - hide_r + rep
+        # the first micro-batch's gather exposes at least the first unit
+        first = max(0.0, min(tail_a, ag_n) - max(0.0, ag - fwd_window))
+        exposed = m * max(0.0, ag - fwd_window) + first + rs - hide_r + rep
         return wire, exposed, sent * m
     per_mb_f, per_mb_b = ag, rs + ag
     wire = m * (per_mb_f + per_mb_b) + rep
     exposed = m * (max(0.0, per_mb_f - fwd_window) + max(0.0, per_mb_b - bwd_window)) + rep
+    # the step's first gather and last reduce-scatter expose at least one unit each
+    exposed += (max(0.0, min(tail_a, ag_n) - max(0.0, per_mb_f - fwd_window))
+                + max(0.0, min(tail_r, rs_n) - max(0.0, per_mb_b - bwd_window)))
     return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
 
 
@@ -379,9 +392,14 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     if plan.dp * plan.cp > 1:
         fwd_win = agg(rs, "fwd_compute_s")
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+        n_layers = sum(rs[i] for i in (0, 1, 4, 5)) or 1
+        tail = bucket_params(workload.framework in MEGATRON_ENGINES, plan.zero,
+                             plan.dp * plan.cp, rank_params[r_star] / nv,
+                             rank_params[r_star] / n_layers,
+                             workload.grad_buffer_bytes)
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
-            workload.framework, workload.precision, workload.grad_buffer_bytes)
+            workload.framework, workload.precision, workload.grad_buffer_bytes, tail)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
@@ -408,6 +426,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "optimizer_s": opt_s,
         "overlap_slowdown_s": NETWORK.overlap_contention * hidden,
     }
+    # the step waits for the slowest data-parallel replica of every stage (stragglers.py)
+    parts["straggler_s"] = straggler_s(parts, straggler_units(plan.dp, plan.pp))
     # ---- communication report -----------------------------------------------------------
     def axis(name: str, coll: str, size: int, place: Placement, nbytes: float, wire: float,
              exposed: float) -> CommAxis:

@@ -7,7 +7,7 @@ closed-form pipeline parts with the simulated ones:
 
 - step time = the simulated pipeline (compute, exposed TP/CP/EP inside the actions, the
   bubble of the real schedule, point-to-point waits) + the estimate's parts outside the
-  pipeline (``dp_exposed_s``, ``optimizer_s``, ``overlap_slowdown_s``);
+  pipeline (``dp_exposed_s``, ``optimizer_s``, ``overlap_slowdown_s``, ``straggler_s``);
 - memory per pipeline rank = the estimate's parts with ``activations`` replaced by the
   simulated peak of stashed activations (and the allocator share rescaled).
 
@@ -28,7 +28,7 @@ from .schedules import no_gc, schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
 
 P2P_FOLDED_INTO_COMPUTE = True
-OUTSIDE_PIPELINE = ("dp_exposed_s", "optimizer_s", "overlap_slowdown_s")
+OUTSIDE_PIPELINE = ("dp_exposed_s", "optimizer_s", "overlap_slowdown_s", "straggler_s")
 
 
 def from_estimate(est, plan: Plan | None = None) -> list[ChunkTimes]:

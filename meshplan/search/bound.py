@@ -43,7 +43,10 @@ data-parallel time cost/step._dp_comm leaves exposed is nondecreasing along ZeRO
 with rs, ag the reduce-scatter and all-gather times and the forward/backward windows F, B,
 stage 1 exposes max(0, rs - B) + max(0, ag - F), stage 2 m * max(0, ag - F) + max(0, rs - B),
 stage 3 m * (max(0, ag - F) + max(0, rs + ag - B)), each plus the same HSDP replica term,
-and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.)
+and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
+bucket's tail (cost/dp_tail.py) raises a stage's reduce term to at least tail_r and its
+first gather to at least tail_a; the tail never shrinks along the ladder, so the order holds
+with it, and the bounds call _dp_comm without it (a lower figure, so still a bound).
 
 Theorem B1 (rung bound). At fixed degrees, micro-batch, vpp and schedule (a "row") and a
 recomputation setting rc, the plan with ZeRO stage z takes at least

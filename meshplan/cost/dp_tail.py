@@ -1,0 +1,44 @@
+"""The part of data-parallel communication that no overlap can hide: the last bucket.
+
+Overlapped gradient reduction launches one collective per bucket as backward fills it; the
+bucket holding the first layers' gradients fills when backward ends, so its reduction runs
+after all compute (Li et al., "PyTorch Distributed: Experiences on Accelerating Data
+Parallel Training", VLDB 2020, sec. 3.2.3 and fig. 2: the final bucket's all-reduce is not
+overlapped). With a sharded optimizer the next step's forward likewise waits for the first
+bucket's parameter all-gather. So the exposed part is at least one bucket's reduce-scatter
+(or all-reduce) plus, with parameter gathering, one bucket's all-gather.
+
+Bucket sizes, per engine:
+- Megatron-Core DDP (Megatron-LM, NeMo, Megatron-Bridge): ``bucket_size`` defaults to
+  max(40,000,000, 1,000,000 x dp_cp size) parameters, "larger DP sizes need larger buckets
+  to ensure collectives do not become latency-bound" (DistributedDataParallelConfig,
+  megatron/core/distributed/distributed_data_parallel_config.py; applied in
+  DistributedDataParallel.__init__). With interleaving only the first model chunk is
+  bucketed (training.py: ``disable_bucketing = model_chunk_idx > 0``), so a bucket is at
+  most one chunk's parameters.
+- PyTorch DDP: ``bucket_cap_mb`` = 25 MiB of gradients (torch.nn.parallel.DistributedDataParallel).
+- FSDP / ZeRO-3 (zero >= 2): one layer (one FSDP unit per transformer block, as torchtitan
+  and DeepSpeed wrap them), and never less than the engine's zero-1 bucket, so the tail
+  only grows along the ZeRO ladder (search/bound.py's Lemma Z: sharding more never hides
+  more).
+At 8 GPUs the tail is a few milliseconds; over hundreds of nodes Megatron's bucket grows
+with dp and its reduce-scatter over the NICs takes tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+MEGATRON_BUCKET_FLOOR_PARAMS = 40_000_000  # DistributedDataParallelConfig.bucket_size default
+MEGATRON_BUCKET_PER_DP_PARAMS = 1_000_000
+TORCH_DDP_BUCKET_BYTES = 25 * 2**20  # bucket_cap_mb default
+
+
+def bucket_params(engine_megatron: bool, zero: int, n_dp: int, chunk_params: float,
+                  layer_params: float, grad_bytes: float) -> float:
+    """Parameters in the last (unhideable) bucket of one rank's data-parallel reduction."""
+    if engine_megatron:
+        b = max(MEGATRON_BUCKET_FLOOR_PARAMS, MEGATRON_BUCKET_PER_DP_PARAMS * n_dp)
+    else:
+        b = TORCH_DDP_BUCKET_BYTES / grad_bytes
+    if zero >= 2:  # a unit is a whole layer, and no smaller than the engine's bucket
+        b = max(b, layer_params)
+    return min(b, chunk_params)
