@@ -1,0 +1,52 @@
+"""Real HuggingFace config.json files users bring (tests/data/hf_configs, sources in its
+README): the parameter counts meshplan derives match the published ones, and families it
+does not model fail with one line naming the field, exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshplan.errors import InputError
+from meshplan.specs.hf_config import model_from_hf_file
+
+DATA = Path(__file__).parent / "data" / "hf_configs"
+
+# (file, published total parameters, source). Model cards state counts to 2-3 significant
+# figures, so the tolerance is 1% (half a unit of the last stated digit is at most 0.7%).
+PUBLISHED = [
+    ("qwen2.5-7b.json", 7.61e9, "huggingface.co/Qwen/Qwen2.5-7B model card: 7.61B"),
+    ("qwen3-8b.json", 8.2e9, "huggingface.co/Qwen/Qwen3-8B model card: 8.2B"),
+    ("mistral-7b-v0.3.json", 7.25e9, "huggingface.co/mistralai/Mistral-7B-v0.3: 7.25B params"),
+]
+
+
+@pytest.mark.parametrize("name,total,source", PUBLISHED)
+def test_total_params_match_published(name, total, source):
+    spec = model_from_hf_file(DATA / name)
+    assert spec.total_params() == pytest.approx(total, rel=0.01), source
+    assert spec.active_params() == spec.total_params()  # dense
+
+
+def test_a_wrong_count_would_fail():
+    # Guard: the 1% tolerance separates neighbouring sizes (Qwen2.5-7B vs Qwen3-8B).
+    a = model_from_hf_file(DATA / "qwen2.5-7b.json").total_params()
+    assert a != pytest.approx(8.2e9, rel=0.01)
+
+
+@pytest.mark.parametrize("name,model_type", [("gemma-3-27b.json", "gemma3"),
+                                             ("gpt-oss-120b.json", "gpt_oss")])
+def test_unsupported_family_is_one_line_naming_the_field(name, model_type):
+    with pytest.raises(InputError, match="model_type"):
+        model_from_hf_file(DATA / name)
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "predict", "--model",
+                        str(DATA / name), "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096",
+                        "--global-batch", "256", "--plan", "dp16 tp1 pp1 zero1 mb1"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "config.json:model_type" in lines[0] and model_type in lines[0]
+    assert "Traceback" not in p.stderr
