@@ -50,3 +50,25 @@ def test_unsupported_family_is_one_line_naming_the_field(name, model_type):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "config.json:model_type" in lines[0] and model_type in lines[0]
     assert "Traceback" not in p.stderr
+
+
+CATALOG = Path(__file__).parents[1] / "meshplan" / "specs" / "catalog" / "models"
+
+# MoE: (catalog config.json, total, active, tolerance, source). "37B" has two significant
+# figures (+-1.4%), so DeepSeek-V3 gets 2%; MTP layers (14B) are not counted, as in the paper.
+MOE = [
+    ("qwen3-30b-a3b.json", 30.5e9, 3.3e9, 0.02,
+     "huggingface.co/Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated"),
+    ("deepseek-v3.json", 671e9, 37e9, 0.02,
+     "DeepSeek-V3 technical report (arXiv 2412.19437) abstract: 671B total, 37B activated"),
+    ("mixtral-8x7b.json", 46.7e9, 12.9e9, 0.01,
+     "Mixtral of Experts (arXiv 2401.04088) sec. 2: 47B total, 13B active; "
+     "mistral.ai/news/mixtral-of-experts: 46.7B total, 12.9B per token"),
+]
+
+
+@pytest.mark.parametrize("name,total,active,rel,source", MOE)
+def test_moe_total_and_active_match_published(name, total, active, rel, source):
+    spec = model_from_hf_file(CATALOG / name)
+    assert spec.total_params() == pytest.approx(total, rel=rel), source
+    assert spec.active_params() == pytest.approx(active, rel=rel), source
