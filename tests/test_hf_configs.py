@@ -72,3 +72,16 @@ def test_moe_total_and_active_match_published(name, total, active, rel, source):
     spec = model_from_hf_file(CATALOG / name)
     assert spec.total_params() == pytest.approx(total, rel=rel), source
     assert spec.active_params() == pytest.approx(active, rel=rel), source
+
+
+def test_deepseek_v2_lite_mla_without_q_lora():
+    # q_lora_rank: null (no query down-projection) is the path real DeepSeek-V2-Lite takes.
+    # Published (huggingface.co/deepseek-ai/DeepSeek-V2-Lite model card; DeepSeek-V2 paper,
+    # arXiv 2405.04434, appendix B): 15.7B total, 2.4B activated. DeepSeek's "activated"
+    # leaves out the input-embedding lookup (it does no FLOPs): 2.66B with it, 2.45B without;
+    # the same convention gives DeepSeek-V3 36.6B against its "37B".
+    spec = model_from_hf_file(DATA / "deepseek-v2-lite.json")
+    assert spec.total_params() == pytest.approx(15.7e9, rel=0.01)
+    lookup = spec.vocab * spec.hidden
+    assert spec.active_params() - lookup == pytest.approx(2.4e9, rel=0.025)
+    assert spec.num_dense_layers == 1 and spec.num_moe_layers == 26
