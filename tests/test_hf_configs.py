@@ -85,3 +85,18 @@ def test_deepseek_v2_lite_mla_without_q_lora():
     lookup = spec.vocab * spec.hidden
     assert spec.active_params() - lookup == pytest.approx(2.4e9, rel=0.025)
     assert spec.num_dense_layers == 1 and spec.num_moe_layers == 26
+
+
+@pytest.mark.parametrize("name,plan", [("deepseek-v2-lite.json", "dp8 tp1 pp2 ep8 zero3 mb1"),
+                                       ("qwen2.5-7b.json", "dp8 tp2 pp1 zero1 mb1 sp")])
+def test_megatron_export_of_a_real_config_parses(name, plan, tmp_path):
+    from meshplan.export._common import script_args
+    from test_export import parse_megatron
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "export", "--to", "megatron",
+                        "--out", str(tmp_path), "--model", str(DATA / name), "--gpus",
+                        "16xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "256",
+                        "--plan", plan], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ns = parse_megatron(script_args((tmp_path / "megatron_launch.sh").read_text()))
+    spec = model_from_hf_file(DATA / name)
+    assert int(ns.num_layers) == spec.layers and int(ns.hidden_size) == spec.hidden
