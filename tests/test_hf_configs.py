@@ -21,6 +21,13 @@ PUBLISHED = [
     ("qwen2.5-7b.json", 7.61e9, "huggingface.co/Qwen/Qwen2.5-7B model card: 7.61B"),
     ("qwen3-8b.json", 8.2e9, "huggingface.co/Qwen/Qwen3-8B model card: 8.2B"),
     ("mistral-7b-v0.3.json", 7.25e9, "huggingface.co/mistralai/Mistral-7B-v0.3: 7.25B params"),
+    ("llama-3.1-8b.json", 8.03e9, "huggingface.co/meta-llama/Llama-3.1-8B: 8.03B params"),
+    ("qwen2.5-0.5b.json", 0.49e9, "huggingface.co/Qwen/Qwen2.5-0.5B model card: 0.49B "
+     "(tied embeddings)"),
+    ("mistral-nemo-12b.json", 12.2e9, "huggingface.co/mistralai/Mistral-Nemo-Base-2407: 12.2B "
+     "params (head_dim 128 != hidden/heads 160)"),
+    ("phi-4.json", 14.7e9, "huggingface.co/microsoft/phi-4: 14.7B params; Phi-4 technical "
+     "report (arXiv 2412.08905): 14B"),
 ]
 
 
