@@ -1,7 +1,7 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
-Families: llama, mistral, phi3, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt2,
-gpt_neox. Field names follow each family's ``configuration_*.py`` in transformers.
+Families: llama, mistral, phi3, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
+kimi_k2, gpt2, gpt_neox. Field names follow each family's ``configuration_*.py`` in transformers.
 """
 
 from __future__ import annotations
@@ -185,11 +185,13 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-@_family("deepseek_v2", "deepseek_v3")
+# kimi_k2 (Kimi K2's config.json; architectures DeepseekV3ForCausalLM, auto_map to
+# DeepSeek-V3's modelling code) is DeepSeek-V3 with other sizes.
+@_family("deepseek_v2", "deepseek_v3", "kimi_k2")
 def _deepseek(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
     routed = _int(cfg, "n_routed_experts", 0)
-    v3 = cfg.get("model_type") == "deepseek_v3"
+    v3 = cfg.get("model_type") in ("deepseek_v3", "kimi_k2")
     return ModelSpec(
         name=name,
         layers=_pos(cfg, "num_hidden_layers"),
