@@ -28,6 +28,7 @@ PUBLISHED = [
      "params (head_dim 128 != hidden/heads 160)"),
     ("phi-4.json", 14.7e9, "huggingface.co/microsoft/phi-4: 14.7B params; Phi-4 technical "
      "report (arXiv 2412.08905): 14B"),
+    ("olmo-2-7b.json", 7.3e9, "huggingface.co/allenai/OLMo-2-1124-7B: 7.3B params"),
 ]
 
 
