@@ -1,7 +1,7 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
-Families: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt2,
-gpt_neox. Field names follow each family's ``configuration_*.py`` in transformers.
+Families: llama, mistral, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
+kimi_k2, gpt2, gpt_neox. Field names follow each family's ``configuration_*.py`` in transformers.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6)
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
 # config.json leaves a field out).
-@_family("llama", "mistral", "qwen2", "qwen3")
+@_family("llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2")
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
@@ -121,7 +121,13 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
         qkv_bias=(mt == "qwen2") or attn_bias,
-        qk_norm=(mt == "qwen3"),
+        # olmo2 (configuration_olmo2.py): Llama shapes, q/k RMSNorm over the whole projection
+        # (Llama-size params differ by 2*hidden per layer, < 0.01%) and norms after, not before,
+        # each block (same count).
+        qk_norm=mt in ("qwen3", "olmo2"),
+        # phi3 (Phi-3/3.5/4, configuration_phi3.py): a Llama with fused qkv/gate_up weights
+        # (same counts) and a rotary fraction, partial_rotary_factor (default 1.0).
+        rope_fraction=_float(cfg, "partial_rotary_factor", 1.0) if mt == "phi3" else 1.0,
         **_common(cfg),
     )
 
@@ -182,11 +188,13 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-@_family("deepseek_v2", "deepseek_v3")
+# kimi_k2 (Kimi K2's config.json; architectures DeepseekV3ForCausalLM, auto_map to
+# DeepSeek-V3's modelling code) is DeepSeek-V3 with other sizes.
+@_family("deepseek_v2", "deepseek_v3", "kimi_k2")
 def _deepseek(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
     routed = _int(cfg, "n_routed_experts", 0)
-    v3 = cfg.get("model_type") == "deepseek_v3"
+    v3 = cfg.get("model_type") in ("deepseek_v3", "kimi_k2")
     return ModelSpec(
         name=name,
         layers=_pos(cfg, "num_hidden_layers"),

@@ -1,0 +1,113 @@
+"""Real HuggingFace config.json files users bring (tests/data/hf_configs, sources in its
+README): the parameter counts meshplan derives match the published ones, and families it
+does not model fail with one line naming the field, exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshplan.errors import InputError
+from meshplan.specs.hf_config import model_from_hf_file
+
+DATA = Path(__file__).parent / "data" / "hf_configs"
+
+# (file, published total parameters, source). Model cards state counts to 2-3 significant
+# figures, so the tolerance is 1% (half a unit of the last stated digit is at most 0.7%).
+PUBLISHED = [
+    ("qwen2.5-7b.json", 7.61e9, "huggingface.co/Qwen/Qwen2.5-7B model card: 7.61B"),
+    ("qwen3-8b.json", 8.2e9, "huggingface.co/Qwen/Qwen3-8B model card: 8.2B"),
+    ("mistral-7b-v0.3.json", 7.25e9, "huggingface.co/mistralai/Mistral-7B-v0.3: 7.25B params"),
+    ("llama-3.1-8b.json", 8.03e9, "huggingface.co/meta-llama/Llama-3.1-8B: 8.03B params"),
+    ("qwen2.5-0.5b.json", 0.49e9, "huggingface.co/Qwen/Qwen2.5-0.5B model card: 0.49B "
+     "(tied embeddings)"),
+    ("mistral-nemo-12b.json", 12.2e9, "huggingface.co/mistralai/Mistral-Nemo-Base-2407: 12.2B "
+     "params (head_dim 128 != hidden/heads 160)"),
+    ("phi-4.json", 14.7e9, "huggingface.co/microsoft/phi-4: 14.7B params; Phi-4 technical "
+     "report (arXiv 2412.08905): 14B"),
+    ("olmo-2-7b.json", 7.3e9, "huggingface.co/allenai/OLMo-2-1124-7B: 7.3B params"),
+]
+
+
+@pytest.mark.parametrize("name,total,source", PUBLISHED)
+def test_total_params_match_published(name, total, source):
+    spec = model_from_hf_file(DATA / name)
+    assert spec.total_params() == pytest.approx(total, rel=0.01), source
+    assert spec.active_params() == spec.total_params()  # dense
+
+
+def test_a_wrong_count_would_fail():
+    # Guard: the 1% tolerance separates neighbouring sizes (Qwen2.5-7B vs Qwen3-8B).
+    a = model_from_hf_file(DATA / "qwen2.5-7b.json").total_params()
+    assert a != pytest.approx(8.2e9, rel=0.01)
+
+
+@pytest.mark.parametrize("name,model_type", [("gemma-3-27b.json", "gemma3"),
+                                             ("gpt-oss-120b.json", "gpt_oss")])
+def test_unsupported_family_is_one_line_naming_the_field(name, model_type):
+    with pytest.raises(InputError, match="model_type"):
+        model_from_hf_file(DATA / name)
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "predict", "--model",
+                        str(DATA / name), "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096",
+                        "--global-batch", "256", "--plan", "dp16 tp1 pp1 zero1 mb1"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "config.json:model_type" in lines[0] and model_type in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+CATALOG = Path(__file__).parents[1] / "meshplan" / "specs" / "catalog" / "models"
+
+# MoE: (catalog config.json, total, active, tolerance, source). "37B" has two significant
+# figures (+-1.4%), so DeepSeek-V3 gets 2%; MTP layers (14B) are not counted, as in the paper.
+MOE = [
+    ("qwen3-30b-a3b.json", 30.5e9, 3.3e9, 0.02,
+     "huggingface.co/Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated"),
+    ("deepseek-v3.json", 671e9, 37e9, 0.02,
+     "DeepSeek-V3 technical report (arXiv 2412.19437) abstract: 671B total, 37B activated"),
+    ("mixtral-8x7b.json", 46.7e9, 12.9e9, 0.01,
+     "Mixtral of Experts (arXiv 2401.04088) sec. 2: 47B total, 13B active; "
+     "mistral.ai/news/mixtral-of-experts: 46.7B total, 12.9B per token"),
+]
+# Kimi K2 (tests/data/hf_configs): model card huggingface.co/moonshotai/Kimi-K2-Base "1 trillion
+# total parameters, 32 billion activated"; one significant figure there, so 3%.
+KIMI = ("kimi-k2.json", 1.0e12, 32e9, 0.03, "Kimi-K2 model card: 1T total, 32B activated")
+
+
+@pytest.mark.parametrize("name,total,active,rel,source", MOE + [KIMI])
+def test_moe_total_and_active_match_published(name, total, active, rel, source):
+    spec = model_from_hf_file(CATALOG / name if (CATALOG / name).exists() else DATA / name)
+    assert spec.total_params() == pytest.approx(total, rel=rel), source
+    assert spec.active_params() == pytest.approx(active, rel=rel), source
+
+
+def test_deepseek_v2_lite_mla_without_q_lora():
+    # q_lora_rank: null (no query down-projection) is the path real DeepSeek-V2-Lite takes.
+    # Published (huggingface.co/deepseek-ai/DeepSeek-V2-Lite model card; DeepSeek-V2 paper,
+    # arXiv 2405.04434, appendix B): 15.7B total, 2.4B activated. DeepSeek's "activated"
+    # leaves out the input-embedding lookup (it does no FLOPs): 2.66B with it, 2.45B without;
+    # the same convention gives DeepSeek-V3 36.6B against its "37B".
+    spec = model_from_hf_file(DATA / "deepseek-v2-lite.json")
+    assert spec.total_params() == pytest.approx(15.7e9, rel=0.01)
+    lookup = spec.vocab * spec.hidden
+    assert spec.active_params() - lookup == pytest.approx(2.4e9, rel=0.025)
+    assert spec.num_dense_layers == 1 and spec.num_moe_layers == 26
+
+
+@pytest.mark.parametrize("name,plan", [("deepseek-v2-lite.json", "dp8 tp1 pp2 ep8 zero3 mb1"),
+                                       ("qwen2.5-7b.json", "dp8 tp2 pp1 zero1 mb1 sp")])
+def test_megatron_export_of_a_real_config_parses(name, plan, tmp_path):
+    from meshplan.export._common import script_args
+    from test_export import parse_megatron
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "export", "--to", "megatron",
+                        "--out", str(tmp_path), "--model", str(DATA / name), "--gpus",
+                        "16xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "256",
+                        "--plan", plan], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ns = parse_megatron(script_args((tmp_path / "megatron_launch.sh").read_text()))
+    spec = model_from_hf_file(DATA / name)
+    assert int(ns.num_layers) == spec.layers and int(ns.hidden_size) == spec.hidden
