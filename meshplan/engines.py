@@ -148,7 +148,12 @@ def rope_scaling(model) -> dict:
 
 
 def _megatron_model(m) -> list[Violation]:
+    from .export.torchtitan_models import model_features_unbuilt
     out = []
+    unbuilt = model_features_unbuilt(m)
+    if unbuilt:
+        out.append(Violation("model", m.name, f"meshplan's Megatron-LM export does not write "
+                             f"{unbuilt}"))
     if m.position == "rope" and not float(m.rope_theta).is_integer():
         out.append(Violation("model", m.name, f"rope_theta {m.rope_theta} is not an integer "
                              "(Megatron's --rotary-base is an int)"))

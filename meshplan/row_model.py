@@ -21,7 +21,7 @@ from .specs.model import ModelSpec
 # column -> ModelSpec field (the same name)
 INT_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "head_dim",
                "moe_experts", "moe_topk", "moe_expert_ffn", "moe_shared_experts",
-               "moe_dense_layers")
+               "moe_dense_layers", "sliding_window", "sliding_layers")
 MLA_COLUMNS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                "v_head_dim")
 NEEDED = ("layers", "hidden", "heads", "vocab")
@@ -101,6 +101,9 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
             notes.append(f"{', '.join(blank)} from preset {base_name}")
         if attn == "mla" and not any(c in given for c in MLA_COLUMNS):
             notes.append(f"MLA dims from preset {base_name}")
+        if spec.sliding_window and "sliding_window" not in given:
+            notes.append(f"sliding window ({spec.sliding_layers} layers, {spec.sliding_window} "
+                         f"keys) from preset {base_name}")
         return spec, notes
     for c in NEEDED:
         if c not in given:

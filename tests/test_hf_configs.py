@@ -4,6 +4,7 @@ does not model fail with one line naming the field, exit 2."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -45,18 +46,32 @@ def test_a_wrong_count_would_fail():
     assert a != pytest.approx(8.2e9, rel=0.01)
 
 
-@pytest.mark.parametrize("name,model_type", [("gemma-3-27b.json", "gemma3"),
-                                             ("gpt-oss-120b.json", "gpt_oss")])
-def test_unsupported_family_is_one_line_naming_the_field(name, model_type):
+# Families meshplan does not model: Qwen3-Next (gated DeltaNet linear attention mixed
+# with full attention; model_type from configuration_qwen3_next.py) and Mamba (a state-space
+# model, configuration_mamba.py).
+UNSUPPORTED = [
+    ({"model_type": "qwen3_next", "hidden_size": 2048, "num_hidden_layers": 48,
+      "num_attention_heads": 16, "num_key_value_heads": 2, "vocab_size": 151936,
+      "layer_types": ["linear_attention"] * 3 + ["full_attention"]}, "qwen3_next"),
+    ({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24,
+      "vocab_size": 50280, "state_size": 16}, "mamba"),
+]
+
+
+@pytest.mark.parametrize("cfg,model_type", UNSUPPORTED)
+def test_unsupported_family_is_one_line_naming_the_field(cfg, model_type, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
     with pytest.raises(InputError, match="model_type"):
-        model_from_hf_file(DATA / name)
+        model_from_hf_file(path)
     p = subprocess.run([sys.executable, "-m", "meshplan.cli", "predict", "--model",
-                        str(DATA / name), "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096",
+                        str(path), "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096",
                         "--global-batch", "256", "--plan", "dp16 tp1 pp1 zero1 mb1"],
                        capture_output=True, text=True)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "config.json:model_type" in lines[0] and model_type in lines[0]
+    assert "gpt_oss" in lines[0] and "gemma3" in lines[0]  # what is supported is listed
     assert "Traceback" not in p.stderr
 
 

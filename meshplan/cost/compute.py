@@ -216,6 +216,14 @@ class OpTimes:
     norm_fwd_s: float  # part of fwd_s in the norms
 
 
+def _attn_occupancy(seq: float) -> float:
+    """Flash-attention efficiency at key length ``seq`` relative to 8,192 keys
+    (efficiency.ATTN_HALF_SEQ)."""
+    if not seq:
+        return 1.0
+    return seq / (seq + efficiency.ATTN_HALF_SEQ) / (8192 / (8192 + efficiency.ATTN_HALF_SEQ))
+
+
 def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     fwd = bin_ = bw = 0.0
     for mm in ops.matmuls:
@@ -223,15 +231,15 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         fwd += f
         bin_ += i
         bw += w
-    seq = ops.attn_seq
-    occ = seq / (seq + efficiency.ATTN_HALF_SEQ) / (8192 / (8192 + efficiency.ATTN_HALF_SEQ)) \
-        if seq else 1.0
     if dev.unfused_attention:
         attn_f, attn_b = unfused_attention_s(dev, ops)
     else:
-        attn_f = ops.attn_fwd_flops / (dev.attn_flops * dev.attn_fwd_eff * occ)
-        attn_b = ATTN_BWD_FLOP_RATIO * ops.attn_fwd_flops / (dev.attn_flops * dev.attn_bwd_eff
-                                                             * occ)
+        # full-attention and sliding-window layers at their own kernel occupancy
+        work = ((ops.attn_fwd_flops - ops.attn_window_fwd_flops, _attn_occupancy(ops.attn_seq)),
+                (ops.attn_window_fwd_flops, _attn_occupancy(ops.attn_window_seq)))
+        attn_f = sum(f / (dev.attn_flops * dev.attn_fwd_eff * occ) for f, occ in work if f)
+        attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * dev.attn_bwd_eff * occ)
+                     for f, occ in work if f)
     # kernel gaps: forward launches ops.kernels kernels, backward about twice as many
     gap_f = ops.kernels * dev.kernel_gap_s
     stream_f = ops.stream_bytes * dev.act_scale / dev.hbm_bytes_per_s + gap_f

@@ -21,17 +21,22 @@ def matmul_params_per_token(model: ModelSpec) -> float:
     if model.tied_embeddings:
         n += model.vocab * model.hidden  # the output layer reuses the embedding matrix
     # norms and biases are not matrix products; router counts (it is a GEMM)
-    n -= model.layers * 2 * model.norm_params(model.hidden) + model.norm_params(model.hidden)
+    n -= model.layers * (2 + model.extra_layer_norms) * model.norm_params(model.hidden) \
+        + model.norm_params(model.hidden)
+    if model.attention_sinks:
+        n -= model.layers * model.heads  # one sink logit per head: not a matrix
     return float(n)
 
 
 def attention_flops_per_token(model: ModelSpec, seq_len: int) -> float:
-    """Forward attention-core FLOPs per token per model (all layers), full s x s."""
+    """Forward attention-core FLOPs per token per model (all layers), full s x s; a
+    sliding-window layer counts s x min(window, s) (the same convention over the keys a
+    query may see)."""
     if model.is_mla:
         d = model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim
     else:
         d = 2 * model.head_dim
-    return 2.0 * seq_len * model.heads * d * model.layers
+    return 2.0 * model.attention_keys(seq_len) * model.heads * d * model.layers
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:

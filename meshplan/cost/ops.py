@@ -96,6 +96,10 @@ class LayerOps:
     attn_fwd_flops: float = 0.0  # executed attention-core FLOPs (causal half skipped)
     attn_model_flops: float = 0.0  # attention-core FLOPs by the PaLM convention (full s x s)
     attn_seq: float = 0.0  # key length each attention kernel sees (sets its efficiency)
+    # the part of attn_fwd_flops in sliding-window layers and the key length whose
+    # full-causal kernel does the same work per query block (attn_window_seq below)
+    attn_window_fwd_flops: float = 0.0
+    attn_window_seq: float = 0.0
     # attention scores q k^T of this rank (heads x queries x keys, the full s x s square an
     # unfused attention computes) and the head dimension of q k^T (compute.unfused_attention_s)
     score_elements: float = 0.0
@@ -147,6 +151,15 @@ def _linear_in(bytes_16: float, shard: Shard) -> float:
     return bytes_16 / 2 if shard.fp8 else bytes_16
 
 
+def attn_window_seq(window: int, local_seq: float) -> float:
+    """Key length of a full causal attention whose work per query equals a sliding
+    window's: a causal query block visits s/2 key blocks on average, a windowed one
+    ``window`` (FlashAttention-2's local attention skips the blocks outside the band,
+    flash_attn ``window_size``), so the windowed kernel is as busy as a causal one at
+    2 x window keys, capped by the rank's own sequence."""
+    return min(2.0 * window, local_seq)
+
+
 def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     h, tp, T, Ts = model.hidden, s.tp, s.tokens, s.stream_tokens
     heads = model.heads / tp
@@ -182,14 +195,22 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         ops.params += norm + (model.attention_params() - norm) / tp
         d_qk = d_v = model.head_dim
     # flash attention: every query attends to s/2 keys on average under the causal mask;
-    # with cp the load-balanced chunks give each rank the same average.
+    # with cp the load-balanced chunks give each rank the same average. Sliding-window
+    # layers (model.causal_keys) attend to fewer; their share of the work runs at the
+    # efficiency of a kernel that sees attn_window_seq keys.
     ops.attn_seq = s.seq / s.cp
+    keys = model.causal_keys(s.seq)
     # norm, projections, rope, attention core, residual add
     ops.kernels += 4 + sum(1 for mm in ops.matmuls)
     # norm, projections, q/k/v split and reshape, rope on q and k, attention, residual add
     ops.host_ops += 8 + sum(1 for mm in ops.matmuls)
-    ops.attn_fwd_flops += 2 * T * (s.seq / 2) * heads * (d_qk + d_v)
-    ops.attn_model_flops += 2 * T * s.seq * heads * (d_qk + d_v)
+    ops.attn_fwd_flops += 2 * T * keys * heads * (d_qk + d_v)
+    ops.attn_model_flops += 2 * T * model.attention_keys(s.seq) * heads * (d_qk + d_v)
+    if model.sliding_window and model.sliding_window < s.seq:
+        w = model.sliding_window
+        share = model.windowed_share * (w - w * w / (2 * s.seq)) / keys
+        ops.attn_window_fwd_flops = share * ops.attn_fwd_flops
+        ops.attn_window_seq = attn_window_seq(w, s.seq / s.cp)
     ops.score_elements += T * s.seq * heads
     ops.score_head_dim = (d_qk + d_v) / 2
     # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
@@ -332,7 +353,14 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     ops.kernels += 2  # second norm, residual add
     ops.host_ops += 2
     ops.saved_bytes += ACT * Ts * h
-    ops.params += model.norm_params(h)
+    ops.params += model.layer_norm_params()
+    if model.extra_layer_norms:  # post-norms (Gemma 2/3): each reads and writes the stream
+        n = model.extra_layer_norms
+        ops.stream_bytes += ACT * Ts * h * 2 * n
+        ops.norm_bytes += ACT * Ts * h * 2 * n
+        ops.kernels += n
+        ops.host_ops += n
+        ops.saved_bytes += ACT * Ts * h * n
     if moe:
         moe_ops(model, s, ops)
         # layernorm: an MoE layer's pre_mlp_layernorm is a separate norm module (the router,

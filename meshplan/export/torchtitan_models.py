@@ -116,8 +116,27 @@ def custom_model(model) -> tuple[str, dict] | None:
     return ("llama3", shape) if shape else None
 
 
+def model_features_unbuilt(model) -> str:
+    """Model features that meshplan's exports and runtime do not write or build: sliding-
+    window attention, GeGLU, attention sinks, post-norms ('' when the model has none)."""
+    out = []
+    if model.sliding_window:
+        out.append(f"sliding-window attention ({model.sliding_layers} layers, "
+                   f"{model.sliding_window} keys)")
+    if model.gated_act != "silu":
+        out.append(f"{model.gated_act} gated MLP (GeGLU)")
+    if model.attention_sinks:
+        out.append("attention sinks")
+    if model.extra_layer_norms:
+        out.append("post-attention/post-MLP norms")
+    return ", ".join(out)
+
+
 def torchtitan_model_missing(model) -> str:
     """'' when torchtitan has the model, else what is missing, in one sentence."""
+    unbuilt = model_features_unbuilt(model)
+    if unbuilt:
+        return f"torchtitan 0.3's models have no {unbuilt} ({model.name} has)"
     if torchtitan_model(model) is not None or custom_model(model) is not None:
         return ""
     lacks = qwen3_missing(model) if model.qk_norm else llama3_missing(model)

@@ -38,6 +38,10 @@ INIT_STD = 0.02
 
 def check_buildable(spec: ModelSpec) -> None:
     """Raise InputError for the model features this runtime does not build."""
+    from ..export.torchtitan_models import model_features_unbuilt
+    unbuilt = model_features_unbuilt(spec)
+    if unbuilt:
+        raise InputError("model", spec.name, f"the runtime does not build {unbuilt}")
     if spec.linear_bias:
         raise InputError("model", spec.name, "the runtime builds models without linear biases "
                          "(linear_bias=True, e.g. GPT-2/GPT-3/NeoX, is not supported)")

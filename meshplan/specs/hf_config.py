@@ -1,7 +1,9 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
 Families: llama, mistral, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
-kimi_k2, gpt2, gpt_neox. Field names follow each family's ``configuration_*.py`` in transformers.
+kimi_k2, gpt2, gpt_neox, gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe; the
+multimodal wrappers in TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
+Field names follow each family's ``configuration_*.py`` in transformers.
 """
 
 from __future__ import annotations
@@ -103,6 +105,60 @@ def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6)
                 norm_eps=_float(cfg, eps_key, eps_default))
 
 
+def _alternating(layers: int, pattern: int) -> int:
+    """Sliding layers when every ``pattern``-th layer (1-based) is full attention and the
+    rest slide (transformers: "sliding_attention" if (i + 1) % pattern else "full")."""
+    return layers - layers // pattern
+
+
+def _window(cfg: dict, layers: int, default_window: int = 0,
+            default_sliding: int | None = None) -> dict:
+    """sliding_window / sliding_layers of a config: ``layer_types`` when the file lists them
+    (transformers >= 4.54 writes them), else the family's rule (``default_sliding`` layers;
+    None = every layer). A null or absent window means none."""
+    w = cfg.get("sliding_window", default_window)
+    if w is None or w == 0:
+        return dict(sliding_window=0, sliding_layers=0)
+    if isinstance(w, bool) or not isinstance(w, int) or w < 0:
+        raise InputError("config.json:sliding_window", w, "must be a positive integer or null")
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers \
+                or not all(t in ("sliding_attention", "full_attention") for t in types):
+            raise InputError("config.json:layer_types", types if not isinstance(types, list)
+                             else f"{len(types)} entries", f"must list {layers} entries, each "
+                             "'sliding_attention' or 'full_attention'")
+        n = types.count("sliding_attention")
+        return dict(sliding_window=w if n else 0, sliding_layers=n)
+    n = layers if default_sliding is None else default_sliding
+    return dict(sliding_window=w if n else 0, sliding_layers=n)
+
+
+def _qwen2_window(cfg: dict, layers: int) -> dict:
+    """Qwen2/Qwen3 (configuration_qwen2.py): a window only with use_sliding_window, on the
+    layers from max_window_layers on."""
+    if not _bool(cfg, "use_sliding_window", False):
+        return dict(sliding_window=0, sliding_layers=0)
+    first = _int(cfg, "max_window_layers", 28)
+    return _window(cfg, layers, 4096, max(0, layers - first))
+
+
+def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
+    """(leading dense layers, MoE frequency) from ``moe_layers`` (explicit indices) or an
+    interleave step (Llama 4: layers step-1, 2*step-1, ... are MoE)."""
+    raw = cfg.get("moe_layers")
+    idx = list(range(step - 1, layers, step)) if raw is None else raw
+    if not isinstance(idx, list) or not idx or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in idx):
+        raise InputError("config.json:moe_layers", raw, f"must list layer indices < {layers}")
+    idx = sorted(set(idx))
+    freq = idx[1] - idx[0] if len(idx) > 1 else 1
+    if idx != list(range(idx[0], layers, freq)):
+        raise InputError("config.json:moe_layers", raw, "only a regular pattern (a leading run "
+                         "of dense layers, then every k-th layer MoE to the last) is supported")
+    return idx[0], freq
+
+
 # Defaults are those of each family's configuration_*.py in transformers (used when a
 # config.json leaves a field out).
 @_family("llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2")
@@ -110,6 +166,15 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
     attn_bias = _bool(cfg, "attention_bias", False)
+    layers = _pos(cfg, "num_hidden_layers")
+    if mt in ("qwen2", "qwen3"):
+        window = _qwen2_window(cfg, layers)
+    elif mt in ("mistral", "phi3"):
+        # MistralConfig's sliding_window defaults to 4096 (Mistral 7B v0.1); v0.2 and later
+        # write null. Phi3Config defaults to none; a file's own value is used.
+        window = _window(cfg, layers, 4096 if mt == "mistral" else 0)
+    else:
+        window = dict(sliding_window=0, sliding_layers=0)
     return ModelSpec(
         name=name,
         layers=_pos(cfg, "num_hidden_layers"),
@@ -128,6 +193,7 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         # phi3 (Phi-3/3.5/4, configuration_phi3.py): a Llama with fused qkv/gate_up weights
         # (same counts) and a rotary fraction, partial_rotary_factor (default 1.0).
         rope_fraction=_float(cfg, "partial_rotary_factor", 1.0) if mt == "phi3" else 1.0,
+        **window,
         **_common(cfg),
     )
 
@@ -151,6 +217,7 @@ def _mixtral(name: str, cfg: dict) -> ModelSpec:
         moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=ffn,
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
+        **_window(cfg, _pos(cfg, "num_hidden_layers")),  # MixtralConfig: none by default
         **common,
     )
 
@@ -269,14 +336,50 @@ def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
     )
 
 
+# Multimodal checkpoints whose language model sits under ``text_config``: wrapper
+# model_type -> the text model's model_type when text_config does not name one
+# (configuration_gemma3.py, _llama4.py, _mistral3.py, _llava.py, _qwen2_vl.py, _qwen2_5_vl.py).
+TEXT_CONFIG_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral",
+                        "llava": "llama", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+# text model types of the wrappers that name a family of their own
+TEXT_MODEL_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}
+
+
+def _unwrap(cfg: dict) -> tuple[dict, str]:
+    """The language model's config of a multimodal wrapper, and the note that says so."""
+    mt = cfg["model_type"]
+    text = cfg.get("text_config")
+    if text is None:
+        if mt in ("qwen2_vl", "qwen2_5_vl"):  # older files keep the text fields at the top
+            text = dict(cfg)
+        else:
+            raise InputError("config.json:text_config", None,
+                             f"missing; a {mt} checkpoint keeps its language model there")
+    if not isinstance(text, dict):
+        raise InputError("config.json:text_config", type(text).__name__, "must be a JSON object")
+    text = dict(text)
+    inner = text.get("model_type") or TEXT_CONFIG_WRAPPERS[mt]
+    text["model_type"] = TEXT_MODEL_ALIASES.get(inner, inner)
+    if "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:
+        text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    return text, (f"language model of a {mt} checkpoint (text_config); the vision tower "
+                  "is not modelled")
+
+
 def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
     if not isinstance(cfg, dict):
         raise InputError("config.json", type(cfg).__name__, "must be a JSON object")
     mt = cfg.get("model_type")
+    note = ""
+    if mt in TEXT_CONFIG_WRAPPERS:
+        cfg, note = _unwrap(cfg)
+        mt = cfg["model_type"]
     if mt not in FAMILIES:
         raise InputError("config.json:model_type", mt,
-                         "supported: " + ", ".join(sorted(FAMILIES)))
-    return FAMILIES[mt](name, cfg)
+                         "supported: " + ", ".join(sorted(set(FAMILIES)
+                                                          | set(TEXT_CONFIG_WRAPPERS))))
+    spec = FAMILIES[mt](name, cfg)
+    return spec.with_(description=note) if note else spec
 
 
 def model_from_hf_file(path: str | Path) -> ModelSpec:
@@ -295,3 +398,6 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
         raise InputError("model", str(path),
                          f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
     return model_from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem)
+
+
+from . import hf_families  # noqa: E402,F401  (registers gpt_oss, gemma*, llama4_text, glm4_moe)

@@ -16,6 +16,9 @@ MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
 POSITION_KINDS = ("rope", "learned")
 MOE_SCORES = ("softmax", "sigmoid")
+# activation of a gated MLP's gate: SiLU (SwiGLU, Llama) or tanh-approximated GELU (GeGLU,
+# Gemma: hidden_activation "gelu_pytorch_tanh"); same matrices and FLOPs, other kernels
+GATED_ACTS = ("silu", "gelu_tanh")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,14 @@ class ModelSpec:
     moe_groups: int = 0  # device-limited routing: expert groups (DeepSeek-V3: 8)
     moe_group_topk: int = 0  # groups each token may use (DeepSeek-V3: 4)
     moe_aux_loss_coef: float = 0.0  # load-balancing loss weight the model was trained with
+    # local attention: ``sliding_layers`` of the layers let each query see only the last
+    # ``sliding_window`` keys (Mistral 7B v0.1, Gemma 2/3, GPT-OSS); 0 layers with a window
+    # means every layer
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    gated_act: str = "silu"  # GATED_ACTS (mlp == "swiglu" only)
+    attention_sinks: bool = False  # one learned sink logit per head and layer (GPT-OSS)
+    extra_layer_norms: int = 0  # norms per layer beyond the two pre-norms (Gemma 2/3: 2)
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -77,7 +88,7 @@ class ModelSpec:
         for f in ("ffn", "head_dim", "max_position", "q_lora_rank", "kv_lora_rank",
                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_experts",
                   "moe_topk", "moe_expert_ffn", "moe_shared_experts", "moe_shared_ffn",
-                  "moe_dense_layers"):
+                  "moe_dense_layers", "sliding_window", "sliding_layers", "extra_layer_norms"):
             require_nonneg_int(f, getattr(self, f))
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
         for f in ("moe_groups", "moe_group_topk"):
@@ -89,8 +100,18 @@ class ModelSpec:
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
-                  "moe_topk_norm"):
+                  "moe_topk_norm", "attention_sinks"):
             require_bool(f, getattr(self, f))
+        object.__setattr__(self, "gated_act",
+                           require_choice("gated_act", self.gated_act, GATED_ACTS))
+        if self.sliding_window == 0 and self.sliding_layers:
+            raise InputError("sliding_layers", self.sliding_layers,
+                             "must be 0 without a sliding_window")
+        if self.sliding_window and self.sliding_layers == 0:
+            object.__setattr__(self, "sliding_layers", self.layers)
+        if self.sliding_layers > self.layers:
+            raise InputError("sliding_layers", self.sliding_layers,
+                             f"at most layers ({self.layers})")
         object.__setattr__(self, "moe_score",
                            require_choice("moe_score", self.moe_score, MOE_SCORES))
         if not isinstance(self.rope_scaling, str):
@@ -144,6 +165,30 @@ class ModelSpec:
         if self.is_mla:
             return "mla"
         return "mha" if self.kv_heads == self.heads else "gqa"
+
+    # ---- attention span --------------------------------------------------------------
+    def attention_keys(self, seq_len: int) -> float:
+        """Keys per query per layer, averaged over layers, in the PaLM convention of
+        flops.py (no causal halving): seq_len for full attention, min(window, seq_len) for
+        a sliding-window layer."""
+        w = min(self.sliding_window, seq_len) if self.sliding_window else seq_len
+        return ((self.layers - self.sliding_layers) * seq_len
+                + self.sliding_layers * w) / self.layers
+
+    def causal_keys(self, seq_len: int) -> float:
+        """Keys a query attends to under the causal mask, averaged over queries and layers:
+        seq_len / 2 for full attention; for a window w < seq_len, query i sees min(i, w)
+        keys, on average w - w^2 / (2 seq_len)."""
+        s = float(seq_len)
+        w = self.sliding_window
+        windowed = s / 2 if not w or w >= s else w - w * w / (2 * s)
+        return ((self.layers - self.sliding_layers) * s / 2
+                + self.sliding_layers * windowed) / self.layers
+
+    @property
+    def windowed_share(self) -> float:
+        """Share of layers with a sliding window."""
+        return self.sliding_layers / self.layers
 
     def layer_is_moe(self, index: int) -> bool:
         """Whether layer ``index`` (0-based) has an MoE block instead of a dense MLP."""
@@ -213,6 +258,8 @@ class ModelSpec:
             p += qkv
         if self.qk_norm:
             p += 2 * self.norm_params(self.head_dim)
+        if self.attention_sinks:
+            p += self.heads
         return p
 
     def mlp_params(self, width: int) -> int:
@@ -222,8 +269,13 @@ class ModelSpec:
             p += (self.mlp_matrices - 1) * width + self.hidden
         return p
 
+    def layer_norm_params(self) -> int:
+        """Norms of a layer outside its attention block: the pre-MLP norm and any extra
+        (post-) norms."""
+        return (1 + self.extra_layer_norms) * self.norm_params(self.hidden)
+
     def dense_layer_params(self) -> int:
-        return self.attention_params() + self.norm_params(self.hidden) + self.mlp_params(self.ffn)
+        return self.attention_params() + self.layer_norm_params() + self.mlp_params(self.ffn)
 
     def moe_router_params(self) -> int:
         return self.hidden * self.moe_experts + (self.moe_experts if self.moe_router_bias else 0)
@@ -237,7 +289,7 @@ class ModelSpec:
 
     def moe_layer_params(self, active_only: bool = False) -> int:
         experts = self.moe_topk if active_only else self.moe_experts
-        return (self.attention_params() + self.norm_params(self.hidden)
+        return (self.attention_params() + self.layer_norm_params()
                 + self.moe_router_params() + experts * self.moe_expert_params()
                 + self.moe_shared_params())
 
