@@ -15,6 +15,17 @@ from __future__ import annotations
 
 PARTITIONED_P2P_ENGINES = ("deepspeed",)
 
+# Engines that overlap stage-to-stage transfers with compute under the interleaved schedule.
+# Megatron-LM: ``--no-overlap-p2p-communication`` (overlap_p2p_comm is on by default) and
+# megatron/training/arguments.py turns it off only when virtual_pipeline_model_parallel_size
+# is None ("non-interleaved schedule does not support overlapping p2p communication"); the
+# interleaved schedule (megatron/core/pipeline_parallel/schedules.py) posts the next chunk's
+# receive and its send asynchronously and waits only before the tensor is used. NeMo 2.0 /
+# Megatron-Bridge (MegatronCommOverlapCallback / comm_overlap.py) set overlap_p2p_comm when
+# the virtual pipeline size is > 1. Others (torchtitan's torch.distributed.pipelining,
+# DeepSpeed's engine) are charged the transfer in line.
+P2P_OVERLAP_ENGINES = ("megatron", "nemo")
+
 
 def p2p_split(engine: str, tp: int, sequence_parallel: bool) -> int:
     """By how much the engine divides the stage-boundary message (1 = the whole tensor
@@ -22,3 +33,12 @@ def p2p_split(engine: str, tp: int, sequence_parallel: bool) -> int:
     if engine in PARTITIONED_P2P_ENGINES and tp > 1 and not sequence_parallel:
         return tp
     return 1
+
+
+def p2p_exposed_s(engine: str, vpp: int, p2p_one_s: float, chunk_compute_s: float) -> float:
+    """Seconds one stage-boundary transfer adds to a chunk: all of it, or, where the engine
+    overlaps transfers under the interleaved schedule, what the next chunk's compute
+    (``chunk_compute_s``) does not cover."""
+    if engine in P2P_OVERLAP_ENGINES and vpp > 1:
+        return max(0.0, p2p_one_s - chunk_compute_s)
+    return p2p_one_s

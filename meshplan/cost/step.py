@@ -18,6 +18,7 @@ from ..specs.model import ModelSpec
 from ..specs.workload import FP32_STORAGE, Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
 from .compute import device, p2p_message_bytes
+from .engine_p2p import p2p_exposed_s
 from .efficiency import HOST, NETWORK
 from .engine_dp import flush_sync
 from . import fp8_recipe
@@ -375,8 +376,13 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     rank_of, per_rank = _placement_of_chunks(plan.pp, plan.vpp, plan.schedule in V_SCHEDULES)
     rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(6)) for cs in per_rank]
     nv = plan.vpp
-    f = [agg(rc, "fwd_s") + nv * p2p_one for rc in rank_counts]
-    b = [agg(rc, "bwd_input_s") + nv * p2p_one for rc in rank_counts]
+    # stage-boundary transfers: in line, or hidden behind the next chunk (engine_p2p.py)
+    fx = [p2p_exposed_s(workload.framework, nv, p2p_one, agg(rc, "fwd_s") / nv)
+          for rc in rank_counts]
+    bx = [p2p_exposed_s(workload.framework, nv, p2p_one, agg(rc, "bwd_input_s") / nv)
+          for rc in rank_counts]
+    f = [agg(rc, "fwd_s") + nv * x for rc, x in zip(rank_counts, fx)]
+    b = [agg(rc, "bwd_input_s") + nv * x for rc, x in zip(rank_counts, bx)]
     w = [agg(rc, "bwd_weight_s") for rc in rank_counts]
     t = [fi + bi + wi for fi, bi, wi in zip(f, b, w)]
     r_star = max(range(plan.pp), key=lambda r: t[r])
@@ -412,7 +418,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         # read fp32 grad, master, two moments; write master, moments, bf16 weight
         opt_s = opt_params * (4 + 3 * 4 + 3 * 4 + 2) / hbm
     # ---- step breakdown -----------------------------------------------------------------
-    hidden = agg(rs, "hidden_comm_s") * m + (dp_wire - dp_exposed)
+    p2p_exposed = nv * (fx[r_star] + bx[r_star])
+    hidden = (agg(rs, "hidden_comm_s") * m + (dp_wire - dp_exposed)
+              + m * (2 * nv * p2p_one - p2p_exposed))
     parts = {
         "compute_s": m * (agg(rs, "fwd_compute_s") + agg(rs, "bwd_input_compute_s")
                           + agg(rs, "bwd_weight_compute_s")),
@@ -420,7 +428,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "tp_exposed_s": m * agg(rs, "tp_exposed_s"),
         "cp_exposed_s": m * agg(rs, "cp_exposed_s"),
         "ep_exposed_s": m * agg(rs, "ep_exposed_s"),
-        "pp_p2p_s": m * 2 * nv * p2p_one,
+        "pp_p2p_s": m * p2p_exposed,
         "pp_bubble_s": bubble,
         "dp_exposed_s": dp_exposed,
         "optimizer_s": opt_s,
@@ -444,7 +452,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         axis("ep", "all-to-all dispatch + combine", plan.ep, pl["ep"], 0.0,
              m * agg(rs, "ep_wire_s"), parts["ep_exposed_s"]),
         axis("pp", "send/recv", plan.pp, pl["pp_across_nodes"] if plan.pp > 1 else Placement(1, 1),
-             m * 2 * nv * p2p_bytes if plan.pp > 1 else 0.0, parts["pp_p2p_s"],
+             m * 2 * nv * p2p_bytes if plan.pp > 1 else 0.0, m * 2 * nv * p2p_one,
              parts["pp_p2p_s"]),
         axis("dp", {0: "all-reduce"}.get(plan.zero, "reduce-scatter + all-gather"),
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),

@@ -133,6 +133,7 @@ from typing import NamedTuple
 
 from ..cost.collectives import Placement, p2p_s
 from ..cost.compute import p2p_message_bytes
+from ..cost.engine_p2p import P2P_OVERLAP_ENGINES, p2p_exposed_s
 from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import CommPlacements, LayerCost, layer_cost
@@ -153,6 +154,12 @@ SLACK = 1e-9  # relative; float sums in another order differ by ~1e-15 per term
 LAYOUT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "hsdp_shard", "sequence_parallel",
                  "tp_comm_overlap", "cp_kind", "order", "overlap_grad_reduce",
                  "overlap_param_gather", "offload_optimizer", "moe_dispatcher", "ep_comm_overlap")
+
+
+def _with_p2p(compute: list, framework: str, vpp: int, p2p: float) -> list:
+    """Per-rank forward (or backward) seconds plus the exposed stage transfers, as
+    estimate() adds them (engine_p2p.p2p_exposed_s per chunk)."""
+    return [c + vpp * p2p_exposed_s(framework, vpp, p2p, c / vpp) for c in compute]
 
 
 class PointCosts(NamedTuple):
@@ -341,7 +348,9 @@ class Bounds:
             total = sum(n * _layer_time(x) for n, x in zip(_model_counts(self.model), pc.kinds)
                         if n)
             self._totals[id(pc)] = total  # pc lives in self._pc as long as self
-        return m * (total / pp + (2 * pc.p2p_s if pp > 1 else 0.0)) * (1 - SLACK)
+        # engines that hide transfers under the interleaved schedule may expose none
+        p2p = 0.0 if self.workload.framework in P2P_OVERLAP_ENGINES else pc.p2p_s
+        return m * (total / pp + (2 * p2p if pp > 1 else 0.0)) * (1 - SLACK)
 
     def pipe_s(self, pc: PointCosts, m: int, pp: int, rows) -> dict:
         """Theorem B3 per schedule row of a (degrees, micro-batch) point: row -> a floor on
@@ -357,7 +366,9 @@ class Bounds:
         f0, b0, w0 = (x / pp for x in tot)
         out = {}
         for vpp, schedule in rows:
-            f, b = f0 + vpp * pc.p2p_s, b0 + vpp * pc.p2p_s
+            fw = self.workload.framework  # estimate()'s exposed transfers (engine_p2p.py)
+            f = f0 + vpp * p2p_exposed_s(fw, vpp, pc.p2p_s, f0 / vpp)
+            b = b0 + vpp * p2p_exposed_s(fw, vpp, pc.p2p_s, b0 / vpp)
             out[(vpp, schedule)] = (m * (f + b + w0) + bubble_s(
                 _Pipe(pp, vpp, schedule), m, [f] * pp, [b] * pp, [w0] * pp)) * (1 - SLACK)
         return out
@@ -488,11 +499,11 @@ class PairBounds:
         uniq = self._ranks(vpp, v_shape)[0]
         # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
         pc, v = self.costs(rc, ov)
-        nvp = vpp * pc.p2p_s
         c_m = NETWORK.overlap_contention * self.m
         vw = v["working_bytes"]
-        fu = [_sum4(c, v["fwd_s"]) + nvp for c in uniq]
-        bu = [_sum4(c, v["bwd_input_s"]) + nvp for c in uniq]
+        fw = self.b.workload.framework
+        fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, vpp, pc.p2p_s)
+        bu = _with_p2p([_sum4(c, v["bwd_input_s"]) for c in uniq], fw, vpp, pc.p2p_s)
         wu = [_sum4(c, v["bwd_weight_s"]) for c in uniq]
         t = [f + b + w for f, b, w in zip(fu, bu, wu)]
         top = max(t) * (1 - SLACK)
@@ -638,9 +649,9 @@ class PairBounds:
         model, pp = bd.model, layout.pp
         uniq, idx, _ = partial_rank_layout(model, pp, vpp, schedule in V_SCHEDULES, n)
         vec, p2p, w1 = self._partial_static(vpp, schedule)
-        nvp = vpp * p2p
-        fu = [_sum4(c, vec["fwd_s"]) + nvp for c in uniq]
-        bu = [_sum4(c, vec["bwd_input_s"]) + nvp for c in uniq]
+        fw = bd.workload.framework
+        fu = _with_p2p([_sum4(c, vec["fwd_s"]) for c in uniq], fw, vpp, p2p)
+        bu = _with_p2p([_sum4(c, vec["bwd_input_s"]) for c in uniq], fw, vpp, p2p)
         wu = [_sum4(c, vec["bwd_weight_s"]) for c in uniq]
         z = m * max(f + b_ + w for f, b_, w in zip(fu, bu, wu))
         if pp > 1:
