@@ -17,7 +17,8 @@ from ..model import ModelSpec
 # Sources: Llama 3 paper / model cards (8.03B, 70.6B, 405.9B); Mixtral paper (46.7B total,
 # 12.9B active; 8x22B: 141B, 39B); Qwen3 technical report (30.5B/3.3B, 235B/22B);
 # DeepSeek-V3 report (671B total, 37B activated, MTP module excluded); GPT-3 paper (175B);
-# GPT-2 small (124M); GPT-NeoX-20B paper (20.55B).
+# GPT-2 small (124M); GPT-NeoX-20B paper (20.55B); gpt-oss model card table 1 (116.83B,
+# 20.91B; its active counts leave out the embedding lookup: tests/test_hf_families.py).
 PUBLISHED_PARAMS: dict[str, tuple[float, float | None]] = {
     "llama3.2-1b": (1.24e9, None),
     "llama3.1-8b": (8.03e9, None),
@@ -31,6 +32,8 @@ PUBLISHED_PARAMS: dict[str, tuple[float, float | None]] = {
     "gpt3-175b": (175e9, None),
     "gpt2": (124e6, None),
     "gpt-neox-20b": (20.55e9, None),
+    "gpt-oss-120b": (116.83e9, None),
+    "gpt-oss-20b": (20.91e9, None),
 }
 
 
