@@ -452,7 +452,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss)
+    logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss, m)
 
     memory_of: dict = {}  # pipeline rank -> its Breakdown, computed once
 
