@@ -1,9 +1,11 @@
 """Stage-boundary activation buffers that a pipeline engine keeps and Megatron does not.
 
-Megatron-Core sends a stage's output and then frees its storage
-(``deallocate_output_tensor`` in megatron/core/pipeline_parallel/schedules.py keeps only the
-autograd graph), receives into a fresh tensor per micro-batch and keeps no persistent
-receive buffer; meshplan's activation count (ops.py, pipeline.in_flight) is that engine's.
+Megatron-Core sends a stage's output and then frees its storage (github NVIDIA/Megatron-LM at
+d98e8a64: megatron/core/pipeline_parallel/schedules.py ``deallocate_output_tensor`` keeps only
+the autograd graph, switched on for training by megatron/training/argument_utils.py
+``deallocate_pipeline_outputs = True``), and receives into a fresh ``torch.empty`` per
+micro-batch (pipeline_parallel/p2p_communication.py), keeping no persistent receive buffer;
+meshplan's activation count (ops.py, pipeline.in_flight) is that engine's.
 Two engines in the runs CSV (``framework`` column) keep more, per pipeline rank, in units of
 one stage-boundary message ``u`` (compute.p2p_message_bytes: 16-bit hidden states of one
 micro-batch, the 1/tp slice where the engine partitions it, engine_p2p.py) and ``n``
