@@ -84,6 +84,8 @@ def breakdown_text(e: Estimate, iv: Interval | None = None) -> list[str]:
     mem = e.memory[r]
     out.append(f"  memory on pipeline stage {r} (the fullest), GiB:")
     for k, v in mem.parts.items():
+        if k == "pipeline_buffers" and not v:  # only DeepSpeed / Aleph Alpha keep any
+            continue
         out.append(f"    {k:<24}{v / GiB:>8.2f}")
     out.append(f"    {'total':<24}{mem.total / GiB:>8.2f}  (PyTorch reserved "
                f"{reserved_bytes(mem.parts) / GiB:.2f})")

@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import framework_defaults, ranking, runs_csv, uncertainty, validate_pools
+from . import framework_defaults, ranking, runs_csv, uncertainty, validate_pools, verdict_lean
 from .cost import estimate
 from .engines import framework_zeros
 from .errors import InputError, require_choice
@@ -183,6 +183,9 @@ class Prepared:
     notes: tuple
     # the row names no schedule and its framework may run any (framework_defaults.py)
     schedule_open: bool = False
+    # the dtype columns the row left blank (predicted at the framework's default; verdict_lean)
+    optimizer_state_blank: bool = True
+    grad_reduce_blank: bool = True
 
     @property
     def free_key(self) -> tuple:
@@ -220,7 +223,9 @@ def prepare(row: dict) -> Prepared:
     pins = pins_from_row(row)
     return Prepared(model, cluster, workload, tuple(sorted(pins.items())), tuple(notes),
                     schedule_open=(not text(row, "schedule")
-                                   and framework_defaults.schedule_open(framework)))
+                                   and framework_defaults.schedule_open(framework)),
+                    optimizer_state_blank=not text(row, "optimizer_state_precision"),
+                    grad_reduce_blank=not text(row, "grad_reduce_dtype"))
 
 
 def _new_result(row: dict) -> RowResult:
@@ -343,6 +348,13 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     lo, hi = iv.memory_factors
     res.peak_mem_p10_p90 = (res.predicted_peak_mem_gib * lo, res.predicted_peak_mem_gib * hi)
     res.predicted_may_not_fit = est.fits and iv.may_not_fit
+    if res.predicted_oom and verdict_lean.fits_only_lean(
+            est, prep.model, prep.cluster, prep.workload, prep.optimizer_state_blank,
+            prep.grad_reduce_blank):
+        # only the engine's lean dtypes, which the row does not rule out, make it fit
+        res.predicted_oom, res.predicted_may_not_fit = False, True
+        res.notes.append("may not fit: fits only with the engine's lean dtypes "
+                         "(optimizer_state_precision / grad_reduce_dtype left blank)")
     res.throughput_class = iv.throughput_class
     res.memory_class = iv.memory_class
     res.constants_var = uncertainty.constants_var(data, est.step_time.parts)

@@ -25,7 +25,8 @@ def test_held_bytes_of_equals_the_parts(seed):
                        act_per_microbatch_bytes=rng.random() * 1e9,
                        in_flight=float(rng.randint(0, 16)), working_bytes=rng.random() * 1e9)
         args = (plan, st, rng.choice([12.0, 16.0, 8.0]), rng.randint(1, 64))
-        kw = dict(fp16_grads=rng.random() < 0.3, fp32_weights=rng.random() < 0.3)
+        kw = dict(fp16_grads=rng.random() < 0.3, fp32_weights=rng.random() < 0.3,
+                  pipeline_buffer_bytes=rng.choice([0.0, rng.random() * 1e9]))
         parts = memory_parts(*args, contiguous_states=rng.random() < 0.5,
                              capacity_bytes=rng.choice([float("inf"), 8e10]), **kw)
         assert held_bytes_of(*args, **kw) == held_bytes(parts)

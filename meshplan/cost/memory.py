@@ -113,8 +113,8 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
                  microbatches: int = 1, contiguous_states: bool = False,
                  capacity_bytes: float = float("inf"),
                  fp16_grads: bool = False, fp32_weights: bool = False,
-                 grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True
-                 ) -> dict[str, float]:
+                 grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True,
+                 pipeline_buffer_bytes: float = 0.0) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
@@ -125,7 +125,9 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
 
     ``grad_buffer_bytes``: bytes per gradient element (Workload.grad_buffer_bytes: 2 with a
     bf16 grad reduce). ``keeps_master`` False: the optimizer has no master copy
-    (Workload.keeps_master), so under zero 3 the 16-bit shard itself is kept."""
+    (Workload.keeps_master), so under zero 3 the 16-bit shard itself is kept.
+    ``pipeline_buffer_bytes``: stage-boundary buffers the pipeline engine keeps beyond
+    Megatron's (pipeline_buffers.py), a named part of their own."""
     weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
                                        fp16_grads, fp32_weights, grad_buffer_bytes,
                                        keeps_master)
@@ -137,6 +139,7 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         "activations": acts,
         "activation_working_set": st.working_bytes,
         "comm_buffers": HOST.comm_buffer_bytes,
+        "pipeline_buffers": pipeline_buffer_bytes,
     }
     allocated = sum(parts.values())
     if contiguous_states:
@@ -154,14 +157,15 @@ def held_bytes(parts: dict[str, float]) -> float:
 def held_bytes_of(plan: Plan, st: RankState, optimizer_state_bytes: float,
                   microbatches: int = 1, fp16_grads: bool = False,
                   fp32_weights: bool = False, grad_buffer_bytes: float = GRAD_BYTES,
-                  keeps_master: bool = True) -> float:
+                  keeps_master: bool = True, pipeline_buffer_bytes: float = 0.0) -> float:
     """``held_bytes(memory_parts(...))`` without building the parts (the search's memory
     floors ask it tens of thousands of times): the same terms summed in the same order."""
     weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
                                        fp16_grads, fp32_weights, grad_buffer_bytes,
                                        keeps_master)
     return sum((weights, grads, opt, st.act_per_microbatch_bytes * st.in_flight,
-                st.working_bytes, HOST.comm_buffer_bytes, HOST.runtime_reserved_bytes))
+                st.working_bytes, HOST.comm_buffer_bytes, pipeline_buffer_bytes,
+                HOST.runtime_reserved_bytes))
 
 
 def cap_fragmentation(parts: dict[str, float], capacity_bytes: float) -> dict[str, float]:

@@ -568,18 +568,39 @@ LOSS_BYTES_PER_LOGIT = {"megatron": MEGATRON_CE_BYTES_PER_LOGIT,
                         "composer": FUSED_XENTROPY_BYTES_PER_LOGIT}
 
 
+# Engines whose pipeline keeps the last stage's 16-bit logits in a per-micro-batch output
+# buffer, BUFFERED_LOGITS_MICROBATCHES of them at once. Aleph Alpha's scaling (github
+# Aleph-Alpha/scaling at 737f8558 of 2024-10-30): the LM head's output (transformer/model/
+# layers/lm_head.py, ``TransformerLayerIO(activations=logits)``, the whole vocabulary after the
+# gather, GATHERED_LOGITS_ENGINES) is written to BufferType.PIPELINE_STAGE_OUTPUT by
+# core/nn/parallel_module/parallel_module.py _execute_forward_pass and never taken on the last
+# stage (only _execute_receive_gradients takes it, which the last stage does not run), so
+# a slot is freed only when a later micro-batch overwrites it; core/nn/pipeline_schedule/
+# train.py required_buffer_count gives the last stage (and a run without pipeline
+# parallelism) max(2, min(pp - rank + 1, gradient_accumulation_steps)) = 2 slots,
+# ``micro_batch_id % 2``. While micro-batch k's loss runs backward the 16-bit logits of k
+# and of k - 1 are held, on top of the loss's fp32 buffers (CrossEntropyLoss upcasts
+# ``output.activations.float()``, transformer/model/losses/cross_entropy.py).
+BUFFERED_LOGITS_ENGINES = ("aleph-alpha",)
+BUFFERED_LOGITS_MICROBATCHES = 2
+
+
 def logits_bytes(model: ModelSpec, s: Shard, engine: str = "",
-                 compiled_loss: bool = False) -> float:
+                 compiled_loss: bool = False, microbatches: int = 1) -> float:
     """Transient logits on the last stage while the loss runs backward, for the loss
     implementation of ``engine`` (Workload.framework); unknown engines take torch's
     unfused cross entropy on upcast logits, the most common path, or its compiled form
     when ``compiled_loss`` (Workload.compiled_loss). Engines with their own loss kernel
     (LOSS_BYTES_PER_LOGIT) and torchtitan's loss_parallel under TP (a DTensor op whose
-    compiled form is not documented) keep their own figure."""
+    compiled form is not documented) keep their own figure. Engines in
+    BUFFERED_LOGITS_ENGINES also hold the 16-bit logits of up to BUFFERED_LOGITS_MICROBATCHES
+    of the step's ``microbatches`` in their pipeline output buffers."""
     per_logit = LOSS_BYTES_PER_LOGIT.get(engine, UNFUSED_CE_BYTES_PER_LOGIT)
     if engine == "torchtitan" and s.tp > 1:  # loss_parallel is on by default with TP
         per_logit = LOSS_PARALLEL_BYTES_PER_LOGIT
     elif compiled_loss and engine not in LOSS_BYTES_PER_LOGIT:
         per_logit = COMPILED_CE_BYTES_PER_LOGIT
     vocab = model.vocab if engine in GATHERED_LOGITS_ENGINES else model.vocab / s.tp
+    if engine in BUFFERED_LOGITS_ENGINES:
+        per_logit += LOGIT_BYTES * min(BUFFERED_LOGITS_MICROBATCHES, microbatches)
     return s.tokens * vocab * per_logit

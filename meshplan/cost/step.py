@@ -27,6 +27,8 @@ from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
+from .pipeline_buffers import pipeline_buffer_bytes
+from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params
@@ -458,7 +460,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
     # ---- memory -------------------------------------------------------------------------
-    logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss)
+    logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss, m)
 
     memory_of: dict = {}  # pipeline rank -> its Breakdown, computed once
 
@@ -480,14 +482,19 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             plan.zero <= 1 and workload.framework in MEGATRON_ENGINES, cluster.gpu.memory_bytes,
             fp16_grads=keeps_16bit_grads(workload.precision, workload.framework),
             fp32_weights=workload.precision in FP32_STORAGE,
-            grad_buffer_bytes=workload.grad_buffer_bytes, keeps_master=workload.keeps_master))
+            grad_buffer_bytes=workload.grad_buffer_bytes, keeps_master=workload.keeps_master,
+            pipeline_buffer_bytes=pipeline_buffer_bytes(
+                workload.framework, plan.pp, r, state.in_flight, p2p_bytes,
+                p2p_split(workload.framework, plan.tp, plan.sequence_parallel) > 1)))
         return memory_of[r]
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the
     # most is the fullest of its group, so only those are candidates for the peak
+    # (the first and last ranks are candidates of their own: pipeline_buffers.py gives them
+    # fewer stage-boundary buffers than the ranks between)
     fullest: dict = {}
     for r in range(plan.pp):
-        rc = rank_counts[r]
+        rc = (rank_counts[r], r == 0, r == plan.pp - 1)
         if rc not in fullest or in_flight(plan, m, r) > in_flight(plan, m, fullest[rc]):
             fullest[rc] = r
     candidates = {r: rank_memory(r) for r in fullest.values()}
