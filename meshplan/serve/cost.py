@@ -12,6 +12,11 @@ The same kernels as training at inference shapes, composed per layer:
   max(bytes / bandwidth, FLOPs / attention FLOP/s). MLA decodes in the absorbed form
   (DeepSeek-V2 sec. 2.1.2: scores against the kv_lora_rank latent plus the RoPE key).
   Prefill chunks: causal flash attention over the chunk and the cached prefix.
+  Sliding-window layers (ModelSpec.sliding_layers) attend to at most ``sliding_window`` keys,
+  the query's own included (vLLM passes window_size = (sliding_window - 1, 0) to
+  FlashAttention; the KV manager keeps the same window, serve/memory.py): a decode token
+  reads min(c, w) cached tokens, a prefill query at position p (0-based) sees min(p + 1, w)
+  keys (``window_pairs``), and the chunk reads min(a, w) of its a cached prefix tokens.
 - Tensor parallel: two all-reduces per layer of tokens x hidden 16-bit activations. Small
   messages are latency-bound; the engines use a one-shot custom all-reduce below a few MB
   (vLLM csrc/custom_all_reduce.cuh, SGLang's port of it): one-shot, each rank reads the
@@ -83,6 +88,17 @@ class StepCost:
         return asdict(self) | {"total_s": self.total_s}
 
 
+def window_pairs(start: int, n: int, window: int) -> float:
+    """(query, key) pairs of a causal chunk of ``n`` queries at positions start .. start+n-1
+    when each sees at most ``window`` keys (itself included): sum of min(q, w) for
+    q = start+1 .. start+n. Without a window (0): n*start + n(n+1)/2, the full causal count."""
+    full = n * start + n * (n + 1) / 2
+    if not window or start + n <= window:
+        return full
+    k = max(0, window - start)  # queries still inside the first window: q = start+1 .. w
+    return k * start + k * (k + 1) / 2 + (n - k) * window
+
+
 def gemm_s(dev: compute.Device, m: float, n: float, k: float, count: float = 1.0) -> float:
     """One (grouped) GEMM at inference shapes (cost/gemm.py's shape model)."""
     if m <= 0 or count <= 0:
@@ -126,6 +142,9 @@ class StepModel:
         self.n_moe = model.num_moe_layers / pool.pp
         self.n_dense = model.num_dense_layers / pool.pp
         self.kv_layer_bytes = kv_bytes_per_token_layer(model, pool.tp, kv_dtype)
+        self.window = model.sliding_window
+        self.window_layers = model.sliding_layers  # over all stages (step covers them all)
+        self.full_layers = model.layers - model.sliding_layers
         heads = model.heads / pool.tp
         if model.is_mla:  # absorbed decode: q.[latent|rope] scores, latent-weighted values
             dec_qk, dec_v = model.kv_lora_rank + model.qk_rope_head_dim, model.kv_lora_rank
@@ -187,47 +206,78 @@ class StepModel:
     # ---- one iteration -------------------------------------------------------------------
     def step(self, tokens: int, seqs: int, decode_ctx_tokens: float = 0.0,
              prefill_pairs: float = 0.0, prefill_ctx_tokens: float = 0.0,
-             logits: int | None = None) -> StepCost:
+             logits: int | None = None, decode_ctx_window_tokens: float | None = None,
+             prefill_pairs_window: float | None = None,
+             prefill_ctx_window_tokens: float | None = None) -> StepCost:
         """One iteration: ``tokens`` new tokens from ``seqs`` requests; decode requests
         attend to ``decode_ctx_tokens`` cached tokens in all; prefill chunks do
         ``prefill_pairs`` (query, key) pairs of causal attention and read
-        ``prefill_ctx_tokens`` cached prefix tokens. ``logits``: rows sampled (default seqs)."""
+        ``prefill_ctx_tokens`` cached prefix tokens. ``logits``: rows sampled (default seqs).
+        The ``*_window`` arguments are the same sums with each request's context capped at
+        the sliding window (sum of min(c, w), ``window_pairs``, sum of min(a, w)); they
+        price the model's sliding-window layers and default to the uncapped sums."""
         if tokens <= 0:
             return StepCost(0, 0, 0, 0, 0, 0, 0)
         logits = seqs if logits is None else logits
         gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(int(tokens), int(logits))
-        L = self.model.layers
+        if not self.window_layers:
+            attn = self.model.layers * self._layer_attn_s(tokens, decode_ctx_tokens,
+                                                          prefill_pairs, prefill_ctx_tokens)
+        else:
+            dw = decode_ctx_tokens if decode_ctx_window_tokens is None else decode_ctx_window_tokens
+            pw = prefill_pairs if prefill_pairs_window is None else prefill_pairs_window
+            cw = (prefill_ctx_tokens if prefill_ctx_window_tokens is None
+                  else prefill_ctx_window_tokens)
+            attn = (self.full_layers * self._layer_attn_s(tokens, decode_ctx_tokens,
+                                                          prefill_pairs, prefill_ctx_tokens)
+                    + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
+        host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
+        return StepCost(gemm, attn, elem, tp_comm, ep_comm, pp_comm, host)
+
+    def _layer_attn_s(self, tokens: int, decode_ctx_tokens: float, prefill_pairs: float,
+                      prefill_ctx_tokens: float) -> float:
+        """Attention seconds of one layer: decode reads (memory- or FLOP-bound) plus prefill
+        chunks (FLOP-bound or reading their prefix and writing the new tokens' K/V)."""
         kv_bytes = (decode_ctx_tokens + prefill_ctx_tokens + tokens) * self.kv_layer_bytes
         dec = max(decode_ctx_tokens * self.decode_attn_flops_per_ctx / self.attn_flops_s,
                   (decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
         pre = max(prefill_pairs * self.prefill_attn_flops_per_pair / self.attn_flops_s,
                   (kv_bytes - decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
-        attn = L * (dec + pre)
-        host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
-        return StepCost(gemm, attn, elem, tp_comm, ep_comm, pp_comm, host)
+        return dec + pre
 
     def step_s(self, tokens: int, seqs: int, decode_ctx_tokens: float = 0.0,
                prefill_pairs: float = 0.0, prefill_ctx_tokens: float = 0.0,
-               logits: int | None = None) -> float:
+               logits: int | None = None, decode_ctx_window_tokens: float | None = None,
+               prefill_pairs_window: float | None = None,
+               prefill_ctx_window_tokens: float | None = None) -> float:
         return self.step(tokens, seqs, decode_ctx_tokens, prefill_pairs, prefill_ctx_tokens,
-                         logits).total_s
+                         logits, decode_ctx_window_tokens, prefill_pairs_window,
+                         prefill_ctx_window_tokens).total_s
 
     def decode_step(self, batch: int, context: int) -> StepCost:
         """A pure decode iteration: ``batch`` requests each with ``context`` cached tokens."""
-        return self.step(batch, batch, decode_ctx_tokens=batch * context)
+        return self.step(batch, batch, decode_ctx_tokens=batch * context,
+                         decode_ctx_window_tokens=batch * min(context, self.window or context))
 
     def prefill_step(self, prompt: int, batch: int = 1) -> StepCost:
         """A pure prefill of ``batch`` prompts of ``prompt`` tokens (one chunk each)."""
         pairs = batch * prompt * (prompt + 1) / 2
-        return self.step(batch * prompt, batch, prefill_pairs=pairs, logits=batch)
+        return self.step(batch * prompt, batch, prefill_pairs=pairs, logits=batch,
+                         prefill_pairs_window=batch * window_pairs(0, prompt, self.window))
 
 
 def kv_transfer_s(model: ModelSpec, cluster: Cluster, tier: str, tokens: int, kv_dtype: str,
                   src_tp: int) -> float:
     """Moving one request's KV cache from the prefill to the decode replica: every prefill
     GPU sends its share in parallel (as NIXL / Mooncake transfer engines do), over NVLink
-    (scale-up) or the GPU's NIC (scale-out)."""
+    (scale-up) or the GPU's NIC (scale-out). Sliding-window layers send only the last
+    min(tokens, window) tokens: the blocks before them are already freed (serve/memory.py,
+    vLLM's SlidingWindowManager), so the connector has nothing else to send."""
     total = model.layers * kv_bytes_per_token_layer(model, 1, kv_dtype) * tokens
+    if model.sliding_layers:
+        w = min(tokens, model.sliding_window)
+        total = kv_bytes_per_token_layer(model, 1, kv_dtype) * (
+            (model.layers - model.sliding_layers) * tokens + model.sliding_layers * w)
     per_gpu = total / (src_tp if not model.is_mla else 1)
     return collectives.p2p_s(cluster, tier == "scale-out", per_gpu)
 

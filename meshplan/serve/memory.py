@@ -7,6 +7,22 @@ KV bytes per token (per layer, summed over the layers a GPU holds):
   RoPE key qk_rope_head_dim, per token and layer, shared by all heads; every tensor-parallel
   rank keeps the whole latent (it is not split by heads), which is why attention data
   parallelism is how MLA models are served.
+Sliding-window layers (ModelSpec.sliding_window / sliding_layers: Mistral 7B v0.1, Gemma 2/3,
+GPT-OSS) keep only the keys a query can still see. vLLM's hybrid KV cache manager
+(vllm/v1/core/single_type_kv_cache_manager.py, SlidingWindowManager.get_num_skipped_tokens and
+SingleTypeKVCacheManager.remove_skipped_blocks, vllm-project/vllm commit
+129ab7c60cbb8eb11e875373e67f7e521b74aa30) frees, before each allocation, the whole blocks
+before token ``computed - window + 1``; a request that has computed ``a`` tokens and is given
+slots up to ``t`` then holds ceil(t / B) - floor(max(0, a - window + 1) / B) blocks of each
+sliding-window layer (``window_blocks_held``): the window, rounded out to blocks, plus the
+chunk being computed. Its blocks come from one pool shared with the full-attention layers,
+so the cache is a byte budget and each request is charged its windowed bytes
+(``kv_request_bytes``); ``ServeMemory.kv_tokens`` stays the tokens the budget holds when
+every layer keeps every token (unchanged for models without windows), and the simulator
+charges windowed requests in layer-blocks against it. SGLang instead splits the budget into
+a full pool and a window pool of ``swa_full_tokens_ratio`` (0.8) x as many tokens
+(python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py set_num_tokens_hybrid_swa,
+sgl-project/sglang commit 001ccef0072a4537d4ec6bdd50a73e6feb2c907d); that split is not modelled.
 Weights per GPU come from the same per-layer parameter split as training (cost/ops.py's
 ``layer_ops`` params: column/row-parallel linears over tp, routed experts over ep or tp).
 """
@@ -23,6 +39,8 @@ from ..specs.model import ModelSpec
 from .spec import DTYPE_BYTES, Pool
 
 GiB = 2**30
+# vLLM's default KV block (PagedAttention paper: 16 tokens per block); SGLang pages hold 1.
+BLOCK_TOKENS = 16
 
 
 def kv_bytes_per_token_layer(model: ModelSpec, tp: int, kv_dtype: str) -> float:
@@ -37,6 +55,38 @@ def kv_bytes_per_token_layer(model: ModelSpec, tp: int, kv_dtype: str) -> float:
 def kv_bytes_per_token(model: ModelSpec, tp: int, kv_dtype: str, layers: int | None = None) -> float:
     """KV cache bytes per token on one GPU holding ``layers`` layers (default all)."""
     return (model.layers if layers is None else layers) * kv_bytes_per_token_layer(model, tp, kv_dtype)
+
+
+def kv_layer_split(model: ModelSpec, pp: int = 1) -> tuple[int, int]:
+    """(full-attention, sliding-window) layers on the fullest pipeline stage: the stage's
+    ceil(layers / pp) layers, with as many full-attention layers as an even split gives
+    (rounded up, so the charge is not understated)."""
+    stage = ceil(model.layers / pp)
+    full = min(stage, ceil((model.layers - model.sliding_layers) / pp))
+    return full, stage - full
+
+
+def window_blocks_held(computed: int, total: int, window: int, block_tokens: int) -> int:
+    """Blocks one sliding-window layer holds for a request that has computed ``computed``
+    tokens and has slots up to ``total`` (vLLM: blocks before token computed - window + 1 are
+    freed; see the module docstring). Without a window (0) every block is held."""
+    blocks = -(-total // block_tokens)
+    if not window:
+        return blocks
+    skipped = max(0, computed - window + 1) // block_tokens
+    return blocks - min(skipped, blocks)
+
+
+def kv_request_bytes(model: ModelSpec, tp: int, kv_dtype: str, context: int,
+                     block_tokens: int = BLOCK_TOKENS) -> float:
+    """KV cache bytes on one GPU (all layers) of a request holding ``context`` computed
+    tokens between iterations, in whole blocks: full-attention layers ceil(c / B) blocks,
+    sliding-window layers ``window_blocks_held(c, c, window, B)`` (the window rounded out to
+    blocks)."""
+    full, win = model.layers - model.sliding_layers, model.sliding_layers
+    held = (full * -(-context // block_tokens)
+            + win * window_blocks_held(context, context, model.sliding_window, block_tokens))
+    return held * block_tokens * kv_bytes_per_token_layer(model, tp, kv_dtype)
 
 
 def _shard(pool: Pool) -> Shard:
@@ -72,7 +122,10 @@ def activation_bytes(model: ModelSpec, pool: Pool) -> float:
 @dataclass(frozen=True)
 class ServeMemory:
     """Bytes on one GPU; ``kv_bytes`` is what the cache gets, ``kv_tokens`` the tokens a
-    replica can hold (over all its attention data-parallel ranks)."""
+    replica can hold (over all its attention data-parallel ranks) when every layer keeps
+    every token. With sliding-window layers the budget is in bytes: a request is charged
+    ``kv_request_bytes`` (its windowed layers hold only the window), so more requests fit
+    than kv_tokens / context."""
 
     total_bytes: float
     weights_bytes: float
@@ -91,10 +144,6 @@ class ServeMemory:
                 "activations_gib": self.activation_bytes / GiB,
                 "runtime_gib": self.runtime_bytes / GiB, "kv_cache_gib": self.kv_bytes / GiB,
                 "kv_tokens_per_replica": self.kv_tokens}
-
-
-# vLLM's default KV block (PagedAttention paper: 16 tokens per block); SGLang pages hold 1.
-BLOCK_TOKENS = 16
 
 
 def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_dtype: str,

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .cost import StepModel, kv_transfer_s
-from .memory import serve_memory
+from .cost import StepModel, kv_transfer_s, window_pairs
+from .memory import kv_layer_split, serve_memory, window_blocks_held
 from .spec import Pool, ServePlan
 from .traffic import Traffic
 
@@ -59,6 +59,16 @@ class _Engine:
         self.idx, self.pool, self.step, self.role = idx, pool, step, role
         self.block = block
         self.capacity_blocks = kv_tokens // block
+        self.capacity_tokens = self.capacity_blocks * block
+        # Sliding-window models: the cache is a byte budget shared by both layer kinds
+        # (vLLM's hybrid allocator, serve/memory.py), counted here in layer-blocks (one
+        # block of one layer of this stage); full layers hold every block, windowed layers
+        # only the window (memory.window_blocks_held). Models without windows count blocks.
+        model = step.model
+        self.window = model.sliding_window if model.sliding_layers else 0
+        self.full_layers, self.window_layers = kv_layer_split(model, pool.pp)
+        if self.window:
+            self.capacity_blocks *= self.full_layers + self.window_layers
         self.free = self.capacity_blocks
         self.max_seqs = max_seqs
         self.max_tokens = pool.max_batched_tokens
@@ -89,6 +99,25 @@ class _Engine:
     def _blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block)
 
+    def _demand(self, computed: int, total: int) -> int:
+        """Units (blocks; layer-blocks with a window) a request holds once it has slots up
+        to ``total`` tokens, having computed ``computed`` of them."""
+        if not self.window:
+            return -(-total // self.block)
+        return (self.full_layers * -(-total // self.block)
+                + self.window_layers * window_blocks_held(computed, total, self.window,
+                                                          self.block))
+
+    def _reserve_demand(self, r: "_Req") -> int:
+        """TensorRT-LLM-style reservation for the whole request: the most it will hold
+        (windowed layers: the window plus the largest chunk, rounded out to blocks)."""
+        total = r.inp + r.out
+        if not self.window:
+            return self._blocks_for(total)
+        chunk = min(r.inp, self.max_tokens)
+        win = min(self._blocks_for(total), self._blocks_for(self.window - 1 + chunk) + 1)
+        return self.full_layers * self._blocks_for(total) + self.window_layers * win
+
     def _preempt_last(self) -> _Req:
         """Preempt the most recently admitted running request (the end of the list)."""
         v = self.running.pop()
@@ -110,8 +139,10 @@ class _Engine:
         while i < len(self.running) and budget > 0:
             r = self.running[i]
             n = min(r.todo, budget) if r.todo > 0 else 1
-            need = max(0, self._blocks_for(r.kv + n) - r.blocks)
-            preempted_self = False
+            need = self._demand(r.kv, r.kv + n) - r.blocks
+            if not self.window or self.reserve:
+                need = max(0, need)  # (windowed: a negative need frees the blocks that
+            preempted_self = False   # slid out of the window, as vLLM does before allocating)
             while need > self.free:
                 if self._preempt_last() is r:
                     preempted_self = True
@@ -131,12 +162,12 @@ class _Engine:
                 if self.whole_prompts and budget < r.todo <= self.max_tokens:
                     break  # wait for an iteration with room for the whole prompt
                 n = min(r.todo, budget) if r.todo > 0 else 1
-                need = self._blocks_for(r.kv + n) - r.blocks
+                need = self._demand(r.kv, r.kv + n) - r.blocks
                 if self.reserve:
-                    need = max(need, self._blocks_for(r.inp + r.out) - r.blocks)
+                    need = max(need, self._reserve_demand(r) - r.blocks)
                 if need > self.free:
                     if not self.running and not batch:
-                        raise InputError("kv cache", self.capacity_blocks * self.block,
+                        raise InputError("kv cache", self.capacity_tokens,
                                          f"a request of {r.inp} prompt tokens does not fit the"
                                          " replica's KV cache")
                     break
@@ -146,10 +177,11 @@ class _Engine:
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
                 n = min(r.todo, budget) if r.todo > 0 else 1
-                need = self._blocks_for((r.inp + r.out) if self.reserve else (r.kv + n)) - r.blocks
+                need = (self._reserve_demand(r) if self.reserve
+                        else self._demand(r.kv, r.kv + n)) - r.blocks
                 if need > self.free:
                     if not self.running and not batch:
-                        raise InputError("kv cache", self.capacity_blocks * self.block,
+                        raise InputError("kv cache", self.capacity_tokens,
                                          f"a request of {r.kv} cached tokens does not fit the"
                                          " decode replica's KV cache")
                     break
@@ -171,6 +203,8 @@ class _Engine:
     def cost(self, batch: list[tuple[_Req, int]]) -> float:
         tokens = seqs = logits = 0
         dec_ctx = pairs = pre_ctx = 0.0
+        dec_w = pairs_w = pre_w = 0.0  # the same sums capped at the sliding window
+        w = self.window
         for r, n in batch:
             tokens += n
             seqs += 1
@@ -178,12 +212,20 @@ class _Engine:
                 a = r.kv
                 pairs += n * a + n * (n + 1) / 2
                 pre_ctx += a
+                if w:
+                    pairs_w += window_pairs(a, n, w)
+                    pre_w += min(a, w)
                 if n == r.todo:
                     logits += 1
             else:
                 dec_ctx += r.kv
+                if w:
+                    dec_w += min(r.kv, w)
                 logits += 1
-        return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits)
+        if not w:
+            return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits)
+        return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits, dec_w, pairs_w,
+                                pre_w)
 
 
 @dataclass
@@ -337,7 +379,7 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
 
     for e in engines:  # pin each engine's share of the shared prefix's blocks
         if prefix and e.role != "decode":
-            pinned = e._blocks_for(prefix)
+            pinned = e._demand(prefix, prefix)
             e.free -= min(pinned, e.free)
     transfer_cache: dict[int, float] = {}
 
