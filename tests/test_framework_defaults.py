@@ -95,6 +95,8 @@ def test_fp8_recipe_and_attention_kernel_read_their_one_table():
     assert fd.attention_kernel("maxtext") == "te"
     assert fd.attention_kernel("torchtitan") == "fa2"
     assert fd.attention_kernel("deepspeed") == "fa2"
+    # llm-foundry's benchmark harness: submit_benchmarks.py --attn_impl default 'triton'
+    assert fd.attention_kernel("llm-foundry") == "triton-fa1"
 
 
 def test_dtypes_default_to_fp32_as_megatron_core_and_torchtitan_run():
@@ -141,6 +143,16 @@ def test_blank_fp8_recipe_predicts_as_the_stated_engine_default():
     cs = _predict(row).predicted_tokens_per_s_per_gpu
     assert blank == delayed
     assert cs != delayed
+
+
+def test_blank_attention_kernel_of_an_llm_foundry_row_is_the_triton_kernel():
+    row = ROWS["H008"]  # MPT-7B, 32k sequence on H100: attention is a large share
+    assert (row["framework"], row["attention_kernel"]) == ("llm-foundry", "triton-fa1")
+    stated = _predict(row).predicted_tokens_per_s_per_gpu
+    blank = _predict(_without(row, "attention_kernel")).predicted_tokens_per_s_per_gpu
+    fa2 = _predict(dict(row, attention_kernel="fa2")).predicted_tokens_per_s_per_gpu
+    assert blank == stated
+    assert fa2 > 1.2 * stated  # the kernel is costed: FA2 is 1.4x / 2x faster
 
 
 def test_blank_dtypes_predict_as_fp32():
