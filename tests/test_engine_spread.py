@@ -102,3 +102,45 @@ def test_loso_coverage_uses_the_widened_bounds():
     assert validate.loso_coverage(res)["per_source"][res[0].source] < 1.0
     res[0].engine_spread = (0.0, math.log(3.5))  # another setting 3.5x faster
     assert validate.loso_coverage(res)["per_source"][res[0].source] == 1.0
+
+
+PREDICT = """
+[model]
+preset = "qwen3-30b-a3b"
+[cluster]
+gpus = "8xGB200"
+[workload]
+seq_len = 4096
+global_batch = 512
+framework = "nemo"
+[plan]
+data_parallel = 8
+expert_parallel = 8
+zero = 1
+micro_batch = 1
+recompute = "full"
+{knobs}
+"""
+
+
+def test_predict_widens_a_plan_that_does_not_name_the_moe_knobs(tmp_path):
+    import contextlib
+    import io
+    import json
+
+    from meshplan.cli import main
+
+    out = {}
+    for name, knobs in (("blank", ""),
+                        ("stated", 'moe_dispatcher = "alltoall"\nep_comm_overlap = false')):
+        f = tmp_path / f"{name}.toml"
+        f.write_text(PREDICT.format(knobs=knobs))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(["predict", "--scenario", str(f), "--json"]) in (0, None)
+        out[name] = json.loads(buf.getvalue())
+    blank, stated = out["blank"], out["stated"]
+    assert blank["tokens_per_s_per_gpu"] == stated["tokens_per_s_per_gpu"]  # same plan
+    b = blank["interval"]["tokens_per_s_per_gpu_p10_p90"]
+    s = stated["interval"]["tokens_per_s_per_gpu_p10_p90"]
+    assert b[0] <= s[0] and b[1] >= s[1] and (b[0] < s[0] or b[1] > s[1])
