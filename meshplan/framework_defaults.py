@@ -13,7 +13,10 @@ runs it. The rule for each default, in this order:
 
 Where a framework's performance recipes choose a knob per model and GPU (Megatron-Bridge's
 MoE dispatcher and expert all-to-all overlap; NeMo's gradient-reduction dtype across its
-releases), rule 2 applies: the model provider's / config's default. A row that states a value
+releases), rule 2 applies: the model provider's / config's default. The exception is the
+dispatcher on rack-scale NVLink (GB200 NVL72), where nearly every recipe uses one setting
+(MBRIDGE_PERF_RACK): rule 1. Intervals of rows that leave these knobs blank cover the
+other settings (engine_spread.py). A row that states a value
 always wins (validate.pins_from_row, Workload).
 
 Who reads this: ``meshplan validate`` (validate.prepare / pins_from_row), the search's plan
@@ -72,11 +75,13 @@ Sources (versions as read; each value below names its source key):
   apply_flex_dispatcher_backend (src/megatron/bridge/training/flex_dispatcher_backend.py,
   v0.3.0) turns into ``moe_token_dispatcher_type = "flex"``: tags v0.3.0, v0.3.1, v0.4.0,
   v0.4.2, v0.5.0, v0.5.1, scripts/performance/configs/*/*_workload_base_configs.py, GB200
-  pretrain preset names with expert parallelism (aliases counted): 25 of 29, 32 of 36, 52 of 54, 50 of 54, 51 of
-  58, 51 of 58 HybridEP, the others GPT-OSS (all releases) and Qwen3-Next (v0.3.x), left to
-  the provider's alltoall; v0.6.0 src/megatron/bridge/perf_recipes/*/gb200/*.py: every MoE
-  recipe (deepseek_v3 through deepseek/common.py _deepseek_v3_common, deepseek_v4, kimi_k2, qwen3_moe, qwen3_vl, qwen35_vl, glm5, nemotronh)
-  sets ``moe_token_dispatcher_type = "flex"``, hybridep, except gpt_oss.py. On 8-GPU NVLink
+  pretrain preset names with expert parallelism (aliases counted): 25 of 29, 32 of 36, 52
+  of 54, 50 of 54, 51 of 58, 51 of 58 HybridEP, the others GPT-OSS (all releases) and
+  Qwen3-Next (v0.3.x), left to the provider's alltoall; v0.6.0
+  src/megatron/bridge/perf_recipes/*/gb200/*.py: every MoE recipe (deepseek_v3 through
+  deepseek/common.py _deepseek_v3_common, deepseek_v4, kimi_k2, qwen3_moe, qwen3_vl,
+  qwen35_vl, glm5, nemotronh) sets ``moe_token_dispatcher_type = "flex"``, hybridep, except
+  gpt_oss.py. On 8-GPU NVLink
   nodes the same releases mostly keep alltoall (B200: 9 of 29 flex at v0.3.0, 22 of 54 at
   v0.5.0; H100: 11 of 24, 14 of 39), so the rack default applies only where the scale-up
   domain is larger than one 8-GPU node. meshplan costs HybridEP as the DeepEP class
