@@ -20,7 +20,7 @@ Relative paths are read relative to the TOML file.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import InputError, require_positive_int, require_positive_number
@@ -41,8 +41,9 @@ class Scenario:
     workload: Workload
     plan: Plan | None = None
     pools: PoolCluster | None = None  # set when the cluster was given as pools (plan only)
-    # the plan fields the [plan] table names (short names); the others are at Plan's defaults
-    plan_stated: frozenset = frozenset()
+    # the plan fields the [plan] table names (short names); the others are at Plan's defaults.
+    # Provenance, not content: two scenarios with the same plan are equal however it was given
+    plan_stated: frozenset = field(default=frozenset(), compare=False)
 
 
 def gpu_catalog(gpu_file: str | Path | None = None) -> dict[str, GPU]:
