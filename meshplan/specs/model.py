@@ -61,6 +61,7 @@ class ModelSpec:
     moe_dense_layers: int = 0
     moe_layer_freq: int = 1
     moe_router_bias: bool = False  # per-expert score-correction bias (DeepSeek-V3)
+    moe_shared_gate: bool = False  # a sigmoid gate (hidden -> 1) on the shared expert (Qwen2-MoE)
     # what an engine needs to build the same model (no effect on sizes or FLOPs)
     rope_theta: float = 10000.0  # rotary base
     rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
@@ -100,7 +101,7 @@ class ModelSpec:
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
-                  "moe_topk_norm", "attention_sinks"):
+                  "moe_topk_norm", "attention_sinks", "moe_shared_gate"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
@@ -278,7 +279,8 @@ class ModelSpec:
         return self.attention_params() + self.layer_norm_params() + self.mlp_params(self.ffn)
 
     def moe_router_params(self) -> int:
-        return self.hidden * self.moe_experts + (self.moe_experts if self.moe_router_bias else 0)
+        return (self.hidden * self.moe_experts + (self.moe_experts if self.moe_router_bias else 0)
+                + (self.hidden if self.moe_shared_gate else 0))
 
     def moe_expert_params(self) -> int:
         """Parameters of one routed expert."""
