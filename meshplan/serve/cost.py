@@ -37,7 +37,7 @@ from ..cost.efficiency import NETWORK
 from ..cost.ops import MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .memory import kv_bytes_per_token_layer
+from .memory import kv_bytes_per_token_layer, kv_held_tokens, windowed_prefill_pairs
 from .spec import Pool
 
 
@@ -213,12 +213,14 @@ class StepModel:
                          logits).total_s
 
     def decode_step(self, batch: int, context: int) -> StepCost:
-        """A pure decode iteration: ``batch`` requests each with ``context`` cached tokens."""
-        return self.step(batch, batch, decode_ctx_tokens=batch * context)
+        """A pure decode iteration: ``batch`` requests each with ``context`` cached tokens
+        (sliding-window layers read at most their window: memory.kv_held_tokens)."""
+        return self.step(batch, batch,
+                         decode_ctx_tokens=batch * kv_held_tokens(self.model, context))
 
     def prefill_step(self, prompt: int, batch: int = 1) -> StepCost:
         """A pure prefill of ``batch`` prompts of ``prompt`` tokens (one chunk each)."""
-        pairs = batch * prompt * (prompt + 1) / 2
+        pairs = batch * windowed_prefill_pairs(self.model, 0, prompt)
         return self.step(batch * prompt, batch, prefill_pairs=pairs, logits=batch)
 
 
@@ -227,7 +229,9 @@ def kv_transfer_s(model: ModelSpec, cluster: Cluster, tier: str, tokens: int, kv
     """Moving one request's KV cache from the prefill to the decode replica: every prefill
     GPU sends its share in parallel (as NIXL / Mooncake transfer engines do), over NVLink
     (scale-up) or the GPU's NIC (scale-out)."""
-    total = model.layers * kv_bytes_per_token_layer(model, 1, kv_dtype) * tokens
+    # sliding-window layers send at most their window (memory.kv_held_tokens)
+    total = model.layers * kv_bytes_per_token_layer(model, 1, kv_dtype) \
+        * kv_held_tokens(model, tokens)
     per_gpu = total / (src_tp if not model.is_mla else 1)
     return collectives.p2p_s(cluster, tier == "scale-out", per_gpu)
 

@@ -31,6 +31,7 @@ from ..errors import InputError
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel, kv_transfer_s
+from .memory import kv_held_tokens, windowed_prefill_pairs
 from .memory import serve_memory
 from .spec import Pool, ServePlan
 from .traffic import Traffic
@@ -87,7 +88,10 @@ class _Engine:
         return len(self.waiting) + len(self.running)
 
     def _blocks_for(self, tokens: int) -> int:
-        return -(-tokens // self.block)
+        """Blocks (of one token on every layer) for a request at ``tokens`` of context: its
+        sliding-window layers hold at most their window (memory.kv_held_tokens)."""
+        held = kv_held_tokens(self.step.model, tokens)
+        return -(-int(math.ceil(held)) // self.block)
 
     def _preempt_last(self) -> _Req:
         """Preempt the most recently admitted running request (the end of the list)."""
@@ -169,6 +173,7 @@ class _Engine:
         batch.append((r, n))
 
     def cost(self, batch: list[tuple[_Req, int]]) -> float:
+        model = self.step.model
         tokens = seqs = logits = 0
         dec_ctx = pairs = pre_ctx = 0.0
         for r, n in batch:
@@ -176,12 +181,12 @@ class _Engine:
             seqs += 1
             if r.todo > 0:  # prefill chunk from position a
                 a = r.kv
-                pairs += n * a + n * (n + 1) / 2
-                pre_ctx += a
+                pairs += windowed_prefill_pairs(model, a, n)
+                pre_ctx += kv_held_tokens(model, a)
                 if n == r.todo:
                     logits += 1
             else:
-                dec_ctx += r.kv
+                dec_ctx += kv_held_tokens(model, r.kv)
                 logits += 1
         return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits)
 
