@@ -401,3 +401,4 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
 
 
 from . import hf_families  # noqa: E402,F401  (registers gpt_oss, gemma*, llama4_text, glm4_moe)
+from . import hf_families_more  # noqa: E402,F401  (qwen2_moe, olmoe, granite*, cohere*, ...)
