@@ -78,6 +78,23 @@ PHI35_MOE = {"model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6
              "vocab_size": 32064, "num_local_experts": 16, "num_experts_per_tok": 2,
              "attention_bias": True, "lm_head_bias": True, "sliding_window": 131072}
 
+# huggingface.co/baidu/ERNIE-4.5-21B-A3B-PT/blob/main/config.json
+ERNIE_21B = {"model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+             "moe_intermediate_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 20,
+             "num_key_value_heads": 4, "vocab_size": 103424, "moe_num_experts": 64, "moe_k": 6,
+             "moe_num_shared_experts": 2, "moe_layer_start_index": 1,
+             "moe_layer_end_index": 27, "moe_layer_interval": 1, "tie_word_embeddings": True,
+             "use_bias": False}
+# huggingface.co/baidu/ERNIE-4.5-300B-A47B-PT/blob/main/config.json
+ERNIE_300B = dict(ERNIE_21B, hidden_size=8192, intermediate_size=28672,
+                  moe_intermediate_size=3584, num_hidden_layers=54, num_attention_heads=64,
+                  num_key_value_heads=8, moe_k=8, moe_num_shared_experts=0,
+                  moe_layer_start_index=3, moe_layer_end_index=53, tie_word_embeddings=False)
+# huggingface.co/baidu/ERNIE-4.5-0.3B-PT/blob/main/config.json
+ERNIE_03B = {"model_type": "ernie4_5", "hidden_size": 1024, "intermediate_size": 3072,
+             "num_hidden_layers": 18, "num_attention_heads": 16, "num_key_value_heads": 2,
+             "head_dim": 128, "vocab_size": 103424, "tie_word_embeddings": True}
+
 
 def _emb(m) -> int:
     return m.vocab * m.hidden
@@ -101,6 +118,9 @@ TOTALS = [
     (DBRX, 132 * B, 0.5 * B, "DBRX announcement / dbrx-base card: 132B total parameters"),
     (PHI35_MOE, 41.9 * B, 0.05 * B, "Phi-3.5-MoE-instruct card / Phi-3 report (arXiv "
      "2404.14219): 41.9B total"),
+    (ERNIE_300B, 300 * B, 5 * B, "ERNIE-4.5-300B-A47B card: 300B total parameters (two "
+     "significant figures; the weights hold 299.5B)"),
+    (ERNIE_03B, 0.36 * B, 0.005 * B, "ERNIE-4.5-0.3B card: 0.36B parameters"),
 ]
 
 
@@ -135,6 +155,21 @@ ACTIVE = [
 def test_active_match_published(cfg, active, tol, emb_out, source):
     m = model_from_hf_dict(cfg)
     assert m.active_params() - emb_out * _emb(m) == pytest.approx(active, abs=tol), source
+
+
+def test_ernie_cards_truncate():
+    # ERNIE 4.5 cards: 21B total / 3B activated, and "A47B"; the weights hold 21.8B / 3.35B
+    # and 47.9B (the names truncate), so the stated digits bound the counts from below
+    m = model_from_hf_dict(ERNIE_21B)
+    assert 21 * B <= m.total_params() < 22 * B and 3 * B <= m.active_params() < 4 * B
+    assert m.num_dense_layers == 1 and m.moe_shared_ffn == 2 * 1536 and m.moe_router_bias
+    big = model_from_hf_dict(ERNIE_300B)
+    assert 47 * B <= big.active_params() < 48 * B and big.num_dense_layers == 3
+    with pytest.raises(InputError, match="moe_layer_end_index"):
+        model_from_hf_dict(dict(ERNIE_21B, moe_layer_end_index=20))
+    inter = model_from_hf_dict(dict(ERNIE_21B, moe_layer_interval=2))
+    # transformers: MoE when (i + 1) % interval == 0 and i >= start: layers 1, 3, 5, ...
+    assert [inter.layer_is_moe(i) for i in range(4)] == [False, True, False, True]
 
 
 def test_qwen2_moe_shared_expert_gate_is_counted():
@@ -213,7 +248,7 @@ def test_granite_bias_flags():
 
 def test_new_families_registered_and_existing_unchanged():
     for mt in ("qwen2_moe", "olmoe", "granite", "granitemoe", "starcoder2", "cohere",
-               "cohere2", "dbrx", "phimoe"):
+               "cohere2", "dbrx", "phimoe", "ernie4_5", "ernie4_5_moe"):
         assert mt in FAMILIES
     llama = model_from_hf_dict({"model_type": "llama", "hidden_size": 4096,
                                 "intermediate_size": 14336, "num_hidden_layers": 32,

@@ -1,5 +1,5 @@
 """More HuggingFace families users bring: qwen2_moe, olmoe, granite, granitemoe, starcoder2,
-cohere, cohere2, dbrx, phimoe (registered into hf_config.FAMILIES).
+cohere, cohere2, dbrx, phimoe, ernie4_5, ernie4_5_moe (registered into hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
 (src/transformers/models/<family>/); the weights that exist follow its ``modeling_*.py`` /
@@ -218,4 +218,56 @@ def _phimoe(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=_pos(cfg, "intermediate_size", 6400),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
         **_window(cfg, layers, 0), **common,
+    )
+
+
+def _ernie_common(cfg: dict) -> dict:
+    heads = _pos(cfg, "num_attention_heads")
+    common = _common(cfg, eps_default=1e-5)
+    common["tied_embeddings"] = _bool(cfg, "tie_word_embeddings", True)
+    common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
+    # use_bias: biases on q, k, v, o, the MLPs (experts included) and the output layer (the
+    # last, vocab, is not counted)
+    return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
+                heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
+                head_dim=_int(cfg, "head_dim", 0), vocab=_pos(cfg, "vocab_size", 103424),
+                linear_bias=_bool(cfg, "use_bias", False), **common)
+
+
+@_family("ernie4_5")
+def _ernie4_5(name: str, cfg: dict) -> ModelSpec:
+    """ERNIE 4.5 dense (configuration_ernie4_5.py, modular_ernie4_5.py): a Llama with
+    interleaved rotary pairs (same weights), tied embeddings by default, use_bias."""
+    return ModelSpec(name=name, ffn=_pos(cfg, "intermediate_size"), **_ernie_common(cfg))
+
+
+@_family("ernie4_5_moe")
+def _ernie4_5_moe(name: str, cfg: dict) -> ModelSpec:
+    """ERNIE 4.5 MoE (configuration_ernie4_5_moe.py, modular_ernie4_5_moe.py): layer i is MoE
+    when (i + 1) % moe_layer_interval == 0 and moe_layer_start_index <= i <=
+    moe_layer_end_index (-1: the last); an MoE layer has a router without bias, a per-expert
+    score-correction bias (moe_statics, a parameter), moe_num_experts SwiGLU experts of
+    moe_intermediate_size and moe_num_shared_experts shared ones fused into one MLP of
+    their summed width. The multi-token-prediction layer is not modelled."""
+    base = _ernie_common(cfg)
+    layers = base["layers"]
+    start = _int(cfg, "moe_layer_start_index", 1)
+    end = cfg.get("moe_layer_end_index", -1)
+    if end not in (-1, layers - 1):
+        raise InputError("config.json:moe_layer_end_index", end, "only MoE layers to the last "
+                         f"(-1 or {layers - 1}) are modelled")
+    step = _pos(cfg, "moe_layer_interval", 1)
+    first = next((i for i in range(start, layers) if (i + 1) % step == 0), None)
+    if first is None:
+        raise InputError("config.json:moe_layer_start_index", start,
+                         f"leaves no MoE layer among {layers}")
+    expert = _pos(cfg, "moe_intermediate_size", 1536)
+    shared = _int(cfg, "moe_num_shared_experts", 2)
+    return ModelSpec(
+        name=name, ffn=_pos(cfg, "intermediate_size", 12288),
+        moe_experts=_pos(cfg, "moe_num_experts", 64), moe_topk=_pos(cfg, "moe_k", 6),
+        moe_expert_ffn=expert, moe_shared_experts=shared, moe_shared_ffn=shared * expert,
+        moe_dense_layers=first, moe_layer_freq=step, moe_router_bias=True,
+        moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
+        **base,
     )
