@@ -139,8 +139,6 @@ def test_granite_8b_card_truncates():
 # (config, published active, tolerance, how many vocab matrices the figure leaves out, source)
 ACTIVE = [
     (QWEN15_MOE, 2.7 * B, 0.05 * B, 0, "Qwen1.5-MoE-A2.7B card: 2.7B activated"),
-    (QWEN15_MOE, 2.0 * B, 0.1 * B, 2, "Qwen1.5-MoE blog (qwenlm.github.io/blog/qwen-moe): "
-     "2.0B activated non-embedding parameters"),
     (QWEN2_57B, 14 * B, 0.5 * B, 0, "Qwen2 report table 1: 14B activated"),
     (OLMOE, 1.3 * B, 0.05 * B, 0, "OLMoE paper table 1: 1.3B active"),
     (GRANITE_3B_MOE, 0.8 * B, 0.05 * B, 1, "granite-3.0 card: 800M active (without the "
@@ -174,6 +172,9 @@ def test_ernie_cards_truncate():
 
 def test_qwen2_moe_shared_expert_gate_is_counted():
     m = model_from_hf_dict(QWEN15_MOE)
+    # Qwen1.5-MoE blog (qwenlm.github.io/blog/qwen-moe): 2.0B activated non-embedding
+    # parameters; the weights hold 2.07B (the blog truncates, as its 14.3B total does not)
+    assert 2.0 * B <= m.active_params() - 2 * _emb(m) < 2.1 * B
     assert m.moe_shared_gate and m.moe_shared_ffn == 5632 and m.qkv_bias
     ungated = m.with_(moe_shared_gate=False)
     assert m.total_params() - ungated.total_params() == 24 * 2048  # Linear(hidden, 1) a layer
