@@ -151,6 +151,8 @@ def _megatron_model(m) -> list[Violation]:
     from .export.torchtitan_models import model_features_unbuilt
     out = []
     unbuilt = model_features_unbuilt(m)
+    if m.norm == "layernorm_nobias":  # Megatron's LayerNorm (TE or Apex) always has a bias
+        unbuilt = ", ".join(x for x in (unbuilt, "bias-free LayerNorm") if x)
     if unbuilt:
         out.append(Violation("model", m.name, f"meshplan's Megatron-LM export does not write "
                              f"{unbuilt}"))

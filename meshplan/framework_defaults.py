@@ -13,7 +13,10 @@ runs it. The rule for each default, in this order:
 
 Where a framework's performance recipes choose a knob per model and GPU (Megatron-Bridge's
 MoE dispatcher and expert all-to-all overlap; NeMo's gradient-reduction dtype across its
-releases), rule 2 applies: the model provider's / config's default. A row that states a value
+releases), rule 2 applies: the model provider's / config's default. The exception is the
+dispatcher on rack-scale NVLink (GB200 NVL72), where nearly every recipe uses one setting
+(MBRIDGE_PERF_RACK): rule 1. Intervals of rows that leave these knobs blank cover the
+other settings (engine_spread.py). A row that states a value
 always wins (validate.pins_from_row, Workload).
 
 Who reads this: ``meshplan validate`` (validate.prepare / pins_from_row), the search's plan
@@ -67,6 +70,23 @@ Sources (versions as read; each value below names its source key):
   reduce_scatter_tensor whole inside the parallel linears' autograd functions, on the compute
   stream: nothing overlaps them (Megatron/TE's --tp-comm-overlap and torchtitan's async TP
   split them into chunks pipelined with the GEMMs; cost/layer.py hides them only then).
+- MBRIDGE_PERF_RACK: Megatron-Bridge performance recipes for GB200 (NVL72: 72 GPUs on one
+  NVLink domain) MoE models set ``moe_flex_dispatcher_backend = "hybridep"``, which
+  apply_flex_dispatcher_backend (src/megatron/bridge/training/flex_dispatcher_backend.py,
+  v0.3.0) turns into ``moe_token_dispatcher_type = "flex"``: tags v0.3.0, v0.3.1, v0.4.0,
+  v0.4.2, v0.5.0, v0.5.1, scripts/performance/configs/*/*_workload_base_configs.py, GB200
+  pretrain preset names with expert parallelism (aliases counted): 25 of 29, 32 of 36, 52
+  of 54, 50 of 54, 51 of 58, 51 of 58 HybridEP, the others GPT-OSS (all releases) and
+  Qwen3-Next (v0.3.x), left to the provider's alltoall; v0.6.0
+  src/megatron/bridge/perf_recipes/*/gb200/*.py: every MoE recipe (deepseek_v3 through
+  deepseek/common.py _deepseek_v3_common, deepseek_v4, kimi_k2, qwen3_moe, qwen3_vl,
+  qwen35_vl, glm5, nemotronh) sets ``moe_token_dispatcher_type = "flex"``, hybridep, except
+  gpt_oss.py. On 8-GPU NVLink
+  nodes the same releases mostly keep alltoall (B200: 9 of 29 flex at v0.3.0, 22 of 54 at
+  v0.5.0; H100: 11 of 24, 14 of 39), so the rack default applies only where the scale-up
+  domain is larger than one 8-GPU node. meshplan costs HybridEP as the DeepEP class
+  (plan.MOE_DISPATCHERS "deepep", cost/moe_comm.py). Expert all-to-all overlap stays off
+  (``moe_a2a_overlap=False`` in most of those GB200 presets: MBRIDGE_PROVIDER).
 - NONE: no cited default; meshplan's previous behaviour is kept (TP overlap assumed when
   TP > 1: maxtext, paxml, other, and "" = meshplan's own runtime / the plain planner).
 - NEMO_DTYPES (why the dtypes stay fp32 for nemo): NeMo 2.0 bf16_mixed
@@ -94,6 +114,13 @@ TP_COMM_OVERLAP_SOURCE = {"megatron": "MEGATRON_README", "nemo": "MBRIDGE_PERF",
 MOE_DISPATCHER = {"megatron": "alltoall", "nemo": "alltoall", "torchtitan": "alltoall"}
 MOE_DISPATCHER_SOURCE = {"megatron": "MCORE (allgather, not costed: alltoall)",
                          "nemo": "MBRIDGE_PROVIDER", "torchtitan": "TORCHTITAN"}
+# ... and on rack-scale NVLink (a scale-up domain larger than one 8-GPU node: GB200 / GB300
+# NVL72), where the framework's recipes use another dispatcher (MBRIDGE_PERF_RACK). The
+# 8-GPU node is DGX/HGX H100 and B200's NVLink island (specs/catalog GPU table,
+# GPU.scaleup_domain 8; NVL72: 72).
+NODE_SCALEUP_GPUS = 8
+MOE_DISPATCHER_RACK = {"nemo": "deepep"}
+MOE_DISPATCHER_RACK_SOURCE = {"nemo": "MBRIDGE_PERF_RACK"}
 # expert all-to-all overlapped with compute (Megatron-Core overlap_moe_expert_parallel_comm)
 EP_COMM_OVERLAP = {"megatron": False, "nemo": False, "torchtitan": False}
 EP_COMM_OVERLAP_SOURCE = {"megatron": "MCORE", "nemo": "MBRIDGE_PROVIDER",
@@ -123,8 +150,18 @@ def tp_comm_overlap(framework: str | None, tp: int) -> bool:
     return TP_COMM_OVERLAP.get(_fw(framework), True)
 
 
-def moe_dispatcher(framework: str | None) -> str:
-    return MOE_DISPATCHER.get(_fw(framework), "alltoall")
+def rack_scale(scaleup_domain_gpus: int) -> bool:
+    """Whether a scale-up (NVLink) domain of this many GPUs is rack-scale (NVL72)."""
+    return scaleup_domain_gpus > NODE_SCALEUP_GPUS
+
+
+def moe_dispatcher(framework: str | None, scaleup_domain_gpus: int = NODE_SCALEUP_GPUS) -> str:
+    """The MoE token dispatcher ``framework`` runs on a cluster whose scale-up domain holds
+    ``scaleup_domain_gpus`` GPUs (Cluster.scaleup_domain) when a run does not say."""
+    fw = _fw(framework)
+    if rack_scale(scaleup_domain_gpus) and fw in MOE_DISPATCHER_RACK:
+        return MOE_DISPATCHER_RACK[fw]
+    return MOE_DISPATCHER.get(fw, "alltoall")
 
 
 def ep_comm_overlap(framework: str | None) -> bool:
@@ -151,16 +188,22 @@ def grad_reduce_dtype(framework: str | None) -> str:
     return GRAD_REDUCE_DTYPE
 
 
-def plan_defaults(framework: str | None, tp: int) -> dict:
-    """Plan fields a search sets for ``framework`` unless pinned."""
+def plan_defaults(framework: str | None, tp: int,
+                  scaleup_domain_gpus: int = NODE_SCALEUP_GPUS) -> dict:
+    """Plan fields a search sets for ``framework`` unless pinned, at TP degree ``tp`` on a
+    cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs."""
     return {"tp_comm_overlap": tp_comm_overlap(framework, tp),
-            "moe_dispatcher": moe_dispatcher(framework),
+            "moe_dispatcher": moe_dispatcher(framework, scaleup_domain_gpus),
             "ep_comm_overlap": ep_comm_overlap(framework)}
 
 
-def source(knob: str, framework: str | None) -> str:
+def source(knob: str, framework: str | None,
+           scaleup_domain_gpus: int = NODE_SCALEUP_GPUS) -> str:
     """The source key (module docstring) of ``knob``'s default for ``framework``."""
     fw = _fw(framework)
+    if (knob == "moe_dispatcher" and rack_scale(scaleup_domain_gpus)
+            and fw in MOE_DISPATCHER_RACK_SOURCE):
+        return MOE_DISPATCHER_RACK_SOURCE[fw]
     table = {"tp_comm_overlap": TP_COMM_OVERLAP_SOURCE, "moe_dispatcher": MOE_DISPATCHER_SOURCE,
              "ep_comm_overlap": EP_COMM_OVERLAP_SOURCE}.get(knob)
     if table is None:

@@ -20,11 +20,11 @@ Relative paths are read relative to the TOML file.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import InputError, require_positive_int, require_positive_number
-from .plan import Plan
+from .plan import ALIASES, Plan
 from .specs.catalog.gpus import GPUS
 from .specs.catalog.presets import load_model
 from .specs.hardware import GPU, Cluster, load_gpu_toml, lookup_gpu, parse_gpus
@@ -41,6 +41,9 @@ class Scenario:
     workload: Workload
     plan: Plan | None = None
     pools: PoolCluster | None = None  # set when the cluster was given as pools (plan only)
+    # the plan fields the [plan] table names (short names); the others are at Plan's defaults.
+    # Provenance, not content: two scenarios with the same plan are equal however it was given
+    plan_stated: frozenset = field(default=frozenset(), compare=False)
 
 
 def gpu_catalog(gpu_file: str | Path | None = None) -> dict[str, GPU]:
@@ -178,4 +181,5 @@ def load_scenario(path: str | Path) -> Scenario:
         except TypeError as e:
             raise InputError("workload", w, f"needs seq_len and global_batch ({e})") from None
     plan = Plan.from_dict(data["plan"]) if isinstance(data.get("plan"), dict) else None
-    return Scenario(model, cluster, workload, plan, pools)
+    stated = frozenset(ALIASES.get(k, k) for k in data["plan"]) if plan else frozenset()
+    return Scenario(model, cluster, workload, plan, pools, stated)

@@ -24,7 +24,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import framework_defaults, ranking, runs_csv, uncertainty, validate_pools, verdict_lean
+from . import (engine_spread, framework_defaults, ranking, runs_csv, uncertainty, validate_pools,
+               verdict_lean)
 from .cost import estimate
 from .engines import framework_zeros
 from .errors import InputError, require_choice
@@ -66,6 +67,9 @@ class RowResult:
     throughput_class: str = ""
     memory_class: str = ""  # the memory residual class (uncertainty.memory_class_of)
     constants_var: float = 0.0  # the constants' share of the interval (log-scale variance)
+    # (ln low, ln high) tokens/s of the blank MoE engine settings over the point's
+    # (engine_spread.py): added to the interval's log bounds
+    engine_spread: tuple[float, float] = (0.0, 0.0)
     plan: str = ""
     chosen: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -319,7 +323,7 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
                         recompute=pins.get("recompute", "full"))
             lean.pop("schedules", None)
             fill = {"micro_batch": 1, "vpp": 1, **framework_defaults.plan_defaults(
-                prep.workload.framework, pins.get("tp", 1))}
+                prep.workload.framework, pins.get("tp", 1), prep.cluster.scaleup_domain)}
             try:
                 cache[key] = estimate(prep.model, prep.cluster, prep.workload,
                                       Plan(**{**fill, **lean}))
@@ -343,6 +347,14 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
                    "sequence_parallel", "tp_comm_overlap") if k not in pins}
     data = residuals or uncertainty.load()
     iv = uncertainty.interval(est, prep.model, prep.cluster, data, prep.workload.framework)
+    # MoE engine knobs the row leaves blank: the union of the intervals around every setting
+    # its framework may have run (engine_spread.py); the point prediction is unchanged
+    skey = ("spread",) + key
+    if skey not in cache:
+        blank = engine_spread.blank_knobs({k for k, _ in prep.pins}, prep.workload.framework)
+        cache[skey] = engine_spread.spread(est, prep.model, prep.cluster, prep.workload, blank)
+    res.engine_spread = cache[skey].log_bounds
+    iv = engine_spread.widen(iv, cache[skey])
     res.tokens_p10_p90 = iv.tokens_per_s_per_gpu
     res.step_time_p10_p90 = iv.step_time_s
     lo, hi = iv.memory_factors
@@ -392,7 +404,11 @@ def loso_coverage(results: list[RowResult], residuals: dict | None = None) -> di
             mu, var = uncertainty.class_var(stats, r.throughput_class, between)
             sd = math.sqrt(var + r.constants_var)
             z = uncertainty.Z90
-            per_source.setdefault(src, []).append(mu - z * sd <= r.tokens_residual <= mu + z * sd)
+            # a spread toward lower tokens/s (lo < 0) lets the residual ln(measured /
+            # predicted) reach further down, and the other way
+            lo, hi = r.engine_spread
+            per_source.setdefault(src, []).append(
+                mu - z * sd + lo <= r.tokens_residual <= mu + z * sd + hi)
     flat = [x for xs in per_source.values() for x in xs]
     return {"rows": len(flat), "coverage": (sum(flat) / len(flat)) if flat else None,
             "per_source": {s: sum(xs) / len(xs) for s, xs in per_source.items()}}

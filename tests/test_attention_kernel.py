@@ -35,7 +35,10 @@ def test_engine_defaults_unchanged_and_run_override():
     assert attention_kernel_of("megatron") == "te"
     assert attention_kernel_of("nemo") == "te"
     assert attention_kernel_of("torchtitan") == "fa2"
-    assert attention_kernel_of("llm-foundry") == "fa2"  # today's yamls: attn_impl: flash
+    # llm-foundry's benchmark harness (submit_benchmarks.py --attn_impl default 'triton')
+    assert attention_kernel_of("llm-foundry") == "triton-fa1"
+    assert attention_kernel_of("llm-foundry", "fa2") == "fa2"  # v0.7.0+: attn_impl flash
+    assert attention_kernel_of("deepspeed") == "fa2"  # engines not listed
     assert attention_kernel_of("llm-foundry", "triton-fa1") == "triton-fa1"
     assert attention_kernel_of("megatron", "fa2") == "fa2"
 
@@ -64,8 +67,9 @@ def test_triton_fa1_against_fa2_paper(gen):
 
 def test_device_carries_the_kernel():
     c = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
-    fa2 = device(c.gpu, "bf16", "llm-foundry")
+    fa2 = device(c.gpu, "bf16", "llm-foundry", "fa2")
     tri = device(c.gpu, "bf16", "llm-foundry", "triton-fa1")
+    assert device(c.gpu, "bf16", "llm-foundry") == tri  # the engine's default
     assert tri.attn_fwd_eff < fa2.attn_fwd_eff and tri.attn_bwd_eff < fa2.attn_bwd_eff
     assert tri.matmul_flops == fa2.matmul_flops  # only attention changes
 
@@ -132,7 +136,8 @@ def test_scenario_workload_keeps_engine_and_kernel(tmp_path):
     """`predict --scenario` used to rebuild the workload from seq_len, batch and precision
     only, dropping the scenario's framework (and with it the engine's kernels)."""
     out = {}
-    for name, kernel in (("fa2", ""), ("triton", 'attention_kernel = "triton-fa1"')):
+    for name, kernel in (("fa2", 'attention_kernel = "fa2"'),
+                         ("triton", 'attention_kernel = "triton-fa1"')):
         f = tmp_path / f"{name}.toml"
         f.write_text(SCENARIO.format(kernel=kernel))
         buf = io.StringIO()

@@ -82,6 +82,22 @@ def test_moe_defaults_are_the_providers_alltoall_without_overlap():
         assert fd.ep_comm_overlap(fw) is False
 
 
+def test_nemo_moe_dispatcher_on_rack_scale_nvlink_is_the_deepep_class():
+    # Megatron-Bridge v0.3.0..v0.6.0 GB200 MoE performance recipes: moe_flex_dispatcher_backend
+    # "hybridep" (flex dispatcher, DeepEP class); 8-GPU NVLink nodes keep the provider's alltoall
+    assert fd.moe_dispatcher("nemo", 72) == "deepep"
+    assert fd.moe_dispatcher("NeMo", 72) == "deepep"
+    assert fd.moe_dispatcher("nemo", 8) == "alltoall"
+    assert fd.moe_dispatcher("nemo") == "alltoall"
+    for fw in ("megatron", "torchtitan", "other", ""):  # no rack recipe cited for them
+        assert fd.moe_dispatcher(fw, 72) == "alltoall"
+    assert fd.ep_comm_overlap("nemo") is False  # moe_a2a_overlap=False in most GB200 presets
+    assert fd.plan_defaults("nemo", 1, 72)["moe_dispatcher"] == "deepep"
+    key = fd.source("moe_dispatcher", "nemo", 72)
+    assert key == "MBRIDGE_PERF_RACK" and f"- {key}:" in fd.__doc__
+    assert fd.source("moe_dispatcher", "nemo", 8) == "MBRIDGE_PROVIDER"
+
+
 def test_fp8_recipe_and_attention_kernel_read_their_one_table():
     # Transformer Engine's default recipe is DelayedScaling; torchao's Float8LinearConfig()
     # is tensorwise; meshplan's Megatron export writes MXFP8 on Blackwell
@@ -95,6 +111,8 @@ def test_fp8_recipe_and_attention_kernel_read_their_one_table():
     assert fd.attention_kernel("maxtext") == "te"
     assert fd.attention_kernel("torchtitan") == "fa2"
     assert fd.attention_kernel("deepspeed") == "fa2"
+    # llm-foundry's benchmark harness: submit_benchmarks.py --attn_impl default 'triton'
+    assert fd.attention_kernel("llm-foundry") == "triton-fa1"
 
 
 def test_dtypes_default_to_fp32_as_megatron_core_and_torchtitan_run():
@@ -134,6 +152,34 @@ def test_blank_moe_columns_predict_as_alltoall_without_overlap_and_differ_from_d
     assert other.predicted_tokens_per_s_per_gpu != stated
 
 
+def test_blank_dispatcher_of_a_gb200_nemo_moe_row_predicts_as_deepep():
+    row = ROWS["H042"]  # NeMo Qwen3-30B-A3B on 8 GB200 (NVL72), stated deepep (hybridep recipe)
+    assert (row["framework"], row["gpu"], row["moe_dispatcher"]) == ("nemo", "GB200", "deepep")
+    stated = _predict(row)
+    blank = _predict(_without(row, "moe_dispatcher"))
+    assert blank.predicted_tokens_per_s_per_gpu == stated.predicted_tokens_per_s_per_gpu
+    assert "deepep" in blank.plan
+    a2a = _predict(dict(row, moe_dispatcher="alltoall"))
+    assert a2a.predicted_tokens_per_s_per_gpu != stated.predicted_tokens_per_s_per_gpu
+    # the same row on B200 (8-GPU NVLink nodes) keeps the provider's alltoall
+    b200 = _predict(_without(dict(row, gpu="B200"), "moe_dispatcher"))
+    assert "deepep" not in b200.plan
+
+
+@pytest.mark.parametrize("gpus, expected", [("8xGB200", "deepep"), ("8xB200", "alltoall")])
+def test_search_plans_the_rack_dispatcher_and_the_export_writes_it(gpus, expected):
+    from meshplan.export.megatron import megatron_args
+    m = preset("tiny-moe")
+    cl = make_cluster(gpus)
+    w = Workload(1024, 16, framework="nemo")
+    r = search(m, cl, w, {"ep": 8}, top_k=1, rerank_k=1)
+    assert r.best is not None
+    assert r.best.plan.moe_dispatcher == expected
+    flags = dict(megatron_args(Scenario(m, cl, w, r.best.plan))[0])
+    assert flags["--moe-token-dispatcher-type"] == [{"deepep": "flex"}.get(expected, expected)]
+    assert ("--moe-enable-deepep" in flags) is (expected == "deepep")
+
+
 def test_blank_fp8_recipe_predicts_as_the_stated_engine_default():
     row = ROWS["H030"]  # NeMo Llama 3 8B FP8 on H100, stated cs
     delayed = _predict(dict(row, fp8_recipe="delayed")).predicted_tokens_per_s_per_gpu
@@ -141,6 +187,16 @@ def test_blank_fp8_recipe_predicts_as_the_stated_engine_default():
     cs = _predict(row).predicted_tokens_per_s_per_gpu
     assert blank == delayed
     assert cs != delayed
+
+
+def test_blank_attention_kernel_of_an_llm_foundry_row_is_the_triton_kernel():
+    row = ROWS["H008"]  # MPT-7B, 32k sequence on H100: attention is a large share
+    assert (row["framework"], row["attention_kernel"]) == ("llm-foundry", "triton-fa1")
+    stated = _predict(row).predicted_tokens_per_s_per_gpu
+    blank = _predict(_without(row, "attention_kernel")).predicted_tokens_per_s_per_gpu
+    fa2 = _predict(dict(row, attention_kernel="fa2")).predicted_tokens_per_s_per_gpu
+    assert blank == stated
+    assert fa2 > 1.2 * stated  # the kernel is costed: FA2 is 1.4x / 2x faster
 
 
 def test_blank_dtypes_predict_as_fp32():

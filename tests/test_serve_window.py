@@ -10,8 +10,8 @@ from meshplan.cost import collectives
 from meshplan.scenario import make_cluster
 from meshplan.serve.cost import StepModel, kv_transfer_s, window_pairs
 from meshplan.serve.memory import (BLOCK_TOKENS, kv_bytes_per_token, kv_bytes_per_token_layer,
-                                   kv_layer_split, kv_request_bytes, serve_memory,
-                                   window_blocks_held)
+                                   kv_held_tokens, kv_layer_split, kv_request_bytes,
+                                   serve_memory, window_blocks_held, windowed_prefill_pairs)
 from meshplan.serve.simulate import _engines_for, simulate
 from meshplan.serve.spec import Pool, ServePlan
 from meshplan.serve.traffic import parse_lengths, synthetic
@@ -152,3 +152,33 @@ def test_windowed_cache_holds_more_requests():
               ServePlan(plan.pools, scheduler="trtllm")):
         s = simulate(G20, H100, p, tr).summary()
         assert s["output_tokens_per_s_per_gpu"] > 0
+
+
+# ---- from main (f300f8a): the unrounded every-layer forms ---------------------------------
+
+def test_a_request_holds_full_layers_whole_and_windowed_layers_up_to_the_window():
+    c = 8192
+    per_layer = kv_bytes_per_token_layer(G20, 1, "bf16")
+    by_hand = (12 * c + 12 * 128) * per_layer  # full layers x c + windowed layers x 128
+    assert G20.layers * per_layer * kv_held_tokens(G20, c) == pytest.approx(by_hand)
+    assert kv_held_tokens(G20, 100) == 100  # inside the window: every layer holds it all
+    assert kv_held_tokens(G20_FULL, c) == c
+
+
+def test_prefill_pairs_match_a_brute_force_count():
+    for start, n in ((0, 300), (50, 100), (1000, 64)):
+        full = sum(start + i for i in range(1, n + 1))
+        win = sum(min(start + i, 128) for i in range(1, n + 1))
+        assert windowed_prefill_pairs(G20, start, n) == pytest.approx((full + win) / 2)
+        assert windowed_prefill_pairs(G20_FULL, start, n) == full
+
+
+def test_decode_and_kv_transfer_cost_less_with_the_window_and_not_at_short_context():
+    a, b = StepModel(G20, H100, Pool(tp=1), "bf16", "bf16"), \
+        StepModel(G20_FULL, H100, Pool(tp=1), "bf16", "bf16")
+    long_w, long_f = a.decode_step(64, 16384), b.decode_step(64, 16384)
+    assert long_w.attention_s < 0.6 * long_f.attention_s  # half the layers read 128 keys, not 16k
+    assert long_w.gemm_s == long_f.gemm_s
+    assert a.decode_step(64, 100).attention_s == pytest.approx(b.decode_step(64, 100).attention_s)
+    assert kv_transfer_s(G20, H100, "scale-up", 16384, "bf16", 1) < \
+        kv_transfer_s(G20_FULL, H100, "scale-up", 16384, "bf16", 1)

@@ -101,7 +101,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
                            precision=args.precision or w.precision,
                            fp8_recipe=recipe or w.fp8_recipe,
                            grad_reduce_dtype=grads or w.grad_reduce_dtype)
-        return Scenario(model, cluster, workload, sc.plan)
+        return Scenario(model, cluster, workload, sc.plan, plan_stated=sc.plan_stated)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
             raise InputError("--" + name.replace("_", "-"), None, "required (or give --scenario)")
@@ -119,6 +119,13 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
     return Scenario(model, cluster, workload, None)
+
+
+def plan_stated(args: argparse.Namespace, sc: Scenario) -> set[str]:
+    """The plan fields the user named (scenario [plan] table, --plan label, flags), as
+    plan_from_args reads them; the others are at Plan's defaults."""
+    base = set() if getattr(args, "plan_label", None) is not None else set(sc.plan_stated)
+    return base | set(plan_overrides(args))
 
 
 def plan_from_args(args: argparse.Namespace, sc: Scenario, on_cluster: bool = True) -> Plan:

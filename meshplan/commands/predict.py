@@ -7,7 +7,9 @@ import json
 from ..cost import estimate
 from ..report import breakdown_text, estimate_json, scenario_line
 from ..uncertainty import interval
-from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
+from .. import engine_spread
+from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_stated,
+                      scenario_from_args)
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
@@ -18,6 +20,9 @@ def _run(args) -> int:
     plan = plan_from_args(args, sc)
     e = estimate(sc.model, sc.cluster, sc.workload, plan)
     iv = interval(e, sc.model, sc.cluster, framework=sc.workload.framework)
+    # MoE engine knobs the plan does not name: widened by the other settings (engine_spread)
+    blank = engine_spread.blank_knobs(plan_stated(args, sc), sc.workload.framework)
+    iv = engine_spread.widen(iv, engine_spread.spread(e, sc.model, sc.cluster, sc.workload, blank))
     if args.json:
         print(json.dumps({"scenario": scenario_line(sc)} | estimate_json(e, iv), indent=2))
     else:

@@ -59,9 +59,9 @@ def attention_kernel_of(engine: str, kernel: str = "") -> str:
     uses the best kernels available: TE class)."""
     if kernel:
         return kernel
-    if engine == "" or efficiency.ENGINE_ATTENTION.get(engine, "") == "te":
+    if engine == "":
         return "te"
-    return "fa2"
+    return efficiency.ENGINE_ATTENTION.get(engine, "fa2")
 
 
 def engine_attention(generation: str, engine: str, kernel: str = "") -> tuple[float, float]:

@@ -118,12 +118,19 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
 ATTENTION_FA2 = {"hopper": (0.35, 0.30), "blackwell": (0.35, 0.30)}
 
 # Which attention kernel each engine runs by default: Megatron-LM / NeMo use Transformer
-# Engine's cuDNN fused attention (FA3 class on Hopper); torchtitan, DeepSpeed, Composer
-# (llm-foundry) and others call torch SDPA / flash-attn 2. MaxText on NVIDIA GPUs runs
+# Engine's cuDNN fused attention (FA3 class on Hopper); torchtitan, DeepSpeed and others
+# call torch SDPA / flash-attn 2 (engines not listed: "fa2"). MaxText on NVIDIA GPUs runs
 # ``attention=cudnn_flash_te`` (Transformer Engine's DotProductAttention on cuDNN's fused
 # flash attention, NVTE_FUSED_ATTN=1): NVIDIA's own MaxText recipes set it
 # (NVIDIA/dgxc-benchmarking maxtext/configure.sh at 0efdb23, Llama 3 70B).
-ENGINE_ATTENTION = {"megatron": "te", "nemo": "te", "maxtext": "te"}
+# llm-foundry: its published throughput runs (scripts/train/benchmarking/README.md, the
+# framework's own performance runs: framework_defaults.py rule 1) come from the harness
+# scripts/train/benchmarking/submit_benchmarks.py, which sets ``parameters['model']
+# ['attn_impl'] = args.attn_impl`` from ``parser.add_argument('--attn_impl', type=str,
+# default='triton')`` (mosaicml/llm-foundry at 12a631913c, read 2026-11-27; the same default
+# 300cc5c to b2a43a1): the "triton-fa1" class below. llm-foundry v0.7.0 and later have no
+# Triton kernel (attn_impl: flash / torch): a run on those releases states fa2.
+ENGINE_ATTENTION = {"megatron": "te", "nemo": "te", "maxtext": "te", "llm-foundry": "triton-fa1"}
 
 # Attention kernel classes a run may state (Workload.attention_kernel; a runs CSV's optional
 # column ``attention_kernel``), overriding its engine's default above:

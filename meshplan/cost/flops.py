@@ -21,7 +21,7 @@ def matmul_params_per_token(model: ModelSpec) -> float:
     if model.tied_embeddings:
         n += model.vocab * model.hidden  # the output layer reuses the embedding matrix
     # norms and biases are not matrix products; router counts (it is a GEMM)
-    n -= model.layers * (2 + model.extra_layer_norms) * model.norm_params(model.hidden) \
+    n -= model.layers * model.norms_per_layer * model.norm_params(model.hidden) \
         + model.norm_params(model.hidden)
     if model.attention_sinks:
         n -= model.layers * model.heads  # one sink logit per head: not a matrix

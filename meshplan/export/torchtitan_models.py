@@ -118,7 +118,8 @@ def custom_model(model) -> tuple[str, dict] | None:
 
 def model_features_unbuilt(model) -> str:
     """Model features that meshplan's exports and runtime do not write or build: sliding-
-    window attention, GeGLU, attention sinks, post-norms ('' when the model has none)."""
+    window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
+    norms, a gated shared expert ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -129,6 +130,12 @@ def model_features_unbuilt(model) -> str:
         out.append("attention sinks")
     if model.extra_layer_norms:
         out.append("post-attention/post-MLP norms")
+    if model.parallel_block:
+        out.append("parallel attention/MLP blocks")
+    if model.qk_norm_full:
+        out.append("full-width q/k norms")
+    if model.moe_shared_gate:
+        out.append("a gated shared expert")
     return ", ".join(out)
 
 

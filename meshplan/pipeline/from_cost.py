@@ -12,7 +12,8 @@ closed-form pipeline parts with the simulated ones:
   simulated peak of stashed activations (and the allocator share rescaled).
 
 Contract with ``meshplan/cost/step.py``: ``ChunkCost.fwd_s`` and ``.bwd_input_s`` each
-include one point-to-point transfer ``p2p_s`` (the closed form charges it serially);
+include one point-to-point transfer ``p2p_s`` (the closed form then charges it in line, or
+only what the next chunk does not hide where the engine overlaps it: cost/engine_p2p.py);
 the simulator puts transfers on links instead, so the adapter takes them back out
 (``P2P_FOLDED_INTO_COMPUTE``).
 """

@@ -51,8 +51,8 @@ def check_buildable(spec: ModelSpec) -> None:
 
 
 def make_norm(spec: ModelSpec, width: int) -> nn.Module:
-    if spec.norm == "layernorm":
-        return nn.LayerNorm(width, eps=NORM_EPS, bias=True)
+    if spec.norm in ("layernorm", "layernorm_nobias"):
+        return nn.LayerNorm(width, eps=NORM_EPS, bias=spec.norm == "layernorm")
     return nn.RMSNorm(width, eps=NORM_EPS)
 
 

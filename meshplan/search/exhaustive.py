@@ -3,14 +3,14 @@ is tested against (tests/test_search_complete.py). No pruning, no caps: each kno
 varies takes every value the validity rule (meshplan/validity.py) accepts (partial
 recomputation: every layer count below the fullest chunk's); the knobs the
 search holds at a fixed setting (sequence parallel on when tp > 1, tp communication overlap
-as the workload's framework runs it (framework_defaults.tp_comm_overlap), the other
+and the MoE dispatcher as the workload's framework runs them (framework_defaults), the other
 overlaps on, ring context parallelism, no HSDP, no offload, the default rank order) are held alike here.
 """
 
 from __future__ import annotations
 
 from ..cost import Estimate, estimate
-from ..framework_defaults import tp_comm_overlap
+from ..framework_defaults import moe_dispatcher, tp_comm_overlap
 from ..errors import InputError
 from ..plan import SCHEDULES, Plan
 from ..specs.hardware import Cluster
@@ -27,6 +27,7 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
     def opts(k, values):
         return [pins[k]] if k in pins else values
 
+    disp = pins.get("moe_dispatcher", moe_dispatcher(workload.framework, cluster.scaleup_domain))
     for tp in opts("tp", divisors(n)):
         tpo = tp_comm_overlap(workload.framework, tp)
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
@@ -54,7 +55,8 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                                         try:
                                             p = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                      zero=z, vpp=v, schedule=s, micro_batch=mb,
-                                                     recompute=rc, tp_comm_overlap=tpo)
+                                                     recompute=rc, tp_comm_overlap=tpo,
+                                                     moe_dispatcher=disp)
                                         except InputError:
                                             continue
                                         if rc == "full" and pins.get("recompute_layers"):

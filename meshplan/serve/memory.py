@@ -52,6 +52,35 @@ def kv_bytes_per_token_layer(model: ModelSpec, tp: int, kv_dtype: str) -> float:
     return 2 * heads * model.head_dim * b
 
 
+def kv_held_tokens(model: ModelSpec, context: float) -> float:
+    """Tokens of KV cache a request of ``context`` tokens holds, in units of one token on
+    every layer, before rounding to blocks: sliding-window layers keep only the last
+    ``sliding_window`` tokens (see the module docstring), so the request holds
+    ``context - share x max(0, context - window)``, share = windowed layers / layers; the
+    same average is the keys a decode step reads per layer. The simulator and the cost model
+    use the per-layer-kind, block-rounded forms (``kv_request_bytes``,
+    ``window_blocks_held``, cost.StepModel.step's window sums). Exact without a window."""
+    w = model.sliding_window
+    if not w or context <= w:
+        return context
+    return context - model.windowed_share * (context - w)
+
+
+def windowed_prefill_pairs(model: ModelSpec, start: float, n: float) -> float:
+    """(query, key) pairs of a causal prefill chunk of ``n`` tokens after ``start`` cached
+    ones, averaged over layers: n x start + n (n + 1) / 2 on a full layer, each query's
+    keys capped at the window on a sliding layer."""
+    full = n * start + n * (n + 1) / 2
+    w = model.sliding_window
+    if not w or start + n <= w:
+        return full
+    # queries at positions start+1 .. start+n see min(position, w) keys
+    below = max(0.0, min(start + n, w) - start)  # queries still inside the first window
+    win = below * start + below * (below + 1) / 2 + (n - below) * w
+    share = model.windowed_share
+    return (1 - share) * full + share * win
+
+
 def kv_bytes_per_token(model: ModelSpec, tp: int, kv_dtype: str, layers: int | None = None) -> float:
     """KV cache bytes per token on one GPU holding ``layers`` layers (default all)."""
     return (model.layers if layers is None else layers) * kv_bytes_per_token_layer(model, tp, kv_dtype)

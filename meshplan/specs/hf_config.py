@@ -1,8 +1,10 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
 Families: llama, mistral, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
-kimi_k2, gpt2, gpt_neox, gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe; the
-multimodal wrappers in TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
+kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe
+(hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
+phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); the multimodal wrappers in
+TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
 Field names follow each family's ``configuration_*.py`` in transformers.
 """
 
@@ -222,10 +224,9 @@ def _mixtral(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-@_family("qwen3_moe")
-def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
-    heads = _pos(cfg, "num_attention_heads")
-    layers = _pos(cfg, "num_hidden_layers")
+def leading_dense_layers(cfg: dict) -> int:
+    """Qwen-MoE's ``mlp_only_layers`` as a leading run of dense layers (the only pattern
+    ModelSpec holds besides a fixed MoE frequency)."""
     raw = cfg.get("mlp_only_layers") or []
     if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                             for i in raw):
@@ -234,6 +235,13 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
     if dense_only != list(range(len(dense_only))):
         raise InputError("config.json:mlp_only_layers", dense_only,
                          "only a leading run of dense layers (0, 1, ..., k-1) is supported")
+    return len(dense_only)
+
+
+@_family("qwen3_moe")
+def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
+    heads = _pos(cfg, "num_attention_heads")
+    layers = _pos(cfg, "num_hidden_layers")
     return ModelSpec(
         name=name,
         layers=layers,
@@ -247,7 +255,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         moe_experts=_pos(cfg, "num_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "moe_intermediate_size"),
-        moe_dense_layers=len(dense_only),
+        moe_dense_layers=leading_dense_layers(cfg),
         moe_layer_freq=_int(cfg, "decoder_sparse_step", 1) or 1,
         moe_topk_norm=_bool(cfg, "norm_topk_prob", False),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
@@ -401,3 +409,4 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
 
 
 from . import hf_families  # noqa: E402,F401  (registers gpt_oss, gemma*, llama4_text, glm4_moe)
+from . import hf_families_more  # noqa: E402,F401  (qwen2_moe, olmoe, granite*, cohere*, ...)

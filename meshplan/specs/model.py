@@ -13,7 +13,8 @@ from ..errors import (InputError, require_bool, require_choice, require_nonneg_i
                       require_positive_int, require_positive_number)
 
 MLP_KINDS = ("swiglu", "gelu")
-NORM_KINDS = ("rmsnorm", "layernorm")
+# "layernorm_nobias": LayerNorm with a weight and no bias (Cohere, DBRX): RMSNorm's count
+NORM_KINDS = ("rmsnorm", "layernorm", "layernorm_nobias")
 POSITION_KINDS = ("rope", "learned")
 MOE_SCORES = ("softmax", "sigmoid")
 # activation of a gated MLP's gate: SiLU (SwiGLU, Llama) or tanh-approximated GELU (GeGLU,
@@ -80,6 +81,14 @@ class ModelSpec:
     gated_act: str = "silu"  # GATED_ACTS (mlp == "swiglu" only)
     attention_sinks: bool = False  # one learned sink logit per head and layer (GPT-OSS)
     extra_layer_norms: int = 0  # norms per layer beyond the two pre-norms (Gemma 2/3: 2)
+    # attention and MLP read the same normed input and add to the residual together
+    # (Cohere / Command R): one pre-norm per layer instead of two
+    parallel_block: bool = False
+    # q/k norm weights over the whole projection (q_dim + kv_dim) instead of one head_dim
+    # each (OLMoE; Cohere with use_qk_norm); only with qk_norm
+    qk_norm_full: bool = False
+    # a sigmoid gate, Linear(hidden, 1), scales the shared expert's output (Qwen2-MoE)
+    moe_shared_gate: bool = False
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -100,10 +109,16 @@ class ModelSpec:
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
-                  "moe_topk_norm", "attention_sinks"):
+                  "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
+                  "moe_shared_gate"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
+        if self.qk_norm_full and not self.qk_norm:
+            raise InputError("qk_norm_full", True, "needs qk_norm")
+        if self.moe_shared_gate and not (self.moe_experts and self.moe_shared_ffn
+                                         or self.moe_shared_experts):
+            raise InputError("moe_shared_gate", True, "needs a shared expert")
         if self.sliding_window == 0 and self.sliding_layers:
             raise InputError("sliding_layers", self.sliding_layers,
                              "must be 0 without a sliding_window")
@@ -234,6 +249,12 @@ class ModelSpec:
     def norm_params(self, width: int) -> int:
         return width * (2 if self.norm == "layernorm" else 1)
 
+    @property
+    def norms_per_layer(self) -> int:
+        """Hidden-width norms in one layer: the pre-norms (2, or 1 for a parallel block)
+        plus the extra (post-) norms."""
+        return (1 if self.parallel_block else 2) + self.extra_layer_norms
+
     def attention_params(self) -> int:
         """Parameters of one attention block, its input norm included."""
         h = self.hidden
@@ -256,7 +277,9 @@ class ModelSpec:
             p += qkv + h
         elif self.qkv_bias:
             p += qkv
-        if self.qk_norm:
+        if self.qk_norm_full:
+            p += self.norm_params(self.q_dim) + self.norm_params(self.kv_dim)
+        elif self.qk_norm:
             p += 2 * self.norm_params(self.head_dim)
         if self.attention_sinks:
             p += self.heads
@@ -270,9 +293,10 @@ class ModelSpec:
         return p
 
     def layer_norm_params(self) -> int:
-        """Norms of a layer outside its attention block: the pre-MLP norm and any extra
+        """Norms of a layer outside its attention block: the pre-MLP norm (none in a
+        parallel block) and any extra
         (post-) norms."""
-        return (1 + self.extra_layer_norms) * self.norm_params(self.hidden)
+        return (self.norms_per_layer - 1) * self.norm_params(self.hidden)
 
     def dense_layer_params(self) -> int:
         return self.attention_params() + self.layer_norm_params() + self.mlp_params(self.ffn)
@@ -285,7 +309,10 @@ class ModelSpec:
         return self.mlp_params(self.moe_expert_ffn)
 
     def moe_shared_params(self) -> int:
-        return self.mlp_params(self.moe_shared_ffn) if self.moe_shared_ffn else 0
+        """The shared expert(s), with their sigmoid gate where the model has one."""
+        if not self.moe_shared_ffn:
+            return 0
+        return self.mlp_params(self.moe_shared_ffn) + (self.hidden if self.moe_shared_gate else 0)
 
     def moe_layer_params(self, active_only: bool = False) -> int:
         experts = self.moe_topk if active_only else self.moe_experts

@@ -1,0 +1,112 @@
+"""How much an MoE prediction depends on engine settings the run did not state.
+
+A published MoE run rarely says which token dispatcher it ran (all-to-all or the DeepEP /
+HybridEP class) or whether the expert all-to-all overlapped another micro-batch's compute.
+The point prediction takes the framework's default (framework_defaults.py); the framework's
+own recipes choose these two knobs per model and GPU (Megatron-Bridge: framework_defaults
+MBRIDGE_PROVIDER, MBRIDGE_PERF_RACK), so the default is right for most runs, not all. The
+10-90% interval is widened to cover that: the chosen plan is re-estimated at every
+combination of the blank knobs the framework can run, and the interval becomes the union of
+the class interval (uncertainty.py) around each of those predictions, i.e.
+
+    p10' = p10 * min(1, min_k tokens_k / tokens_point)
+    p90' = p90 * max(1, max_k tokens_k / tokens_point)
+
+The point prediction is unchanged; rows that state both knobs, dense models and plans without
+expert parallelism (no expert all-to-all to dispatch or hide) are unchanged.
+
+Which settings a framework can run (engines.py, _common): Megatron-LM and the engines built
+on Megatron-Core (NeMo / Megatron-Bridge) run both dispatchers and both overlap settings;
+torchtitan and DeepSpeed dispatch with an all-to-all and do not overlap it, so a blank knob
+has one value there; frameworks meshplan knows nothing about ("other", "", MaxText's MoE)
+may run any.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+from .errors import InputError
+from .plan import MOE_DISPATCHERS
+
+# knob -> the values a framework that runs every setting may take (plan.MOE_DISPATCHERS;
+# expert all-to-all overlap on or off)
+KNOB_VALUES = {"moe_dispatcher": MOE_DISPATCHERS, "ep_comm_overlap": (False, True)}
+# frameworks with one setting of both knobs: alltoall, no overlap (engines.py _common:
+# "dispatches MoE tokens with an all-to-all (no DeepEP backend)", "does not overlap the
+# expert all-to-all with another micro-batch's compute")
+SINGLE_SETTING = ("torchtitan", "deepspeed")
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """Tokens/s per GPU of the other settings over the point prediction's (min, max), and
+    the settings that gave them."""
+
+    low_ratio: float = 1.0
+    high_ratio: float = 1.0
+    settings: tuple = ()  # ((knob, value), ...) per alternative estimated
+
+    @property
+    def log_bounds(self) -> tuple[float, float]:
+        """(ln low, ln high), clipped so that the point's own band is never narrowed."""
+        return math.log(min(1.0, self.low_ratio)), math.log(max(1.0, self.high_ratio))
+
+    @property
+    def widens(self) -> bool:
+        return self.low_ratio < 1.0 or self.high_ratio > 1.0
+
+
+NONE = Spread()
+
+
+def blank_knobs(stated: set[str] | frozenset[str], framework: str) -> tuple[str, ...]:
+    """The MoE engine knobs a run left blank that its framework may have set otherwise."""
+    if str(framework or "").strip().lower() in SINGLE_SETTING:
+        return ()
+    return tuple(k for k in KNOB_VALUES if k not in stated)
+
+
+def spread(est, model, cluster, workload, blank: tuple[str, ...]) -> Spread:
+    """Re-estimate ``est``'s plan at every other combination of the ``blank`` knobs."""
+    plan = est.plan
+    if not blank or not model.is_moe or plan.ep <= 1:
+        return NONE
+    from .cost import estimate
+    point = est.tokens_per_s_per_gpu
+    ratios, settings = [], []
+    for values in itertools.product(*(KNOB_VALUES[k] for k in blank)):
+        alt = dict(zip(blank, values))
+        if all(getattr(plan, k) == v for k, v in alt.items()):
+            continue
+        try:
+            other = estimate(model, cluster, workload, dataclasses.replace(plan, **alt))
+        except InputError:  # a setting this plan cannot take
+            continue
+        ratios.append(other.tokens_per_s_per_gpu / point)
+        settings.append(tuple(alt.items()))
+    if not ratios:
+        return NONE
+    return Spread(min(ratios), max(ratios), tuple(settings))
+
+
+def widen_tokens(iv: tuple[float, float], s: Spread) -> tuple[float, float]:
+    lo, hi = s.log_bounds
+    return iv[0] * math.exp(lo), iv[1] * math.exp(hi)
+
+
+def widen_step(iv: tuple[float, float], s: Spread) -> tuple[float, float]:
+    """Step time is tokens per step over tokens/s: its bounds move the other way."""
+    lo, hi = s.log_bounds
+    return iv[0] * math.exp(-hi), iv[1] * math.exp(-lo)
+
+
+def widen(interval, s: Spread):
+    """An uncertainty.Interval with its tokens/s and step-time bounds widened by ``s``."""
+    if not s.widens:
+        return interval
+    return dataclasses.replace(
+        interval, tokens_per_s_per_gpu=widen_tokens(interval.tokens_per_s_per_gpu, s),
+        step_time_s=widen_step(interval.step_time_s, s))
