@@ -109,8 +109,14 @@ class _Engine:
                                                           self.block))
 
     def _reserve_demand(self, r: "_Req") -> int:
-        """TensorRT-LLM-style reservation for the whole request: the most it will hold
-        (windowed layers: the window plus the largest chunk, rounded out to blocks)."""
+        """TensorRT-LLM-style reservation for the whole request: the most it will hold.
+        Windowed layers: TensorRT-LLM reserves ceil(min(prompt + max_new, window +
+        temporaryAttentionWindow) / B) blocks per window size
+        (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp getRemainingBlocksToCompletion,
+        NVIDIA/TensorRT-LLM commit b35ac1b64368513d215c57d2ed01d62d910df8da), the temporary
+        window covering the context computed in one pass; here the window plus the largest
+        chunk (the whole prompt unless longer than the budget), plus one block for the
+        window's unaligned start, as vLLM's rule gives at the prompt step."""
         total = r.inp + r.out
         if not self.window:
             return self._blocks_for(total)
