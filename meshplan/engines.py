@@ -141,6 +141,29 @@ MEGATRON_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
 MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1}
 
 
+def model_features_unbuilt(model) -> str:
+    """Model features that meshplan's exports and runtime do not write or build: sliding-
+    window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
+    norms, a gated shared expert ('' when the model has none)."""
+    out = []
+    if model.sliding_window:
+        out.append(f"sliding-window attention ({model.sliding_layers} layers, "
+                   f"{model.sliding_window} keys)")
+    if model.gated_act != "silu":
+        out.append(f"{model.gated_act} gated MLP (GeGLU)")
+    if model.attention_sinks:
+        out.append("attention sinks")
+    if model.extra_layer_norms:
+        out.append("post-attention/post-MLP norms")
+    if model.parallel_block:
+        out.append("parallel attention/MLP blocks")
+    if model.qk_norm_full:
+        out.append("full-width q/k norms")
+    if model.moe_shared_gate:
+        out.append("a gated shared expert")
+    return ", ".join(out)
+
+
 def rope_scaling(model) -> dict:
     """The model's rope_scaling object ({} when none)."""
     import json
@@ -148,7 +171,6 @@ def rope_scaling(model) -> dict:
 
 
 def _megatron_model(m) -> list[Violation]:
-    from .export.torchtitan_models import model_features_unbuilt
     out = []
     unbuilt = model_features_unbuilt(m)
     if m.norm == "layernorm_nobias":  # Megatron's LayerNorm (TE or Apex) always has a bias

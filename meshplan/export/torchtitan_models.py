@@ -116,31 +116,9 @@ def custom_model(model) -> tuple[str, dict] | None:
     return ("llama3", shape) if shape else None
 
 
-def model_features_unbuilt(model) -> str:
-    """Model features that meshplan's exports and runtime do not write or build: sliding-
-    window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
-    norms, a gated shared expert ('' when the model has none)."""
-    out = []
-    if model.sliding_window:
-        out.append(f"sliding-window attention ({model.sliding_layers} layers, "
-                   f"{model.sliding_window} keys)")
-    if model.gated_act != "silu":
-        out.append(f"{model.gated_act} gated MLP (GeGLU)")
-    if model.attention_sinks:
-        out.append("attention sinks")
-    if model.extra_layer_norms:
-        out.append("post-attention/post-MLP norms")
-    if model.parallel_block:
-        out.append("parallel attention/MLP blocks")
-    if model.qk_norm_full:
-        out.append("full-width q/k norms")
-    if model.moe_shared_gate:
-        out.append("a gated shared expert")
-    return ", ".join(out)
-
-
 def torchtitan_model_missing(model) -> str:
     """'' when torchtitan has the model, else what is missing, in one sentence."""
+    from ..engines import model_features_unbuilt
     unbuilt = model_features_unbuilt(model)
     if unbuilt:
         return f"torchtitan 0.3's models have no {unbuilt} ({model.name} has)"

@@ -38,7 +38,7 @@ INIT_STD = 0.02
 
 def check_buildable(spec: ModelSpec) -> None:
     """Raise InputError for the model features this runtime does not build."""
-    from ..export.torchtitan_models import model_features_unbuilt
+    from ..engines import model_features_unbuilt
     unbuilt = model_features_unbuilt(spec)
     if unbuilt:
         raise InputError("model", spec.name, f"the runtime does not build {unbuilt}")

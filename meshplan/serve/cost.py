@@ -42,7 +42,7 @@ from ..cost.efficiency import NETWORK
 from ..cost.ops import MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .memory import kv_bytes_per_token_layer
+from .memory import kv_bytes_per_token_layer, window_pairs
 from .spec import Pool
 
 
@@ -86,17 +86,6 @@ class StepCost:
 
     def to_dict(self) -> dict:
         return asdict(self) | {"total_s": self.total_s}
-
-
-def window_pairs(start: int, n: int, window: int) -> float:
-    """(query, key) pairs of a causal chunk of ``n`` queries at positions start .. start+n-1
-    when each sees at most ``window`` keys (itself included): sum of min(q, w) for
-    q = start+1 .. start+n. Without a window (0): n*start + n(n+1)/2, the full causal count."""
-    full = n * start + n * (n + 1) / 2
-    if not window or start + n <= window:
-        return full
-    k = max(0, window - start)  # queries still inside the first window: q = start+1 .. w
-    return k * start + k * (k + 1) / 2 + (n - k) * window
 
 
 def gemm_s(dev: compute.Device, m: float, n: float, k: float, count: float = 1.0) -> float:

@@ -66,19 +66,24 @@ def kv_held_tokens(model: ModelSpec, context: float) -> float:
     return context - model.windowed_share * (context - w)
 
 
+def window_pairs(start: int, n: int, window: int) -> float:
+    """(query, key) pairs of a causal chunk of ``n`` queries at positions start .. start+n-1
+    when each sees at most ``window`` keys (itself included): sum of min(q, w) for
+    q = start+1 .. start+n. Without a window (0): n*start + n(n+1)/2, the full causal count."""
+    full = n * start + n * (n + 1) / 2
+    if not window or start + n <= window:
+        return full
+    k = max(0, window - start)  # queries still inside the first window: q = start+1 .. w
+    return k * start + k * (k + 1) / 2 + (n - k) * window
+
+
 def windowed_prefill_pairs(model: ModelSpec, start: float, n: float) -> float:
     """(query, key) pairs of a causal prefill chunk of ``n`` tokens after ``start`` cached
-    ones, averaged over layers: n x start + n (n + 1) / 2 on a full layer, each query's
-    keys capped at the window on a sliding layer."""
-    full = n * start + n * (n + 1) / 2
-    w = model.sliding_window
-    if not w or start + n <= w:
-        return full
-    # queries at positions start+1 .. start+n see min(position, w) keys
-    below = max(0.0, min(start + n, w) - start)  # queries still inside the first window
-    win = below * start + below * (below + 1) / 2 + (n - below) * w
+    ones, averaged over layers: ``window_pairs`` without a window on full layers, with the
+    model's window on sliding ones."""
     share = model.windowed_share
-    return (1 - share) * full + share * win
+    return ((1 - share) * window_pairs(start, n, 0)
+            + share * window_pairs(start, n, model.sliding_window))
 
 
 def kv_bytes_per_token(model: ModelSpec, tp: int, kv_dtype: str, layers: int | None = None) -> float:

@@ -9,22 +9,9 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _int, _pos,
-                        _qwen2_window, _window)
+                        _qwen2_window, _window, leading_dense_layers)
 from ..errors import InputError
 from .model import ModelSpec
-
-
-def _leading_dense(cfg: dict, key: str = "mlp_only_layers") -> int:
-    """Layers listed in ``mlp_only_layers`` (dense instead of MoE): only a leading run."""
-    raw = cfg.get(key) or []
-    if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                            for i in raw):
-        raise InputError(f"config.json:{key}", raw, "must be a list of layer indices")
-    dense = sorted(raw)
-    if dense != list(range(len(dense))):
-        raise InputError(f"config.json:{key}", dense,
-                         "only a leading run of dense layers (0, 1, ..., k-1) is supported")
-    return len(dense)
 
 
 @_family("qwen2_moe")
@@ -45,7 +32,7 @@ def _qwen2_moe(name: str, cfg: dict) -> ModelSpec:
         # every step-th layer
         dense, freq = step - 1, step
     else:
-        dense, freq = _leading_dense(cfg), 1
+        dense, freq = leading_dense_layers(cfg), 1
     shared = _int(cfg, "shared_expert_intermediate_size", 5632)
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size", 2048), heads=heads,
