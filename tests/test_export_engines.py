@@ -310,7 +310,8 @@ def _hf_file(tmp_path, name: str, **changes) -> str:
     ("tiny-llama", {}),
     ("llama3.2-1b", {}),  # tied embeddings, rope scaling factor 32
     ("llama3.1-8b", {"num_hidden_layers": 12, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6}),
-    ("llama3.1-8b", {"model_type": "mistral", "rope_scaling": None, "head_dim": 160}),
+    ("llama3.1-8b", {"model_type": "mistral", "rope_scaling": None, "head_dim": 160,
+                     "sliding_window": None}),  # v0.2+ configs: null; absent means 4,096 (HF default)
     ("qwen3-30b-a3b", {"num_hidden_layers": 6, "num_experts": 64, "num_experts_per_tok": 4}),
     ("qwen3-30b-a3b", {"model_type": "qwen3", "num_hidden_layers": 4, "intermediate_size": 3072,
                        "tie_word_embeddings": True}),
