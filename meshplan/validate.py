@@ -17,6 +17,8 @@ with ``jobs > 1`` rows sharing a free search go to the same worker process.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import os
 import re
@@ -311,11 +313,43 @@ def _pinned_search(prep: Prepared, pins: dict) -> tuple:
                     f"{', '.join(alt['schedules'])}")
 
 
+def _lean_search(prep: Prepared, pins: dict, r: SearchResult):
+    """The pinned search again with the engine's lean dtypes in the row's blank dtype columns
+    (verdict_lean.py), when that lets a faster plan, or any plan, fit: a blank dtype column
+    is a free knob only where it changes what fits. Returns (prepared, result) or None."""
+    if not (prep.optimizer_state_blank or prep.grad_reduce_blank):
+        return None
+    zero = pins.get("zero", r.best.plan.zero if r.best is not None else 3)
+    lean = verdict_lean.lean_workload(prep.workload, zero, prep.optimizer_state_blank,
+                                      prep.grad_reduce_blank)
+    if lean is None:
+        return None
+    lp = dataclasses.replace(prep, workload=lean)
+    try:
+        rl, _, _ = _pinned_search(lp, dict(pins))
+    except InputError:
+        return None
+    if rl.best is None:
+        return None
+    if r.best is not None and (rl.best.plan == r.best.plan
+                               or rl.best.tokens_per_s_per_gpu <= r.best.tokens_per_s_per_gpu):
+        return None
+    return lp, rl
+
+
 def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
     pins = dict(prep.pins)
     key = ("pinned", prep.free_key, prep.pins)
     if key not in cache:
         r, pins, note = _pinned_search(prep, pins)
+        lean = _lean_search(prep, pins, r)
+        cache[("lean",) + key] = lean is not None and r.best is None
+        if lean is not None:
+            prep_l, r = lean
+            note = "; ".join(x for x in (note, (
+                f"dtypes: {r.best.plan.describe()} fits only with the engine's lean dtypes "
+                f"(optimizer states {prep_l.workload.optimizer_state_precision}, gradients "
+                f"{prep_l.workload.grad_reduce_dtype}; the row leaves them blank)")) if x)
         cache[("note",) + key] = note
         if r.best is None:  # nothing fits: report the leanest plan the engine runs
             leanest_zero = max(framework_zeros(prep.workload.framework) or (3,))
@@ -359,7 +393,7 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.step_time_p10_p90 = iv.step_time_s
     lo, hi = iv.memory_factors
     res.peak_mem_p10_p90 = (res.predicted_peak_mem_gib * lo, res.predicted_peak_mem_gib * hi)
-    res.predicted_may_not_fit = est.fits and iv.may_not_fit
+    res.predicted_may_not_fit = est.fits and (iv.may_not_fit or cache[("lean",) + key])
     if res.predicted_oom and verdict_lean.fits_only_lean(
             est, prep.model, prep.cluster, prep.workload, prep.optimizer_state_blank,
             prep.grad_reduce_blank):

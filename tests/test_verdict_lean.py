@@ -102,3 +102,33 @@ def test_a_plan_that_fits_is_left_alone(framework):
     assert est.fits
     assert not verdict_lean.fits_only_lean(est, prep.model, prep.cluster, prep.workload,
                                            True, True)
+
+
+def test_blank_dtypes_are_a_free_knob_only_where_they_change_what_fits():
+    # The row leaves recompute blank: with fp32 dtypes selective recomputation does not fit
+    # (the constructed row above), so the search falls back to full recomputation; with the
+    # engine's lean dtypes selective fits and runs faster. The published run fit, and its
+    # engine permits those dtypes in the columns the row leaves blank, so the faster plan is
+    # predicted, with a note and 'may not fit' (nothing fits at the default dtypes is not the
+    # case here: full recomputation does).
+    stated = predict_row(_row(recompute="", optimizer_state_precision="fp32",
+                              grad_reduce_dtype="fp32"), with_search_best=False)
+    blank = predict_row(_row(recompute=""), with_search_best=False)
+    assert stated.error is None and blank.error is None, (stated.error, blank.error)
+    assert stated.chosen["recompute"] == "full"
+    assert blank.chosen["recompute"] != "full"
+    assert blank.predicted_tokens_per_s_per_gpu > stated.predicted_tokens_per_s_per_gpu
+    assert any("fits only with the engine's lean dtypes" in n for n in blank.notes)
+    # an engine that permits nothing leaner keeps the fp32 answer
+    tt = predict_row(_row(recompute="", framework="torchtitan"), with_search_best=False)
+    assert tt.chosen["recompute"] == "full"
+    assert not any("lean dtypes" in n for n in tt.notes)
+
+
+def test_lean_dtypes_do_not_replace_a_plan_that_already_fits():
+    # stated full recomputation fits at fp32: the lean dtypes change nothing the search
+    # picks, so the row is predicted at its framework's default dtypes (no note)
+    res = predict_row(_row(recompute="full"), with_search_best=False)
+    assert res.error is None, res.error
+    assert not res.predicted_oom
+    assert not any("lean dtypes" in n for n in res.notes)
