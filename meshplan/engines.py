@@ -145,7 +145,8 @@ def model_features_unbuilt(model) -> str:
     """Model features that meshplan's exports and runtime do not write or build: sliding-
     window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
     norms, a gated shared expert, ALiBi, NoPE layers, an embedding norm, non-parametric
-    LayerNorm, ReLU / squared-ReLU MLPs ('' when the model has none)."""
+    LayerNorm, norms after the blocks, ReLU / squared-ReLU MLPs ('' when the model has
+    none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -171,6 +172,8 @@ def model_features_unbuilt(model) -> str:
         out.append("an embedding LayerNorm")
     if model.norm == "layernorm_noparams":
         out.append("non-parametric LayerNorm")
+    if model.norms_after_blocks:
+        out.append("norms after attention/MLP instead of before (OLMo 2 block)")
     if model.ungated_act != "gelu":
         out.append(f"{model.ungated_act} MLP activation")
     return ", ".join(out)

@@ -1,11 +1,12 @@
 """Dense Llama-shaped families (meshplan/specs/hf_families_dense.py): glm4, internlm2,
-nemotron, smollm3, olmo3. Parameter counts against the published ones, the twist each adds
+nemotron, smollm3, olmo3, exaone4. Parameter counts against the published ones, the twist each adds
 (post-norms, squared-ReLU LayerNorm MLPs, NoPE layers, sliding layers), their refusal by the
 exports, and a plan per family through the CLI.
 
 Configs below carry the shape fields of the hub config.json files named next to them
 (written from the hub files' values; no hub access here); field names and defaults were read
-from transformers' src/transformers/models/{glm4,nemotron,smollm3,olmo3}/configuration_*.py
+from transformers' src/transformers/models/{glm4,nemotron,smollm3,olmo3}/configuration_*.py,
+exaone4/modular_exaone4.py
 and InternLM2's remote configuration_internlm2.py. Tolerances follow the published figure's
 digits: "9.4B" holds to half a unit of its last digit (0.05B)."""
 
@@ -58,6 +59,15 @@ OLMO3_7B = {"model_type": "olmo3", "hidden_size": 4096, "intermediate_size": 110
             "tie_word_embeddings": False,
             "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
 OLMO3_7B["layer_types"] = OLMO3_7B["layer_types"] * 8
+# huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B and EXAONE-4.0-1.2B config.json
+EXAONE4_32B = {"model_type": "exaone4", "hidden_size": 5120, "intermediate_size": 27392,
+               "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
+               "head_dim": 128, "vocab_size": 102400, "sliding_window": 4096,
+               "sliding_window_pattern": "LLLG", "rope_theta": 1000000.0,
+               "tie_word_embeddings": False}
+EXAONE4_1B = dict(EXAONE4_32B, hidden_size=2048, intermediate_size=4096, num_hidden_layers=30,
+                  num_attention_heads=32, head_dim=64, sliding_window=None,
+                  sliding_window_pattern=None, tie_word_embeddings=True)
 
 
 def _emb(m) -> int:
@@ -142,7 +152,31 @@ def test_olmo3_sliding_layers_and_full_qk_norms():
         model_from_hf_dict(dict(OLMO3_7B, attention_bias=True))
 
 
+def test_exaone4_hybrid_attention_and_nope_globals():
+    # EXAONE 4.0 cards: "Number of Parameters (without embeddings): 30.95B" (32B) and
+    # "1.07B" (1.2B)
+    big, small = model_from_hf_dict(EXAONE4_32B), model_from_hf_dict(EXAONE4_1B)
+    assert big.total_params() - _emb(big) == pytest.approx(30.95 * B, abs=0.005 * B)
+    assert small.total_params() - _emb(small) == pytest.approx(1.07 * B, abs=0.005 * B)
+    # LLLG: 48 local layers with rotary positions, 16 global ones without
+    assert (big.sliding_window, big.sliding_layers, big.nope_layers) == (4096, 48, 16)
+    assert (small.sliding_window, small.nope_layers) == (0, 0)  # no window: all rotary
+    assert big.qk_norm and not big.qk_norm_full and big.norms_after_blocks
+    assert model_from_hf_dict(dict(EXAONE4_32B, sliding_window_pattern=4)).sliding_layers == 48
+    with pytest.raises(InputError, match="sliding_window_pattern"):
+        model_from_hf_dict(dict(EXAONE4_32B, sliding_window_pattern="LXG"))
+
+
+def test_olmo2_style_blocks_are_refused_by_the_exports():
+    olmo2 = model_from_hf_dict(dict(OLMO3_7B, model_type="olmo2", sliding_window=None))
+    assert olmo2.norms_after_blocks and olmo2.sliding_window == 0
+    assert "norms after attention/MLP" in model_features_unbuilt(olmo2)
+    # same weights with the norms before the blocks
+    assert olmo2.total_params() == olmo2.with_(norms_after_blocks=False).total_params()
+
+
 @pytest.mark.parametrize("cfg,feature", [
+    (EXAONE4_1B, "norms after attention/MLP"),
     (GLM4_9B, "post-attention/post-MLP norms"), (NEMOTRON_15B, "relu2 MLP activation"),
     (SMOLLM3, "NoPE layers"), (OLMO3_7B, "sliding-window attention")])
 def test_exports_refuse_what_they_cannot_build(cfg, feature):
@@ -150,12 +184,13 @@ def test_exports_refuse_what_they_cannot_build(cfg, feature):
 
 
 def test_registered_and_internlm2_builds():
-    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3"):
+    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4"):
         assert mt in FAMILIES
     assert model_features_unbuilt(model_from_hf_dict(INTERNLM2_7B)) == ""
 
 
-@pytest.mark.parametrize("cfg", [GLM4_9B, INTERNLM2_7B, NEMOTRON_15B, SMOLLM3, OLMO3_7B],
+@pytest.mark.parametrize("cfg", [GLM4_9B, INTERNLM2_7B, NEMOTRON_15B, SMOLLM3, OLMO3_7B,
+                                 EXAONE4_1B],
                          ids=lambda c: c["model_type"])
 def test_cli_plans_each_family(cfg, tmp_path):
     path = tmp_path / "config.json"

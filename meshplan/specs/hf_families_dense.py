@@ -1,6 +1,7 @@
 """Dense Llama-shaped HuggingFace families with one twist each: glm4 (post-norms), internlm2
 (packed wqkv), nemotron (squared-ReLU MLP, LayerNorm), smollm3 (NoPE layers), olmo3
-(sliding layers, full-width q/k norms) (registered into hf_config.FAMILIES).
+(sliding layers, full-width q/k norms), exaone4 (sliding layers, NoPE global layers)
+(registered into hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
 (src/transformers/models/<family>/; InternLM2's the remote configuration_internlm2.py its hub
@@ -127,4 +128,36 @@ def _olmo3(name: str, cfg: dict) -> ModelSpec:
     common = _common(cfg, eps_default=1e-5)
     common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
     return ModelSpec(name=name, **shape, qk_norm=True, qk_norm_full=True,
+                     norms_after_blocks=True,
                      **_window(cfg, layers, 4096, _alternating(layers, 4)), **common)
+
+
+def _exaone4_sliding(cfg: dict, layers: int) -> int:
+    """Sliding layers of EXAONE 4 without layer_types: sliding_window_pattern an int k (layer
+    i slides unless (i + 1) % k == 0) or a string of L (local) and G (global) repeated from
+    layer 0, the last layer global (configuration_exaone4.py)."""
+    pattern = cfg.get("sliding_window_pattern", 4)
+    if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:
+        kinds = [pattern[i % len(pattern)] for i in range(layers - 1)] + ["G"]
+        return kinds.count("L")
+    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
+        return _alternating(layers, pattern)
+    raise InputError("config.json:sliding_window_pattern", pattern,
+                     "must be a positive integer or a string of L and G")
+
+
+@_family("exaone4")
+def _exaone4(name: str, cfg: dict) -> ModelSpec:
+    """EXAONE 4.0 (configuration_exaone4.py, modular_exaone4.py): OLMo 2's decoder layer
+    (norms after attention and MLP), per-head RMSNorms on q and k (RMSNorm(head_dim)), no
+    biases. With a sliding_window, the sliding layers keep rotary positions and the global
+    ones use none ("We use global NoPE for hybrid attention model"); without one, every
+    layer is global with rotary positions."""
+    shape = _shape(cfg)
+    layers = shape["layers"]
+    window = dict(sliding_window=0, sliding_layers=0)
+    if cfg.get("sliding_window", 4096) is not None:
+        window = _window(cfg, layers, 4096, _exaone4_sliding(cfg, layers))
+    nope = layers - window["sliding_layers"] if window["sliding_window"] else 0
+    return ModelSpec(name=name, **shape, qk_norm=True, norms_after_blocks=True,
+                     nope_layers=nope, **window, **_common(cfg, eps_default=1e-5))

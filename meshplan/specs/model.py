@@ -103,6 +103,10 @@ class ModelSpec:
     # layers whose attention uses no rotary positions (SmolLM3's no_rope_layers); same
     # weights and FLOPs
     nope_layers: int = 0
+    # each layer's two norms sit on the outputs of attention and MLP, before the residual
+    # add, instead of on their inputs (OLMo 2/3, EXAONE 4: Olmo2DecoderLayer); same weights
+    # and FLOPs
+    norms_after_blocks: bool = False
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -125,7 +129,7 @@ class ModelSpec:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
-                  "moe_shared_gate", "embedding_norm"):
+                  "moe_shared_gate", "embedding_norm", "norms_after_blocks"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
