@@ -230,3 +230,19 @@ def test_cli_plans_each_family(cfg, tmp_path):
                         "64", "--top", "1", "--rerank", "0"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("cfg,field", [
+    (dict(FALCON_7B, bias="no"), "config.json:bias"),
+    (dict(MPT_7B, attn_config=[1]), "config.json:attn_config"),
+    (dict(OPT_125M, hidden_size=1024, word_embed_proj_dim=512), "config.json:word_embed_proj_dim"),
+    (dict(BLOOM_7B1, apply_residual_connection_post_layernorm="yes"),
+     "config.json:apply_residual_connection_post_layernorm")])
+def test_bad_fields_are_one_line_with_exit_2(cfg, field, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "plan", "--model", str(path),
+                        "--gpus", "8xH100-SXM-80GB", "--seq-len", "2048", "--global-batch",
+                        "64"], capture_output=True, text=True)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and field in lines[0], p.stderr

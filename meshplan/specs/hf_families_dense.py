@@ -91,8 +91,9 @@ def _no_rope_flags(cfg: dict, layers: int) -> list[int]:
         return [int((i + 1) % step != 0) for i in range(layers)]
     if not isinstance(raw, list) or len(raw) != layers or any(x not in (0, 1) or
                                                               isinstance(x, bool) for x in raw):
-        raise InputError("config.json:no_rope_layers", raw if not isinstance(raw, list)
-                         else f"{len(raw)} entries", f"must list {layers} entries, each 0 or 1")
+        shown = f"{len(raw)} entries" if isinstance(raw, list) and len(raw) != layers else raw
+        raise InputError("config.json:no_rope_layers", shown,
+                         f"must list {layers} entries, each 0 or 1")
     return raw
 
 

@@ -16,9 +16,10 @@ from ..errors import InputError
 from .model import ModelSpec
 
 
-def _refuse_if(cfg: dict, key: str, value, why: str) -> None:
-    """One-line refusal of a setting that changes weights or FLOPs and is not modelled."""
-    if key in cfg and cfg[key] == value:
+def _refuse_if(cfg: dict, key: str, value: bool, why: str) -> None:
+    """One-line refusal of a true/false setting (absent: not ``value``) that changes the
+    architecture and is not modelled."""
+    if _bool(cfg, key, not value) == value:
         raise InputError(f"config.json:{key}", value, why)
 
 
