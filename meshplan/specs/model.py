@@ -12,6 +12,8 @@ from functools import cached_property
 from ..errors import (InputError, require_bool, require_choice, require_nonneg_int,
                       require_positive_int, require_positive_number)
 
+# "swiglu": a gated MLP of three matrices (its gate: gated_act); "gelu": a non-gated MLP of
+# two matrices (its activation: ungated_act)
 MLP_KINDS = ("swiglu", "gelu")
 # "layernorm_nobias": LayerNorm with a weight and no bias (Cohere, DBRX): RMSNorm's count;
 # "layernorm_noparams": LayerNorm without weight or bias (OLMo 1: elementwise_affine=False)
