@@ -144,7 +144,9 @@ MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32, 
 def model_features_unbuilt(model) -> str:
     """Model features that meshplan's exports and runtime do not write or build: sliding-
     window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
-    norms, a gated shared expert ('' when the model has none)."""
+    norms, a gated shared expert, ALiBi, NoPE layers, an embedding norm, non-parametric
+    LayerNorm, norms after the blocks, ReLU / squared-ReLU MLPs ('' when the model has
+    none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -154,13 +156,26 @@ def model_features_unbuilt(model) -> str:
     if model.attention_sinks:
         out.append("attention sinks")
     if model.extra_layer_norms:
-        out.append("post-attention/post-MLP norms")
+        out.append("post-attention/post-MLP norms" if not model.parallel_block
+                   else "a second norm in the parallel block")
     if model.parallel_block:
         out.append("parallel attention/MLP blocks")
     if model.qk_norm_full:
         out.append("full-width q/k norms")
     if model.moe_shared_gate:
         out.append("a gated shared expert")
+    if model.position == "alibi":
+        out.append("ALiBi attention biases")
+    if model.nope_layers:
+        out.append(f"layers without rotary positions ({model.nope_layers} NoPE layers)")
+    if model.embedding_norm:
+        out.append("an embedding LayerNorm")
+    if model.norm == "layernorm_noparams":
+        out.append("non-parametric LayerNorm")
+    if model.norms_after_blocks:
+        out.append("norms after attention/MLP instead of before (OLMo 2 block)")
+    if model.ungated_act != "gelu":
+        out.append(f"{model.ungated_act} MLP activation")
     return ", ".join(out)
 
 

@@ -18,6 +18,8 @@ def matmul_params_per_token(model: ModelSpec) -> float:
     n = model.active_params() - model.vocab * model.hidden
     if model.position == "learned":
         n -= model.max_position * model.hidden
+    if model.embedding_norm:
+        n -= model.norm_params(model.hidden)  # a norm, not a matrix product
     if model.tied_embeddings:
         n += model.vocab * model.hidden  # the output layer reuses the embedding matrix
     # norms and biases are not matrix products; router counts (it is a GEMM)

@@ -488,6 +488,9 @@ def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
     ops.tp_collectives = 1 if s.tp > 1 else 0
     if model.position == "learned":
         ops.params += model.max_position * model.hidden
+    if model.embedding_norm:  # BLOOM's word_embeddings_layernorm: reads and writes the stream
+        ops.params += model.norm_params(model.hidden)
+        ops.stream_bytes += 2 * ACT * s.stream_tokens * model.hidden
     return ops
 
 

@@ -3,7 +3,10 @@
 Families: llama, mistral, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
 kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe
 (hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
-phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); the multimodal wrappers in
+phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
+(hf_families_legacy.py); glm4, internlm2, nemotron, smollm3, olmo3, exaone4
+(hf_families_dense.py);
+the multimodal wrappers in
 TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
 Field names follow each family's ``configuration_*.py`` in transformers.
 """
@@ -195,6 +198,7 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         # phi3 (Phi-3/3.5/4, configuration_phi3.py): a Llama with fused qkv/gate_up weights
         # (same counts) and a rotary fraction, partial_rotary_factor (default 1.0).
         rope_fraction=_float(cfg, "partial_rotary_factor", 1.0) if mt == "phi3" else 1.0,
+        norms_after_blocks=mt == "olmo2",
         **window,
         **_common(cfg),
     )
@@ -410,3 +414,5 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
 
 from . import hf_families  # noqa: E402,F401  (registers gpt_oss, gemma*, llama4_text, glm4_moe)
 from . import hf_families_more  # noqa: E402,F401  (qwen2_moe, olmoe, granite*, cohere*, ...)
+from . import hf_families_legacy  # noqa: E402,F401  (bloom, opt, falcon, mpt, phi, olmo)
+from . import hf_families_dense  # noqa: E402,F401  (glm4, internlm2, ..., exaone4)

@@ -12,14 +12,21 @@ from functools import cached_property
 from ..errors import (InputError, require_bool, require_choice, require_nonneg_int,
                       require_positive_int, require_positive_number)
 
+# "swiglu": a gated MLP of three matrices (its gate: gated_act); "gelu": a non-gated MLP of
+# two matrices (its activation: ungated_act)
 MLP_KINDS = ("swiglu", "gelu")
-# "layernorm_nobias": LayerNorm with a weight and no bias (Cohere, DBRX): RMSNorm's count
-NORM_KINDS = ("rmsnorm", "layernorm", "layernorm_nobias")
-POSITION_KINDS = ("rope", "learned")
+# "layernorm_nobias": LayerNorm with a weight and no bias (Cohere, DBRX): RMSNorm's count;
+# "layernorm_noparams": LayerNorm without weight or bias (OLMo 1: elementwise_affine=False)
+NORM_KINDS = ("rmsnorm", "layernorm", "layernorm_nobias", "layernorm_noparams")
+# "alibi": no position weights, a per-head linear bias on the attention scores (BLOOM, MPT)
+POSITION_KINDS = ("rope", "learned", "alibi")
 MOE_SCORES = ("softmax", "sigmoid")
 # activation of a gated MLP's gate: SiLU (SwiGLU, Llama) or tanh-approximated GELU (GeGLU,
 # Gemma: hidden_activation "gelu_pytorch_tanh"); same matrices and FLOPs, other kernels
 GATED_ACTS = ("silu", "gelu_tanh")
+# activation of a non-gated MLP (mlp "gelu": two matrices): GELU (GPT-2, NeoX, Falcon),
+# ReLU (OPT) or squared ReLU (Nemotron-4, Primer); same matrices and FLOPs, other kernels
+UNGATED_ACTS = ("gelu", "relu", "relu2")
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,9 @@ class ModelSpec:
     sliding_layers: int = 0
     gated_act: str = "silu"  # GATED_ACTS (mlp == "swiglu" only)
     attention_sinks: bool = False  # one learned sink logit per head and layer (GPT-OSS)
-    extra_layer_norms: int = 0  # norms per layer beyond the two pre-norms (Gemma 2/3: 2)
+    # norms per layer beyond the pre-norm(s) (Gemma 2/3: 2 post-norms; Falcon-40B/180B's
+    # parallel block: 1, its ln_mlp beside ln_attn)
+    extra_layer_norms: int = 0
     # attention and MLP read the same normed input and add to the residual together
     # (Cohere / Command R): one pre-norm per layer instead of two
     parallel_block: bool = False
@@ -89,6 +98,17 @@ class ModelSpec:
     qk_norm_full: bool = False
     # a sigmoid gate, Linear(hidden, 1), scales the shared expert's output (Qwen2-MoE)
     moe_shared_gate: bool = False
+    ungated_act: str = "gelu"  # UNGATED_ACTS (mlp == "gelu" only)
+    # a norm on the embedding output before the first layer (BLOOM's
+    # word_embeddings_layernorm): norm_params(hidden) more weights, no matrix
+    embedding_norm: bool = False
+    # layers whose attention uses no rotary positions (SmolLM3's no_rope_layers); same
+    # weights and FLOPs
+    nope_layers: int = 0
+    # each layer's two norms sit on the outputs of attention and MLP, before the residual
+    # add, instead of on their inputs (OLMo 2/3, EXAONE 4: Olmo2DecoderLayer); same weights
+    # and FLOPs
+    norms_after_blocks: bool = False
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -97,7 +117,8 @@ class ModelSpec:
         for f in ("ffn", "head_dim", "max_position", "q_lora_rank", "kv_lora_rank",
                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_experts",
                   "moe_topk", "moe_expert_ffn", "moe_shared_experts", "moe_shared_ffn",
-                  "moe_dense_layers", "sliding_window", "sliding_layers", "extra_layer_norms"):
+                  "moe_dense_layers", "sliding_window", "sliding_layers", "extra_layer_norms",
+                  "nope_layers"):
             require_nonneg_int(f, getattr(self, f))
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
         for f in ("moe_groups", "moe_group_topk"):
@@ -110,10 +131,16 @@ class ModelSpec:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
-                  "moe_shared_gate"):
+                  "moe_shared_gate", "embedding_norm", "norms_after_blocks"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
+        object.__setattr__(self, "ungated_act",
+                           require_choice("ungated_act", self.ungated_act, UNGATED_ACTS))
+        if self.ungated_act != "gelu" and self.mlp != "gelu":
+            raise InputError("ungated_act", self.ungated_act, "needs the non-gated MLP (mlp gelu)")
+        if self.nope_layers > self.layers:
+            raise InputError("nope_layers", self.nope_layers, f"at most layers ({self.layers})")
         if self.qk_norm_full and not self.qk_norm:
             raise InputError("qk_norm_full", True, "needs qk_norm")
         if self.moe_shared_gate and not (self.moe_experts and self.moe_shared_ffn
@@ -247,7 +274,7 @@ class ModelSpec:
 
     # ---- parameters --------------------------------------------------------------------
     def norm_params(self, width: int) -> int:
-        return width * (2 if self.norm == "layernorm" else 1)
+        return width * {"layernorm": 2, "layernorm_noparams": 0}.get(self.norm, 1)
 
     @property
     def norms_per_layer(self) -> int:
@@ -321,10 +348,13 @@ class ModelSpec:
                 + self.moe_shared_params())
 
     def embedding_params(self) -> int:
-        """Input embedding (+ learned positions) and the untied output layer."""
+        """Input embedding (+ learned positions, + the embedding norm) and the untied output
+        layer."""
         p = self.vocab * self.hidden
         if self.position == "learned":
             p += self.max_position * self.hidden
+        if self.embedding_norm:
+            p += self.norm_params(self.hidden)
         if not self.tied_embeddings:
             p += self.vocab * self.hidden
         return p

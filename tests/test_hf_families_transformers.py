@@ -1,0 +1,50 @@
+"""The new families' parameter counts against ``sum(p.numel())`` of transformers' own model,
+built from the same config on the meta device (no memory, no weights). Skipped where
+transformers is not installed (it is not a meshplan dependency); run on transformers 5.24
+when these families were added: every count equal, Phi's uncounted lm_head bias aside.
+InternLM2 is remote code (not in transformers) and is not built here."""
+
+from __future__ import annotations
+
+import pytest
+
+from meshplan.specs.hf_config import model_from_hf_dict
+
+import test_hf_families_dense as D
+import test_hf_families_legacy as L
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+LAYER_TYPES_LLLG = (["sliding_attention"] * 3 + ["full_attention"]) * 16
+
+# (config, parameters transformers builds that meshplan does not count)
+CASES = {
+    "bloom-7b1": (L.BLOOM_7B1, 0), "opt-125m": (L.OPT_125M, 0), "opt-13b": (L.OPT_13B, 0),
+    "falcon-7b": (L.FALCON_7B, 0), "falcon-40b": (L.FALCON_40B, 0),
+    "falcon-rw": (dict(L.FALCON_7B, alibi=True, parallel_attn=False, bias=True,
+                       multi_query=False), 0),
+    "mpt-7b": (L.MPT_7B, 0), "phi-2": (L.PHI_2, 51200),  # PhiForCausalLM's lm_head bias
+    "olmo-7b": (L.OLMO_7B, 0), "olmo-1b": (L.OLMO_1B, 0),
+    "glm-4-9b": (D.GLM4_9B, 0), "nemotron-4-15b": (D.NEMOTRON_15B, 0),
+    "smollm3-3b": (D.SMOLLM3, 0), "olmo-3-7b": (D.OLMO3_7B, 0),
+    # this transformers' Exaone4Config takes the window pattern as an int, layer_types listed
+    "exaone-4.0-32b": (dict(D.EXAONE4_32B, sliding_window_pattern=4,
+                            layer_types=LAYER_TYPES_LLLG), 0),
+    "exaone-4.0-1.2b": (dict(D.EXAONE4_1B, sliding_window_pattern=4,
+                             layer_types=["full_attention"] * 30), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_counts_equal_transformers_meta_build(name):
+    cfg, uncounted = CASES[name]
+    kwargs = {k: v for k, v in cfg.items() if k != "model_type"}
+    try:
+        hf_cfg = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
+    except ValueError:
+        pytest.skip(f"transformers {transformers.__version__} has no {cfg['model_type']}")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf_cfg)
+    built = sum(p.numel() for p in model.parameters())  # tied weights once
+    assert model_from_hf_dict(cfg).total_params() + uncounted == built
