@@ -45,6 +45,19 @@ def test_aleph_alpha_by_hand():
     assert pipeline_buffer_bytes("aleph-alpha", 4, 3, 1, U_BYTES, False) == 2_097_152
 
 
+def test_aleph_alpha_stage_inputs_no_layer_keeps():
+    # without recomputation the eager norm keeps x.float(), not the stage input, which
+    # PIPELINE_STAGE_INPUT holds until send_gradients (Aleph-Alpha/scaling at 78489292,
+    # parallel_module.py _execute_receive_activations / _execute_send_gradients)
+    # rank 1 of 4: 3 outputs + gradient_recv_buffer + activation_recv_buffer + 3 inputs = 8
+    assert pipeline_buffer_bytes("aleph-alpha", 4, 1, 3, U_BYTES, False, False) == 16_777_216
+    # last rank: activation_recv_buffer + 1 input; first rank: its input is the token batch
+    assert pipeline_buffer_bytes("aleph-alpha", 4, 3, 1, U_BYTES, False, False) == 4_194_304
+    assert pipeline_buffer_bytes("aleph-alpha", 4, 0, 4, U_BYTES, False, False) == 10_485_760
+    # DeepSpeed's buffered input is its own rule (the clone beside it): unchanged
+    assert pipeline_buffer_bytes("deepspeed", 4, 1, 3, U_BYTES, False, False) == 16_777_216
+
+
 @pytest.mark.parametrize("engine", ["megatron", "nemo", "torchtitan", ""])
 def test_megatron_style_engines_keep_nothing_more(engine):
     assert pipeline_buffer_bytes(engine, 4, 1, 3, U_BYTES, False) == 0.0
@@ -54,17 +67,18 @@ def test_no_pipeline_no_buffers():
     assert pipeline_buffer_bytes("deepspeed", 1, 0, 1, U_BYTES, False) == 0.0
 
 
-def _est(engine: str, tp: int = 1, pp: int = 4):
+def _est(engine: str, tp: int = 1, pp: int = 4, recompute: str = "full"):
     m = preset("llama3.1-8b")
     c = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
     return estimate(m, c, Workload(4096, 32, "bf16", framework=engine),
                     Plan(tp=tp, pp=pp, dp=8 // (tp * pp), zero=1, micro_batch=1,
-                         recompute="full"))
+                         recompute=recompute))
 
 
-@pytest.mark.parametrize("engine", ["deepspeed", "aleph-alpha"])
-def test_estimate_carries_the_hand_count_per_rank(engine):
-    est = _est(engine)
+@pytest.mark.parametrize("engine,recompute", [("deepspeed", "full"), ("aleph-alpha", "full"),
+                                              ("aleph-alpha", "none")])
+def test_estimate_carries_the_hand_count_per_rank(engine, recompute):
+    est = _est(engine, recompute=recompute)
     h = preset("llama3.1-8b").hidden
     u = 2 * 4096 * 1 * h  # bf16, micro-batch 1, sequence 4096, tp 1: nothing partitioned
     m = est.num_microbatches
@@ -74,6 +88,8 @@ def test_estimate_carries_the_hand_count_per_rank(engine):
         want = (0 if last else n * u + u) + (0 if first else u)
         if engine == "deepspeed" and not first:
             want += n * u
+        if engine == "aleph-alpha" and recompute == "none" and not first:
+            want += n * u  # the held stage inputs the eager norm does not keep
         assert b.parts["pipeline_buffers"] == pytest.approx(want, rel=1e-12)
 
 

@@ -17,8 +17,8 @@ from .compute import device, matmul_s, op_times
 from .efficiency import NETWORK
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, materialises_scores, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
-from .ops import (ACT, LayerOps, Shard, embedding_ops, gathered_logits, head_ops, layer_ops,
-                  unfused_norms)
+from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, gathered_logits,
+                  head_ops, layer_ops, unfused_norms, unfused_swiglu)
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,9 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         ops = gathered_logits(head_ops(model, shard), model, shard, engine)
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
+        ops = eager_attention(ops, model, shard, engine)
+        if kind == "dense":
+            ops = unfused_swiglu(ops, model, shard, engine)
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0

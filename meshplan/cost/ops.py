@@ -436,6 +436,75 @@ def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
     return ops
 
 
+# Engines whose SwiGLU MLP is eager PyTorch, not a fused activation kernel. Aleph Alpha's
+# scaling (github Aleph-Alpha/scaling at 78489292, src/scaling/core/nn/mlp.py
+# ParallelSwiGLUMLP.forward, lines 157-161):
+#   x_intermediate = self.dense_in(x); x_intermediate = torch.nn.functional.silu(x_intermediate)
+#   x_intermediate = x_intermediate * self.siglu_weight(x); x_intermediate = self.dense_out(...)
+# Autograd keeps (PyTorch tools/autograd/derivatives.yaml): silu its input (dense_in's
+# output), the product both factors (silu's output and siglu_weight's output) and dense_out
+# its input (the product): four 16-bit tensors of the MLP width w per token. mlp_ops counts
+# Megatron's fused SwiGLU, which keeps the fc1 output (gate and up, 2 w) and fc2's input (w):
+# silu's output is the one more tensor, w per token.
+UNFUSED_SWIGLU_ENGINES = ("aleph-alpha",)
+UNFUSED_SWIGLU_SAVED_EXTRA = 1  # 16-bit tensors of width w per token beyond mlp_ops
+
+
+def unfused_swiglu(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> LayerOps:
+    """Adds what the eager SwiGLU of a dense layer keeps beyond mlp_ops' fused one."""
+    if engine not in UNFUSED_SWIGLU_ENGINES or model.mlp != "swiglu":
+        return ops
+    ops.saved_bytes += UNFUSED_SWIGLU_SAVED_EXTRA * ACT * s.tokens * model.ffn / s.tp
+    return ops
+
+
+# Engines whose attention calls flash-attn's varlen kernel from eager PyTorch with einops
+# reshapes and a gathered rotary table. Aleph Alpha's scaling (github Aleph-Alpha/scaling at
+# 78489292, src/scaling/core/nn/attention/attention.py and rotary.py); what autograd keeps
+# beyond attention_ops' count (q, k, v, the log-sum-exp, o_proj's input), per token:
+# - rotary.py apply_rotary_pos_emb (line 139), ``query * cos_q + rotate_half(query) * sin_q``
+#   and the same for the key, with cos_q = vector_gather(cos, position_ids) (lines 129-137):
+#   four gathered [sq, b, 1, rotary_dim] tables in the layer's 16-bit dtype
+#   (_pre_calculate_cos_sin casts them, RotaryEmbedding is built with the layer's dtype),
+#   each kept by its product (mul keeps the factor that does not require grad). Training
+#   batches always carry position_ids (transformer/data/text_dataset_batch.py line 118
+#   get_position_ids), so the gather runs in every layer: 4 x rotary_dim 16-bit elements,
+#   not divided by TP.
+# - attention.py forward (lines 509-517): with attention_qkv_in_one (its config default,
+#   transformer/context/config.py line 205; a separate key/value width, num_kv_heads,
+#   requires it off, attention.py line 350) q, k and v are views of one fused QKV output.
+#   Rotary writes new q and k; v stays a view, and flash_attention's
+#   rearrange "s_k b n h -> (b s_k) n h" (line 240) of a [b, sq, ...]-ordered view is a
+#   view too, which flash-attn keeps as passed (flash_attn_interface.py maybe_contiguous
+#   copies only a tensor whose last stride is not 1; FlashAttnVarlenFunc saves q, k, v,
+#   out_padded, softmax_lse). So the whole fused QKV storage stays alive beside the rotated
+#   q and k: q_w + kv_w / 2 more per token than attention_ops' q, k, v.
+# - attention.py lines 259 and 616: the output is rearranged "(b sq) np hn -> (b np) sq hn"
+#   and back to "b sq (np hn)"; with micro-batch b > 1 neither is a view, so the dense
+#   (row-parallel) input that F.linear keeps is a copy beside the out_padded flash-attn keeps
+#   (b = 1: both reshapes are views of one storage): o_w more per token when b > 1.
+# Dropout is off by default (config.py lines 241-252: 0.0; torch dropout with p = 0 returns
+# its input and keeps no mask) and the residual adds keep nothing.
+EAGER_ATTENTION_ENGINES = ("aleph-alpha",)
+ROTARY_GATHERED_TABLES = 4  # cos and sin for the query and for the key
+
+
+def eager_attention(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> LayerOps:
+    """Adds what the eager attention around flash-attn keeps beyond attention_ops' count."""
+    if engine not in EAGER_ATTENTION_ENGINES or model.is_mla:
+        return ops
+    T, tp, d = s.tokens, s.tp, model.head_dim
+    q_w = model.heads / tp * d
+    kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
+    if model.position == "rope":
+        ops.saved_bytes += ROTARY_GATHERED_TABLES * ACT * T * d
+    if model.kv_heads == model.heads:  # attention_qkv_in_one: the fused QKV storage stays
+        ops.saved_bytes += ACT * T * (q_w + kv_w / 2)
+    if s.micro_batch > 1:  # the dense input is a copy of flash-attn's output
+        ops.saved_bytes += ACT * T * q_w
+    return ops
+
+
 # Linears whose input a norm produces in the same kernel under Transformer Engine
 # (LayerNormLinear: the QKV projection of a GQA/MHA layer, a dense MLP's fc1); MLA's and the
 # MoE layer's norms are separate modules (see the layernorm module records above)

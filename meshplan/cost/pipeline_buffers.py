@@ -37,7 +37,16 @@ src/scaling/core/nn/parallel_module/parallel_module.py and communicator.py):
 - PipeCommunicator allocates ``gradient_recv_buffer`` (_send_meta_data) and
   ``activation_recv_buffer`` (_recv_meta_data) once per shape and keeps them: u on every
   rank but the last, u on every rank but the first. recv_data returns ``tensor.clone()``,
-  which is the stage input the forward uses: nothing more.
+  which is the stage input the forward uses: nothing more;
+- that stage input is written to BufferType.PIPELINE_STAGE_INPUT (_execute_receive_activations)
+  and taken only by _execute_send_gradients after the backward (_execute_forward_pass
+  ``get``s it in training): n * u on every rank but the first. meshplan's layer count holds
+  it as the first layer's saved norm input, which the engine's eager RMSNorm does not keep
+  (Aleph-Alpha/scaling at 78489292, core/nn/norm/rms_norm.py line 52: autograd keeps
+  ``x.float()``, not x, ops.UNFUSED_NORM_ENGINES; the residual add keeps nothing), so
+  without recomputation the buffer holds it beside the layers' tensors. Under full
+  recomputation (activation_checkpointing_type every_layer) the first layer's checkpoint
+  keeps that same tensor as its input (ops.LayerOps.input_bytes): nothing more.
 """
 
 from __future__ import annotations
@@ -48,12 +57,15 @@ BUFFERED_PIPE_ENGINES = DEEPSPEED_PIPE_ENGINES + ALEPH_ALPHA_PIPE_ENGINES
 
 
 def pipeline_buffer_bytes(engine: str, pp: int, rank: int, in_flight: float,
-                          message_bytes: float, partitioned: bool) -> float:
+                          message_bytes: float, partitioned: bool,
+                          input_kept_by_layer: bool = True) -> float:
     """Bytes of stage-boundary buffers pipeline rank ``rank`` of ``pp`` keeps beyond
     Megatron's, with ``in_flight`` micro-batches in flight and ``message_bytes`` per
     stage-boundary message (module docstring). ``partitioned``: the engine sends a 1/tp
-    slice (engine_p2p.p2p_split > 1). Zero for engines not in BUFFERED_PIPE_ENGINES and
-    without pipeline parallelism."""
+    slice (engine_p2p.p2p_split > 1). ``input_kept_by_layer``: the layer count already
+    holds the stage input (a norm that keeps its 16-bit input, or full recomputation's
+    checkpoint); False adds Aleph Alpha's held stage inputs. Zero for engines not in
+    BUFFERED_PIPE_ENGINES and without pipeline parallelism."""
     if pp <= 1 or engine not in BUFFERED_PIPE_ENGINES:
         return 0.0
     first, last = rank == 0, rank == pp - 1
@@ -65,4 +77,6 @@ def pipeline_buffer_bytes(engine: str, pp: int, rank: int, in_flight: float,
         total += u  # the activation receive buffer
         if engine in DEEPSPEED_PIPE_ENGINES and not partitioned:
             total += n * u  # the buffered input beside the clone the forward runs on
+        if engine in ALEPH_ALPHA_PIPE_ENGINES and not input_kept_by_layer:
+            total += n * u  # PIPELINE_STAGE_INPUT, which no layer keeps
     return total

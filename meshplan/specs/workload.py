@@ -70,8 +70,9 @@ class Workload:
     optimizer: str = "adamw"
     optimizer_state_precision: str = "fp32"
     # the engine that runs the step, when it matters for prediction (its kernels and
-    # memory policy): megatron, nemo, torchtitan, deepspeed, maxtext, aleph-alpha (unfused
-    # eager RMSNorm, cost/ops.py UNFUSED_NORM_ENGINES), other; "" = meshplan's own runtime
+    # memory policy): megatron, nemo, torchtitan, deepspeed, maxtext, aleph-alpha (eager
+    # RMSNorm, attention and SwiGLU, cost/ops.py UNFUSED_NORM_ENGINES,
+    # EAGER_ATTENTION_ENGINES, UNFUSED_SWIGLU_ENGINES), other; "" = meshplan's own runtime
     # (cost/efficiency.py ENGINE_ATTENTION)
     framework: str = ""
     # the loss function is compiled (torch.compile / Inductor fuses the upcast, log-softmax,
