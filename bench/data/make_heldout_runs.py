@@ -166,8 +166,9 @@ for n, cp, dp, seq, tf, gbs in [(8192,1,64,8192,430,2048),(16384,1,128,8192,400,
     add(source="Llama 3 paper (Dubey et al. 2024), Table 4 (405B pre-training configurations)", trust='B', **SH['L405'],
         seq_len=seq, global_batch_seqs=gbs, micro_batch='', gpu='H100-SXM-80GB', num_gpus=n, tp=8, pp=16, vpp='', dp=dp, cp=cp,
         ep=1, etp=1, zero=1, sequence_parallel=1, recompute='', precision='bf16', framework='other',
+        grad_reduce_dtype='fp32',
         measured_tokens_per_s_per_gpu=round(tf*1e12/fpt,1), oom=0,
-        derivation=f"from TFLOPs/GPU {tf}: / PaLM-convention model FLOPs per token 6N+12*l*h*s = {fpt:.4e} (meshplan.cost.flops at s={seq}); 16M tokens per batch; Meta's FLOP convention not stated (trust B); zero 1 inferred (FSDP with ZeRO-1-like sharding per paper sec 3.3.2); 700 W H100 80GB (Grand Teton), vpp unstated")
+        derivation=f"from TFLOPs/GPU {tf}: / PaLM-convention model FLOPs per token 6N+12*l*h*s = {fpt:.4e} (meshplan.cost.flops at s={seq}); 16M tokens per batch; Meta's FLOP convention not stated (trust B); zero 1 inferred (FSDP with ZeRO-1-like sharding per paper sec 3.3.2); 700 W H100 80GB (Grand Teton), vpp unstated; grad_reduce_dtype fp32 (sec. 3.3.4: FP32 gradient accumulation over micro-batches and FP32 reduce-scatter across data-parallel workers in FSDP); optimizer state dtype unstated")
 # BLOOM
 mbl = ModelSpec(name='bloom', layers=70, hidden=14336, heads=112, kv_heads=112, ffn=57344, vocab=250880, mlp='gelu', tied_embeddings=True)
 f = model_flops_per_token(mbl, 2048)
@@ -178,7 +179,8 @@ mop = ModelSpec(name='opt', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=
 f = model_flops_per_token(mop, 2048)
 add(source="OPT paper (Zhang et al. 2022, arXiv 2205.01068), sec. 2.4 (147 TFLOP/s per GPU on 992 A100 80GB)", trust='C', model='OPT-175B', arch='dense', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=50272, attention='mha', mlp='gelu', tied_embeddings=1,
     seq_len=2048, global_batch_seqs=992, micro_batch='', gpu='A100-SXM-80GB', num_gpus=992, tp=8, pp=1, vpp=1, dp=124, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0, recompute='', precision='fp16', framework='other',
-    measured_tokens_per_s_per_gpu=round(147e12/f,1), oom=0, derivation=f"from 147 TFLOP/s/GPU / 6N+12lhs = {f:.4e} FLOP/token; FSDP (zero 3) with Megatron TP8, ~2M-token batch given as 992 sequences (the nearest multiple of dp=124; the paper's exact count is not printed), fp16 (paper sec 2.2-2.4); metaseq (trust C)")
+    optimizer_state_precision='fp32',
+    measured_tokens_per_s_per_gpu=round(147e12/f,1), oom=0, derivation=f"from 147 TFLOP/s/GPU / 6N+12lhs = {f:.4e} FLOP/token; FSDP (zero 3) with Megatron TP8, ~2M-token batch given as 992 sequences (the nearest multiple of dp=124; the paper's exact count is not printed), fp16 (paper sec 2.2-2.4); optimizer_state_precision fp32 (sec. 2.3: Adam state kept in FP32, sharded across hosts, weights in FP16); gradient dtype unstated; metaseq (trust C)")
 add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 1 (180K H800 GPU hours per trillion tokens, 2048 H800)", trust='B', **SH['DS3'],
     seq_len=4096, global_batch_seqs=15360, micro_batch='', gpu='H800-SXM-80GB', num_gpus=2048, tp=1, pp=16, vpp=2, dp=128, cp=1, ep=64, etp=1, zero=1, sequence_parallel=0, recompute='selective', recompute_modules='layernorm+mla_up_proj+moe_act', precision='fp8', framework='other',
     moe_dispatcher='deepep', ep_overlap=1, schedule='dualpipev',
