@@ -62,6 +62,21 @@ CASES = [
     ("global-batch-tokens-too-small", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len",
                                            "4096", "--global-batch-tokens", "100"], "global_batch"),
     ("top-zero", {}, ["plan", *M, *W, "--top", "0"], "top=0"),
+    # a pinned knob whose value is bad on its own: refused by `plan` as by `predict`, not
+    # searched and reported as "no plan fits" (exit 1), nor a ZeroDivisionError (micro-batch 0)
+    ("plan-pin-micro-batch-zero", {}, ["plan", *M, *W, "--micro-batch", "0"], "micro_batch=0"),
+    ("plan-pin-zero-negative", {}, ["plan", *M, *W, "--zero", "-1"], "zero=-1"),
+    ("plan-pin-vpp-zero", {}, ["plan", *M, *W, "--vpp", "0"], "vpp=0"),
+    ("plan-pin-recompute-unknown", {}, ["plan", *M, *W, "--recompute", "foo"], "recompute='foo'"),
+    ("plan-pin-cp-kind-unknown", {}, ["plan", *M, *W, "--cp-kind", "foo"], "cp_kind='foo'"),
+    ("plan-pin-order-unknown", {}, ["plan", *M, *W, "--order", "foo"], "order='foo'"),
+    ("plan-pin-recompute-layers-negative", {}, ["plan", *M, *W, "--recompute-layers", "-1"],
+     "recompute_layers=-1"),
+    ("plan-pin-recompute-layers-over-model", {}, ["plan", *M, *W, "--recompute-layers", "100"],
+     "recompute_layers=100"),
+    ("plan-pin-hsdp-not-dividing", {}, ["plan", *M, *W, "--hsdp-shard", "3"], "hsdp_shard=3"),
+    ("plan-fp8-mx-on-hopper", {}, ["plan", *M, *W, "--precision", "fp8", "--fp8-recipe", "mx"],
+     "fp8_recipe='mx'"),
     ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
     # ---- names -----------------------------------------------------------------------------
     ("gpu-unknown", {}, ["plan", *M, "--gpus", "8xH9000", "--seq-len", "4096",

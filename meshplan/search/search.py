@@ -51,7 +51,7 @@ from functools import lru_cache
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..cost import Estimate, estimate
+from ..cost import Estimate, estimate, fp8_recipe
 from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_violations, scenario_violations,
                        search_hints)
 from .. import framework_defaults
@@ -175,6 +175,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         pins.setdefault("recompute", "selective")
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
+    # the scenario's FP8 recipe on this GPU (MXFP8 needs Blackwell): refused once, not per plan
+    fp8_recipe.resolve(workload.precision, workload.fp8_recipe, workload.framework,
+                       cluster.gpu.generation)
     t0 = time.perf_counter()
     zero_order, engine_defaults = framework_zeros(workload.framework) or ZERO_ORDER, {}
     if engine is not None:
