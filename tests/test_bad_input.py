@@ -97,6 +97,14 @@ CASES = [
      ["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", "{d}/afile"], "--out="),
     ("plan-export-out-holds-files", {"out2/mine.txt": "keep me"},
      ["plan", *M, *W, "--export", "torchtitan", "--out", "{d}/out2"], "--out="),
+    # serve --export: the same --out rule as the training exports (was a FileExistsError
+    # traceback for a file, and launch files written among the folder's other files)
+    ("serve-export-out-is-a-file", {"sfile": "x"},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024", "--output-len", "128",
+      "--requests", "20", "--rate", "5", "--export", "vllm", "--out", "{d}/sfile"], "--out="),
+    ("serve-export-out-holds-files", {"sout/mine.txt": "keep me"},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024", "--output-len", "128",
+      "--requests", "20", "--rate", "5", "--export", "sglang", "--out", "{d}/sout"], "--out="),
     ("trace-into-missing-dir", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
                                     "--trace", "{d}/no/such/dir/t.json"], "directory does not exist"),
     # ---- scenario TOML ---------------------------------------------------------------------

@@ -138,6 +138,9 @@ def _run(args) -> int:
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
     if args.export and not args.out:
         raise InputError("--out", None, "--export needs --out DIR")
+    if args.export:
+        from ..serve.export import check_out
+        check_out(args.out)  # before the search: a bad --out fails fast, nothing written
     traffic = _traffic(args)
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
