@@ -307,3 +307,19 @@ def test_out_is_the_current_folder(tmp_path, monkeypatch):
     assert main(base + ["--to", "deepspeed"]) == 0
     assert Path.cwd().exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["deepspeed_launch.sh", "ds_config.json"]
+
+
+@pytest.mark.parametrize("lengths", [("10000000", "128"), ("100", "10000000")],
+                         ids=["prompt", "output"])
+def test_serve_request_longer_than_the_kv_cache_is_refused_not_simulated_forever(lengths):
+    """A request that alone does not fit a replica's KV cache never finishes: it was
+    preempted and recomputed forever (the prompt case hung; the output case ran millions
+    of decode steps per plan). Now every plan refuses it up front, so the command is one
+    line and exit 2 in seconds (a subprocess, so that a hang fails instead of blocking)."""
+    inp, out = lengths
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", *M, "--gpus",
+                        "8xH100-SXM-80GB", "--input-len", inp, "--output-len", out,
+                        "--requests", "2", "--rate", "5"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "does not fit the replica's KV cache" in p.stderr and "Traceback" not in p.stderr
