@@ -78,6 +78,16 @@ CASES = [
     ("plan-fp8-mx-on-hopper", {}, ["plan", *M, *W, "--precision", "fp8", "--fp8-recipe", "mx"],
      "fp8_recipe='mx'"),
     ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
+    # several pools and procurement search every plan: a pinned knob was silently ignored
+    # (--tp 3 answered with tp2, exit 0); now refused
+    ("pools-pinned-knob", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                               "--seq-len", "4096", "--global-batch", "32", "--tp", "3"], "--tp=3"),
+    ("pools-plan-label", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                              "--seq-len", "4096", "--global-batch", "32", "--plan",
+                              "dp8 tp1 pp1 zero3 mb2"], "--plan="),
+    ("procurement-pinned-knob", {}, ["plan", *M, *W, "--train-tokens", "1T", "--deadline", "30d",
+                                     "--gpu-types", "H100-SXM-80GB", "--micro-batch", "0"],
+     "--micro-batch=0"),
     # ---- names -----------------------------------------------------------------------------
     ("gpu-unknown", {}, ["plan", *M, "--gpus", "8xH9000", "--seq-len", "4096",
                          "--global-batch", "8"], "gpu='H9000'"),
