@@ -57,7 +57,7 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
                  gpus_per_node: int | None = None, nic_gbps_per_gpu: float | None = None,
                  scaleup_domain: int | None = None, gpu_file: str | Path | None = None) -> Cluster:
     cat = gpu_catalog(gpu_file)
-    if gpus and "+" in gpus:
+    if isinstance(gpus, str) and "+" in gpus:  # (not text: parse_gpus refuses it)
         parse_pools(gpus, cat)  # a malformed pool string is reported as such
         raise InputError("gpus", gpus, "several pools (A+B) are planned by `meshplan plan`; "
                          "this command takes one GPU type")

@@ -135,6 +135,12 @@ CASES = [
     ("scenario-cluster-unknown-key", {"s.toml": GOOD_SCENARIO.replace(
         '[cluster]\n', '[cluster]\nspeed = 3\n')}, ["predict", "--scenario", "{d}/s.toml"],
      "cluster.speed"),
+    # a number where the GPU text belongs: was a TypeError / AttributeError traceback
+    ("scenario-cluster-gpus-number", {"s.toml": GOOD_SCENARIO.replace(
+        'gpus = "8xH100-SXM-80GB"', "gpus = 8")}, ["plan", "--scenario", "{d}/s.toml"], "gpus=8"),
+    ("scenario-cluster-gpu-number", {"s.toml": GOOD_SCENARIO.replace(
+        'gpus = "8xH100-SXM-80GB"', "gpu = 5\nnum_gpus = 8")},
+     ["predict", "--scenario", "{d}/s.toml"], "gpu=5"),
     ("scenario-model-not-table", {"s.toml": GOOD_SCENARIO.replace(
         '[model]\npreset = "llama3.1-8b"\n', 'model = 3\n')},
      ["predict", "--scenario", "{d}/s.toml"], "model"),

@@ -172,6 +172,9 @@ def parse_gpus(text: str, catalog: dict[str, GPU]) -> tuple[int, GPU]:
 
 
 def lookup_gpu(name: str, catalog: dict[str, GPU]) -> GPU:
+    if not isinstance(name, str):
+        raise InputError("gpu", name, "expected a GPU name, e.g. \"H100-SXM-80GB\"; known GPUs: "
+                         + ", ".join(catalog))
     key = {k.lower(): k for k in catalog}.get(name.strip().lower())
     if key is None:
         raise InputError("gpu", name, "known GPUs: " + ", ".join(catalog))
