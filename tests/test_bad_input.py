@@ -141,6 +141,10 @@ CASES = [
     ("scenario-cluster-gpu-number", {"s.toml": GOOD_SCENARIO.replace(
         'gpus = "8xH100-SXM-80GB"', "gpu = 5\nnum_gpus = 8")},
      ["predict", "--scenario", "{d}/s.toml"], "gpu=5"),
+    # "false" as a string was read as true (bool("false")): 4.5 GiB more logits memory
+    ("scenario-compiled-loss-string", {"s.toml": GOOD_SCENARIO.replace(
+        "global_batch = 32\n", 'global_batch = 32\ncompiled_loss = "false"\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "compiled_loss='false'"),
     ("scenario-model-not-table", {"s.toml": GOOD_SCENARIO.replace(
         '[model]\npreset = "llama3.1-8b"\n', 'model = 3\n')},
      ["predict", "--scenario", "{d}/s.toml"], "model"),
