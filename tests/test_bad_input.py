@@ -145,6 +145,10 @@ CASES = [
     ("scenario-compiled-loss-string", {"s.toml": GOOD_SCENARIO.replace(
         "global_batch = 32\n", 'global_batch = 32\ncompiled_loss = "false"\n')},
      ["predict", "--scenario", "{d}/s.toml"], "compiled_loss='false'"),
+    # a key beside preset was silently ignored (the preset's 32 layers were planned)
+    ("scenario-model-preset-and-field", {"s.toml": GOOD_SCENARIO.replace(
+        'preset = "llama3.1-8b"\n', 'preset = "llama3.1-8b"\nlayers = 4\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "model.layers=4"),
     ("scenario-model-not-table", {"s.toml": GOOD_SCENARIO.replace(
         '[model]\npreset = "llama3.1-8b"\n', 'model = 3\n')},
      ["predict", "--scenario", "{d}/s.toml"], "model"),
