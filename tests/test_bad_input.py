@@ -78,6 +78,15 @@ CASES = [
     ("plan-fp8-mx-on-hopper", {}, ["plan", *M, *W, "--precision", "fp8", "--fp8-recipe", "mx"],
      "fp8_recipe='mx'"),
     ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
+    # counts other commands took without a word: a negative critical-path length printed a
+    # garbled path, serve --top 0 an empty table under "why #1 wins", --jobs -1 ran as 1
+    ("simulate-path-lines-negative", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
+                                          "--path-lines", "-3"], "path_lines=-3"),
+    ("serve-top-zero", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024",
+                            "--output-len", "128", "--rate", "5", "--top", "0"], "top=0"),
+    ("validate-jobs-negative", {"v.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model\n"
+                                "1,H100-SXM-80GB,8,4096,32,llama3.1-8b\n"},
+     ["validate", "{d}/v.csv", "--jobs", "-1"], "jobs=-1"),
     # several pools and procurement search every plan: a pinned knob was silently ignored
     # (--tp 3 answered with tp2, exit 0); now refused
     ("pools-pinned-knob", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",

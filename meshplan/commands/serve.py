@@ -6,7 +6,7 @@ import json
 import math
 import re
 
-from ..errors import InputError
+from ..errors import InputError, require_positive_int
 from ..scenario import make_cluster
 from ..serve.explain import explain
 from ..serve.search import SLO, Candidate, goodput, search
@@ -133,6 +133,7 @@ def _print_table(rows: list[Candidate], slo: SLO) -> None:
 def _run(args) -> int:
     if not args.model or not args.gpus:
         raise InputError("--model" if not args.model else "--gpus", None, "required")
+    require_positive_int("top", args.top)
     model = load_model(args.model)
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
