@@ -187,6 +187,13 @@ CASES = [
     ("gpu-toml-per-node-float", {"g.toml": GOOD_GPU.replace("gpus_per_node = 4", "gpus_per_node = 4.5")},
      ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
       "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.gpus_per_node"),
+    # a misspelt generation ran with hopper's kernel constants without a word
+    ("gpu-toml-generation-unknown", {"g.toml": GOOD_GPU + 'generation = "blackwel"\n'},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.generation='blackwel'"),
+    # only an fp8 peak: every plan rejected ("no plan fits", exit 1) and `gpus` failed
+    ("gpu-toml-no-16-bit-peak", {"g.toml": GOOD_GPU.replace("bf16 = 500", "fp8 = 500")},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops"),
     ("gpu-toml-unknown-key", {"g.toml": GOOD_GPU + "colour = 1\n"},
      ["plan", *M, *W, "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.colour"),
     # ---- HuggingFace config.json -------------------------------------------------------------
