@@ -124,6 +124,12 @@ CASES = [
     ("serve-export-out-holds-files", {"sout/mine.txt": "keep me"},
      ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024", "--output-len", "128",
       "--requests", "20", "--rate", "5", "--export", "sglang", "--out", "{d}/sout"], "--out="),
+    # an output flag without the flag that writes there was ignored (exit 0, nothing written)
+    ("plan-out-without-export", {}, ["plan", *M, *W, "--out", "{d}/o"], "--out="),
+    ("plan-png-without-gpu-types", {}, ["plan", *M, *W, "--png", "{d}/c.png"], "--png="),
+    ("serve-out-without-export", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
+                                      "1024", "--output-len", "128", "--rate", "5", "--out",
+                                      "{d}/o"], "--out="),
     ("trace-into-missing-dir", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
                                     "--trace", "{d}/no/such/dir/t.json"], "directory does not exist"),
     # ---- scenario TOML ---------------------------------------------------------------------

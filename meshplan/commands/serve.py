@@ -139,6 +139,8 @@ def _run(args) -> int:
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
     if args.export and not args.out:
         raise InputError("--out", None, "--export needs --out DIR")
+    if args.out and not args.export:  # else nothing would be written there, without a word
+        raise InputError("--out", args.out, "is the directory for --export vllm|sglang; give --export")
     if args.export:
         from ..serve.export import check_out
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
