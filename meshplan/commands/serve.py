@@ -130,6 +130,19 @@ def _print_table(rows: list[Candidate], slo: SLO) -> None:
     del q
 
 
+def _json_safe(x):
+    """``x`` with every non-finite float (an unbounded rate, an attainment of no request)
+    as null: json.dumps writes them as NaN / Infinity, which is not JSON (jq and strict
+    parsers refuse it); ``default=`` is never called for floats."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
 def _run(args) -> int:
     if not args.model or not args.gpus:
         raise InputError("--model" if not args.model else "--gpus", None, "required")
@@ -186,7 +199,7 @@ def _run(args) -> int:
         from ..serve.export import export_plan
         exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model, args.out)
     if args.json:
-        print(json.dumps({
+        print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),
             "slo": {"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s, "percentile": slo.percentile},
             "evaluated": res.evaluated, "infeasible": len(res.infeasible),
@@ -197,7 +210,7 @@ def _run(args) -> int:
                         "output_tokens_per_s_per_gpu": c.result.output_tokens_per_s_per_gpu()}
                        for c in res.front],
             "why": explain(model, cluster, traffic, res), "exported": [str(p) for p in exported],
-        }, indent=2, default=lambda x: None if isinstance(x, float) and not math.isfinite(x) else x))
+        }), indent=2, allow_nan=False))
         return 0
     print(f"serving {model.name} on {cluster.describe()}")
     print(f"traffic: {traffic.describe()}; SLO: {slo.describe()}")
