@@ -236,6 +236,10 @@ CASES = [
     ("engine-model-missing", {}, ["plan", "--model", "gpt2", "--gpus", "8xH100-SXM-80GB",
                                   "--seq-len", "1024", "--global-batch", "64",
                                   "--engine", "torchtitan"], "model='gpt2'"),
+    # a pinned knob the engine refuses, on a model where every plan also misses memory: was
+    # "no plan fits" (exit 1) as if more memory would do
+    ("engine-refuses-pin-nothing-fits", {}, ["plan", "--model", "mixtral-8x7b", *W,
+                                             "--engine", "deepspeed", "--ep", "8"], "plan.ep=8"),
     ("export-refused", {}, ["export", *M, *W, "--dp", "8", "--zero", "1", "--to", "torchtitan",
                             "--out", "{d}/o"], "plan.zero=1"),
     # ---- other commands ----------------------------------------------------------------------
