@@ -257,6 +257,13 @@ CASES = [
     ("validate-csv-is-dir", {"d.csv/.keep": ""}, ["validate", "{d}/d.csv"], "csv="),
     ("run-bad-steps", {}, ["run", "--steps", "0"], "steps=0"),
     ("run-bad-plan", {}, ["run", "--tp", "3"], "tp=3"),
+    # refused by AdamW / torchrun on the workers ("the run failed", exit 1), or a traceback
+    ("run-lr-negative", {}, ["run", "--lr", "-1"], "lr=-1"),
+    ("run-lr-nan", {}, ["run", "--lr", "nan"], "lr=nan"),
+    ("run-max-restarts-negative", {}, ["run", "--max-restarts", "-1"], "max_restarts=-1"),
+    ("run-nnodes-zero", {}, ["run", "--nnodes", "0"], "nnodes=0"),
+    ("run-port-out-of-range", {}, ["run", "--port", "99999"], "--port=99999"),
+    ("run-out-is-a-file", {"rfile": "x"}, ["run", "--out", "{d}/rfile"], "--out="),
     ("dryrun-bad-model", {}, ["dryrun", "--model", "llama99"], "model='llama99'"),
     ("gpus-command-bad-file", {}, ["gpus", "--gpu-file", "{d}/nope.toml"], "gpu_file="),
 ]
