@@ -80,46 +80,26 @@ class Plan:
     ep_comm_overlap: bool = False
 
     def __post_init__(self) -> None:
-        for f in ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch"):
-            object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
-        object.__setattr__(self, "zero", require_nonneg_int("zero", self.zero))
-        object.__setattr__(self, "hsdp_shard", require_nonneg_int("hsdp_shard", self.hsdp_shard))
-        object.__setattr__(self, "recompute_layers",
-                           require_nonneg_int("recompute_layers", self.recompute_layers))
-        for f in ("offload_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-                  "tp_comm_overlap", "ep_comm_overlap") + (("sequence_parallel",) if self.sequence_parallel is not None
-                                        else ()):
-            require_bool(f, getattr(self, f))
-        if self.zero > 3:
-            raise InputError("zero", self.zero, "allowed: 0, 1, 2, 3")
+        for f in self.__dataclass_fields__:
+            if f == "sequence_parallel" and self.sequence_parallel is None:
+                continue
+            object.__setattr__(self, f, field_value(f, getattr(self, f)))
         if self.sequence_parallel is None:
             object.__setattr__(self, "sequence_parallel", self.tp > 1)
         if self.sequence_parallel and self.tp == 1:
             object.__setattr__(self, "sequence_parallel", False)
         if not self.schedule:
             object.__setattr__(self, "schedule", "interleaved_1f1b" if self.vpp > 1 else "1f1b")
-        object.__setattr__(self, "schedule", require_choice("schedule", self.schedule, SCHEDULES))
-        object.__setattr__(self, "moe_dispatcher",
-                           require_choice("moe_dispatcher", self.moe_dispatcher, MOE_DISPATCHERS))
-        object.__setattr__(self, "recompute", require_choice("recompute", self.recompute, RECOMPUTE))
-        object.__setattr__(self, "cp_kind", require_choice("cp_kind", self.cp_kind, CP_KINDS))
         if self.cp == 1:  # no context parallelism: how it would exchange K/V means nothing
             object.__setattr__(self, "cp_kind", "ring")
         if self.recompute_layers and self.recompute != "full":
             raise InputError("recompute_layers", self.recompute_layers,
                              "partial recomputation recomputes whole layers: it needs "
                              f"recompute='full' (got {self.recompute!r})")
-        if self.recompute_modules:
-            object.__setattr__(self, "recompute_modules", parse_modules(self.recompute_modules))
         if self.recompute_modules and self.recompute != "selective":
             raise InputError("recompute_modules", self.recompute_modules,
                              "module-level recomputation is selective recomputation: it "
                              f"needs recompute='selective' (got {self.recompute!r})")
-        order = tuple(a.strip().lower() for a in self.order.replace(",", "-").split("-"))
-        if sorted(order) != sorted(AXES):
-            raise InputError("order", self.order,
-                             "must name each of tp, cp, dp, pp once, innermost first")
-        object.__setattr__(self, "order", "-".join(order))
         if self.pp == 1 and (self.vpp > 1 or self.schedule in V_SCHEDULES):
             raise InputError("vpp" if self.vpp > 1 else "schedule",
                              self.vpp if self.vpp > 1 else self.schedule,
@@ -266,3 +246,32 @@ class Plan:
 
     def with_(self, **changes) -> "Plan":
         return replace(self, **changes)
+
+
+def field_value(field: str, value: object) -> object:
+    """One plan field's value on its own (type, range, allowed names), normalised; raises
+    InputError naming the field. The rules between fields stay in Plan.__post_init__ and
+    meshplan/validity.py. Plan() and the search's pins (validity.check_pins) both use it."""
+    if field in ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch"):
+        return require_positive_int(field, value)
+    if field in ("zero", "hsdp_shard", "recompute_layers"):
+        value = require_nonneg_int(field, value)
+        if field == "zero" and value > 3:
+            raise InputError("zero", value, "allowed: 0, 1, 2, 3")
+        return value
+    if field in ("sequence_parallel", "offload_optimizer", "overlap_grad_reduce",
+                 "overlap_param_gather", "tp_comm_overlap", "ep_comm_overlap"):
+        return require_bool(field, value)
+    if field == "schedule":
+        return require_choice("schedule", value, SCHEDULES) if value else ""
+    if field in ("moe_dispatcher", "recompute", "cp_kind"):
+        return require_choice(field, value, {"moe_dispatcher": MOE_DISPATCHERS,
+                                             "recompute": RECOMPUTE, "cp_kind": CP_KINDS}[field])
+    if field == "recompute_modules":
+        return parse_modules(value) if value else ""
+    if field == "order":
+        order = tuple(a.strip().lower() for a in str(value).replace(",", "-").split("-"))
+        if sorted(order) != sorted(AXES):
+            raise InputError("order", value, "must name each of tp, cp, dp, pp once, innermost first")
+        return "-".join(order)
+    return value

@@ -57,7 +57,7 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
                  gpus_per_node: int | None = None, nic_gbps_per_gpu: float | None = None,
                  scaleup_domain: int | None = None, gpu_file: str | Path | None = None) -> Cluster:
     cat = gpu_catalog(gpu_file)
-    if gpus and "+" in gpus:
+    if isinstance(gpus, str) and "+" in gpus:  # (not text: parse_gpus refuses it)
         parse_pools(gpus, cat)  # a malformed pool string is reported as such
         raise InputError("gpus", gpus, "several pools (A+B) are planned by `meshplan plan`; "
                          "this command takes one GPU type")
@@ -119,6 +119,11 @@ def make_pools(gpus: str, gpus_per_node: int | None = None,
 
 
 def _model_from_table(t: dict, base: Path) -> ModelSpec:
+    named = [k for k in ("preset", "config") if k in t]
+    if named and len(t) > 1:  # a named model is whole: other keys would be ignored
+        k = next(k for k in t if k != named[0])
+        raise InputError(f"model.{k}", t[k], f"with model.{named[0]} no other key is allowed "
+                         "(give preset, or config, or the inline fields)")
     if "preset" in t:
         return load_model(str(t["preset"]))
     if "config" in t:

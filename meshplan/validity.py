@@ -10,7 +10,7 @@ Each rule raises InputError(field, value, what is allowed).
 from __future__ import annotations
 
 from .errors import InputError
-from .plan import MULTI_CHUNK_SCHEDULES, Plan
+from .plan import MULTI_CHUNK_SCHEDULES, Plan, field_value
 from .specs.model import ModelSpec
 from .specs.workload import Workload
 
@@ -129,7 +129,7 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
 
 def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) -> None:
     """The rules a partial plan (pinned knobs) already breaks, whatever the rest becomes."""
-    g = dict(pins)
+    g = {k: field_value(k, v) for k, v in pins.items()}  # each value on its own first
     tp, cp, pp, dp = (g.get(k) for k in ("tp", "cp", "pp", "dp"))
     if tp is not None:
         _tp_rules(model, workload, tp, cp or 1, bool(g.get("sequence_parallel", tp > 1)) and tp > 1
@@ -166,6 +166,13 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
         if g.get("recompute", "full") != "full":
             raise InputError("recompute_layers", g["recompute_layers"],
                              f"needs recompute='full' (pinned: {g['recompute']!r})")
+        if g["recompute_layers"] >= model.layers:  # no chunk holds more than every layer
+            raise InputError("recompute_layers", g["recompute_layers"],
+                             f"must be below the {model.layers} layers of {model.name} "
+                             "(recomputing every layer is recompute='full' without a layer count)")
+    if g.get("hsdp_shard") and num_gpus % g["hsdp_shard"]:
+        raise InputError("hsdp_shard", g["hsdp_shard"], f"must divide the {num_gpus} GPUs "
+                         "(it divides dp*cp)")
         if pp is not None:
             _recompute_rules(model, Plan(pp=pp, vpp=g.get("vpp", 1), recompute="full",
                                          recompute_layers=g["recompute_layers"],

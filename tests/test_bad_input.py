@@ -62,7 +62,41 @@ CASES = [
     ("global-batch-tokens-too-small", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len",
                                            "4096", "--global-batch-tokens", "100"], "global_batch"),
     ("top-zero", {}, ["plan", *M, *W, "--top", "0"], "top=0"),
+    # a pinned knob whose value is bad on its own: refused by `plan` as by `predict`, not
+    # searched and reported as "no plan fits" (exit 1), nor a ZeroDivisionError (micro-batch 0)
+    ("plan-pin-micro-batch-zero", {}, ["plan", *M, *W, "--micro-batch", "0"], "micro_batch=0"),
+    ("plan-pin-zero-negative", {}, ["plan", *M, *W, "--zero", "-1"], "zero=-1"),
+    ("plan-pin-vpp-zero", {}, ["plan", *M, *W, "--vpp", "0"], "vpp=0"),
+    ("plan-pin-recompute-unknown", {}, ["plan", *M, *W, "--recompute", "foo"], "recompute='foo'"),
+    ("plan-pin-cp-kind-unknown", {}, ["plan", *M, *W, "--cp-kind", "foo"], "cp_kind='foo'"),
+    ("plan-pin-order-unknown", {}, ["plan", *M, *W, "--order", "foo"], "order='foo'"),
+    ("plan-pin-recompute-layers-negative", {}, ["plan", *M, *W, "--recompute-layers", "-1"],
+     "recompute_layers=-1"),
+    ("plan-pin-recompute-layers-over-model", {}, ["plan", *M, *W, "--recompute-layers", "100"],
+     "recompute_layers=100"),
+    ("plan-pin-hsdp-not-dividing", {}, ["plan", *M, *W, "--hsdp-shard", "3"], "hsdp_shard=3"),
+    ("plan-fp8-mx-on-hopper", {}, ["plan", *M, *W, "--precision", "fp8", "--fp8-recipe", "mx"],
+     "fp8_recipe='mx'"),
     ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
+    # counts other commands took without a word: a negative critical-path length printed a
+    # garbled path, serve --top 0 an empty table under "why #1 wins", --jobs -1 ran as 1
+    ("simulate-path-lines-negative", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
+                                          "--path-lines", "-3"], "path_lines=-3"),
+    ("serve-top-zero", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024",
+                            "--output-len", "128", "--rate", "5", "--top", "0"], "top=0"),
+    ("validate-jobs-negative", {"v.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model\n"
+                                "1,H100-SXM-80GB,8,4096,32,llama3.1-8b\n"},
+     ["validate", "{d}/v.csv", "--jobs", "-1"], "jobs=-1"),
+    # several pools and procurement search every plan: a pinned knob was silently ignored
+    # (--tp 3 answered with tp2, exit 0); now refused
+    ("pools-pinned-knob", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                               "--seq-len", "4096", "--global-batch", "32", "--tp", "3"], "--tp=3"),
+    ("pools-plan-label", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                              "--seq-len", "4096", "--global-batch", "32", "--plan",
+                              "dp8 tp1 pp1 zero3 mb2"], "--plan="),
+    ("procurement-pinned-knob", {}, ["plan", *M, *W, "--train-tokens", "1T", "--deadline", "30d",
+                                     "--gpu-types", "H100-SXM-80GB", "--micro-batch", "0"],
+     "--micro-batch=0"),
     # ---- names -----------------------------------------------------------------------------
     ("gpu-unknown", {}, ["plan", *M, "--gpus", "8xH9000", "--seq-len", "4096",
                          "--global-batch", "8"], "gpu='H9000'"),
@@ -82,6 +116,20 @@ CASES = [
      ["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", "{d}/afile"], "--out="),
     ("plan-export-out-holds-files", {"out2/mine.txt": "keep me"},
      ["plan", *M, *W, "--export", "torchtitan", "--out", "{d}/out2"], "--out="),
+    # serve --export: the same --out rule as the training exports (was a FileExistsError
+    # traceback for a file, and launch files written among the folder's other files)
+    ("serve-export-out-is-a-file", {"sfile": "x"},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024", "--output-len", "128",
+      "--requests", "20", "--rate", "5", "--export", "vllm", "--out", "{d}/sfile"], "--out="),
+    ("serve-export-out-holds-files", {"sout/mine.txt": "keep me"},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024", "--output-len", "128",
+      "--requests", "20", "--rate", "5", "--export", "sglang", "--out", "{d}/sout"], "--out="),
+    # an output flag without the flag that writes there was ignored (exit 0, nothing written)
+    ("plan-out-without-export", {}, ["plan", *M, *W, "--out", "{d}/o"], "--out="),
+    ("plan-png-without-gpu-types", {}, ["plan", *M, *W, "--png", "{d}/c.png"], "--png="),
+    ("serve-out-without-export", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
+                                      "1024", "--output-len", "128", "--rate", "5", "--out",
+                                      "{d}/o"], "--out="),
     ("trace-into-missing-dir", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
                                     "--trace", "{d}/no/such/dir/t.json"], "directory does not exist"),
     # ---- scenario TOML ---------------------------------------------------------------------
@@ -102,6 +150,20 @@ CASES = [
     ("scenario-cluster-unknown-key", {"s.toml": GOOD_SCENARIO.replace(
         '[cluster]\n', '[cluster]\nspeed = 3\n')}, ["predict", "--scenario", "{d}/s.toml"],
      "cluster.speed"),
+    # a number where the GPU text belongs: was a TypeError / AttributeError traceback
+    ("scenario-cluster-gpus-number", {"s.toml": GOOD_SCENARIO.replace(
+        'gpus = "8xH100-SXM-80GB"', "gpus = 8")}, ["plan", "--scenario", "{d}/s.toml"], "gpus=8"),
+    ("scenario-cluster-gpu-number", {"s.toml": GOOD_SCENARIO.replace(
+        'gpus = "8xH100-SXM-80GB"', "gpu = 5\nnum_gpus = 8")},
+     ["predict", "--scenario", "{d}/s.toml"], "gpu=5"),
+    # "false" as a string was read as true (bool("false")): 4.5 GiB more logits memory
+    ("scenario-compiled-loss-string", {"s.toml": GOOD_SCENARIO.replace(
+        "global_batch = 32\n", 'global_batch = 32\ncompiled_loss = "false"\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "compiled_loss='false'"),
+    # a key beside preset was silently ignored (the preset's 32 layers were planned)
+    ("scenario-model-preset-and-field", {"s.toml": GOOD_SCENARIO.replace(
+        'preset = "llama3.1-8b"\n', 'preset = "llama3.1-8b"\nlayers = 4\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "model.layers=4"),
     ("scenario-model-not-table", {"s.toml": GOOD_SCENARIO.replace(
         '[model]\npreset = "llama3.1-8b"\n', 'model = 3\n')},
      ["predict", "--scenario", "{d}/s.toml"], "model"),
@@ -131,6 +193,13 @@ CASES = [
     ("gpu-toml-per-node-float", {"g.toml": GOOD_GPU.replace("gpus_per_node = 4", "gpus_per_node = 4.5")},
      ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
       "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.gpus_per_node"),
+    # a misspelt generation ran with hopper's kernel constants without a word
+    ("gpu-toml-generation-unknown", {"g.toml": GOOD_GPU + 'generation = "blackwel"\n'},
+     ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.generation='blackwel'"),
+    # only an fp8 peak: every plan rejected ("no plan fits", exit 1) and `gpus` failed
+    ("gpu-toml-no-16-bit-peak", {"g.toml": GOOD_GPU.replace("bf16 = 500", "fp8 = 500")},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops"),
     ("gpu-toml-unknown-key", {"g.toml": GOOD_GPU + "colour = 1\n"},
      ["plan", *M, *W, "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.colour"),
     # ---- HuggingFace config.json -------------------------------------------------------------
@@ -167,6 +236,10 @@ CASES = [
     ("engine-model-missing", {}, ["plan", "--model", "gpt2", "--gpus", "8xH100-SXM-80GB",
                                   "--seq-len", "1024", "--global-batch", "64",
                                   "--engine", "torchtitan"], "model='gpt2'"),
+    # a pinned knob the engine refuses, on a model where every plan also misses memory: was
+    # "no plan fits" (exit 1) as if more memory would do
+    ("engine-refuses-pin-nothing-fits", {}, ["plan", "--model", "mixtral-8x7b", *W,
+                                             "--engine", "deepspeed", "--ep", "8"], "plan.ep=8"),
     ("export-refused", {}, ["export", *M, *W, "--dp", "8", "--zero", "1", "--to", "torchtitan",
                             "--out", "{d}/o"], "plan.zero=1"),
     # ---- other commands ----------------------------------------------------------------------
@@ -184,6 +257,13 @@ CASES = [
     ("validate-csv-is-dir", {"d.csv/.keep": ""}, ["validate", "{d}/d.csv"], "csv="),
     ("run-bad-steps", {}, ["run", "--steps", "0"], "steps=0"),
     ("run-bad-plan", {}, ["run", "--tp", "3"], "tp=3"),
+    # refused by AdamW / torchrun on the workers ("the run failed", exit 1), or a traceback
+    ("run-lr-negative", {}, ["run", "--lr", "-1"], "lr=-1"),
+    ("run-lr-nan", {}, ["run", "--lr", "nan"], "lr=nan"),
+    ("run-max-restarts-negative", {}, ["run", "--max-restarts", "-1"], "max_restarts=-1"),
+    ("run-nnodes-zero", {}, ["run", "--nnodes", "0"], "nnodes=0"),
+    ("run-port-out-of-range", {}, ["run", "--port", "99999"], "--port=99999"),
+    ("run-out-is-a-file", {"rfile": "x"}, ["run", "--out", "{d}/rfile"], "--out="),
     ("dryrun-bad-model", {}, ["dryrun", "--model", "llama99"], "model='llama99'"),
     ("gpus-command-bad-file", {}, ["gpus", "--gpu-file", "{d}/nope.toml"], "gpu_file="),
 ]
@@ -284,3 +364,19 @@ def test_out_is_the_current_folder(tmp_path, monkeypatch):
     assert main(base + ["--to", "deepspeed"]) == 0
     assert Path.cwd().exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["deepspeed_launch.sh", "ds_config.json"]
+
+
+@pytest.mark.parametrize("lengths", [("10000000", "128"), ("100", "10000000")],
+                         ids=["prompt", "output"])
+def test_serve_request_longer_than_the_kv_cache_is_refused_not_simulated_forever(lengths):
+    """A request that alone does not fit a replica's KV cache never finishes: it was
+    preempted and recomputed forever (the prompt case hung; the output case ran millions
+    of decode steps per plan). Now every plan refuses it up front, so the command is one
+    line and exit 2 in seconds (a subprocess, so that a hang fails instead of blocking)."""
+    inp, out = lengths
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", *M, "--gpus",
+                        "8xH100-SXM-80GB", "--input-len", inp, "--output-len", out,
+                        "--requests", "2", "--rate", "5"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "does not fit the replica's KV cache" in p.stderr and "Traceback" not in p.stderr

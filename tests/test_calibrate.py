@@ -227,3 +227,24 @@ def test_validate_uses_the_profile_in_every_worker(tmp_path, capsys):
     assert main(["validate", str(path), "--json", "--jobs", "2", "--profile", str(prof)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert all(r["tokens_error"] < -0.1 for r in out["rows"])  # slower GEMMs in both workers
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--folds", "0"], "folds=0"),
+    (["--folds", "-3"], "folds=-3"),
+    (["--out", "{d}"], "is a directory"),
+    (["--out", "{d}/no/such/fit.toml"], "its directory does not exist"),
+])
+def test_from_runs_bad_folds_or_out_one_line_before_fitting(tmp_path, capsys, extra, needle):
+    """--folds below 2 was taken as 2 without a word; an --out that is a directory or in
+    a missing directory ended, after the whole fit, in an OSError traceback. Now one line,
+    exit 2, before anything is fitted, and nothing written."""
+    path = _runs_csv(tmp_path, 1.25)
+    capsys.readouterr()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    argv = ["calibrate", "--from-runs", str(path), "--out", str(tmp_path / "fit.toml"),
+            *[a.replace("{d}", str(tmp_path)) for a in extra]]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and needle in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

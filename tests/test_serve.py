@@ -214,6 +214,23 @@ def test_cli_serve_json():
     assert d["top"][0]["ttft_s"]["p90"] <= 1.0
 
 
+@pytest.mark.parametrize("extra", [("--rate", "5"), ("--rate", "inf"),
+                                   ("--concurrency", "1", "--requests", "1")])
+def test_cli_serve_json_is_strict_json(extra):
+    """Non-finite numbers (an open-loop rate's unbounded goodput, a percentile of no
+    request) are null: the output held bare NaN / Infinity, which jq and strict JSON
+    parsers refuse."""
+    rc, out, err = run("serve", "--model", "llama3.1-8b", "--gpus", "8xH100-SXM-80GB",
+                       "--input-len", "1024", "--output-len", "8", "--requests", "20", *extra,
+                       "--json")
+    assert rc == 0, err
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    json.loads(out, parse_constant=refuse)
+
+
 @pytest.mark.parametrize("extra,field", [
     (("--plan", "tp3x1"), "tp"), (("--ttft-p90", "soon"), "--ttft-p90"),
     (("--rate", "-1"), "--rate"), (("--plan", "tp1dp2ep2x1"), "ep"),

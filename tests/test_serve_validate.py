@@ -42,3 +42,34 @@ def test_bad_csv(tmp_path):
                  + CSV.read_text().splitlines()[1].replace("H100-SXM-80GB", "H999", 1) + "\n")
     rows, s = validate_serving(f)
     assert s["errors"] == 1 and "H999" in rows[0].error
+
+
+@pytest.mark.parametrize("col, value, needle", [
+    ("tp", "0", "row 1: tp='0'"),              # was ZeroDivisionError (n % (tp*pp*attn_dp))
+    ("ep", "nan", "row 1: ep='nan'"),          # was ValueError: cannot convert float NaN
+    ("pp", "inf", "row 1: pp='inf'"),          # was OverflowError
+    ("tp", "2.5", "row 1: tp='2.5'"),          # was truncated to 2 without a word
+    ("output_len", "", "row 1: output_len=''"),  # required column left blank: was TypeError
+    ("rate_per_s", "abc", "row 1: rate_per_s='abc'"),  # was ValueError from float()
+    ("measured_ttft_ms", "-5", "row 1: measured_ttft_ms='-5'"),
+])
+def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value, needle):
+    """A bad value in one row of a serving CSV makes that row fail with the field named,
+    as the training runs CSV does (meshplan/runs_csv.py); the command still exits 0."""
+    import csv
+
+    from meshplan.cli import main
+
+    r = dict(_row(1)) | {"id": "1", "num_requests": "50", "concurrency": ""}
+    if col == "rate_per_s":
+        r["concurrency"] = ""
+    r[col] = value
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(r))
+        w.writeheader()
+        w.writerow(r)
+    rows, summary = validate_serving(f)
+    assert summary["errors"] == 1 and needle in rows[0].error, rows[0].error
+    assert main(["validate-serve", str(f)]) == 0
+    assert "Traceback" not in capsys.readouterr().err

@@ -120,6 +120,9 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def run_from_runs(args) -> int:
+    if args.folds < 2:
+        raise InputError("folds", args.folds, "must be at least 2 (cross-validation folds; "
+                         "capped at the row count)")
     rows = _with_tokens(read_rows(args.from_runs))
     if len(rows) < 2:
         raise InputError("--from-runs", args.from_runs,
@@ -155,6 +158,7 @@ def run_from_runs(args) -> int:
         gens = {n.split(".")[1] for n in names if n.startswith("EFFICIENCY.")}
         if len(gens) == 1:
             meta["generation"] = gens.pop()
-        Path(args.out).write_text(profile.to_toml(meta, consts))
+        from ..export.trace import _atomic_write
+        _atomic_write(Path(args.out), profile.to_toml(meta, consts))  # whole or not at all
         print(f"wrote {args.out}")
     return 0

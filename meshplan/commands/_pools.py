@@ -89,11 +89,28 @@ def pooled_scenario(args) -> Scenario | None:
     return Scenario(base.model, pc.pools[0].cluster, base.workload, base.plan, pc)
 
 
+def _refuse_pins(args, what: str) -> None:
+    """The pools and procurement searches take no pinned plan knobs: refuse them (exit 2)
+    rather than answer with a plan that ignores them."""
+    from ._common import plan_overrides
+    if getattr(args, "plan_label", None) is not None:
+        raise InputError("--plan", args.plan_label, f"{what} searches every plan; pinned plan "
+                         "knobs are taken on one GPU type only")
+    pins = plan_overrides(args)
+    if pins:
+        k = next(iter(pins))
+        raise InputError("--" + k.replace("_", "-"), pins[k], f"{what} searches every plan; "
+                         "pinned plan knobs are taken on one GPU type only")
+
+
 def pools_run(args) -> int | None:
     """Procurement or pools: run it and return the exit code; None: the plain path."""
     if getattr(args, "gpu_types", None):
+        _refuse_pins(args, "--gpu-types")
         return _procure(args)
     sc = pooled_scenario(args)
+    if sc is not None:
+        _refuse_pins(args, "several pools (--gpus A+B)")
     if sc is None:
         goal_from_args(args)  # bad objectives and prices fail before anything is printed
         _prices(args)

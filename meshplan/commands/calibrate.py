@@ -97,7 +97,19 @@ def _measure(args, torch) -> tuple[dict, str]:
     return m, name
 
 
+def _check_out(out: str | None) -> None:
+    """Refuse an --out the profile cannot be written to, before any measuring or fitting."""
+    if not out:
+        return
+    p = Path(out)
+    if p.is_dir():
+        raise InputError("--out", out, "is a directory; give the profile TOML file to write")
+    if not (p.parent if str(p.parent) else Path(".")).is_dir():
+        raise InputError("--out", out, "its directory does not exist")
+
+
 def _run(args) -> int:
+    _check_out(args.out)
     if args.from_runs:
         from ..calibrate.from_runs import run_from_runs
 
@@ -130,7 +142,8 @@ def _run(args) -> int:
             "command": "meshplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "meshplan calibrate"}
     text = profile.to_toml(meta, consts, {ln["name"]: ln["what"] for ln in lines})
     profile.apply(consts)()  # refuse now, before writing, if a name does not resolve
-    Path(args.out).write_text(text)
+    from ..export.trace import _atomic_write
+    _atomic_write(Path(args.out), text)  # whole or not at all
     print(f"wrote {args.out}: use it with plan/predict/validate --profile {args.out}")
     return 0
 

@@ -24,6 +24,11 @@ from ._profile import add_profile_arg, apply_profile_arg, check_generation
 def _run(args) -> int:
     require_positive_int("top", args.top)
     require_nonneg_int("rerank", args.rerank)
+    if args.out and not args.export:  # else nothing would be written there, without a word
+        raise InputError("--out", args.out, "is the directory for --export ENGINE; give --export")
+    if args.png and not args.gpu_types:
+        raise InputError("--png", args.png, "is procurement's cost-against-time picture; "
+                         "give --gpu-types (with --train-tokens and --deadline)")
     meta = apply_profile_arg(args)
     handled = pools_run(args)  # several pools, or procurement (--gpu-types)
     if handled is not None:

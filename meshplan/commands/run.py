@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..progress import activity
 from ._common import add_plan_args, plan_from_args
 from ..scenario import Scenario, load_scenario, make_cluster
@@ -92,6 +93,14 @@ def run(args: argparse.Namespace) -> int:
     cfg.check(plan.world_size)
     if args.steps < 1:
         raise InputError("--steps", args.steps, "must be at least 1")
+    # launcher settings: refused here, not by torchrun on the workers (exit 1)
+    require_nonneg_int("max_restarts", args.max_restarts)
+    require_positive_int("nnodes", args.nnodes)
+    require_nonneg_int("checkpoint_every", args.checkpoint_every)
+    if not 1 <= args.port <= 65535:
+        raise InputError("--port", args.port, "must be a TCP port, 1-65535")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError("--out", args.out, "is a file; give a folder for the workers' result files")
     if args.resume not in (None, True):
         checkpoint.check(args.resume)
     elif args.resume and args.checkpoint_dir:

@@ -6,7 +6,7 @@ import json
 import math
 import re
 
-from ..errors import InputError
+from ..errors import InputError, require_positive_int
 from ..scenario import make_cluster
 from ..serve.explain import explain
 from ..serve.search import SLO, Candidate, goodput, search
@@ -130,14 +130,33 @@ def _print_table(rows: list[Candidate], slo: SLO) -> None:
     del q
 
 
+def _json_safe(x):
+    """``x`` with every non-finite float (an unbounded rate, an attainment of no request)
+    as null: json.dumps writes them as NaN / Infinity, which is not JSON (jq and strict
+    parsers refuse it); ``default=`` is never called for floats."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
 def _run(args) -> int:
     if not args.model or not args.gpus:
         raise InputError("--model" if not args.model else "--gpus", None, "required")
+    require_positive_int("top", args.top)
     model = load_model(args.model)
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
     if args.export and not args.out:
         raise InputError("--out", None, "--export needs --out DIR")
+    if args.out and not args.export:  # else nothing would be written there, without a word
+        raise InputError("--out", args.out, "is the directory for --export vllm|sglang; give --export")
+    if args.export:
+        from ..serve.export import check_out
+        check_out(args.out)  # before the search: a bad --out fails fast, nothing written
     traffic = _traffic(args)
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
@@ -180,7 +199,7 @@ def _run(args) -> int:
         from ..serve.export import export_plan
         exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model, args.out)
     if args.json:
-        print(json.dumps({
+        print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),
             "slo": {"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s, "percentile": slo.percentile},
             "evaluated": res.evaluated, "infeasible": len(res.infeasible),
@@ -191,7 +210,7 @@ def _run(args) -> int:
                         "output_tokens_per_s_per_gpu": c.result.output_tokens_per_s_per_gpu()}
                        for c in res.front],
             "why": explain(model, cluster, traffic, res), "exported": [str(p) for p in exported],
-        }, indent=2, default=lambda x: None if isinstance(x, float) and not math.isfinite(x) else x))
+        }), indent=2, allow_nan=False))
         return 0
     print(f"serving {model.name} on {cluster.describe()}")
     print(f"traffic: {traffic.describe()}; SLO: {slo.describe()}")

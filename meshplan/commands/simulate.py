@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import InputError
+from ..errors import InputError, require_nonneg_int
 from ..progress import activity
 from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
                       scenario_from_args)
@@ -43,6 +43,7 @@ def _pick_plan(args, sc):
 
 
 def _run(args) -> int:
+    require_nonneg_int("path_lines", args.path_lines)
     _check_outputs(args)
     sc = scenario_from_args(args)
     plan, origin = _pick_plan(args, sc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..errors import require_nonneg_int
 from ..progress import activity
 from ..ranking import format_lines
 from ..validate import validate
@@ -40,6 +41,7 @@ def _rows(path: str) -> str:
 
 
 def _run(args) -> int:
+    require_nonneg_int("jobs", args.jobs)
     apply_profile_arg(args)
     search_best = args.search_best and not args.no_search
     with activity(f"validating {_rows(args.csv)} published runs", quiet=args.json):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from ..errors import InputError
+from ..errors import InputError, require_positive_number
 from ..plan import Plan
 from ..specs.model import ModelSpec
 from .context_parallel import apply_cp, check_cp
@@ -55,6 +55,7 @@ class RunConfig:
         w = Workload(self.seq_len, self.global_batch)
         self.plan.validate(self.spec, w, world_size)
         check_dtype(self.dtype)
+        require_positive_number("lr", self.lr)  # AdamW refuses it on every rank otherwise
         check_schedule(self.plan, self.n_microbatches, self.schedule_source)
         check_cp(self.spec, self.plan)
         if self.plan.tp > 1:

@@ -51,7 +51,7 @@ from functools import lru_cache
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..cost import Estimate, estimate
+from ..cost import Estimate, estimate, fp8_recipe
 from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_violations, scenario_violations,
                        search_hints)
 from .. import framework_defaults
@@ -175,6 +175,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         pins.setdefault("recompute", "selective")
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule
+    # the scenario's FP8 recipe on this GPU (MXFP8 needs Blackwell): refused once, not per plan
+    fp8_recipe.resolve(workload.precision, workload.fp8_recipe, workload.framework,
+                       cluster.gpu.generation)
     t0 = time.perf_counter()
     zero_order, engine_defaults = framework_zeros(workload.framework) or ZERO_ORDER, {}
     if engine is not None:
@@ -207,6 +210,11 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         # (step time, memory, place in the enumeration order): the order of a plain walk
         fits = [(t, mem, p) for t, mem, _, p in sorted(walk.fits, key=lambda f: f[:3])]
         pinned_refusal = [v for f, v in refusals.items() if f in pins]
+        if engine is not None and not fits and not pinned_refusal and closest is not None:
+            # every plan was rejected for memory before the engine was asked: the plan
+            # closest to fitting says whether a pinned knob is one the engine refuses anyway
+            pinned_refusal = [v for v in plan_violations(engine, closest.plan, model, workload)
+                              if v.field in pins]
         if engine is not None and not fits and pinned_refusal:
             # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
             raise UnsupportedByEngine(engine, *pinned_refusal[0])

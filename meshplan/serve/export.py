@@ -152,6 +152,17 @@ def script_text(engine: str, plan: ServePlan, model: ModelSpec, model_id: str) -
     return "\n".join(lines) + "\nwait\n"
 
 
+# Every file name a serving export writes (a folder holding only these is a previous export).
+SERVE_EXPORT_FILES = ("launch_vllm.sh", "launch_sglang.sh", "plan.json")
+
+
+def check_out(out_dir: str | Path) -> Path:
+    """The --out directory if a serving export may go there, else InputError: the training
+    exports' rule (a new or empty directory, or one holding only a previous export)."""
+    from ..export import check_out_dir
+    return check_out_dir(out_dir, set(SERVE_EXPORT_FILES))
+
+
 def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
                 out_dir: str | Path) -> list[Path]:
     """Write ``launch_<engine>.sh`` and ``plan.json`` into ``out_dir``, atomically: all
@@ -159,7 +170,7 @@ def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
     import json
 
     text = script_text(engine, plan, model, model_id)  # refuses before anything is written
-    out = Path(out_dir)
+    out = check_out(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {f"launch_{engine}.sh": text,
              "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},

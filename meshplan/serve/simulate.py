@@ -154,6 +154,11 @@ class _Engine:
                     preempted_self = True
                     break
             if preempted_self:
+                if not batch and not self.running:  # alone, with the whole cache, it does not
+                    # fit: recomputing it would fill the cache the same way again, forever
+                    raise InputError("kv cache", self.capacity_tokens,
+                                     f"a request of {r.inp} prompt + {r.out} output tokens "
+                                     "does not fit the replica's KV cache")
                 break  # r was the last running request; nothing after it
             self.free -= need
             r.blocks += need
@@ -349,6 +354,15 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         pre = dec = engines = _engines_for(plan.pools[0], model, cluster, plan, "both", 0)
     reqs = traffic.requests
     n = len(reqs)
+    for e in {id(pre[0]): pre[0], id(dec[0]): dec[0]}.values():  # one engine of each pool
+        # the longest request, alone in the whole cache, at its end (a lower bound on what it
+        # holds while it runs): if that does not fit it never finishes
+        q = max(reqs, key=lambda q: q.input_len + (q.output_len if e.role != "prefill" else 0))
+        tokens = q.input_len + (q.output_len if e.role != "prefill" else 0)
+        if e._demand(tokens, tokens) > e.capacity_blocks:
+            raise InputError("kv cache", e.capacity_tokens,
+                             f"a request of {q.input_len} prompt + {q.output_len} output tokens "
+                             "does not fit the replica's KV cache")
     prefix = int(traffic.prefix_share * traffic.mean_input)
     seen_prefix = [False] * len(pre)
     heap: list = []

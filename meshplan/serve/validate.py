@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..runs_csv import read_csv
+from ..runs_csv import count, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
@@ -62,19 +62,29 @@ class ServeRow:
         return asdict(self) | {k + "_error": self.err(k) for k in ("tps", "ttft_ms", "tpot_ms")}
 
 
-def _f(r: dict, k: str) -> float | None:
-    v = (r.get(k) or "").strip()
-    if not v:
-        return None
+def _checked(r: dict, k: str, read, *args, **kw):
+    """A value read by the runs CSV's rules (meshplan/runs_csv.py), its error naming the row."""
     try:
-        return float(v)
-    except ValueError:
-        raise InputError(f"row {r.get('id')}: {k}", v, "must be a number") from None
+        return read(r, k, *args, **kw)
+    except InputError as e:
+        raise InputError(f"row {r.get('id')}: {k}", e.value, e.allowed) from None
+
+
+def _f(r: dict, k: str) -> float | None:
+    """A finite number, or None when blank."""
+    return _checked(r, k, number)
+
+
+def _m(r: dict, k: str) -> float | None:
+    """A measured value: blank, or a finite positive number."""
+    return _checked(r, k, measured)
 
 
 def _i(r: dict, k: str, default: int | None = None) -> int | None:
-    v = _f(r, k)
-    return default if v is None else int(v)
+    """A whole number >= 1 (a count, a degree, a length), or ``default`` when blank;
+    required (blank refused) for the columns every row must state."""
+    v = _checked(r, k, count, required=k in REQUIRED, minimum=1)
+    return default if v is None else v
 
 
 def predict_row(r: dict) -> ServeRow:
@@ -98,14 +108,14 @@ def predict_row(r: dict) -> ServeRow:
                      scheduler=sched)
     conc = _i(r, "concurrency")
     rate_s = (r.get("rate_per_s") or "").strip().lower()
-    rate = math.inf if rate_s in ("inf", "") and not conc else (float(rate_s) if rate_s else None)
+    rate = math.inf if rate_s in ("inf", "") and not conc else _m(r, "rate_per_s")
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
     il, ol = _i(r, "input_len"), _i(r, "output_len")
     traffic = synthetic(nreq, Lengths(il, il), Lengths(ol, ol), rate_per_s=None if conc else rate,
                         concurrency=conc)
     row = ServeRow(r["id"], r.get("trust", ""), r["model"], f"{n}x{r['gpu']}", plan.describe(),
-                   f"concurrency {conc}" if conc else f"rate {rate:g}/s", _f(r, "measured_output_tokens_per_s_per_gpu"),
-                   measured_ttft_ms=_f(r, "measured_ttft_ms"), measured_tpot_ms=_f(r, "measured_tpot_ms"))
+                   f"concurrency {conc}" if conc else f"rate {rate:g}/s", _m(r, "measured_output_tokens_per_s_per_gpu"),
+                   measured_ttft_ms=_m(r, "measured_ttft_ms"), measured_tpot_ms=_m(r, "measured_tpot_ms"))
     res = simulate(model, cluster, plan, traffic)
     stat = (r.get("latency_stat") or "mean").strip().lower()
 

@@ -111,6 +111,13 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
         raise InputError(f"{f}.peak_tflops", peaks, "a table of TFLOP/s per precision, "
                          "e.g. {bf16 = 989, fp8 = 1979}")
     peak = {k: require_positive_number(f"{f}.peak_tflops.{k}", v) * 1e12 for k, v in peaks.items()}
+    if "bf16" not in peak and "fp16" not in peak:  # every step and listing reads the 16-bit peak
+        raise InputError(f"{f}.peak_tflops", peaks, "needs bf16 (or fp16) TFLOP/s, e.g. "
+                         "{bf16 = 989, fp8 = 1979}")
+    from ..cost.efficiency import EFFICIENCY  # the kernel-efficiency families
+    generation = d.get("generation", "hopper")
+    if generation not in EFFICIENCY:  # any other name fell back to hopper without a word
+        raise InputError(f"{f}.generation", generation, "allowed: " + ", ".join(EFFICIENCY))
     mem = num("memory_gib") * 2**30 if "memory_gib" in d else num("memory_gb") * 1e9
     per_node = count("gpus_per_node", 8)
     return GPU(
@@ -122,7 +129,7 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
         gpus_per_node=per_node,
         scaleup_domain=count("scaleup_domain", per_node),
         nic_bytes_per_s=num("nic_gbps", 400) / 8 * 1e9,
-        generation=str(d.get("generation", "hopper")),
+        generation=generation,
         power_limit_w=num("power_limit_w", 0, allow_zero=True),
         source=str(d.get("source", "user file")),
     )
@@ -172,6 +179,9 @@ def parse_gpus(text: str, catalog: dict[str, GPU]) -> tuple[int, GPU]:
 
 
 def lookup_gpu(name: str, catalog: dict[str, GPU]) -> GPU:
+    if not isinstance(name, str):
+        raise InputError("gpu", name, "expected a GPU name, e.g. \"H100-SXM-80GB\"; known GPUs: "
+                         + ", ".join(catalog))
     key = {k.lower(): k for k in catalog}.get(name.strip().lower())
     if key is None:
         raise InputError("gpu", name, "known GPUs: " + ", ".join(catalog))

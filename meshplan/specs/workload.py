@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError, require_choice, require_positive_int
+from ..errors import InputError, require_bool, require_choice, require_positive_int
 
 # fp32: fp32 weights and activations, matmuls at the fp32 rate; tf32: the same storage with
 # the matmuls on TF32 tensor cores where the GPU has them (Ampere and newer; NVIDIA's PyTorch
@@ -101,7 +101,8 @@ class Workload:
         object.__setattr__(self, "optimizer",
                            require_choice("optimizer", self.optimizer, OPTIMIZERS))
         object.__setattr__(self, "framework", str(self.framework or "").strip().lower())
-        object.__setattr__(self, "compiled_loss", bool(self.compiled_loss))
+        # a bool, not a string: bool("false") is True (errors.require_bool)
+        object.__setattr__(self, "compiled_loss", require_bool("compiled_loss", self.compiled_loss))
         kernel = str(self.attention_kernel or "").strip().lower()
         if kernel:
             from ..cost.efficiency import ATTENTION_KERNELS
