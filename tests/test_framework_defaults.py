@@ -199,14 +199,30 @@ def test_blank_attention_kernel_of_an_llm_foundry_row_is_the_triton_kernel():
     assert fa2 > 1.2 * stated  # the kernel is costed: FA2 is 1.4x / 2x faster
 
 
-def test_blank_dtypes_predict_as_fp32():
-    row = ROWS["H115"]  # NeMo Nemotron-4 340B: bf16 moments without master, bf16 grads
+def test_blank_dtypes_predict_as_fp32_where_fp32_fits():
+    row = ROWS["H030"]  # NeMo Llama 3 8B FP8 on 8 H100: fits at fp32 with its stated knobs
     fp32 = dict(row, optimizer_state_precision="fp32", grad_reduce_dtype="fp32")
     blank = _without(row, "optimizer_state_precision", "grad_reduce_dtype")
     a, b = _predict(fp32), _predict(blank)
+    assert not a.predicted_oom
     assert a.predicted_tokens_per_s_per_gpu == b.predicted_tokens_per_s_per_gpu
     assert a.predicted_peak_mem_gib == b.predicted_peak_mem_gib
-    assert _predict(row).predicted_peak_mem_gib < a.predicted_peak_mem_gib
+    assert not any("lean dtypes" in n for n in b.notes)
+
+
+def test_blank_dtypes_take_the_lean_ones_where_only_they_fit():
+    # NeMo Nemotron-4 340B with every knob stated: at fp32 it does not fit (the recipe runs
+    # bf16 moments without a master and bf16 gradients); left blank, the engine's lean dtypes
+    # (verdict_lean: bf16 moments beside an fp32 master, bf16 gradients) are predicted, noted
+    # and 'may not fit', at the stated row's speed (the bf16 gradient reduction)
+    row = ROWS["H115"]
+    fp32 = dict(row, optimizer_state_precision="fp32", grad_reduce_dtype="fp32")
+    blank = _without(row, "optimizer_state_precision", "grad_reduce_dtype")
+    a, b, stated = _predict(fp32), _predict(blank), _predict(row)
+    assert a.predicted_oom and not b.predicted_oom and b.predicted_may_not_fit
+    assert any("lean dtypes" in n for n in b.notes)
+    assert b.predicted_tokens_per_s_per_gpu == stated.predicted_tokens_per_s_per_gpu
+    assert stated.predicted_peak_mem_gib < b.predicted_peak_mem_gib < a.predicted_peak_mem_gib
 
 
 def test_qwen3_row_without_head_dim_takes_the_presets():
