@@ -170,14 +170,14 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
             raise InputError("recompute_layers", g["recompute_layers"],
                              f"must be below the {model.layers} layers of {model.name} "
                              "(recomputing every layer is recompute='full' without a layer count)")
-    if g.get("hsdp_shard") and num_gpus % g["hsdp_shard"]:
-        raise InputError("hsdp_shard", g["hsdp_shard"], f"must divide the {num_gpus} GPUs "
-                         "(it divides dp*cp)")
         if pp is not None:
             _recompute_rules(model, Plan(pp=pp, vpp=g.get("vpp", 1), recompute="full",
                                          recompute_layers=g["recompute_layers"],
                                          schedule="interleaved_1f1b" if g.get("vpp", 1) > 1
                                          else ""))
+    if g.get("hsdp_shard") and num_gpus % g["hsdp_shard"]:
+        raise InputError("hsdp_shard", g["hsdp_shard"], f"must divide the {num_gpus} GPUs "
+                         "(it divides dp*cp)")
     if all(k in g for k in ("dp", "pp", "micro_batch", "schedule")):  # the micro-batch count
         vpp = g.get("vpp") or (2 if g["schedule"] in MULTI_CHUNK_SCHEDULES else 1)
         _batch_rules(workload, Plan(dp=g["dp"], pp=g["pp"], micro_batch=g["micro_batch"],
