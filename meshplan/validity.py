@@ -130,6 +130,11 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
 def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) -> None:
     """The rules a partial plan (pinned knobs) already breaks, whatever the rest becomes."""
     g = {k: field_value(k, v) for k, v in pins.items()}  # each value on its own first
+    if "schedule" in g or "vpp" in g:  # the pipeline knobs pinned together (Plan's rules:
+        # V schedules and virtual stages need pp > 1, each schedule its chunk count)
+        sched = g.get("schedule", "")
+        Plan(pp=g.get("pp", 2), schedule=sched,
+             vpp=g.get("vpp", 2 if sched in MULTI_CHUNK_SCHEDULES else 1))
     tp, cp, pp, dp = (g.get(k) for k in ("tp", "cp", "pp", "dp"))
     if tp is not None:
         _tp_rules(model, workload, tp, cp or 1, bool(g.get("sequence_parallel", tp > 1)) and tp > 1

@@ -75,6 +75,11 @@ CASES = [
     ("plan-pin-recompute-layers-over-model", {}, ["plan", *M, *W, "--recompute-layers", "100"],
      "recompute_layers=100"),
     ("plan-pin-hsdp-not-dividing", {}, ["plan", *M, *W, "--hsdp-shard", "3"], "hsdp_shard=3"),
+    # pipeline knobs pinned together that no plan can hold: was "no plan fits" (exit 1)
+    ("plan-pin-v-schedule-on-pp1", {}, ["plan", *M, *W, "--pp", "1", "--schedule", "dualpipev"],
+     "pipeline parallelism (pp > 1)"),
+    ("plan-pin-one-chunk-schedule-with-vpp", {}, ["plan", *M, *W, "--schedule", "gpipe",
+                                                  "--vpp", "2"], "schedule='gpipe'"),
     ("plan-fp8-mx-on-hopper", {}, ["plan", *M, *W, "--precision", "fp8", "--fp8-recipe", "mx"],
      "fp8_recipe='mx'"),
     ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
