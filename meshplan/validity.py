@@ -130,6 +130,11 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
 def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) -> None:
     """The rules a partial plan (pinned knobs) already breaks, whatever the rest becomes."""
     g = {k: field_value(k, v) for k, v in pins.items()}  # each value on its own first
+    if "schedule" in g or "vpp" in g:  # the pipeline knobs pinned together (Plan's rules:
+        # V schedules and virtual stages need pp > 1, each schedule its chunk count)
+        sched = g.get("schedule", "")
+        Plan(pp=g.get("pp", 2), schedule=sched,
+             vpp=g.get("vpp", 2 if sched in MULTI_CHUNK_SCHEDULES else 1))
     tp, cp, pp, dp = (g.get(k) for k in ("tp", "cp", "pp", "dp"))
     if tp is not None:
         _tp_rules(model, workload, tp, cp or 1, bool(g.get("sequence_parallel", tp > 1)) and tp > 1
@@ -170,14 +175,14 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
             raise InputError("recompute_layers", g["recompute_layers"],
                              f"must be below the {model.layers} layers of {model.name} "
                              "(recomputing every layer is recompute='full' without a layer count)")
-    if g.get("hsdp_shard") and num_gpus % g["hsdp_shard"]:
-        raise InputError("hsdp_shard", g["hsdp_shard"], f"must divide the {num_gpus} GPUs "
-                         "(it divides dp*cp)")
         if pp is not None:
             _recompute_rules(model, Plan(pp=pp, vpp=g.get("vpp", 1), recompute="full",
                                          recompute_layers=g["recompute_layers"],
                                          schedule="interleaved_1f1b" if g.get("vpp", 1) > 1
                                          else ""))
+    if g.get("hsdp_shard") and num_gpus % g["hsdp_shard"]:
+        raise InputError("hsdp_shard", g["hsdp_shard"], f"must divide the {num_gpus} GPUs "
+                         "(it divides dp*cp)")
     if all(k in g for k in ("dp", "pp", "micro_batch", "schedule")):  # the micro-batch count
         vpp = g.get("vpp") or (2 if g["schedule"] in MULTI_CHUNK_SCHEDULES else 1)
         _batch_rules(workload, Plan(dp=g["dp"], pp=g["pp"], micro_batch=g["micro_batch"],

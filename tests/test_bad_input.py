@@ -75,6 +75,11 @@ CASES = [
     ("plan-pin-recompute-layers-over-model", {}, ["plan", *M, *W, "--recompute-layers", "100"],
      "recompute_layers=100"),
     ("plan-pin-hsdp-not-dividing", {}, ["plan", *M, *W, "--hsdp-shard", "3"], "hsdp_shard=3"),
+    # pipeline knobs pinned together that no plan can hold: was "no plan fits" (exit 1)
+    ("plan-pin-v-schedule-on-pp1", {}, ["plan", *M, *W, "--pp", "1", "--schedule", "dualpipev"],
+     "pipeline parallelism (pp > 1)"),
+    ("plan-pin-one-chunk-schedule-with-vpp", {}, ["plan", *M, *W, "--schedule", "gpipe",
+                                                  "--vpp", "2"], "schedule='gpipe'"),
     ("plan-fp8-mx-on-hopper", {}, ["plan", *M, *W, "--precision", "fp8", "--fp8-recipe", "mx"],
      "fp8_recipe='mx'"),
     ("rerank-negative", {}, ["plan", *M, *W, "--rerank", "-1"], "rerank=-1"),
@@ -380,3 +385,13 @@ def test_serve_request_longer_than_the_kv_cache_is_refused_not_simulated_forever
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "does not fit the replica's KV cache" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_out_empty_string_is_refused_not_the_current_folder(tmp_path, monkeypatch, capsys):
+    """--out "" (an unset shell variable) was Path(""), the current folder: the export was
+    written where the shell stood. Now one line, exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out=''" in err
+    assert list(tmp_path.iterdir()) == []

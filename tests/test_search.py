@@ -82,3 +82,19 @@ def test_search_skips_micro_batch_counts_torch_schedules_cannot_run():
     assert piped, "the case must exercise pipelined plans"
     for p in piped:
         assert rounds_fit(p.schedule, p.pp, gb // (p.dp * p.micro_batch)), p.describe()
+
+
+@pytest.mark.parametrize("pins, check", [
+    # a pinned multi-chunk schedule without vpp: was exit 2 "vpp=1: schedule
+    # interleaved_1f1b needs vpp >= 2" (the pp=1 points took the schedule with vpp 1)
+    ({"schedule": "interleaved_1f1b"}, lambda p: p.pp > 1 and p.vpp >= 2
+     and p.schedule == "interleaved_1f1b"),
+    ({"schedule": "Looped_BFS", "vpp": 4}, lambda p: p.pp > 1 and p.vpp == 4
+     and p.schedule == "looped_bfs"),
+    # a pinned vpp was dropped on the pp=1 points: the winner was dp8 pp1 (vpp 1)
+    ({"vpp": 2}, lambda p: p.pp > 1 and p.vpp == 2),
+])
+def test_pinned_pipeline_knobs_are_kept(pins, check):
+    r = search(preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"), Workload(4096, 32),
+               pins, top_k=3, rerank_k=0, simulate=False)
+    assert r.top and all(check(e.plan) for e in r.top), [e.plan.describe() for e in r.top]

@@ -72,6 +72,8 @@ def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
     Allowed: a path that does not exist yet (its nearest existing parent a writable
     directory), an empty directory, or a directory holding only files an export writes
     (``names``; a previous export being replaced whole)."""
+    if not str(out_dir).strip():  # Path("") is the current folder: a slip, not a choice
+        raise InputError("--out", str(out_dir), "must name a directory (give . for this one)")
     out = Path(out_dir)
     allowed = ("allowed: a new or empty directory, or one holding only a previous export "
                "(meshplan never overwrites part of a folder)")

@@ -56,8 +56,7 @@ from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_
                        search_hints)
 from .. import framework_defaults
 from ..errors import InputError
-from ..plan import Plan
-from ..recompute_modules import parse_modules
+from ..plan import Plan, field_value
 from ..validity import check_pins
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
@@ -170,8 +169,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     for k in pins:
         if k not in PINNABLE:
             raise InputError(k, pins[k], "cannot be pinned; pinnable: " + ", ".join(PINNABLE))
+    # each pinned value normalised as Plan reads it ("Interleaved_1F1B", "FULL", ...)
+    pins = {k: v if k == "schedules" else field_value(k, v) for k, v in pins.items()}
     if pins.get("recompute_modules"):  # module-level recomputation is selective
-        pins["recompute_modules"] = parse_modules(pins["recompute_modules"])
         pins.setdefault("recompute", "selective")
     check_pins(model, workload, cluster.num_gpus,
                {k: v for k, v in pins.items() if k != "schedules"})  # exit 2 naming the rule

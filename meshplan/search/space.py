@@ -113,10 +113,12 @@ def micro_batch_choices(workload: Workload, dp: int, pins: dict) -> list[int]:
 
 def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tuple[int, str]]:
     """(vpp, schedule) pairs for a pipeline of ``pp`` ranks and ``m`` micro-batches."""
-    if pp == 1:
-        return [(1, pins.get("schedule", "1f1b"))]
+    chunky = (pins.get("vpp") or 1) > 1 or pins.get("schedule") in MULTI_CHUNK_SCHEDULES
+    if pp == 1:  # a pinned vpp > 1 or multi-chunk schedule needs pp > 1: none here (they
+        # were dropped, or the schedule made an invalid plan that ended the search)
+        return [] if chunky else [(1, pins.get("schedule", "1f1b"))]
     if m < pp:  # every schedule but GPipe needs a full pipeline of micro-batches
-        return [(1, "gpipe")] if pins.get("schedule", "gpipe") == "gpipe" else []
+        return [(1, "gpipe")] if pins.get("schedule", "gpipe") == "gpipe" and not chunky else []
     pinned_v, pinned_s = pins.get("vpp"), pins.get("schedule")
     allowed = pins.get("schedules")  # a set of schedules to choose from (e.g. an engine's)
     out = []
