@@ -76,10 +76,16 @@ def test_published_nemotron_340b_on_128_gpus_runs_without_full_recompute():
     assert "rc-full" not in res.plan
     # within 10% of the published 4.61 s (full recomputation made it 36% slow)
     assert res.predicted_step_time_s == pytest.approx(4.61, rel=0.10)
-    # with the default fp32 gradients and 12-byte optimizer the same layout does not fit
+    # with fp32 gradients and a 12-byte optimizer stated, the same layout does not fit
     # without full recomputation: that is what sent the planner to rc-full
-    plain = dict(row, optimizer_state_precision="", grad_reduce_dtype="")
-    assert "rc-full" in predict_row(dict(plain, recompute=""), with_search_best=False).plan
+    fp32 = dict(row, optimizer_state_precision="fp32", grad_reduce_dtype="fp32", recompute="")
+    assert "rc-full" in predict_row(fp32, with_search_best=False).plan
+    # left blank, the dtypes are searched where they decide the fit (validate._lean_search):
+    # the engine's lean dtypes let the faster layout fit, and the row says so
+    blank = predict_row(dict(row, optimizer_state_precision="", grad_reduce_dtype="",
+                             recompute=""), with_search_best=False)
+    assert "rc-full" not in blank.plan
+    assert any("lean dtypes" in n for n in blank.notes)
 
 
 def test_megatron_export_reduces_grads_in_bf16():
