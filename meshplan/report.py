@@ -103,20 +103,24 @@ def plans_table(ests: list[Estimate], simulated: dict | None = None,
     sim = simulated or {}
     ivs = intervals or {}
     w = max([52] + [len(e.plan.describe()) + 2 for e in ests])
-    out = [f"{'#':>2}  {'plan':<{w}}{'step s':>8}{'sim s':>8}"
-           + (f"{'p10-p90 s':>14}" if ivs else "") + f"{'tok/s/GPU':>11}{'MFU':>7}"
+    # the time columns widen for steps of 10,000 s and more, so figures never run together
+    sw = max([8] + [len(f"{e.step_time_s:.2f}") + 1 for e in ests])
+    iw = max([14] + [len(f"{iv.step_time_s[0]:.2f}-{iv.step_time_s[1]:.2f}") + 1
+                     for iv in (ivs.get(e.plan) for e in ests) if iv])
+    out = [f"{'#':>2}  {'plan':<{w}}{'step s':>{sw}}{'sim s':>{sw}}"
+           + (f"{'p10-p90 s':>{iw}}" if ivs else "") + f"{'tok/s/GPU':>11}{'MFU':>7}"
            f"{'mem GiB':>9}" + (f"{'p10-p90':>12}" if ivs else "") + "  bottleneck"]
     for i, e in enumerate(ests, 1):
         s = sim.get(e.plan)
         tps = s.tokens_per_s_per_gpu if s else e.tokens_per_s_per_gpu
         mfu = s.mfu if s else e.mfu
         iv = ivs.get(e.plan)
-        st = (f"{f'{iv.step_time_s[0]:.2f}-{iv.step_time_s[1]:.2f}':>14}" if iv else "")
+        st = (f"{f'{iv.step_time_s[0]:.2f}-{iv.step_time_s[1]:.2f}':>{iw}}" if iv else "")
         mt = (f"{f'{iv.peak_memory_gib[0]:.1f}-{iv.peak_memory_gib[1]:.1f}':>12}" if iv else "")
         warn = "may not fit; " if iv and e.fits and iv.may_not_fit else ""
-        out.append(f"{i:>2}  {e.plan.describe():<{w}}{e.step_time_s:>8.2f}"
-                   f"{(f'{s.step_time_s:.2f}' if s else '-'):>8}{st}{tps:>11,.0f}{mfu:>7.1%}"
-                   f"{e.peak_memory_bytes / GiB:>9.1f}{mt}  {warn}{e.bottleneck}")
+        out.append(f"{i:>2}  {e.plan.describe():<{w}}{e.step_time_s:>{sw}.2f}"
+                   f"{(f'{s.step_time_s:.2f}' if s else '-'):>{sw}}{st}{tps:>11,.0f}"
+                   f"{mfu:>7.1%}{e.peak_memory_bytes / GiB:>9.1f}{mt}  {warn}{e.bottleneck}")
     return out
 
 

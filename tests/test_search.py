@@ -98,3 +98,27 @@ def test_pinned_pipeline_knobs_are_kept(pins, check):
     r = search(preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"), Workload(4096, 32),
                pins, top_k=3, rerank_k=0, simulate=False)
     assert r.top and all(check(e.plan) for e in r.top), [e.plan.describe() for e in r.top]
+
+
+def test_rerank_keeps_the_closed_form_for_pipelines_too_long_to_simulate():
+    # a million sequences on 8 GPUs at pp2: every pipeline is far longer than the simulator's
+    # benchmark case (128 x 1,024), so no plan is simulated and the closed form ranks them;
+    # before, the re-rank simulated each of them and did not finish in minutes
+    from meshplan.pipeline.from_cost import RERANK_MAX_STAGE_MICROBATCHES, simulated_size
+    from meshplan.report import plans_table
+    m, cl = preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB")
+    r = search(m, cl, Workload(4096, 10**6), {"pp": 2}, top_k=3, rerank_k=5)
+    assert r.best is not None and r.top
+    assert all(simulated_size(e) > RERANK_MAX_STAGE_MICROBATCHES for e in r.top)
+    assert not any(e.plan in r.simulated for e in r.top)
+    steps = [e.step_time_s for e in r.top]
+    assert steps == sorted(steps)
+    # the same plans with a short pipeline are simulated as before
+    short = search(m, cl, Workload(4096, 64), {"pp": 2}, top_k=3, rerank_k=5)
+    assert all(e.plan in short.simulated for e in short.top)
+    # steps of 10,000 s and more keep a space between the table's figures
+    line = plans_table(r.top[:1])[1]
+    figures = line.split(r.top[0].plan.describe(), 1)[1].split()
+    assert r.top[0].step_time_s > 1e4
+    assert float(figures[0]) == pytest.approx(r.top[0].step_time_s, abs=0.01)
+    assert figures[1] == "-"  # not simulated

@@ -129,6 +129,20 @@ def simulate_plan(model, cluster, workload, plan: Plan, *, overlap_p2p: bool = T
                              overlap_p2p=overlap_p2p, record=record)
 
 
+# The largest pipeline the search's re-rank simulates, in (virtual stage, micro-batch) pairs:
+# bench/bench_simulate.py's case, 128 virtual stages x 1,024 micro-batches, one simulated
+# step in about 1 s on the development machine (its target). Beyond it a plan keeps its
+# closed-form step time: its bubble share is then at most (stages - 1) / micro-batches of a
+# pipeline that long, and a re-rank of 50 such plans would take minutes (a global batch of
+# 10^6 sequences on 8 GPUs did not finish, and at 10^12 ran out of memory).
+RERANK_MAX_STAGE_MICROBATCHES = 128 * 1024
+
+
+def simulated_size(est) -> int:
+    """(virtual stage, micro-batch) pairs the event simulation of ``est`` walks."""
+    return est.plan.pp * max(1, est.plan.vpp) * est.num_microbatches
+
+
 def rerank(estimates, *, overlap_p2p: bool = True) -> tuple[list[PlanSimulation], dict[str, int]]:
     """Simulate the search's best candidates and order them by simulated step time (plans
     that still fit first). A candidate whose schedule the runtime cannot build (e.g.

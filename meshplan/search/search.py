@@ -252,7 +252,7 @@ def _rerank(model, cluster, workload, fits, k, rejected, engine=None):
     schedule (meshplan.pipeline). For each of them the schedules the screen treated as
     dominated (1F1B, interleaved 1F1B) are simulated too, so the simulator, not the closed
     form, decides between them. Plans whose schedule cannot run are dropped and counted."""
-    from ..pipeline.from_cost import rerank
+    from ..pipeline.from_cost import RERANK_MAX_STAGE_MICROBATCHES, rerank, simulated_size
 
     head, tail = fits[:k], fits[k:]
     plans = [p for _, _, p in head]
@@ -270,13 +270,18 @@ def _rerank(model, cluster, workload, fits, k, rejected, engine=None):
             ests.append(estimate(model, cluster, workload, p))
         except InputError:
             continue
-    sims, _ = rerank(ests)
+    # a pipeline too long to simulate keeps its closed form (from_cost.py)
+    long = [e for e in ests if simulated_size(e) > RERANK_MAX_STAGE_MICROBATCHES]
+    sims, _ = rerank([e for e in ests if simulated_size(e) <= RERANK_MAX_STAGE_MICROBATCHES])
     # memory as the tables show it (closed form), so the Pareto front reads consistently
-    ranked = [(s.step_time_s, s.estimate.peak_memory_bytes, s.plan) for s in sims if s.fits]
+    ranked = sorted([(s.step_time_s, s.estimate.peak_memory_bytes, s.plan)
+                     for s in sims if s.fits]
+                    + [(e.step_time_s, e.peak_memory_bytes, e.plan) for e in long if e.fits],
+                    key=lambda x: x[0])
     # plans of the screen's head that the simulation drops move from kept to rejected (the
     # added 1F1B variants were already counted under the dominated schedules)
     kept = {p for _, _, p in ranked}
-    ok = {s.plan for s in sims}
+    ok = {s.plan for s in sims} | {e.plan for e in long}
     lost = 0
     for _, _, p in head:
         if p not in kept:
