@@ -17,13 +17,11 @@ with ``jobs > 1`` rows sharing a free search go to the same worker process.
 
 from __future__ import annotations
 
-import dataclasses
-
 import math
 import os
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import (engine_spread, framework_defaults, ranking, runs_csv, uncertainty, validate_pools,
@@ -324,7 +322,7 @@ def _lean_search(prep: Prepared, pins: dict, r: SearchResult):
                                       prep.grad_reduce_blank)
     if lean is None:
         return None
-    lp = dataclasses.replace(prep, workload=lean)
+    lp = replace(prep, workload=lean)
     try:
         rl, _, _ = _pinned_search(lp, dict(pins))
     except InputError:

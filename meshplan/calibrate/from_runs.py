@@ -158,7 +158,7 @@ def run_from_runs(args) -> int:
         gens = {n.split(".")[1] for n in names if n.startswith("EFFICIENCY.")}
         if len(gens) == 1:
             meta["generation"] = gens.pop()
-        from ..export.trace import _atomic_write
-        _atomic_write(Path(args.out), profile.to_toml(meta, consts))  # whole or not at all
+        from ..export.trace import atomic_write
+        atomic_write(Path(args.out), profile.to_toml(meta, consts))  # whole or not at all
         print(f"wrote {args.out}")
     return 0

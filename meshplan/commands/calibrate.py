@@ -142,8 +142,8 @@ def _run(args) -> int:
             "command": "meshplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "meshplan calibrate"}
     text = profile.to_toml(meta, consts, {ln["name"]: ln["what"] for ln in lines})
     profile.apply(consts)()  # refuse now, before writing, if a name does not resolve
-    from ..export.trace import _atomic_write
-    _atomic_write(Path(args.out), text)  # whole or not at all
+    from ..export.trace import atomic_write
+    atomic_write(Path(args.out), text)  # whole or not at all
     print(f"wrote {args.out}: use it with plan/predict/validate --profile {args.out}")
     return 0
 

@@ -61,9 +61,9 @@ def _run(args) -> int:
     # render everything first, then write: a failure leaves no half-written output
     written = []
     if args.schedule_csv:
-        from ..export.trace import _atomic_write
+        from ..export.trace import atomic_write
         from ..pipeline.actions import format_csv
-        _atomic_write(__import__("pathlib").Path(args.schedule_csv), format_csv(sim.schedule.order))
+        atomic_write(__import__("pathlib").Path(args.schedule_csv), format_csv(sim.schedule.order))
         written.append(args.schedule_csv)
     if args.trace:
         from ..export.trace import write_trace

@@ -26,7 +26,7 @@ from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
-from .ops import ACT, UNFUSED_NORM_ENGINES, Shard, logits_bytes
+from .ops import ACT, Shard, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
@@ -486,8 +486,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             pipeline_buffer_bytes=pipeline_buffer_bytes(
                 workload.framework, plan.pp, r, state.in_flight, p2p_bytes,
                 p2p_split(workload.framework, plan.tp, plan.sequence_parallel) > 1,
-                plan.recompute == "full"
-                or workload.framework not in UNFUSED_NORM_ENGINES)))
+                input_kept_by_layer=plan.recompute == "full")))
         return memory_of[r]
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..pipeline.simulate import SimResult
-from .trace import _atomic_write
+from .trace import atomic_write
 
 COLORS = {"F": "#4C72B0", "B": "#55A868", "I": "#8FD19E", "W": "#E08A3C",
           "OVERLAP_F_B": "#8172B2", "p2p": "#9A9A9A", "dp": "#C44E52"}
@@ -45,7 +45,7 @@ def _save(fig, path: str | Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight")
     p = Path(path)
-    _atomic_write(p, buf.getvalue())
+    atomic_write(p, buf.getvalue())
     return p
 
 

@@ -71,11 +71,11 @@ def write_trace(res: SimResult, path: str | Path, title: str = "") -> Path:
     """Write the trace JSON to ``path`` atomically (temporary file renamed into place)."""
     p = Path(path)
     text = json.dumps(trace_events(res, title), separators=(",", ":"))
-    _atomic_write(p, text)
+    atomic_write(p, text)
     return p
 
 
-def _atomic_write(p: Path, data: str | bytes) -> None:
+def atomic_write(p: Path, data: str | bytes) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise InputError("output", str(p), "its directory does not exist")

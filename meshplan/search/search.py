@@ -271,8 +271,10 @@ def _rerank(model, cluster, workload, fits, k, rejected, engine=None):
         except InputError:
             continue
     # a pipeline too long to simulate keeps its closed form (from_cost.py)
-    long = [e for e in ests if simulated_size(e) > RERANK_MAX_STAGE_MICROBATCHES]
-    sims, _ = rerank([e for e in ests if simulated_size(e) <= RERANK_MAX_STAGE_MICROBATCHES])
+    short, long = [], []
+    for e in ests:
+        (long if simulated_size(e) > RERANK_MAX_STAGE_MICROBATCHES else short).append(e)
+    sims, _ = rerank(short)
     # memory as the tables show it (closed form), so the Pareto front reads consistently
     ranked = sorted([(s.step_time_s, s.estimate.peak_memory_bytes, s.plan)
                      for s in sims if s.fits]

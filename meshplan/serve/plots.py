@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 from ..export.plots import _pyplot
-from ..export.trace import _atomic_write
+from ..export.trace import atomic_write
 from .search import SearchResult
 
 
@@ -37,5 +37,5 @@ def pareto_png(res: SearchResult, path: str | Path) -> Path:
     fig.savefig(buf, format="png", bbox_inches="tight")
     plt.close(fig)
     p = Path(path)
-    _atomic_write(p, buf.getvalue())
+    atomic_write(p, buf.getvalue())
     return p
