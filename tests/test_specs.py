@@ -90,8 +90,29 @@ def test_unknown_preset_lists_presets():
 
 def test_gpu_catalog_ids():
     for g in ("V100-SXM-32GB", "A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB",
-              "H100-SXM-96GB-500W", "H800-SXM-80GB", "H200-SXM-141GB", "B200", "GB200", "MI300X"):
+              "H100-SXM-96GB-500W", "H800-SXM-80GB", "H200-SXM-141GB", "B200", "GB200", "B300",
+              "GB300", "MI300X", "MI325X", "MI355X"):
         assert g in GPUS and GPUS[g].source
+
+
+def test_blackwell_ultra_and_cdna_entries_match_the_datasheet_aggregates():
+    """Per-GPU figures reproduce the system totals the datasheets print (dense unless said)."""
+    P = 1e15
+    gb300, b300, mi355 = GPUS["GB300"], GPUS["B300"], GPUS["MI355X"]
+    # GB300 NVL72: 180 PF bf16, 360 PF fp8 dense, 576 TB/s HBM, over 72 GPUs in one NVLink domain
+    assert 72 * gb300.flops("bf16") == pytest.approx(180 * P)
+    assert 72 * gb300.flops("fp8") == pytest.approx(360 * P)
+    assert 72 * gb300.memory_bytes_per_s == pytest.approx(576e12)
+    assert make_cluster("144xGB300").domain_size == 72
+    # HGX B300: 36 PF bf16 and 72 PF fp8 "with sparsity" over 8 GPUs
+    assert 8 * 2 * b300.flops("bf16") == pytest.approx(36 * P)
+    assert 8 * 2 * b300.flops("fp8") == pytest.approx(72 * P)
+    # MI355X: 256 CUs x 8,192 fp8 FLOPs per CU per clock x 2.4 GHz; bf16 at half that rate
+    assert mi355.flops("fp8") == pytest.approx(256 * 8192 * 2.4e9, rel=0.001)
+    assert mi355.flops("bf16") == pytest.approx(mi355.flops("fp8") / 2)
+    # MI325X: the MI300X's compute with 256 GB of HBM3e at 6 TB/s
+    assert GPUS["MI325X"].peak_flops == GPUS["MI300X"].peak_flops
+    assert GPUS["MI325X"].memory_bytes > GPUS["MI300X"].memory_bytes
 
 
 def test_cluster_parse_and_errors():
@@ -124,6 +145,11 @@ def test_workload_errors():
     ("NVIDIA A100-SXM4-80GB", 85_198_045_184, "A100-SXM-80GB"),
     ("Tesla V100-SXM2-32GB", 34_089_730_048, "V100-SXM-32GB"),
     ("AMD Instinct MI300X", 205_822_885_888, "MI300X"),
+    ("AMD Instinct MI325X", 274_877_906_944, "MI325X"),
+    ("AMD Instinct MI355X", 309_237_645_312, "MI355X"),
+    ("NVIDIA B300 SXM6 AC", 289_910_292_480, "B300"),
+    ("NVIDIA GB300", 299_574_378_496, "GB300"),
+    ("NVIDIA GB200", 197_568_495_616, "GB200"),
     ("NVIDIA H100 PCIe", 85_031_714_816, None),  # other clocks and links than the SXM part
     ("NVIDIA GH200 480GB", 102_005_473_280, None),
     ("NVIDIA GeForce RTX 4090", 25_393_692_672, None),
@@ -131,3 +157,19 @@ def test_workload_errors():
 def test_gpu_for_device_names(name, mem_bytes, gpu_id):
     from meshplan.specs.catalog.gpus import gpu_for_device
     assert gpu_for_device(name, mem_bytes) == gpu_id
+
+
+def test_blackwell_ultra_runs_what_blackwell_cannot_hold():
+    """The same plan: on B300 (270 GB) it fits where B200 (179 GB) does not, and with the same
+    dense peaks each Blackwell Ultra part runs it within 3% of its Blackwell counterpart (the
+    only compute difference is 160 SMs against 148 / 152 at the same total rate)."""
+    from meshplan.cost import estimate
+    from meshplan.plan import Plan
+    model, wl = load_model("llama3.1-70b"), Workload(8192, 64, "bf16")
+    plan = Plan(dp=8, tp=1, pp=1, zero=3, micro_batch=1, recompute="selective")
+    on = {g: estimate(model, make_cluster(f"8x{g}"), wl, plan)
+          for g in ("B200", "B300", "GB200", "GB300")}
+    assert not on["B200"].fits and on["B300"].fits
+    assert not on["GB200"].fits and on["GB300"].fits
+    for old, new in (("B200", "B300"), ("GB200", "GB300")):
+        assert on[new].step_time_s == pytest.approx(on[old].step_time_s, rel=0.03)

@@ -110,6 +110,11 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
     "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=700),
     "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=1000),
     "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
+    # CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
+    # (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its
+    # predictions carry the wide interval of a generation with no validation rows
+    # (uncertainty.py). Replace with a `meshplan calibrate` profile where an MI355X is at hand.
+    "cdna4": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
 }
 
 # FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper: the FA3

@@ -87,6 +87,29 @@ GPUS: dict[str, GPU] = {
         184 * GiB, 8000 * GB, 900 * GB, gpus_per_node=4, scaleup_domain=72,
         nic_bytes_per_s=_gbps(400), generation="blackwell",
         source="NVIDIA GB200 NVL72 datasheet"),
+    # Blackwell Ultra. Per-GPU dense figures from NVIDIA's HGX B300 and GB300 NVL72 datasheets
+    # (HGX B300: 36 PF bf16 and 72 PF fp8 "with sparsity" over 8 GPUs; GB300 NVL72: 180 PF bf16
+    # and 360 PF fp8 dense over 72 GPUs), tabulated per GPU in Verda's "NVIDIA GB300 NVL72: GPU
+    # Architecture & Performance" (verda.com/blog/gb300-nvl72-architecture): B300 2.25 PF bf16,
+    # 4.5 PF fp8, 1.1 PF tf32, 75 TF fp32; GB300 2.5 / 5 / 1.25 PF, 80 TF; memory as the device
+    # reports it, 270 GB (B300) and 279 GB (GB300) of the 288 GB of eight 12-high HBM3e stacks
+    # (the same share of the stacks as B200's 179 and GB200's 184 of 192); 8 TB/s (GB300 NVL72:
+    # 576 TB/s over 72 GPUs; HGX B300 "up to 8 TB/s"); NVLink5 1.8 TB/s total; one ConnectX-8
+    # 800 Gb/s per GPU (HGX B300 networking 1.6 TB/s bidirectional for 8 GPUs; GB300 NVL72: 72
+    # ConnectX-8). TDP 1,100 W (B300) and 1,400 W (GB300). Kernel efficiencies: the "blackwell"
+    # family (same SM design); Blackwell Ultra's doubled softmax-exponent rate (SFU EX2 10.7 vs 5
+    # tera-exponentials/s, same table) is not credited to attention: no published kernel table.
+    "B300": GPU(
+        "B300",
+        {"fp32": 75 * T, "tf32": 1100 * T, "bf16": 2250 * T, "fp16": 2250 * T, "fp8": 4500 * T},
+        270 * GiB, 8000 * GB, 900 * GB, nic_bytes_per_s=_gbps(800), generation="blackwell",
+        source="NVIDIA HGX B300 datasheet; per-GPU table in Verda's GB300 NVL72 architecture post"),
+    "GB300": GPU(
+        "GB300",
+        {"fp32": 80 * T, "tf32": 1250 * T, "bf16": 2500 * T, "fp16": 2500 * T, "fp8": 5000 * T},
+        279 * GiB, 8000 * GB, 900 * GB, gpus_per_node=4, scaleup_domain=72,
+        nic_bytes_per_s=_gbps(800), generation="blackwell",
+        source="NVIDIA GB300 NVL72 datasheet; per-GPU table in Verda's GB300 NVL72 architecture post"),
     # Consumer / workstation parts of published mixed-GPU runs (Sailor's MIT cluster, 8 per
     # node, PCIe, no NVLink switch). 16-bit peaks are tensor-core FP16 with FP32 accumulate,
     # what PyTorch autocast's cuBLAS GEMMs use (GeForce parts run that at half the
@@ -125,15 +148,36 @@ GPUS: dict[str, GPU] = {
         {"fp32": 163.4 * T, "tf32": 653.7 * T, "bf16": 1307.4 * T, "fp16": 1307.4 * T, "fp8": 2614.9 * T},
         192 * GiB, 5300 * GB, 448 * GB, nic_bytes_per_s=_gbps(400), generation="cdna3",
         scaleup_latency_s=5e-6, source="AMD Instinct MI300X datasheet"),
+    # AMD Instinct MI325X: the MI300X's CDNA3 compute (1,307.4 TF bf16 dense, 2,614.9 fp8,
+    # 653.7 tf32, 163.4 fp32) with 256 GB HBM3e at 6.0 TB/s (AMD MI325X datasheet; eight 12-high
+    # stacks of 32 GiB, reported whole as the MI300X's 192 are); same Infinity Fabric (7 links x
+    # 64 GB/s each way) and 400 Gb/s NIC per GPU as the MI300X platform; 1,000 W.
+    "MI325X": GPU(
+        "MI325X",
+        {"fp32": 163.4 * T, "tf32": 653.7 * T, "bf16": 1307.4 * T, "fp16": 1307.4 * T, "fp8": 2614.9 * T},
+        256 * GiB, 6000 * GB, 448 * GB, nic_bytes_per_s=_gbps(400), generation="cdna3",
+        scaleup_latency_s=5e-6, source="AMD Instinct MI325X datasheet"),
+    # AMD Instinct MI355X (CDNA4): 256 CUs (8 XCDs x 32, ISSCC 2026) at 2.4 GHz x 8,192 fp8 FLOPs
+    # per CU per clock = 5.03 PF fp8 dense, 2.52 PF bf16 (AMD MI355X datasheet: 5.0 / 2.5 PF dense;
+    # no TF32 matrix rate, so tf32 work runs at the fp32 vector rate, 157.3 TF); 288 GB HBM3e
+    # (eight 36 GiB stacks) at 8 TB/s; Infinity Fabric 7 links x 153.6 GB/s = 1,075 GB/s total,
+    # 537.6 each way; 400 Gb/s NIC per GPU (AMD Pollara 400); 1,400 W. Kernel efficiencies:
+    # "cdna4" (cost/efficiency.py), the CDNA3 fractions until a CDNA4 table is found.
+    "MI355X": GPU(
+        "MI355X",
+        {"fp32": 157.3 * T, "tf32": 157.3 * T, "bf16": 2516.6 * T, "fp16": 2516.6 * T, "fp8": 5033.2 * T},
+        288 * GiB, 8000 * GB, 537.6 * GB, nic_bytes_per_s=_gbps(400), generation="cdna4",
+        scaleup_latency_s=5e-6, source="AMD Instinct MI355X datasheet; ISSCC 2026 CDNA4 paper (CU count)"),
 }
 
 
 # What ``torch.cuda.get_device_name`` reports, matched to catalog ids (first match wins).
 # A100 and H100 come in several memory sizes; the reported memory picks the part. PCIe and
 # NVL boards have other clocks and links than the SXM parts here, so they are not guessed.
-_DEVICE_NAMES = (("GB200", "GB200"), ("B200", "B200"), ("GH200", None), ("H200", "H200-SXM-141GB"),
-                 ("H800", "H800-SXM-80GB"), ("H100", None), ("A100", None),
-                 ("V100", "V100-SXM-32GB"), ("MI300X", "MI300X"))
+_DEVICE_NAMES = (("GB300", "GB300"), ("B300", "B300"), ("GB200", "GB200"), ("B200", "B200"),
+                 ("GH200", None), ("H200", "H200-SXM-141GB"), ("H800", "H800-SXM-80GB"), ("H100", None), ("A100", None),
+                 ("V100", "V100-SXM-32GB"), ("MI300X", "MI300X"),
+                 ("MI325X", "MI325X"), ("MI355X", "MI355X"))
 
 
 def gpu_for_device(name: str, memory_bytes: int) -> str | None:
