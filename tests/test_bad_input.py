@@ -180,6 +180,10 @@ CASES = [
      "not valid TOML"),
     ("gpu-toml-no-table", {"g.toml": "a = 1\n"}, ["plan", *M, *W, "--gpu-file", "{d}/g.toml"],
      "[gpu.NAME]"),
+    # a name with '+' could not be asked for: --gpus reads '+' as the join of two pools
+    ("gpu-toml-name-with-plus", {"g.toml": GOOD_GPU.replace("[gpu.MyGPU]", '[gpu."My+GPU"]')},
+     ["plan", *M, "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "32",
+      "--gpu-file", "{d}/g.toml"], "gpu_file='My+GPU'"),
     ("gpu-toml-missing-key", {"g.toml": GOOD_GPU.replace("memory_tb_per_s = 4\n", "")},
      ["plan", *M, "--gpus", "8xMyGPU", "--seq-len", "4096", "--global-batch", "32",
       "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_tb_per_s"),

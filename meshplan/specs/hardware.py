@@ -153,6 +153,10 @@ def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
     for name, d in table.items():
         if not isinstance(d, dict):
             raise InputError(f"gpu.{name}", d, "must be a table ([gpu.NAME] with its keys)")
+        if not name or "+" in name or any(c.isspace() for c in name):
+            # --gpus takes COUNTxNAME, and '+' joins pools there (--gpus 8xA+8xB)
+            raise InputError("gpu_file", name, "a [gpu.NAME] name must be non-empty, without "
+                             "spaces and without '+' (it joins pools in --gpus A+B)")
     return {name: gpu_from_dict(d, name) for name, d in table.items()}
 
 
