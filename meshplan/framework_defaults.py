@@ -189,12 +189,15 @@ def grad_reduce_dtype(framework: str | None) -> str:
 
 
 def plan_defaults(framework: str | None, tp: int,
-                  scaleup_domain_gpus: int = NODE_SCALEUP_GPUS) -> dict:
+                  scaleup_domain_gpus: int = NODE_SCALEUP_GPUS, moe: bool = True) -> dict:
     """Plan fields a search sets for ``framework`` unless pinned, at TP degree ``tp`` on a
-    cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs."""
+    cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs. A dense model
+    (``moe`` False) has no token dispatcher and no expert all-to-all to overlap: the
+    Plan's neutral values (validity._expert_rules)."""
     return {"tp_comm_overlap": tp_comm_overlap(framework, tp),
-            "moe_dispatcher": moe_dispatcher(framework, scaleup_domain_gpus),
-            "ep_comm_overlap": ep_comm_overlap(framework)}
+            "moe_dispatcher": (moe_dispatcher(framework, scaleup_domain_gpus) if moe
+                               else "alltoall"),
+            "ep_comm_overlap": ep_comm_overlap(framework) and moe}
 
 
 def source(knob: str, framework: str | None,

@@ -70,10 +70,17 @@ def _recompute_rules(model: ModelSpec, plan: Plan) -> None:
                          "recomputing every layer is recompute='full' without a layer count")
 
 
-def _expert_rules(model: ModelSpec, ep: int, etp: int) -> None:
+def _expert_rules(model: ModelSpec, ep: int, etp: int, dispatcher: str = "alltoall",
+                  ep_overlap: bool = False) -> None:
     if not model.is_moe and (ep > 1 or etp > 1):
         raise InputError("ep" if ep > 1 else "etp", max(ep, etp),
                          f"{model.name} is dense: expert parallelism needs an MoE model")
+    if not model.is_moe and dispatcher != "alltoall":  # the Plan's neutral value
+        raise InputError("moe_dispatcher", dispatcher,
+                         f"{model.name} is dense: a token dispatcher needs an MoE model")
+    if not model.is_moe and ep_overlap:
+        raise InputError("ep_comm_overlap", ep_overlap,
+                         f"{model.name} is dense: there is no expert all-to-all to overlap")
     if model.is_moe:
         if model.moe_experts % ep:
             raise InputError("ep", ep, f"must divide the experts ({model.moe_experts})")
@@ -121,7 +128,7 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
         raise InputError("plan", plan.describe(),
                          f"dp*cp*tp*pp = {plan.dp}*{plan.cp}*{plan.tp}*{plan.pp} = "
                          f"{plan.world_size} must equal the number of GPUs ({num_gpus})")
-    _expert_rules(model, plan.ep, plan.etp)
+    _expert_rules(model, plan.ep, plan.etp, plan.moe_dispatcher, plan.ep_comm_overlap)
     _recompute_rules(model, plan)
     _batch_rules(workload, plan)
     return plan
@@ -161,7 +168,8 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
         raise InputError("plan", " ".join(f"{k}{g[k]}" for k in pinned),
                          f"{'*'.join(pinned)} = {prod} must divide the {num_gpus} GPUs "
                          "(dp*cp*tp*pp = GPUs)")
-    _expert_rules(model, g.get("ep", 1), g.get("etp", 1))
+    _expert_rules(model, g.get("ep", 1), g.get("etp", 1), g.get("moe_dispatcher", "alltoall"),
+                  bool(g.get("ep_comm_overlap", False)))
     if g.get("recompute_modules"):
         if g.get("recompute", "selective") != "selective":
             raise InputError("recompute_modules", g["recompute_modules"],

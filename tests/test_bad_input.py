@@ -99,6 +99,11 @@ CASES = [
     ("pools-plan-label", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
                               "--seq-len", "4096", "--global-batch", "32", "--plan",
                               "dp8 tp1 pp1 zero3 mb2"], "--plan="),
+    # MoE-only knobs on a dense model: the label used to carry 'deepep' / 'epo' through
+    ("predict-deepep-on-dense", {}, ["predict", *M, *W, "--plan", "dp8 tp1 pp1 zero1 mb1 deepep"],
+     "moe_dispatcher='deepep'"),
+    ("plan-ep-overlap-on-dense", {}, ["plan", *M, *W, "--plan", "dp8 tp1 pp1 zero1 mb1 epo"],
+     "ep_comm_overlap=True"),
     ("procurement-pinned-knob", {}, ["plan", *M, *W, "--train-tokens", "1T", "--deadline", "30d",
                                      "--gpu-types", "H100-SXM-80GB", "--micro-batch", "0"],
      "--micro-batch=0"),

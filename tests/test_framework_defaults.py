@@ -278,3 +278,19 @@ def test_stripped_deepseek_v3_row_is_scored():
     res = validate.predict_row(row, with_search_best=False)
     assert res.error is None, res.error
     assert res.predicted_oom is True and res.predicted_tokens_per_s_per_gpu > 0
+
+
+def test_a_dense_model_gets_no_token_dispatcher_on_rack_scale_nemo():
+    """NeMo's rack-scale default dispatcher (DeepEP class) is an MoE knob: a dense model's
+    plans keep the Plan's neutral alltoall and no expert overlap, so no label says 'deepep';
+    an MoE model on the same cluster still takes it."""
+    from meshplan.scenario import make_cluster
+    from meshplan.search.search import search
+    from meshplan.specs.catalog.presets import load_model
+    from meshplan.specs.workload import Workload
+    cluster, wl = make_cluster("72xGB200"), Workload(4096, 72, "bf16", framework="nemo")
+    dense = search(load_model("llama3.1-8b"), cluster, wl, {}, top_k=1, rerank_k=1).best.plan
+    assert dense.moe_dispatcher == "alltoall" and not dense.ep_comm_overlap
+    assert "deepep" not in dense.describe()
+    moe = search(load_model("qwen3-30b-a3b"), cluster, wl, {}, top_k=1, rerank_k=1).best.plan
+    assert moe.moe_dispatcher == "deepep"

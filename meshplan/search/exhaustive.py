@@ -27,7 +27,8 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
     def opts(k, values):
         return [pins[k]] if k in pins else values
 
-    disp = pins.get("moe_dispatcher", moe_dispatcher(workload.framework, cluster.scaleup_domain))
+    disp = pins.get("moe_dispatcher", moe_dispatcher(workload.framework, cluster.scaleup_domain)
+                    if model.is_moe else "alltoall")
     for tp in opts("tp", divisors(n)):
         tpo = tp_comm_overlap(workload.framework, tp)
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
