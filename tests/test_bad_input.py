@@ -87,6 +87,10 @@ CASES = [
     # garbled path, serve --top 0 an empty table under "why #1 wins", --jobs -1 ran as 1
     ("simulate-path-lines-negative", {}, ["simulate", *M, *W, "--dp", "4", "--pp", "2",
                                           "--path-lines", "-3"], "path_lines=-3"),
+    # 10**8 requests simulated on every candidate plan never returned
+    ("serve-requests-too-many", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024",
+                                     "--output-len", "128", "--rate", "10", "--requests",
+                                     "100000000"], "--requests=100000000"),
     ("serve-top-zero", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024",
                             "--output-len", "128", "--rate", "5", "--top", "0"], "top=0"),
     ("validate-jobs-negative", {"v.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model\n"
