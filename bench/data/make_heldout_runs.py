@@ -624,6 +624,135 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
                     + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
                        "TP 1 PP 4 VP 4 EP 64, force-balanced); the README prints step time, throughput and TFLOPS_per_GPU (249, MFU 10.2%) "
                        "consistently (4096 x GBS / step = the printed throughput; GBS = 8 x GPUs as launch.sh sets it): kept as printed" if gpu == 'GB200' else '')))
+# ===================== heldout-v100 section (V100, framework megatron, paxml) =====================
+# Appended by the heldout-v100 branch: rows for the held-out set's gaps (no V100, no framework
+# 'megatron', no 'paxml' rows before this section). Every row: throughput from a printed time or
+# rate (no FLOP-convention conversion), sources named in source/derivation.
+#
+# (1) V100: Megatron-LM paper (Shoeybi et al. 2019, arXiv 1909.08053), sec. 5.2 Table 2 ("Model
+# configurations used for GPT-2": layers, hidden, heads, total GPUs, time per epoch in days) with
+# sec. 5.2 text: one epoch = 68,507 iterations; sec. 4.2: GPT-2 trained on sequences of 1024 at a
+# batch of 512, mixed precision (fp16, dynamic loss scaling), activation checkpointing after every
+# transformer layer; sec. 5: DGX-2H servers, 16 V100 SXM3 32GB each, NVSwitch, 8 InfiniBand adapters
+# per server = 100 GB/s between servers (-> 800 Gb/s / 16 GPUs = 50 Gb/s per GPU); sec. 5.1: vocab
+# 50,257 padded to 51,200. Left out: the weak-scaling numbers (39 TFLOP/s on 1 GPU, 77% / 74%
+# efficiency, 15.1 PFLOP/s on 512 GPUs): the paper states no FLOP-counting convention, so no
+# tokens/s can be derived from them without assuming one.
+MEG19 = ("Megatron-LM paper (Shoeybi et al. 2019, arXiv 1909.08053), sec. 5.2 Table 2 (time per epoch) "
+         "with sec. 4.2 / 5 / 5.1 / App. B.1")
+for name, l, h, a, n, mp, days, mp_src in [
+        ('GPT-2 355M (Megatron)', 24, 1024, 16, 64, 1, 0.86,
+         "MP 1 inferred: the paper says the 355M model 'still' used 64 GPUs and it fits one GPU (its 1.2B Table 1 "
+         "model runs on 1 GPU); DP 64 = the 64-way data parallelism of every model+data run (sec. 5.1)"),
+        ('GPT-2 2.5B (Megatron)', 54, 1920, 20, 128, 2, 2.27,
+         "MP 2 from sec. 5.2 ('the 2.5B model is the same' as Table 1, whose 2.5B row uses 2 model-parallel GPUs and "
+         "128 model+data GPUs), DP 64"),
+        ('GPT-2 8.3B (Megatron)', 72, 3072, 24, 512, 8, 2.10,
+         "MP 8 x DP 64 printed (App. B.1: 'for the 8.3 billion parameter model we use 8 GPUs per model parallel group "
+         "and 64-way data parallelism'); 24 heads (head dim 128) per Table 2, not Table 1's 32")]:
+    step = days * 86400 / 68507
+    add(source=MEG19, trust='B', model=name, arch='dense', layers=l, hidden=h, heads=a, kv_heads=a, ffn=4 * h, vocab=51200,
+        attention='mha', mlp='gelu', tied_embeddings=1, seq_len=1024, global_batch_seqs=512, micro_batch=512 // (n // mp),
+        gpu='V100-SXM-32GB', gpus_per_node=16, nic_gbps_per_gpu=50, num_gpus=n, tp=mp, pp=1, vpp=1, dp=n // mp, cp=1,
+        ep=1, etp=1, zero=0, sequence_parallel=0, recompute='full', precision='fp16', framework='megatron',
+        tp_comm_overlap=0 if mp > 1 else '', grad_reduce_dtype='bf16',
+        measured_tokens_per_s_per_gpu=round(68507 * 512 * 1024 / (days * 86400 * n), 1),
+        measured_step_time_s=round(step, 3), oom=0,
+        derivation=(f"Table 2 prints {days} days per epoch; sec. 5.2: an epoch is 68,507 iterations of 512 x 1024 tokens -> "
+                    f"68507 x 524288 / ({days} x 86400 s x {n} GPUs) tokens/s/GPU ({step:.3f} s per iteration); the epoch time "
+                    "may include evaluation / checkpoint time (not stated): trust B; " + mp_src + "; micro batch "
+                    f"{512 // (n // mp)} = 512 / DP (2019 Megatron-LM has no gradient accumulation: --batch-size is per "
+                    "data-parallel rank); recompute full (sec. 4.2: activation checkpointing after every transformer layer); "
+                    "fp16 mixed precision with dynamic loss scaling (sec. 4.2), zero 0 (plain data parallelism, App. B.1); "
+                    "tp_comm_overlap 0: the model-parallel all-reduces are the synchronous f/g autograd operators of sec. 3 "
+                    "(Code 1); grad_reduce_dtype bf16 = the schema's 16-bit gradient value: the fp16 model's gradients are "
+                    "all-reduced in fp16 (megatron/model/distributed.py allreduce_params, fp32_allreduce=False unless "
+                    "--fp32-allreduce, NVIDIA/Megatron-LM 78cb178, 2020-04-16), after the backward pass (its per-parameter "
+                    "hook is commented out: no overlap with backward, which the schema cannot pin); DGX-2H: 16 GPUs per node, "
+                    "NVSwitch, 8 IB adapters = 100 GB/s per server -> 50 Gb/s per GPU (sec. 5); the DGX-2H V100 runs at "
+                    "higher clocks (the paper's 39 TFLOP/s = 30% of peak -> 130 TFLOP/s fp16 peak vs 125 for a standard "
+                    "V100 SXM2; the catalog has only V100-SXM-32GB); vocab 51,200 (sec. 5.1 padding), tied embeddings (sec. 3)"))
+# (3) framework megatron on H100: Nemotron-4 15B technical report (Parmar et al. 2024, arXiv 2402.16819), sec. 2
+# 'Pre-training' and Table 2 (data-parallel size, GPUs, iteration time, MFU, batch size); Table 1 (32 layers,
+# hidden 6144, 48 heads, 8 KV heads, seq 4096, vocab 256,000); sec. 2: RoPE, squared ReLU, no bias, untied
+# embeddings, GQA; 8-way tensor parallelism (Shoeybi et al. 2019) x data parallelism with a distributed optimizer;
+# H100 80GB SXM5 DGX nodes, 8 x 400 Gb/s IB per node. ffn 24576 as the dgxc Nemotron-4 15B rows above (NeMo
+# Nemotron4Config15B; the paper does not print it).
+NEMO4 = "Nemotron-4 15B technical report (Parmar et al. 2024, arXiv 2402.16819), sec. 2 Pre-training and Table 2"
+for dp, n, it, mfu, gbs in [(96, 768, 0.57, 34.3, 384), (192, 1536, 0.58, 33.3, 768), (288, 2304, 0.64, 30.5, 1152)]:
+    add(source=NEMO4, trust='B', **N15, seq_len=4096, global_batch_seqs=gbs, micro_batch='', gpu='H100-SXM-80GB', num_gpus=n,
+        tp=8, pp=1, vpp=1, dp=dp, cp=1, ep=1, etp=1, zero=1, sequence_parallel='', recompute='', precision='bf16',
+        framework='megatron', measured_tokens_per_s_per_gpu=round(gbs * 4096 / (it * n), 1), measured_step_time_s=it, oom=0,
+        derivation=(f"Table 2 prints iteration time {it} s at batch {gbs} on {n} GPUs (DP {dp}); tokens/s/GPU = {gbs} x 4096 / "
+                    f"({it} x {n}); the printed MFU {mfu}% is beside it (convention of Chowdhery 2022 / Korthikanti 2022, "
+                    "not used here); TP 8 x DP printed, PP 1 (no pipeline parallelism named); zero 1: 'a distributed "
+                    "optimizer to shard the optimizer state over the data-parallel replicas'; bf16 inferred (sec. 2 quotes "
+                    "the bf16 peak; no FP8 mentioned); framework megatron inferred, trust B (NVIDIA ADLR run using Megatron "
+                    "tensor parallelism and Megatron's distributed optimizer; the report does not name the code base); "
+                    "micro batch, sequence parallelism, recompute and TP-comm overlap not printed (blank: planner's / "
+                    "framework's choice); squared-ReLU 2-matrix MLP coded gelu, ffn 24576 from NeMo's Nemotron4Config15B"))
+# Nemotron-4 340B technical report (NVIDIA 2024, arXiv 2406.11704) Table 2: only the last batch-ramp stage is in a stored
+# source (6144 H100, batch 2304, iteration time 8.0 s, MFU 41-42%, quoted from the report's Table 2 by
+# aiportalx.com/nvidia/nemotron-4-340b; TP 8 x PP 12 from a stored summary of the report, 96 layers, hidden 18432,
+# 96 heads / 8 KV heads, seq 4096, vocab 256,000, untied, squared ReLU). The 1536 / 3072-GPU stages are left out
+# (their numbers are not in any stored source).
+add(source="Nemotron-4 340B technical report (NVIDIA 2024, arXiv 2406.11704), Table 2 (last batch-ramp stage), as quoted by "
+           "aiportalx.com/nvidia/nemotron-4-340b; TP 8 / PP 12 per sec. 2.x of the report (stored summary)",
+    trust='B', **N340, seq_len=4096, global_batch_seqs=2304, micro_batch='', gpu='H100-SXM-80GB', num_gpus=6144, tp=8, pp=12,
+    vpp='', dp=64, cp=1, ep=1, etp=1, zero='', sequence_parallel='', recompute='', precision='bf16', framework='megatron',
+    measured_tokens_per_s_per_gpu=round(2304 * 4096 / (8.0 * 6144), 1), measured_step_time_s=8.0, oom=0,
+    derivation=("iteration time 8.0 s at batch 2304 on 6144 GPUs (the report's Table 2 as quoted); tokens/s/GPU = 2304 x 4096 / "
+                "(8.0 x 6144); MFU 41-42% quoted beside it; DP = 6144 / (8 x 12) = 64; pipeline interleaving (vpp), zero, "
+                "micro batch, sequence parallelism and recompute not in the stored sources (blank); bf16 inferred (the "
+                "report's bf16 peak; no FP8 training stated); framework megatron inferred as for the 15B report (trust B)"))
+# (4) paxml on NVIDIA GPUs: NVIDIA/JAX-Toolbox rosetta/rosetta/projects/pax/README.md at 28603900 (2025-05-27, the last
+# version; the tables are unchanged since b024ad5d, 2024-05-01), 'A100 Results' / 'H100 Results': GPUs, DP, FSDP, TP,
+# BS/GPU, Sequences/Sec (whole job: Est. Walltime = MAX_STEPS x GBS / (Sequences/Sec) reproduces the printed days, e.g.
+# 175B H100 BF16 75000 x 1536 / 51.00 s = 26.15 days). Shapes and engine settings from the configs the README names,
+# google/paxml paxml/contrib/gpu/scripts_gpu/configs.py (stored version 04516ac: GPT126M 12 layers, 768, 12 heads,
+# ffn 3072, vocab 50304, seq 2048, USE_REPEATED_LAYER False; GPT5B 24 layers, 4096, 32 heads x 128, ffn 16384,
+# repeated layers with CHECKPOINT_POLICY SAVE_DOT_WITH_NO_BATCH_DIM; GPT175B 96 layers, 12288, 96 heads, ffn 49152,
+# vocab 50257, repeated layers) and paxml/tasks/lm/model_params.py (stored 0a866a7: TransformerLmSpmdAdafactor
+# CHECKPOINT_POLICY SAVE_NOTHING, applied only to repeated layers; SEPARATE_EMBEDDING False = tied embeddings).
+PAX = "NVIDIA/JAX-Toolbox rosetta/rosetta/projects/pax/README.md at 28603900 (2025-05-27), table '{t}'"
+PAXM = {'126M': (12, 768, 12, 3072, 50304), '5B': (24, 4096, 32, 16384, 50304), '175B': (96, 12288, 96, 49152, 50257)}
+PAX_RC = {'126M': ('none', "recompute none: GPT126M sets USE_REPEATED_LAYER False, and Pax applies CHECKPOINT_POLICY only "
+                           "to repeated layers (model_params.py), so nothing is rematerialised"),
+          '5B': ('full', "recompute coded full: GPT5B's CHECKPOINT_POLICY SAVE_DOT_WITH_NO_BATCH_DIM saves only dot products "
+                         "without a batch dimension (none of a transformer layer's activations), so the layer's forward is "
+                         "recomputed (trust B)"),
+          '175B': ('full', "recompute full: GPT175B uses repeated layers with the inherited CHECKPOINT_POLICY SAVE_NOTHING "
+                           "(TransformerLmSpmdAdafactor)")}
+for gpu, table, size, prec, n, dp, fsdp, bs, seqs, other in [
+        ('A100-SXM-80GB', 'A100 Results', '126M', 'TE BF16', 64, 64, 1, 4, 2526.72, 'BF16 without TE: 2098.16'),
+        ('A100-SXM-80GB', 'A100 Results', '5B', 'TE BF16', 256, 1, 256, 8, 718.19, 'BF16 without TE: 594.13'),
+        ('A100-SXM-80GB', 'A100 Results', '175B', 'TE BF16', 256, 1, 256, 6, 20.44, ''),
+        ('H100-SXM-80GB', 'H100 Results', '126M', 'TE BF16', 64, 64, 1, 4, 4709.12, ''),
+        ('H100-SXM-80GB', 'H100 Results', '5B', 'TE BF16', 256, 1, 256, 8, 1657.24, ''),
+        ('H100-SXM-80GB', 'H100 Results', '175B', 'TE BF16', 256, 1, 256, 6, 51.00, ''),
+        ('H100-SXM-80GB', 'H100 Results', '5B', 'TE FP8', 256, 1, 256, 8, 2374.66, ''),
+        ('H100-SXM-80GB', 'H100 Results', '175B', 'TE FP8', 256, 1, 256, 6, 84.45, '')]:
+    l, h, a, f, v = PAXM[size]
+    rc, rc_text = PAX_RC[size]
+    fa = ("126M numbers gathered without flash attention (README note; the schema's attention kernels are all flash-class: "
+          "blank)" if size == '126M' else "flash attention on (README note; cuDNN fused attention through TE)")
+    add(source=PAX.format(t=table), trust='A' if size != '5B' else 'B', model=f'GPT {size} (Pax)', arch='dense', layers=l,
+        hidden=h, heads=a, kv_heads=a, ffn=f, vocab=v, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048,
+        global_batch_seqs=bs * n, micro_batch=bs, gpu=gpu, num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1,
+        zero=3 if fsdp > 1 else 0, sequence_parallel=0, recompute=rc, precision='fp8' if 'FP8' in prec else 'bf16',
+        framework='paxml', measured_tokens_per_s_per_gpu=round(seqs * 2048 / n, 1),
+        measured_step_time_s=round(bs * n / seqs, 3), oom=0,
+        derivation=(f"Sequences/Sec {seqs} ({prec}) as printed, for the whole job: x 2048 tokens / {n} GPUs; layout DP {dp} x "
+                    f"FSDP {fsdp} x TP 1 and BS/GPU {bs} as printed (README: GLOBAL_BATCH_SIZE = PERCORE_BATCH_SIZE x NUM_GPUS "
+                    f"-> {bs * n} seqs, micro batch {bs}, no pipeline); FSDP {fsdp} {'= ZeRO-3 over all GPUs (zero 3)' if fsdp > 1 else '1: plain data parallelism (zero 0)'}"
+                    f"; {rc_text}; {fa}; shape from configs.py GPT{size}; seq 2048 (MAX_SEQ_LEN; README: 5B/175B at seq 2048)"
+                    + (f"; same table, {other} sequences/s" if other else '')
+                    + ("; FP8 = Transformer Engine FP8 (ENABLE_FP8), recipe not printed" if 'FP8' in prec else '')
+                    + ("; 5B remat policy coded full (trust B)" if size == '5B' else '')))
+# Not found / left out (see the branch report): H200 (no stored source prints a pre-training throughput with a layout:
+# Megatron-Bridge performance summaries list only DGX-H100/B200/GB200/GB300; dgxc-benchmarking's AWS P5en guide prints
+# no numbers); Korthikanti et al. 2022 (arXiv 2205.05198) iteration times (no stored text of its tables).
+# =================== end heldout-v100 section ===================
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
