@@ -672,6 +672,28 @@ for name, l, h, a, n, mp, days, mp_src in [
                     "NVSwitch, 8 IB adapters = 100 GB/s per server -> 50 Gb/s per GPU (sec. 5); the DGX-2H V100 runs at "
                     "higher clocks (the paper's 39 TFLOP/s = 30% of peak -> 130 TFLOP/s fp16 peak vs 125 for a standard "
                     "V100 SXM2; the catalog has only V100-SXM-32GB); vocab 51,200 (sec. 5.1 padding), tied embeddings (sec. 3)"))
+# V100 (2): BigScience tr1-13B (Megatron-DeepSpeed on Jean Zay V100 32GB, 4 GPUs per node), bigscience-workshop/
+# bigscience train/tr1-13B-base/README.md at 053adaf (2022-03-11): the final checkpoint's log line (iteration 168000,
+# 'elapsed time per iteration (ms): 13248.2', global batch size 1024) and 'only the last 3 weeks 128 nodes'; layout
+# from train/tr1-13B-base/tr1-13B-round1.slurm at 699b2af (NNODES=128, --gres=gpu:4, constraint v100-32g, TP_SIZE=2,
+# PP_SIZE=4, MICRO_BATCH_SIZE=1, GLOBAL_BATCH_SIZE=1024, NLAYERS=40, NHIDDEN=5120, NHEADS=32, FFN_HIDDEN_SIZE=20480,
+# SEQ_LEN=2048, --fp16, --checkpoint-activations, ZERO_STAGE=1, GPT-2 vocab 50257). Left out: the tr8-104B tune-up
+# tables (experiments/tr8-104B.md): the baseline rows say 'same conf as normal 104B' but the page's header shape
+# (32 x 16384) and the production tr8-104B.slurm shape (64 x 11600) differ, so the shape of the timed run is not
+# determined; its BNB rows use 8-bit Adam (not in the schema).
+add(source="BigScience tr1-13B (bigscience-workshop/bigscience train/tr1-13B-base/README.md at 053adaf, final log line; "
+           "tr1-13B-round1.slurm at 699b2af)", trust='B', model='BigScience tr1-13B', arch='dense', layers=40, hidden=5120,
+    heads=32, kv_heads=32, ffn=20480, vocab=50432, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048,
+    global_batch_seqs=1024, micro_batch=1, gpu='V100-SXM-32GB', gpus_per_node=4, num_gpus=512, tp=2, pp=4, vpp=1, dp=64,
+    cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='full', precision='fp16', framework='deepspeed',
+    measured_tokens_per_s_per_gpu=round(1024 * 2048 / (13.2482 * 512), 1), measured_step_time_s=13.248, oom=0,
+    derivation=("the README's final log line prints 'elapsed time per iteration (ms): 13248.2' at global batch 1024 "
+                "(iteration 168000, after the batch ramp-up): 1024 x 2048 / (13.2482 s x 512 GPUs); 512 GPUs = 128 nodes x "
+                "4 (README: 16 nodes during ramp-up, then 64, 'only the last 3 weeks 128 nodes', the run ending at "
+                "iteration 168000; the slurm file's NNODES=128): inferred for this line, trust B; one logged interval, "
+                "not an average over the run; TP 2 x PP 4 x DP 64, MBS 1 (GA 16), ZeRO stage 1, --fp16, "
+                "--checkpoint-activations (recompute full) from tr1-13B-round1.slurm; Megatron-DeepSpeed (DeepSpeed "
+                "pipeline engine); vocab 50257 padded to 50432 (Megatron pads to a multiple of 128 x TP), tied embeddings"))
 # (3) framework megatron on H100: Nemotron-4 15B technical report (Parmar et al. 2024, arXiv 2402.16819), sec. 2
 # 'Pre-training' and Table 2 (data-parallel size, GPUs, iteration time, MFU, batch size); Table 1 (32 layers,
 # hidden 6144, 48 heads, 8 KV heads, seq 4096, vocab 256,000); sec. 2: RoPE, squared ReLU, no bias, untied
