@@ -720,13 +720,13 @@ for dp, n, it, mfu, gbs in [(96, 768, 0.57, 34.3, 384), (192, 1536, 0.58, 33.3, 
 # (their numbers are not in any stored source).
 add(source="Nemotron-4 340B technical report (NVIDIA 2024, arXiv 2406.11704), Table 2 (last batch-ramp stage), as quoted by "
            "aiportalx.com/nvidia/nemotron-4-340b; TP 8 / PP 12 per sec. 2.x of the report (stored summary)",
-    trust='B', **N340, seq_len=4096, global_batch_seqs=2304, micro_batch='', gpu='H100-SXM-80GB', num_gpus=6144, tp=8, pp=12,
+    trust='C', **N340, seq_len=4096, global_batch_seqs=2304, micro_batch='', gpu='H100-SXM-80GB', num_gpus=6144, tp=8, pp=12,
     vpp='', dp=64, cp=1, ep=1, etp=1, zero='', sequence_parallel='', recompute='', precision='bf16', framework='megatron',
     measured_tokens_per_s_per_gpu=round(2304 * 4096 / (8.0 * 6144), 1), measured_step_time_s=8.0, oom=0,
     derivation=("iteration time 8.0 s at batch 2304 on 6144 GPUs (the report's Table 2 as quoted); tokens/s/GPU = 2304 x 4096 / "
                 "(8.0 x 6144); MFU 41-42% quoted beside it; DP = 6144 / (8 x 12) = 64; pipeline interleaving (vpp), zero, "
                 "micro batch, sequence parallelism and recompute not in the stored sources (blank); bf16 inferred (the "
-                "report's bf16 peak; no FP8 training stated); framework megatron inferred as for the 15B report (trust B)"))
+                "report's bf16 peak; no FP8 training stated); framework megatron inferred as for the 15B report; trust C: the numbers come second-hand (a third-party quote of the report's table and a stored summary), with vpp / zero unknown"))
 # (4) paxml on NVIDIA GPUs: NVIDIA/JAX-Toolbox rosetta/rosetta/projects/pax/README.md at 28603900 (2025-05-27, the last
 # version; the tables are unchanged since b024ad5d, 2024-05-01), 'A100 Results' / 'H100 Results': GPUs, DP, FSDP, TP,
 # BS/GPU, Sequences/Sec (whole job: Est. Walltime = MAX_STEPS x GBS / (Sequences/Sec) reproduces the printed days, e.g.
