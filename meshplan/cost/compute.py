@@ -99,7 +99,8 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
         return _fp32_device(gpu, precision, e, clock)
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
-    frac = e.matmul_fp8 if fp8 else e.matmul_bf16
+    sku = efficiency.SKU_MATMUL.get(gpu.name, {})  # this part's own measured fraction
+    frac = sku.get("fp8", e.matmul_fp8) if fp8 else sku.get("bf16", e.matmul_bf16)
     af, ab = engine_attention(gpu.generation, engine, attention_kernel)
     flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
     if fp8:
@@ -129,7 +130,8 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
     fp16 and bf16 only (flash-attn README, "Datatype fp16 and bf16"), so attention runs
     unfused (Megatron CoreAttention: baddbmm, scale-mask-softmax, dropout, bmm)."""
     p = "tf32" if precision == "tf32" and "tf32" in gpu.peak_flops else "fp32"
-    mm = gpu.flops(p) * clock * e.matmul_bf16  # an 8192^3 GEMM at the 16-bit fraction
+    frac = efficiency.SKU_MATMUL.get(gpu.name, {}).get("bf16", e.matmul_bf16)
+    mm = gpu.flops(p) * clock * frac  # an 8192^3 GEMM at the 16-bit fraction
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)
     load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
