@@ -107,9 +107,11 @@ GRAD_FILES = {  # model -> (v0.1.0rc4 YAML, v0.2.0 file, v0.3.0..v0.5.x file, co
 }
 GRAD_TAGS = {'25.09': 'v0.1.0rc4', '25.11': 'v0.2.0', '26.02': 'v0.3.0', '26.02.01': 'v0.3.0 and v0.3.1', '26.04': 'v0.4.0 / v0.4.1',
              '26.04.01': 'v0.4.0 / v0.4.1', '26.06': 'v0.5.0 / v0.5.1', '26.08': 'v0.6.0'}
-def grad_bf16(ver, m):
-    """The derivation text of grad_reduce_dtype bf16 for a Megatron-Bridge row of container ver, model key m."""
+def grad_bf16(ver, m, sysdir='gb200'):
+    """The derivation text of grad_reduce_dtype bf16 for a Megatron-Bridge row of container ver, model key m
+    (sysdir: the system's folder under v0.6.0 perf_recipes/<model>/, for the 26.08 rows)."""
     yml, f2, f3, fn, f6 = GRAD_FILES[m]
+    f6 = f6.replace('/gb200/', f'/{sysdir}/')
     tag = GRAD_TAGS[ver]
     if ver == '25.09':
         where = f"scripts/performance/configs/{yml}: mixed_precision.grad_reduce_in_fp32: false"
@@ -188,7 +190,7 @@ add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 
 # Megatron-Bridge performance summaries of other containers (docs/performance-summary.md at
 # 26.08 and docs/performance-summary-archive.md: 26.06.01 ... 25.09, NVIDIA-NeMo/Megatron-Bridge
 # commit 067f987, 2026-08-22), plus the 25.11 rows the set above left out (the FP8-MX variants in
-# parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300 are not in the GPU catalog),
+# parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300: MBA_ROWS_BLACKWELL_ULTRA at the end),
 # Llama 3 / 3.1, DeepSeek-V3, Qwen3, GPT-OSS 120B (Nemotron 3: hybrid Mamba;
 # Kimi-K2: GB300 only), no NVFP4 (not a schema precision). One row per distinct configuration
 # (system, model, recipe, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP): the newest container's
@@ -249,7 +251,7 @@ MBA_ROWS = [  # (container, system, model, flag, precision, GPUs, GBS, MBS, seq,
 SH['GOSS'] = dict(model='GPT-OSS 120B', arch='moe', layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn=2880, vocab=201088,
                   moe_experts=128, moe_topk=4, moe_expert_ffn=2880, moe_shared_experts=0, moe_dense_layers=0, attention='gqa',
                   mlp='swiglu', tied_embeddings=0)
-GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200'}
+GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200', 'DGX-GB300': 'GB300', 'DGX-B300': 'B300'}
 # MoE engine settings of these rows from the performance recipes of the release that printed them
 # (NVIDIA-NeMo/Megatron-Bridge tags, fetched): 25.09 = v0.1.0rc4 (its docs/performance-summary.md is the 25.09
 # page), 25.11 = v0.2.0, 26.02 = v0.3.0, 26.02.01 = v0.3.0 or v0.3.1 (both checked), 26.04 / 26.04.01 = v0.4.0,
@@ -360,7 +362,8 @@ MB_TPO = {
 for _sys, _prec in (('DGX-H100', 'FP8-CS'), ('DGX-GB200', 'FP8-CS'), ('DGX-GB200', 'FP8-MX')):  # one code path for all
     MB_TPO[('25.09', _sys, 'Q235', _prec)] = (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
                                                  "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)")
-for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
+def add_mba(ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others, fsdp_note='', extra=''):
+    """One Megatron-Bridge summary row (an MBA_ROWS tuple) with the recipe settings MB_RECIPE / MB_TPO name for it."""
     recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
     where = ('' if ver == '26.08' else '-archive')
     table = f"table 'System: {sysn}'" if ver in ('25.09', '25.11') else f"table 'Model: ...' row {sysn}"
@@ -386,13 +389,14 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         notes.append("GPT-OSS: half the layers use a 128-token sliding window and attention sinks/biases and a clamped SwiGLU; "
                      "the schema has full causal attention on every layer (attention FLOPs over-counted on 18 of 36 layers)")
     if fsdp is None:
-        notes.append("this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
+        notes.append(fsdp_note or "this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
     fs = bool(fsdp)
     key = (ver, sysn, m, prec)
     disp, epo, rc, mods = '', '', '', ''
     if key in MB_RECIPE:
         disp, epo, rc, mods, src = MB_RECIPE[key]
-        engine = (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
+        engine = (f"recompute {rc}{' ' + mods if mods else ''} from the recipe of this release (NVIDIA-NeMo/Megatron-Bridge "
+                  f"{src}); no MoE dispatcher (dense model)") if SH[m]['arch'] == 'dense' else (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
                   f"this release (NVIDIA-NeMo/Megatron-Bridge {src})")
     elif key in MB_RECIPE_MISMATCH:
         engine = ("recompute, MoE dispatcher and expert-comm overlap not printed; recipe looked up but its layout differs ("
@@ -408,6 +412,8 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         notes.append(f"tp_comm_overlap {tpo} from NVIDIA-NeMo/Megatron-Bridge {tpo_src}")
     if others:
         notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
+    if extra:
+        notes.append(extra)
     add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], grad_reduce_dtype='bf16', seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
         gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute=rc, recompute_modules=mods, moe_dispatcher=disp, ep_overlap=epo,
@@ -415,7 +421,9 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
         measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes)
-                   + grad_bf16(ver, m))
+                   + grad_bf16(ver, m, {'DGX-GB300': 'gb300', 'DGX-B300': 'b300'}.get(sysn, 'gb200')))
+for _row in MBA_ROWS:
+    add_mba(*_row)
 # Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
 # cli99/llm-analysis examples/megatron-turing-nlg (README: GBS 1920, 280/350/420 DGX A100 servers, 60.1/50.2/44.4 s
 # per iteration, 126/121/113 TFLOP/s per GPU; run_train.sh: TP 8, PP 35)
@@ -624,6 +632,64 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
                     + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
                        "TP 1 PP 4 VP 4 EP 64, force-balanced); the README prints step time, throughput and TFLOPS_per_GPU (249, MFU 10.2%) "
                        "consistently (4096 x GBS / step = the printed throughput; GBS = 8 x GPUs as launch.sh sets it): kept as printed" if gpu == 'GB200' else '')))
+# Megatron-Bridge performance summaries, DGX-GB300 and DGX-B300 rows (added after the GPU catalog gained GB300 and B300;
+# appended last so that every earlier row keeps its id): docs/performance-summary.md at 26.08 and
+# docs/performance-summary-archive.md (26.06.01 ... 25.11; 25.09 has no GB300/B300 table), NVIDIA-NeMo/Megatron-Bridge
+# commit 067f987 (2026-08-22). Same conventions as MBA_ROWS above: one row per distinct configuration (system, model,
+# precision, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP; no FSDP column (26.06+) = FSDP 0, VP n/a = 1, MXFP8 = FP8-MX,
+# but 'FP8' (26.02+) and 'FP8-CS' (25.11) kept apart as for the GB200 Llama rows H040/H058 and H041/H054), the newest
+# container's number, the other containers' numbers in the derivation. Skipped: NVFP4 rows (not a schema precision),
+# Nemotron 3 Nano / Super / Ultra (hybrid Mamba), Kimi-K2 and DeepSeek-V4 Flash (no shape in SH), SFT and LoRA tables
+# (not pre-training).
+MBA_ROWS_BLACKWELL_ULTRA = [  # as MBA_ROWS: (container, system, model, flag, precision, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP, tokens/s/GPU, others)
+('26.08', 'DGX-GB300', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, None, 1, 2, 1, 8, 32, 6288, '26.06.01: 6304; 26.06: 6338'),
+('26.08', 'DGX-GB300', 'GOSS', '', 'MXFP8', 64, 1280, 4, 4096, None, 1, 1, 1, 1, 16, 33024,
+ '26.06.01: 20288 (its Model TFLOP column footnoted as a known performance regression, cudnn-frontend issue 256); 26.06: 33166'),
+('26.08', 'DGX-GB300', 'Q30', '', 'MXFP8', 8, 512, 8, 4096, None, 1, 1, 1, 1, 8, 44544,
+ '26.06.01: 44544; 26.06: 45275; 26.04.01: 31744; 26.04: 31470; 26.02.01: 30411; 26.02: 30376'),
+('26.08', 'DGX-GB300', 'Q235', '', 'MXFP8', 256, 8192, 2, 4096, None, 1, 4, 1, 12, 32, 8816,
+ '26.06.01: 9008; 26.06: 9015; 26.04.01: 6944; 26.04: 6994'),
+('26.06', 'DGX-GB300', 'L405', '', 'FP8', 256, 1536, 1, 8192, None, 4, 8, 1, 4, 1, 1048, '26.04.01: 1024; 26.04: 1036; 26.02: 988'),
+('26.06', 'DGX-GB300', 'L405', '', 'MXFP8', 256, 1536, 1, 8192, None, 2, 8, 2, 4, 1, 952,
+ '26.04.01: 960; 26.04: 968; 26.02.01: 949; 26.02: 931'),
+('26.06', 'DGX-GB300', 'DS3', '', 'MXFP8', 256, 15360, 1, 4096, None, 1, 2, 1, 8, 32, 6422, ''),
+('26.06', 'DGX-B300', 'DS3', '', 'MXFP8', 256, 4096, 2, 4096, None, 1, 8, 1, 1, 8, 3541, '26.04.01: 3456'),
+('26.06', 'DGX-B300', 'GOSS', '', 'MXFP8', 64, 1280, 4, 4096, None, 1, 1, 1, 1, 8, 18534, ''),
+('26.06', 'DGX-B300', 'Q30', '', 'MXFP8', 8, 512, 8, 4096, None, 1, 1, 1, 1, 8, 40769,
+ '26.04.01: 30720; 26.04: 30553; 26.02.01: 29454; 26.02: 29521'),
+('26.04.01', 'DGX-GB300', 'L70', '', 'FP8', 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 5248, '26.04: 5243; 26.02.01: 5243; 26.02: 5003'),
+('26.04.01', 'DGX-GB300', 'L70', '', 'MXFP8', 64, 256, 1, 8192, 0, 1, 4, 1, 5, 1, 4864, '26.04: 4742; 26.02: 4596'),
+('26.04.01', 'DGX-GB300', 'DS3', '', 'MXFP8', 256, 4096, 2, 4096, 0, 1, 2, 1, 8, 32, 4992, '26.04: 4965; 26.02.01: 4691; 26.02: 4612'),
+('26.04.01', 'DGX-GB300', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 19200, '26.04: 19275; 26.02.01: 19366; 26.02: 19412'),
+('26.04.01', 'DGX-B300', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 15232, '26.04: 15114; 26.02.01: 15031'),
+('26.04.01', 'DGX-B300', 'Q235', '', 'MXFP8', 256, 8192, 2, 4096, 0, 1, 8, 1, 1, 8, 5936, '26.04: 4865'),
+('26.04', 'DGX-B300', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 3131, '26.02.01: 3099; 26.02: 2983'),
+('26.02.01', 'DGX-GB300', 'L70', '', 'MXFP8', 64, 256, 2, 8192, 0, 1, 4, 1, 1, 1, 4798, ''),
+('26.02.01', 'DGX-GB300', 'L405', '', 'FP8', 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 1024, ''),
+('26.02.01', 'DGX-GB300', 'Q235', '', 'MXFP8', 256, 8192, 2, 4096, 0, 1, 4, 1, 1, 32, 6583, '26.02: 6583'),
+('26.02.01', 'DGX-B300', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, 0, 1, 8, 1, 4, 8, 2644, '26.02: 2691'),
+('26.02', 'DGX-B300', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 8359, ''),
+('25.11', 'DGX-GB300', 'L8', '', 'FP8-CS', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 37556, ''),
+('25.11', 'DGX-GB300', 'L8', '', 'FP8-MX', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 36108, ''),
+('25.11', 'DGX-GB300', 'L70', '', 'FP8-CS', 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4520, ''),
+('25.11', 'DGX-GB300', 'L405', '', 'FP8-CS', 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 999, ''),
+('25.11', 'DGX-GB300', 'DS3', 'w/o MTP', 'BF16', 256, 4096, 1, 4096, 0, 1, 2, 1, 4, 32, 3848, ''),
+('25.11', 'DGX-GB300', 'DS3', 'w/o MTP', 'FP8-MX', 256, 4096, 1, 4096, 0, 1, 2, 1, 4, 32, 4357, ''),
+('25.11', 'DGX-GB300', 'GOSS', '', 'BF16', 64, 1280, 2, 8192, 0, 1, 1, 1, 1, 64, 18347, ''),
+('25.11', 'DGX-GB300', 'Q30', '', 'FP8-MX', 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 28934, ''),
+('25.11', 'DGX-GB300', 'Q235', '', 'BF16', 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 16, 6131, ''),
+]
+MBA_EXTRA = {  # (container, system, model, flag, precision) -> a note on the row as printed
+ ('25.11', 'DGX-GB300', 'Q235', '', 'BF16'): "NB the page prints GA 32, but GBS/(DP x MBS) = 8192/(64 x 2) = 64 at the printed "
+    "PP 4: one of MBS, PP or GA is misprinted; kept as printed (GPUs, GBS, MBS, PP, VP, EP) (trust B)",
+}
+# FSDP of the 26.06+ rows whose layout no earlier container printed (the default note cites the earlier same layout)
+FSDP_NOTE_NEW = ("this container's table has no FSDP column and no earlier container printed this layout: FSDP 0 (distributed "
+                 "optimizer, zero 1) inferred, as every earlier GB300/B300 row of this model prints FSDP 0")
+for _row in MBA_ROWS_BLACKWELL_ULTRA:
+    _new_layout = _row[:3] in (('26.08', 'DGX-GB300', 'DS3'), ('26.08', 'DGX-GB300', 'GOSS'), ('26.06', 'DGX-GB300', 'DS3'),
+                               ('26.06', 'DGX-B300', 'GOSS'))
+    add_mba(*_row, fsdp_note=FSDP_NOTE_NEW if _new_layout else '', extra=MBA_EXTRA.get(_row[:5], ''))
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
