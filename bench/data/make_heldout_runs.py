@@ -349,6 +349,7 @@ MB_RECIPE_MISMATCH = {  # looked up, but no preset of that release has the row's
  ('25.11', 'DGX-B200', 'GOSS', 'BF16'): "v0.2.0's B200 preset is ep64, the row ep8",
  ('25.11', 'DGX-H100', 'GOSS', 'BF16'): "v0.2.0's H100 preset is mbs1, the row mbs4",
 }
+MB_RECIPE_NOTE = {}  # looked up, the layout matches, but the recipe sets something the schema cannot state: left blank
 # TP communication overlap of the rows with TP > 1 whose recipe sets it (Megatron-Bridge CommOverlapConfig.tp_comm_overlap):
 # the value and where it is set; the model-wide code path, so the preset's layout need not match the row's
 MB_TPO = {
@@ -398,6 +399,9 @@ def add_mba(ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep
         engine = (f"recompute {rc}{' ' + mods if mods else ''} from the recipe of this release (NVIDIA-NeMo/Megatron-Bridge "
                   f"{src}); no MoE dispatcher (dense model)") if SH[m]['arch'] == 'dense' else (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
                   f"this release (NVIDIA-NeMo/Megatron-Bridge {src})")
+    elif key in MB_RECIPE_NOTE:
+        engine = ("recompute not printed; recipe looked up (" + MB_RECIPE_NOTE[key] + "): blank, the row is predicted with "
+                  "the planner's choice")
     elif key in MB_RECIPE_MISMATCH:
         engine = ("recompute, MoE dispatcher and expert-comm overlap not printed; recipe looked up but its layout differs ("
                   + MB_RECIPE_MISMATCH[key] + "): blank, the row is predicted with the planner's choice")
@@ -681,8 +685,125 @@ MBA_ROWS_BLACKWELL_ULTRA = [  # as MBA_ROWS: (container, system, model, flag, pr
 ]
 MBA_EXTRA = {  # (container, system, model, flag, precision) -> a note on the row as printed
  ('25.11', 'DGX-GB300', 'Q235', '', 'BF16'): "NB the page prints GA 32, but GBS/(DP x MBS) = 8192/(64 x 2) = 64 at the printed "
-    "PP 4: one of MBS, PP or GA is misprinted; kept as printed (GPUs, GBS, MBS, PP, VP, EP) (trust B)",
+    "PP 4: one of MBS, PP or GA is misprinted; kept as printed (GPUs, GBS, MBS, PP, VP, EP), which is exactly Megatron-Bridge "
+    "v0.3.0's QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_BF16_V2 (256 GPUs tp1 pp4 vp12 ep16 mbs2 gbs8192): GA 32 the likely misprint",
 }
+# Engine settings of these rows from the recipes of the release that printed them (tags as for MBA_ROWS; the GB300 / B300
+# presets of v0.4.0 and v0.4.1 are identical, the 26.04-alpha branch not checked for them); same mapping and same rule
+# (only where the preset's GPUs, GBS, MBS, TP, PP, CP, VP and EP equal the row's). Dense rows: recompute only (the
+# Llama recipes set no recompute unless a preset gives recompute_num_layers or cpu_offloading_num_layers).
+_V6 = "v0.6.0 src/megatron/bridge/perf_recipes/"
+_FULL_ITER_DS = ("_enable_deepseek_full_iteration_mxfp8: flex hybridep, overlap_moe_expert_parallel_comm=True, full-iteration "
+                 "CUDA graph")
+_FULL_ITER_QWEN = ("qwen/common.py _enable_hybridep_full_iteration_mxfp8: overlap_moe_expert_parallel_comm=True, full-iteration "
+                   "CUDA graph")
+_L405_NONE = ("and src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config: recompute_granularity=None")
+MB_RECIPE.update({
+ ('26.08', 'DGX-GB300', 'DS3', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "deepseek/gb300/deepseek_v3.py deepseek_v3_pretrain_256gpu_gb300_fp8mx_config (pp2 vp8 ep32 gbs4096 mbs1, pp layout "
+    "Et*4|(t*4|)*14tmL whose 'm' is an MTP layer the schema does not count; recompute_modules=[] under common.py "
+    "_deepseek_v3_common's granularity selective: nothing recomputed; " + _FULL_ITER_DS + ", FP8 attention)"),
+ ('26.08', 'DGX-GB300', 'GOSS', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "gpt_oss/gb300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config (ep16 mbs4 gbs1280, no recompute set: its "
+    "base src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config sets "
+    "recompute_granularity=None; gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs: flex hybridep, "
+    "overlap_moe_expert_parallel_comm=True, FP8 attention, full-iteration CUDA graph)"),
+ ('26.08', 'DGX-GB300', 'Q30', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "qwen/gb300/qwen3_moe.py qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config (ep8 mbs8 gbs512, recompute_granularity=None, "
+    "flex hybridep; " + _FULL_ITER_QWEN + ")"),
+ ('26.08', 'DGX-GB300', 'Q235', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "qwen/gb300/qwen3_moe.py qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config (pp4 vp12 ep32 gbs8192 mbs2, "
+    "recompute_granularity=None, flex hybridep; " + _FULL_ITER_QWEN + ")"),
+ ('26.06', 'DGX-GB300', 'L405', 'FP8'): ('', '', 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) scripts/performance/configs/llama/llama31_workload_base_configs.py "
+    "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2 (256 GPUs tp4 pp8 cp1 vp4 gbs1536, no FSDP, no recompute or CPU offloading) "
+    + _L405_NONE),
+ ('26.06', 'DGX-GB300', 'L405', 'MXFP8'): ('', '', 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) scripts/performance/configs/llama/llama31_workload_base_configs.py "
+    "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (256 GPUs tp2 pp8 cp2 vp4 gbs1536, no recompute or CPU offloading) "
+    + _L405_NONE),
+ ('26.06', 'DGX-B300', 'GOSS', 'MXFP8'): ('deepep', 0, 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 "
+    "= ..._B300_BF16_V2 (ep8 mbs4 gbs1280, hybridep, moe_a2a_overlap default False, no recompute_modules) and "
+    "src/megatron/bridge/recipes/gpt_oss/gpt_oss.py gpt_oss_120b_pretrain_config (recompute_granularity=None)"),
+ ('26.06', 'DGX-B300', 'Q30', 'MXFP8'): ('deepep', 1, 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1 "
+    "(8 GPUs ep8 mbs8 gbs512, hybridep, moe_a2a_overlap=True, full-iteration CUDA graph) and qwen3_llm_pretrain.py "
+    "qwen3_30b_a3b_pretrain_config_b300 (moe_token_dispatcher_type 'flex'; " + QWEN_COMMON + ")"),
+ ('26.04.01', 'DGX-GB300', 'L70', 'MXFP8'): ('', '', 'none', '',
+    "v0.4.0 / v0.4.1 scripts/performance/configs/llama/llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 "
+    "(64 GPUs pp4 vp5 mbs1 gbs256, no recompute or CPU offloading) and src/megatron/bridge/recipes/llama/llama3.py "
+    "llama3_70b_pretrain_config: recompute_granularity=None"),
+ ('26.04.01', 'DGX-GB300', 'DS3', 'MXFP8'): ('deepep', 0, 'selective', 'mla_up_proj',
+    "v0.4.0 / v0.4.1 configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2 = "
+    "..._GB300_V2 (256 GPUs pp2 vp8 ep32 mbs2 gbs4096, pp layout Et*4|(t*4|)*14tmL with an MTP layer, recompute_modules="
+    "['mla_up_proj'], hybridep, moe_a2a_overlap=False) and deepseek_llm_pretrain.py set_deepseek_v3_common_configs: "
+    "recompute_granularity selective"),
+ ('26.04.01', 'DGX-GB300', 'GOSS', 'BF16'): ('alltoall', 0, 'none', '',
+    "v0.4.0 / v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2 (ep64 mbs4 "
+    "gbs1280, no flex backend, moe_a2a_overlap default False, no recompute_modules) and src/megatron/bridge/recipes/gpt_oss/"
+    "gpt_oss.py gpt_oss_120b_pretrain_config (moe_token_dispatcher_type 'alltoall', recompute_granularity=None)"),
+ ('26.04.01', 'DGX-B300', 'GOSS', 'BF16'): ('deepep', 0, 'none', '',
+    "v0.4.0 / v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (ep8 mbs4 "
+    "gbs1280, hybridep, moe_a2a_overlap default False, no recompute_modules) and src/megatron/bridge/recipes/gpt_oss/"
+    "gpt_oss.py gpt_oss_120b_pretrain_config (recompute_granularity=None)"),
+ ('26.04.01', 'DGX-B300', 'Q235', 'MXFP8'): ('alltoall', 0, 'none', '',
+    "v0.4.0 / v0.4.1 configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2 = "
+    "..._B300_FP8_CS_V2 (256 GPUs pp8 ep8 mbs2 gbs8192, moe_a2a_overlap=False, no flex backend) and qwen3_llm_pretrain.py "
+    "qwen3_235b_a22b_pretrain_config_b300 (moe_token_dispatcher_type 'alltoall'; " + QWEN_COMMON + ")"),
+ ('26.04', 'DGX-B300', 'DS3', 'MXFP8'): ('deepep', 0, 'selective', 'mla_up_proj',
+    "v0.4.0 / v0.4.1 configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 = "
+    "..._B300_V2 (256 GPUs pp16 ep8 mbs1 gbs4096, recompute_modules=['mla_up_proj'], hybridep, moe_a2a_overlap=False) and "
+    "deepseek_llm_pretrain.py set_deepseek_v3_common_configs: recompute_granularity selective"),
+ ('26.02.01', 'DGX-GB300', 'Q235', 'MXFP8'): ('deepep', 0, 'none', '',
+    "v0.3.0 and v0.3.1 (both this layout) configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 "
+    "(256 GPUs pp4 ep32 mbs2 gbs8192, moe_flex_dispatcher_backend='hybridep', moe_a2a_overlap default False) and "
+    "qwen3_llm_pretrain.py " + QWEN_COMMON),
+ ('26.02', 'DGX-B300', 'GOSS', 'BF16'): ('alltoall', 0, 'none', '',
+    "v0.3.0 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (ep64 mbs4 gbs1280, no "
+    "flex backend, no recompute_modules: GPTOSSProvider moe_token_dispatcher_type 'alltoall', recompute left at "
+    "Megatron-Core's default None)"),
+})
+MB_RECIPE_NOTE.update({
+ ('26.04.01', 'DGX-GB300', 'L70', 'FP8'): "v0.4.0 / v0.4.1 scripts/performance/configs/llama/llama3_workload_base_configs.py "
+    "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2 has the row's layout (Megatron FSDP, mbs2, gbs256) and no recompute "
+    "(recipes/llama/llama3.py llama3_70b_pretrain_config: recompute_granularity=None), but cpu_offloading_num_layers=20 "
+    "(scripts/performance/utils/overrides.py _set_recompute_overrides: the activations of 20 layers offloaded to host "
+    "memory), which the schema cannot state",
+})
+MB_RECIPE_MISMATCH.update({
+ ('26.06', 'DGX-GB300', 'DS3', 'MXFP8'): "v0.5.0 / v0.5.1 GB300 DeepSeek-V3 FP8_MX presets are pp2 vp8 ep32 mbs1 at gbs 2048 "
+    "(V1) and 4096 (V2), the row gbs 15360",
+ ('26.06', 'DGX-B300', 'DS3', 'MXFP8'): "v0.5.0's B300 FP8_MX_V2 preset has the row's layout (pp8 ep8 mbs2 gbs4096, hybridep, "
+    "no a2a overlap, mla_up_proj) but v0.5.1's is mbs1 pp8 vp2 (a2a overlap, full-iteration CUDA graph): which tag built "
+    "26.06 is not known",
+ ('26.02.01', 'DGX-GB300', 'L70', 'MXFP8'): "v0.3.0 / v0.3.1 GB300 Llama 3 70B FP8_MX presets are pp4 vp5 mbs1, the row mbs2 "
+    "pp4 without VP",
+ ('26.02.01', 'DGX-GB300', 'L405', 'FP8'): "v0.3.0 / v0.3.1 GB300 Llama 3.1 405B FP8_CS presets are 128 GPUs tp2 Megatron "
+    "FSDP gbs64 (V1) and 256 GPUs tp4 pp8 cp1 vp4 gbs1536 (V2), the row tp2 pp8 cp2 vp4",
+ ('26.02.01', 'DGX-B300', 'Q235', 'MXFP8'): "v0.3.0's B300 FP8_MX_V2 preset has the row's layout (pp8 vp4 ep8 mbs1, a2a "
+    "overlap, no flex backend) but v0.3.1's is pp8 ep8 without VP: which tag built 26.02.01 is not known",
+ ('25.11', 'DGX-GB300', 'L8', 'FP8-CS'): "v0.2.0's GB300 Llama 3 8B FP8 preset is mbs4 (full-iteration CUDA graph), the row mbs2",
+ ('25.11', 'DGX-GB300', 'L8', 'FP8-MX'): "v0.2.0's GB300 Llama 3 8B FP8 preset is mbs4 (full-iteration CUDA graph), the row mbs2",
+ ('25.11', 'DGX-GB300', 'L70', 'FP8-CS'): "v0.2.0's GB300 Llama 3 70B FP8_CS preset is gbs128 (Megatron FSDP, mbs2, 20 layers' "
+    "activations offloaded to host memory), the row gbs256",
+ ('25.11', 'DGX-GB300', 'L405', 'FP8-CS'): "v0.2.0's GB300 Llama 3.1 405B FP8_CS preset is 128 GPUs tp2 Megatron FSDP gbs64, "
+    "the row 256 GPUs tp2 pp8 cp2 vp4 gbs1536",
+ ('25.11', 'DGX-GB300', 'DS3', 'BF16'): "v0.2.0's GB300 DeepSeek-V3 preset is pp4 vp4 ep64 gbs2048, the row pp2 vp4 ep32 gbs4096",
+ ('25.11', 'DGX-GB300', 'DS3', 'FP8-MX'): "v0.2.0's GB300 DeepSeek-V3 preset is pp4 vp4 ep64 gbs2048, the row pp2 vp4 ep32 gbs4096",
+ ('25.11', 'DGX-GB300', 'GOSS', 'BF16'): "v0.2.0's GB300 GPT-OSS 120B preset is seq 4096 mbs4 gbs512, the row seq 8192 mbs2 gbs1280",
+ ('25.11', 'DGX-GB300', 'Q30', 'FP8-MX'): "v0.2.0's GB300 Qwen3-30B-A3B preset is mbs8, the row mbs4",
+ ('25.11', 'DGX-GB300', 'Q235', 'BF16'): "v0.2.0's GB300 Qwen3-235B-A22B preset is 64 GPUs tp2 ep64 mbs4 gbs1024, the row 256 "
+    "GPUs pp4 vp12 ep16 mbs2 gbs8192",
+})
+_TPO_405 = ("src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config: CommOverlapConfig(tp_comm_overlap=True, "
+            "...), kept by scripts/performance/configs/{f} {fn} for every precision but NVFP4")
+MB_TPO.update({
+ ('26.06', 'DGX-GB300', 'L405', 'FP8'): (1, "v0.5.0 / v0.5.1 " + _TPO_405.format(f='llama/llama31_llm_pretrain.py', fn='llama31_405b_pretrain_config_gb300')),
+ ('26.06', 'DGX-GB300', 'L405', 'MXFP8'): (1, "v0.5.0 / v0.5.1 " + _TPO_405.format(f='llama/llama31_llm_pretrain.py', fn='llama31_405b_pretrain_config_gb300')),
+ ('26.02.01', 'DGX-GB300', 'L405', 'FP8'): (1, "v0.3.0 / v0.3.1 " + _TPO_405.format(f='llama/llama31_llm_pretrain.py', fn='llama31_405b_pretrain_config_gb300')),
+ ('25.11', 'DGX-GB300', 'L405', 'FP8-CS'): (1, "v0.2.0 " + _TPO_405.format(f='llama31/llama31_llm_pretrain.py', fn='llama31_405b_gb300_config')),
+})
 # FSDP of the 26.06+ rows whose layout no earlier container printed (the default note cites the earlier same layout)
 FSDP_NOTE_NEW = ("this container's table has no FSDP column and no earlier container printed this layout: FSDP 0 (distributed "
                  "optimizer, zero 1) inferred, as every earlier GB300/B300 row of this model prints FSDP 0")
