@@ -396,9 +396,11 @@ def add_mba(ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep
     disp, epo, rc, mods = '', '', '', ''
     if key in MB_RECIPE:
         disp, epo, rc, mods, src = MB_RECIPE[key]
-        engine = (f"recompute {rc}{' ' + mods if mods else ''} from the recipe of this release (NVIDIA-NeMo/Megatron-Bridge "
-                  f"{src}); no MoE dispatcher (dense model)") if SH[m]['arch'] == 'dense' else (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
+        engine = (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
                   f"this release (NVIDIA-NeMo/Megatron-Bridge {src})")
+        if SH[m]['arch'] == 'dense':  # a dense row's entry states recompute only
+            engine = (f"recompute {rc}{' ' + mods if mods else ''} from the recipe of this release (NVIDIA-NeMo/Megatron-Bridge "
+                      f"{src}); no MoE dispatcher (dense model)")
     elif key in MB_RECIPE_NOTE:
         engine = ("recompute not printed; recipe looked up (" + MB_RECIPE_NOTE[key] + "): blank, the row is predicted with "
                   "the planner's choice")
