@@ -813,6 +813,171 @@ for _row in MBA_ROWS_BLACKWELL_ULTRA:
     _new_layout = _row[:3] in (('26.08', 'DGX-GB300', 'DS3'), ('26.08', 'DGX-GB300', 'GOSS'), ('26.06', 'DGX-GB300', 'DS3'),
                                ('26.06', 'DGX-B300', 'GOSS'))
     add_mba(*_row, fsdp_note=FSDP_NOTE_NEW if _new_layout else '', extra=MBA_EXTRA.get(_row[:5], ''))
+# ======================================================================================================
+# BEGIN SECTION heldout-nemo-legacy: NeMo performance summaries of the releases before Megatron-Bridge
+# (NeMo containers 24.07 .. 25.07). Appended after every row above; ids continue the sequence.
+#
+# Sources, read for this section:
+#  * NVIDIA/NeMo docs/source/performance/performance_summary.md (fetched mirror). The file exists only from
+#    2024-08-12 (7831735) to 2024-12-12 (a2aa70a, "perf summary docs link": deleted, README points to
+#    docs.nvidia.com); every version prints the NeMo 24.07 container's DGX-H100 FP8 pre-training table. Tags
+#    holding it: 24.09-alpha.rc0 and v2.0.0 (blob eca42f2, commit 141aa8e 2024-08-21 "175b 512gpus"), v2.1.0 and
+#    v2.1.0rc0..rc2 (blob 98dae2d, commit 8e3d65d 2024-09-09 "24.07 perf numbers (#10253)", the newest). Earlier
+#    blobs: 5877cf2 (7831735) and c5bdda7 (4c73f77) print the numbers calibration.csv took (726, 782, 1707, 322,
+#    1533, 12036); 4905931 (cd17e09 "24.07 vboost numbers") = eca42f2 in the pre-training table. The v2.1.0 blob is
+#    also the table of docs.nvidia.com/nemo-framework/user-guide/24.09/performance/performance_summary.html.
+#    No tag v2.2.0 .. v2.5.0rc0 holds the file (git ls-tree), so NeMo 24.09 .. 25.07 numbers come from:
+#  * docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html and
+#    .../performance/archive/25.04-performance-summary.html as stored in the `pages` corpus of the search tool
+#    (stored copies of several dates; each answer is the page's first ~3000 characters): the 25.02 page's whole
+#    DGX-B200 table, the 25.04 page's DGX-GB200 table and the 25.07 page's DGX-GB200 rows up to Llama 4. The H100
+#    tables of 24.12/25.02/25.04/25.07 and the B200 tables of 25.04/25.07 lie past that window: not read (the 25.02
+#    DGX-H100 table's first row, GPT3-175B 512 GPUs GBS 2048 MBS 2 TP4 PP8 VP6 = 866, is calibration id 101's
+#    configuration).
+# Engine settings of the NeMo 2.0 rows from the performance scripts of the release (NVIDIA/NeMo tags, read with
+# git show): 25.02 = v2.2.0 (scripts/llm/performance/), 25.04 = v2.3.0 (scripts/performance/), the container's
+# NeMo release as NVIDIA numbers them (not checked inside the containers). At both tags no recipe, model config or
+# performance script sets recompute_granularity for these models (v2.3.0's presets: recompute_layers 0, no
+# recompute_modules) -> recompute none; nemo/collections/llm/recipes/optim/adam.py distributed_fused_adam_with_
+# cosine_annealing sets use_distributed_optimizer=True -> zero 1 (zero 3 where the page prints FSDP 1: v2.3.0
+# use_mcore_fsdp); every FP8 script sets recipe.trainer.plugins.grad_reduce_in_fp32 = False -> grad_reduce_dtype bf16.
+# Left out (rows above already hold the configuration with a newer container's number, or schema limits):
+#  25.02 B200 LLAMA3-8B 128/2 (26006, delayed scaling) and LLAMA3-405B 128 GPUs TP4 PP8 CP2 VP8 (625): the 25.11
+#  Megatron-Bridge B200 rows (30624, 661); 25.04 GB200 LLAMA3-8B (33099) and 25.07 GB200 LLAMA3-8B (31737): the
+#  25.11 GB200 row (31508); 25.07 GB200 LLAMA3.1-405B FSDP TP2 (706): the 25.09 GB200 FP8-CS row (729); 25.07
+#  parenthesised numbers (the stored excerpt does not say what the parentheses mean); Llama 4 Scout/Maverick
+#  (no cited shape here); the fine-tuning (SFT/LoRA) tables; the 24.07 GPT3-175B x2, LLAMA2-70B, Nemotron-340B,
+#  LLAMA3-8B, LLAMA3-70B rows (calibration ids 100-105).
+# Shapes (new SH entries), each from the NeMo model config at the cited tag:
+#  GPT3-5B / 20B: v2.1.0 nemo/collections/llm/gpt/model/base.py GPTConfig5B (24 layers, hidden 4096, ffn 16384,
+#   32 heads) / GPTConfig20B (44, 6144, 24576, 48); MHA, GeLU MLP, tied embeddings (GPTConfig default); vocab 51200
+#   as the GPT-3 175B rows (GPT-2 BPE, the scripts' nvidia/megatron-gpt2-345m tokenizer, padded; not printed).
+#  LLAMA2-7B / 13B: v2.1.0 nemo/collections/llm/gpt/model/llama.py Llama2Config7B (32, 4096, 32 heads, 32 query
+#   groups, ffn 11008) / Llama2Config13B (40, 5120, 40, 40, 13824); vocab 32000 (Llama 2 tokenizer), untied, SwiGLU.
+#  Nemotron-8B / 22B (Nemotron-3): v2.1.0 nemo/collections/llm/gpt/model/nemotron.py Nemotron3Config8B (32, 4096,
+#   ffn 16384, 32 heads, num_query_groups None = MHA) / Nemotron3Config22B (40, 6144, 24576, 48, MHA); squared-ReLU
+#   MLP coded gelu (non-gated) and untied as the Nemotron-4 rows; vocab 256000 (v2.2.0 scripts/llm/performance/
+#   pretrain_nemotron3_8b.py / _22b.py NullTokenizer vocab_size=256000).
+#  Mixtral-8x7B / 8x22B: v2.3.0 nemo/collections/llm/gpt/model/mixtral.py MixtralConfig8x7B (32 layers, 4096, 32
+#   heads, 8 query groups, ffn 14336) / MixtralConfig8x22B (56, 6144, 48, 8, 16384); MixtralConfig: 8 experts top-2,
+#   every layer MoE, SwiGLU, untied, moe_token_dispatcher_type 'alltoall', moe_router_load_balancing_type
+#   'aux_loss'; vocab 32000 (the scripts' hf_tokenizer mistralai/Mixtral-8x7B-v0.1 / -8x22B-v0.1; config.json
+#   vocab_size 32000 in both, the 8x22B one as copied in two stored test fixtures found by find_string).
+SH['GPT5'] = dict(model='GPT-3 5B', arch='dense', layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=51200,
+                  attention='mha', mlp='gelu', tied_embeddings=1)
+SH['GPT20'] = dict(model='GPT-3 20B', arch='dense', layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=51200,
+                   attention='mha', mlp='gelu', tied_embeddings=1)
+SH['L2_7'] = dict(model='Llama 2 7B', arch='dense', layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
+                  attention='mha', mlp='swiglu', tied_embeddings=0)
+SH['L2_13'] = dict(model='Llama 2 13B', arch='dense', layers=40, hidden=5120, heads=40, kv_heads=40, ffn=13824, vocab=32000,
+                   attention='mha', mlp='swiglu', tied_embeddings=0)
+SH['N3_8'] = dict(model='Nemotron-3 8B', arch='dense', layers=32, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=256000,
+                  attention='mha', mlp='gelu', tied_embeddings=0)
+SH['N3_22'] = dict(model='Nemotron-3 22B', arch='dense', layers=40, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=256000,
+                   attention='mha', mlp='gelu', tied_embeddings=0)
+SH['MX7'] = dict(model='Mixtral 8x7B', arch='moe', layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000,
+                 moe_experts=8, moe_topk=2, moe_expert_ffn=14336, moe_shared_experts=0, moe_dense_layers=0,
+                 attention='gqa', mlp='swiglu', tied_embeddings=0)
+SH['MX22'] = dict(model='Mixtral 8x22B', arch='moe', layers=56, hidden=6144, heads=48, kv_heads=8, ffn=16384, vocab=32000,
+                  moe_experts=8, moe_topk=2, moe_expert_ffn=16384, moe_shared_experts=0, moe_dense_layers=0,
+                  attention='gqa', mlp='swiglu', tied_embeddings=0)
+SH['N15'] = N15
+SH['N340'] = N340
+SH['GPT175'] = GPT3
+# --- NeMo 24.07, DGX-H100, FP8: the configurations calibration.csv does not hold ---
+NM2407 = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at v2.1.0 (NeMo 24.07 container), "
+          "Pretraining table (DGX-H100, FP8)")
+for m, n, gbs, mbs, seq, tp, pp, cp, vp, tps, older in [
+        ('GPT5', 64, 2048, 4, 2048, 1, 1, 1, 1, 23406, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 23574; 7831735 (5877cf2): 22521'),
+        ('GPT20', 64, 256, 2, 2048, 2, 1, 1, 1, 5851, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 5894; 7831735 (5877cf2): 5851'),
+        ('L2_7', 8, 128, 1, 4096, 1, 1, 1, 1, 16934, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 16634; 7831735 (5877cf2): 16847'),
+        ('L2_13', 16, 128, 1, 4096, 1, 4, 1, 10, 8715, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 8715; 7831735 (5877cf2): 8646'),
+        ('N3_8', 64, 256, 4, 4096, 2, 1, 1, 1, 12507, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 12507; 7831735 (5877cf2): 12701'),
+        ('N3_22', 64, 256, 2, 4096, 2, 4, 1, 10, 4312, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 4289; 7831735 (5877cf2): 4256')]:
+    dp = n // (tp * pp * cp)
+    add(source=NM2407, trust='A', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu='H100-SXM-80GB',
+        num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=1, etp=1, zero='', sequence_parallel=1 if tp > 1 else 0,
+        recompute='', precision='fp8', framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"'Tokens / sec / GPU' column as printed in the newest version of the page (blob 98dae2d, commit 8e3d65d "
+                    f"2024-09-09, at tag v2.1.0; the same table on the docs.nvidia.com 24.09 user guide); other versions of the "
+                    f"same row: {older}; GPUs, GBS, MBS, sequence length, TP, PP, CP, VP printed; dp = GPUs/(tp*pp*cp), GA "
+                    f"{gbs // (dp * mbs)}; sequence_parallel inferred from TP>1; FP8 recipe, zero, recompute, TP overlap and "
+                    f"gradient dtype not printed and the NeMo 1.0 (NeMo-Framework-Launcher) configs of the 24.07 runs not looked "
+                    f"up: blank; shape from the NeMo config named in this section's header"))
+# --- NeMo 25.02 (DGX-B200) and 25.04 / 25.07 (DGX-GB200), FP8, NeMo 2.0 performance scripts ---
+UG = ("NeMo Framework User Guide performance/{p} (docs.nvidia.com, stored copy), NeMo {v} container, "
+      "Pre-training table 'System: {s}'")
+PRESET = {  # (release, system) -> the preset file whose row matches the layout printed
+ ('25.02', 'DGX-B200'): 'v2.2.0 scripts/llm/performance/recommended_model_configs/model_configs_b200.csv',
+ ('25.04', 'DGX-GB200'): 'v2.3.0 scripts/performance/recommended_model_configs/model_configs_gb200.csv',
+}
+TPO = {  # recipes that create MegatronCommOverlapCallback(tp_comm_overlap=True) (both tags)
+ 'GPT175': 'nemo/collections/llm/recipes/gpt3_175b.py', 'L70': 'nemo/collections/llm/recipes/llama3_70b.py',
+ 'N340': 'nemo/collections/llm/recipes/nemotron4_340b.py', 'N15': 'nemo/collections/llm/recipes/nemotron4_15b.py'}
+SWAP = ("; the page prints GBS 1 and MBS 64 for this row, read as swapped: GBS 64, MBS 1 from the preset "
+        "(pre_train,mixtral,8x22b,b200,fp8: 256 GPUs, tp 2 pp 4 cp 8 ep 8 etp 1 vp 14, mbs 1, gbs 64 in v2.2.0 "
+        "model_configs_b200.csv and v2.3.0's) and from the printed GA 16 = 64 / (DP 4 x MBS 1) (trust B)")
+for ver, sysn, page, m, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, preset_ok, extra in [
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'GPT175', 512, 2048, 2, 2048, 0, 4, 4, 1, 6, 1, 1600, False,
+         "; v2.2.0's b200 preset holds GPT-3 175B only at 128 GPUs (GBS 256, VP 12); v2.3.0's has this 512-GPU layout"),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'L70', 64, 128, 1, 8192, 0, 2, 4, 2, 5, 1, 3062, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'N15', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 1, 14760, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'N340', 128, 32, 1, 4096, 0, 8, 4, 1, 12, 1, 602, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'MX7', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 8, 15457, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'MX22', 256, 64, 1, 65536, 0, 2, 4, 8, 14, 8, 2232, True, SWAP),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'GPT175', 128, 256, 2, 2048, 0, 4, 4, 1, 12, 1, 1804, True, ''),
+        ('25.07', 'DGX-GB200', 'performance-summary.html', 'L70', 64, 128, 1, 8192, 1, 1, 1, 1, 1, 1, 4066, False,
+         "; 25.04 page (archive/25.04-performance-summary.html): 4035 at the same layout; the 25.04 preset (v2.3.0 "
+         "model_configs_gb200.csv: llama3 70b fp8, 64 GPUs, tp/pp/cp/vp 1, mbs 1, gbs 128, use_mcore_fsdp 1, "
+         "recompute_layers 0) matches it; the 25.07 scripts not looked up"),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'L405', 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 665, False,
+         "; v2.3.0's gb200 preset for llama31 405b fp8 has another layout (tp 4, pp 1, use_mcore_fsdp 1); the 25.07 page "
+         "prints '(638)' for this layout next to its FSDP row, parentheses unexplained in the stored excerpt; the 25.09 "
+         "Megatron-Bridge row of this layout above is FP8-MX (578), a different FP8 recipe"),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'N15', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 1, 17809, True, ''),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'N340', 128, 32, 1, 4096, 0, 8, 4, 1, 12, 1, 737, True, ''),
+        ('25.04', 'DGX-GB200', 'performance_summary.html', 'MX7', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 8, 19275, True,
+         "; read from the stored copy of performance_summary.html whose first table is this 25.04 GB200 table (its "
+         "GPT3-175B 1804, LLAMA3-70B 4035, Nemotron-340B 737 rows equal the 25.04 archive page's)"),
+        ('25.04', 'DGX-GB200', 'performance_summary.html', 'MX22', 256, 64, 1, 65536, 0, 2, 4, 8, 14, 8, 2731, False,
+         "; the page prints GBS 1 and MBS 64 for this row, read as swapped: GBS 64, MBS 1 from the printed GA 16 = 64 / "
+         "(DP 4 x MBS 1) and the B200 preset of the same layout (v2.2.0 / v2.3.0 model_configs_b200.csv: pre_train,mixtral,"
+         "8x22b, 256 GPUs, tp 2 pp 4 cp 8 ep 8 etp 1 vp 14, mbs 1, gbs 64); v2.3.0's GB200 preset has no Mixtral 8x22B "
+         "(trust B); read from the same stored copy as the Mixtral-8x7B GB200 row")]:
+    dp = n // (tp * pp * cp)
+    tag = 'v2.2.0' if ver == '25.02' else 'v2.3.0'
+    if ver == '25.07':
+        tag = 'v2.3.0 (the 25.04 release; this configuration\'s 25.04 run)'
+    trust = 'B' if m == 'MX22' else 'A'
+    preset = (f"; layout equals the preset row of {PRESET[(ver, sysn)]}" if preset_ok else '')
+    scaling = ("per-tensor current scaling (the page: 'scaling factors computed in the current step') -> fp8_recipe cs"
+               if ver != '25.02' else
+               "FP8 recipe delayed: v2.2.0 scripts/llm/performance/pretrain_*.py set recipe.trainer.plugins = "
+               "bf16_with_fp8_mixed() (Transformer Engine delayed scaling; the page names no recipe)")
+    tpo = ''
+    if tp > 1 and m in TPO:
+        tpo = f"; tp_comm_overlap 1: {tag.split(' ')[0]} {TPO[m]} MegatronCommOverlapCallback(tp_comm_overlap=True)"
+    moe = ''
+    if SH[m]['arch'] == 'moe':
+        moe = ("; moe_dispatcher alltoall (MixtralConfig moe_token_dispatcher_type 'alltoall' at v2.2.0 and v2.3.0); "
+               "expert-comm overlap not looked up (blank); routing aux-loss balanced (MixtralConfig), no force-balance "
+               "footnote in the stored excerpt")
+    add(source=UG.format(p=page, v=ver, s=sysn), trust=trust, **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
+        gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
+        sequence_parallel=1 if tp > 1 else 0, recompute='none', precision='fp8',
+        fp8_recipe='delayed' if ver == '25.02' else 'cs', grad_reduce_dtype='bf16',
+        tp_comm_overlap=1 if tpo else '', moe_dispatcher='alltoall' if moe else '',
+        framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"'Tokens / sec / GPU' as printed; GPUs, GBS, MBS, sequence length, {'FSDP, ' if ver != '25.02' else ''}TP, PP, CP, "
+                    f"VP, EP, GA printed (dp = GPUs/(tp*pp*cp) = {dp}, GA {gbs // (dp * mbs)}); sequence_parallel from TP>1 "
+                    f"(set_primary_perf_configs: sequence_parallel = tp_size > 1); zero {3 if fsdp else 1} "
+                    f"({'FSDP 1 -> use_mcore_fsdp, Megatron FSDP' if fsdp else 'distributed optimizer: recipes/optim/adam.py use_distributed_optimizer=True'}"
+                    f" at {tag.split(' ')[0]}); recompute none (no recompute setting in the {tag.split(' ')[0]} recipes, model configs or "
+                    f"performance scripts); grad_reduce_dtype bf16 ({tag.split(' ')[0]} performance scripts set "
+                    f"grad_reduce_in_fp32 = False for FP8); {scaling}{tpo}{moe}{preset}{extra}; ETP 1; shape from the NeMo "
+                    f"config named in this section's header"))
+# END SECTION heldout-nemo-legacy
+# ======================================================================================================
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
