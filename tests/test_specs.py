@@ -160,9 +160,10 @@ def test_gpu_for_device_names(name, mem_bytes, gpu_id):
 
 
 def test_blackwell_ultra_runs_what_blackwell_cannot_hold():
-    """The same plan: on B300 (270 GB) it fits where B200 (179 GB) does not, and with the same
-    dense peaks each Blackwell Ultra part runs it within 3% of its Blackwell counterpart (the
-    only compute difference is 160 SMs against 148 / 152 at the same total rate)."""
+    """The same plan: on B300 (270 GB) it fits where B200 (179 GB) does not; B300 runs it
+    within 3% of B200 (same dense peaks; measured large-GEMM rates 1,769 and 1,745 TFLOP/s),
+    and GB300 faster than GB200, whose measured GEMM rate is 72.9% of its datasheet peak
+    (efficiency.SKU_MATMUL) where GB300 takes the generation's 78%."""
     from meshplan.cost import estimate
     from meshplan.plan import Plan
     model, wl = load_model("llama3.1-70b"), Workload(8192, 64, "bf16")
@@ -171,5 +172,18 @@ def test_blackwell_ultra_runs_what_blackwell_cannot_hold():
           for g in ("B200", "B300", "GB200", "GB300")}
     assert not on["B200"].fits and on["B300"].fits
     assert not on["GB200"].fits and on["GB300"].fits
-    for old, new in (("B200", "B300"), ("GB200", "GB300")):
-        assert on[new].step_time_s == pytest.approx(on[old].step_time_s, rel=0.03)
+    assert on["B300"].step_time_s == pytest.approx(on["B200"].step_time_s, rel=0.03)
+    assert on["GB300"].step_time_s < on["GB200"].step_time_s
+
+
+def test_a_part_with_its_own_gemm_measurement_uses_it():
+    """GB200's large-GEMM rate is its measured 1,822 TFLOP/s (MAMF), not the Blackwell
+    generation's share of its higher datasheet peak; B200 keeps the generation's."""
+    from meshplan.cost import efficiency
+    from meshplan.cost.compute import device
+    gb200, b200 = device(GPUS["GB200"], "bf16"), device(GPUS["B200"], "bf16")
+    clock = efficiency.SUSTAINED_TENSOR
+    assert gb200.matmul_flops == pytest.approx(1822.0e12 * clock)
+    assert b200.matmul_flops == pytest.approx(2250e12 * efficiency.EFFICIENCY["blackwell"].matmul_bf16
+                                              * clock)
+    assert device(GPUS["GB200"], "fp8").matmul_flops == pytest.approx(3615.6e12 * clock)

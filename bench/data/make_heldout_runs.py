@@ -107,9 +107,11 @@ GRAD_FILES = {  # model -> (v0.1.0rc4 YAML, v0.2.0 file, v0.3.0..v0.5.x file, co
 }
 GRAD_TAGS = {'25.09': 'v0.1.0rc4', '25.11': 'v0.2.0', '26.02': 'v0.3.0', '26.02.01': 'v0.3.0 and v0.3.1', '26.04': 'v0.4.0 / v0.4.1',
              '26.04.01': 'v0.4.0 / v0.4.1', '26.06': 'v0.5.0 / v0.5.1', '26.08': 'v0.6.0'}
-def grad_bf16(ver, m):
-    """The derivation text of grad_reduce_dtype bf16 for a Megatron-Bridge row of container ver, model key m."""
+def grad_bf16(ver, m, sysdir='gb200'):
+    """The derivation text of grad_reduce_dtype bf16 for a Megatron-Bridge row of container ver, model key m
+    (sysdir: the system's folder under v0.6.0 perf_recipes/<model>/, for the 26.08 rows)."""
     yml, f2, f3, fn, f6 = GRAD_FILES[m]
+    f6 = f6.replace('/gb200/', f'/{sysdir}/')
     tag = GRAD_TAGS[ver]
     if ver == '25.09':
         where = f"scripts/performance/configs/{yml}: mixed_precision.grad_reduce_in_fp32: false"
@@ -188,7 +190,7 @@ add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 
 # Megatron-Bridge performance summaries of other containers (docs/performance-summary.md at
 # 26.08 and docs/performance-summary-archive.md: 26.06.01 ... 25.09, NVIDIA-NeMo/Megatron-Bridge
 # commit 067f987, 2026-08-22), plus the 25.11 rows the set above left out (the FP8-MX variants in
-# parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300 are not in the GPU catalog),
+# parentheses, H100 Qwen3-235B). Kept: DGX-H100/B200/GB200 (GB300/B300: MBA_ROWS_BLACKWELL_ULTRA at the end),
 # Llama 3 / 3.1, DeepSeek-V3, Qwen3, GPT-OSS 120B (Nemotron 3: hybrid Mamba;
 # Kimi-K2: GB300 only), no NVFP4 (not a schema precision). One row per distinct configuration
 # (system, model, recipe, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP): the newest container's
@@ -249,7 +251,7 @@ MBA_ROWS = [  # (container, system, model, flag, precision, GPUs, GBS, MBS, seq,
 SH['GOSS'] = dict(model='GPT-OSS 120B', arch='moe', layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn=2880, vocab=201088,
                   moe_experts=128, moe_topk=4, moe_expert_ffn=2880, moe_shared_experts=0, moe_dense_layers=0, attention='gqa',
                   mlp='swiglu', tied_embeddings=0)
-GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200'}
+GPU_OF = {'DGX-H100': 'H100-SXM-80GB', 'DGX-B200': 'B200', 'DGX-GB200': 'GB200', 'DGX-GB300': 'GB300', 'DGX-B300': 'B300'}
 # MoE engine settings of these rows from the performance recipes of the release that printed them
 # (NVIDIA-NeMo/Megatron-Bridge tags, fetched): 25.09 = v0.1.0rc4 (its docs/performance-summary.md is the 25.09
 # page), 25.11 = v0.2.0, 26.02 = v0.3.0, 26.02.01 = v0.3.0 or v0.3.1 (both checked), 26.04 / 26.04.01 = v0.4.0,
@@ -347,6 +349,7 @@ MB_RECIPE_MISMATCH = {  # looked up, but no preset of that release has the row's
  ('25.11', 'DGX-B200', 'GOSS', 'BF16'): "v0.2.0's B200 preset is ep64, the row ep8",
  ('25.11', 'DGX-H100', 'GOSS', 'BF16'): "v0.2.0's H100 preset is mbs1, the row mbs4",
 }
+MB_RECIPE_NOTE = {}  # looked up, the layout matches, but the recipe sets something the schema cannot state: left blank
 # TP communication overlap of the rows with TP > 1 whose recipe sets it (Megatron-Bridge CommOverlapConfig.tp_comm_overlap):
 # the value and where it is set; the model-wide code path, so the preset's layout need not match the row's
 MB_TPO = {
@@ -360,7 +363,8 @@ MB_TPO = {
 for _sys, _prec in (('DGX-H100', 'FP8-CS'), ('DGX-GB200', 'FP8-CS'), ('DGX-GB200', 'FP8-MX')):  # one code path for all
     MB_TPO[('25.09', _sys, 'Q235', _prec)] = (1, "v0.1.0rc4 scripts/performance/run_script.py: qwen3 235b_a22b "
                                                  "comm_overlap_config=CommOverlapConfig(tp_comm_overlap=True)")
-for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others in MBA_ROWS:
+def add_mba(ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, others, fsdp_note='', extra=''):
+    """One Megatron-Bridge summary row (an MBA_ROWS tuple) with the recipe settings MB_RECIPE / MB_TPO name for it."""
     recipe = {'FP8-CS': 'cs', 'FP8-MX': 'mx', 'MXFP8': 'mx', 'FP8-blockwise': 'blockwise'}.get(prec, '')
     where = ('' if ver == '26.08' else '-archive')
     table = f"table 'System: {sysn}'" if ver in ('25.09', '25.11') else f"table 'Model: ...' row {sysn}"
@@ -386,7 +390,7 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         notes.append("GPT-OSS: half the layers use a 128-token sliding window and attention sinks/biases and a clamped SwiGLU; "
                      "the schema has full causal attention on every layer (attention FLOPs over-counted on 18 of 36 layers)")
     if fsdp is None:
-        notes.append("this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
+        notes.append(fsdp_note or "this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
     fs = bool(fsdp)
     key = (ver, sysn, m, prec)
     disp, epo, rc, mods = '', '', '', ''
@@ -394,6 +398,12 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         disp, epo, rc, mods, src = MB_RECIPE[key]
         engine = (f"MoE dispatcher {disp}, ep_overlap {epo}, recompute {rc}{' ' + mods if mods else ''} from the recipe of "
                   f"this release (NVIDIA-NeMo/Megatron-Bridge {src})")
+        if SH[m]['arch'] == 'dense':  # a dense row's entry states recompute only
+            engine = (f"recompute {rc}{' ' + mods if mods else ''} from the recipe of this release (NVIDIA-NeMo/Megatron-Bridge "
+                      f"{src}); no MoE dispatcher (dense model)")
+    elif key in MB_RECIPE_NOTE:
+        engine = ("recompute not printed; recipe looked up (" + MB_RECIPE_NOTE[key] + "): blank, the row is predicted with "
+                  "the planner's choice")
     elif key in MB_RECIPE_MISMATCH:
         engine = ("recompute, MoE dispatcher and expert-comm overlap not printed; recipe looked up but its layout differs ("
                   + MB_RECIPE_MISMATCH[key] + "): blank, the row is predicted with the planner's choice")
@@ -408,6 +418,8 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         notes.append(f"tp_comm_overlap {tpo} from NVIDIA-NeMo/Megatron-Bridge {tpo_src}")
     if others:
         notes.append(f"same configuration in other containers: {others} tokens/s/GPU")
+    if extra:
+        notes.append(extra)
     add(source=MBA.format(f=where, v=ver, t=table), trust='B', **SH[m], grad_reduce_dtype='bf16', seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
         gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=n // (tp * pp * cp), cp=cp, ep=ep, etp=1, zero=3 if fs else 1,
         sequence_parallel=1 if tp > 1 else 0, recompute=rc, recompute_modules=mods, moe_dispatcher=disp, ep_overlap=epo,
@@ -415,7 +427,9 @@ for ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, o
         precision='bf16' if prec == 'BF16' else 'fp8', fp8_recipe=recipe, framework='nemo',
         measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=f"Tokens / sec / GPU as printed ({prec}{', ' + flag if flag else ''}); dp = GPUs/(tp*pp*cp); " + '; '.join(notes)
-                   + grad_bf16(ver, m))
+                   + grad_bf16(ver, m, {'DGX-GB300': 'gb300', 'DGX-B300': 'b300'}.get(sysn, 'gb200')))
+for _row in MBA_ROWS:
+    add_mba(*_row)
 # Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), sec. 2.4 (system performance) as transcribed in
 # cli99/llm-analysis examples/megatron-turing-nlg (README: GBS 1920, 280/350/420 DGX A100 servers, 60.1/50.2/44.4 s
 # per iteration, 126/121/113 TFLOP/s per GPU; run_train.sh: TP 8, PP 35)
@@ -624,6 +638,346 @@ for gpu, n, pp, ep, gbs, step, tput in [('H100-SXM-80GB', 512, 8, 64, 4096, 48.9
                     + ("; NB the GB200 rows are 3.3x below Megatron-Bridge's own 25.11 GB200 DeepSeek-V3 BF16 number at 256 GPUs (3139, "
                        "TP 1 PP 4 VP 4 EP 64, force-balanced); the README prints step time, throughput and TFLOPS_per_GPU (249, MFU 10.2%) "
                        "consistently (4096 x GBS / step = the printed throughput; GBS = 8 x GPUs as launch.sh sets it): kept as printed" if gpu == 'GB200' else '')))
+# Megatron-Bridge performance summaries, DGX-GB300 and DGX-B300 rows (added after the GPU catalog gained GB300 and B300;
+# appended last so that every earlier row keeps its id): docs/performance-summary.md at 26.08 and
+# docs/performance-summary-archive.md (26.06.01 ... 25.11; 25.09 has no GB300/B300 table), NVIDIA-NeMo/Megatron-Bridge
+# commit 067f987 (2026-08-22). Same conventions as MBA_ROWS above: one row per distinct configuration (system, model,
+# precision, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP; no FSDP column (26.06+) = FSDP 0, VP n/a = 1, MXFP8 = FP8-MX,
+# but 'FP8' (26.02+) and 'FP8-CS' (25.11) kept apart as for the GB200 Llama rows H040/H058 and H041/H054), the newest
+# container's number, the other containers' numbers in the derivation. Skipped: NVFP4 rows (not a schema precision),
+# Nemotron 3 Nano / Super / Ultra (hybrid Mamba), Kimi-K2 and DeepSeek-V4 Flash (no shape in SH), SFT and LoRA tables
+# (not pre-training).
+MBA_ROWS_BLACKWELL_ULTRA = [  # as MBA_ROWS: (container, system, model, flag, precision, GPUs, GBS, MBS, seq, FSDP, TP, PP, CP, VP, EP, tokens/s/GPU, others)
+('26.08', 'DGX-GB300', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, None, 1, 2, 1, 8, 32, 6288, '26.06.01: 6304; 26.06: 6338'),
+('26.08', 'DGX-GB300', 'GOSS', '', 'MXFP8', 64, 1280, 4, 4096, None, 1, 1, 1, 1, 16, 33024,
+ '26.06.01: 20288 (its Model TFLOP column footnoted as a known performance regression, cudnn-frontend issue 256); 26.06: 33166'),
+('26.08', 'DGX-GB300', 'Q30', '', 'MXFP8', 8, 512, 8, 4096, None, 1, 1, 1, 1, 8, 44544,
+ '26.06.01: 44544; 26.06: 45275; 26.04.01: 31744; 26.04: 31470; 26.02.01: 30411; 26.02: 30376'),
+('26.08', 'DGX-GB300', 'Q235', '', 'MXFP8', 256, 8192, 2, 4096, None, 1, 4, 1, 12, 32, 8816,
+ '26.06.01: 9008; 26.06: 9015; 26.04.01: 6944; 26.04: 6994'),
+('26.06', 'DGX-GB300', 'L405', '', 'FP8', 256, 1536, 1, 8192, None, 4, 8, 1, 4, 1, 1048, '26.04.01: 1024; 26.04: 1036; 26.02: 988'),
+('26.06', 'DGX-GB300', 'L405', '', 'MXFP8', 256, 1536, 1, 8192, None, 2, 8, 2, 4, 1, 952,
+ '26.04.01: 960; 26.04: 968; 26.02.01: 949; 26.02: 931'),
+('26.06', 'DGX-GB300', 'DS3', '', 'MXFP8', 256, 15360, 1, 4096, None, 1, 2, 1, 8, 32, 6422, ''),
+('26.06', 'DGX-B300', 'DS3', '', 'MXFP8', 256, 4096, 2, 4096, None, 1, 8, 1, 1, 8, 3541, '26.04.01: 3456'),
+('26.06', 'DGX-B300', 'GOSS', '', 'MXFP8', 64, 1280, 4, 4096, None, 1, 1, 1, 1, 8, 18534, ''),
+('26.06', 'DGX-B300', 'Q30', '', 'MXFP8', 8, 512, 8, 4096, None, 1, 1, 1, 1, 8, 40769,
+ '26.04.01: 30720; 26.04: 30553; 26.02.01: 29454; 26.02: 29521'),
+('26.04.01', 'DGX-GB300', 'L70', '', 'FP8', 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 5248, '26.04: 5243; 26.02.01: 5243; 26.02: 5003'),
+('26.04.01', 'DGX-GB300', 'L70', '', 'MXFP8', 64, 256, 1, 8192, 0, 1, 4, 1, 5, 1, 4864, '26.04: 4742; 26.02: 4596'),
+('26.04.01', 'DGX-GB300', 'DS3', '', 'MXFP8', 256, 4096, 2, 4096, 0, 1, 2, 1, 8, 32, 4992, '26.04: 4965; 26.02.01: 4691; 26.02: 4612'),
+('26.04.01', 'DGX-GB300', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 19200, '26.04: 19275; 26.02.01: 19366; 26.02: 19412'),
+('26.04.01', 'DGX-B300', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 15232, '26.04: 15114; 26.02.01: 15031'),
+('26.04.01', 'DGX-B300', 'Q235', '', 'MXFP8', 256, 8192, 2, 4096, 0, 1, 8, 1, 1, 8, 5936, '26.04: 4865'),
+('26.04', 'DGX-B300', 'DS3', '', 'MXFP8', 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 3131, '26.02.01: 3099; 26.02: 2983'),
+('26.02.01', 'DGX-GB300', 'L70', '', 'MXFP8', 64, 256, 2, 8192, 0, 1, 4, 1, 1, 1, 4798, ''),
+('26.02.01', 'DGX-GB300', 'L405', '', 'FP8', 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 1024, ''),
+('26.02.01', 'DGX-GB300', 'Q235', '', 'MXFP8', 256, 8192, 2, 4096, 0, 1, 4, 1, 1, 32, 6583, '26.02: 6583'),
+('26.02.01', 'DGX-B300', 'Q235', '', 'MXFP8', 256, 8192, 1, 4096, 0, 1, 8, 1, 4, 8, 2644, '26.02: 2691'),
+('26.02', 'DGX-B300', 'GOSS', '', 'BF16', 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 8359, ''),
+('25.11', 'DGX-GB300', 'L8', '', 'FP8-CS', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 37556, ''),
+('25.11', 'DGX-GB300', 'L8', '', 'FP8-MX', 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 36108, ''),
+('25.11', 'DGX-GB300', 'L70', '', 'FP8-CS', 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4520, ''),
+('25.11', 'DGX-GB300', 'L405', '', 'FP8-CS', 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 999, ''),
+('25.11', 'DGX-GB300', 'DS3', 'w/o MTP', 'BF16', 256, 4096, 1, 4096, 0, 1, 2, 1, 4, 32, 3848, ''),
+('25.11', 'DGX-GB300', 'DS3', 'w/o MTP', 'FP8-MX', 256, 4096, 1, 4096, 0, 1, 2, 1, 4, 32, 4357, ''),
+('25.11', 'DGX-GB300', 'GOSS', '', 'BF16', 64, 1280, 2, 8192, 0, 1, 1, 1, 1, 64, 18347, ''),
+('25.11', 'DGX-GB300', 'Q30', '', 'FP8-MX', 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 28934, ''),
+('25.11', 'DGX-GB300', 'Q235', '', 'BF16', 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 16, 6131, ''),
+]
+MBA_EXTRA = {  # (container, system, model, flag, precision) -> a note on the row as printed
+ ('25.11', 'DGX-GB300', 'Q235', '', 'BF16'): "NB the page prints GA 32, but GBS/(DP x MBS) = 8192/(64 x 2) = 64 at the printed "
+    "PP 4: one of MBS, PP or GA is misprinted; kept as printed (GPUs, GBS, MBS, PP, VP, EP), which is exactly Megatron-Bridge "
+    "v0.3.0's QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_BF16_V2 (256 GPUs tp1 pp4 vp12 ep16 mbs2 gbs8192): GA 32 the likely misprint",
+}
+# Engine settings of these rows from the recipes of the release that printed them (tags as for MBA_ROWS; the GB300 / B300
+# presets of v0.4.0 and v0.4.1 are identical, the 26.04-alpha branch not checked for them); same mapping and same rule
+# (only where the preset's GPUs, GBS, MBS, TP, PP, CP, VP and EP equal the row's). Dense rows: recompute only (the
+# Llama recipes set no recompute unless a preset gives recompute_num_layers or cpu_offloading_num_layers).
+_V6 = "v0.6.0 src/megatron/bridge/perf_recipes/"
+_FULL_ITER_DS = ("_enable_deepseek_full_iteration_mxfp8: flex hybridep, overlap_moe_expert_parallel_comm=True, full-iteration "
+                 "CUDA graph")
+_FULL_ITER_QWEN = ("qwen/common.py _enable_hybridep_full_iteration_mxfp8: overlap_moe_expert_parallel_comm=True, full-iteration "
+                   "CUDA graph")
+_L405_NONE = ("and src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config: recompute_granularity=None")
+MB_RECIPE.update({
+ ('26.08', 'DGX-GB300', 'DS3', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "deepseek/gb300/deepseek_v3.py deepseek_v3_pretrain_256gpu_gb300_fp8mx_config (pp2 vp8 ep32 gbs4096 mbs1, pp layout "
+    "Et*4|(t*4|)*14tmL whose 'm' is an MTP layer the schema does not count; recompute_modules=[] under common.py "
+    "_deepseek_v3_common's granularity selective: nothing recomputed; " + _FULL_ITER_DS + ", FP8 attention)"),
+ ('26.08', 'DGX-GB300', 'GOSS', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "gpt_oss/gb300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config (ep16 mbs4 gbs1280, no recompute set: its "
+    "base src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config sets "
+    "recompute_granularity=None; gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs: flex hybridep, "
+    "overlap_moe_expert_parallel_comm=True, FP8 attention, full-iteration CUDA graph)"),
+ ('26.08', 'DGX-GB300', 'Q30', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "qwen/gb300/qwen3_moe.py qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config (ep8 mbs8 gbs512, recompute_granularity=None, "
+    "flex hybridep; " + _FULL_ITER_QWEN + ")"),
+ ('26.08', 'DGX-GB300', 'Q235', 'MXFP8'): ('deepep', 1, 'none', '',
+    _V6 + "qwen/gb300/qwen3_moe.py qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config (pp4 vp12 ep32 gbs8192 mbs2, "
+    "recompute_granularity=None, flex hybridep; " + _FULL_ITER_QWEN + ")"),
+ ('26.06', 'DGX-GB300', 'L405', 'FP8'): ('', '', 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) scripts/performance/configs/llama/llama31_workload_base_configs.py "
+    "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2 (256 GPUs tp4 pp8 cp1 vp4 gbs1536, no FSDP, no recompute or CPU offloading) "
+    + _L405_NONE),
+ ('26.06', 'DGX-GB300', 'L405', 'MXFP8'): ('', '', 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) scripts/performance/configs/llama/llama31_workload_base_configs.py "
+    "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (256 GPUs tp2 pp8 cp2 vp4 gbs1536, no recompute or CPU offloading) "
+    + _L405_NONE),
+ ('26.06', 'DGX-B300', 'GOSS', 'MXFP8'): ('deepep', 0, 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 "
+    "= ..._B300_BF16_V2 (ep8 mbs4 gbs1280, hybridep, moe_a2a_overlap default False, no recompute_modules) and "
+    "src/megatron/bridge/recipes/gpt_oss/gpt_oss.py gpt_oss_120b_pretrain_config (recompute_granularity=None)"),
+ ('26.06', 'DGX-B300', 'Q30', 'MXFP8'): ('deepep', 1, 'none', '',
+    "v0.5.0 / v0.5.1 (same preset) configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1 "
+    "(8 GPUs ep8 mbs8 gbs512, hybridep, moe_a2a_overlap=True, full-iteration CUDA graph) and qwen3_llm_pretrain.py "
+    "qwen3_30b_a3b_pretrain_config_b300 (moe_token_dispatcher_type 'flex'; " + QWEN_COMMON + ")"),
+ ('26.04.01', 'DGX-GB300', 'L70', 'MXFP8'): ('', '', 'none', '',
+    "v0.4.0 / v0.4.1 scripts/performance/configs/llama/llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 "
+    "(64 GPUs pp4 vp5 mbs1 gbs256, no recompute or CPU offloading) and src/megatron/bridge/recipes/llama/llama3.py "
+    "llama3_70b_pretrain_config: recompute_granularity=None"),
+ ('26.04.01', 'DGX-GB300', 'DS3', 'MXFP8'): ('deepep', 0, 'selective', 'mla_up_proj',
+    "v0.4.0 / v0.4.1 configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2 = "
+    "..._GB300_V2 (256 GPUs pp2 vp8 ep32 mbs2 gbs4096, pp layout Et*4|(t*4|)*14tmL with an MTP layer, recompute_modules="
+    "['mla_up_proj'], hybridep, moe_a2a_overlap=False) and deepseek_llm_pretrain.py set_deepseek_v3_common_configs: "
+    "recompute_granularity selective"),
+ ('26.04.01', 'DGX-GB300', 'GOSS', 'BF16'): ('alltoall', 0, 'none', '',
+    "v0.4.0 / v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2 (ep64 mbs4 "
+    "gbs1280, no flex backend, moe_a2a_overlap default False, no recompute_modules) and src/megatron/bridge/recipes/gpt_oss/"
+    "gpt_oss.py gpt_oss_120b_pretrain_config (moe_token_dispatcher_type 'alltoall', recompute_granularity=None)"),
+ ('26.04.01', 'DGX-B300', 'GOSS', 'BF16'): ('deepep', 0, 'none', '',
+    "v0.4.0 / v0.4.1 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (ep8 mbs4 "
+    "gbs1280, hybridep, moe_a2a_overlap default False, no recompute_modules) and src/megatron/bridge/recipes/gpt_oss/"
+    "gpt_oss.py gpt_oss_120b_pretrain_config (recompute_granularity=None)"),
+ ('26.04.01', 'DGX-B300', 'Q235', 'MXFP8'): ('alltoall', 0, 'none', '',
+    "v0.4.0 / v0.4.1 configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2 = "
+    "..._B300_FP8_CS_V2 (256 GPUs pp8 ep8 mbs2 gbs8192, moe_a2a_overlap=False, no flex backend) and qwen3_llm_pretrain.py "
+    "qwen3_235b_a22b_pretrain_config_b300 (moe_token_dispatcher_type 'alltoall'; " + QWEN_COMMON + ")"),
+ ('26.04', 'DGX-B300', 'DS3', 'MXFP8'): ('deepep', 0, 'selective', 'mla_up_proj',
+    "v0.4.0 / v0.4.1 configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 = "
+    "..._B300_V2 (256 GPUs pp16 ep8 mbs1 gbs4096, recompute_modules=['mla_up_proj'], hybridep, moe_a2a_overlap=False) and "
+    "deepseek_llm_pretrain.py set_deepseek_v3_common_configs: recompute_granularity selective"),
+ ('26.02.01', 'DGX-GB300', 'Q235', 'MXFP8'): ('deepep', 0, 'none', '',
+    "v0.3.0 and v0.3.1 (both this layout) configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 "
+    "(256 GPUs pp4 ep32 mbs2 gbs8192, moe_flex_dispatcher_backend='hybridep', moe_a2a_overlap default False) and "
+    "qwen3_llm_pretrain.py " + QWEN_COMMON),
+ ('26.02', 'DGX-B300', 'GOSS', 'BF16'): ('alltoall', 0, 'none', '',
+    "v0.3.0 configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (ep64 mbs4 gbs1280, no "
+    "flex backend, no recompute_modules: GPTOSSProvider moe_token_dispatcher_type 'alltoall', recompute left at "
+    "Megatron-Core's default None)"),
+})
+MB_RECIPE_NOTE.update({
+ ('26.04.01', 'DGX-GB300', 'L70', 'FP8'): "v0.4.0 / v0.4.1 scripts/performance/configs/llama/llama3_workload_base_configs.py "
+    "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2 has the row's layout (Megatron FSDP, mbs2, gbs256) and no recompute "
+    "(recipes/llama/llama3.py llama3_70b_pretrain_config: recompute_granularity=None), but cpu_offloading_num_layers=20 "
+    "(scripts/performance/utils/overrides.py _set_recompute_overrides: the activations of 20 layers offloaded to host "
+    "memory), which the schema cannot state",
+})
+MB_RECIPE_MISMATCH.update({
+ ('26.06', 'DGX-GB300', 'DS3', 'MXFP8'): "v0.5.0 / v0.5.1 GB300 DeepSeek-V3 FP8_MX presets are pp2 vp8 ep32 mbs1 at gbs 2048 "
+    "(V1) and 4096 (V2), the row gbs 15360",
+ ('26.06', 'DGX-B300', 'DS3', 'MXFP8'): "v0.5.0's B300 FP8_MX_V2 preset has the row's layout (pp8 ep8 mbs2 gbs4096, hybridep, "
+    "no a2a overlap, mla_up_proj) but v0.5.1's is mbs1 pp8 vp2 (a2a overlap, full-iteration CUDA graph): which tag built "
+    "26.06 is not known",
+ ('26.02.01', 'DGX-GB300', 'L70', 'MXFP8'): "v0.3.0 / v0.3.1 GB300 Llama 3 70B FP8_MX presets are pp4 vp5 mbs1, the row mbs2 "
+    "pp4 without VP",
+ ('26.02.01', 'DGX-GB300', 'L405', 'FP8'): "v0.3.0 / v0.3.1 GB300 Llama 3.1 405B FP8_CS presets are 128 GPUs tp2 Megatron "
+    "FSDP gbs64 (V1) and 256 GPUs tp4 pp8 cp1 vp4 gbs1536 (V2), the row tp2 pp8 cp2 vp4",
+ ('26.02.01', 'DGX-B300', 'Q235', 'MXFP8'): "v0.3.0's B300 FP8_MX_V2 preset has the row's layout (pp8 vp4 ep8 mbs1, a2a "
+    "overlap, no flex backend) but v0.3.1's is pp8 ep8 without VP: which tag built 26.02.01 is not known",
+ ('25.11', 'DGX-GB300', 'L8', 'FP8-CS'): "v0.2.0's GB300 Llama 3 8B FP8 preset is mbs4 (full-iteration CUDA graph), the row mbs2",
+ ('25.11', 'DGX-GB300', 'L8', 'FP8-MX'): "v0.2.0's GB300 Llama 3 8B FP8 preset is mbs4 (full-iteration CUDA graph), the row mbs2",
+ ('25.11', 'DGX-GB300', 'L70', 'FP8-CS'): "v0.2.0's GB300 Llama 3 70B FP8_CS preset is gbs128 (Megatron FSDP, mbs2, 20 layers' "
+    "activations offloaded to host memory), the row gbs256",
+ ('25.11', 'DGX-GB300', 'L405', 'FP8-CS'): "v0.2.0's GB300 Llama 3.1 405B FP8_CS preset is 128 GPUs tp2 Megatron FSDP gbs64, "
+    "the row 256 GPUs tp2 pp8 cp2 vp4 gbs1536",
+ ('25.11', 'DGX-GB300', 'DS3', 'BF16'): "v0.2.0's GB300 DeepSeek-V3 preset is pp4 vp4 ep64 gbs2048, the row pp2 vp4 ep32 gbs4096",
+ ('25.11', 'DGX-GB300', 'DS3', 'FP8-MX'): "v0.2.0's GB300 DeepSeek-V3 preset is pp4 vp4 ep64 gbs2048, the row pp2 vp4 ep32 gbs4096",
+ ('25.11', 'DGX-GB300', 'GOSS', 'BF16'): "v0.2.0's GB300 GPT-OSS 120B preset is seq 4096 mbs4 gbs512, the row seq 8192 mbs2 gbs1280",
+ ('25.11', 'DGX-GB300', 'Q30', 'FP8-MX'): "v0.2.0's GB300 Qwen3-30B-A3B preset is mbs8, the row mbs4",
+ ('25.11', 'DGX-GB300', 'Q235', 'BF16'): "v0.2.0's GB300 Qwen3-235B-A22B preset is 64 GPUs tp2 ep64 mbs4 gbs1024, the row 256 "
+    "GPUs pp4 vp12 ep16 mbs2 gbs8192",
+})
+_TPO_405 = ("src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config: CommOverlapConfig(tp_comm_overlap=True, "
+            "...), kept by scripts/performance/configs/{f} {fn} for every precision but NVFP4")
+MB_TPO.update({
+ ('26.06', 'DGX-GB300', 'L405', 'FP8'): (1, "v0.5.0 / v0.5.1 " + _TPO_405.format(f='llama/llama31_llm_pretrain.py', fn='llama31_405b_pretrain_config_gb300')),
+ ('26.06', 'DGX-GB300', 'L405', 'MXFP8'): (1, "v0.5.0 / v0.5.1 " + _TPO_405.format(f='llama/llama31_llm_pretrain.py', fn='llama31_405b_pretrain_config_gb300')),
+ ('26.02.01', 'DGX-GB300', 'L405', 'FP8'): (1, "v0.3.0 / v0.3.1 " + _TPO_405.format(f='llama/llama31_llm_pretrain.py', fn='llama31_405b_pretrain_config_gb300')),
+ ('25.11', 'DGX-GB300', 'L405', 'FP8-CS'): (1, "v0.2.0 " + _TPO_405.format(f='llama31/llama31_llm_pretrain.py', fn='llama31_405b_gb300_config')),
+})
+# FSDP of the 26.06+ rows whose layout no earlier container printed (the default note cites the earlier same layout)
+FSDP_NOTE_NEW = ("this container's table has no FSDP column and no earlier container printed this layout: FSDP 0 (distributed "
+                 "optimizer, zero 1) inferred, as every earlier GB300/B300 row of this model prints FSDP 0")
+for _row in MBA_ROWS_BLACKWELL_ULTRA:
+    _new_layout = _row[:3] in (('26.08', 'DGX-GB300', 'DS3'), ('26.08', 'DGX-GB300', 'GOSS'), ('26.06', 'DGX-GB300', 'DS3'),
+                               ('26.06', 'DGX-B300', 'GOSS'))
+    add_mba(*_row, fsdp_note=FSDP_NOTE_NEW if _new_layout else '', extra=MBA_EXTRA.get(_row[:5], ''))
+# ======================================================================================================
+# BEGIN SECTION heldout-nemo-legacy: NeMo performance summaries of the releases before Megatron-Bridge
+# (NeMo containers 24.07 .. 25.07). Appended after every row above; ids continue the sequence.
+#
+# Sources, read for this section:
+#  * NVIDIA/NeMo docs/source/performance/performance_summary.md (fetched mirror). The file exists only from
+#    2024-08-12 (7831735) to 2024-12-12 (a2aa70a, "perf summary docs link": deleted, README points to
+#    docs.nvidia.com); every version prints the NeMo 24.07 container's DGX-H100 FP8 pre-training table. Tags
+#    holding it: 24.09-alpha.rc0 and v2.0.0 (blob eca42f2, commit 141aa8e 2024-08-21 "175b 512gpus"), v2.1.0 and
+#    v2.1.0rc0..rc2 (blob 98dae2d, commit 8e3d65d 2024-09-09 "24.07 perf numbers (#10253)", the newest). Earlier
+#    blobs: 5877cf2 (7831735) and c5bdda7 (4c73f77) print the numbers calibration.csv took (726, 782, 1707, 322,
+#    1533, 12036); 4905931 (cd17e09 "24.07 vboost numbers") = eca42f2 in the pre-training table. The v2.1.0 blob is
+#    also the table of docs.nvidia.com/nemo-framework/user-guide/24.09/performance/performance_summary.html.
+#    No tag v2.2.0 .. v2.5.0rc0 holds the file (git ls-tree), so NeMo 24.09 .. 25.07 numbers come from:
+#  * docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html and
+#    .../performance/archive/25.04-performance-summary.html as stored in the `pages` corpus of the search tool
+#    (stored copies of several dates; each answer is the page's first ~3000 characters): the 25.02 page's whole
+#    DGX-B200 table, the 25.04 page's DGX-GB200 table and the 25.07 page's DGX-GB200 rows up to Llama 4. The H100
+#    tables of 24.12/25.02/25.04/25.07 and the B200 tables of 25.04/25.07 lie past that window: not read (the 25.02
+#    DGX-H100 table's first row, GPT3-175B 512 GPUs GBS 2048 MBS 2 TP4 PP8 VP6 = 866, is calibration id 101's
+#    configuration).
+# Engine settings of the NeMo 2.0 rows from the performance scripts of the release (NVIDIA/NeMo tags, read with
+# git show): 25.02 = v2.2.0 (scripts/llm/performance/), 25.04 = v2.3.0 (scripts/performance/), the container's
+# NeMo release as NVIDIA numbers them (not checked inside the containers). At both tags no recipe, model config or
+# performance script sets recompute_granularity for these models (v2.3.0's presets: recompute_layers 0, no
+# recompute_modules) -> recompute none; nemo/collections/llm/recipes/optim/adam.py distributed_fused_adam_with_
+# cosine_annealing sets use_distributed_optimizer=True -> zero 1 (zero 3 where the page prints FSDP 1: v2.3.0
+# use_mcore_fsdp); every FP8 script sets recipe.trainer.plugins.grad_reduce_in_fp32 = False -> grad_reduce_dtype bf16.
+# Left out (rows above already hold the configuration with a newer container's number, or schema limits):
+#  25.02 B200 LLAMA3-8B 128/2 (26006, delayed scaling) and LLAMA3-405B 128 GPUs TP4 PP8 CP2 VP8 (625): the 25.11
+#  Megatron-Bridge B200 rows (30624, 661); 25.04 GB200 LLAMA3-8B (33099) and 25.07 GB200 LLAMA3-8B (31737): the
+#  25.11 GB200 row (31508); 25.07 GB200 LLAMA3.1-405B FSDP TP2 (706): the 25.09 GB200 FP8-CS row (729); 25.07
+#  parenthesised numbers (the stored excerpt does not say what the parentheses mean); Llama 4 Scout/Maverick
+#  (no cited shape here); the fine-tuning (SFT/LoRA) tables; the 24.07 GPT3-175B x2, LLAMA2-70B, Nemotron-340B,
+#  LLAMA3-8B, LLAMA3-70B rows (calibration ids 100-105).
+# Shapes (new SH entries), each from the NeMo model config at the cited tag:
+#  GPT3-5B / 20B: v2.1.0 nemo/collections/llm/gpt/model/base.py GPTConfig5B (24 layers, hidden 4096, ffn 16384,
+#   32 heads) / GPTConfig20B (44, 6144, 24576, 48); MHA, GeLU MLP, tied embeddings (GPTConfig default); vocab 51200
+#   as the GPT-3 175B rows (GPT-2 BPE, the scripts' nvidia/megatron-gpt2-345m tokenizer, padded; not printed).
+#  LLAMA2-7B / 13B: v2.1.0 nemo/collections/llm/gpt/model/llama.py Llama2Config7B (32, 4096, 32 heads, 32 query
+#   groups, ffn 11008) / Llama2Config13B (40, 5120, 40, 40, 13824); vocab 32000 (Llama 2 tokenizer), untied, SwiGLU.
+#  Nemotron-8B / 22B (Nemotron-3): v2.1.0 nemo/collections/llm/gpt/model/nemotron.py Nemotron3Config8B (32, 4096,
+#   ffn 16384, 32 heads, num_query_groups None = MHA) / Nemotron3Config22B (40, 6144, 24576, 48, MHA); squared-ReLU
+#   MLP coded gelu (non-gated) and untied as the Nemotron-4 rows; vocab 256000 (v2.2.0 scripts/llm/performance/
+#   pretrain_nemotron3_8b.py / _22b.py NullTokenizer vocab_size=256000).
+#  Mixtral-8x7B / 8x22B: v2.3.0 nemo/collections/llm/gpt/model/mixtral.py MixtralConfig8x7B (32 layers, 4096, 32
+#   heads, 8 query groups, ffn 14336) / MixtralConfig8x22B (56, 6144, 48, 8, 16384); MixtralConfig: 8 experts top-2,
+#   every layer MoE, SwiGLU, untied, moe_token_dispatcher_type 'alltoall', moe_router_load_balancing_type
+#   'aux_loss'; vocab 32000 (the scripts' hf_tokenizer mistralai/Mixtral-8x7B-v0.1 / -8x22B-v0.1; config.json
+#   vocab_size 32000 in both, the 8x22B one as copied in two stored test fixtures found by find_string).
+SH['GPT5'] = dict(model='GPT-3 5B', arch='dense', layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=51200,
+                  attention='mha', mlp='gelu', tied_embeddings=1)
+SH['GPT20'] = dict(model='GPT-3 20B', arch='dense', layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=51200,
+                   attention='mha', mlp='gelu', tied_embeddings=1)
+SH['L2_7'] = dict(model='Llama 2 7B', arch='dense', layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000,
+                  attention='mha', mlp='swiglu', tied_embeddings=0)
+SH['L2_13'] = dict(model='Llama 2 13B', arch='dense', layers=40, hidden=5120, heads=40, kv_heads=40, ffn=13824, vocab=32000,
+                   attention='mha', mlp='swiglu', tied_embeddings=0)
+SH['N3_8'] = dict(model='Nemotron-3 8B', arch='dense', layers=32, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=256000,
+                  attention='mha', mlp='gelu', tied_embeddings=0)
+SH['N3_22'] = dict(model='Nemotron-3 22B', arch='dense', layers=40, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=256000,
+                   attention='mha', mlp='gelu', tied_embeddings=0)
+SH['MX7'] = dict(model='Mixtral 8x7B', arch='moe', layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000,
+                 moe_experts=8, moe_topk=2, moe_expert_ffn=14336, moe_shared_experts=0, moe_dense_layers=0,
+                 attention='gqa', mlp='swiglu', tied_embeddings=0)
+SH['MX22'] = dict(model='Mixtral 8x22B', arch='moe', layers=56, hidden=6144, heads=48, kv_heads=8, ffn=16384, vocab=32000,
+                  moe_experts=8, moe_topk=2, moe_expert_ffn=16384, moe_shared_experts=0, moe_dense_layers=0,
+                  attention='gqa', mlp='swiglu', tied_embeddings=0)
+SH['N15'] = N15
+SH['N340'] = N340
+SH['GPT175'] = GPT3
+# --- NeMo 24.07, DGX-H100, FP8: the configurations calibration.csv does not hold ---
+NM2407 = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at v2.1.0 (NeMo 24.07 container), "
+          "Pretraining table (DGX-H100, FP8)")
+for m, n, gbs, mbs, seq, tp, pp, cp, vp, tps, older in [
+        ('GPT5', 64, 2048, 4, 2048, 1, 1, 1, 1, 23406, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 23574; 7831735 (5877cf2): 22521'),
+        ('GPT20', 64, 256, 2, 2048, 2, 1, 1, 1, 5851, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 5894; 7831735 (5877cf2): 5851'),
+        ('L2_7', 8, 128, 1, 4096, 1, 1, 1, 1, 16934, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 16634; 7831735 (5877cf2): 16847'),
+        ('L2_13', 16, 128, 1, 4096, 1, 4, 1, 10, 8715, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 8715; 7831735 (5877cf2): 8646'),
+        ('N3_8', 64, 256, 4, 4096, 2, 1, 1, 1, 12507, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 12507; 7831735 (5877cf2): 12701'),
+        ('N3_22', 64, 256, 2, 4096, 2, 4, 1, 10, 4312, 'v2.0.0 / 24.09-alpha.rc0 (eca42f2): 4289; 7831735 (5877cf2): 4256')]:
+    dp = n // (tp * pp * cp)
+    add(source=NM2407, trust='A', **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs, gpu='H100-SXM-80GB',
+        num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=1, etp=1, zero='', sequence_parallel=1 if tp > 1 else 0,
+        recompute='', precision='fp8', framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"'Tokens / sec / GPU' column as printed in the newest version of the page (blob 98dae2d, commit 8e3d65d "
+                    f"2024-09-09, at tag v2.1.0; the same table on the docs.nvidia.com 24.09 user guide); other versions of the "
+                    f"same row: {older}; GPUs, GBS, MBS, sequence length, TP, PP, CP, VP printed; dp = GPUs/(tp*pp*cp), GA "
+                    f"{gbs // (dp * mbs)}; sequence_parallel inferred from TP>1; FP8 recipe, zero, recompute, TP overlap and "
+                    f"gradient dtype not printed and the NeMo 1.0 (NeMo-Framework-Launcher) configs of the 24.07 runs not looked "
+                    f"up: blank; shape from the NeMo config named in this section's header"))
+# --- NeMo 25.02 (DGX-B200) and 25.04 / 25.07 (DGX-GB200), FP8, NeMo 2.0 performance scripts ---
+UG = ("NeMo Framework User Guide performance/{p} (docs.nvidia.com, stored copy), NeMo {v} container, "
+      "Pre-training table 'System: {s}'")
+PRESET = {  # (release, system) -> the preset file whose row matches the layout printed
+ ('25.02', 'DGX-B200'): 'v2.2.0 scripts/llm/performance/recommended_model_configs/model_configs_b200.csv',
+ ('25.04', 'DGX-GB200'): 'v2.3.0 scripts/performance/recommended_model_configs/model_configs_gb200.csv',
+}
+TPO = {  # recipes that create MegatronCommOverlapCallback(tp_comm_overlap=True) (both tags)
+ 'GPT175': 'nemo/collections/llm/recipes/gpt3_175b.py', 'L70': 'nemo/collections/llm/recipes/llama3_70b.py',
+ 'N340': 'nemo/collections/llm/recipes/nemotron4_340b.py', 'N15': 'nemo/collections/llm/recipes/nemotron4_15b.py'}
+SWAP = ("; the page prints GBS 1 and MBS 64 for this row, read as swapped: GBS 64, MBS 1 from the preset "
+        "(pre_train,mixtral,8x22b,b200,fp8: 256 GPUs, tp 2 pp 4 cp 8 ep 8 etp 1 vp 14, mbs 1, gbs 64 in v2.2.0 "
+        "model_configs_b200.csv and v2.3.0's) and from the printed GA 16 = 64 / (DP 4 x MBS 1) (trust B)")
+for ver, sysn, page, m, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tps, preset_ok, extra in [
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'GPT175', 512, 2048, 2, 2048, 0, 4, 4, 1, 6, 1, 1600, False,
+         "; v2.2.0's b200 preset holds GPT-3 175B only at 128 GPUs (GBS 256, VP 12); v2.3.0's has this 512-GPU layout"),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'L70', 64, 128, 1, 8192, 0, 2, 4, 2, 5, 1, 3062, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'N15', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 1, 14760, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'N340', 128, 32, 1, 4096, 0, 8, 4, 1, 12, 1, 602, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'MX7', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 8, 15457, True, ''),
+        ('25.02', 'DGX-B200', 'performance_summary.html', 'MX22', 256, 64, 1, 65536, 0, 2, 4, 8, 14, 8, 2232, True, SWAP),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'GPT175', 128, 256, 2, 2048, 0, 4, 4, 1, 12, 1, 1804, True, ''),
+        ('25.07', 'DGX-GB200', 'performance-summary.html', 'L70', 64, 128, 1, 8192, 1, 1, 1, 1, 1, 1, 4066, False,
+         "; 25.04 page (archive/25.04-performance-summary.html): 4035 at the same layout; the 25.04 preset (v2.3.0 "
+         "model_configs_gb200.csv: llama3 70b fp8, 64 GPUs, tp/pp/cp/vp 1, mbs 1, gbs 128, use_mcore_fsdp 1, "
+         "recompute_layers 0) matches it; the 25.07 scripts not looked up"),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'L405', 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 665, False,
+         "; v2.3.0's gb200 preset for llama31 405b fp8 has another layout (tp 4, pp 1, use_mcore_fsdp 1); the 25.07 page "
+         "prints '(638)' for this layout next to its FSDP row, parentheses unexplained in the stored excerpt; the 25.09 "
+         "Megatron-Bridge row of this layout above is FP8-MX (578), a different FP8 recipe"),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'N15', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 1, 17809, True, ''),
+        ('25.04', 'DGX-GB200', 'archive/25.04-performance-summary.html', 'N340', 128, 32, 1, 4096, 0, 8, 4, 1, 12, 1, 737, True, ''),
+        ('25.04', 'DGX-GB200', 'performance_summary.html', 'MX7', 64, 256, 2, 4096, 0, 1, 1, 1, 1, 8, 19275, True,
+         "; read from the stored copy of performance_summary.html whose first table is this 25.04 GB200 table (its "
+         "GPT3-175B 1804, LLAMA3-70B 4035, Nemotron-340B 737 rows equal the 25.04 archive page's)"),
+        ('25.04', 'DGX-GB200', 'performance_summary.html', 'MX22', 256, 64, 1, 65536, 0, 2, 4, 8, 14, 8, 2731, False,
+         "; the page prints GBS 1 and MBS 64 for this row, read as swapped: GBS 64, MBS 1 from the printed GA 16 = 64 / "
+         "(DP 4 x MBS 1) and the B200 preset of the same layout (v2.2.0 / v2.3.0 model_configs_b200.csv: pre_train,mixtral,"
+         "8x22b, 256 GPUs, tp 2 pp 4 cp 8 ep 8 etp 1 vp 14, mbs 1, gbs 64); v2.3.0's GB200 preset has no Mixtral 8x22B "
+         "(trust B); read from the same stored copy as the Mixtral-8x7B GB200 row")]:
+    dp = n // (tp * pp * cp)
+    tag = 'v2.2.0' if ver == '25.02' else 'v2.3.0'
+    if ver == '25.07':
+        tag = 'v2.3.0 (the 25.04 release; this configuration\'s 25.04 run)'
+    trust = 'B' if m == 'MX22' else 'A'
+    preset = (f"; layout equals the preset row of {PRESET[(ver, sysn)]}" if preset_ok else '')
+    scaling = ("per-tensor current scaling (the page: 'scaling factors computed in the current step') -> fp8_recipe cs"
+               if ver != '25.02' else
+               "FP8 recipe delayed: v2.2.0 scripts/llm/performance/pretrain_*.py set recipe.trainer.plugins = "
+               "bf16_with_fp8_mixed() (Transformer Engine delayed scaling; the page names no recipe)")
+    tpo = ''
+    if tp > 1 and m in TPO:
+        tpo = f"; tp_comm_overlap 1: {tag.split(' ')[0]} {TPO[m]} MegatronCommOverlapCallback(tp_comm_overlap=True)"
+    moe = ''
+    if SH[m]['arch'] == 'moe':
+        moe = ("; moe_dispatcher alltoall (MixtralConfig moe_token_dispatcher_type 'alltoall' at v2.2.0 and v2.3.0); "
+               "expert-comm overlap not looked up (blank); routing aux-loss balanced (MixtralConfig), no force-balance "
+               "footnote in the stored excerpt")
+    add(source=UG.format(p=page, v=ver, s=sysn), trust=trust, **SH[m], seq_len=seq, global_batch_seqs=gbs, micro_batch=mbs,
+        gpu=GPU_OF[sysn], num_gpus=n, tp=tp, pp=pp, vpp=vp, dp=dp, cp=cp, ep=ep, etp=1, zero=3 if fsdp else 1,
+        sequence_parallel=1 if tp > 1 else 0, recompute='none', precision='fp8',
+        fp8_recipe='delayed' if ver == '25.02' else 'cs', grad_reduce_dtype='bf16',
+        tp_comm_overlap=1 if tpo else '', moe_dispatcher='alltoall' if moe else '',
+        framework='nemo', measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"'Tokens / sec / GPU' as printed; GPUs, GBS, MBS, sequence length, {'FSDP, ' if ver != '25.02' else ''}TP, PP, CP, "
+                    f"VP, EP, GA printed (dp = GPUs/(tp*pp*cp) = {dp}, GA {gbs // (dp * mbs)}); sequence_parallel from TP>1 "
+                    f"(set_primary_perf_configs: sequence_parallel = tp_size > 1); zero {3 if fsdp else 1} "
+                    f"({'FSDP 1 -> use_mcore_fsdp, Megatron FSDP' if fsdp else 'distributed optimizer: recipes/optim/adam.py use_distributed_optimizer=True'}"
+                    f" at {tag.split(' ')[0]}); recompute none (no recompute setting in the {tag.split(' ')[0]} recipes, model configs or "
+                    f"performance scripts); grad_reduce_dtype bf16 ({tag.split(' ')[0]} performance scripts set "
+                    f"grad_reduce_in_fp32 = False for FP8); {scaling}{tpo}{moe}{preset}{extra}; ETP 1; shape from the NeMo "
+                    f"config named in this section's header"))
+# END SECTION heldout-nemo-legacy
+# ======================================================================================================
 # ===================== heldout-v100 section (V100, framework megatron, paxml) =====================
 # Appended by the heldout-v100 branch: rows for the held-out set's gaps (no V100, no framework
 # 'megatron', no 'paxml' rows before this section). Every row: throughput from a printed time or

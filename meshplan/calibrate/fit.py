@@ -141,7 +141,11 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
     big = [r for r in sweep if r["m"] == r["n"] == r["k"] == BIG]
     if big:
         f = big[0]["flops_per_s"]
-        put(f"EFFICIENCY.{gen}.matmul_bf16", f / bf16,
+        # a part with its own measured fraction (efficiency.SKU_MATMUL) takes it there
+        sku = profile._module().SKU_MATMUL.get(gpu.name, {})
+        key = (f"SKU_MATMUL.{gpu.name}.bf16" if "bf16" in sku
+               else f"EFFICIENCY.{gen}.matmul_bf16")
+        put(key, f / bf16,
             f"{BIG}^3 GEMM {f / 1e12:.3g} TFLOP/s of {bf16 / 1e12:.0f} bf16 peak")
     lat = fit_tile_latency(sweep, gpu)
     put(f"EFFICIENCY.{gen}.gemm_tile_latency_s", lat,

@@ -15,7 +15,9 @@ pre-Ampere parts (the catalog's "volta" generation, which also holds its Turing 
 Megatron-family engines (Megatron-LM, NeMo, Megatron-DeepSpeed) and eager Hugging Face
 attention under DeepSpeed materialise the scores. PyTorch SDPA's memory-efficient kernel
 runs there, so engines that call SDPA (torchtitan, meshplan's own runtime "") do not.
-Memory only: the attention time of this path is not modelled separately.
+Its time is charged too: compute.device marks such a device unfused_attention, and
+compute.unfused_attention_s costs the two batched GEMMs and the fused softmax and dropout
+passes over the scores (tests/test_unfused_attention_time.py).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from . import efficiency, gemm
 from .efficiency import KernelEfficiency, kernel_efficiency
 from .engine_p2p import p2p_split
 from ..specs.workload import FP32_STORAGE
+from .attention_memory import materialises_scores
 from .ops import ACT, LayerOps, MatMul, Shard
 
 ATTN_BWD_FLOP_RATIO = 2.5
@@ -48,6 +49,10 @@ class Device:
     # ops.py counts, and no flash-class kernel exists (unfused_attention_s)
     act_scale: float = 1.0
     unfused_attention: bool = False
+    # element-wise passes over the scores of that unfused path: (forward score passes,
+    # backward score passes, forward mask passes, backward mask passes); the torch path
+    # (fp32) by default, Megatron's fused softmax for 16-bit runs without flash kernels
+    unfused_passes: tuple = (8.0, 9.0, 1.0, 2.0)
     # the 16-bit device for GEMMs an FP8 recipe keeps in high precision (MatMul.high_precision;
     # None: this device is already 16-bit)
     hp: "Device | None" = None
@@ -94,7 +99,8 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
         return _fp32_device(gpu, precision, e, clock)
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
-    frac = e.matmul_fp8 if fp8 else e.matmul_bf16
+    sku = efficiency.SKU_MATMUL.get(gpu.name, {})  # this part's own measured fraction
+    frac = sku.get("fp8", e.matmul_fp8) if fp8 else sku.get("bf16", e.matmul_bf16)
     af, ab = engine_attention(gpu.generation, engine, attention_kernel)
     flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
     if fp8:
@@ -105,8 +111,14 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     b = 1 if fp8 else 2
     gen = gpu.generation or "hopper"
     sm_flops = gemm.flops_per_sm(flops, sms, load, e.gemm_tile_latency_s, hbm, b, gen)
+    # no flash-class kernel on the part for this engine (attention_memory.py): the scores
+    # are materialised, so the attention core is two batched GEMMs and Megatron's fused
+    # softmax passes over them instead of a flash kernel's share of the peak
+    unfused = materialises_scores(gpu.generation, engine)
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
                   gen, sms, sm_flops, load, e.gemm_tile_latency_s,
+                  unfused_attention=unfused,
+                  unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (8.0, 9.0, 1.0, 2.0),
                   hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None)
 
 
@@ -118,7 +130,8 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
     fp16 and bf16 only (flash-attn README, "Datatype fp16 and bf16"), so attention runs
     unfused (Megatron CoreAttention: baddbmm, scale-mask-softmax, dropout, bmm)."""
     p = "tf32" if precision == "tf32" and "tf32" in gpu.peak_flops else "fp32"
-    mm = gpu.flops(p) * clock * e.matmul_bf16  # an 8192^3 GEMM at the 16-bit fraction
+    frac = efficiency.SKU_MATMUL.get(gpu.name, {}).get("bf16", e.matmul_bf16)
+    mm = gpu.flops(p) * clock * frac  # an 8192^3 GEMM at the 16-bit fraction
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)
     load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
@@ -142,6 +155,13 @@ UNFUSED_SCORE_PASSES_BWD = 9.0
 UNFUSED_MASK_PASSES_FWD = 1.0
 UNFUSED_MASK_PASSES_BWD = 2.0
 FP32_BYTES = 4
+# The 16-bit path of the same module (FusedScaleMaskSoftmax with its CUDA kernel,
+# scaled_masked_softmax_cuda / scaled_upper_triang_masked_softmax_cuda, which fp16/bf16
+# inputs take): scale, mask and softmax in one kernel (read the scores, write the
+# probabilities), then dropout (read + write, 1-byte mask written): 4 passes + the mask.
+# Backward: dropout (read grad and mask, write), the fused softmax backward (read output and
+# grad, write): 5 passes + one mask read.
+FUSED_SOFTMAX_PASSES = (4.0, 5.0, 1.0, 1.0)
 
 
 def unfused_attention_s(dev: Device, ops: LayerOps) -> tuple[float, float]:
@@ -156,8 +176,9 @@ def unfused_attention_s(dev: Device, ops: LayerOps) -> tuple[float, float]:
     f = 2 * max(gemm, b * e / dev.hbm_bytes_per_s)
     # backward: four GEMMs (grad of probs, of v, of q, of k), each reading or writing scores
     bwd = 4 * max(gemm, b * e / dev.hbm_bytes_per_s)
-    f += (UNFUSED_SCORE_PASSES_FWD * b + UNFUSED_MASK_PASSES_FWD) * e / dev.hbm_bytes_per_s
-    bwd += (UNFUSED_SCORE_PASSES_BWD * b + UNFUSED_MASK_PASSES_BWD) * e / dev.hbm_bytes_per_s
+    pf, pb, mf, mb = dev.unfused_passes
+    f += (pf * b + mf) * e / dev.hbm_bytes_per_s
+    bwd += (pb * b + mb) * e / dev.hbm_bytes_per_s
     return f, bwd
 
 

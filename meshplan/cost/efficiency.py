@@ -100,21 +100,42 @@ ATTN_HALF_SEQ = 512.0
 #   Transformer Engine runs; engines on FA2-class kernels (torch SDPA) use ATTENTION_FA2.
 # - Streaming: device-to-device copy 3.0 of 3.35 TB/s (H100) and 4.3 of 4.8 (H200),
 #   FIELD.md -> 0.89-0.90.
-# - Volta, Blackwell, CDNA3: no microbenchmark here and no table checked in this session;
-#   values are recalled vendor GEMM figures (B200 bf16 ~0.78 of 2,250, fp8 ~0.70 of 4,500;
-#   MI300X bf16 ~0.5 of 1,307, hipBLASLt ROCm 6) and the neighbouring generation's
-#   attention. Replace them with `meshplan calibrate` profiles where a GPU is at hand.
+# - Blackwell and CDNA3 GEMMs: the same MAMF table (its BF16 and FP8 tables, torch.mm /
+#   torch._scaled_mm over a brute-force shape search, read 2026-11-27 in
+#   stas00/ml-engineering compute/accelerator/README.md): B200 bf16 1,745.0 of 2,250 (0.776,
+#   the 0.78 below) and fp8 3,432.5 of 4,500 (0.763; was 0.70, a recalled figure); MI300X
+#   bf16 668.4 of 1,307 (0.511; the 0.50 below, recalled before the table was found). Other
+#   parts of these generations: SKU_MATMUL. Volta: no measurement, a recalled figure;
+#   attention on Volta, Blackwell and CDNA3 is the neighbouring generation's. Replace them
+#   with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
     "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 3e-6, gemm_flop_per_load_byte=40.0),
     "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
     "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=700),
-    "blackwell": KernelEfficiency(0.78, 0.70, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=1000),
+    "blackwell": KernelEfficiency(0.78, 0.763, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=1000),
     "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
     # CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
     # (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its
     # predictions carry the wide interval of a generation with no validation rows
     # (uncertainty.py). Replace with a `meshplan calibrate` profile where an MI355X is at hand.
     "cdna4": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
+}
+
+# Large-GEMM fractions measured on one part that differ from its generation's reference
+# part (EFFICIENCY: H100, A100, B200, MI300X). Parts of one generation share the SM design
+# but not the clocks they hold under a GEMM: GB200's datasheet peak (2,500 bf16) assumes a
+# clock its 1,200 W do not sustain, so it reaches a smaller share of it than B200 (1,822.0
+# against 1,745.0 TFLOP/s: +4%, not the datasheets' +11%). Source: the MAMF table above
+# (BF16 and FP8, TFLOP/s measured / datasheet dense peak): GB200 bf16 1,822.0 / 2,500,
+# fp8 3,615.6 / 5,000; B300 bf16 1,769.0 / 2,250, fp8 3,353.3 / 4,500; MI325X (1,000 W)
+# bf16 784.9 / 1,307.4; MI355X bf16 1,565.0 / 2,516.6. GB300 and the remaining dtypes: no
+# measurement found, the generation's fraction. A profile overrides these by name
+# ("SKU_MATMUL.GB200.bf16" = 0.75).
+SKU_MATMUL: dict[str, dict[str, float]] = {
+    "GB200": {"bf16": 1822.0 / 2500, "fp8": 3615.6 / 5000},
+    "B300": {"bf16": 1769.0 / 2250, "fp8": 3353.3 / 4500},
+    "MI325X": {"bf16": 784.9 / 1307.4},
+    "MI355X": {"bf16": 1565.0 / 2516.6},
 }
 
 # FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper: the FA3
