@@ -1045,9 +1045,27 @@ add(source="BigScience tr1-13B (bigscience-workshop/bigscience train/tr1-13B-bas
                 "(iteration 168000, after the batch ramp-up): 1024 x 2048 / (13.2482 s x 512 GPUs); 512 GPUs = 128 nodes x "
                 "4 (README: 16 nodes during ramp-up, then 64, 'only the last 3 weeks 128 nodes', the run ending at "
                 "iteration 168000; the slurm file's NNODES=128): inferred for this line, trust B; one logged interval, "
-                "not an average over the run; TP 2 x PP 4 x DP 64, MBS 1 (GA 16), ZeRO stage 1, --fp16, "
+                "not an average over the run (the chronicles note Jean Zay's run-to-run variability); TP 2 x PP 4 x DP 64, MBS 1 (GA 16), ZeRO stage 1, --fp16, "
                 "--checkpoint-activations (recompute full) from tr1-13B-round1.slurm; Megatron-DeepSpeed (DeepSpeed "
                 "pipeline engine); vocab 50257 padded to 50432 (Megatron pads to a multiple of 128 x TP), tied embeddings"))
+# the same run at 64 nodes (256 GPUs, DP 32): train/tr1-13B-base/chronicles.md at e47dc1f (2021-10-24), section 'Round3
+# SAVE_INTERVAL=1500 NNODES=64' ('Finally GBS is at 1024, so we can do 64 nodes. Clocking about 23-26 secs / iteration')
+# and the five consecutive log lines it prints (iterations 29020-29060, section 'A huge lm loss spike').
+_t = [22306.6, 22336.4, 22332.6, 22148.5, 22181.7]
+_s = sum(_t) / len(_t) / 1000
+add(source="BigScience tr1-13B (bigscience-workshop/bigscience train/tr1-13B-base/chronicles.md at e47dc1f, 64-node "
+           "round and its log lines; tr1-13B-round1.slurm at 699b2af)", trust='B', model='BigScience tr1-13B', arch='dense',
+    layers=40, hidden=5120, heads=32, kv_heads=32, ffn=20480, vocab=50432, attention='mha', mlp='gelu', tied_embeddings=1,
+    seq_len=2048, global_batch_seqs=1024, micro_batch=1, gpu='V100-SXM-32GB', gpus_per_node=4, num_gpus=256, tp=2, pp=4,
+    vpp=1, dp=32, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='full', precision='fp16', framework='deepspeed',
+    measured_tokens_per_s_per_gpu=round(1024 * 2048 / (_s * 256), 1), measured_step_time_s=round(_s, 3), oom=0,
+    derivation=(f"mean of the five printed 'elapsed time per iteration (ms)' values {_t} at global batch 1024 (iterations "
+                f"29020-29060) = {_s:.3f} s: 1024 x 2048 / ({_s:.3f} s x 256 GPUs); 256 GPUs = 64 nodes x 4 (the section "
+                "title NNODES=64); the prose says 'about 23-26 secs / iteration - the performance jumps around quite a lot "
+                "from run to run' (Jean Zay's shared network; experiments/gpt2.md at e3ca7f3 warns of +/-40% run-to-run "
+                "variation on the cluster): trust B; the printed lines fall in a loss-spike episode (no skipped "
+                "iterations); layout and engine settings as the 128-node row (tr1-13B-round1.slurm: TP 2, PP 4, MBS 1, "
+                "ZeRO 1, fp16, activation checkpointing) with DP 32 (GA 32)"))
 # (3) framework megatron on H100: Nemotron-4 15B technical report (Parmar et al. 2024, arXiv 2402.16819), sec. 2
 # 'Pre-training' and Table 2 (data-parallel size, GPUs, iteration time, MFU, batch size); Table 1 (32 layers,
 # hidden 6144, 48 heads, 8 KV heads, seq 4096, vocab 256,000); sec. 2: RoPE, squared ReLU, no bias, untied
