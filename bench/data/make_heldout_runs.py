@@ -1085,6 +1085,48 @@ for dp, n, it, mfu, gbs in [(96, 768, 0.57, 34.3, 384), (192, 1536, 0.58, 33.3, 
                     "tensor parallelism and Megatron's distributed optimizer; the report does not name the code base); "
                     "micro batch, sequence parallelism, recompute and TP-comm overlap not printed (blank: planner's / "
                     "framework's choice); squared-ReLU 2-matrix MLP coded gelu, ffn 24576 from NeMo's Nemotron4Config15B"))
+# (3b) framework megatron on A100: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+# (arXiv 2205.05198, MLSys 2023), sec. 6 with Table 3 (heads, hidden, layers, TP, PP, GPUs, global batch, micro batch),
+# Table 5 (end-to-end iteration time: 'Full Recompute' and 'Present Work' = sequence parallelism + selective activation
+# recomputation, Figure 8 caption and sec. 6.3) and the sec. 6.3 text on the 530B model at 8-way data parallelism
+# (2240 GPUs, 39.15 s, batch x 8). Sec. 6: TP 8 everywhere, interleaved schedule with m = 3 for 175B and 530B,
+# s = 2048, v = 51200, mixed precision, Selene (DGX A100 80GB, NVLink/NVSwitch, 8 x 200 Gb/s HDR IB per node),
+# no data parallelism in Tables 3/5. Table 5's MFU/HFU (22B 41.5/43.7 ... 1T 56.3/57.0%) are beside the times, not used.
+# Also printed in the Megatron-LM README from 2e90a342f5 (2022-05-19) on (the MFU/HFU table; NVIDIA/Megatron-LM).
+KORT = "Korthikanti et al. 2022 (arXiv 2205.05198), sec. 6: Table 3 (configurations) and Table 5 (end-to-end iteration time{x})"
+for size, a, h, l, pp, n, gbs, mb, vp, t_full, t_sel in [
+        ('22B', 64, 6144, 48, 1, 8, 4, 4, 1, 1.42, 1.10), ('175B', 96, 12288, 96, 8, 64, 64, 1, 3, 18.13, 13.75),
+        ('530B', 128, 20480, 105, 35, 280, 280, 1, 3, 49.05, 37.83), ('1T', 160, 25600, 128, 64, 512, 512, 1, 1, 94.42, 71.49)]:
+    for method, t in (('full', t_full), ('selective', t_sel)):
+        add(source=KORT.format(x=''), trust='A' if vp == 3 or pp == 1 else 'B', model=f'GPT {size} (Megatron, Korthikanti 2022)',
+            arch='dense', layers=l, hidden=h, heads=a, kv_heads=a, ffn=4 * h, vocab=51200, attention='mha', mlp='gelu',
+            tied_embeddings=1, seq_len=2048, global_batch_seqs=gbs, micro_batch=mb, gpu='A100-SXM-80GB', num_gpus=n, tp=8,
+            pp=pp, vpp=vp, dp=1, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1 if method == 'selective' else 0,
+            recompute=method, precision='bf16', framework='megatron',
+            measured_tokens_per_s_per_gpu=round(gbs * 2048 / (t * n), 1), measured_step_time_s=t, oom=0,
+            derivation=(f"Table 5 prints {t} s per iteration ({'Present Work: sequence parallelism + selective activation recomputation' if method == 'selective' else 'Full Recompute, without sequence parallelism'}); "
+                        f"{gbs} x 2048 / ({t} s x {n} GPUs); Table 3: {a} heads, hidden {h}, {l} layers, TP 8, PP {pp}, {n} GPUs, "
+                        f"global batch {gbs}, micro batch {mb}, no data parallelism (zero 0); "
+                        + (f"interleaved schedule m = 3 (sec. 6) -> vpp 3" if vp == 3 else ("no pipeline" if pp == 1 else
+                           "vpp 1 inferred: sec. 6 names interleaving (m = 3) only for the 175B and 530B models (trust B)"))
+                        + "; selective = the attention core (QK^T, softmax, dropout, attention over V) recomputed, the paper's "
+                        "definition (sec. 5), which is the engine's selective default; s 2048, v 51200, ffn 4h, tied embeddings "
+                        "(Megatron GPT); 'mixed precision' (fp16 vs bf16 not stated; same A100 peak): bf16 coded; TP communication: "
+                        "the paper overlaps the backward all-reduce with the weight-gradient GEMM (sec. 6.2), no forward overlap "
+                        "(blank: framework default)"))
+# the 530B model at 8-way data parallelism (sec. 6.3 text)
+add(source=KORT.format(x='; sec. 6.3 text: the 530B model at 8-way data parallelism'), trust='A',
+    model='GPT 530B (Megatron, Korthikanti 2022)', arch='dense', layers=105, hidden=20480, heads=128, kv_heads=128, ffn=81920,
+    vocab=51200, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=2240, micro_batch=1,
+    gpu='A100-SXM-80GB', num_gpus=2240, tp=8, pp=35, vpp=3, dp=8, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1,
+    recompute='selective', precision='bf16', framework='megatron',
+    measured_tokens_per_s_per_gpu=round(2240 * 2048 / (39.15 * 2240), 1), measured_step_time_s=39.15, oom=0,
+    derivation=("sec. 6.3: scaling the 530B Table 3 configuration to 8-way data parallelism (2240 GPUs) 'while keeping batch "
+                "size per model instance constant - i.e., the batch size is also multiplied by the data parallel size' "
+                "(280 x 8 = 2240) takes 39.15 s per iteration (MFU 54.2% printed beside it): 2240 x 2048 / (39.15 s x 2240); "
+                "sequence parallelism + selective recompute (the 'Present Work' configuration), TP 8 PP 35 m = 3; 'we do not "
+                "use any overlapping of gradient all-reduces with back-propagation' (plain data parallelism, zero 0; the "
+                "schema cannot pin the missing DP overlap); precision and TP overlap as the Table 5 rows"))
 # Nemotron-4 340B technical report (NVIDIA 2024, arXiv 2406.11704) Table 2: only the last batch-ramp stage is in a stored
 # source (6144 H100, batch 2304, iteration time 8.0 s, MFU 41-42%, quoted from the report's Table 2 by
 # aiportalx.com/nvidia/nemotron-4-340b; TP 8 x PP 12 from a stored summary of the report, 96 layers, hidden 18432,
@@ -1145,7 +1187,7 @@ for gpu, table, size, prec, n, dp, fsdp, bs, seqs, other in [
                     + ("; 5B remat policy coded full (trust B)" if size == '5B' else '')))
 # Not found / left out (see the branch report): H200 (no stored source prints a pre-training throughput with a layout:
 # Megatron-Bridge performance summaries list only DGX-H100/B200/GB200/GB300; dgxc-benchmarking's AWS P5en guide prints
-# no numbers); Korthikanti et al. 2022 (arXiv 2205.05198) iteration times (no stored text of its tables).
+# no numbers).
 # =================== end heldout-v100 section ===================
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
