@@ -154,6 +154,9 @@ def pins_from_row(row: dict) -> dict:
     epo = flag(row, "ep_overlap")
     if epo is not None:
         pins["ep_comm_overlap"] = epo
+    ogr = flag(row, "overlap_grad_reduce")  # optional: 0 = gradients reduced after the backward
+    if ogr is not None:
+        pins["overlap_grad_reduce"] = ogr
     tpo = flag(row, "tp_comm_overlap")  # optional: TP communication overlapped (e.g. async TP)
     if tpo is not None and pins.get("tp", 1) > 1:
         pins["tp_comm_overlap"] = tpo

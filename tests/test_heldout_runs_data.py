@@ -51,6 +51,20 @@ def test_tp_comm_overlap_column_pins_the_plan():
     assert "tp_comm_overlap" not in pins_from_row({"tp": "8"})
 
 
+def test_overlap_grad_reduce_column_pins_the_plan_and_exposes_the_reduction():
+    """A row whose engine reduces gradients only after the backward (Megatron-LM 2019's
+    allreduce_params; the Korthikanti 2022 530B run at DP 8) states overlap_grad_reduce 0,
+    and its prediction then charges the whole reduction: never faster than the default."""
+    assert pins_from_row({"overlap_grad_reduce": "0"})["overlap_grad_reduce"] is False
+    assert "overlap_grad_reduce" not in pins_from_row({"tp": "8"})
+    row = next(r for r in _rows(HELDOUT) if r.get("overlap_grad_reduce") == "0"
+               and r["model"].startswith("GPT-2 8.3B"))
+    stated = predict_row(row, with_search_best=False)
+    default = predict_row(dict(row, overlap_grad_reduce=""), with_search_best=False)
+    assert "no-ogr" in stated.plan and "no-ogr" not in default.plan
+    assert stated.predicted_tokens_per_s_per_gpu < default.predicted_tokens_per_s_per_gpu
+
+
 def test_async_tp_rows_are_predicted_faster_than_vanilla_tp():
     # torchtitan asyncTP benchmark (June 2025): the same Llama 3.1 8B layout with vanilla TP
     # (4378 tokens/s/GPU) and async TP (4809.4); the pinned overlap must reach the prediction

@@ -14,6 +14,10 @@ cols += [c for c in ('moe_dispatcher', 'ep_overlap', 'schedule') if c not in col
 # (cs = per-tensor current scaling, mx = MXFP8 32-element blocks, blockwise = 128x128 weights / 1x128 activations,
 #  tensorwise / rowwise = torchao float8 scaling granularity)
 cols += ['fp8_recipe', 'tp_comm_overlap', 'nic_gbps_per_gpu']  # nic: Gb/s per GPU where the source states it
+cols += ['gpus_per_node']  # the schema's optional node size, where the source's nodes differ from the GPU's usual node
+# optional: 0 where the source's engine all-reduces gradients only after the whole backward (validate pins
+# Plan.overlap_grad_reduce; blank = the engine's default, overlapped with the backward)
+cols += ['overlap_grad_reduce']
 # optional: the attention kernel class where the source's scripts state one that differs from the
 # engine's default (cost/efficiency.py ATTENTION_KERNELS; validate pins it)
 cols += ['attention_kernel']
@@ -1009,7 +1013,7 @@ for name, l, h, a, n, mp, days, mp_src in [
         attention='mha', mlp='gelu', tied_embeddings=1, seq_len=1024, global_batch_seqs=512, micro_batch=512 // (n // mp),
         gpu='V100-SXM-32GB', gpus_per_node=16, nic_gbps_per_gpu=50, num_gpus=n, tp=mp, pp=1, vpp=1, dp=n // mp, cp=1,
         ep=1, etp=1, zero=0, sequence_parallel=0, recompute='full', precision='fp16', framework='megatron',
-        tp_comm_overlap=0 if mp > 1 else '', grad_reduce_dtype='bf16',
+        tp_comm_overlap=0 if mp > 1 else '', grad_reduce_dtype='bf16', overlap_grad_reduce=0,
         measured_tokens_per_s_per_gpu=round(68507 * 512 * 1024 / (days * 86400 * n), 1),
         measured_step_time_s=round(step, 3), oom=0,
         derivation=(f"Table 2 prints {days} days per epoch; sec. 5.2: an epoch is 68,507 iterations of 512 x 1024 tokens -> "
@@ -1022,7 +1026,7 @@ for name, l, h, a, n, mp, days, mp_src in [
                     "(Code 1); grad_reduce_dtype bf16 = the schema's 16-bit gradient value: the fp16 model's gradients are "
                     "all-reduced in fp16 (megatron/model/distributed.py allreduce_params, fp32_allreduce=False unless "
                     "--fp32-allreduce, NVIDIA/Megatron-LM 78cb178, 2020-04-16), after the backward pass (its per-parameter "
-                    "hook is commented out: no overlap with backward, which the schema cannot pin); DGX-2H: 16 GPUs per node, "
+                    "hook is commented out: no overlap with backward: overlap_grad_reduce 0, validate pins it); DGX-2H: 16 GPUs per node, "
                     "NVSwitch, 8 IB adapters = 100 GB/s per server -> 50 Gb/s per GPU (sec. 5); the DGX-2H V100 runs at "
                     "higher clocks (the paper's 39 TFLOP/s = 30% of peak -> 130 TFLOP/s fp16 peak vs 125 for a standard "
                     "V100 SXM2; the catalog has only V100-SXM-32GB); vocab 51,200 (sec. 5.1 padding), tied embeddings (sec. 3)"))
@@ -1119,14 +1123,14 @@ add(source=KORT.format(x='; sec. 6.3 text: the 530B model at 8-way data parallel
     model='GPT 530B (Megatron, Korthikanti 2022)', arch='dense', layers=105, hidden=20480, heads=128, kv_heads=128, ffn=81920,
     vocab=51200, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=2240, micro_batch=1,
     gpu='A100-SXM-80GB', num_gpus=2240, tp=8, pp=35, vpp=3, dp=8, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1,
-    recompute='selective', precision='bf16', framework='megatron',
+    recompute='selective', precision='bf16', framework='megatron', overlap_grad_reduce=0,
     measured_tokens_per_s_per_gpu=round(2240 * 2048 / (39.15 * 2240), 1), measured_step_time_s=39.15, oom=0,
     derivation=("sec. 6.3: scaling the 530B Table 3 configuration to 8-way data parallelism (2240 GPUs) 'while keeping batch "
                 "size per model instance constant - i.e., the batch size is also multiplied by the data parallel size' "
                 "(280 x 8 = 2240) takes 39.15 s per iteration (MFU 54.2% printed beside it): 2240 x 2048 / (39.15 s x 2240); "
                 "sequence parallelism + selective recompute (the 'Present Work' configuration), TP 8 PP 35 m = 3; 'we do not "
-                "use any overlapping of gradient all-reduces with back-propagation' (plain data parallelism, zero 0; the "
-                "schema cannot pin the missing DP overlap); precision and TP overlap as the Table 5 rows"))
+                "use any overlapping of gradient all-reduces with back-propagation' (plain data parallelism, zero 0; "
+                "overlap_grad_reduce 0, validate pins it); precision and TP overlap as the Table 5 rows"))
 # Nemotron-4 340B technical report (NVIDIA 2024, arXiv 2406.11704) Table 2: only the last batch-ramp stage is in a stored
 # source (6144 H100, batch 2304, iteration time 8.0 s, MFU 41-42%, quoted from the report's Table 2 by
 # aiportalx.com/nvidia/nemotron-4-340b; TP 8 x PP 12 from a stored summary of the report, 96 layers, hidden 18432,
