@@ -54,3 +54,20 @@ def test_sdpa_engines_and_ampere_keep_the_flash_path():
 def load_gpu(name):
     from meshplan.specs.catalog.gpus import GPUS
     return GPUS[name]
+
+
+def test_a_run_that_states_unfused_attention_gets_it_on_any_part():
+    """JAX-Toolbox's Pax GPT-126M numbers were taken without flash attention (its README):
+    attention_kernel 'unfused' puts the scores' passes and memory on an H100 too."""
+    from meshplan.cost.attention_memory import materialises_scores
+    from meshplan.specs.workload import Workload
+    assert Workload(2048, 8, "bf16", attention_kernel="unfused").attention_kernel == "unfused"
+    assert materialises_scores("hopper", "paxml", "unfused")
+    assert not materialises_scores("hopper", "paxml")
+    model = load_model("llama3.1-8b")
+    cluster = make_cluster("8xH100-SXM-80GB")
+    _, dev_u, t_u = layer_ops_times(model, cluster, "dense", Shard(SEQ, 1, tp=8), "bf16", "paxml",
+                                    attention_kernel="unfused")
+    _, dev_f, t_f = layer_ops_times(model, cluster, "dense", Shard(SEQ, 1, tp=8), "bf16", "paxml")
+    assert dev_u.unfused_attention and not dev_f.unfused_attention
+    assert t_u.attn_fwd_s > 2 * t_f.attn_fwd_s

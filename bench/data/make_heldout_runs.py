@@ -1174,13 +1174,14 @@ for gpu, table, size, prec, n, dp, fsdp, bs, seqs, other in [
         ('H100-SXM-80GB', 'H100 Results', '175B', 'TE FP8', 256, 1, 256, 6, 84.45, '')]:
     l, h, a, f, v = PAXM[size]
     rc, rc_text = PAX_RC[size]
-    fa = ("126M numbers gathered without flash attention (README note; the schema's attention kernels are all flash-class: "
-          "blank)" if size == '126M' else "flash attention on (README note; cuDNN fused attention through TE)")
+    fa = ("126M numbers gathered without flash attention (README note): attention_kernel unfused" if size == '126M'
+          else "flash attention on (README note; cuDNN fused attention through TE)")
     add(source=PAX.format(t=table), trust='A' if size != '5B' else 'B', model=f'GPT {size} (Pax)', arch='dense', layers=l,
         hidden=h, heads=a, kv_heads=a, ffn=f, vocab=v, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048,
         global_batch_seqs=bs * n, micro_batch=bs, gpu=gpu, num_gpus=n, tp=1, pp=1, vpp=1, dp=n, cp=1, ep=1, etp=1,
         zero=3 if fsdp > 1 else 0, sequence_parallel=0, recompute=rc, precision='fp8' if 'FP8' in prec else 'bf16',
-        framework='paxml', measured_tokens_per_s_per_gpu=round(seqs * 2048 / n, 1),
+        framework='paxml', attention_kernel='unfused' if size == '126M' else '',
+        measured_tokens_per_s_per_gpu=round(seqs * 2048 / n, 1),
         measured_step_time_s=round(bs * n / seqs, 3), oom=0,
         derivation=(f"Sequences/Sec {seqs} ({prec}) as printed, for the whole job: x 2048 tokens / {n} GPUs; layout DP {dp} x "
                     f"FSDP {fsdp} x TP 1 and BS/GPU {bs} as printed (README: GLOBAL_BATCH_SIZE = PERCORE_BATCH_SIZE x NUM_GPUS "

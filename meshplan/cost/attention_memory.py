@@ -34,7 +34,11 @@ NO_FLASH_GENERATIONS = ("volta",)
 SDPA_ENGINES = ("torchtitan", "")
 
 
-def materialises_scores(generation: str, engine: str) -> bool:
+def materialises_scores(generation: str, engine: str, kernel: str = "") -> bool:
+    """Whether the attention core keeps the s x s scores: no flash kernel on the part for
+    this engine, or a run that states its attention ran unfused (``kernel`` "unfused")."""
+    if kernel == "unfused":
+        return True
     return generation in NO_FLASH_GENERATIONS and engine not in SDPA_ENGINES
 
 

@@ -114,7 +114,7 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     # no flash-class kernel on the part for this engine (attention_memory.py): the scores
     # are materialised, so the attention core is two batched GEMMs and Megatron's fused
     # softmax passes over them instead of a flash kernel's share of the peak
-    unfused = materialises_scores(gpu.generation, engine)
+    unfused = materialises_scores(gpu.generation, engine, attention_kernel)
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
                   gen, sms, sm_flops, load, e.gemm_tile_latency_s,
                   unfused_attention=unfused,

@@ -168,7 +168,11 @@ ENGINE_ATTENTION = {"megatron": "te", "nemo": "te", "maxtext": "te", "llm-foundr
 #                compiler (triton-pre-mlir) and ran as `attn_impl: triton`, its default
 #                through v0.6 (mosaicml/llm-foundry TUTORIAL.md: "Our training setups
 #                typically use `triton`"; removed in v0.7.0, 2024-03)
-ATTENTION_KERNELS = ("te", "fa2", "triton-fa1")
+#   "unfused"    no flash-class kernel: the scores are materialised, the attention core is two
+#                batched GEMMs plus a fused softmax and dropout over the s x s scores
+#                (compute.unfused_attention_s; attention_memory.py keeps them for backward),
+#                as on pre-Ampere parts or where a source says flash attention was off
+ATTENTION_KERNELS = ("te", "fa2", "triton-fa1", "unfused")
 # FlashAttention in Triton against FlashAttention-2, same GPU: FlashAttention-2 paper
 # (Dao 2023, arXiv 2307.08691, sec. 4.1, A100 80GB, causal and non-causal, head dim 64 and
 # 128): "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the

@@ -197,7 +197,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
                                   moe_dispatcher, attention_kernel)
     # attention scores an engine without flash-class kernels keeps (attention_memory.py)
     scores = (scores_bytes(model, shard) if kind in ("dense", "moe")
-              and materialises_scores(cluster.gpu.generation, engine) else 0.0)
+              and materialises_scores(cluster.gpu.generation, engine, attention_kernel) else 0.0)
     ep_again = False  # module-level recomputation of the whole MoE layer (dispatch included)
     if dev.unfused_attention and dev.act_scale != 1.0 and kind in ("dense", "moe"):
         # fp32: softmax output 4 + dropout mask 1 + dropout output 4 bytes per score
