@@ -1106,7 +1106,7 @@ for size, a, h, l, pp, n, gbs, mb, vp, t_full, t_sel in [
             arch='dense', layers=l, hidden=h, heads=a, kv_heads=a, ffn=4 * h, vocab=51200, attention='mha', mlp='gelu',
             tied_embeddings=1, seq_len=2048, global_batch_seqs=gbs, micro_batch=mb, gpu='A100-SXM-80GB', num_gpus=n, tp=8,
             pp=pp, vpp=vp, dp=1, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1 if method == 'selective' else 0,
-            recompute=method, precision='bf16', framework='megatron',
+            recompute=method, precision='bf16', framework='megatron', tp_comm_overlap=0,
             measured_tokens_per_s_per_gpu=round(gbs * 2048 / (t * n), 1), measured_step_time_s=t, oom=0,
             derivation=(f"Table 5 prints {t} s per iteration ({'Present Work: sequence parallelism + selective activation recomputation' if method == 'selective' else 'Full Recompute, without sequence parallelism'}); "
                         f"{gbs} x 2048 / ({t} s x {n} GPUs); Table 3: {a} heads, hidden {h}, {l} layers, TP 8, PP {pp}, {n} GPUs, "
@@ -1116,14 +1116,16 @@ for size, a, h, l, pp, n, gbs, mb, vp, t_full, t_sel in [
                         + "; selective = the attention core (QK^T, softmax, dropout, attention over V) recomputed, the paper's "
                         "definition (sec. 5), which is the engine's selective default; s 2048, v 51200, ffn 4h, tied embeddings "
                         "(Megatron GPT); 'mixed precision' (fp16 vs bf16 not stated; same A100 peak): bf16 coded; TP communication: "
-                        "the paper overlaps the backward all-reduce with the weight-gradient GEMM (sec. 6.2), no forward overlap "
-                        "(blank: framework default)"))
+                        "the paper overlaps the backward all-reduce with the weight-gradient GEMM (sec. 6.2), no forward overlap; "
+                        "tp_comm_overlap 0: Megatron-LM's GEMM-communication overlap (--tp-comm-overlap, Transformer Engine "
+                        "userbuffers) first appears in megatron/arguments.py at NVIDIA/Megatron-LM 116ffddc58 (2023-10-23), after "
+                        "the paper (the partial backward overlap it describes is not credited)"))
 # the 530B model at 8-way data parallelism (sec. 6.3 text)
 add(source=KORT.format(x='; sec. 6.3 text: the 530B model at 8-way data parallelism'), trust='A',
     model='GPT 530B (Megatron, Korthikanti 2022)', arch='dense', layers=105, hidden=20480, heads=128, kv_heads=128, ffn=81920,
     vocab=51200, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=2240, micro_batch=1,
     gpu='A100-SXM-80GB', num_gpus=2240, tp=8, pp=35, vpp=3, dp=8, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1,
-    recompute='selective', precision='bf16', framework='megatron', overlap_grad_reduce=0,
+    recompute='selective', precision='bf16', framework='megatron', overlap_grad_reduce=0, tp_comm_overlap=0,
     measured_tokens_per_s_per_gpu=round(2240 * 2048 / (39.15 * 2240), 1), measured_step_time_s=39.15, oom=0,
     derivation=("sec. 6.3: scaling the 530B Table 3 configuration to 8-way data parallelism (2240 GPUs) 'while keeping batch "
                 "size per model instance constant - i.e., the batch size is also multiplied by the data parallel size' "
