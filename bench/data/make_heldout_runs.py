@@ -1196,6 +1196,111 @@ for gpu, table, size, prec, n, dp, fsdp, bs, seqs, other in [
 # Megatron-Bridge performance summaries list only DGX-H100/B200/GB200/GB300; dgxc-benchmarking's AWS P5en guide prints
 # no numbers).
 # =================== end heldout-v100 section ===================
+# ======================================================================================================
+# BEGIN SECTION heldout-amd: AMD Instinct MI325X / MI355X pre-training rows (the first AMD rows of the set).
+# Appended after every row above; ids continue the sequence.
+#
+# Sources, read for this section:
+#  * mlcommons/training_results_v5.1 (fetched mirror, commit 441d65f; the AMD files at 4da2d1c): AMD's closed-division
+#    Llama 3.1 8B pre-training submission on one 8 x MI355X node, AMD/benchmarks/llama31_8b/implementations/
+#    MI355X_EPYC_9575F_pytorch_llama3_8b (config_MI355X_1x8x1_8b.sh, src/train.py, src/callbacks.py, run_and_time.sh)
+#    and its ten logs AMD/results/MI355X_EPYC_9575F_pytorch/llama31_8b/result_{0..9}.txt. Each log prints, before every
+#    evaluation, ':::MLLOG ... "key": "tracked_stats", "value": {"throughput": X}' = samples (sequences) per second of the
+#    whole node over the training steps of that block (callbacks.py: a timer started at on_train_batch_start and stopped
+#    at on_train_batch_end, samples += GBS per step; evaluation excluded).
+#  * AMD-AGI/Primus (fetched mirror, commit fd1eeab, 2026-08-22) docs_deprecated/tech_blogs/projection/projection.md
+#    (last changed in c8e5c09, 2026-07-14), section 'Validation: Projected vs. Measured Results': the 'Measured 8-Node
+#    (tok/s/GPU)' column, which the page says was taken from the AMD ROCm Performance Results page
+#    (https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html#ai-training). That page's
+#    training tables lie past what the stored copies of it let us read, so the numbers are AMD's own transcription
+#    (trust B at best), and the page's global batch is not transcribed.
+# Found and left out:
+#  * MLPerf Training v5.1 MI350X (AMD 24.9 samples/s, same code and layout): the catalog has no MI350X (a 1,000 W
+#    air-cooled part with lower clocks than the MI355X); the Dell XE9785L and Supermicro 8xMI355X llama31_8b results
+#    (same AMD code, GBS 32, GA 2): named in the MI355X row's derivation, not repeated as rows of the same configuration.
+#  * MLPerf Training v5.0 / v5.1 Llama 2 70B LoRA on MI300X / MI325X / MI355X (AMD, MangoBoost, ASUSTeK, Supermicro,
+#    MiTAC, Krai): LoRA fine-tuning, not pre-training (frozen base weights: no weight gradients or optimizer states).
+#  * MLPerf Training v6.0 AMD rows: no snapshot of mlcommons/training_results_v6.0 here; the fork
+#    Richardyu114/training_results_v6.0 holds work-in-progress copies (MI325X Llama 3.1 8B / 70B Primus configs of many
+#    versions), not the published results: not used. Its MI355X Llama 3.1 8B runs are MXFP4 (not a schema precision).
+#  * Primus projection.md's 1-node column (an input of the projection, the same page's numbers at 8 GPUs, not printed
+#    with their own layout) and its 'Projected' column (a model's output, not a measurement).
+#  * Primus docs_deprecated/tech_blogs/primus_pipeline/primus_pipeline.md: Llama 2 7B on one MI300X node at PP 8
+#    (10057 tokens/s/device with 1F1B ...) and Qwen3-235B on 4 MI355X nodes at PP 4 EP 8 (2742.4 ... 3024.5): sequence
+#    length, global and micro batch not printed.
+#  * Primus examples/deepseek-v4/projection (DeepSeek-V4 Flash, ~4917 tokens/s/GPU): no shape for DeepSeek-V4 here;
+#    docs/04-technical-guides/hybrid-models (GDN / KDA hybrid-attention models): not in the schema.
+#  * rocm.blogs.amd.com 'Optimizing LLM Workloads: AMD Instinct MI355X GPUs Drive Competitive Performance' (ROCm/
+#    rocm-blogs blogs/artificial-intelligence/ROCm7-MI355X-training-performance, 7552dae): only ratios to B200 in the
+#    text, absolute numbers in images.
+#  * ROCm/cvs training config '*_threshold.json' files: pass/fail thresholds, not published measurements.
+MLP51 = ("mlcommons/training_results_v5.1 AMD/results/MI355X_EPYC_9575F_pytorch/llama31_8b/result_0..9.txt "
+         "(tracked_stats throughput) with AMD/benchmarks/llama31_8b/implementations/MI355X_EPYC_9575F_pytorch_llama3_8b "
+         "(config_MI355X_1x8x1_8b.sh, src/train.py) at 4da2d1c")
+_sps = 30.682575  # median of the 146 tracked_stats values of the ten runs (30.150 ... 30.757 samples/s)
+add(source=MLP51, trust='A', **L8_31, seq_len=8192, global_batch_seqs=32, micro_batch=2, gpu='MI355X', num_gpus=8,
+    tp=1, pp=1, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='none', precision='fp8',
+    fp8_recipe='delayed', grad_reduce_dtype='bf16', framework='nemo',
+    measured_tokens_per_s_per_gpu=round(_sps * 8192 / 8, 1), measured_step_time_s=round(32 / _sps, 4), oom=0,
+    derivation=(f"tokens/s/GPU = {_sps} samples/s x 8192 tokens / 8 GPUs: the median of the 146 'tracked_stats' throughput "
+                "values (samples/s of the node over the training steps of each 12,288-sample block, evaluation excluded: "
+                "src/callbacks.py) in the ten MI355X logs (per-run medians 30.649 ... 30.728; first blocks 30.15 ... 30.29 "
+                "include warm-up); step time = GBS 32 / that rate. Layout from config_MI355X_1x8x1_8b.sh (GBS 32, MBS 2, "
+                "TP 1, PP 1, CP 1 on 1 node x 8 GPUs; the logs print global_batch_size 32, gradient_accumulation_steps 2, "
+                "max_sequence_length 8192) -> DP 8, GA 2. Engine from src/train.py (NeMo 2.0 v2.5.0rc0 with AMD's patch, "
+                "Megatron-Core strategy; PyTorch 2.8 / ROCm 7.0 per AMD/systems/MI355X_EPYC_9575F_pytorch.json): "
+                "Llama31Config8B, zero 1 (OptimizerConfig and DistributedDataParallelConfig use_distributed_optimizer=True), "
+                "grad_reduce_dtype bf16 (grad_reduce_in_fp32=False on both the DDP config and MegatronMixedPrecision), "
+                "FP8 recipe delayed (fp8='hybrid', fp8_amax_history_len 4, fp8_amax_compute_algo 'most_recent': TE delayed "
+                "scaling; FP8_PARAMS=1 -> fp8 weights and fp8_param_gather), no fp8 attention "
+                "(fp8_dot_product_attention False; NVTE_FUSED_ATTN_CK=1: TE's CK fused attention), optimizer states "
+                "fp32 (Adam, bf16 mixed precision); recompute none: train.py sets no recompute and Llama31Config8B has "
+                "none (inferred, not printed in the logs). Same configuration on the same code by other submitters of "
+                "v5.1: Dell XE9785L 8xMI355X 29.356 and Supermicro 8xMI355X 29.711 samples/s (medians over their logs; "
+                "3.2-4.3% below AMD's own)"))
+# --- AMD ROCm Performance Results page, as transcribed in Primus projection.md (8 nodes x 8 GPUs) ---
+PRJ = ("AMD-AGI/Primus docs_deprecated/tech_blogs/projection/projection.md at fd1eeab (c8e5c09), table '{t}', "
+       "column 'Measured 8-Node (tok/s/GPU)', transcribed from amd.com/en/developer/resources/rocm-hub/dev-ai/"
+       "performance-results.html#ai-training")
+GA1 = ("global batch not printed: MBS x DP = {g} sequences assumed (GA 1; the MBS 'Batch' column and no accumulation, "
+       "trust C): an assumption, not read")
+for shape, prec, mbs, fsdp, tps in [(L8_31, 'fp8', 2, 0, 16186), (L70_31, 'fp8', 4, 1, 1726), (L70_31, 'bf16', 1, 1, 1174)]:
+    gbs = mbs * 64
+    add(source=PRJ.format(t='MI325X — Dense Models (Llama 3.1)'), trust='C', **shape, seq_len=8192, global_batch_seqs=gbs,
+        micro_batch=mbs, gpu='MI325X', num_gpus=64, tp=1, pp=1, vpp=1, dp=64, cp=1, ep=1, etp=1,
+        zero=3 if fsdp else '', sequence_parallel=0, recompute='', precision=prec, framework='megatron',
+        measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"measured 8-node tokens/s/GPU {tps} as the table prints it (its Precision {prec.upper()}, Batch {mbs}, "
+                    f"SeqLen 8192, FSDP {'Yes' if fsdp else 'No'}, TP 1, PP 1, CP 1, EP 1; 8 nodes = 64 MI325X); the number is "
+                    "AMD's transcription of the ROCm Performance Results page (Primus / rocm/megatron-lm Megatron-LM "
+                    "backend -> framework megatron), not read at the page itself; "
+                    + GA1.format(g=gbs) + "; " +
+                    ("zero 3 from FSDP Yes (Primus runs FSDP as Megatron's use_torch_fsdp2, with "
+                     "use_distributed_optimizer false in the MI325X FSDP configs); " if fsdp else
+                     "FSDP No: zero not printed (blank: planner's choice); ")
+                    + "recompute, FP8 recipe and gradient dtype not printed (blank): the Primus MI325X configs at fd1eeab "
+                    "(examples/megatron/configs/MI325X/llama3.1_*-pretrain.yaml) are tuned to other micro batches (8B FP8 "
+                    "MBS 4, 70B FP8 MBS 1, 70B BF16 MBS 3) and so are not this run's; the page's container version is not "
+                    "transcribed"))
+add(source=PRJ.format(t='MI355X — MoE Models (Mixtral 8×22B)'), trust='B', **SH['MX22'], seq_len=8192, global_batch_seqs=128,
+    micro_batch=2, gpu='MI355X', num_gpus=64, tp=1, pp=4, vpp=2, dp=16, cp=1, ep=8, etp=1, zero=1, sequence_parallel=0,
+    recompute='none', precision='bf16', framework='megatron', moe_dispatcher='alltoall', ep_overlap='',
+    measured_tokens_per_s_per_gpu=3534, oom=0,
+    derivation=("measured 8-node tokens/s/GPU 3,534 as the table prints it (BF16, Batch 2, SeqLen 8192, TP 1, PP 4, VPP 2, "
+                "CP 1, EP 8; 8 nodes = 64 MI355X -> DP 16); the number is AMD's transcription of the ROCm Performance "
+                "Results page, not read at the page itself; GBS 128 inferred (trust B): the same document's worked example "
+                "for this layout ('Mixtral 8x22B - TP=1, PP=4, VPP=2, EP=8, CP=1 - GBS=128, MBS=2, Seq=8192', projected "
+                "to these 8 nodes) and examples/megatron/configs/MI355X/mixtral_8x22B_v0.1-BF16-pretrain.yaml at fd1eeab "
+                "(micro_batch_size 2, global_batch_size 128, seq_length 8192, TP 1, PP 4, EP 8; unchanged since ca4ef23, "
+                "2025-12-16) -> 4 micro-batches per pipeline per step; recompute none from that config "
+                "(recompute_granularity full with recompute_num_layers 0: no layer recomputed); MoE routing force-balanced "
+                "(moe_router_force_load_balancing: true in that config); zero 1 from the module config it extends "
+                "(primus/configs/modules/megatron/pre_trainer.yaml at fd1eeab: use_distributed_optimizer: true, not overridden); "
+                "dispatcher alltoall from primus/configs/models/megatron/mixtral_base.yaml (moe_token_dispatcher_type: alltoall, "
+                "grouped GEMM), expert-comm overlap not set there (blank); these configs are fd1eeab's, not checked to be the "
+                "page's container's (trust B); gradient dtype not printed (blank); Mixtral 8x22B shape as the NeMo "
+                "rows above (SH['MX22'])"))
+# END SECTION heldout-amd
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
