@@ -248,3 +248,23 @@ def test_from_runs_bad_folds_or_out_one_line_before_fitting(tmp_path, capsys, ex
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and needle in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_part_with_its_own_gemm_rate_is_calibrated_under_its_own_key():
+    """GB200 carries a measured large-GEMM fraction of its own (efficiency.SKU_MATMUL): a
+    sweep measured on it writes that key, which the cost model then reads, and leaves the
+    Blackwell generation's fraction (B200's) alone."""
+    gpu = GPUS["GB200"]
+    peak = gpu.flops("bf16")
+    sweep = [{"m": 8192, "n": 8192, "k": 8192, "flops_per_s": 0.6 * peak * fit.clock_factor(gpu)}]
+    consts, _ = fit.constants_from({"gemm": sweep}, gpu)
+    assert math.isclose(consts["SKU_MATMUL.GB200.bf16"], 0.6)
+    assert "EFFICIENCY.blackwell.matmul_bf16" not in consts
+    from meshplan.cost.compute import device
+    restore = profile.apply({"SKU_MATMUL.GB200.bf16": 0.6})
+    try:
+        assert device(gpu, "bf16").matmul_flops == pytest.approx(
+            peak * 0.6 * efficiency.SUSTAINED_TENSOR)
+    finally:
+        restore()
+    assert device(gpu, "bf16").matmul_flops == pytest.approx(1822.0e12 * efficiency.SUSTAINED_TENSOR)
