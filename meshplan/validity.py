@@ -72,20 +72,21 @@ def _recompute_rules(model: ModelSpec, plan: Plan) -> None:
 
 def _expert_rules(model: ModelSpec, ep: int, etp: int, dispatcher: str = "alltoall",
                   ep_overlap: bool = False) -> None:
-    if not model.is_moe and (ep > 1 or etp > 1):
-        raise InputError("ep" if ep > 1 else "etp", max(ep, etp),
-                         f"{model.name} is dense: expert parallelism needs an MoE model")
-    if not model.is_moe and dispatcher != "alltoall":  # the Plan's neutral value
-        raise InputError("moe_dispatcher", dispatcher,
-                         f"{model.name} is dense: a token dispatcher needs an MoE model")
-    if not model.is_moe and ep_overlap:
-        raise InputError("ep_comm_overlap", ep_overlap,
-                         f"{model.name} is dense: there is no expert all-to-all to overlap")
-    if model.is_moe:
-        if model.moe_experts % ep:
-            raise InputError("ep", ep, f"must divide the experts ({model.moe_experts})")
-        if model.moe_expert_ffn % etp:
-            raise InputError("etp", etp, f"must divide the expert ffn width ({model.moe_expert_ffn})")
+    if not model.is_moe:
+        if ep > 1 or etp > 1:
+            raise InputError("ep" if ep > 1 else "etp", max(ep, etp),
+                             f"{model.name} is dense: expert parallelism needs an MoE model")
+        if dispatcher != "alltoall":  # the Plan's neutral value
+            raise InputError("moe_dispatcher", dispatcher,
+                             f"{model.name} is dense: a token dispatcher needs an MoE model")
+        if ep_overlap:
+            raise InputError("ep_comm_overlap", ep_overlap,
+                             f"{model.name} is dense: there is no expert all-to-all to overlap")
+        return
+    if model.moe_experts % ep:
+        raise InputError("ep", ep, f"must divide the experts ({model.moe_experts})")
+    if model.moe_expert_ffn % etp:
+        raise InputError("etp", etp, f"must divide the expert ffn width ({model.moe_expert_ffn})")
 
 
 def _batch_rules(workload: Workload, plan: Plan) -> None:

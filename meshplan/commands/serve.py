@@ -16,13 +16,11 @@ from ..serve.traffic import load_trace, parse_lengths, synthetic
 from ..specs.catalog.presets import load_model
 
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
-
-
-
 # The most requests `serve` simulates: each runs through every candidate plan's event
 # simulation (10,000 requests on 76 plans: 3 min on one core, 2026-11-27), so 10**8 would
 # never return; 100,000 puts ~1,000 requests beyond the p99.
 MAX_REQUESTS = 100_000
+
 
 def parse_duration(field: str, text: str) -> float:
     """``2s``, ``50ms``, ``800us`` or a bare number of seconds, to seconds."""

@@ -50,9 +50,9 @@ class Device:
     act_scale: float = 1.0
     unfused_attention: bool = False
     # element-wise passes over the scores of that unfused path: (forward score passes,
-    # backward score passes, forward mask passes, backward mask passes); the torch path
-    # (fp32) by default, Megatron's fused softmax for 16-bit runs without flash kernels
-    unfused_passes: tuple = (8.0, 9.0, 1.0, 2.0)
+    # backward score passes, forward mask passes, backward mask passes): TORCH_SOFTMAX_PASSES
+    # for fp32, FUSED_SOFTMAX_PASSES for 16-bit runs without flash kernels
+    unfused_passes: tuple = ()
     # the 16-bit device for GEMMs an FP8 recipe keeps in high precision (MatMul.high_precision;
     # None: this device is already 16-bit)
     hp: "Device | None" = None
@@ -99,8 +99,7 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
         return _fp32_device(gpu, precision, e, clock)
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
-    sku = efficiency.SKU_MATMUL.get(gpu.name, {})  # this part's own measured fraction
-    frac = sku.get("fp8", e.matmul_fp8) if fp8 else sku.get("bf16", e.matmul_bf16)
+    frac = _matmul_fraction(gpu, e, "fp8" if fp8 else "bf16")
     af, ab = engine_attention(gpu.generation, engine, attention_kernel)
     flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
     if fp8:
@@ -118,7 +117,7 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
                   gen, sms, sm_flops, load, e.gemm_tile_latency_s,
                   unfused_attention=unfused,
-                  unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (8.0, 9.0, 1.0, 2.0),
+                  unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (),
                   hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None)
 
 
@@ -130,15 +129,22 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
     fp16 and bf16 only (flash-attn README, "Datatype fp16 and bf16"), so attention runs
     unfused (Megatron CoreAttention: baddbmm, scale-mask-softmax, dropout, bmm)."""
     p = "tf32" if precision == "tf32" and "tf32" in gpu.peak_flops else "fp32"
-    frac = efficiency.SKU_MATMUL.get(gpu.name, {}).get("bf16", e.matmul_bf16)
-    mm = gpu.flops(p) * clock * frac  # an 8192^3 GEMM at the 16-bit fraction
+    mm = gpu.flops(p) * clock * _matmul_fraction(gpu, e, "bf16")  # the 16-bit fraction
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)
     load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
     gen = gpu.generation or "hopper"
     sm_flops = gemm.flops_per_sm(mm, sms, load, e.gemm_tile_latency_s, hbm, 4, gen)
     return Device(mm, mm, 1.0, 1.0, hbm, 4, efficiency.KERNEL_GAP_S, gen, sms, sm_flops, load,
-                  e.gemm_tile_latency_s, act_scale=FP32_BYTES / ACT, unfused_attention=True)
+                  e.gemm_tile_latency_s, act_scale=FP32_BYTES / ACT, unfused_attention=True,
+                  unfused_passes=TORCH_SOFTMAX_PASSES)
+
+
+def _matmul_fraction(gpu: GPU, e: KernelEfficiency, dtype: str) -> float:
+    """The large-GEMM fraction of ``gpu`` at ``dtype`` ("bf16" or "fp8"): the part's own
+    measurement where efficiency.SKU_MATMUL has one, else its generation's."""
+    default = e.matmul_fp8 if dtype == "fp8" else e.matmul_bf16
+    return efficiency.SKU_MATMUL.get(gpu.name, {}).get(dtype, default)
 
 
 # Unfused attention (Megatron CoreAttention without --use-flash-attn, the path of
@@ -154,6 +160,8 @@ UNFUSED_SCORE_PASSES_FWD = 8.0
 UNFUSED_SCORE_PASSES_BWD = 9.0
 UNFUSED_MASK_PASSES_FWD = 1.0
 UNFUSED_MASK_PASSES_BWD = 2.0
+TORCH_SOFTMAX_PASSES = (UNFUSED_SCORE_PASSES_FWD, UNFUSED_SCORE_PASSES_BWD,
+                        UNFUSED_MASK_PASSES_FWD, UNFUSED_MASK_PASSES_BWD)
 FP32_BYTES = 4
 # The 16-bit path of the same module (FusedScaleMaskSoftmax with its CUDA kernel,
 # scaled_masked_softmax_cuda / scaled_upper_triang_masked_softmax_cuda, which fp16/bf16

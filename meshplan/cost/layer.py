@@ -15,7 +15,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2
 from ..recompute_modules import modules_of
 from .compute import device, matmul_s, op_times
 from .efficiency import NETWORK
-from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, materialises_scores, scores_bytes
+from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, gathered_logits,
                   head_ops, layer_ops, unfused_norms, unfused_swiglu)
@@ -195,13 +195,14 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     the run states (Workload.attention_kernel; "" = the engine's default)."""
     ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
                                   moe_dispatcher, attention_kernel)
-    # attention scores an engine without flash-class kernels keeps (attention_memory.py)
-    scores = (scores_bytes(model, shard) if kind in ("dense", "moe")
-              and materialises_scores(cluster.gpu.generation, engine, attention_kernel) else 0.0)
+    # attention scores a device without flash-class kernels keeps (attention_memory.py;
+    # compute.device decides, materialises_scores); fp32: softmax output 4 + dropout mask 1
+    # + dropout output 4 bytes per score
+    scores = 0.0
+    if dev.unfused_attention and kind in ("dense", "moe"):
+        scores = scores_bytes(model, shard) * (FP32_SCORE_BYTES / SCORE_BYTES
+                                               if dev.act_scale != 1.0 else 1.0)
     ep_again = False  # module-level recomputation of the whole MoE layer (dispatch included)
-    if dev.unfused_attention and dev.act_scale != 1.0 and kind in ("dense", "moe"):
-        # fp32: softmax output 4 + dropout mask 1 + dropout output 4 bytes per score
-        scores = scores_bytes(model, shard) * FP32_SCORE_BYTES / SCORE_BYTES
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
     skipped = unreplayed(ops, engine) if recompute == "full" else []

@@ -10,7 +10,7 @@ overlaps on, ring context parallelism, no HSDP, no offload, the default rank ord
 from __future__ import annotations
 
 from ..cost import Estimate, estimate
-from ..framework_defaults import moe_dispatcher, tp_comm_overlap
+from ..framework_defaults import plan_defaults, tp_comm_overlap
 from ..errors import InputError
 from ..plan import SCHEDULES, Plan
 from ..specs.hardware import Cluster
@@ -27,8 +27,8 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
     def opts(k, values):
         return [pins[k]] if k in pins else values
 
-    disp = pins.get("moe_dispatcher", moe_dispatcher(workload.framework, cluster.scaleup_domain)
-                    if model.is_moe else "alltoall")
+    disp = pins.get("moe_dispatcher", plan_defaults(workload.framework, 1, cluster.scaleup_domain,
+                                                    model.is_moe)["moe_dispatcher"])
     for tp in opts("tp", divisors(n)):
         tpo = tp_comm_overlap(workload.framework, tp)
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
