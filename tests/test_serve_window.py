@@ -100,7 +100,7 @@ def test_prefill_attention_windowed_is_cheaper():
     a, b = win.prefill_step(p), full.prefill_step(p)
     # at 8192 tokens prefill attention is FLOP-bound: half the layers do window_pairs
     # instead of p(p+1)/2 pairs
-    pair_s = win.prefill_attn_flops_per_pair / win.attn_flops_s
+    pair_s = win.prefill_attn_flops_per_pair / win.prefill_attn_flops_s
     assert b.attention_s - a.attention_s == pytest.approx(
         12 * (p * (p + 1) / 2 - window_pairs(0, p, 128)) * pair_s, rel=1e-9)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import profile
+from ..cost import compute
 from ..specs.hardware import GPU
 
 SQUARE = (1024, 2048, 4096, 8192)
@@ -152,10 +153,17 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         "fixed time per GEMM tile (square-GEMM sweep against the shape model)")
     att = measured.get("attention")
     if att:
-        put(f"EFFICIENCY.{gen}.attention_fwd", att["fwd_flops_per_s"] / bf16,
+        # stored as the generation's head-dim-128 fraction on its reference part, which the
+        # cost model scales to other head dims and exponential rates
+        # (compute.attention_efficiency; identity for head dim 128 on such a part)
+        hd = att.get("head_dim", 128)
+        put(f"EFFICIENCY.{gen}.attention_fwd",
+            compute.reference_attention_fraction(gpu, att["fwd_flops_per_s"] / bf16, hd),
             f"causal SDPA forward {att['fwd_flops_per_s'] / 1e12:.3g} TFLOP/s (seq {att['seq']}, "
-            f"head dim {att['head_dim']})")
-        put(f"EFFICIENCY.{gen}.attention_bwd", att["bwd_flops_per_s"] / bf16,
+            f"head dim {hd})")
+        put(f"EFFICIENCY.{gen}.attention_bwd",
+            compute.reference_attention_fraction(gpu, att["bwd_flops_per_s"] / bf16, hd,
+                                                 backward=True),
             f"causal SDPA backward {att['bwd_flops_per_s'] / 1e12:.3g} TFLOP/s")
     cp = measured.get("copy")
     if cp:

@@ -56,6 +56,49 @@ class Device:
     # the 16-bit device for GEMMs an FP8 recipe keeps in high precision (MatMul.high_precision;
     # None: this device is already 16-bit)
     hp: "Device | None" = None
+    # attention's tensor-core and exponential rates per SM per clock (efficiency.ATTENTION_EXP;
+    # 0: no exponential model for the part, attn_*_eff hold at every head dim)
+    tc_flops_per_sm_clock: float = 0.0
+    exp_per_sm_clock: float = efficiency.EXP_PER_SM_CLOCK
+
+
+def attention_efficiency(dev: Device, head_dim: float, backward: bool = False) -> float:
+    """Fraction of ``dev.attn_flops`` a flash-attention kernel reaches at mean head dimension
+    ``head_dim`` ((d_qk + d_v) / 2), forward or backward (efficiency.ATTENTION_EXP): the
+    device's fraction at head dim 128 on its generation's reference part splits into
+    tensor-core time and exposed exponential time; a smaller head dim does fewer FLOPs per
+    exponential, and a part with a faster exponential unit (Blackwell Ultra) hides more."""
+    ref = dev.attn_bwd_eff if backward else dev.attn_fwd_eff
+    r = dev.tc_flops_per_sm_clock
+    if not r or not head_dim or ref <= 0:
+        return ref
+    per_dim = ATTN_BWD_FLOP_RATIO * 4.0 if backward else 4.0  # FLOPs per element per unit d
+    exp_ref = efficiency.ATTENTION_EXP / efficiency.EXP_PER_SM_CLOCK
+    x_mma = 1.0 / ref - exp_ref * r / (per_dim * efficiency.ATTENTION_REF_HEAD_DIM)
+    if x_mma <= 0:  # a profile's fraction above what the exponentials allow: take it as is
+        return ref
+    mma = per_dim * min(head_dim, efficiency.ATTENTION_REF_HEAD_DIM) / r
+    return mma / (mma * x_mma + efficiency.ATTENTION_EXP / dev.exp_per_sm_clock)
+
+
+def reference_attention_fraction(gpu: GPU, measured: float, head_dim: float,
+                                 backward: bool = False) -> float:
+    """The inverse of attention_efficiency: the head-dim-128 fraction on the generation's
+    reference part (16 exponentials per SM per clock) that gives ``measured`` on ``gpu`` at
+    ``head_dim``; what ``meshplan calibrate`` writes for its flash-attention timing."""
+    gen = gpu.generation or "hopper"
+    r = efficiency.SKU_TENSOR_FLOPS_PER_SM_CLOCK.get(
+        gpu.name, efficiency.TENSOR_FLOPS_PER_SM_CLOCK.get(gen, 0.0))
+    if not r or not head_dim or measured <= 0:
+        return measured
+    exp_part = efficiency.SKU_EXP_PER_SM_CLOCK.get(gpu.name, efficiency.EXP_PER_SM_CLOCK)
+    per_dim = ATTN_BWD_FLOP_RATIO * 4.0 if backward else 4.0
+    mma = per_dim * min(head_dim, efficiency.ATTENTION_REF_HEAD_DIM) / r
+    x_mma = 1.0 / measured - efficiency.ATTENTION_EXP / exp_part / mma
+    if x_mma <= 0:
+        return measured
+    ref = per_dim * efficiency.ATTENTION_REF_HEAD_DIM / r
+    return ref / (ref * x_mma + efficiency.ATTENTION_EXP / efficiency.EXP_PER_SM_CLOCK)
 
 
 def attention_kernel_of(engine: str, kernel: str = "") -> str:
@@ -114,11 +157,16 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     # are materialised, so the attention core is two batched GEMMs and Megatron's fused
     # softmax passes over them instead of a flash kernel's share of the peak
     unfused = materialises_scores(gpu.generation, engine, attention_kernel)
+    tc = efficiency.SKU_TENSOR_FLOPS_PER_SM_CLOCK.get(
+        gpu.name, efficiency.TENSOR_FLOPS_PER_SM_CLOCK.get(gen, 0.0))
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
                   gen, sms, sm_flops, load, e.gemm_tile_latency_s,
                   unfused_attention=unfused,
                   unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (),
-                  hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None)
+                  hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None,
+                  tc_flops_per_sm_clock=0.0 if unfused else tc,
+                  exp_per_sm_clock=efficiency.SKU_EXP_PER_SM_CLOCK.get(
+                      gpu.name, efficiency.EXP_PER_SM_CLOCK))
 
 
 def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:
@@ -266,8 +314,11 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         # full-attention and sliding-window layers at their own kernel occupancy
         work = ((ops.attn_fwd_flops - ops.attn_window_fwd_flops, _attn_occupancy(ops.attn_seq)),
                 (ops.attn_window_fwd_flops, _attn_occupancy(ops.attn_window_seq)))
-        attn_f = sum(f / (dev.attn_flops * dev.attn_fwd_eff * occ) for f, occ in work if f)
-        attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * dev.attn_bwd_eff * occ)
+        # at the head dimension's efficiency (attention_efficiency)
+        ef = attention_efficiency(dev, ops.score_head_dim)
+        eb = attention_efficiency(dev, ops.score_head_dim, backward=True)
+        attn_f = sum(f / (dev.attn_flops * ef * occ) for f, occ in work if f)
+        attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * eb * occ)
                      for f, occ in work if f)
     # kernel gaps: forward launches ops.kernels kernels, backward about twice as many
     gap_f = ops.kernels * dev.kernel_gap_s

@@ -77,6 +77,45 @@ POWER_CLOCK_EXPONENT = 0.5
 # 2024) Fig. 5 on H100 shows the same shape. Causal masks waste the diagonal blocks.
 ATTN_HALF_SEQ = 512.0
 
+# Attention: tensor-core time against softmax exponentials. Per score element a flash-attention
+# forward issues 2 (d_qk + d_v) tensor-core FLOPs (q k^T and p v) and one exponential
+# (MUFU.EX2); its backward 2.5x the FLOPs and one exponential again (p rebuilt from the saved
+# log-sum-exp: FlashAttention-2 paper, Algorithm 2). Time per element = FLOPs / (tensor rate x
+# x_mma) + ATTENTION_EXP / exponential rate: the tensor-core part at a kernel's own efficiency,
+# the exponential part at the share of it the kernel does not hide behind the tensor cores.
+# A part's rates per SM per clock:
+#   tensor cores, dense 16-bit FLOPs: A100 1,024 FMA (NVIDIA A100 whitepaper: 256 FP16 FMA
+#   per tensor core, 4 per SM), H100 twice A100 clock for clock (H100 whitepaper), B200 twice
+#   H100 (8,192; FlashAttention-4 paper, sec. 2: the tensor-core rate doubled, the
+#   exponential unit did not); FP8 twice the 16-bit rate;
+#   exponentials: 16 (CUDA C++ Programming Guide, arithmetic-instruction throughput table:
+#   exp2 / MUFU, compute capability 8.0, 9.0, 10.0); Blackwell Ultra (B300, GB300) 32 (NVIDIA
+#   technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra", 2026-02:
+#   doubled SFU throughput for MUFU.EX2; "Inside NVIDIA Blackwell Ultra", 2025-08: 2x
+#   attention-layer acceleration).
+# ATTENTION_EXP, the exposed share of the exponential time, and x_mma are solved together
+# from two published kernel figures: H100 forward at 0.62 of peak at head dim 128 (the Hopper
+# entry below) and the same blog's ~35% higher FP8 forward attention throughput on GB300 than
+# GB200 for DeepSeek-V3 (d_qk 192, d_v 128: 640 FLOPs per element, 16,384 FP8 FLOPs per SM
+# per clock, 16 vs 32 exponentials): 0.812 (x_mma 1.21, i.e. the tensor cores at 0.83 of
+# peak while they run). Checked, not fitted, against the FlashAttention-3 paper's H100
+# tables (Shah et al. 2024, Fig. 5-6, non-causal, 16k keys), head dim 64 over 128:
+# FlashAttention-2 forward 324/370 = 0.88 (this model 0.88), backward 291/322 = 0.90 (0.95);
+# FlashAttention-3 497/648 = 0.77 (0.80) and 474/561 = 0.84 (0.92); cuDNN 413/595 = 0.69
+# (0.80) and 433/516 = 0.84 (0.92). Above head dim 128 the same tables show no common gain
+# (d 256 over 128: cuDNN 0.98, FlashAttention-2 0.88, FlashAttention-3 1.17), so head dims
+# above 128 are charged as 128. Each EFFICIENCY attention entry stays the part's fraction at
+# head dim 128; AMD parts (no exponential-rate figure here) and Volta (no flash kernel) keep it.
+ATTENTION_EXP = 0.812
+ATTENTION_REF_HEAD_DIM = 128
+TENSOR_FLOPS_PER_SM_CLOCK = {"ampere": 2048.0, "hopper": 4096.0, "blackwell": 8192.0}
+EXP_PER_SM_CLOCK = 16.0
+SKU_EXP_PER_SM_CLOCK = {"B300": 32.0, "GB300": 32.0}
+# GeForce GA102 (RTX 3090): 71 dense 16-bit TFLOP/s with FP32 accumulate over 82 SMs at the
+# 1,695 MHz boost clock (NVIDIA Ampere GA102 whitepaper, appendix table) -> 512 per SM per
+# clock, a quarter of A100's.
+SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
+
 # Measured single-kernel fractions. Sources:
 # - GEMM bf16 Hopper: 8192^3 bf16 at ~798 of 989 TFLOP/s on one H100 SXM, 769-798 on H200
 #   (FIELD.md, measured here) -> 0.80. FP8: DeepGEMM README (deepseek-ai/DeepGEMM): fp8
@@ -112,7 +151,13 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
     "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 3e-6, gemm_flop_per_load_byte=40.0),
     "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
     "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=700),
-    "blackwell": KernelEfficiency(0.78, 0.763, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=1000),
+    # Blackwell attention: no per-kernel table for B200 was found; derived from the Hopper
+    # entry by ATTENTION_EXP below (same kernel family, twice the tensor-core rate per SM, the
+    # same exponential rate): 0.62 / 0.50 on H100 become 0.495 / 0.462 on B200 at head dim
+    # 128 (tests/test_attention_exp.py re-derives them). Checked, not fitted: the FlashAttention-4
+    # paper (Zadouri, Shah, Dao et al., 2026-03) reports its B200 forward up to 1,613 TFLOP/s
+    # (0.72 of 2,250) and 1.1-1.3x cuDNN 9.13's, i.e. cuDNN at 0.55-0.65 where FA4 peaks.
+    "blackwell": KernelEfficiency(0.78, 0.763, 0.495, 0.462, 0.89, 3e-6, full_clock_power_w=1000),
     "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
     # CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
     # (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its

@@ -13,7 +13,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from ..recompute_modules import modules_of
-from .compute import device, matmul_s, op_times
+from .compute import ATTN_BWD_FLOP_RATIO, attention_efficiency, device, matmul_s, op_times
 from .efficiency import NETWORK
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
@@ -271,7 +271,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             step = p2p_s(cluster, places.cp.nodes > 1, ops.cp_kv_bytes)
             fwd_c, bwd_c = (n - 1) * step, 2 * (n - 1) * step
             attn_f = t.attn_fwd_s
-            attn_b = attn_f * 2.5 * dev.attn_fwd_eff / dev.attn_bwd_eff
+            attn_b = attn_f * (ATTN_BWD_FLOP_RATIO
+                               * attention_efficiency(dev, ops.score_head_dim)
+                               / attention_efficiency(dev, ops.score_head_dim, backward=True))
             cp_wire = fwd_c * (passes - 1) + bwd_c
             cp_hidden = min(fwd_c, attn_f) * (passes - 1) + min(bwd_c, attn_b)
             cp_fwd_exposed = fwd_c - min(fwd_c, attn_f)

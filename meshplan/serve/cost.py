@@ -143,6 +143,10 @@ class StepModel:
         self.decode_attn_flops_per_ctx = 2 * heads * (dec_qk + dec_v)
         self.prefill_attn_flops_per_pair = 2 * heads * (pre_qk + pre_v)
         self.attn_flops_s = self.dev.attn_flops * self.dev.attn_fwd_eff
+        # prefill runs the training forward's flash kernel: its rate at the model's head dim
+        # (compute.attention_efficiency); decode keeps the head-dim-128 fraction
+        self.prefill_attn_flops_s = self.dev.attn_flops * compute.attention_efficiency(
+            self.dev, (pre_qk + pre_v) / 2)
         self._tokens_cost = lru_cache(maxsize=16384)(self._tokens_part)
 
     # ---- the part that depends only on the number of tokens in the batch ---------------
@@ -230,7 +234,7 @@ class StepModel:
         kv_bytes = (decode_ctx_tokens + prefill_ctx_tokens + tokens) * self.kv_layer_bytes
         dec = max(decode_ctx_tokens * self.decode_attn_flops_per_ctx / self.attn_flops_s,
                   (decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
-        pre = max(prefill_pairs * self.prefill_attn_flops_per_pair / self.attn_flops_s,
+        pre = max(prefill_pairs * self.prefill_attn_flops_per_pair / self.prefill_attn_flops_s,
                   (kv_bytes - decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
         return dec + pre
 
