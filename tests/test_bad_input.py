@@ -225,6 +225,8 @@ CASES = [
     ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W], "JSON object"),
     ("hf-unknown-family", {"c/config.json": '{"model_type": "bert"}'},
      ["plan", "--model", "{d}/c", *W], "model_type='bert'"),
+    ("hf-linear-attention", {"c/config.json": '{"model_type": "qwen3_next"}'},
+     ["plan", "--model", "{d}/c", *W], "model_type='qwen3_next': hybrid linear-attention"),
     ("hf-missing-field", {"c/config.json": hf("").replace('"vocab_size": 1000', '"x": 1')},
      ["plan", "--model", "{d}/c", *W], "vocab_size"),
     ("hf-tie-as-string", {"c/config.json": hf(', "tie_word_embeddings": "false"')},
@@ -249,7 +251,7 @@ CASES = [
      ["plan", "--model", "{d}/c", *W], "rope_scaling='yarn'"),
     ("hf-heads-not-dividing", {"c/config.json": hf("").replace('"num_key_value_heads": 4',
                                                                 '"num_key_value_heads": 3')},
-     ["plan", "--model", "{d}/c", *W], "kv_heads=3"),
+     ["plan", "--model", "{d}/c", *W], "config.json:num_key_value_heads=3"),
     # ---- engines -----------------------------------------------------------------------------
     ("engine-model-missing", {}, ["plan", "--model", "gpt2", "--gpus", "8xH100-SXM-80GB",
                                   "--seq-len", "1024", "--global-batch", "64",

@@ -5,7 +5,7 @@ kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_
 (hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
 phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
 (hf_families_legacy.py); glm4, internlm2, nemotron, smollm3, olmo3, exaone4
-(hf_families_dense.py);
+(hf_families_dense.py); minimax_m2, deepseek_v32, glm_moe_dsa (hf_families_recent.py);
 the multimodal wrappers in
 TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
 Field names follow each family's ``configuration_*.py`` in transformers.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -352,9 +353,42 @@ def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
 # model_type -> the text model's model_type when text_config does not name one
 # (configuration_gemma3.py, _llama4.py, _mistral3.py, _llava.py, _qwen2_vl.py, _qwen2_5_vl.py).
 TEXT_CONFIG_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral",
-                        "llava": "llama", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+                        "llava": "llama", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2",
+                        # configuration_qwen3_vl.py / _qwen3_vl_moe.py: a Qwen3 (MoE) text
+                        # model under text_config (multimodal rotary sections only)
+                        "qwen3_vl": "qwen3", "qwen3_vl_moe": "qwen3_moe"}
 # text model types of the wrappers that name a family of their own
-TEXT_MODEL_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}
+TEXT_MODEL_ALIASES = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2",
+                      "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
+
+# Architectures recognised but not modelled, with the reason: their layers are not the
+# softmax-attention transformer layers the cost model prices, or their shapes change from
+# layer to layer in ways ModelSpec does not hold.
+_LINEAR_ATTENTION = ("hybrid linear-attention (Gated DeltaNet) layers are not modelled; "
+                     "meshplan prices softmax-attention layers only")
+_STATE_SPACE = ("state-space (Mamba) layers are not modelled; meshplan prices "
+                "softmax-attention layers only")
+UNSUPPORTED = {
+    "qwen3_next": _LINEAR_ATTENTION, "qwen3_5": _LINEAR_ATTENTION,
+    "qwen3_5_moe": _LINEAR_ATTENTION,
+    "minimax": "MiniMax-Text-01's lightning (linear) attention layers are not modelled",
+    "nemotron_h": _STATE_SPACE, "falcon_h1": _STATE_SPACE, "jamba": _STATE_SPACE,
+    "mamba": _STATE_SPACE, "mamba2": _STATE_SPACE, "zamba2": _STATE_SPACE,
+    "granitemoehybrid": _STATE_SPACE, "bamba": _STATE_SPACE,
+    "nemotron-nas": ("per-layer block_configs (layers without attention, FFN widths that "
+                     "change layer by layer) are not modelled"),
+    "gemma4": ("per-layer head dims and key/value heads (sliding vs full layers, keys "
+               "shared as values) are not modelled"),
+    "mimo_v2_flash": ("different head counts on sliding-window and full-attention layers "
+                      "and value heads narrower than keys without MLA are not modelled"),
+}
+
+# ModelSpec's own field names in the errors its checks raise, as config.json spells them
+_SPEC_TO_CONFIG = {"heads": "num_attention_heads", "kv_heads": "num_key_value_heads",
+                   "hidden": "hidden_size", "layers": "num_hidden_layers",
+                   "vocab": "vocab_size", "ffn": "intermediate_size",
+                   "moe_topk": "num_experts_per_tok", "moe_experts": "num_experts",
+                   "moe_expert_ffn": "moe_intermediate_size"}
 
 
 def _unwrap(cfg: dict) -> tuple[dict, str]:
@@ -387,11 +421,30 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
         cfg, note = _unwrap(cfg)
         mt = cfg["model_type"]
     if mt not in FAMILIES:
-        raise InputError("config.json:model_type", mt,
-                         "supported: " + ", ".join(sorted(set(FAMILIES)
-                                                          | set(TEXT_CONFIG_WRAPPERS))))
-    spec = FAMILIES[mt](name, cfg)
-    return spec.with_(description=note) if note else spec
+        supported = "supported: " + ", ".join(sorted(set(FAMILIES) | set(TEXT_CONFIG_WRAPPERS)))
+        if mt in UNSUPPORTED:
+            raise InputError("config.json:model_type", mt, f"{UNSUPPORTED[mt]}; {supported}")
+        raise InputError("config.json:model_type", mt, supported)
+    try:
+        spec = FAMILIES[mt](name, cfg)
+    except InputError as e:
+        raise _config_error(e) from None
+    if note:
+        spec = spec.with_(description="; ".join(x for x in (note, spec.description) if x))
+    return spec
+
+
+def _config_error(e: InputError) -> InputError:
+    """A ModelSpec check's error with the config.json key names in place of its own."""
+    if e.field.startswith("config.json"):
+        return e
+    field = _SPEC_TO_CONFIG.get(e.field)
+    if field is None:
+        return e
+    allowed = e.allowed
+    for spec_name, key in _SPEC_TO_CONFIG.items():
+        allowed = re.sub(rf"\b{spec_name}\b", key, allowed)
+    return InputError(f"config.json:{field}", e.value, allowed)
 
 
 def model_from_hf_file(path: str | Path) -> ModelSpec:
@@ -409,10 +462,17 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
     except json.JSONDecodeError as e:
         raise InputError("model", str(path),
                          f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
-    return model_from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem)
+    try:
+        return model_from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem)
+    except InputError as e:
+        # name the file the user gave where it is not called config.json
+        if p.name != "config.json" and e.field.startswith("config.json"):
+            raise InputError(p.name + e.field[len("config.json"):], e.value, e.allowed) from None
+        raise
 
 
 from . import hf_families  # noqa: E402,F401  (registers gpt_oss, gemma*, llama4_text, glm4_moe)
 from . import hf_families_more  # noqa: E402,F401  (qwen2_moe, olmoe, granite*, cohere*, ...)
 from . import hf_families_legacy  # noqa: E402,F401  (bloom, opt, falcon, mpt, phi, olmo)
 from . import hf_families_dense  # noqa: E402,F401  (glm4, internlm2, ..., exaone4)
+from . import hf_families_recent  # noqa: E402,F401  (minimax_m2, deepseek_v32, glm_moe_dsa)

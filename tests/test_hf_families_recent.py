@@ -1,0 +1,124 @@
+"""2025-2026 families (meshplan/specs/hf_families_recent.py and hf_config's Qwen3-VL
+wrappers): parameter counts against the published ones, what each file adds, and the
+architectures refused with their reason.
+
+Configs carry the shape fields of the hub files as mirrored verbatim in
+ai-dynamo/aiconfigurator at 095f58a5 (aic-core/src/aiconfigurator_core/model_configs/
+<Org>--<Model>_config.json; no hub access here)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from meshplan.cost.flops import matmul_params_per_token
+from meshplan.errors import InputError
+from meshplan.specs.hf_config import model_from_hf_dict, model_from_hf_file
+
+B = 1e9
+
+MINIMAX_M25 = {"model_type": "minimax_m2", "num_hidden_layers": 62, "hidden_size": 3072,
+               "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128,
+               "intermediate_size": 1536, "vocab_size": 200064, "num_experts_per_tok": 8,
+               "num_local_experts": 256, "rope_theta": 5000000, "rotary_dim": 64,
+               "tie_word_embeddings": False, "use_qk_norm": True, "qk_norm_type": "per_layer",
+               "use_routing_bias": True, "shared_intermediate_size": 0,
+               "scoring_func": "sigmoid"}
+GLM5 = {"model_type": "glm_moe_dsa", "first_k_dense_replace": 3, "head_dim": 64,
+        "hidden_size": 6144, "index_head_dim": 128, "index_n_heads": 32, "index_topk": 2048,
+        "intermediate_size": 12288, "kv_lora_rank": 512, "moe_intermediate_size": 2048,
+        "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 256, "n_shared_experts": 1,
+        "norm_topk_prob": True, "num_attention_heads": 64, "num_experts_per_tok": 8,
+        "num_hidden_layers": 78, "num_key_value_heads": 64, "q_lora_rank": 2048,
+        "qk_nope_head_dim": 192, "qk_rope_head_dim": 64, "routed_scaling_factor": 2.5,
+        "scoring_func": "sigmoid", "tie_word_embeddings": False, "topk_group": 1,
+        "topk_method": "noaux_tc", "v_head_dim": 256, "vocab_size": 154880,
+        "rope_parameters": {"rope_theta": 1000000, "rope_type": "default"}}
+DEEPSEEK_V32 = {"model_type": "deepseek_v32", "first_k_dense_replace": 3, "hidden_size": 7168,
+                "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048,
+                "intermediate_size": 18432, "kv_lora_rank": 512, "moe_intermediate_size": 2048,
+                "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256,
+                "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128,
+                "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128,
+                "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid",
+                "tie_word_embeddings": False, "topk_group": 4, "topk_method": "noaux_tc",
+                "v_head_dim": 128, "vocab_size": 129280}
+QWEN3_30B_A3B_TEXT = {"head_dim": 128, "hidden_size": 2048, "intermediate_size": 6144,
+                      "moe_intermediate_size": 768, "norm_topk_prob": True,
+                      "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8,
+                      "num_hidden_layers": 48, "num_key_value_heads": 4, "vocab_size": 151936,
+                      "decoder_sparse_step": 1, "mlp_only_layers": []}
+
+
+def test_minimax_m2_counts_and_structure():
+    m = model_from_hf_dict(MINIMAX_M25)
+    # MiniMax-M2 model card: "230B total parameters with 10B active"
+    assert m.total_params() == pytest.approx(230 * B, rel=0.01)
+    assert matmul_params_per_token(m) == pytest.approx(10 * B, rel=0.05)
+    assert m.num_moe_layers == 62 and m.moe_shared_experts == 0
+    assert m.qk_norm and m.qk_norm_full and m.moe_router_bias and m.moe_score == "sigmoid"
+    assert m.rope_fraction == 0.5 and m.head_dim == 128  # 48 heads x 128 != hidden 3072
+
+
+def test_glm5_counts_and_structure():
+    m = model_from_hf_dict(GLM5)
+    # Z.ai's GLM-5 release: 744B parameters, 40B active
+    assert m.total_params() == pytest.approx(744 * B, rel=0.005)
+    assert matmul_params_per_token(m) == pytest.approx(40 * B, rel=0.03)
+    assert m.is_mla and (m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim) == (192, 64, 256)
+    assert m.moe_dense_layers == 3 and m.moe_shared_experts == 1
+    assert m.rope_theta == 1e6  # from rope_parameters
+    assert "top-2048" in m.description
+
+
+def test_deepseek_v32_is_deepseek_v3_with_a_stated_gap():
+    v32 = model_from_hf_dict(DEEPSEEK_V32)
+    v3 = model_from_hf_dict(dict(DEEPSEEK_V32, model_type="deepseek_v3"))
+    assert v32.total_params() == v3.total_params()
+    assert v32.total_params() == pytest.approx(671 * B, rel=0.001)  # without the MTP module
+    assert "not modelled" in v32.description and not v3.description
+
+
+@pytest.mark.parametrize("wrapper, inner", [("qwen3_vl_moe", "qwen3_vl_moe_text"),
+                                            ("qwen3_vl_moe", None)])
+def test_qwen3_vl_moe_is_read_as_its_language_model(wrapper, inner):
+    text = dict(QWEN3_30B_A3B_TEXT, **({"model_type": inner} if inner else {}))
+    m = model_from_hf_dict({"model_type": wrapper, "text_config": text,
+                            "tie_word_embeddings": False})
+    plain = model_from_hf_dict(dict(QWEN3_30B_A3B_TEXT, model_type="qwen3_moe"))
+    assert m.total_params() == plain.total_params()
+    assert m.total_params() == pytest.approx(30.5 * B, abs=0.05 * B)  # Qwen3-30B-A3B card
+    assert "vision tower is not modelled" in m.description
+
+
+@pytest.mark.parametrize("model_type, words", [
+    ("qwen3_next", "linear-attention"), ("qwen3_5_moe", "linear-attention"),
+    ("nemotron_h", "state-space"), ("falcon_h1", "state-space"),
+    ("nemotron-nas", "block_configs"), ("gemma4", "per-layer head dims"),
+    ("mimo_v2_flash", "head counts")])
+def test_known_architectures_outside_the_model_are_refused_with_the_reason(model_type, words):
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(dict(QWEN3_30B_A3B_TEXT, model_type=model_type))
+    assert e.value.field == "config.json:model_type" and e.value.value == model_type
+    assert words in str(e.value) and "supported: " in str(e.value)
+
+
+def test_spec_checks_name_the_config_keys(tmp_path):
+    bad = dict(QWEN3_30B_A3B_TEXT, model_type="qwen3_moe", num_key_value_heads=5)
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(bad)
+    assert e.value.field == "config.json:num_key_value_heads" and e.value.value == 5
+    assert "num_attention_heads (32)" in e.value.allowed
+    bad = dict(QWEN3_30B_A3B_TEXT, model_type="qwen3_moe", num_experts_per_tok=256)
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(bad)
+    assert e.value.field == "config.json:num_experts_per_tok"
+    # a file not called config.json is named as given
+    p = tmp_path / "my_model.json"
+    p.write_text(json.dumps(dict(bad, num_experts_per_tok=8, num_attention_heads=30,
+                                 head_dim=0, hidden_size=4096)))
+    with pytest.raises(InputError) as e:
+        model_from_hf_file(p)
+    assert e.value.field == "my_model.json:num_attention_heads"
