@@ -145,8 +145,8 @@ def model_features_unbuilt(model) -> str:
     """Model features that meshplan's exports and runtime do not write or build: sliding-
     window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
     norms, a gated shared expert, ALiBi, NoPE layers, an embedding norm, non-parametric
-    LayerNorm, norms after the blocks, ReLU / squared-ReLU MLPs ('' when the model has
-    none)."""
+    LayerNorm, norms after the blocks, ReLU / squared-ReLU MLPs, DeepSeek Sparse Attention
+    ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -176,6 +176,9 @@ def model_features_unbuilt(model) -> str:
         out.append("norms after attention/MLP instead of before (OLMo 2 block)")
     if model.ungated_act != "gelu":
         out.append(f"{model.ungated_act} MLP activation")
+    if model.dsa_topk:
+        out.append(f"DeepSeek Sparse Attention (an indexer selecting {model.dsa_topk} keys "
+                   "per query)")
     return ", ".join(out)
 
 

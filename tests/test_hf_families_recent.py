@@ -122,3 +122,17 @@ def test_spec_checks_name_the_config_keys(tmp_path):
     with pytest.raises(InputError) as e:
         model_from_hf_file(p)
     assert e.value.field == "my_model.json:num_attention_heads"
+
+
+@pytest.mark.parametrize("engine", ["megatron", "torchtitan"])
+def test_exports_refuse_sparse_attention_they_would_write_as_dense(engine):
+    from meshplan.engines import scenario_violations
+    from meshplan.specs.workload import Workload
+
+    w = Workload(4096, 1024, "bf16")
+    v32 = model_from_hf_dict(DEEPSEEK_V32)
+    assert v32.dsa_topk == 2048
+    said = " ".join(v.allowed for v in scenario_violations(engine, v32, w))
+    assert "DeepSeek Sparse Attention" in said
+    v3 = model_from_hf_dict(dict(DEEPSEEK_V32, model_type="deepseek_v3"))
+    assert "Sparse" not in " ".join(v.allowed for v in scenario_violations(engine, v3, w))

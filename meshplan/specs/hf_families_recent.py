@@ -50,8 +50,8 @@ DSA_NOTE = ("DeepSeek Sparse Attention's indexer (index_n_heads x index_head_dim
 
 
 def _with_dsa_note(spec: ModelSpec, cfg: dict) -> ModelSpec:
-    k = _int(cfg, "index_topk", 2048)
-    return spec.with_(description=DSA_NOTE.format(k=k))
+    k = _pos(cfg, "index_topk", 2048)
+    return spec.with_(description=DSA_NOTE.format(k=k), dsa_topk=k)
 
 
 @_family("deepseek_v32")

@@ -109,6 +109,10 @@ class ModelSpec:
     # add, instead of on their inputs (OLMo 2/3, EXAONE 4: Olmo2DecoderLayer); same weights
     # and FLOPs
     norms_after_blocks: bool = False
+    # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): an indexer picks this many keys per
+    # query (0 = dense attention). Not priced: the cost model charges dense attention and the
+    # model's description says so; the exports refuse it (engines.model_features_unbuilt)
+    dsa_topk: int = 0
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -118,7 +122,7 @@ class ModelSpec:
                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_experts",
                   "moe_topk", "moe_expert_ffn", "moe_shared_experts", "moe_shared_ffn",
                   "moe_dense_layers", "sliding_window", "sliding_layers", "extra_layer_norms",
-                  "nope_layers"):
+                  "nope_layers", "dsa_topk"):
             require_nonneg_int(f, getattr(self, f))
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
         for f in ("moe_groups", "moe_group_topk"):
