@@ -187,3 +187,20 @@ def test_a_part_with_its_own_gemm_measurement_uses_it():
     assert b200.matmul_flops == pytest.approx(2250e12 * efficiency.EFFICIENCY["blackwell"].matmul_bf16
                                               * clock)
     assert device(GPUS["GB200"], "fp8").matmul_flops == pytest.approx(3615.6e12 * clock)
+
+
+def test_amd_fp8_gemm_rates_follow_amds_measured_fp8_over_bf16():
+    """CDNA3 / MI325X FP8: the part's MAMF bf16 rate times AMD's own measured FP8 / BF16
+    max-achievable ratio on that part (ROCm blogs: MI300X 1,273 / 708, MI325X 1,408.06 /
+    831.40 TFLOP/s); MI355X, measured at bf16 only, takes its bf16 rate times CDNA3's ratio."""
+    from meshplan.cost import efficiency
+    from meshplan.cost.compute import device
+    clock = efficiency.SUSTAINED_TENSOR
+    fp8 = {n: device(GPUS[n], "fp8").matmul_flops / clock for n in ("MI300X", "MI325X", "MI355X")}
+    bf16 = {n: device(GPUS[n], "bf16").matmul_flops / clock for n in fp8}
+    assert bf16["MI300X"] == pytest.approx(668.4e12) and bf16["MI325X"] == pytest.approx(784.9e12)
+    assert fp8["MI300X"] / bf16["MI300X"] == pytest.approx(1273 / 708)
+    assert fp8["MI325X"] / bf16["MI325X"] == pytest.approx(1408.06 / 831.40)
+    assert bf16["MI355X"] == pytest.approx(1565.0e12)
+    # (the ratio of fractions: MI300X's fp8 peak, 2,614.9, is not exactly twice 1,307.4)
+    assert fp8["MI355X"] / bf16["MI355X"] == pytest.approx(1273 / 708, rel=1e-4)

@@ -190,9 +190,14 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
 
 def _matmul_fraction(gpu: GPU, e: KernelEfficiency, dtype: str) -> float:
     """The large-GEMM fraction of ``gpu`` at ``dtype`` ("bf16" or "fp8"): the part's own
-    measurement where efficiency.SKU_MATMUL has one, else its generation's."""
-    default = e.matmul_fp8 if dtype == "fp8" else e.matmul_bf16
-    return efficiency.SKU_MATMUL.get(gpu.name, {}).get(dtype, default)
+    measurement where efficiency.SKU_MATMUL has one; a part measured at bf16 only takes that
+    times its generation's fp8 / bf16 ratio at fp8; else its generation's."""
+    sku = efficiency.SKU_MATMUL.get(gpu.name, {})
+    if dtype in sku:
+        return sku[dtype]
+    if dtype == "fp8" and "bf16" in sku:
+        return sku["bf16"] * e.matmul_fp8 / e.matmul_bf16
+    return e.matmul_fp8 if dtype == "fp8" else e.matmul_bf16
 
 
 # Unfused attention (Megatron CoreAttention without --use-flash-attn, the path of

@@ -158,12 +158,19 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
     # paper (Zadouri, Shah, Dao et al., 2026-03) reports its B200 forward up to 1,613 TFLOP/s
     # (0.72 of 2,250) and 1.1-1.3x cuDNN 9.13's, i.e. cuDNN at 0.55-0.65 where FA4 peaks.
     "blackwell": KernelEfficiency(0.78, 0.763, 0.495, 0.462, 0.89, 3e-6, full_clock_power_w=1000),
-    "cdna3": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
+    # CDNA3 GEMMs (MI300X): bf16 668.4 of 1,307.4 (the MAMF table above, torch.mm); fp8 from
+    # that rate times AMD's own measured FP8 / BF16 ratio on the same part, same method and
+    # day: 1,273 / 708 TFLOP/s ("Measuring Max-Achievable FLOPs - Part 2", ROCm blogs, 2025:
+    # hipBLASLt-bench, M 4096 x N 3648/4864 x K 32896, MI300X 750 W) -> 1,201.8 of 2,614.9 =
+    # 0.460 (was 0.45, a recalled figure; 0.50 bf16 was recalled too).
+    "cdna3": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.80,
+                              11e-6, gemm_flop_per_load_byte=107.0),
     # CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
     # (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its
     # predictions carry the wide interval of a generation with no validation rows
     # (uncertainty.py). Replace with a `meshplan calibrate` profile where an MI355X is at hand.
-    "cdna4": KernelEfficiency(0.50, 0.45, 0.40, 0.32, 0.80, 11e-6, gemm_flop_per_load_byte=107.0),
+    "cdna4": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.80,
+                              11e-6, gemm_flop_per_load_byte=107.0),
 }
 
 # Large-GEMM fractions measured on one part that differ from its generation's reference
@@ -173,13 +180,18 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
 # against 1,745.0 TFLOP/s: +4%, not the datasheets' +11%). Source: the MAMF table above
 # (BF16 and FP8, TFLOP/s measured / datasheet dense peak): GB200 bf16 1,822.0 / 2,500,
 # fp8 3,615.6 / 5,000; B300 bf16 1,769.0 / 2,250, fp8 3,353.3 / 4,500; MI325X (1,000 W)
-# bf16 784.9 / 1,307.4; MI355X bf16 1,565.0 / 2,516.6. GB300 and the remaining dtypes: no
-# measurement found, the generation's fraction. A profile overrides these by name
+# bf16 784.9 / 1,307.4; MI355X bf16 1,565.0 / 2,516.6. GB300: no measurement found, the
+# generation's fraction. A profile overrides these by name
 # ("SKU_MATMUL.GB200.bf16" = 0.75).
+# MI325X fp8: its MAMF bf16 rate times AMD's measured FP8 / BF16 ratio on the part, 1,408.06 /
+# 831.40 (ROCm blogs "Completing the GPU Performance Picture: Understanding TAF", 2026-10:
+# hipBLASLt MAF with normal-distribution inputs, MI325X at 1,000 W) -> 1,329.3 of 2,614.9.
+# A part with a bf16 measurement and none at fp8 takes its bf16 fraction times its
+# generation's fp8 / bf16 ratio (compute._matmul_fraction): MI355X.
 SKU_MATMUL: dict[str, dict[str, float]] = {
     "GB200": {"bf16": 1822.0 / 2500, "fp8": 3615.6 / 5000},
     "B300": {"bf16": 1769.0 / 2250, "fp8": 3353.3 / 4500},
-    "MI325X": {"bf16": 784.9 / 1307.4},
+    "MI325X": {"bf16": 784.9 / 1307.4, "fp8": 784.9 * 1408.06 / 831.40 / 2614.9},
     "MI355X": {"bf16": 1565.0 / 2516.6},
 }
 
