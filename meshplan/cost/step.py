@@ -196,7 +196,12 @@ def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
         out["dp_shard"] = group_placement(cluster, (plan.cp, st("cp")), (shard_dp, st("dp")))
         out["dp_replicate"] = group_placement(
             cluster, (plan.dp * plan.cp // plan.hsdp_shard, st("dp") * shard_dp))
-    out["pp_across_nodes"] = Placement(2, 1 if st("pp") >= dom else 2)
+    # a pipeline's sends cross the network when any two neighbouring stages sit in different
+    # scale-up domains: its group spans more than one (a stride below the domain size does
+    # not keep it inside one: pp 8 at stride 2 on 8-GPU nodes puts stages 4-7 on the next
+    # node); the slowest hop paces every micro-batch through the pipeline
+    spans = group_placement(cluster, (plan.pp, st("pp"))).nodes > 1
+    out["pp_across_nodes"] = Placement(2, 1 if st("pp") >= dom or spans else 2)
     return out
 
 
