@@ -132,6 +132,14 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
                    "see meshplan/engines.py)")
     for reason, n in r.rejected.most_common():
         out.append(f"  rejected {n:>7,}: {reason}")
+    if not r.top and not r.considered:
+        w = sc.workload
+        out.append(f"no plan fits: no layout uses all {sc.cluster.num_gpus:,} GPUs (dp x cp x "
+                   f"tp x pp must equal the count, with dp at most the {w.global_batch:,} "
+                   f"sequences per step, tp within a node and what the heads allow, pp at most "
+                   f"the {sc.model.layers} layers, cp dividing the {w.seq_len:,}-token "
+                   "sequence)")
+        return "\n".join(out)
     if not r.top:
         out.append("no plan fits: every plan rejected above")
         out += closest_text(r)
@@ -218,9 +226,16 @@ def search_json(sc: Scenario, r: SearchResult) -> dict:
 
 
 def right_size_text(sc: Scenario, r: SearchResult, fewer) -> list[str]:
-    """Too many GPUs for the work: the best plan where tokens/s per GPU stops improving."""
+    """Too many GPUs for the work: the best plan where tokens/s per GPU stops improving (or,
+    when no layout uses every GPU, the largest count that has a plan)."""
     if fewer is None:
         return []
+    if not r.top:
+        b = fewer.best
+        return ["", f"the largest GPU count of the scan with a plan: {fewer.num_gpus:,}",
+                f"  on {fewer.num_gpus:,} GPUs: {b.plan.describe()}  {b.step_time_s:.3f} s, "
+                f"{b.tokens_per_s_per_gpu:,.0f} tok/s/GPU, {b.tokens_per_s:,.0f} tok/s in all",
+                f"  (reproduce with --gpus {fewer.num_gpus}x{sc.cluster.gpu.name})"]
     a, b = r.top[0], fewer.best
     scan = ", ".join(f"{n}: {t:,.0f}" if t else f"{n}: none fits" for n, t in fewer.scanned)
     return ["",

@@ -220,6 +220,15 @@ CASES = [
      ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops"),
     ("gpu-toml-unknown-key", {"g.toml": GOOD_GPU + "colour = 1\n"},
      ["plan", *M, *W, "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.colour"),
+    # an output that cannot be written, after others were: none of them is left behind
+    ("simulate-png-unwritable", {},
+     ["simulate", *M, "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "32",
+      "--dp", "2", "--tp", "8", "--trace", "{d}/t.json", "--png", "/proc/x.png"],
+     "output='/proc/x.png': cannot write"),
+    ("serve-export-unwritable", {},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "2000", "--output-len", "200",
+      "--rate", "10", "--requests", "50", "--export", "vllm", "--out", "/proc/x"],
+     "--out='/proc/x': cannot write there"),
     # ---- HuggingFace config.json -------------------------------------------------------------
     ("hf-not-json", {"c/config.json": "{"}, ["plan", "--model", "{d}/c", *W], "not valid JSON"),
     ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W], "JSON object"),

@@ -14,7 +14,7 @@ from ..report import (intervals_of, right_size_json, right_size_text, search_jso
                       search_text)
 from ..uncertainty import Z90, ranking_sigma
 from ..scenario import Scenario
-from ..search.scale import right_size, underused
+from ..search.scale import largest_count_with_a_plan, right_size, underused
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
 from ._pools import add_pool_args, objective_text, pools_run
@@ -62,6 +62,8 @@ def _run(args) -> int:
     fewer = None
     if r.top and underused(sc.cluster, sc.workload) and not args.no_right_size:
         fewer = right_size(sc.model, sc.cluster, sc.workload, r.top[0], pins, engine)
+    elif not r.top and not r.considered and not args.no_right_size:
+        fewer = largest_count_with_a_plan(sc.model, sc.cluster, sc.workload, pins, engine)
     rendered = None
     if args.export:
         if not r.top:

@@ -29,6 +29,32 @@ def _check_outputs(args) -> None:
             raise InputError("--" + flag.replace("_", "-"), path, f"file name must end in {suffix}")
 
 
+def _write_outputs(args, sim, title: str, written: list) -> None:
+    """Write the requested files, appending (path, created by this run) for each."""
+    from pathlib import Path
+
+    def track(path: str, write) -> None:
+        p = Path(path)
+        new = not p.exists()
+        write()
+        written.append((p, new))
+
+    if args.schedule_csv:
+        from ..export.trace import atomic_write
+        from ..pipeline.actions import format_csv
+        track(args.schedule_csv, lambda: atomic_write(Path(args.schedule_csv),
+                                                      format_csv(sim.schedule.order)))
+    if args.trace:
+        from ..export.trace import write_trace
+        track(args.trace, lambda: write_trace(sim, args.trace, title))
+    if args.png:
+        from ..export.plots import schedule_png
+        track(args.png, lambda: schedule_png(sim, args.png, title))
+    if args.mem_png:
+        from ..export.plots import memory_png
+        track(args.mem_png, lambda: memory_png(sim, args.mem_png, title))
+
+
 def _pick_plan(args, sc):
     over = plan_overrides(args)
     if sc.plan is not None or any(k in over for k in DEGREES):
@@ -58,25 +84,19 @@ def _run(args) -> int:
         ps = simulate_estimate(est, overlap_p2p=not args.blocking_p2p)
     sim = ps.sim
     title = f"{sc.model.name} on {sc.cluster.num_gpus}x{sc.cluster.gpu.name}: {plan.describe()}"
-    # render everything first, then write: a failure leaves no half-written output
+    # each file is written whole (atomically); if a later one cannot be written, the ones this
+    # run created are removed again, so a failure leaves no partial set of outputs
     written = []
-    if args.schedule_csv:
-        from ..export.trace import atomic_write
-        from ..pipeline.actions import format_csv
-        atomic_write(__import__("pathlib").Path(args.schedule_csv), format_csv(sim.schedule.order))
-        written.append(args.schedule_csv)
-    if args.trace:
-        from ..export.trace import write_trace
-        write_trace(sim, args.trace, title)
-        written.append(args.trace)
-    if args.png:
-        from ..export.plots import schedule_png
-        schedule_png(sim, args.png, title)
-        written.append(args.png)
-    if args.mem_png:
-        from ..export.plots import memory_png
-        memory_png(sim, args.mem_png, title)
-        written.append(args.mem_png)
+    try:
+        _write_outputs(args, sim, title, written)
+    except (InputError, OSError) as e:
+        for path, new in written:
+            if new:
+                path.unlink(missing_ok=True)
+        if isinstance(e, InputError):
+            raise
+        raise InputError("output", e.filename, f"cannot write ({e.strerror})") from None
+    written = [str(p) for p, _ in written]
     iv = _interval(sc, est, ps)
     if args.json:
         out = {"plan": plan.to_dict(), "plan_origin": origin or "given",

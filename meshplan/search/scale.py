@@ -32,23 +32,49 @@ def underused(cluster: Cluster, workload: Workload) -> bool:
     return workload.global_batch < cluster.num_gpus
 
 
+def half_count(n: int, per_node: int) -> int:
+    """The next GPU count of the scan: half of ``n``, in whole nodes while above one node
+    (96 -> 48 -> 24 -> 8 on 8-GPU nodes; 1,000 -> 496)."""
+    half = n // 2
+    return half // per_node * per_node if half > per_node else half
+
+
+def power_of_two_nodes(n: int, per_node: int) -> int:
+    """The largest count below ``n`` of whole nodes times a power of two (or a power of two
+    below one node): batches of 2^k sequences split over it evenly (1,000 -> 512 on 8-GPU
+    nodes, 100,000 -> 65,536)."""
+    unit = per_node if n > per_node else 1
+    m = unit
+    while m * 2 < n:
+        m *= 2
+    return m
+
+
+def _scan(model, cluster, workload, pins, engine, start: int | None = None):
+    """(GPU count, search result) for each count of the scan, largest first, below the
+    cluster's (from ``start`` when given); a pin impossible on fewer GPUs ends it."""
+    from .search import search
+
+    pins = {k: v for k, v in (pins or {}).items() if k not in ("dp",)}
+    n = cluster.num_gpus
+    while n > 1:
+        n = start if start is not None and n == cluster.num_gpus else half_count(
+            n, cluster.gpus_per_node)
+        try:
+            smaller = replace(cluster, num_gpus=n)
+            r = search(model, smaller, workload, pins, top_k=1, rerank_k=0, simulate=False,
+                       engine=engine)
+        except InputError:
+            return
+        yield n, r
+
+
 def right_size(model: ModelSpec, cluster: Cluster, workload: Workload, best_all: Estimate,
                pins: dict | None = None, engine: str | None = None) -> RightSize | None:
     """The best plan on the GPU count where tokens/s per GPU stops improving (None when the
     full cluster is already that count); with ``engine``, only plans that engine runs."""
-    from .search import search
-
-    best, n, scanned = best_all, cluster.num_gpus, [(cluster.num_gpus,
-                                                     best_all.tokens_per_s_per_gpu)]
-    pins = {k: v for k, v in (pins or {}).items() if k not in ("dp",)}
-    while n % 2 == 0 and n > 1:
-        n //= 2
-        smaller = replace(cluster, num_gpus=n)
-        try:
-            r = search(model, smaller, workload, pins, top_k=1, rerank_k=0, simulate=False,
-                       engine=engine)
-        except InputError:  # a pin impossible on fewer GPUs ends the scan
-            break
+    best, scanned = best_all, [(cluster.num_gpus, best_all.tokens_per_s_per_gpu)]
+    for n, r in _scan(model, cluster, workload, pins, engine):
         got = r.best.tokens_per_s_per_gpu if r.best else 0.0
         scanned.append((n, got))
         if not r.best or got < best.tokens_per_s_per_gpu * IMPROVES:
@@ -57,3 +83,18 @@ def right_size(model: ModelSpec, cluster: Cluster, workload: Workload, best_all:
     if best is best_all:
         return None
     return RightSize(best.world_size, best, tuple(scanned))
+
+
+def largest_count_with_a_plan(model: ModelSpec, cluster: Cluster, workload: Workload,
+                              pins: dict | None = None,
+                              engine: str | None = None) -> RightSize | None:
+    """When no layout uses every GPU (a count whose factors no axis takes, 1,000 = 2^3 x 5^3
+    with 16 sequences per step): the largest count that has a plan, scanning whole nodes
+    times powers of two downwards."""
+    scanned = [(cluster.num_gpus, 0.0)]
+    start = power_of_two_nodes(cluster.num_gpus, cluster.gpus_per_node)
+    for n, r in _scan(model, cluster, workload, pins, engine, start):
+        scanned.append((n, r.best.tokens_per_s_per_gpu if r.best else 0.0))
+        if r.best:
+            return RightSize(n, r.best, tuple(scanned))
+    return None

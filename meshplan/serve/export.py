@@ -171,11 +171,14 @@ def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
 
     text = script_text(engine, plan, model, model_id)  # refuses before anything is written
     out = check_out(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     files = {f"launch_{engine}.sh": text,
              "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},
                                      indent=2) + "\n"}
-    tmp = Path(tempfile.mkdtemp(prefix=".meshplan-", dir=out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".meshplan-", dir=out))
+    except OSError as e:  # the training exports' message (export.check_out_dir's writer)
+        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
     written = []
     try:
         for name, body in files.items():
@@ -184,6 +187,10 @@ def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
             os.replace(tmp / name, out / name)
             written.append(out / name)
         os.chmod(out / f"launch_{engine}.sh", 0o755)
+    except OSError as e:
+        for f in written:
+            f.unlink(missing_ok=True)
+        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
     finally:
         for f in tmp.iterdir():
             f.unlink()
