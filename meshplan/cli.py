@@ -2,7 +2,8 @@
 
 Each subcommand lives in ``meshplan/commands/<name>.py`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func``; modules there are found
-automatically. Any InputError becomes one line on stderr and exit code 2.
+automatically. Any InputError becomes one line on stderr and exit code 2; NoPlanFits (valid
+input on which nothing fits) one line and exit code 1.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-from .errors import InputError, RunFailed
+from .errors import InputError, NoPlanFits, RunFailed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,7 +55,7 @@ def _main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"meshplan {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except RunFailed as e:
+    except (RunFailed, NoPlanFits) as e:
         print(f"meshplan {args.command}: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:

@@ -17,6 +17,14 @@ class InputError(ValueError):
 
 
 
+class NoPlanFits(RuntimeError):
+    """Valid input on which no plan fits (the model does not fit the GPUs at any layout).
+
+    The CLI prints ``str(err)`` as one line and exits with code 1, as ``meshplan plan`` does
+    when every plan is rejected; exit code 2 stays for input that is wrong in itself.
+    """
+
+
 class RunFailed(RuntimeError):
     """A launched run failed on the workers (a bug or a crash there, not bad input).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import InputError, require_nonneg_int
+from ..errors import InputError, NoPlanFits, require_nonneg_int
 from ..progress import activity
 from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
                       scenario_from_args)
@@ -63,7 +63,7 @@ def _pick_plan(args, sc):
 
     res = search(sc.model, sc.cluster, sc.workload, pins=over)
     if res.best is None:
-        raise InputError("plan", None, "the search found no plan that fits; "
+        raise NoPlanFits("no plan fits: the search rejected every plan; "
                          "see `meshplan plan` for the reasons")
     return res.best.plan, "winner of the search"
 

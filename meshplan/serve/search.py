@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ..errors import InputError, NoPlanFits
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .memory import serve_memory
@@ -253,8 +253,8 @@ def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
     plans = plans if plans is not None else candidate_plans(
         model, cluster, weight_dtype, kv_dtype, disaggregated, all_sizes=True)
     if not plans:
-        raise InputError("model", model.name, f"no serving plan fits {cluster.describe()}"
-                         " (weights do not fit even at the largest tensor parallel size)")
+        raise NoPlanFits(f"no serving plan fits: {model.name} on {cluster.describe()} (its "
+                         "weights do not fit even at the largest tensor parallel size)")
     n = cluster.num_gpus
 
     def order(cs: list[Candidate], tr: Traffic) -> list[Candidate]:

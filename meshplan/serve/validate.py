@@ -18,7 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, NoPlanFits
 from ..runs_csv import count, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
@@ -147,7 +147,7 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
     for r in load_rows(path):
         try:
             out.append(predict_row(r))
-        except InputError as e:
+        except (InputError, NoPlanFits) as e:
             out.append(ServeRow(r.get("id", "?"), r.get("trust", ""), r.get("model", ""),
                                 f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=str(e)))
     summary = {"rows": len(out), "errors": sum(1 for x in out if x.error)}

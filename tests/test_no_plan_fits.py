@@ -1,0 +1,25 @@
+"""Valid input on which nothing fits exits 1 with one line, as `plan` does; exit 2 stays for
+input that is wrong in itself (errors.NoPlanFits against errors.InputError)."""
+
+import pytest
+
+from meshplan.cli import main
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--model", "gpt-neox-20b", "--gpus", "1xH100-SXM-80GB", "--seq-len", "2048",
+     "--global-batch", "96", "--rerank", "0"],
+    ["simulate", "--model", "gpt-neox-20b", "--gpus", "1xH100-SXM-80GB", "--seq-len", "2048",
+     "--global-batch", "96"],
+    ["serve", "--model", "llama3.1-70b", "--gpus", "1xH100-SXM-80GB", "--input-len", "2000",
+     "--output-len", "200", "--rate", "1", "--requests", "20"],
+])
+def test_nothing_fits_is_exit_1(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 1
+    said = (out + err).lower()
+    assert "no plan fits" in said or "no serving plan fits" in said
+    assert "Traceback" not in err
+    if argv[0] != "plan":
+        assert len(err.strip().splitlines()) == 1 and out == ""
