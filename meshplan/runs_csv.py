@@ -44,6 +44,10 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = [(h or "").strip().lstrip("\ufeff").lower() for h in (reader.fieldnames or [])]
+        # a column named twice would silently take the last one's values
+        dup = sorted({h for h in header if h and header.count(h) > 1})
+        if dup:
+            raise InputError(field, str(path), "column named more than once: " + ", ".join(dup))
         reader.fieldnames = header
         rows = []
         for r in reader:

@@ -45,6 +45,19 @@ class Scenario:
     # Provenance, not content: two scenarios with the same plan are equal however it was given
     plan_stated: frozenset = field(default=frozenset(), compare=False)
 
+    def __post_init__(self) -> None:
+        # FP8 training needs FP8 tensor cores on every GPU that runs it (Hopper, Ada,
+        # Blackwell, CDNA3 and newer: a catalog peak at fp8); elsewhere it is not a slower
+        # FP8 but no FP8 at all, so it is refused rather than priced as 16-bit
+        if self.workload.precision == "fp8":
+            gpus = ([p.gpu for p in self.pools.pools] if self.pools is not None
+                    else [self.cluster.gpu])
+            for g in gpus:
+                if "fp8" not in g.peak_flops:
+                    raise InputError("precision", "fp8", f"{g.name} ({g.generation}) has no FP8 "
+                                     "tensor cores (Hopper, Ada, Blackwell, CDNA3 and newer "
+                                     "do); use bf16 or fp16")
+
 
 def gpu_catalog(gpu_file: str | Path | None = None) -> dict[str, GPU]:
     cat = dict(GPUS)
@@ -139,6 +152,9 @@ def _model_from_table(t: dict, base: Path) -> ModelSpec:
         raise InputError("model", t, f"incomplete inline model ({e})") from None
 
 
+SCENARIO_TABLES = ("model", "cluster", "workload", "plan")
+
+
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
@@ -154,6 +170,11 @@ def load_scenario(path: str | Path) -> Scenario:
     for sec in ("model", "cluster", "workload"):
         if not isinstance(data.get(sec), dict):
             raise InputError("scenario", str(path), f"needs a [{sec}] table")
+    for sec in data:  # a misspelt table would be ignored: [plans] for [plan]
+        if sec not in SCENARIO_TABLES:
+            raise InputError(f"[{sec}]", data[sec] if not isinstance(data[sec], dict) else "",
+                             "unknown table; a scenario has " + ", ".join(
+                                 f"[{t}]" for t in SCENARIO_TABLES))
     base = p.parent
     model = _model_from_table(data["model"], base)
     c = dict(data["cluster"])
@@ -177,6 +198,13 @@ def load_scenario(path: str | Path) -> Scenario:
             raise InputError(f"cluster.{k}", c[k], "allowed: " + ", ".join(sorted(allowed)))
     cluster = pools.pools[0].cluster if pools else make_cluster(gpu_file=gf, **c)
     w = dict(data["workload"])
+    known = {f.name for f in fields(Workload)} | {"global_batch_tokens"}
+    for k, v in w.items():
+        if k not in known:
+            raise InputError(f"workload.{k}", v, "unknown key; allowed: " + ", ".join(sorted(known)))
+        if k in ("seq_len", "global_batch", "global_batch_tokens") and (
+                isinstance(v, bool) or not isinstance(v, int)):
+            raise InputError(f"workload.{k}", v, "must be a TOML integer (8192, not \"8192\")")
     if "global_batch_tokens" in w:
         tokens = w.pop("global_batch_tokens")
         workload = Workload.from_tokens(w.pop("seq_len", 0), tokens, **w)

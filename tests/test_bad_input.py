@@ -155,6 +155,14 @@ CASES = [
      ["predict", "--scenario", "{d}/s.toml"], "seq_len"),
     ("scenario-seq-len-float", {"s.toml": GOOD_SCENARIO.replace("4096", "4096.5")},
      ["predict", "--scenario", "{d}/s.toml"], "seq_len"),
+    # a number written as text, a misspelt [workload] key, a table no scenario has
+    ("scenario-seq-len-quoted-number", {"s.toml": GOOD_SCENARIO.replace("4096", '"4096"')},
+     ["predict", "--scenario", "{d}/s.toml"], "workload.seq_len='4096': must be a TOML integer"),
+    ("scenario-workload-unknown-key",
+     {"s.toml": GOOD_SCENARIO.replace("[workload]\n", "[workload]\nglobal_batch_size = 9\n")},
+     ["predict", "--scenario", "{d}/s.toml"], "workload.global_batch_size=9: unknown key"),
+    ("scenario-unknown-table", {"s.toml": GOOD_SCENARIO + "[bogus]\nx = 1\n"},
+     ["predict", "--scenario", "{d}/s.toml"], "[bogus]"),
     ("scenario-dp-nan", {"s.toml": GOOD_SCENARIO.replace("dp = 8", "dp = nan")},
      ["predict", "--scenario", "{d}/s.toml"], "dp"),
     ("scenario-plan-unknown-field", {"s.toml": GOOD_SCENARIO + "tensor = 2\n"},
@@ -220,6 +228,12 @@ CASES = [
      ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops"),
     ("gpu-toml-unknown-key", {"g.toml": GOOD_GPU + "colour = 1\n"},
      ["plan", *M, *W, "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.colour"),
+    # FP8 where the GPU has none, and an FP8 recipe without FP8 (both used to be ignored)
+    ("fp8-on-ampere", {}, ["plan", *M, "--gpus", "8xA100-SXM-80GB", "--seq-len", "4096",
+                           "--global-batch", "32", "--precision", "fp8"],
+     "precision='fp8': A100-SXM-80GB (ampere) has no FP8 tensor cores"),
+    ("fp8-recipe-without-fp8", {}, ["plan", *M, *W, "--fp8-recipe", "mx"],
+     "--fp8-recipe='mx': applies to --precision fp8 only"),
     # an output that cannot be written, after others were: none of them is left behind
     ("simulate-png-unwritable", {},
      ["simulate", *M, "--gpus", "16xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "32",
@@ -277,6 +291,10 @@ CASES = [
     # runs CSV (meshplan/runs_csv.py): a file nothing can be read from; a bad row is not
     # bad input but a row that is listed as not scored (tests/test_validate_rows.py)
     ("validate-csv-empty", {"e.csv": ""}, ["validate", "{d}/e.csv"], "is empty"),
+    ("validate-csv-duplicate-column",
+     {"d.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model,gpu\n"
+               "1,H100-SXM-80GB,8,4096,32,llama3.1-8b,A100-SXM-80GB\n"},
+     ["validate", "{d}/d.csv"], "column named more than once: gpu"),
     ("validate-csv-header-only", {"h.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model\n"},
      ["validate", "{d}/h.csv"], "no data rows"),
     ("validate-csv-missing-columns", {"m.csv": "id,model\n1,llama3.1-8b\n"},

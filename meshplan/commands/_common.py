@@ -73,6 +73,13 @@ def _check_batch_flags(args: argparse.Namespace, seq_len: int | None) -> None:
                          f"{gb * (seq_len or 0)} tokens); give one of them")
 
 
+def _check_recipe_flag(recipe: str, precision: str) -> None:
+    """--fp8-recipe names how FP8 runs: without FP8 it would be silently ignored."""
+    if recipe and precision != "fp8":
+        raise InputError("--fp8-recipe", recipe, f"applies to --precision fp8 only (the "
+                         f"precision here is {precision})")
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """The scenario from --scenario, with any flags given on top overriding it. (A cluster
     of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
@@ -97,9 +104,12 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
             gb = Workload.from_tokens(seq, args.global_batch_tokens).global_batch
         # flags override; what the scenario's [workload] says beyond them (framework,
         # compiled_loss, attention_kernel, optimizer, fp8_recipe) is kept
-        workload = replace(w, seq_len=seq, global_batch=gb,
-                           precision=args.precision or w.precision,
-                           fp8_recipe=recipe or w.fp8_recipe,
+        precision = args.precision or w.precision
+        _check_recipe_flag(recipe, precision)
+        workload = replace(w, seq_len=seq, global_batch=gb, precision=precision,
+                           # the scenario's recipe belongs to its fp8 runs: a --precision
+                           # bf16 comparison drops it
+                           fp8_recipe=recipe or (w.fp8_recipe if precision == "fp8" else ""),
                            grad_reduce_dtype=grads or w.grad_reduce_dtype)
         return Scenario(model, cluster, workload, sc.plan, plan_stated=sc.plan_stated)
     for name in ("model", "gpus", "seq_len"):
@@ -109,6 +119,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
     _check_batch_flags(args, args.seq_len)
+    _check_recipe_flag(recipe, args.precision or "bf16")
     if args.global_batch_tokens:
         workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
                                         precision=args.precision or "bf16",

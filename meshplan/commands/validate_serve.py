@@ -12,7 +12,9 @@ def _pct(x) -> str:
 
 
 def _num(x, spec) -> str:
-    return "-" if x is None else format(x, spec)
+    """``x`` in ``spec`` ("15.0f"); a missing figure is a "-" in the same width, so the
+    columns stay apart."""
+    return "-".rjust(int(spec.split(".")[0])) if x is None else format(x, spec)
 
 
 def _run(args) -> int:
