@@ -232,6 +232,9 @@ CASES = [
     ("fp8-on-ampere", {}, ["plan", *M, "--gpus", "8xA100-SXM-80GB", "--seq-len", "4096",
                            "--global-batch", "32", "--precision", "fp8"],
      "precision='fp8': A100-SXM-80GB (ampere) has no FP8 tensor cores"),
+    ("bf16-on-volta", {}, ["plan", *M, "--gpus", "8xV100-SXM-32GB", "--seq-len", "2048",
+                           "--global-batch", "32", "--precision", "bf16"],
+     "precision='bf16': V100-SXM-32GB (volta) has no bf16 tensor cores"),
     ("fp8-recipe-without-fp8", {}, ["plan", *M, *W, "--fp8-recipe", "mx"],
      "--fp8-recipe='mx': applies to --precision fp8 only"),
     # an output that cannot be written, after others were: none of them is left behind

@@ -23,3 +23,12 @@ def test_nothing_fits_is_exit_1(argv, capsys):
     assert "Traceback" not in err
     if argv[0] != "plan":
         assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_volta_defaults_to_fp16(capsys):
+    # no bf16 tensor cores before Ampere: without --precision the run is fp16, as on V100s
+    rc = main(["predict", "--model", "llama3.1-8b", "--gpus", "16xV100-SXM-32GB", "--seq-len",
+               "2048", "--global-batch", "64", "--plan", "dp16 tp1 pp1 zero1 mb1", "--json"])
+    import json
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["scenario"].endswith(", fp16")

@@ -119,13 +119,15 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
     _check_batch_flags(args, args.seq_len)
-    _check_recipe_flag(recipe, args.precision or "bf16")
+    # without --precision: bf16, or fp16 on parts without bf16 tensor cores (Volta, Turing)
+    default = "bf16" if "bf16" in cluster.gpu.peak_flops else "fp16"
+    _check_recipe_flag(recipe, args.precision or default)
     if args.global_batch_tokens:
         workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
-                                        precision=args.precision or "bf16",
+                                        precision=args.precision or default,
                                         fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
     elif args.global_batch is not None:
-        workload = Workload(args.seq_len, args.global_batch, args.precision or "bf16",
+        workload = Workload(args.seq_len, args.global_batch, args.precision or default,
                             fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
