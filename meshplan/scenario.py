@@ -49,6 +49,8 @@ class Scenario:
         # FP8 training needs FP8 tensor cores on every GPU that runs it (Hopper, Ada,
         # Blackwell, CDNA3 and newer: a catalog peak at fp8); elsewhere it is not a slower
         # FP8 but no FP8 at all, so it is refused rather than priced as 16-bit
+        if self.cluster is None and self.pools is None:  # `meshplan run` on local devices
+            return
         if (self.workload.precision == "bf16" and self.pools is None
                 and "bf16" not in self.cluster.gpu.peak_flops):
             g = self.cluster.gpu
