@@ -62,23 +62,42 @@ class Device:
     exp_per_sm_clock: float = efficiency.EXP_PER_SM_CLOCK
 
 
+def attention_rates(gpu: GPU) -> tuple[float, float]:
+    """(16-bit tensor-core FLOPs, exponentials) per SM per clock of ``gpu``
+    (efficiency.ATTENTION_EXP; 0 tensor FLOPs: no exponential model for the part)."""
+    tc = efficiency.SKU_TENSOR_FLOPS_PER_SM_CLOCK.get(
+        gpu.name, efficiency.TENSOR_FLOPS_PER_SM_CLOCK.get(gpu.generation or "hopper", 0.0))
+    return tc, efficiency.SKU_EXP_PER_SM_CLOCK.get(gpu.name, efficiency.EXP_PER_SM_CLOCK)
+
+
+def _carry_attention(fraction: float, tc: float, backward: bool, head_dim_from: float,
+                     exp_from: float, head_dim_to: float, exp_to: float) -> float:
+    """An attention fraction measured at ``head_dim_from`` with ``exp_from`` exponentials per
+    SM per clock, carried to ``head_dim_to`` and ``exp_to`` (head dims of 128 and above count
+    as 128): time per score element = tensor-core FLOPs / tc x x_mma + ATTENTION_EXP /
+    exponential rate, with x_mma solved at the measured point. Returned as is where the
+    model does not apply (no rates, or a fraction above what the exponentials allow)."""
+    if not tc or not head_dim_from or not head_dim_to or fraction <= 0:
+        return fraction
+    per_dim = ATTN_BWD_FLOP_RATIO * 4.0 if backward else 4.0  # FLOPs per element per unit d
+    d_from = min(head_dim_from, efficiency.ATTENTION_REF_HEAD_DIM)
+    x_mma = 1.0 / fraction - efficiency.ATTENTION_EXP / exp_from * tc / (per_dim * d_from)
+    if x_mma <= 0:
+        return fraction
+    mma = per_dim * min(head_dim_to, efficiency.ATTENTION_REF_HEAD_DIM) / tc
+    return mma / (mma * x_mma + efficiency.ATTENTION_EXP / exp_to)
+
+
 def attention_efficiency(dev: Device, head_dim: float, backward: bool = False) -> float:
     """Fraction of ``dev.attn_flops`` a flash-attention kernel reaches at mean head dimension
     ``head_dim`` ((d_qk + d_v) / 2), forward or backward (efficiency.ATTENTION_EXP): the
     device's fraction at head dim 128 on its generation's reference part splits into
     tensor-core time and exposed exponential time; a smaller head dim does fewer FLOPs per
     exponential, and a part with a faster exponential unit (Blackwell Ultra) hides more."""
-    ref = dev.attn_bwd_eff if backward else dev.attn_fwd_eff
-    r = dev.tc_flops_per_sm_clock
-    if not r or not head_dim or ref <= 0:
-        return ref
-    per_dim = ATTN_BWD_FLOP_RATIO * 4.0 if backward else 4.0  # FLOPs per element per unit d
-    exp_ref = efficiency.ATTENTION_EXP / efficiency.EXP_PER_SM_CLOCK
-    x_mma = 1.0 / ref - exp_ref * r / (per_dim * efficiency.ATTENTION_REF_HEAD_DIM)
-    if x_mma <= 0:  # a profile's fraction above what the exponentials allow: take it as is
-        return ref
-    mma = per_dim * min(head_dim, efficiency.ATTENTION_REF_HEAD_DIM) / r
-    return mma / (mma * x_mma + efficiency.ATTENTION_EXP / dev.exp_per_sm_clock)
+    return _carry_attention(dev.attn_bwd_eff if backward else dev.attn_fwd_eff,
+                            dev.tc_flops_per_sm_clock, backward,
+                            efficiency.ATTENTION_REF_HEAD_DIM, efficiency.EXP_PER_SM_CLOCK,
+                            head_dim, dev.exp_per_sm_clock)
 
 
 def reference_attention_fraction(gpu: GPU, measured: float, head_dim: float,
@@ -86,19 +105,9 @@ def reference_attention_fraction(gpu: GPU, measured: float, head_dim: float,
     """The inverse of attention_efficiency: the head-dim-128 fraction on the generation's
     reference part (16 exponentials per SM per clock) that gives ``measured`` on ``gpu`` at
     ``head_dim``; what ``meshplan calibrate`` writes for its flash-attention timing."""
-    gen = gpu.generation or "hopper"
-    r = efficiency.SKU_TENSOR_FLOPS_PER_SM_CLOCK.get(
-        gpu.name, efficiency.TENSOR_FLOPS_PER_SM_CLOCK.get(gen, 0.0))
-    if not r or not head_dim or measured <= 0:
-        return measured
-    exp_part = efficiency.SKU_EXP_PER_SM_CLOCK.get(gpu.name, efficiency.EXP_PER_SM_CLOCK)
-    per_dim = ATTN_BWD_FLOP_RATIO * 4.0 if backward else 4.0
-    mma = per_dim * min(head_dim, efficiency.ATTENTION_REF_HEAD_DIM) / r
-    x_mma = 1.0 / measured - efficiency.ATTENTION_EXP / exp_part / mma
-    if x_mma <= 0:
-        return measured
-    ref = per_dim * efficiency.ATTENTION_REF_HEAD_DIM / r
-    return ref / (ref * x_mma + efficiency.ATTENTION_EXP / efficiency.EXP_PER_SM_CLOCK)
+    tc, exp = attention_rates(gpu)
+    return _carry_attention(measured, tc, backward, head_dim, exp,
+                            efficiency.ATTENTION_REF_HEAD_DIM, efficiency.EXP_PER_SM_CLOCK)
 
 
 def attention_kernel_of(engine: str, kernel: str = "") -> str:
@@ -157,16 +166,13 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     # are materialised, so the attention core is two batched GEMMs and Megatron's fused
     # softmax passes over them instead of a flash kernel's share of the peak
     unfused = materialises_scores(gpu.generation, engine, attention_kernel)
-    tc = efficiency.SKU_TENSOR_FLOPS_PER_SM_CLOCK.get(
-        gpu.name, efficiency.TENSOR_FLOPS_PER_SM_CLOCK.get(gen, 0.0))
+    tc, exp = attention_rates(gpu)
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
                   gen, sms, sm_flops, load, e.gemm_tile_latency_s,
                   unfused_attention=unfused,
                   unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (),
                   hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None,
-                  tc_flops_per_sm_clock=0.0 if unfused else tc,
-                  exp_per_sm_clock=efficiency.SKU_EXP_PER_SM_CLOCK.get(
-                      gpu.name, efficiency.EXP_PER_SM_CLOCK))
+                  tc_flops_per_sm_clock=0.0 if unfused else tc, exp_per_sm_clock=exp)
 
 
 def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:

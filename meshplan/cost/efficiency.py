@@ -165,13 +165,12 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
     # 0.460 (was 0.45, a recalled figure; 0.50 bf16 was recalled too).
     "cdna3": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.80,
                               11e-6, gemm_flop_per_load_byte=107.0),
-    # CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
-    # (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its
-    # predictions carry the wide interval of a generation with no validation rows
-    # (uncertainty.py). Replace with a `meshplan calibrate` profile where an MI355X is at hand.
-    "cdna4": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.80,
-                              11e-6, gemm_flop_per_load_byte=107.0),
 }
+# CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
+# (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its
+# predictions carry the wide interval of a generation with no validation rows
+# (uncertainty.py). Replace with a `meshplan calibrate` profile where an MI355X is at hand.
+EFFICIENCY["cdna4"] = EFFICIENCY["cdna3"]
 
 # Large-GEMM fractions measured on one part that differ from its generation's reference
 # part (EFFICIENCY: H100, A100, B200, MI300X). Parts of one generation share the SM design

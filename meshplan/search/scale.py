@@ -50,23 +50,21 @@ def power_of_two_nodes(n: int, per_node: int) -> int:
     return m
 
 
-def _scan(model, cluster, workload, pins, engine, start: int | None = None):
-    """(GPU count, search result) for each count of the scan, largest first, below the
-    cluster's (from ``start`` when given); a pin impossible on fewer GPUs ends it."""
+def _scan(model, cluster, workload, pins, engine, first: int):
+    """(GPU count, search result) for each count of the scan, largest first: ``first``, then
+    halvings in whole nodes; a pin impossible on fewer GPUs ends it."""
     from .search import search
 
     pins = {k: v for k, v in (pins or {}).items() if k not in ("dp",)}
-    n = cluster.num_gpus
-    while n > 1:
-        n = start if start is not None and n == cluster.num_gpus else half_count(
-            n, cluster.gpus_per_node)
+    n = first
+    while n >= 1:
         try:
-            smaller = replace(cluster, num_gpus=n)
-            r = search(model, smaller, workload, pins, top_k=1, rerank_k=0, simulate=False,
-                       engine=engine)
+            r = search(model, replace(cluster, num_gpus=n), workload, pins, top_k=1,
+                       rerank_k=0, simulate=False, engine=engine)
         except InputError:
             return
         yield n, r
+        n = half_count(n, cluster.gpus_per_node) if n > 1 else 0
 
 
 def right_size(model: ModelSpec, cluster: Cluster, workload: Workload, best_all: Estimate,
@@ -74,7 +72,8 @@ def right_size(model: ModelSpec, cluster: Cluster, workload: Workload, best_all:
     """The best plan on the GPU count where tokens/s per GPU stops improving (None when the
     full cluster is already that count); with ``engine``, only plans that engine runs."""
     best, scanned = best_all, [(cluster.num_gpus, best_all.tokens_per_s_per_gpu)]
-    for n, r in _scan(model, cluster, workload, pins, engine):
+    first = half_count(cluster.num_gpus, cluster.gpus_per_node)
+    for n, r in _scan(model, cluster, workload, pins, engine, first):
         got = r.best.tokens_per_s_per_gpu if r.best else 0.0
         scanned.append((n, got))
         if not r.best or got < best.tokens_per_s_per_gpu * IMPROVES:
@@ -92,8 +91,8 @@ def largest_count_with_a_plan(model: ModelSpec, cluster: Cluster, workload: Work
     with 16 sequences per step): the largest count that has a plan, scanning whole nodes
     times powers of two downwards."""
     scanned = [(cluster.num_gpus, 0.0)]
-    start = power_of_two_nodes(cluster.num_gpus, cluster.gpus_per_node)
-    for n, r in _scan(model, cluster, workload, pins, engine, start):
+    first = power_of_two_nodes(cluster.num_gpus, cluster.gpus_per_node)
+    for n, r in _scan(model, cluster, workload, pins, engine, first):
         scanned.append((n, r.best.tokens_per_s_per_gpu if r.best else 0.0))
         if r.best:
             return RightSize(n, r.best, tuple(scanned))
