@@ -141,18 +141,25 @@ MEGATRON_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
 MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1}
 
 
+# how model_features_unbuilt names a gated MLP's activation other than SiLU
+GATED_ACT_LABELS = {"gelu_tanh": "gelu_tanh gated MLP (GeGLU)",
+                    "quick_gelu": "quick-GELU gated MLP (x * sigmoid(1.702 x))"}
+
+
 def model_features_unbuilt(model) -> str:
     """Model features that meshplan's exports and runtime do not write or build: sliding-
-    window attention, GeGLU, attention sinks, post-norms, parallel blocks, full-width q/k
-    norms, a gated shared expert, ALiBi, NoPE layers, an embedding norm, non-parametric
-    LayerNorm, norms after the blocks, ReLU / squared-ReLU MLPs, DeepSeek Sparse Attention
-    ('' when the model has none)."""
+    window attention, GeGLU or quick-GELU gates, clamped gated-MLP inputs, attention sinks,
+    post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
+    layers, an embedding norm, non-parametric LayerNorm, norms after the blocks, ReLU /
+    squared-ReLU MLPs, DeepSeek Sparse Attention ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
                    f"{model.sliding_window} keys)")
     if model.gated_act != "silu":
-        out.append(f"{model.gated_act} gated MLP (GeGLU)")
+        out.append(GATED_ACT_LABELS[model.gated_act])
+    if model.glu_clamp:
+        out.append(f"gated-MLP inputs clamped at {model.glu_clamp:g}")
     if model.attention_sinks:
         out.append("attention sinks")
     if model.extra_layer_norms:

@@ -15,6 +15,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2
 from ..recompute_modules import modules_of
 from .compute import ATTN_BWD_FLOP_RATIO, attention_efficiency, device, matmul_s, op_times
 from .efficiency import NETWORK
+from .mcore_experts import eager_expert_epilogue
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, gathered_logits,
@@ -173,6 +174,7 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
             ops = unfused_swiglu(ops, model, shard, engine)
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
+            ops = eager_expert_epilogue(ops, model, shard, engine)
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
     dev = device(cluster.gpu, precision, engine, attention_kernel, share)
     if dev.act_scale != 1.0:

@@ -16,8 +16,11 @@ from .model import ModelSpec
 @_family("gpt_oss")
 def _gpt_oss(name: str, cfg: dict) -> ModelSpec:
     """GPT-OSS (modeling_gpt_oss.py): biases on q, k, v, o and on every expert's gate/up and
-    down projections, a router with bias, one learned sink logit per head, and sliding-window
-    attention (128 keys) on every other layer, the first included."""
+    down projections, a router with bias, one learned sink logit per head, sliding-window
+    attention (128 keys) on every other layer, the first included, and experts whose gate and
+    up projections are clamped at ``swiglu_limit`` before a quick-GELU gate
+    (GptOssExperts._apply_gate: ``gate.clamp(max=limit)``, ``up.clamp(-limit, limit)``,
+    ``(up + 1) * gate * sigmoid(gate * 1.702)``)."""
     layers = _pos(cfg, "num_hidden_layers")
     heads = _pos(cfg, "num_attention_heads")
     common = _common(cfg, eps_default=1e-5)
@@ -27,6 +30,7 @@ def _gpt_oss(name: str, cfg: dict) -> ModelSpec:
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
         head_dim=_pos(cfg, "head_dim", 64), ffn=0, vocab=_pos(cfg, "vocab_size"),
         linear_bias=_bool(cfg, "attention_bias", True), attention_sinks=True,
+        gated_act="quick_gelu", glu_clamp=_float(cfg, "swiglu_limit", 7.0, allow_zero=True),
         moe_experts=_pos(cfg, "num_local_experts"), moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "intermediate_size"), moe_router_bias=True,
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.9, allow_zero=True),

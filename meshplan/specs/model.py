@@ -21,9 +21,12 @@ NORM_KINDS = ("rmsnorm", "layernorm", "layernorm_nobias", "layernorm_noparams")
 # "alibi": no position weights, a per-head linear bias on the attention scores (BLOOM, MPT)
 POSITION_KINDS = ("rope", "learned", "alibi")
 MOE_SCORES = ("softmax", "sigmoid")
-# activation of a gated MLP's gate: SiLU (SwiGLU, Llama) or tanh-approximated GELU (GeGLU,
-# Gemma: hidden_activation "gelu_pytorch_tanh"); same matrices and FLOPs, other kernels
-GATED_ACTS = ("silu", "gelu_tanh")
+# activation of a gated MLP's gate: SiLU (SwiGLU, Llama), tanh-approximated GELU (GeGLU,
+# Gemma: hidden_activation "gelu_pytorch_tanh") or quick GELU, x * sigmoid(1.702 x) (GPT-OSS:
+# transformers modeling_gpt_oss.py GptOssExperts, ``gate * torch.sigmoid(gate * self.alpha)``
+# with alpha 1.702; Megatron-Core fusions/fused_bias_geglu.py quick_gelu); same matrices and
+# FLOPs, other kernels
+GATED_ACTS = ("silu", "gelu_tanh", "quick_gelu")
 # activation of a non-gated MLP (mlp "gelu": two matrices): GELU (GPT-2, NeoX, Falcon),
 # ReLU (OPT) or squared ReLU (Nemotron-4, Primer); same matrices and FLOPs, other kernels
 UNGATED_ACTS = ("gelu", "relu", "relu2")
@@ -86,6 +89,9 @@ class ModelSpec:
     sliding_window: int = 0
     sliding_layers: int = 0
     gated_act: str = "silu"  # GATED_ACTS (mlp == "swiglu" only)
+    # the gated MLP's inputs clamped before the activation: the gate to at most this value,
+    # the up projection to [-value, value] (GPT-OSS config ``swiglu_limit`` 7.0); 0 = none
+    glu_clamp: float = 0.0
     attention_sinks: bool = False  # one learned sink logit per head and layer (GPT-OSS)
     # norms per layer beyond the pre-norm(s) (Gemma 2/3: 2 post-norms; Falcon-40B/180B's
     # parallel block: 1, its ln_mlp beside ln_attn)
@@ -129,8 +135,9 @@ class ModelSpec:
             require_nonneg_int(f, getattr(self, f))
         for f in ("rope_theta", "norm_eps", "rope_fraction", "moe_routed_scale"):
             object.__setattr__(self, f, require_positive_number(f, getattr(self, f)))
-        object.__setattr__(self, "moe_aux_loss_coef", require_positive_number(
-            "moe_aux_loss_coef", self.moe_aux_loss_coef, allow_zero=True))
+        for f in ("moe_aux_loss_coef", "glu_clamp"):
+            object.__setattr__(self, f, require_positive_number(f, getattr(self, f),
+                                                                allow_zero=True))
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
@@ -143,6 +150,8 @@ class ModelSpec:
                            require_choice("ungated_act", self.ungated_act, UNGATED_ACTS))
         if self.ungated_act != "gelu" and self.mlp != "gelu":
             raise InputError("ungated_act", self.ungated_act, "needs the non-gated MLP (mlp gelu)")
+        if self.glu_clamp and self.mlp != "swiglu":
+            raise InputError("glu_clamp", self.glu_clamp, "needs the gated MLP (mlp swiglu)")
         if self.nope_layers > self.layers:
             raise InputError("nope_layers", self.nope_layers, f"at most layers ({self.layers})")
         if self.qk_norm_full and not self.qk_norm:
