@@ -26,6 +26,7 @@ cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[
 # optional engine columns (meshplan/specs/workload.py): the optimizer's state dtype (fp32, bf16 = fp32 master and bf16
 # moments, bf16-no-master = bf16 moments and the bf16 weights updated in place) and the gradient buffer's dtype
 cols += ['optimizer_state_precision', 'grad_reduce_dtype']
+cols += ['compiled_loss']  # optional: 1 where torchtitan compiled its loss (--training.compile; cost/ops.py logits_bytes)
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -1301,6 +1302,13 @@ add(source=PRJ.format(t='MI355X — MoE Models (Mixtral 8×22B)'), trust='B', **
                 "page's container's (trust B); gradient dtype not printed (blank); Mixtral 8x22B shape as the NeMo "
                 "rows above (SH['MX22'])"))
 # END SECTION heldout-amd
+# --- H262+: H200, MI325X and Blackwell runs from MLPerf Training v4.1-v5.1 (median logged step times, layouts from the
+# logs or the submission's config scripts), torchtitan's H200 benchmark and Primus' single-node MI325X column, gathered
+# 2026-11-27 where the set had no H200 row: rows kept as data in heldout_rows_mlperf.csv (same columns, no id), each with
+# its source and derivation ---
+for _r in csv.DictReader(open(__import__('pathlib').Path(__file__).with_name('heldout_rows_mlperf.csv'), newline='')):
+    add(**{k: v for k, v in _r.items() if v != ''})
+# END SECTION heldout-mlperf
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for i, r in enumerate(rows):
