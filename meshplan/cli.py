@@ -34,7 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_streams() -> None:
+    """Text that the terminal's encoding cannot show (a non-ASCII model name under an ASCII
+    locale) is written escaped instead of raising UnicodeEncodeError mid-report."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: leave it
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _tolerant_streams()
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (128 + SIGINT), no traceback

@@ -83,3 +83,12 @@ def require_positive_number(field: str, value: object, allow_zero: bool = False)
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise InputError(field, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
     return v
+
+
+def require_plain_text(field: str, value: object) -> str:
+    """A name that meshplan writes into generated scripts and TOML (a model name, a model id):
+    refused with control characters (a newline would start a new shell line or TOML key)."""
+    text = str(value)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise InputError(field, text, "must not contain control characters (newline, tab, ...)")
+    return text

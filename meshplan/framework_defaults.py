@@ -99,6 +99,12 @@ from __future__ import annotations
 
 # the frameworks a runs CSV names (shared/validation/README.md), plus "" (meshplan's own)
 FRAMEWORKS = ("megatron", "nemo", "torchtitan", "deepspeed", "maxtext", "paxml", "other", "")
+# ... and the engines whose own kernels the cost model names (llm-foundry's Triton attention
+# and fused loss, Aleph Alpha's eager norms and attention: cost/efficiency.py, cost/ops.py):
+# every framework a workload may name. Another name would be predicted as no engine at all
+# without saying so: Workload refuses it, and `meshplan validate` reads it as "other" with a
+# note (validate.prepare).
+ENGINES = FRAMEWORKS + ("llm-foundry", "llmfoundry", "aleph-alpha")
 
 # TP communication overlap when TP > 1 (TE userbuffers / Megatron --tp-comm-overlap,
 # torchtitan async TP, DeepSpeed AutoTP tp_overlap_comm). Frameworks not listed: NONE.

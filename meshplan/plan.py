@@ -236,23 +236,33 @@ class Plan:
         """Build from short or long field names; unknown names are an InputError."""
         known = set(cls.__dataclass_fields__)
         kw = {}
+        given: dict = {}
         for k, v in d.items():
             key = ALIASES.get(k, k)
             if key not in known:
                 raise InputError(f"plan.{k}", v, "unknown plan field; known: "
                                  + ", ".join(sorted(known | set(ALIASES))))
+            if key in kw and kw[key] != v:  # dp = 8 and data_parallel = 4
+                raise InputError(f"plan.{k}", v, f"contradicts plan.{given[key]} = {kw[key]!r} "
+                                 "(the same field); give one of them")
             kw[key] = v
+            given[key] = k
         return cls(**kw)
 
     def with_(self, **changes) -> "Plan":
         return replace(self, **changes)
 
 
+# the plan fields that hold whole numbers (field_value)
+PLAN_INT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch", "zero",
+                   "hsdp_shard", "recompute_layers")
+
+
 def field_value(field: str, value: object) -> object:
     """One plan field's value on its own (type, range, allowed names), normalised; raises
     InputError naming the field. The rules between fields stay in Plan.__post_init__ and
     meshplan/validity.py. Plan() and the search's pins (validity.check_pins) both use it."""
-    if field in ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch"):
+    if field in PLAN_INT_FIELDS[:8]:
         return require_positive_int(field, value)
     if field in ("zero", "hsdp_shard", "recompute_layers"):
         value = require_nonneg_int(field, value)

@@ -115,6 +115,9 @@ def label_fields(label: str) -> dict:
             key, val = _FLAGS[t]
         elif _RC_LAYERS_RE.match(t):
             n = int(_RC_LAYERS_RE.match(t).group(1))
+            if n < 1:  # rc-full0 would read as recompute_layers 0 = every layer
+                raise InputError("--plan", label, f"{t}: rc-fullN needs N >= 1 layers "
+                                 "(rc-full recomputes every layer; omit rc- for none)")
             if out.get("recompute_layers", n) != n:
                 raise InputError("--plan", label, f"gives recompute_layers twice "
                                  f"({out['recompute_layers']} and {n})")

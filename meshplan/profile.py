@@ -101,6 +101,11 @@ def apply(constants: dict[str, float]):
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:
             raise InputError(f"profile constant {full}", value, "must be a finite number >= 0")
+        bounds = mod.profile_range(full)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise InputError(f"profile constant {full}", value,
+                             f"must be in [{bounds[0]:g}, {bounds[1]:g}] "
+                             "(cost/efficiency.py PROFILE_RANGES)")
         keys = full.split(".")
         top = keys[0]
         if not hasattr(mod, top):
@@ -141,9 +146,11 @@ def load(path: str | Path) -> dict:
     """The profile's [meta] and [constants] (InputError on a bad file)."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except OSError as e:
         raise InputError("--profile", str(path), f"cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError("--profile", str(path), "not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError("--profile", str(path), f"not valid TOML ({e})") from None
     consts = data.get("constants")
@@ -152,10 +159,26 @@ def load(path: str | Path) -> dict:
     return {"meta": data.get("meta", {}), "constants": consts}
 
 
+# the profile files applied in this process, latest last (what an exported plan.toml names)
+_ACTIVE: list[str] = []
+
+
 def use(path: str | Path):
     """Load a profile and apply it; returns (meta, restore)."""
     prof = load(path)
-    return prof["meta"], apply(prof["constants"])
+    restore = apply(prof["constants"])
+    _ACTIVE.append(str(Path(path).resolve()))
+
+    def undo() -> None:
+        restore()
+        _ACTIVE.pop()
+
+    return prof["meta"], undo
+
+
+def active() -> str | None:
+    """The profile file the cost model runs with now (absolute path), or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 def to_toml(meta: dict, constants: dict[str, float], comments: dict[str, str] | None = None) -> str:

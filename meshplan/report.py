@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import engine_spread
 from .engines import ENGINE_NAMES
 
 from .cost import Estimate
@@ -13,13 +14,24 @@ from .search.search import SearchResult, explain
 GiB = 2**30
 
 
-def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = None) -> dict:
-    """Plan -> 10-90% Interval, around the simulated step time where there is one."""
+def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = None,
+                 pins: dict | None = None) -> dict:
+    """Plan -> 10-90% Interval, around the simulated step time where there is one. With
+    ``pins`` (the fields the search was told), the MoE engine knobs not among them widen
+    the closed-form interval as `meshplan predict` widens it for a plan that does not name
+    them (engine_spread.py); the simulated one is `meshplan simulate`'s, not widened."""
     out = {}
     for e in ests:
         iv = interval(e, sc.model, sc.cluster, framework=sc.workload.framework)
         s = (simulated or {}).get(e.plan)
-        out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s) if s else iv
+        if s:
+            out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s)
+        elif pins is not None:
+            blank = engine_spread.blank_knobs(set(pins), sc.workload.framework)
+            out[e.plan] = engine_spread.widen(
+                iv, engine_spread.spread(e, sc.model, sc.cluster, sc.workload, blank))
+        else:
+            out[e.plan] = iv
     return out
 
 
@@ -152,7 +164,8 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
                                else ":"))
     out += plans_table(r.top, r.simulated, ivs)
     out.append("('step s': the closed forms, reproduced by `meshplan predict --plan LABEL`; "
-               "'sim s': the simulated pipeline, by `meshplan simulate --plan LABEL`)"
+               "'sim s': the simulated pipeline, by `meshplan simulate --plan LABEL`, and "
+               "the p10-p90 and tok/s/GPU columns around it)"
                if r.simulated else
                "('step s' is reproduced by `meshplan predict --plan LABEL`)")
     for note in getattr(r, "notes", []):
@@ -204,14 +217,19 @@ def closest_text(r: SearchResult) -> list[str]:
 
 
 def search_json(sc: Scenario, r: SearchResult) -> dict:
+    # each plan's "interval" is around its closed-form step_time_s, as `meshplan predict
+    # --json` gives it; a simulated plan also carries the interval around its simulated
+    # step, as `meshplan simulate --json` gives it (the text table shows that one)
+    closed = intervals_of(sc, r.top, pins=r.pins)
     ivs = intervals_of(sc, r.top, r.simulated)
     return {
         "scenario": scenario_line(sc),
         "engine": r.engine,
         "considered": r.considered, "evaluated": r.evaluated,
         "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
-        "top": [estimate_json(e, ivs[e.plan])
-                | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s}
+        "top": [estimate_json(e, closed[e.plan])
+                | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s,
+                    "simulated_interval": ivs[e.plan].to_json()}
                    if e.plan in r.simulated else {}) for e in r.top],
         "ranked_by": getattr(r, "ranked_by", "") or ("simulated step time" if r.simulated
                                                      else "step time"),

@@ -51,6 +51,10 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
         reader.fieldnames = header
         rows = []
         for r in reader:
+            extra = [v for v in (r.get(None) or []) if (v or "").strip()]
+            if extra:  # more cells than the header names: a shifted or merged row
+                raise InputError(field, str(path), f"line {reader.line_num} has {len(extra)} "
+                                 "more non-blank field(s) than the header")
             d = {k: (v or "").strip() if isinstance(v, str) else "" for k, v in r.items()
                  if k is not None}
             if any(d.values()):  # skip blank lines (",,,,")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import InputError, require_positive_int, require_positive_number
-from .plan import ALIASES, Plan
+from .plan import ALIASES, PLAN_INT_FIELDS, Plan
 from .specs.catalog.gpus import GPUS
 from .specs.catalog.presets import load_model
 from .specs.hardware import GPU, Cluster, load_gpu_toml, lookup_gpu, parse_gpus
@@ -44,6 +44,10 @@ class Scenario:
     # the plan fields the [plan] table names (short names); the others are at Plan's defaults.
     # Provenance, not content: two scenarios with the same plan are equal however it was given
     plan_stated: frozenset = field(default=frozenset(), compare=False)
+    # the calibration profile (meshplan calibrate) the scenario file names at its top
+    # (``profile = "my_cluster.toml"``, what `--export meshplan` writes when a profile is in
+    # use); the commands apply it unless --profile names one (commands/_profile.py)
+    profile: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         # FP8 training needs FP8 tensor cores on every GPU that runs it (Hopper, Ada,
@@ -83,6 +87,11 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
                          "this command takes one GPU type")
     if gpus:
         n, g = parse_gpus(gpus, cat)
+        if num_gpus is not None and num_gpus != n:
+            raise InputError("num_gpus", num_gpus, f"contradicts gpus {gpus!r} ({n} GPUs); "
+                             "give one of them")
+        if gpu is not None and lookup_gpu(gpu, cat) is not g:
+            raise InputError("gpu", gpu, f"contradicts gpus {gpus!r}; give one of them")
     elif gpu and num_gpus is not None:
         n, g = num_gpus, lookup_gpu(gpu, cat)
     else:
@@ -165,7 +174,7 @@ SCENARIO_TABLES = ("model", "cluster", "workload", "plan")
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:
         raise InputError("scenario", str(path), "is a directory; give a TOML file") from None
     except OSError as e:
@@ -177,6 +186,11 @@ def load_scenario(path: str | Path) -> Scenario:
     for sec in ("model", "cluster", "workload"):
         if not isinstance(data.get(sec), dict):
             raise InputError("scenario", str(path), f"needs a [{sec}] table")
+    prof = data.pop("profile", "")  # the calibration profile the plan was made with
+    if not isinstance(prof, str):
+        raise InputError("profile", prof, "a path to a calibration profile TOML (a string)")
+    if prof and not Path(prof).is_absolute():
+        prof = str(p.parent / prof)
     for sec in data:  # a misspelt table would be ignored: [plans] for [plan]
         if sec not in SCENARIO_TABLES:
             raise InputError(f"[{sec}]", data[sec] if not isinstance(data[sec], dict) else "",
@@ -214,12 +228,22 @@ def load_scenario(path: str | Path) -> Scenario:
             raise InputError(f"workload.{k}", v, "must be a TOML integer (8192, not \"8192\")")
     if "global_batch_tokens" in w:
         tokens = w.pop("global_batch_tokens")
-        workload = Workload.from_tokens(w.pop("seq_len", 0), tokens, **w)
+        seq = w.pop("seq_len", 0)
+        gb = w.pop("global_batch", None)
+        workload = Workload.from_tokens(seq, tokens, **w)
+        if gb is not None and gb != workload.global_batch:  # both given: they must agree
+            raise InputError("workload.global_batch_tokens", tokens,
+                             f"contradicts global_batch {gb} (x seq_len {seq} = {gb * seq} "
+                             "tokens); give one of them")
     else:
         try:
             workload = Workload(**w)
         except TypeError as e:
             raise InputError("workload", w, f"needs seq_len and global_batch ({e})") from None
+    if isinstance(data.get("plan"), dict):
+        for k, v in data["plan"].items():  # 3.0 is not a degree, as 4096.0 is not a seq_len
+            if ALIASES.get(k, k) in PLAN_INT_FIELDS and isinstance(v, float):
+                raise InputError(f"plan.{k}", v, "must be a TOML integer (3, not 3.0)")
     plan = Plan.from_dict(data["plan"]) if isinstance(data.get("plan"), dict) else None
     stated = frozenset(ALIASES.get(k, k) for k in data["plan"]) if plan else frozenset()
-    return Scenario(model, cluster, workload, plan, pools, stated)
+    return Scenario(model, cluster, workload, plan, pools, stated, prof)

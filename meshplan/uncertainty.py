@@ -103,9 +103,9 @@ DEFAULT_PATH = "residuals.toml"
 @lru_cache(maxsize=8)
 def load(path: str | None = None) -> dict:
     if path is None:
-        text = (resources.files(__package__) / DEFAULT_PATH).read_text()
+        text = (resources.files(__package__) / DEFAULT_PATH).read_text(encoding="utf-8")
     else:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 

@@ -124,6 +124,10 @@ class RowResult:
         }
 
 
+# the runs CSV's trust grades (shared/validation/README.md), "" = not graded
+TRUST_GRADES = ("A", "B", "C", "")
+
+
 def source_key(source: str) -> str:
     """The document a row comes from ("torchtitan benchmarks llama3_h100_202412" for all of
     its tables): the unit left out in leave-one-source-out."""
@@ -212,6 +216,10 @@ def prepare(row: dict) -> Prepared:
     # dtypes here, the FP8 recipe and attention kernel in the cost model, the plan knobs
     # (TP / EP overlap, dispatcher) in the search's plan defaults
     framework = (text(row, "framework") or "").lower()
+    if framework not in framework_defaults.ENGINES:  # the schema's catch-all, said so
+        notes.append(f"framework {framework!r} is not one the schema names: predicted as "
+                     "'other'")
+        framework = "other"
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
@@ -236,7 +244,7 @@ def prepare(row: dict) -> Prepared:
 
 
 def _new_result(row: dict) -> RowResult:
-    return RowResult(id=text(row, "id"), trust=text(row, "trust"), model=text(row, "model"),
+    return RowResult(id=text(row, "id"), trust=text(row, "trust").upper(), model=text(row, "model"),
                      gpus=f"{text(row, 'num_gpus')}x{text(row, 'gpu')}",
                      source=source_key(text(row, "source")), layout_set=text(row, "set"))
 
@@ -246,6 +254,8 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
     res = _new_result(row)
     cache = {} if cache is None else cache
     try:
+        if res.trust not in TRUST_GRADES:
+            raise InputError("trust", text(row, "trust"), "allowed: A, B, C (or blank)")
         res.measured_tokens_per_s_per_gpu = measured(row, "measured_tokens_per_s_per_gpu")
         res.measured_step_time_s = measured(row, "measured_step_time_s")
         res.measured_peak_mem_gib = measured(row, "measured_peak_mem_gib")

@@ -66,7 +66,9 @@ def test_partial_recompute_label():
     p = parse_label("dp8 tp4 pp4 vpp5 zero1 mb1 rc-full2 interleaved_1f1b sp")
     assert (p.recompute, p.recompute_layers) == ("full", 2)
     assert "rc-full2" in format_label(p).split()
-    assert parse_label("dp1 tp1 pp1 zero1 mb1 rc-full0") == Plan(recompute="full")
+    # rc-full0 would read as recompute_layers 0, i.e. every layer: refused, not guessed
+    with pytest.raises(InputError, match="rc-fullN needs N >= 1"):
+        parse_label("dp1 tp1 pp1 zero1 mb1 rc-full0")
 
 
 @pytest.mark.parametrize("label, needle", [

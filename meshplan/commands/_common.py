@@ -87,6 +87,8 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     grads = getattr(args, "grad_reduce_dtype", None)  # None = the scenario's, else fp32
     if args.scenario:
         sc = load_scenario(args.scenario)
+        from ._profile import apply_scenario_profile
+        apply_scenario_profile(args, sc.profile)
         if sc.pools is not None and not args.gpus:
             raise InputError("cluster.pools", len(sc.pools.pools),
                              "pools are planned by `meshplan plan`; this command takes one GPU type")

@@ -26,6 +26,17 @@ def apply_profile_arg(args, generation: str | None = None) -> dict | None:
     return meta
 
 
+def apply_scenario_profile(args, path: str) -> None:
+    """Apply the profile a scenario file names (``profile = ...``, what `--export meshplan`
+    writes when a profile made the plan), unless --profile named one for this command."""
+    if not path or getattr(args, "profile", None):
+        return
+    meta, restore = profile.use(path)
+    _RESTORE.append(restore)
+    print(f"note: using calibration profile {path} named by the scenario file "
+          f"({meta.get('device', '?')}, {meta.get('date', '?')})", file=sys.stderr)
+
+
 def check_generation(meta: dict | None, generation: str) -> None:
     """Say so when the profile was measured on another GPU generation than the scenario's:
     its per-generation constants then do not apply, only the generation-free ones."""

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..export import ENGINES, render, write
 from ..scenario import Scenario
 from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
+from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
 def _export(args) -> int:
@@ -19,7 +20,9 @@ def _export(args) -> int:
         if args.scenario and args.scenario != args.plan_file:
             raise InputError("--scenario", args.scenario, "give the plan file once (PLAN or --scenario)")
         args.scenario = args.plan_file
+    meta = apply_profile_arg(args)
     sc = scenario_from_args(args)
+    check_generation(meta, sc.cluster.gpu.generation)
     sc = Scenario(sc.model, sc.cluster, sc.workload, plan_from_args(args, sc))
     rendered = render(sc, args.to)
     for path in write(rendered, args.out):
@@ -38,4 +41,5 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="directory for the files (created if needed)")
     add_scenario_args(p)
     add_plan_args(p, " (override the file's [plan])")
+    add_profile_arg(p)
     p.set_defaults(func=_export)

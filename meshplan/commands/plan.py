@@ -35,6 +35,10 @@ def _run(args) -> int:
         return handled
     sc = scenario_from_args(args)
     check_generation(meta, sc.cluster.gpu.generation)
+    max_gpus = getattr(args, "max_gpus", None)
+    if max_gpus is not None and sc.cluster.num_gpus > max_gpus:  # before, not after, searching
+        raise InputError("--max-gpus", max_gpus, f"the cluster has {sc.cluster.num_gpus} GPUs; "
+                         "give fewer with --gpus or compare counts with --gpu-types")
     pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
     pins.update(plan_overrides(args))
     if args.plan_label is not None:  # a label is a whole plan: its defaults are pinned too

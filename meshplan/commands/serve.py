@@ -6,7 +6,7 @@ import json
 import math
 import re
 
-from ..errors import InputError, require_positive_int
+from ..errors import InputError, require_plain_text, require_positive_int
 from ..scenario import make_cluster
 from ..serve.explain import explain
 from ..serve.search import SLO, Candidate, goodput, search
@@ -41,9 +41,11 @@ def parse_pool(text: str, role: str, seqs: int, tokens: int) -> Pool:
     if not m:
         raise InputError("plan", text, "expected e.g. tp4x2 (tp 4, 2 replicas), tp8pp2x1, or"
                          " tp1dp8ep8x1 (attention DP 8, expert parallel 8)")
-    tp, pp, dp, ep, r = (int(g) if g else None for g in m.groups())
-    dp = dp or 1
-    return Pool(tp=tp, pp=pp or 1, attn_dp=dp, ep=ep or 1, replicas=r or 1, max_num_seqs=seqs,
+    tp, pp, dp, ep, r = (int(g) if g is not None else None for g in m.groups())
+    dp = 1 if dp is None else dp
+    # a written 0 is refused by Pool (tp0x8, tp4x0), not read as "unset"
+    return Pool(tp=tp, pp=1 if pp is None else pp, attn_dp=dp, ep=1 if ep is None else ep,
+                replicas=1 if r is None else r, max_num_seqs=seqs,
                 max_batched_tokens=tokens, role=role)
 
 
@@ -155,6 +157,7 @@ def _run(args) -> int:
     if not args.model or not args.gpus:
         raise InputError("--model" if not args.model else "--gpus", None, "required")
     require_positive_int("top", args.top)
+    require_plain_text("--model-id", args.model_id or args.model)  # written into launch lines
     model = load_model(args.model)
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
                            nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
@@ -205,7 +208,8 @@ def _run(args) -> int:
     exported = []
     if args.export:
         from ..serve.export import export_plan
-        exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model, args.out)
+        exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model,
+                               args.out)
     if args.json:
         print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),

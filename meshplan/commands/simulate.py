@@ -15,6 +15,7 @@ from ..errors import InputError, NoPlanFits, require_nonneg_int
 from ..progress import activity
 from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
                       scenario_from_args)
+from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 GiB = 2**30
 DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp")
@@ -71,7 +72,9 @@ def _pick_plan(args, sc):
 def _run(args) -> int:
     require_nonneg_int("path_lines", args.path_lines)
     _check_outputs(args)
+    meta = apply_profile_arg(args)
     sc = scenario_from_args(args)
+    check_generation(meta, sc.cluster.gpu.generation)
     plan, origin = _pick_plan(args, sc)
     from ..cost import estimate
     from ..pipeline.from_cost import simulate_estimate
@@ -180,6 +183,7 @@ def register(sub) -> None:
                                         "(or the search's winner), write trace and pictures")
     add_scenario_args(p)
     add_plan_args(p, " (none: simulate the search's winner)")
+    add_profile_arg(p)
     o = p.add_argument_group("output")
     o.add_argument("--trace", metavar="FILE.json", help="Chrome/Perfetto trace")
     o.add_argument("--png", metavar="FILE.png", help="timeline picture")

@@ -10,6 +10,7 @@ error on the held-out runs in bench/data/heldout_runs.csv.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -352,3 +353,48 @@ HOST = HostCosts()
 
 def kernel_efficiency(generation: str) -> KernelEfficiency:
     return EFFICIENCY.get(generation, EFFICIENCY["hopper"])
+
+
+# What a calibration profile (meshplan/profile.py) may set each constant to, so that a typo
+# cannot make a step take negative, zero-divided or astronomically long time. (pattern, low,
+# high): the first pattern that matches a name (fnmatch) wins, both ends included. Shares of
+# a datasheet peak or of a link's bandwidth divide work: [1e-6, 1] (the CPU stand-in of
+# `meshplan calibrate` measures ~1e-4 of an H100's peak; below a millionth a typo, not a
+# part, is speaking); shares of an overlap, of a waste or of an exposed exponential: [0, 1];
+# tensor-core, exponential and host rates and sizes: at least 1 (ratios: 1e-6); times per
+# operation or per hop: at most 1 s. A name no pattern matches only has to be finite and
+# >= 0.
+PROFILE_RANGES: tuple[tuple[str, float, float], ...] = (
+    ("EFFICIENCY.*.matmul_*", 1e-6, 1.0),
+    ("EFFICIENCY.*.attention_*", 1e-6, 1.0),
+    ("EFFICIENCY.*.memory", 1e-6, 1.0),
+    ("EFFICIENCY.*.gemm_flop_per_load_byte", 1e-6, math.inf),
+    ("EFFICIENCY.*.full_clock_power_w", 0.0, math.inf),
+    ("SKU_MATMUL.*", 1e-6, 1.0),
+    ("SUSTAINED_TENSOR", 1e-6, 1.0),
+    ("NETWORK.tp_overlap", 0.0, 1.0),
+    ("NETWORK.overlap_contention", 0.0, 1.0),
+    ("NETWORK.nvls_allreduce", 1e-6, math.inf),
+    ("NETWORK.simple_fill_bytes", 0.0, math.inf),
+    ("NETWORK.*_s", 0.0, 1.0),
+    ("NETWORK.*", 1e-6, 1.0),
+    ("HOST.allocator_fragmentation", 0.0, 1.0),
+    ("HOST.*_per_s", 1.0, math.inf),
+    ("ATTENTION_EXP", 0.0, 1.0),
+    ("TENSOR_FLOPS_PER_SM_CLOCK.*", 1.0, math.inf),
+    ("SKU_TENSOR_FLOPS_PER_SM_CLOCK.*", 1.0, math.inf),
+    ("*EXP_PER_SM_CLOCK*", 1.0, math.inf),
+    ("ATTENTION_REF_HEAD_DIM", 1.0, math.inf),
+    ("MOE_LOAD_IMBALANCE", 1.0, math.inf),
+    ("*_S", 0.0, 1.0),
+    ("*.*_s", 0.0, 1.0),
+)
+
+
+def profile_range(name: str) -> tuple[float, float] | None:
+    """(low, high) a profile may set ``name`` to, both included, or None (finite, >= 0)."""
+    from fnmatch import fnmatchcase
+    for pattern, lo, hi in PROFILE_RANGES:
+        if fnmatchcase(name, pattern):
+            return lo, hi
+    return None

@@ -74,7 +74,12 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
                 "optimizer": w.optimizer, "optimizer_state_precision": w.optimizer_state_precision,
                 "grad_reduce_dtype": w.grad_reduce_dtype}
     plan = {LONG_NAMES.get(k, k): v for k, v in p.to_dict().items()}
+    from ..profile import active
+    prof = active()  # a profile in use made the predictions: the file says which
+    top = [f"profile = {json.dumps(prof)}  # calibration profile the plan was made with", ""] \
+        if prof else []
     text = "\n".join(["\n".join(header(sc, "plan.toml: the plan `meshplan run` reads")), "",
+                      *top,
                       toml_table("model", _model_table(sc.model)), toml_table("cluster", cluster),
                       toml_table("workload", workload), toml_table("plan", plan)])
     files["plan.toml"] = text

@@ -120,9 +120,11 @@ def read_csv(path_or_text: str | Path, *, text: bool = False) -> dict[int, list[
         data = str(path_or_text)
     else:
         try:
-            data = Path(path_or_text).read_text()
+            data = Path(path_or_text).read_text(encoding="utf-8").removeprefix("\ufeff")
         except OSError as e:
             raise InputError("schedule_csv", str(path_or_text),
                              f"cannot read ({e.strerror})") from None
+        except UnicodeDecodeError:
+            raise InputError("schedule_csv", str(path_or_text), "not UTF-8 text") from None
     rows = csv.reader(io.StringIO(data))
     return {rank: [parse_action(c) for c in row] for rank, row in enumerate(rows)}

@@ -131,11 +131,15 @@ def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
 def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
                  framework: str = "",
                  scaleup_domain_gpus: int = framework_defaults.NODE_SCALEUP_GPUS,
-                 moe: bool = True) -> dict:
+                 moe: bool = True, seq_len: int = 0) -> dict:
     """Plan fields of every plan at TP degree ``tp``: the pins, then the engine's search
     hints, then what ``framework`` does when a run does not say (framework_defaults.py) on
-    a cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs."""
+    a cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs. Sequence parallelism
+    splits the sequence over TP: where ``seq_len`` does not divide by ``tp`` it stays off
+    unless pinned (validity.py would refuse every plan at that TP degree)."""
     kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
+    if seq_len and tp > 1 and seq_len % tp:
+        kw.setdefault("sequence_parallel", False)
     for k, v in (engine_defaults or {}).items():
         kw.setdefault(k, v)
     for k, v in framework_defaults.plan_defaults(framework, tp, scaleup_domain_gpus,
@@ -204,7 +208,8 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
                     runs_on_engine,
                     lambda tp: _base_fields(pins, tp, engine_defaults, engine or workload.framework,
-                                            cluster.scaleup_domain, model.is_moe),
+                                            cluster.scaleup_domain, model.is_moe,
+                                            workload.seq_len),
                     schedule_dominated, in_flight_rank0, partial)
         walk.run(points, progress)
         considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting

@@ -20,6 +20,12 @@ from ..errors import InputError
 from ..runs_csv import read_csv
 
 
+# The latest arrival a stream may have: event times are absolute float64 seconds, whose
+# resolution at 1e9 s is ~0.1 us (2**-52 x 1e9); at 1e12 s it is ~0.1 ms, coarser than a
+# decode step, and latencies measured on top of the arrival read 0.
+MAX_ARRIVAL_S = 1e9
+
+
 @dataclass(frozen=True)
 class Request:
     id: int
@@ -76,6 +82,14 @@ class Traffic:
             raise InputError("prefix_share", self.prefix_share, "must be in [0, 1)")
         if not self.requests:
             raise InputError("requests", 0, "need at least one request")
+        last = max(r.arrival_s for r in self.requests)
+        if last > MAX_ARRIVAL_S:
+            field = "rate" if self.rate_per_s is not None else "arrival_s"
+            raise InputError(field, self.rate_per_s if field == "rate" else last,
+                             f"the last request would arrive after {last:.3g} s; at most "
+                             f"{MAX_ARRIVAL_S:g} s (the simulator's float64 clock keeps "
+                             "microseconds only below that): raise the rate or send fewer "
+                             "requests")
 
     @property
     def closed_loop(self) -> bool:

@@ -143,6 +143,9 @@ def load_rows(path: str | Path) -> list[dict]:
 
 
 def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow], dict]:
+    trust = str(trust or "").strip().upper()
+    if not trust or any(t not in "ABC" for t in trust):  # else the summary is silently empty
+        raise InputError("--trust", trust, "one or more of the grades A, B, C (e.g. AB)")
     out = []
     for r in load_rows(path):
         try:

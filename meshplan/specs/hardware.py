@@ -138,7 +138,7 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
 def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
     """User GPUs: ``[gpu.NAME]`` tables (see examples/my_gpus.toml)."""
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:
         raise InputError("gpu_file", str(path), "is a directory; give a TOML file") from None
     except OSError as e:

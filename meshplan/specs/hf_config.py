@@ -111,6 +111,22 @@ def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6)
                 norm_eps=_float(cfg, eps_key, eps_default))
 
 
+# the gate activations of gated MLPs a config's ``hidden_act`` may name (transformers
+# ACT2FN), onto ModelSpec's GATED_ACTS: SiLU ("swish" is its alias) or tanh-approximated GELU
+GLU_ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh"}
+
+
+def _glu_act(cfg: dict) -> str:
+    """The gated MLP's gate activation from ``hidden_act`` (default silu, what every Llama,
+    Mistral, Qwen, Phi-3, OLMo 2, Mixtral and DeepSeek checkpoint uses); another activation
+    is refused rather than read as SwiGLU."""
+    act = _str(cfg, "hidden_act", "silu").strip().lower()
+    if act not in GLU_ACTS:
+        raise InputError("config.json:hidden_act", act,
+                         "allowed for this family: " + ", ".join(GLU_ACTS))
+    return GLU_ACTS[act]
+
+
 def _alternating(layers: int, pattern: int) -> int:
     """Sliding layers when every ``pattern``-th layer (1-based) is full attention and the
     rest slide (transformers: "sliding_attention" if (i + 1) % pattern else "full")."""
@@ -201,7 +217,7 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         rope_fraction=_float(cfg, "partial_rotary_factor", 1.0) if mt == "phi3" else 1.0,
         norms_after_blocks=mt == "olmo2",
         **window,
-        **_common(cfg),
+        **_common(cfg), gated_act=_glu_act(cfg),
     )
 
 
@@ -225,7 +241,7 @@ def _mixtral(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=ffn,
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
         **_window(cfg, _pos(cfg, "num_hidden_layers")),  # MixtralConfig: none by default
-        **common,
+        **common, gated_act=_glu_act(cfg),
     )
 
 
@@ -264,7 +280,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         moe_layer_freq=_int(cfg, "decoder_sparse_step", 1) or 1,
         moe_topk_norm=_bool(cfg, "norm_topk_prob", False),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
-        **_common(cfg),
+        **_common(cfg), gated_act=_glu_act(cfg),
     )
 
 
@@ -302,7 +318,7 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
         moe_groups=_int(cfg, "n_group", 8 if v3 else 0),
         moe_group_topk=_int(cfg, "topk_group", 4 if v3 else 0),
         moe_aux_loss_coef=_float(cfg, "aux_loss_alpha", 0.001, allow_zero=True),
-        **_common(cfg),
+        **_common(cfg), gated_act=_glu_act(cfg),
     )
 
 
@@ -388,7 +404,8 @@ _SPEC_TO_CONFIG = {"heads": "num_attention_heads", "kv_heads": "num_key_value_he
                    "hidden": "hidden_size", "layers": "num_hidden_layers",
                    "vocab": "vocab_size", "ffn": "intermediate_size",
                    "moe_topk": "num_experts_per_tok", "moe_experts": "num_experts",
-                   "moe_expert_ffn": "moe_intermediate_size"}
+                   "moe_expert_ffn": "moe_intermediate_size", "moe_groups": "n_group",
+                   "moe_group_topk": "topk_group"}
 
 
 def _unwrap(cfg: dict) -> tuple[dict, str]:
@@ -452,7 +469,7 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
     if p.is_dir():
         p = p / "config.json"
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise InputError("model", str(path), "not a text file (not UTF-8 JSON)") from None
     except OSError as e:

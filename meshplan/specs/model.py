@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ..errors import (InputError, require_bool, require_choice, require_nonneg_int,
-                      require_positive_int, require_positive_number)
+                      require_plain_text, require_positive_int, require_positive_number)
 
 # "swiglu": a gated MLP of three matrices (its gate: gated_act); "gelu": a non-gated MLP of
 # two matrices (its activation: ungated_act)
@@ -122,6 +122,7 @@ class ModelSpec:
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        require_plain_text("model", self.name)
         for f in ("layers", "hidden", "heads", "kv_heads", "vocab"):
             require_positive_int(f, getattr(self, f))
         for f in ("ffn", "head_dim", "max_position", "q_lora_rank", "kv_lora_rank",
@@ -133,6 +134,12 @@ class ModelSpec:
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
         for f in ("moe_groups", "moe_group_topk"):
             require_nonneg_int(f, getattr(self, f))
+        if self.moe_groups and self.moe_experts and self.moe_experts % self.moe_groups:
+            raise InputError("moe_groups", self.moe_groups,
+                             f"must divide the {self.moe_experts} routed experts")
+        if self.moe_group_topk > self.moe_groups:
+            raise InputError("moe_group_topk", self.moe_group_topk,
+                             f"at most moe_groups ({self.moe_groups})")
         for f in ("rope_theta", "norm_eps", "rope_fraction", "moe_routed_scale"):
             object.__setattr__(self, f, require_positive_number(f, getattr(self, f)))
         for f in ("moe_aux_loss_coef", "glu_clamp"):

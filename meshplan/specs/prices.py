@@ -44,7 +44,7 @@ def check_usd(field: str, value: object) -> float:
 
 @lru_cache(maxsize=1)
 def catalog_prices() -> dict[str, Price]:
-    data = tomllib.loads(CATALOG.read_text())["price"]
+    data = tomllib.loads(CATALOG.read_text(encoding="utf-8"))["price"]
     return {name: Price(float(d["usd_per_gpu_hour"]), d.get("provider", ""), d.get("source", ""),
                         d.get("date", ""), bool(d.get("estimate", False)))
             for name, d in data.items()}

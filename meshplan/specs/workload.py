@@ -100,7 +100,12 @@ class Workload:
                            require_choice("precision", self.precision, WORKLOAD_PRECISIONS))
         object.__setattr__(self, "optimizer",
                            require_choice("optimizer", self.optimizer, OPTIMIZERS))
-        object.__setattr__(self, "framework", str(self.framework or "").strip().lower())
+        from ..framework_defaults import ENGINES
+        framework = str(self.framework or "").strip().lower()
+        if framework not in ENGINES:
+            raise InputError("framework", self.framework,
+                             "allowed: " + ", ".join(e for e in ENGINES if e))
+        object.__setattr__(self, "framework", framework)
         # a bool, not a string: bool("false") is True (errors.require_bool)
         object.__setattr__(self, "compiled_loss", require_bool("compiled_loss", self.compiled_loss))
         kernel = str(self.attention_kernel or "").strip().lower()

@@ -55,7 +55,7 @@ def preset(name: str) -> ModelSpec:
         raise InputError("model", name,
                          "not a preset or an existing config.json; presets: "
                          + ", ".join(preset_names()))
-    cfg = json.loads((_models_dir() / f"{key}.json").read_text())
+    cfg = json.loads((_models_dir() / f"{key}.json").read_text(encoding="utf-8"))
     return model_from_hf_dict(cfg, name=key)
 
 

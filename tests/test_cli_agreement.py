@@ -1,0 +1,121 @@
+"""What one command prints for a plan, the others reproduce; and inputs that used to crash or
+to be read silently wrong (found by driving the CLI as a user, 2026-11-27)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshplan.cli import main
+from meshplan.commands import _profile
+
+A = ["--model", "llama3.1-70b", "--gpus", "64xH100-SXM-80GB", "--seq-len", "8192",
+     "--global-batch", "256"]
+PROFILE = ('[meta]\ndevice = "test"\ndate = "2026-11-27"\n[constants]\n'
+           '"SUSTAINED_TENSOR" = 0.6\n"NETWORK.scaleout" = 0.5\n')
+
+
+@pytest.fixture(autouse=True)
+def _no_profile_left():
+    yield
+    _profile.reset()
+
+
+def _json(argv, capsys) -> dict:
+    rc = main(argv + ["--json"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    return json.loads(out)
+
+
+def test_a_plan_made_with_a_profile_is_reproduced_from_its_plan_toml(tmp_path, capsys):
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE)
+    out = tmp_path / "pe"
+    assert main(["plan", *A, "--top", "1", "--profile", str(prof), "--export", "meshplan",
+                 "--out", str(out)]) == 0
+    plan_text = capsys.readouterr().out
+    _profile.reset()
+    toml = (out / "plan.toml").read_text()
+    assert f'profile = {json.dumps(str(prof.resolve()))}' in toml
+    label = toml.split("# plan:", 1)[1].splitlines()[0].strip()
+    step = float(plan_text.split(label, 1)[1].split()[0])
+    # predict from the file alone applies the profile the file names ...
+    d = _json(["predict", "--scenario", str(out / "plan.toml")], capsys)
+    assert round(d["step_time_s"], 2) == step
+    _profile.reset()
+    # ... and simulate and export take --profile as plan and predict do
+    sim = _json(["simulate", *A, "--plan", label, "--profile", str(prof)], capsys)
+    _profile.reset()
+    sim0 = _json(["simulate", *A, "--plan", label], capsys)
+    assert sim["step_time_s"] != sim0["step_time_s"]
+    assert main(["export", *A, "--plan", label, "--profile", str(prof), "--to", "meshplan",
+                 "--out", str(tmp_path / "mx")]) == 0
+    assert f'profile = {json.dumps(str(prof.resolve()))}' in (tmp_path / "mx/plan.toml").read_text()
+
+
+@pytest.mark.parametrize("args", [
+    ["--model", "llama3.1-405b", "--gpus", "512xH100-SXM-80GB", "--seq-len", "8192",
+     "--global-batch", "512"],
+    # MoE: predict widens by the engine knobs the label leaves to the engine (engine_spread)
+    ["--model", "mixtral-8x7b", "--gpus", "64xH100-SXM-80GB", "--seq-len", "4096",
+     "--global-batch", "256"]], ids=["dense-405b", "moe-mixtral"])
+def test_plan_json_intervals_are_predicts_and_simulates(args, capsys):
+    top = _json(["plan", *args, "--top", "3"], capsys)["top"]
+    piped = [t for t in top if "simulated_interval" in t and t["plan"]["pp"] > 1]
+    assert piped, "no simulated pipeline plan in the top 3"
+    t = piped[0]
+    pred = _json(["predict", *args, "--plan", t["label"]], capsys)
+    assert t["interval"]["step_time_s_p10_p90"] == pytest.approx(pred["interval"]["step_time_s_p10_p90"])
+    assert t["step_time_s"] == pytest.approx(pred["step_time_s"])
+    sim = _json(["simulate", *args, "--plan", t["label"]], capsys)
+    assert (t["simulated_interval"]["step_time_s_p10_p90"]
+            == pytest.approx(sim["interval"]["step_time_s_p10_p90"]))
+
+
+def test_a_sequence_shorter_than_tp_plans_without_sequence_parallelism(capsys):
+    d = _json(["plan", "--model", "tiny-moe", "--gpus", "8xH100-SXM-80GB", "--seq-len", "1",
+               "--global-batch", "1"], capsys)
+    assert d["top"] and all(not t["plan"].get("sequence_parallel") for t in d["top"]
+                            if t["plan"]["tp"] > 1)
+
+
+def test_a_non_ascii_model_name_prints_under_an_ascii_terminal(tmp_path):
+    src = Path(__file__).resolve().parents[1] / "meshplan/specs/catalog/models/llama3.1-8b.json"
+    f = tmp_path / "模型.json"
+    f.write_text(src.read_text())
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "predict", "--model", str(f),
+                        "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "64",
+                        "--plan", "dp8 tp1 pp1 zero3 mb2"], capture_output=True, text=True,
+                       env=env, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert p.returncode == 0, p.stderr
+    assert "\\u6a21\\u578b" in p.stdout and "Traceback" not in p.stderr
+
+
+def test_a_profile_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    f = tmp_path / "b.toml"
+    f.write_bytes(b"\xff\xfe[constants]\n")
+    rc = main(["predict", "--model", "llama3.1-8b", "--gpus", "8xH100-SXM-80GB", "--seq-len",
+               "4096", "--global-batch", "64", "--plan", "dp8 tp1 pp1 zero3 mb2", "--profile",
+               str(f)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "not UTF-8 text" in err[0]
+
+
+def test_runs_csv_trust_and_framework_cells(tmp_path):
+    from meshplan.validate import validate
+    head = "id,trust,model,gpu,num_gpus,seq_len,global_batch_seqs,framework,tp,pp,dp\n"
+    f = tmp_path / "r.csv"
+    f.write_text(head + "1,Z,llama3.1-8b,H100-SXM-80GB,8,4096,32,nemo,1,1,8\n"
+                        "2,a,llama3.1-8b,H100-SXM-80GB,8,4096,32,jax,1,1,8\n")
+    rows = validate(f, with_search_best=False)[0]
+    assert "trust='Z'" in rows[0].error
+    # a lower-case grade is the grade; a framework the schema does not name is 'other', said so
+    assert rows[1].trust == "A" and not rows[1].error
+    assert any("predicted as 'other'" in n for n in rows[1].notes)
