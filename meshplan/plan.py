@@ -88,6 +88,8 @@ class Plan:
             object.__setattr__(self, "sequence_parallel", self.tp > 1)
         if self.sequence_parallel and self.tp == 1:
             object.__setattr__(self, "sequence_parallel", False)
+        if self.tp_comm_overlap and self.tp == 1:  # no TP communication to hide
+            object.__setattr__(self, "tp_comm_overlap", False)
         if not self.schedule:
             object.__setattr__(self, "schedule", "interleaved_1f1b" if self.vpp > 1 else "1f1b")
         if self.cp == 1:  # no context parallelism: how it would exchange K/V means nothing
@@ -116,6 +118,8 @@ class Plan:
         if attn_ranks % (self.ep * self.etp):
             raise InputError("ep", self.ep,
                              f"ep*etp ({self.ep}*{self.etp}) must divide dp*cp*tp ({attn_ranks})")
+        if self.hsdp_shard == self.dp * self.cp:  # one shard group of all of dp*cp: FSDP
+            object.__setattr__(self, "hsdp_shard", 0)
         if self.hsdp_shard and (self.dp * self.cp) % self.hsdp_shard:
             raise InputError("hsdp_shard", self.hsdp_shard,
                              f"must divide dp*cp ({self.dp * self.cp})")

@@ -166,3 +166,11 @@ def test_flags_override_the_label(capsys):
     rc, out, _ = _cli(capsys, "predict", *sc, "--plan", "dp2 tp4 pp1 zero1 mb1 sp tpo",
                       "--no-tp-comm-overlap", "--json")
     assert rc == 0 and json.loads(out)["label"] == "dp2 tp4 pp1 zero1 mb1 sp"
+
+
+def test_one_plan_one_label():
+    """Knobs that mean nothing on a plan are dropped, as sp on tp1 always was: TP overlap
+    without TP, and an HSDP shard group that is all of dp x cp (plain FSDP)."""
+    assert format_label(parse_label("dp8 tp1 pp1 zero1 mb1 tpo")) == "dp8 tp1 pp1 zero1 mb1"
+    assert parse_label("dp4 tp1 pp1 zero3 hsdp4 mb1") == parse_label("dp4 tp1 pp1 zero3 mb1")
+    assert "hsdp2" in format_label(parse_label("dp4 tp2 pp1 zero3 hsdp2 mb1"))
