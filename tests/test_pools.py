@@ -1,6 +1,7 @@
 """Pools, prices, objectives, procurement and plans across pools (issue 11)."""
 
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -284,3 +285,14 @@ def test_export_torchtitan_searches_what_it_can_run(tmp_path):
         pools = re.search(r"ranks 0-7: (\S+); ranks 8-15: (\S+)", r.stderr)
         assert pools and {pools.group(1), pools.group(2).rstrip(".;")} == \
             {"H100-SXM-80GB", "A100-SXM-80GB"}, r.stderr
+
+
+def test_pool_search_counts_every_plan_it_rejects(capsys):
+    """considered = fitting + the rejections it lists: the pools searched alone included."""
+    from meshplan.cli import main
+    rc = main(["plan", "--model", "llama3.1-8b", "--gpus", "1xH100-SXM-80GB+1xV100-SXM-32GB",
+               "--seq-len", "4096", "--global-batch", "8", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 1 and not d["ranked"]
+    assert d["considered"] == sum(d["rejected"].values())
+    assert any(k.startswith("V100-SXM-32GB alone:") for k in d["rejected"])

@@ -249,6 +249,9 @@ def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Go
                    simulate=single_rerank_k > 0)
         singles[pool.name] = r
         considered += r.considered
+        # its rejections are part of the count: considered = fitting + every rejection
+        for why, n in r.rejected.items():
+            rejected[f"{pool.name} alone: {why}"] += n
         if r.best is not None:
             cands.append(single_pool(pc, k, r.best, r.simulated.get(r.best.plan)))
     # 2. pipelines across pools
