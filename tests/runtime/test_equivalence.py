@@ -113,7 +113,8 @@ def test_one_expert_per_rank_is_sharded_over_edp_along_hidden():
     """2 experts on ep2 leave one per rank, which FSDP cannot split over edp=2 by expert:
     the runtime shards the hidden dim instead (as for Mixtral on ep8); still exact."""
     import dataclasses
-    spec = dataclasses.replace(preset("tiny-moe"), name="tiny-moe-2e", moe_experts=2)
+    spec = dataclasses.replace(preset("tiny-moe"), name="tiny-moe-2e", moe_experts=2,
+                                 moe_groups=2, moe_group_topk=2)  # groups divide experts
     for fields in (dict(dp=4, ep=2, zero=3), dict(dp=2, tp=2, ep=2, zero=1)):
         plan = Plan(**fields)
         cfg = RunConfig(spec, plan, seq_len=16, global_batch=8, steps=3, lr=5e-4, adam_eps=1e-6)
