@@ -88,7 +88,10 @@ class Plan:
             object.__setattr__(self, "sequence_parallel", self.tp > 1)
         if self.sequence_parallel and self.tp == 1:
             object.__setattr__(self, "sequence_parallel", False)
-        if self.tp_comm_overlap and self.tp == 1:  # no TP communication to hide
+        if self.tp_comm_overlap and not self.sequence_parallel:
+            # no TP communication to hide (tp1), or none that can be: only SP's all-gather /
+            # reduce-scatter are pipelined with the GEMMs (cost/layer.py; Megatron refuses
+            # --tp-comm-overlap without --sequence-parallel)
             object.__setattr__(self, "tp_comm_overlap", False)
         if not self.schedule:
             object.__setattr__(self, "schedule", "interleaved_1f1b" if self.vpp > 1 else "1f1b")

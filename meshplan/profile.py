@@ -101,17 +101,17 @@ def apply(constants: dict[str, float]):
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:
             raise InputError(f"profile constant {full}", value, "must be a finite number >= 0")
-        bounds = mod.profile_range(full)
-        if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            raise InputError(f"profile constant {full}", value,
-                             f"must be in [{bounds[0]:g}, {bounds[1]:g}] "
-                             "(cost/efficiency.py PROFILE_RANGES)")
         keys = full.split(".")
         top = keys[0]
         if not hasattr(mod, top):
             raise _unknown(full)
         cur = staged.get(top, getattr(mod, top))
-        staged[top] = _set_path(cur, keys[1:], float(value), full)
+        staged[top] = _set_path(cur, keys[1:], float(value), full)  # the name first
+        bounds = mod.profile_range(full)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise InputError(f"profile constant {full}", value,
+                             f"must be in [{bounds[0]:g}, {bounds[1]:g}] "
+                             "(cost/efficiency.py PROFILE_RANGES)")
     for top, new in staged.items():
         saved[top] = getattr(mod, top)
         _rebind(top, saved[top], new)

@@ -216,11 +216,13 @@ def closest_text(r: SearchResult) -> list[str]:
     return out
 
 
-def search_json(sc: Scenario, r: SearchResult) -> dict:
+def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dict:
     # each plan's "interval" is around its closed-form step_time_s, as `meshplan predict
     # --json` gives it; a simulated plan also carries the interval around its simulated
     # step, as `meshplan simulate --json` gives it (the text table shows that one)
-    closed = intervals_of(sc, r.top, pins=r.pins)
+    # ``stated``: the plan fields the command named as `predict` counts them (a label's own
+    # fields are not: commands/_common.plan_stated); default: the search's pins
+    closed = intervals_of(sc, r.top, pins=r.pins if stated is None else stated)
     ivs = intervals_of(sc, r.top, r.simulated)
     return {
         "scenario": scenario_line(sc),

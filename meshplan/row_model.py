@@ -92,6 +92,12 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
                       moe_shared_ffn=0, moe_dense_layers=0)
         if "moe_shared_experts" in kw and "moe_expert_ffn" in kw:
             kw.setdefault("moe_shared_ffn", 0)
+        if kw.get("moe_experts") and base.moe_groups and kw["moe_experts"] % base.moe_groups:
+            # the preset's device-limited routing groups do not divide the row's experts:
+            # not the row's routing (it states no groups); priced without them
+            kw.update(moe_groups=0, moe_group_topk=0)
+            notes.append(f"{base_name}'s {base.moe_groups} routing groups do not divide the "
+                         f"row's {kw['moe_experts']} experts: no group-limited routing")
         spec = dataclasses.replace(base, name=name, **kw)
         if spec.is_moe and spec.num_dense_layers == 0 and "ffn" in blank:
             blank.remove("ffn")  # no dense layer uses it

@@ -318,7 +318,7 @@ CASES = [
     ("gpus-command-bad-file", {}, ["gpus", "--gpu-file", "{d}/nope.toml"], "gpu_file="),
     # ---- found by driving the CLI as a user (2026-11-27) -------------------------------------
     ("profile-constant-zero", {"z.toml": '[constants]\n"EFFICIENCY.hopper.matmul_bf16" = 0\n'},
-     ["predict", *M, *W, "--dp", "8", "--profile", "{d}/z.toml"], "must be in [1e-06, 1]"),
+     ["predict", *M, *W, "--dp", "8", "--profile", "{d}/z.toml"], "must be in [1e-12, 1]"),
     ("profile-share-above-one", {"o.toml": '[constants]\n"NETWORK.tp_overlap" = 7\n'},
      ["predict", *M, *W, "--dp", "4", "--tp", "2", "--profile", "{d}/o.toml"],
      "NETWORK.tp_overlap=7"),
@@ -350,7 +350,7 @@ CASES = [
                                  "--plan", "tp4x0"], "replicas=0"),
     ("serve-rate-beyond-the-clock", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
                                          "1000", "--output-len", "200", "--requests", "200",
-                                         "--rate", "1e-12"], "the last request would arrive"),
+                                         "--rate", "1e-12"], "the last request arrives after"),
     ("serve-model-id-newline", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1000",
                                     "--output-len", "200", "--requests", "50", "--rate", "4",
                                     "--plan", "tp4x2", "--export", "vllm", "--out", "{d}/se",
@@ -358,8 +358,8 @@ CASES = [
     ("model-file-name-newline", {"x\necho PWNED.json": LLAMA_HF % ""},
      ["export", "--model", "{d}/x\necho PWNED.json", *W, "--plan", "dp8 tp1 pp1 zero3 mb2",
       "--to", "megatron", "--out", "{d}/ex"], "control characters"),
-    ("hf-llama-gelu", {"g/config.json": hf(', "hidden_act": "gelu"')},
-     ["plan", "--model", "{d}/g", *W], "config.json:hidden_act='gelu'"),
+    ("hf-llama-unknown-act", {"g/config.json": hf(', "hidden_act": "foo"')},
+     ["plan", "--model", "{d}/g", *W], "config.json:hidden_act='foo'"),
     ("plan-max-gpus-below-the-cluster", {}, ["plan", *M, *W, "--max-gpus", "3"], "--max-gpus=3"),
     ("validate-csv-extra-fields",
      {"x.csv": "id,model,gpu,num_gpus,seq_len,global_batch_seqs\n"

@@ -268,3 +268,30 @@ def test_a_part_with_its_own_gemm_rate_is_calibrated_under_its_own_key():
     finally:
         restore()
     assert device(gpu, "bf16").matmul_flops == pytest.approx(1822.0e12 * efficiency.SUSTAINED_TENSOR)
+
+
+def test_scale_out_constants_reproduce_the_measured_bus_bandwidth():
+    """Across nodes the model prices a ring's NIC share as 1/g of each rank's volume and an
+    all-to-all's as (n - g)/n of its data (cost/collectives.py): the fitted shares, put back
+    into the model, give the measured bus bandwidths again, and a profile takes them."""
+    from meshplan import profile
+    from meshplan.cost import collectives
+    from meshplan.cost.collectives import Placement
+    from meshplan.scenario import make_cluster
+    gpu = GPUS["H100-SXM-80GB"]
+    n, s = 16, 2**30
+    meas = {"gpus_per_node": 8, "collectives": [
+        {"collective": "all_reduce", "group": n, "bytes": s, "bus_bytes_per_s": 360e9},
+        {"collective": "all_to_all", "group": n, "bytes": s, "bus_bytes_per_s": 85e9}]}
+    consts, _ = fit.constants_from(meas, gpu)
+    assert 0 < consts["NETWORK.scaleout"] <= 1 and 0 < consts["NETWORK.alltoall_scaleout"] <= 1
+    restore = profile.apply(consts)
+    try:
+        c = make_cluster("16xH100-SXM-80GB")
+        p = Placement(n, 8)
+        a2a = (n - 1) / n * s / collectives.all_to_all_s(c, p, s)  # bus bandwidth
+        assert a2a == pytest.approx(85e9, rel=0.05)
+        ring_nic = 2 * (n - 1) / n * s / 8 / (c.nic_bytes_per_s * consts["NETWORK.scaleout"])
+        assert 2 * (n - 1) / n * s / ring_nic == pytest.approx(360e9, rel=1e-9)
+    finally:
+        restore()

@@ -42,7 +42,9 @@ def test_a_plan_made_with_a_profile_is_reproduced_from_its_plan_toml(tmp_path, c
     plan_text = capsys.readouterr().out
     _profile.reset()
     toml = (out / "plan.toml").read_text()
-    assert f'profile = {json.dumps(str(prof.resolve()))}' in toml
+    # a copy of the profile travels with the plan (the file names it relative to itself)
+    assert 'profile = "profile.toml"' in toml
+    assert (out / "profile.toml").read_text() == PROFILE
     label = toml.split("# plan:", 1)[1].splitlines()[0].strip()
     step = float(plan_text.split(label, 1)[1].split()[0])
     # predict from the file alone applies the profile the file names ...
@@ -56,7 +58,7 @@ def test_a_plan_made_with_a_profile_is_reproduced_from_its_plan_toml(tmp_path, c
     assert sim["step_time_s"] != sim0["step_time_s"]
     assert main(["export", *A, "--plan", label, "--profile", str(prof), "--to", "meshplan",
                  "--out", str(tmp_path / "mx")]) == 0
-    assert f'profile = {json.dumps(str(prof.resolve()))}' in (tmp_path / "mx/plan.toml").read_text()
+    assert (tmp_path / "mx/profile.toml").read_text() == PROFILE
 
 
 @pytest.mark.parametrize("args", [
@@ -119,3 +121,24 @@ def test_runs_csv_trust_and_framework_cells(tmp_path):
     # a lower-case grade is the grade; a framework the schema does not name is 'other', said so
     assert rows[1].trust == "A" and not rows[1].error
     assert any("predicted as 'other'" in n for n in rows[1].notes)
+
+
+def test_plan_pinned_by_a_label_keeps_predicts_interval(tmp_path, capsys):
+    """A label names the plan's knobs as search pins, but `predict --plan LABEL` still counts
+    the MoE engine knobs as unnamed (and widens): plan --json must give that interval."""
+    sc = tmp_path / "moe.toml"
+    sc.write_text('[model]\npreset = "mixtral-8x7b"\n[cluster]\ngpus = "32xH100-SXM-80GB"\n'
+                  '[workload]\nseq_len = 4096\nglobal_batch = 256\nframework = "megatron"\n')
+    label = "dp16 tp1 pp2 vpp2 ep8 zero1 mb1 zb_v"
+    top = _json(["plan", "--scenario", str(sc), "--plan", label, "--top", "1"], capsys)["top"]
+    pred = _json(["predict", "--scenario", str(sc), "--plan", label], capsys)
+    assert top[0]["label"] == label
+    assert (top[0]["interval"]["step_time_s_p10_p90"]
+            == pytest.approx(pred["interval"]["step_time_s_p10_p90"]))
+
+
+def test_a_row_on_a_preset_with_experts_its_groups_do_not_divide():
+    from meshplan.row_model import model_from_row
+    m, notes = model_from_row({"model": "DeepSeek-V3", "arch": "moe", "moe_experts": "12"})
+    assert m.moe_experts == 12 and m.moe_groups == 0
+    assert any("routing groups do not divide" in n for n in notes)

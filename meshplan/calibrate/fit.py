@@ -204,14 +204,25 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
     ll = _ll_base_s(coll, per_node, gpu)
     if ll is not None:
         put("NETWORK.ll_base_s", ll, "smallest all-reduce inside a node, less its hops")
+    # Scale-out, as cost/collectives.py prices it: a ring across nodes moves 1/g of each
+    # rank's volume over each of the node's g NICs (_ring_stream_s), so at the NIC bound its
+    # bus bandwidth is g x NIC x scaleout; an all-to-all of n ranks sends (n - g) / n of each
+    # rank's data across, so its bus bandwidth ((n - 1) / n of the algorithm bandwidth) is
+    # (n - 1) / (n - g) x NIC x alltoall_scaleout.
     ar_out = best("all_reduce", False)
     if ar_out:
-        put("NETWORK.scaleout", ar_out / nic,
-            f"all-reduce bus bandwidth {ar_out / 1e9:.1f} GB/s across nodes")
-    a2a_out = best("all_to_all", False)
-    if a2a_out:
-        put("NETWORK.alltoall_scaleout", a2a_out / nic,
-            f"all-to-all bus bandwidth {a2a_out / 1e9:.1f} GB/s across nodes")
+        put("NETWORK.scaleout", ar_out / (per_node * nic),
+            f"all-reduce bus bandwidth {ar_out / 1e9:.1f} GB/s across nodes "
+            f"({per_node} NICs of {nic / 1e9:.1f} GB/s per node)")
+    a2a = [c for c in coll if c["collective"] == "all_to_all" and c["group"] > per_node]
+    if a2a:
+        top = max(c["bytes"] for c in a2a)
+        c = max((c for c in a2a if c["bytes"] == top), key=lambda c: c["bus_bytes_per_s"])
+        n = c["group"]
+        put("NETWORK.alltoall_scaleout",
+            c["bus_bytes_per_s"] * (n - per_node) / (n - 1) / nic,
+            f"all-to-all bus bandwidth {c['bus_bytes_per_s'] / 1e9:.1f} GB/s across nodes "
+            f"({n} ranks)")
     known = set(profile.known_names())
     consts = {}
     for ln in lines:

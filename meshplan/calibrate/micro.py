@@ -67,16 +67,25 @@ def attention(device: str, dtype: str, batch: int, heads: int, seq: int, head_di
     o = sdpa(q, k, v, is_causal=True)
     g = torch.randn_like(o)
 
-    def both():
+    # the backward timed on its own (a fresh forward before each, untimed): the difference
+    # of two noisy timings could read ~0 and give an absurd rate
+    times = []
+    for i in range(warmup + iters):
         out = sdpa(q, k, v, is_causal=True)
+        _sync(device)
+        t0 = time.perf_counter()
         out.backward(g)
-
-    total = _time(both, device, warmup, iters)
+        _sync(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+        q.grad = k.grad = v.grad = None
+    times.sort()
+    bwd = times[len(times) // 2]
     flops_fwd = 4.0 * batch * heads * seq * (seq / 2) * head_dim
     return {"batch": batch, "heads": heads, "seq": seq, "head_dim": head_dim,
-            "fwd_s": fwd, "bwd_s": max(total - fwd, 1e-12),
+            "fwd_s": fwd, "bwd_s": bwd,
             "fwd_flops_per_s": flops_fwd / fwd,
-            "bwd_flops_per_s": 2.5 * flops_fwd / max(total - fwd, 1e-12)}
+            "bwd_flops_per_s": 2.5 * flops_fwd / bwd}
 
 
 def copy_bandwidth(device: str, nbytes: int, warmup: int = 3, iters: int = 10) -> dict:

@@ -88,7 +88,8 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.scenario:
         sc = load_scenario(args.scenario)
         from ._profile import apply_scenario_profile
-        apply_scenario_profile(args, sc.profile)
+        apply_scenario_profile(args, sc.profile,
+                               sc.cluster.gpu.generation if sc.cluster is not None else None)
         if sc.pools is not None and not args.gpus:
             raise InputError("cluster.pools", len(sc.pools.pools),
                              "pools are planned by `meshplan plan`; this command takes one GPU type")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from .. import profile
+from ..errors import InputError
 
 _RESTORE: list = []  # undo functions of the profiles applied in this process
 
@@ -26,15 +27,20 @@ def apply_profile_arg(args, generation: str | None = None) -> dict | None:
     return meta
 
 
-def apply_scenario_profile(args, path: str) -> None:
+def apply_scenario_profile(args, path: str, generation: str | None = None) -> None:
     """Apply the profile a scenario file names (``profile = ...``, what `--export meshplan`
-    writes when a profile made the plan), unless --profile named one for this command."""
+    writes beside plan.toml when a profile made the plan), unless --profile named one."""
     if not path or getattr(args, "profile", None):
         return
-    meta, restore = profile.use(path)
+    try:
+        meta, restore = profile.use(path)
+    except InputError as e:  # name the scenario's key, not a --profile the user never gave
+        raise InputError("profile (scenario file)", e.value, e.allowed) from None
     _RESTORE.append(restore)
     print(f"note: using calibration profile {path} named by the scenario file "
           f"({meta.get('device', '?')}, {meta.get('date', '?')})", file=sys.stderr)
+    if generation:
+        check_generation(meta, generation)
 
 
 def check_generation(meta: dict | None, generation: str) -> None:

@@ -36,6 +36,8 @@ def _run(args) -> int:
     sc = scenario_from_args(args)
     check_generation(meta, sc.cluster.gpu.generation)
     max_gpus = getattr(args, "max_gpus", None)
+    if max_gpus is not None and max_gpus < 1:
+        raise InputError("--max-gpus", max_gpus, "must be a positive integer")
     if max_gpus is not None and sc.cluster.num_gpus > max_gpus:  # before, not after, searching
         raise InputError("--max-gpus", max_gpus, f"the cluster has {sc.cluster.num_gpus} GPUs; "
                          "give fewer with --gpus or compare counts with --gpu-types")
@@ -76,7 +78,11 @@ def _run(args) -> int:
         rendered = render(best, args.export)  # refuses before anything is printed or written
     money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
     if args.json:
-        print(json.dumps(search_json(sc, r) | {"right_size": right_size_json(sc, r, fewer)},
+        stated = set(plan_overrides(args)) | (set(sc.plan_stated) if sc.plan and
+                                               args.use_scenario_plan and
+                                               args.plan_label is None else set())
+        print(json.dumps(search_json(sc, r, stated)
+                         | {"right_size": right_size_json(sc, r, fewer)},
                          indent=2))
     else:
         print(search_text(sc, r))

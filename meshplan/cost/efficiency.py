@@ -356,28 +356,28 @@ def kernel_efficiency(generation: str) -> KernelEfficiency:
 
 
 # What a calibration profile (meshplan/profile.py) may set each constant to, so that a typo
-# cannot make a step take negative, zero-divided or astronomically long time. (pattern, low,
-# high): the first pattern that matches a name (fnmatch) wins, both ends included. Shares of
-# a datasheet peak or of a link's bandwidth divide work: [1e-6, 1] (the CPU stand-in of
-# `meshplan calibrate` measures ~1e-4 of an H100's peak; below a millionth a typo, not a
-# part, is speaking); shares of an overlap, of a waste or of an exposed exponential: [0, 1];
-# tensor-core, exponential and host rates and sizes: at least 1 (ratios: 1e-6); times per
-# operation or per hop: at most 1 s. A name no pattern matches only has to be finite and
-# >= 0.
+# cannot make a step take negative, zero-divided or infinite time. (pattern, low, high): the
+# first pattern that matches a name (fnmatch) wins, both ends included. Shares of a datasheet
+# peak or of a link's bandwidth divide work: (0, 1], with 1e-12 as the floor (a smaller share
+# overflows the step's arithmetic; `meshplan calibrate`'s CPU stand-in measures ~1e-7 of an
+# H100's attention peak); shares of an overlap, of a waste or of an exposed exponential:
+# [0, 1]; tensor-core, exponential and host rates and sizes: at least 1 (ratios: 1e-12);
+# times per operation or per hop: at most 1 s. A name no pattern matches only has to be
+# finite and >= 0.
 PROFILE_RANGES: tuple[tuple[str, float, float], ...] = (
-    ("EFFICIENCY.*.matmul_*", 1e-6, 1.0),
-    ("EFFICIENCY.*.attention_*", 1e-6, 1.0),
-    ("EFFICIENCY.*.memory", 1e-6, 1.0),
-    ("EFFICIENCY.*.gemm_flop_per_load_byte", 1e-6, math.inf),
+    ("EFFICIENCY.*.matmul_*", 1e-12, 1.0),
+    ("EFFICIENCY.*.attention_*", 1e-12, 1.0),
+    ("EFFICIENCY.*.memory", 1e-12, 1.0),
+    ("EFFICIENCY.*.gemm_flop_per_load_byte", 1e-12, math.inf),
     ("EFFICIENCY.*.full_clock_power_w", 0.0, math.inf),
-    ("SKU_MATMUL.*", 1e-6, 1.0),
-    ("SUSTAINED_TENSOR", 1e-6, 1.0),
+    ("SKU_MATMUL.*", 1e-12, 1.0),
+    ("SUSTAINED_TENSOR", 1e-12, 1.0),
     ("NETWORK.tp_overlap", 0.0, 1.0),
     ("NETWORK.overlap_contention", 0.0, 1.0),
-    ("NETWORK.nvls_allreduce", 1e-6, math.inf),
+    ("NETWORK.nvls_allreduce", 1e-12, math.inf),
     ("NETWORK.simple_fill_bytes", 0.0, math.inf),
     ("NETWORK.*_s", 0.0, 1.0),
-    ("NETWORK.*", 1e-6, 1.0),
+    ("NETWORK.*", 1e-12, 1.0),
     ("HOST.allocator_fragmentation", 0.0, 1.0),
     ("HOST.*_per_s", 1.0, math.inf),
     ("ATTENTION_EXP", 0.0, 1.0),

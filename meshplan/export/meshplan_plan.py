@@ -73,11 +73,19 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
     workload = {"seq_len": w.seq_len, "global_batch": w.global_batch, "precision": w.precision,
                 "optimizer": w.optimizer, "optimizer_state_precision": w.optimizer_state_precision,
                 "grad_reduce_dtype": w.grad_reduce_dtype}
+    # what else the predictions depend on (the engine's kernels and defaults), where set
+    for k in ("framework", "fp8_recipe", "attention_kernel", "compiled_loss"):
+        if getattr(w, k):
+            workload[k] = getattr(w, k)
     plan = {LONG_NAMES.get(k, k): v for k, v in p.to_dict().items()}
     from ..profile import active
-    prof = active()  # a profile in use made the predictions: the file says which
-    top = [f"profile = {json.dumps(prof)}  # calibration profile the plan was made with", ""] \
-        if prof else []
+    prof = active()  # a profile in use made the predictions: a copy travels with the plan
+    top = []
+    if prof:
+        from pathlib import Path
+        files["profile.toml"] = Path(prof).read_text(encoding="utf-8")
+        top = ['profile = "profile.toml"  # the calibration profile the plan was made with '
+               f'(a copy of {json.dumps(prof)[1:-1]})', ""]
     text = "\n".join(["\n".join(header(sc, "plan.toml: the plan `meshplan run` reads")), "",
                       *top,
                       toml_table("model", _model_table(sc.model)), toml_table("cluster", cluster),

@@ -2,7 +2,8 @@
 is tested against (tests/test_search_complete.py). No pruning, no caps: each knob the search
 varies takes every value the validity rule (meshplan/validity.py) accepts (partial
 recomputation: every layer count below the fullest chunk's); the knobs the
-search holds at a fixed setting (sequence parallel on when tp > 1, tp communication overlap
+search holds at a fixed setting (sequence parallel on when tp > 1 and divides the sequence,
+tp communication overlap
 and the MoE dispatcher as the workload's framework runs them (framework_defaults), the other
 overlaps on, ring context parallelism, no HSDP, no offload, the default rank order) are held alike here.
 """
@@ -31,6 +32,11 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                                                     model.is_moe)["moe_dispatcher"])
     for tp in opts("tp", divisors(n)):
         tpo = tp_comm_overlap(workload.framework, tp)
+        # the search's rule (search._base_fields): no SP, and so no TP overlap, where the
+        # sequence does not divide by tp
+        sp = None if workload.seq_len % tp == 0 else False
+        if sp is False:
+            tpo = False
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
             rest = n // (tp * cp)
             for pp in opts("pp", [p for p in divisors(rest) if p <= model.layers + 2]):
@@ -57,7 +63,7 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                                             p = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                      zero=z, vpp=v, schedule=s, micro_batch=mb,
                                                      recompute=rc, tp_comm_overlap=tpo,
-                                                     moe_dispatcher=disp)
+                                                     moe_dispatcher=disp, sequence_parallel=sp)
                                         except InputError:
                                             continue
                                         if rc == "full" and pins.get("recompute_layers"):

@@ -249,7 +249,7 @@ def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Go
                    simulate=single_rerank_k > 0)
         singles[pool.name] = r
         considered += r.considered
-        # its rejections are part of the count: considered = fitting + every rejection
+        # its rejections are listed too (they were counted in `considered`, never shown)
         for why, n in r.rejected.items():
             rejected[f"{pool.name} alone: {why}"] += n
         if r.best is not None:

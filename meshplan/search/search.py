@@ -140,6 +140,10 @@ def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
     kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
     if seq_len and tp > 1 and seq_len % tp:
         kw.setdefault("sequence_parallel", False)
+        # and so TP communication cannot be overlapped (only SP's all-gather /
+        # reduce-scatter are pipelined with the GEMMs; Megatron refuses the pair)
+        if not kw["sequence_parallel"]:
+            kw.setdefault("tp_comm_overlap", False)
     for k, v in (engine_defaults or {}).items():
         kw.setdefault(k, v)
     for k, v in framework_defaults.plan_defaults(framework, tp, scaleup_domain_gpus,

@@ -84,12 +84,10 @@ class Traffic:
             raise InputError("requests", 0, "need at least one request")
         last = max(r.arrival_s for r in self.requests)
         if last > MAX_ARRIVAL_S:
-            field = "rate" if self.rate_per_s is not None else "arrival_s"
-            raise InputError(field, self.rate_per_s if field == "rate" else last,
-                             f"the last request would arrive after {last:.3g} s; at most "
-                             f"{MAX_ARRIVAL_S:g} s (the simulator's float64 clock keeps "
-                             "microseconds only below that): raise the rate or send fewer "
-                             "requests")
+            raise InputError("arrival_s", last,
+                             f"the last request arrives after {MAX_ARRIVAL_S:g} s, beyond which "
+                             "the simulator's float64 clock no longer keeps microseconds: raise "
+                             "--rate, send fewer --requests, or shorten the trace")
 
     @property
     def closed_loop(self) -> bool:

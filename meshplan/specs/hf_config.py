@@ -113,13 +113,16 @@ def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6)
 
 # the gate activations of gated MLPs a config's ``hidden_act`` may name (transformers
 # ACT2FN), onto ModelSpec's GATED_ACTS: SiLU ("swish" is its alias) or tanh-approximated GELU
-GLU_ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh"}
+GLU_ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
+            "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "gelu": "gelu_tanh"}
+# ("gelu" is the erf form, the others tanh approximations: a GeGLU either way, the same
+# matrices and element-wise passes; ModelSpec keeps the one GeGLU kind)
 
 
 def _glu_act(cfg: dict) -> str:
     """The gated MLP's gate activation from ``hidden_act`` (default silu, what every Llama,
-    Mistral, Qwen, Phi-3, OLMo 2, Mixtral and DeepSeek checkpoint uses); another activation
-    is refused rather than read as SwiGLU."""
+    Mistral, Qwen, Phi-3, OLMo 2, Mixtral and DeepSeek checkpoint uses; a GELU gate is a
+    GeGLU); an activation with no gated form here is refused rather than read as SwiGLU."""
     act = _str(cfg, "hidden_act", "silu").strip().lower()
     if act not in GLU_ACTS:
         raise InputError("config.json:hidden_act", act,
