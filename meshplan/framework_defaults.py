@@ -106,6 +106,15 @@ FRAMEWORKS = ("megatron", "nemo", "torchtitan", "deepspeed", "maxtext", "paxml",
 # note (validate.prepare).
 ENGINES = FRAMEWORKS + ("llm-foundry", "llmfoundry", "aleph-alpha")
 
+
+def row_framework(name: str | None) -> tuple[str, str]:
+    """A runs CSV's ``framework`` cell as the cost model reads it, and a note ('' if none):
+    a name the schema does not list is its catch-all, 'other', said so."""
+    fw = _fw(name)
+    if fw in ENGINES:
+        return fw, ""
+    return "other", f"framework {fw!r} is not one the schema names: predicted as 'other'"
+
 # TP communication overlap when TP > 1 (TE userbuffers / Megatron --tp-comm-overlap,
 # torchtitan async TP, DeepSpeed AutoTP tp_overlap_comm). Frameworks not listed: NONE.
 TP_COMM_OVERLAP = {"megatron": True, "nemo": True, "torchtitan": True, "deepspeed": False,

@@ -215,11 +215,9 @@ def prepare(row: dict) -> Prepared:
     # a blank engine column is what the row's framework runs (framework_defaults.py): the
     # dtypes here, the FP8 recipe and attention kernel in the cost model, the plan knobs
     # (TP / EP overlap, dispatcher) in the search's plan defaults
-    framework = (text(row, "framework") or "").lower()
-    if framework not in framework_defaults.ENGINES:  # the schema's catch-all, said so
-        notes.append(f"framework {framework!r} is not one the schema names: predicted as "
-                     "'other'")
-        framework = "other"
+    framework, note = framework_defaults.row_framework(text(row, "framework"))
+    if note:
+        notes.append(note)
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),

@@ -33,6 +33,7 @@ from . import uncertainty
 from .cost.hetero import (UnevenPlan, data_across_pools, pipeline_across_pools,
                           pool_estimates)
 from .errors import InputError
+from .framework_defaults import row_framework
 from .plan import Plan
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, number, text
@@ -173,7 +174,7 @@ def prepare_pool_row(row: dict) -> PoolRow:
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
                         (text(row, "precision") or "bf16").lower(),
-                        framework=(text(row, "framework") or "").lower(),
+                        framework=row_framework(text(row, "framework"))[0],
                         attention_kernel=text(row, "attention_kernel"))  # optional column
     kind = text(row, "pool_plan").lower()
     if kind not in KINDS:
