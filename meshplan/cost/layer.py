@@ -16,6 +16,7 @@ from ..recompute_modules import modules_of
 from .compute import ATTN_BWD_FLOP_RATIO, attention_efficiency, device, matmul_s, op_times
 from .efficiency import NETWORK
 from .mcore_experts import eager_expert_epilogue
+from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, gathered_logits,
@@ -170,6 +171,7 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
         ops = eager_attention(ops, model, shard, engine)
+        ops = eager_rope(ops, model, shard, engine)
         if kind == "dense":
             ops = unfused_swiglu(ops, model, shard, engine)
         if kind == "moe":
