@@ -28,6 +28,12 @@ _TRUE = {"1", "true", "yes", "y", "t"}
 _FALSE = {"0", "false", "no", "n", "f"}
 
 
+# key under which read_csv marks a row with more cells than its header (the reader that
+# predicts rows refuses that row alone: validate.predict_row); never a header name, which
+# are stripped text
+EXTRA_FIELDS = "\x00extra"
+
+
 def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict]]:
     """(header, data rows) of any CSV meshplan reads: UTF-8 with or without BOM, LF or CRLF,
     header names stripped and lower-cased, values stripped (blank = ""), blank lines skipped.
@@ -51,12 +57,12 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
         reader.fieldnames = header
         rows = []
         for r in reader:
-            extra = [v for v in (r.get(None) or []) if (v or "").strip()]
-            if extra:  # more cells than the header names: a shifted or merged row
-                raise InputError(field, str(path), f"line {reader.line_num} has {len(extra)} "
-                                 "more non-blank field(s) than the header")
             d = {k: (v or "").strip() if isinstance(v, str) else "" for k, v in r.items()
                  if k is not None}
+            extra = [v for v in (r.get(None) or []) if (v or "").strip()]
+            if extra:  # more cells than the header names: the row's cells are shifted
+                d[EXTRA_FIELDS] = f"line {reader.line_num}: {len(extra)} more non-blank " \
+                                  "field(s) than the header (an unquoted comma?)"
             if any(d.values()):  # skip blank lines (",,,,")
                 rows.append(d)
     except csv.Error as e:

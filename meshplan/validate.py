@@ -252,8 +252,8 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
     res = _new_result(row)
     cache = {} if cache is None else cache
     try:
-        if res.trust not in TRUST_GRADES:
-            raise InputError("trust", text(row, "trust"), "allowed: A, B, C (or blank)")
+        if row.get(runs_csv.EXTRA_FIELDS):  # its cells are not where the header says
+            raise InputError("row", res.id, row[runs_csv.EXTRA_FIELDS])
         res.measured_tokens_per_s_per_gpu = measured(row, "measured_tokens_per_s_per_gpu")
         res.measured_step_time_s = measured(row, "measured_step_time_s")
         res.measured_peak_mem_gib = measured(row, "measured_peak_mem_gib")
@@ -267,6 +267,9 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
             return res
         prep = prepare(row)
         res.notes = list(prep.notes)
+        if res.trust not in TRUST_GRADES:  # predicted, but not counted among A/B
+            res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
+                             "not counted among the A/B rows")
         _fill_prediction(res, prep, cache, residuals)
         if with_search_best:
             key = ("free",) + prep.free_key

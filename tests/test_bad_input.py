@@ -361,10 +361,6 @@ CASES = [
     ("hf-llama-unknown-act", {"g/config.json": hf(', "hidden_act": "foo"')},
      ["plan", "--model", "{d}/g", *W], "config.json:hidden_act='foo'"),
     ("plan-max-gpus-below-the-cluster", {}, ["plan", *M, *W, "--max-gpus", "3"], "--max-gpus=3"),
-    ("validate-csv-extra-fields",
-     {"x.csv": "id,model,gpu,num_gpus,seq_len,global_batch_seqs\n"
-               "1,llama3.1-8b,H100-SXM-80GB,8,4096,32,surplus\n"},
-     ["validate", "{d}/x.csv"], "more non-blank field"),
     ("validate-serve-trust-unknown", {}, ["validate-serve", "{d}/none.csv", "--trust", "Q"],
      "--trust='Q'"),
 ]

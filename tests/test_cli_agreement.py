@@ -116,11 +116,24 @@ def test_runs_csv_trust_and_framework_cells(tmp_path):
     f = tmp_path / "r.csv"
     f.write_text(head + "1,Z,llama3.1-8b,H100-SXM-80GB,8,4096,32,nemo,1,1,8\n"
                         "2,a,llama3.1-8b,H100-SXM-80GB,8,4096,32,jax,1,1,8\n")
-    rows = validate(f, with_search_best=False)[0]
-    assert "trust='Z'" in rows[0].error
+    rows, summary = validate(f, with_search_best=False)
+    # an unknown grade is predicted and said so, but not counted among the A/B rows
+    assert not rows[0].error and rows[0].predicted_tokens_per_s_per_gpu
+    assert any("trust 'Z'" in n for n in rows[0].notes)
     # a lower-case grade is the grade; a framework the schema does not name is 'other', said so
     assert rows[1].trust == "A" and not rows[1].error
     assert any("predicted as 'other'" in n for n in rows[1].notes)
+
+
+def test_a_row_wider_than_its_header_is_refused_alone(tmp_path):
+    from meshplan.validate import validate
+    f = tmp_path / "w.csv"
+    f.write_text("id,model,gpu,num_gpus,seq_len,global_batch_seqs,derivation\n"
+                 "1,llama3.1-8b,H100-SXM-80GB,8,4096,32,a note, with a comma\n"
+                 "2,llama3.1-8b,H100-SXM-80GB,8,4096,32,fine\n")
+    rows, _ = validate(f, with_search_best=False)
+    assert "more non-blank field" in rows[0].error and "line 2" in rows[0].error
+    assert not rows[1].error and rows[1].predicted_tokens_per_s_per_gpu
 
 
 def test_plan_pinned_by_a_label_keeps_predicts_interval(tmp_path, capsys):
