@@ -260,18 +260,19 @@ class Plan:
         return replace(self, **changes)
 
 
-# the plan fields that hold whole numbers (field_value)
-PLAN_INT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch", "zero",
-                   "hsdp_shard", "recompute_layers")
+# the plan fields that hold whole numbers (field_value): at least 1, and at least 0
+PLAN_POSITIVE_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch")
+PLAN_NONNEG_FIELDS = ("zero", "hsdp_shard", "recompute_layers")
+PLAN_INT_FIELDS = PLAN_POSITIVE_FIELDS + PLAN_NONNEG_FIELDS
 
 
 def field_value(field: str, value: object) -> object:
     """One plan field's value on its own (type, range, allowed names), normalised; raises
     InputError naming the field. The rules between fields stay in Plan.__post_init__ and
     meshplan/validity.py. Plan() and the search's pins (validity.check_pins) both use it."""
-    if field in PLAN_INT_FIELDS[:8]:
+    if field in PLAN_POSITIVE_FIELDS:
         return require_positive_int(field, value)
-    if field in ("zero", "hsdp_shard", "recompute_layers"):
+    if field in PLAN_NONNEG_FIELDS:
         value = require_nonneg_int(field, value)
         if field == "zero" and value > 3:
             raise InputError("zero", value, "allowed: 0, 1, 2, 3")

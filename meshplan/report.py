@@ -15,9 +15,9 @@ GiB = 2**30
 
 
 def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = None,
-                 pins: dict | None = None) -> dict:
+                 stated=None) -> dict:
     """Plan -> 10-90% Interval, around the simulated step time where there is one. With
-    ``pins`` (the fields the search was told), the MoE engine knobs not among them widen
+    ``stated`` (the plan fields the command named), the MoE engine knobs not among them widen
     the closed-form interval as `meshplan predict` widens it for a plan that does not name
     them (engine_spread.py); the simulated one is `meshplan simulate`'s, not widened."""
     out = {}
@@ -26,8 +26,8 @@ def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = No
         s = (simulated or {}).get(e.plan)
         if s:
             out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s)
-        elif pins is not None:
-            blank = engine_spread.blank_knobs(set(pins), sc.workload.framework)
+        elif stated is not None:
+            blank = engine_spread.blank_knobs(set(stated), sc.workload.framework)
             out[e.plan] = engine_spread.widen(
                 iv, engine_spread.spread(e, sc.model, sc.cluster, sc.workload, blank))
         else:
@@ -222,7 +222,7 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
     # step, as `meshplan simulate --json` gives it (the text table shows that one)
     # ``stated``: the plan fields the command named as `predict` counts them (a label's own
     # fields are not: commands/_common.plan_stated); default: the search's pins
-    closed = intervals_of(sc, r.top, pins=r.pins if stated is None else stated)
+    closed = intervals_of(sc, r.top, stated=r.pins if stated is None else stated)
     ivs = intervals_of(sc, r.top, r.simulated)
     return {
         "scenario": scenario_line(sc),

@@ -28,6 +28,9 @@ _TRUE = {"1", "true", "yes", "y", "t"}
 _FALSE = {"0", "false", "no", "n", "f"}
 
 
+# the runs CSV's trust grades (shared/validation/README.md; "" = not graded)
+TRUST_GRADES = ("A", "B", "C", "")
+
 # key under which read_csv marks a row with more cells than its header (the reader that
 # predicts rows refuses that row alone: validate.predict_row); never a header name, which
 # are stripped text

@@ -124,10 +124,6 @@ class RowResult:
         }
 
 
-# the runs CSV's trust grades (shared/validation/README.md), "" = not graded
-TRUST_GRADES = ("A", "B", "C", "")
-
-
 def source_key(source: str) -> str:
     """The document a row comes from ("torchtitan benchmarks llama3_h100_202412" for all of
     its tables): the unit left out in leave-one-source-out."""
@@ -267,7 +263,7 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
             return res
         prep = prepare(row)
         res.notes = list(prep.notes)
-        if res.trust not in TRUST_GRADES:  # predicted, but not counted among A/B
+        if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")
         _fill_prediction(res, prep, cache, residuals)

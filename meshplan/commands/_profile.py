@@ -15,16 +15,20 @@ def add_profile_arg(p) -> None:
     p.add_argument("--profile", help="calibration profile TOML written by `meshplan calibrate`")
 
 
+def _use(path: str, origin: str = "") -> dict:
+    """Apply the profile at ``path`` for the rest of the process (undone by reset); says so
+    on stderr and returns its [meta]."""
+    meta, restore = profile.use(path)
+    _RESTORE.append(restore)
+    print(f"note: using calibration profile {path}{origin} ({meta.get('device', '?')}, "
+          f"{meta.get('date', '?')})", file=sys.stderr)
+    return meta
+
+
 def apply_profile_arg(args, generation: str | None = None) -> dict | None:
     """Apply ``args.profile`` for the rest of the process; returns its [meta]."""
     path = getattr(args, "profile", None)
-    if not path:
-        return None
-    meta, restore = profile.use(path)
-    _RESTORE.append(restore)
-    print(f"note: using calibration profile {path} ({meta.get('device', '?')}, "
-          f"{meta.get('date', '?')})", file=sys.stderr)
-    return meta
+    return _use(path) if path else None
 
 
 def apply_scenario_profile(args, path: str, generation: str | None = None) -> None:
@@ -33,12 +37,9 @@ def apply_scenario_profile(args, path: str, generation: str | None = None) -> No
     if not path or getattr(args, "profile", None):
         return
     try:
-        meta, restore = profile.use(path)
+        meta = _use(path, " named by the scenario file")
     except InputError as e:  # name the scenario's key, not a --profile the user never gave
         raise InputError("profile (scenario file)", e.value, e.allowed) from None
-    _RESTORE.append(restore)
-    print(f"note: using calibration profile {path} named by the scenario file "
-          f"({meta.get('device', '?')}, {meta.get('date', '?')})", file=sys.stderr)
     if generation:
         check_generation(meta, generation)
 

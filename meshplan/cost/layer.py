@@ -19,7 +19,8 @@ from .mcore_experts import eager_expert_epilogue
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
-from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, gathered_logits,
+from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
+                  gathered_logits,
                   head_ops, layer_ops, unfused_norms, unfused_swiglu)
 
 
@@ -120,8 +121,7 @@ def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
     local = model.moe_experts / shard.ep
     if dispatcher != "alltoall" or shard.ep == 1 or local <= 1:
         return ops
-    # token copies this rank's experts process (the expert GEMMs' rows, all local experts)
-    rows = next(mm.m * mm.count for mm in ops.matmuls if mm.name == "expert_fc1")
+    rows = expert_rows(ops)
     ops.stream_bytes += 2 * 2 * ACT * rows * model.hidden  # sort + unsort, read + write
     ops.kernels += 2
     return ops

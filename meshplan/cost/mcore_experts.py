@@ -27,9 +27,11 @@ GPT-OSS recipes); that path is not modelled: such a run is predicted with the ea
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..specs.model import ModelSpec
-from . import efficiency
-from .ops import LayerOps, ModuleRecompute, Shard
+from .compute import STREAM_BWD_BYTE_RATIO
+from .ops import LayerOps, Shard, expert_rows
 
 # engines whose MoE layers are Megatron-Core's TEGroupedMLP (framework_defaults.FRAMEWORKS)
 MCORE_ENGINES = ("megatron", "nemo")
@@ -77,14 +79,14 @@ def eager_expert_epilogue(ops: LayerOps, model: ModelSpec, s: Shard, engine: str
     bias = model.linear_bias
     if not (clamp or bias):
         return ops
-    rows = s.tokens / s.tp * model.moe_topk * s.etp * efficiency.MOE_LOAD_IMBALANCE
+    rows = expert_rows(ops)
     w = model.moe_expert_ffn / s.etp
     local = model.moe_experts / s.ep
     if clamp:
         fwd = rows * w * CLAMP_FWD_BYTES
         ops.stream_bytes += fwd
         ops.act_fn_bytes += fwd
-        ops.stream_bwd_extra_bytes += rows * w * CLAMP_BWD_BYTES - _bwd_counted(fwd)
+        ops.stream_bwd_extra_bytes += rows * w * CLAMP_BWD_BYTES - STREAM_BWD_BYTE_RATIO * fwd
         ops.kernels += CLAMP_KERNELS
         ops.host_ops += CLAMP_HOST_OPS
         saved = rows * w * CLAMP_SAVED_BYTES
@@ -93,26 +95,19 @@ def eager_expert_epilogue(ops: LayerOps, model: ModelSpec, s: Shard, engine: str
         for name in ("moe_act", "moe"):
             m = ops.modules.get(name)
             if m is not None:
-                ops.modules[name] = ModuleRecompute(
-                    m.freed_bytes + saved, m.matmuls, m.stream_bytes + fwd,
-                    m.kernels + CLAMP_KERNELS, m.attn_core, m.ep_comm)
+                ops.modules[name] = replace(m, freed_bytes=m.freed_bytes + saved,
+                                            stream_bytes=m.stream_bytes + fwd,
+                                            kernels=m.kernels + CLAMP_KERNELS)
     if bias:
         h = model.hidden
         fwd = rows * h * BIAS_FWD_BYTES
         ops.stream_bytes += fwd
-        ops.stream_bwd_extra_bytes += rows * h * BIAS_BWD_BYTES - _bwd_counted(fwd)
-        ops.kernels += BIAS_KERNELS_PER_EXPERT * local + 1
+        ops.stream_bwd_extra_bytes += rows * h * BIAS_BWD_BYTES - STREAM_BWD_BYTE_RATIO * fwd
+        kernels = BIAS_KERNELS_PER_EXPERT * local + 1
+        ops.kernels += kernels
         ops.host_ops += BIAS_HOST_OPS_PER_EXPERT * local + 1
         m = ops.modules.get("moe")
         if m is not None:
-            ops.modules["moe"] = ModuleRecompute(
-                m.freed_bytes, m.matmuls, m.stream_bytes + fwd,
-                m.kernels + BIAS_KERNELS_PER_EXPERT * local + 1, m.attn_core, m.ep_comm)
+            ops.modules["moe"] = replace(m, stream_bytes=m.stream_bytes + fwd,
+                                         kernels=m.kernels + kernels)
     return ops
-
-
-def _bwd_counted(fwd_bytes: float) -> float:
-    """The backward bytes compute.op_times already charges for ``fwd_bytes`` of forward
-    element-wise traffic (STREAM_BWD_BYTE_RATIO x forward)."""
-    from .compute import STREAM_BWD_BYTE_RATIO
-    return STREAM_BWD_BYTE_RATIO * fwd_bytes

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 
 from ..specs.model import ModelSpec
+from .compute import STREAM_BWD_BYTE_RATIO
 from .ops import LayerOps, Shard
 
 # engines that run Megatron's rotary embedding (framework_defaults.FRAMEWORKS)
@@ -52,7 +53,6 @@ def eager_rope(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> LayerO
     models where Megatron runs it (unfused_position_embedding)."""
     if engine not in MCORE_ENGINES or not unfused_position_embedding(model):
         return ops
-    from .compute import STREAM_BWD_BYTE_RATIO
     d = model.head_dim * model.rope_fraction
     elements = s.tokens * d * (model.heads / s.tp + max(model.kv_heads / s.tp, 1.0))
     fwd = elements * (UNFUSED_FWD_BYTES - FUSED_FWD_BYTES)

@@ -342,6 +342,12 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
                                              mo.kernels + sh.kernels, ep_comm=True)
 
 
+def expert_rows(ops: LayerOps) -> float:
+    """Token copies this rank's experts process (the expert GEMMs' rows, all local
+    experts), read off the expert_fc1 record moe_ops wrote."""
+    return next(mm.m * mm.count for mm in ops.matmuls if mm.name == "expert_fc1")
+
+
 def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
     """All forward operations of one transformer layer on one rank for one micro-batch."""
     ops = LayerOps()

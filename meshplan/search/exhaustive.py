@@ -17,7 +17,7 @@ from ..plan import SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
-from .space import divisors
+from .space import divisors, sequence_parallel_off
 
 
 def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None):
@@ -32,11 +32,7 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                                                     model.is_moe)["moe_dispatcher"])
     for tp in opts("tp", divisors(n)):
         tpo = tp_comm_overlap(workload.framework, tp)
-        # the search's rule (search._base_fields): no SP, and so no TP overlap, where the
-        # sequence does not divide by tp
-        sp = None if workload.seq_len % tp == 0 else False
-        if sp is False:
-            tpo = False
+        sp = False if sequence_parallel_off(workload.seq_len, tp) else None  # as the search
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
             rest = n // (tp * cp)
             for pp in opts("pp", [p for p in divisors(rest) if p <= model.layers + 2]):

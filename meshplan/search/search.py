@@ -64,7 +64,7 @@ from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
 from .branch import (BOUNDED, DOMINATED, DOMINATED_PARTIAL, DOMINATED_SCHEDULE,  # noqa: F401
                      NOT_FIT, ROUNDS, Walk)  # (the rejection reasons, as callers read them)
-from .space import RECOMPUTE_ORDER, ZERO_ORDER, degree_choices
+from .space import RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, sequence_parallel_off
 
 # Theorem (schedule dominance). At the same degrees, micro-batch, vpp, recomputation and ZeRO,
 # schedule S is dominated by D = DOMINATOR[S] (same vpp) when D is runnable at (pp, m) and
@@ -134,16 +134,11 @@ def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
                  moe: bool = True, seq_len: int = 0) -> dict:
     """Plan fields of every plan at TP degree ``tp``: the pins, then the engine's search
     hints, then what ``framework`` does when a run does not say (framework_defaults.py) on
-    a cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs. Sequence parallelism
-    splits the sequence over TP: where ``seq_len`` does not divide by ``tp`` it stays off
-    unless pinned (validity.py would refuse every plan at that TP degree)."""
+    a cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs; sequence parallelism
+    off where ``seq_len`` does not divide by ``tp`` (space.sequence_parallel_off)."""
     kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
-    if seq_len and tp > 1 and seq_len % tp:
+    if seq_len and sequence_parallel_off(seq_len, tp):
         kw.setdefault("sequence_parallel", False)
-        # and so TP communication cannot be overlapped (only SP's all-gather /
-        # reduce-scatter are pipelined with the GEMMs; Megatron refuses the pair)
-        if not kw["sequence_parallel"]:
-            kw.setdefault("tp_comm_overlap", False)
     for k, v in (engine_defaults or {}).items():
         kw.setdefault(k, v)
     for k, v in framework_defaults.plan_defaults(framework, tp, scaleup_domain_gpus,

@@ -18,8 +18,17 @@ from ..specs.workload import Workload
 # Limits of the space (not pruning theorems; a pin goes beyond them): tp and etp within one
 # scale-up domain, cp <= MAX_CP, pp <= MAX_PP, vpp <= MAX_VPP, micro-batches up to
 # MAX_MICRO_BATCH sequences and MAX_MICRO_BATCH_TOKENS tokens; the overlap switches on,
-# sequence parallel on when tp > 1, ring cp, no HSDP, no offload, the default rank order.
+# sequence parallel on when tp > 1 (sequence_parallel_off), ring cp, no HSDP, no offload,
+# the default rank order.
 MAX_CP = 32
+
+
+def sequence_parallel_off(seq_len: int, tp: int) -> bool:
+    """Whether sequence parallelism stays off at TP degree ``tp`` when not pinned: it splits
+    the sequence over TP, and validity.py refuses it where ``seq_len`` does not divide (Plan
+    then drops TP overlap too: only SP's collectives can be overlapped)."""
+    return tp > 1 and seq_len % tp != 0
+
 MAX_PP = 128
 MAX_MICRO_BATCH = 16
 MAX_VPP = 8

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits
-from ..runs_csv import count, measured, number, read_csv
+from ..runs_csv import TRUST_GRADES, count, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
@@ -144,7 +144,7 @@ def load_rows(path: str | Path) -> list[dict]:
 
 def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow], dict]:
     trust = str(trust or "").strip().upper()
-    if not trust or any(t not in "ABC" for t in trust):  # else the summary is silently empty
+    if not trust or any(t not in TRUST_GRADES for t in trust):  # else an empty summary
         raise InputError("--trust", trust, "one or more of the grades A, B, C (e.g. AB)")
     out = []
     for r in load_rows(path):
