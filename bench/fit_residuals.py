@@ -55,7 +55,9 @@ CONSTANTS = {
     "host": (["optimizer_s"], 0.30,
              "CPU Adam ~1e9 params/s and PCIe ~25 of 50 GB/s per GPU are vendor-order figures"),
     "overlap": (["overlap_slowdown_s"], 0.50,
-                "compute slowdown beside bulk communication 5-15% (MegaScale, Comet): 0.10 +- 0.05"),
+                "compute slowdown beside hidden communication: TP overlap kernels 5-15% "
+                "(MegaScale, Comet; TE userbuffers 0-16 of 132 SMs), 0.10 +- 0.05; NCCL "
+                "collectives on average 18.9%, up to 40% (Lee et al. 2025), 0.19 +- 0.1"),
     "stragglers": (["straggler_s"], 0.6,
                    "per-step spread of a rank's compute across DP ranks 0.45-0.55% on ByteDance's "
                    "traces (OSDI 2025 artifact), ~1.1% on unscreened V100s (Sinha et al. SC22): "

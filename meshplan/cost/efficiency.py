@@ -324,9 +324,24 @@ class NetworkEfficiency:
     # Share of TP communication hidden when the plan asks for TP overlap (Megatron TE
     # userbuffers / async TP: most but not all of the all-gather / reduce-scatter).
     tp_overlap: float = 0.80
-    # Compute slowdown while bulk communication runs beside it (SM and HBM contention,
-    # MegaScale / Comet report 5-15%). Applied to the communication time that is hidden.
+    # Compute slowdown while communication runs beside it, per second of communication
+    # hidden, by what issues the communication:
+    # - TP overlap (Megatron / TE userbuffers, async TP): the kernels are written to share the
+    #   GPU. TE's defaults (transformer_engine/pytorch/module/base.py initialize_ub,
+    #   get_default_config, read 2026-11-27 at d0067d0): ring-exchange all-gathers move data
+    #   on the copy engines ("use_ce": True, one SM), the pipelined / bulk reduce-scatters take
+    #   16 SMs and launch the GEMM beside them with that margin ("set_sm_margin"): 0-12% of an
+    #   H100's 132 SMs; MegaScale / Comet report 5-15% -> 0.10.
     overlap_contention: float = 0.10
+    # - NCCL / RCCL collectives and send/recv on a side stream (data-parallel reduce-scatter,
+    #   all-gather and all-reduce, FSDP gathers, context-parallel ring, pipeline p2p, expert
+    #   all-to-all): every channel is a thread block resident on an SM that the compute
+    #   kernels, launched for the whole GPU, do not leave free, so their last wave runs short
+    #   of SMs, and both draw on HBM. Lee et al., "Characterizing Compute-Communication
+    #   Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv 2507.03114, 2025; GPT and
+    #   Llama layers with NCCL / RCCL collectives beside them on 4x A100, H100, MI250,
+    #   MI210): compute runs on average 18.9% slower than alone (at most 40.0%) -> 0.19.
+    collective_contention: float = 0.19
 
 
 NETWORK = NetworkEfficiency()
@@ -374,6 +389,7 @@ PROFILE_RANGES: tuple[tuple[str, float, float], ...] = (
     ("SUSTAINED_TENSOR", 1e-12, 1.0),
     ("NETWORK.tp_overlap", 0.0, 1.0),
     ("NETWORK.overlap_contention", 0.0, 1.0),
+    ("NETWORK.collective_contention", 0.0, 1.0),
     ("NETWORK.nvls_allreduce", 1e-12, math.inf),
     ("NETWORK.simple_fill_bytes", 0.0, math.inf),
     ("NETWORK.*_s", 0.0, 1.0),

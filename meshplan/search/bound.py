@@ -14,8 +14,9 @@ pipeline sends added (vpp * p2p); t_r = f_r + b_r + w_r. estimate() writes the s
 
 with r* = argmax_r t_r: its parts compute, recompute, tp/cp/ep exposed and pp_p2p sum to
 m * t_{r*}; the bubble's closed forms are clamped at 0, the optimizer step is >= 0, and
-overlap_slowdown = contention * (m * hidden_comm(r*) + the hidden part of dp) >= contention
-* m * hidden_comm(r*).
+overlap_slowdown = overlap_contention * (TP's hidden part) + collective_contention * (the
+rest of m * hidden_comm(r*), the hidden pipeline sends and the hidden part of dp) >= contention
+* m * hidden_comm(r*), with contention = the smaller of the two constants (_contention()).
 
 Lemma R (recomputation only adds). For every layer kind, LayerCost.fwd_s, .bwd_weight_s,
 the compute windows (.fwd_compute_s, .bwd_*_compute_s) and the parameters do not depend on
@@ -156,6 +157,12 @@ SLACK = 1e-9  # relative; float sums in another order differ by ~1e-15 per term
 LAYOUT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "hsdp_shard", "sequence_parallel",
                  "tp_comm_overlap", "cp_kind", "order", "overlap_grad_reduce",
                  "overlap_param_gather", "offload_optimizer", "moe_dispatcher", "ep_comm_overlap")
+
+
+def _contention() -> float:
+    """The smaller of the two overlap contentions (cost/efficiency.py NetworkEfficiency): a
+    lower bound on the slowdown per second of any hidden communication, whatever issues it."""
+    return min(NETWORK.overlap_contention, NETWORK.collective_contention)
 
 
 def _with_p2p(compute: list, framework: str, vpp: int, p2p: float) -> list:
@@ -501,7 +508,7 @@ class PairBounds:
         uniq = self._ranks(vpp, v_shape)[0]
         # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
         pc, v = self.costs(rc, ov)
-        c_m = NETWORK.overlap_contention * self.m
+        c_m = _contention() * self.m
         vw = v["working_bytes"]
         fw = self.b.workload.framework
         fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, vpp, pc.p2p_s)
@@ -659,7 +666,7 @@ class PairBounds:
         if pp > 1:
             z += bubble_s(_Pipe(pp, vpp, schedule), m, [fu[i] for i in idx],
                           [bu[i] for i in idx], [wu[i] for i in idx])
-        z += NETWORK.overlap_contention * m * min(_sum4(c, vec["hidden_comm_s"])
+        z += _contention() * m * min(_sum4(c, vec["hidden_comm_s"])
                                                   for c in uniq)
         work = [inf] * len(uniq)
         for r, u in enumerate(idx):
