@@ -246,7 +246,11 @@ def test_data_parallel_across_pools_splits_the_batch_by_speed():
         data_across_pools(M, pc, Workload(4096, 64), plan, {0: 8, 1: 8}, {0: 4, 1: 2})
     r = search_pools(M, pc, Workload(4096, 64), top_k=20, single_rerank_k=0)
     data = [c for c in r.ranked if c.kind == "data"]
-    assert data and "6 seq on H100-SXM-80GB" in data[0].detail  # 2.8x faster: 6 vs 2
+    assert data
+    # each replica's share of the batch follows its speed: an H100 runs this model ~2.8x an
+    # A100 (bf16 peaks 989 / 312 TFLOP/s, less the H100's lower share of its peak)
+    shares = {gpu: int(n) for n, gpu in re.findall(r"x (\d+) seq on (\S+) \(", data[0].detail)}
+    assert 2.0 <= shares["H100-SXM-80GB"] / shares["A100-SXM-80GB"] <= 4.0, data[0].detail
     steps = list(data[0].pool_step_s.values())
     assert max(steps) / min(steps) < 1.2  # the split balances the pools' own steps
 

@@ -106,7 +106,7 @@ def test_floors_hold_on_random_plans(name, gpus, w):
 def test_recomputation_only_adds(name, gpus, w):
     """Lemma R on the layer costs: forward, weight-gradient, compute windows, parameters and
     activations' shape are the same at every recomputation; the input-gradient pass and the
-    hidden communication grow along none -> selective -> full."""
+    hidden communication and the slowdown it brings grow along none -> selective -> full."""
     model, cluster, plans = _random_plans(name, gpus, w, 15, 7)
     bounds = Bounds(model, cluster, w, ZEROS)
     for plan in plans:
@@ -118,7 +118,7 @@ def test_recomputation_only_adds(name, gpus, w):
                       "bwd_weight_compute_s", "params", "expert_params"):
                 vals = [getattr(x, a) for x in xs]  # equal up to float rounding
                 assert max(vals) <= min(vals) * (1 + 1e-12) + 1e-300, (plan.describe(), kind, a)
-            for a in ("bwd_input_s", "hidden_comm_s"):
+            for a in ("bwd_input_s", "hidden_comm_s", "overlap_slowdown_s"):
                 vals = [getattr(x, a) for x in xs]
                 assert all(x <= y * (1 + 1e-12) for x, y in zip(vals, vals[1:])), (
                     plan.describe(), kind, a, vals)
@@ -209,3 +209,17 @@ def test_partial_recomputation_floor_holds(name, gpus, w):
             fresh = bounds.pair(layout, p.micro_batch, m, RECOMPUTE_ORDER)
             assert fresh.partial_floor(*vs, b, -inf) <= pair.partial_floor(*vs, b)
     assert checked_fit and ruled_out  # both sides exercised
+
+
+@pytest.mark.parametrize("shares", [(0.0, 1.0), (1.0, 0.0)])
+def test_floors_hold_whatever_the_contention_shares(shares):
+    """The floors carry each contention share as estimate() charges it (TP overlap at one,
+    NCCL collectives and sends at the other), so they hold for any pair a profile sets."""
+    from meshplan import profile
+    restore = profile.apply({"NETWORK.overlap_contention": shares[0],
+                             "NETWORK.collective_contention": shares[1]})
+    try:
+        for name, gpus, w in (SCENARIOS[0], SCENARIOS[2]):
+            test_floors_hold_on_random_plans(name, gpus, w)
+    finally:
+        restore()

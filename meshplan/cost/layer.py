@@ -61,6 +61,15 @@ class LayerCost:
         return self.tp_exposed_s + self.cp_exposed_s + self.ep_exposed_s
 
     @property
+    def overlap_slowdown_s(self) -> float:
+        """Compute slowdown beside this layer's hidden communication (efficiency.py): TP
+        overlap kernels at overlap_contention, the rest (CP ring, EP all-to-all: NCCL) at
+        collective_contention."""
+        tp_hidden = self.tp_wire_s - self.tp_exposed_s
+        return (NETWORK.overlap_contention * tp_hidden
+                + NETWORK.collective_contention * (self.hidden_comm_s - tp_hidden))
+
+    @property
     def fwd_s(self) -> float:
         """Forward critical-path time: compute plus the forward pass's exposed comm."""
         return self.fwd_compute_s + self.fwd_exposed_s

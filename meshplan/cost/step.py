@@ -426,11 +426,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         opt_s = opt_params * (4 + 3 * 4 + 3 * 4 + 2) / hbm
     # ---- step breakdown -----------------------------------------------------------------
     p2p_exposed = nv * (fx[r_star] + bx[r_star])
-    # hidden communication, by what slows the compute beside it (efficiency.py): TP overlap
-    # kernels, and NCCL collectives / p2p (CP ring, EP all-to-all, PP sends, DP)
-    tp_hidden = m * (agg(rs, "tp_wire_s") - agg(rs, "tp_exposed_s"))
-    nccl_hidden = (agg(rs, "hidden_comm_s") * m - tp_hidden + (dp_wire - dp_exposed)
-                   + m * (2 * nv * p2p_one - p2p_exposed))
+    # compute slowed beside hidden communication (efficiency.py): the layers' own (TP overlap
+    # kernels, CP ring, EP all-to-all; LayerCost.overlap_slowdown_s), then the NCCL pipeline
+    # sends and data-parallel collectives
+    nccl_hidden = (dp_wire - dp_exposed) + m * (2 * nv * p2p_one - p2p_exposed)
     parts = {
         "compute_s": m * (agg(rs, "fwd_compute_s") + agg(rs, "bwd_input_compute_s")
                           + agg(rs, "bwd_weight_compute_s")),
@@ -442,7 +441,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "pp_bubble_s": bubble,
         "dp_exposed_s": dp_exposed,
         "optimizer_s": opt_s,
-        "overlap_slowdown_s": (NETWORK.overlap_contention * tp_hidden
+        "overlap_slowdown_s": (m * agg(rs, "overlap_slowdown_s")
                                + NETWORK.collective_contention * nccl_hidden),
     }
     # the step waits for the slowest data-parallel replica of every stage (stragglers.py)

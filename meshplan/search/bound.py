@@ -14,13 +14,15 @@ pipeline sends added (vpp * p2p); t_r = f_r + b_r + w_r. estimate() writes the s
 
 with r* = argmax_r t_r: its parts compute, recompute, tp/cp/ep exposed and pp_p2p sum to
 m * t_{r*}; the bubble's closed forms are clamped at 0, the optimizer step is >= 0, and
-overlap_slowdown = overlap_contention * (TP's hidden part) + collective_contention * (the
-rest of m * hidden_comm(r*), the hidden pipeline sends and the hidden part of dp) >= contention
-* m * hidden_comm(r*), with contention = the smaller of the two constants (_contention()).
+overlap_slowdown = m * slowdown(r*) + collective_contention * (the hidden pipeline sends and
+the hidden part of dp) >= m * slowdown(r*) + collective_contention * (the hidden part of dp),
+slowdown being LayerCost.overlap_slowdown_s summed over the rank's layers (its TP overlap at
+overlap_contention, the rest of its hidden communication at collective_contention).
 
 Lemma R (recomputation only adds). For every layer kind, LayerCost.fwd_s, .bwd_weight_s,
 the compute windows (.fwd_compute_s, .bwd_*_compute_s) and the parameters do not depend on
-the recomputation setting, and .bwd_input_s and .hidden_comm_s are nondecreasing along
+the recomputation setting, and .bwd_input_s and .overlap_slowdown_s (the TP transfers hidden
+behind compute and the others, each at its own contention share) are nondecreasing along
 none -> selective -> full (space.RECOMPUTE_ORDER). Proof (cost/layer.py): the recomputed forward (recompute_s,
 0 without recomputation) is charged to the input-gradient pass; the forward pass's exposed
 tp/ep communication is one pass of it whatever the number of passes, the cp forward
@@ -47,19 +49,23 @@ stage 3 m * (max(0, ag - F) + max(0, rs + ag - B)), each plus the same HSDP repl
 and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
 bucket's tail (cost/dp_tail.py) raises a stage's reduce term to at least tail_r and its
 first gather to at least tail_a; the tail never shrinks along the ladder, so the order holds
-with it, and the bounds call _dp_comm without it (a lower figure, so still a bound).
+with it, and the bounds call _dp_comm without it (a lower figure, so still a bound). The
+wire time (rs + ag, m * ag + rs, m * (2 ag + rs), plus the replica term) is nondecreasing
+along the ladder too, so exposed + c * (wire - exposed) = (1 - c) exposed + c wire, the
+exposed part plus the compute slowdown beside the hidden rest (0 <= c <= 1), is as well.
 
 Theorem B1 (rung bound). At fixed degrees, micro-batch, vpp and schedule (a "row") and a
 recomputation setting rc, the plan with ZeRO stage z takes at least
 
-    Z(rc) + min_{r in S} [dp_exposed_r(z) + contention * m * hidden_comm_r(rc)],
+    Z(rc) + min_{r in S} [dp_r(z) + m * slowdown_r(rc)],
 
-Z(rc) = m * max_r t_r(rc) + bubble(f, b(rc), w), where dp_exposed_r(z) is what
-cost/step._dp_comm gives for rank r's parameters and compute windows, and S the ranks whose
+Z(rc) = m * max_r t_r(rc) + bubble(f, b(rc), w), where dp_r(z) is the exposed time
+cost/step._dp_comm gives for rank r's parameters and compute windows plus
+collective_contention times its hidden rest, and S the ranks whose
 t_r is within SLACK of the largest (r* is one of them, whatever the order of float sums).
 With S taken as the union of those sets over rc and every later recomputation of the ladder,
-the same expression bounds all those rungs too (Lemmas R and P: Z and hidden_comm only grow;
-dp_exposed_r does not depend on rc), and under Lemma Z every higher ZeRO stage as well.
+the same expression bounds all those rungs too (Lemmas R and P: Z and slowdown only grow;
+dp_r does not depend on rc), and under Lemma Z every higher ZeRO stage as well.
 
 Theorem B2 (point bound). At fixed degrees and micro-batch, every plan (any vpp, schedule,
 recomputation, ZeRO stage) takes at least
@@ -137,12 +143,12 @@ from typing import NamedTuple
 from ..cost.collectives import Placement, p2p_s
 from ..cost.compute import p2p_message_bytes
 from ..cost.engine_p2p import P2P_OVERLAP_ENGINES, p2p_exposed_s
-from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
+from ..cost.efficiency import NETWORK
 from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placements,
                          training_shard)
 from ..errors import InputError
@@ -157,12 +163,6 @@ SLACK = 1e-9  # relative; float sums in another order differ by ~1e-15 per term
 LAYOUT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "hsdp_shard", "sequence_parallel",
                  "tp_comm_overlap", "cp_kind", "order", "overlap_grad_reduce",
                  "overlap_param_gather", "offload_optimizer", "moe_dispatcher", "ep_comm_overlap")
-
-
-def _contention() -> float:
-    """The smaller of the two overlap contentions (cost/efficiency.py NetworkEfficiency): a
-    lower bound on the slowdown per second of any hidden communication, whatever issues it."""
-    return min(NETWORK.overlap_contention, NETWORK.collective_contention)
 
 
 def _with_p2p(compute: list, framework: str, vpp: int, p2p: float) -> list:
@@ -400,7 +400,7 @@ class Bounds:
         return PairBounds(self, layout, mb, m, rcs)
 
 
-_ATTRS = ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "saved_bytes",
+_ATTRS = ("fwd_s", "bwd_input_s", "bwd_weight_s", "overlap_slowdown_s", "saved_bytes",
           "working_bytes", "params", "expert_params", "fwd_compute_s", "bwd_input_compute_s",
           "bwd_weight_compute_s")
 
@@ -472,7 +472,8 @@ class PairBounds:
         return out
 
     def _dp_floor(self, vpp: int, v_shape: bool, b: int) -> list[float]:
-        """dp_exposed of each distinct rank layout at the ladder's b-th ZeRO stage."""
+        """dp_exposed plus the slowdown beside the hidden rest (collective_contention) of each
+        distinct rank layout at the ladder's b-th ZeRO stage."""
         key = (vpp, v_shape, b)
         out = self._dp.get(key)
         if out is None:
@@ -486,8 +487,12 @@ class PairBounds:
             else:
                 pl = bd.placements(layout)
                 gb = bd.workload.grad_buffer_bytes
-                out = [_dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w, grad_bytes=gb)[1]
-                       for p, e, (f, w) in zip(params, eparams, wins)]
+                c = NETWORK.collective_contention
+                out = []
+                for p, e, (f, w) in zip(params, eparams, wins):
+                    wire, exposed, _ = _dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w,
+                                                grad_bytes=gb)
+                    out.append(exposed + c * (wire - exposed))
             self._dp[key] = out
         return out
 
@@ -508,7 +513,6 @@ class PairBounds:
         uniq = self._ranks(vpp, v_shape)[0]
         # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
         pc, v = self.costs(rc, ov)
-        c_m = _contention() * self.m
         vw = v["working_bytes"]
         fw = self.b.workload.framework
         fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, vpp, pc.p2p_s)
@@ -518,7 +522,7 @@ class PairBounds:
         top = max(t) * (1 - SLACK)
         slowest = [u for u, tu in enumerate(t) if tu >= top]  # where r* can be
         out = self._per_rc[key] = (
-            fu, bu, wu, [c_m * _sum4(c, v["hidden_comm_s"]) for c in uniq],
+            fu, bu, wu, [self.m * _sum4(c, v["overlap_slowdown_s"]) for c in uniq],
             [_sum4(c, v["saved_bytes"]) for c in uniq],
             [max(x for k, x in zip(c, vw) if k) for c in uniq], slowest)
         return out
@@ -636,7 +640,7 @@ class PairBounds:
             return out
         kinds, p2p = self._partial_kinds(schedule)
         vec = {a: [getattr(x, a) for x in kinds] for a in
-               ("fwd_s", "bwd_input_s", "bwd_weight_s", "hidden_comm_s", "params",
+               ("fwd_s", "bwd_input_s", "bwd_weight_s", "overlap_slowdown_s", "params",
                 "expert_params", "saved_bytes")}
         vec["largest"] = [x.params + x.expert_params for x in kinds]
         uniq1, idx1, _ = partial_rank_layout(self.b.model, self.layout.pp, vpp,
@@ -666,7 +670,7 @@ class PairBounds:
         if pp > 1:
             z += bubble_s(_Pipe(pp, vpp, schedule), m, [fu[i] for i in idx],
                           [bu[i] for i in idx], [wu[i] for i in idx])
-        z += _contention() * m * min(_sum4(c, vec["hidden_comm_s"])
+        z += m * min(_sum4(c, vec["overlap_slowdown_s"])
                                                   for c in uniq)
         work = [inf] * len(uniq)
         for r, u in enumerate(idx):
