@@ -34,7 +34,10 @@ def run_one(args, mb: int, recompute: str) -> dict:
         cmd += ["--gpus", args.gpus]
     if args.dtype:
         cmd += ["--dtype", args.dtype]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout_s:.0f} s"}
     if r.returncode != 0:
         return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(r.stdout[r.stdout.index("{"):])
@@ -65,16 +68,27 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--gpus", help="COUNTxGPU for the prediction (default: the local GPU)")
     ap.add_argument("--dtype", help="runtime dtype (default: meshplan run's for the device)")
+    ap.add_argument("--grid", help="MB:RECOMPUTE,... (default: %s)"
+                    % ",".join(f"{mb}:{rc}" for mb, rc in GRID))
+    ap.add_argument("--save", help="JSON file for every run's whole report")
+    ap.add_argument("--timeout-s", type=float, default=300.0, help="per run")
     args = ap.parse_args()
+    grid = ([(int(x.split(":")[0]), x.split(":")[1]) for x in args.grid.split(",")]
+            if args.grid else GRID)
+    saved = []
     print(f"{args.model}, seq {args.seq_len}, global batch {args.global_batch}, 1 rank, "
           f"{args.steps} steps (first one not timed)\n")
     print("| micro-batch | recompute | measured step ms | predicted step ms | error "
           "| measured peak GiB | predicted allocated GiB | error |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
-    for mb, rc in GRID:
+    for mb, rc in grid:
         if args.global_batch % mb:
             continue
-        print(row(mb, rc, run_one(args, mb, rc)), flush=True)
+        res = run_one(args, mb, rc)
+        print(row(mb, rc, res), flush=True)
+        saved.append({"micro_batch": mb, "recompute": rc, **res})
+        if args.save:
+            Path(args.save).write_text(json.dumps(saved, indent=1))
 
 
 if __name__ == "__main__":
