@@ -295,3 +295,21 @@ def test_scale_out_constants_reproduce_the_measured_bus_bandwidth():
         assert 2 * (n - 1) / n * s / ring_nic == pytest.approx(360e9, rel=1e-9)
     finally:
         restore()
+
+
+def test_attention_timed_at_4k_keys_is_stored_at_the_8k_reference():
+    """A flash-attention timing at 4,096 keys that follows the model's own curve
+    (efficiency.ATTN_HALF_SEQ / _BWD) gives back the generation's 8k-key fractions, not the
+    4k-key ones (5% / 8% lower)."""
+    from meshplan.cost.compute import attention_occupancy
+
+    gpu = GPUS["H100-SXM-80GB"]
+    e = efficiency.EFFICIENCY["hopper"]
+    peak = gpu.flops("bf16") * fit.clock_factor(gpu)
+    att = {"batch": 2, "heads": 32, "seq": 4096, "head_dim": 128,
+           "fwd_flops_per_s": peak * e.attention_fwd * attention_occupancy(4096),
+           "bwd_flops_per_s": peak * e.attention_bwd * attention_occupancy(4096, True)}
+    consts, _ = fit.constants_from({"attention": att}, gpu)
+    assert consts["EFFICIENCY.hopper.attention_fwd"] == pytest.approx(e.attention_fwd, rel=1e-9)
+    assert consts["EFFICIENCY.hopper.attention_bwd"] == pytest.approx(e.attention_bwd, rel=1e-9)
+    assert attention_occupancy(4096) < 0.96 and attention_occupancy(4096, True) < 0.93

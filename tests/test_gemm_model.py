@@ -5,6 +5,7 @@ large-GEMM rate without the end-to-end SUSTAINED_TENSOR derating.
 Fitted: the tile latency and FLOP per load byte of NVIDIA parts on the H100 bf16 rows, those
 of CDNA3 on the MI300X bf16 rows (efficiency.py). Every other group is held out: B200 bf16
 and fp8 (OpenXLA table), H800 fp8 (DeepGEMM, a different library without split-K), MI300X fp8.
+Our own H200 GEMMs (CUDA-graph timed, 2026-11-27) are held out too: tests/test_measured_h200.py.
 A100 has no cuBLAS per-shape table: Triton's regression table and mamf-finder's best shape
 check Ampere's constants (whitepaper feed, H100-fitted tile latency) without refitting them.
 

@@ -156,14 +156,18 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         # stored as the generation's head-dim-128 fraction on its reference part, which the
         # cost model scales to other head dims and exponential rates
         # (compute.attention_efficiency; identity for head dim 128 on such a part)
-        hd = att.get("head_dim", 128)
+        # and at the 8k-key reference the model scales shorter sequences from
+        # (efficiency.ATTN_HALF_SEQ / _BWD): a timing at 4k keys is ~5% / ~8% below it
+        hd, seq = att.get("head_dim", 128), att.get("seq", 8192)
         put(f"EFFICIENCY.{gen}.attention_fwd",
-            compute.reference_attention_fraction(gpu, att["fwd_flops_per_s"] / bf16, hd),
-            f"causal SDPA forward {att['fwd_flops_per_s'] / 1e12:.3g} TFLOP/s (seq {att['seq']}, "
+            compute.reference_attention_fraction(
+                gpu, att["fwd_flops_per_s"] / bf16 / compute.attention_occupancy(seq), hd),
+            f"causal SDPA forward {att['fwd_flops_per_s'] / 1e12:.3g} TFLOP/s (seq {seq}, "
             f"head dim {hd})")
         put(f"EFFICIENCY.{gen}.attention_bwd",
-            compute.reference_attention_fraction(gpu, att["bwd_flops_per_s"] / bf16, hd,
-                                                 backward=True),
+            compute.reference_attention_fraction(
+                gpu, att["bwd_flops_per_s"] / bf16 / compute.attention_occupancy(seq, True), hd,
+                backward=True),
             f"causal SDPA backward {att['bwd_flops_per_s'] / 1e12:.3g} TFLOP/s")
     cp = measured.get("copy")
     if cp:

@@ -117,7 +117,6 @@ def _run(args) -> int:
     if not args.out:
         raise InputError("--out", None, "required: the profile TOML to write")
     torch = _torch_or_exit()
-    from ..calibrate import fit
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise InputError("--device", args.device, "no GPU found: calibrate measures the local "
@@ -126,8 +125,22 @@ def _run(args) -> int:
     measured, device_name = _measure(args, torch)
     if not measured:  # a rank other than 0 under torchrun
         return 0
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "device": device_name, "gpu": gpu.name, "generation": gpu.generation,
+            "torch": torch.__version__,
+            "command": "meshplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "meshplan calibrate"}
+    write_profile(measured, gpu, meta, Path(args.out))
+    print(f"wrote {args.out}: use it with plan/predict/validate --profile {args.out}")
+    return 0
+
+
+def write_profile(measured: dict, gpu, meta: dict, out: Path) -> None:
+    """Fit the constants to ``measured`` (calibrate.micro's results), print them beside the
+    defaults and write the profile (whole or not at all); ``meta`` heads it (date, device)."""
+    from ..calibrate import fit
+
     consts, lines = fit.constants_from(measured, gpu)
-    print(f"calibrated on {device_name}, compared with {gpu.name} "
+    print(f"calibrated on {meta['device']}, compared with {gpu.name} "
           f"({gpu.generation}) defaults:")
     print(f"  {'constant':<36}{'default':>10}{'measured':>10}  what")
     for ln in lines:
@@ -135,17 +148,11 @@ def _run(args) -> int:
         tag = "" if ln["applies"] else "  (no such constant in efficiency.py: not written)"
         print(f"  {ln['name']:<36}{d:>10}{ln['measured']:>10.3g}  {ln['what']}{tag}")
     if not consts:
-        raise InputError("calibrate", device_name, "nothing measured maps to a constant")
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "device": device_name, "gpu": gpu.name, "generation": gpu.generation,
-            "torch": torch.__version__,
-            "command": "meshplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "meshplan calibrate"}
+        raise InputError("calibrate", meta["device"], "nothing measured maps to a constant")
     text = profile.to_toml(meta, consts, {ln["name"]: ln["what"] for ln in lines})
     profile.apply(consts)()  # refuse now, before writing, if a name does not resolve
     from ..export.trace import atomic_write
-    atomic_write(Path(args.out), text)  # whole or not at all
-    print(f"wrote {args.out}: use it with plan/predict/validate --profile {args.out}")
-    return 0
+    atomic_write(out, text)
 
 
 def register(sub) -> None:

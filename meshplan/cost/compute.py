@@ -304,12 +304,13 @@ class OpTimes:
     norm_fwd_s: float  # part of fwd_s in the norms
 
 
-def _attn_occupancy(seq: float) -> float:
-    """Flash-attention efficiency at key length ``seq`` relative to 8,192 keys
-    (efficiency.ATTN_HALF_SEQ)."""
+def attention_occupancy(seq: float, backward: bool = False) -> float:
+    """Flash-attention efficiency at key length ``seq`` relative to 8,192 keys, forward or
+    backward (efficiency.ATTN_HALF_SEQ, ATTN_HALF_SEQ_BWD)."""
     if not seq:
         return 1.0
-    return seq / (seq + efficiency.ATTN_HALF_SEQ) / (8192 / (8192 + efficiency.ATTN_HALF_SEQ))
+    h = efficiency.ATTN_HALF_SEQ_BWD if backward else efficiency.ATTN_HALF_SEQ
+    return seq / (seq + h) / (8192 / (8192 + h))
 
 
 def op_times(dev: Device, ops: LayerOps) -> OpTimes:
@@ -323,14 +324,14 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         attn_f, attn_b = unfused_attention_s(dev, ops)
     else:
         # full-attention and sliding-window layers at their own kernel occupancy
-        work = ((ops.attn_fwd_flops - ops.attn_window_fwd_flops, _attn_occupancy(ops.attn_seq)),
-                (ops.attn_window_fwd_flops, _attn_occupancy(ops.attn_window_seq)))
+        work = ((ops.attn_fwd_flops - ops.attn_window_fwd_flops, ops.attn_seq),
+                (ops.attn_window_fwd_flops, ops.attn_window_seq))
         # at the head dimension's efficiency (attention_efficiency)
         ef = attention_efficiency(dev, ops.score_head_dim)
         eb = attention_efficiency(dev, ops.score_head_dim, backward=True)
-        attn_f = sum(f / (dev.attn_flops * ef * occ) for f, occ in work if f)
-        attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * eb * occ)
-                     for f, occ in work if f)
+        attn_f = sum(f / (dev.attn_flops * ef * attention_occupancy(s)) for f, s in work if f)
+        attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * eb * attention_occupancy(s, True))
+                     for f, s in work if f)
     # kernel gaps: forward launches ops.kernels kernels, backward about twice as many
     gap_f = ops.kernels * dev.kernel_gap_s
     stream_f = ops.stream_bytes * dev.act_scale / dev.hbm_bytes_per_s + gap_f

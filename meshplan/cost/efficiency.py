@@ -71,12 +71,18 @@ class KernelEfficiency:
 # the shared schema cannot state.
 POWER_CLOCK_EXPONENT = 0.5
 
-# Sequence length at which flash attention runs at half its long-sequence efficiency.
-# FlashAttention-2 paper (Dao 2023) Fig. 4-5 (A100, head dim 128, causal forward):
-# ~110 TFLOP/s at 512, ~150 at 1k, ~180 at 2k, ~200 at 4k, ~210 at 8k (chart reading):
-# 512/(512+h) / (8192/(8192+h)) ~ 0.52 gives h ~ 450; FlashAttention-3 paper (Shah et al.
-# 2024) Fig. 5 on H100 shows the same shape. Causal masks waste the diagonal blocks.
-ATTN_HALF_SEQ = 512.0
+# Sequence length at which flash attention runs at half its long-sequence efficiency,
+# forward and backward: eff(s) = eff(8k) x s / (s + h) / (8192 / (8192 + h)). Measured here
+# (bench/data/measured/h200_2026-11-27/attention.csv: torch SDPA, flash and cuDNN backends,
+# causal, head dim 64 and 128, seq 512-16,384, 32k tokens per call, on one H200): one h per
+# direction fitted over the four curves (their levels free) gives 450 forward and 830
+# backward (rms error 2.4% over 48 points; each curve alone 420-500 and 820-860). The
+# backward ramps up more slowly (its dK/dV pass holds a key block per CTA and walks all
+# query blocks: fewer, longer CTAs at short sequences). FlashAttention-2 paper (Dao 2023)
+# Fig. 4-5 (A100, causal forward, chart reading) agrees with the forward: h ~ 450.
+# (Was 512 for both, from that chart alone.)
+ATTN_HALF_SEQ = 450.0
+ATTN_HALF_SEQ_BWD = 830.0
 
 # Attention: tensor-core time against softmax exponentials. Per score element a flash-attention
 # forward issues 2 (d_qk + d_v) tensor-core FLOPs (q k^T and p v) and one exponential
@@ -133,11 +139,15 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 #   held-out -4.5%, 16 rows) and are -2.8% / -1.2% at 0.86 (seen before the change: see
 #   the a100 helper note). llm-foundry's A100 MPT runs reach 64% MFU end to end.
 # - Attention: FlashAttention-2 paper (A100, fwd up to 73% of peak, bwd up to ~63%; at
-#   long causal sequences ~67% / ~56%); FlashAttention-3 paper (H100, FA3 fwd causal
-#   hdim 128 ~ 600-640 TFLOP/s at 8-16k = 0.62, bwd ~ 470-520 = 0.50; FA2 on H100 fwd ~
-#   330-350 = 0.35, bwd ~ 0.30; chart readings recalled, not re-checked in this session).
-#   Hopper entries use the FA3/cuDNN class of kernels that
-#   Transformer Engine runs; engines on FA2-class kernels (torch SDPA) use ATTENTION_FA2.
+#   long causal sequences ~67% / ~56%). Hopper: measured here on one H200 (700 W, the
+#   H100's SMs and clocks; bench/data/measured/h200_2026-11-27/attention.csv, torch 2.11
+#   SDPA, cuDNN 9.19, causal, head dim 128, level at 8k keys of the ATTN_HALF_SEQ fit):
+#   cuDNN's fused flash attention (the kernels Transformer Engine calls) forward 623 and
+#   backward 522 TFLOP/s = 0.63 / 0.53 of 989; the forward entry keeps the FlashAttention-3
+#   paper's 0.62 (FA3 causal hdim 128 ~ 600-640 at 8-16k, its cuDNN curve alike), which
+#   ATTENTION_EXP is solved from; the backward is the measured 0.53 (was 0.50, a recalled
+#   chart reading). Hopper entries use this FA3/cuDNN class of kernels; engines on FA2-class
+#   kernels (torch SDPA's flash backend, flash-attn 2) use ATTENTION_FA2.
 # - Streaming: device-to-device copy 3.0 of 3.35 TB/s (H100) and 4.3 of 4.8 (H200),
 #   FIELD.md -> 0.89-0.90.
 # - Blackwell and CDNA3 GEMMs: the same MAMF table (its BF16 and FP8 tables, torch.mm /
@@ -151,14 +161,14 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 EFFICIENCY: dict[str, KernelEfficiency] = {
     "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 3e-6, gemm_flop_per_load_byte=40.0),
     "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
-    "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.50, 0.89, 3e-6, full_clock_power_w=700),
+    "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.53, 0.89, 3e-6, full_clock_power_w=700),
     # Blackwell attention: no per-kernel table for B200 was found; derived from the Hopper
     # entry by ATTENTION_EXP below (same kernel family, twice the tensor-core rate per SM, the
-    # same exponential rate): 0.62 / 0.50 on H100 become 0.495 / 0.462 on B200 at head dim
+    # same exponential rate): 0.62 / 0.53 on H100 become 0.495 / 0.488 on B200 at head dim
     # 128 (tests/test_attention_exp.py re-derives them). Checked, not fitted: the FlashAttention-4
     # paper (Zadouri, Shah, Dao et al., 2026-03) reports its B200 forward up to 1,613 TFLOP/s
     # (0.72 of 2,250) and 1.1-1.3x cuDNN 9.13's, i.e. cuDNN at 0.55-0.65 where FA4 peaks.
-    "blackwell": KernelEfficiency(0.78, 0.763, 0.495, 0.462, 0.89, 3e-6, full_clock_power_w=1000),
+    "blackwell": KernelEfficiency(0.78, 0.763, 0.495, 0.488, 0.89, 3e-6, full_clock_power_w=1000),
     # CDNA3 GEMMs (MI300X): bf16 668.4 of 1,307.4 (the MAMF table above, torch.mm); fp8 from
     # that rate times AMD's own measured FP8 / BF16 ratio on the same part, same method and
     # day: 1,273 / 708 TFLOP/s ("Measuring Max-Achievable FLOPs - Part 2", ROCm blogs, 2025:
@@ -195,10 +205,12 @@ SKU_MATMUL: dict[str, dict[str, float]] = {
     "MI355X": {"bf16": 1565.0 / 2516.6},
 }
 
-# FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper: the FA3
-# paper's FA2 baseline, fwd ~0.35 and bwd ~0.30 of the H100 peak. Other generations: their
-# EFFICIENCY entry (FA2 is the best kernel there).
-ATTENTION_FA2 = {"hopper": (0.35, 0.30), "blackwell": (0.35, 0.30)}
+# FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper, measured
+# here (the H200 attention.csv above, SDPA's flash backend, causal, head dim 128, level at 8k
+# keys): forward 337, backward 288 TFLOP/s = 0.34 / 0.29 of 989 (the FA3 paper's FA2
+# baseline, ~0.35 / ~0.30 recalled, agrees). Blackwell runs the same Ampere-style kernel:
+# the Hopper fractions. Other generations: their EFFICIENCY entry (FA2 is the best kernel there).
+ATTENTION_FA2 = {"hopper": (0.34, 0.29), "blackwell": (0.34, 0.29)}
 
 # Which attention kernel each engine runs by default: Megatron-LM / NeMo use Transformer
 # Engine's cuDNN fused attention (FA3 class on Hopper); torchtitan, DeepSpeed and others
