@@ -17,6 +17,8 @@ Writes three CSVs into DIR, each row one timed kernel:
 
 Each kernel is launched back to back ``reps`` times between two CUDA events (launch overhead
 hidden once a kernel outlasts it), after warm-up; the figure is the median of 5 such batches.
+With ``--graphs`` the GEMMs are timed inside CUDA graphs instead (calibrate.micro.kernel_s:
+kernel time without the host's launch time, which the small ones need).
 A deadline (--budget-s) stops a section early and keeps what it measured.
 """
 
@@ -31,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from meshplan.calibrate.fit import default_shapes  # noqa: E402
 from meshplan.calibrate.micro import kernel_s  # noqa: E402
 POINTS = ROOT / "bench" / "data" / "gemm_points.csv"
 
@@ -65,17 +68,14 @@ def timer(torch, device: str, graphs: bool = False):
     return run
 
 
-CALIBRATE_SHAPES = [(1, d, d, d) for d in (1024, 2048, 4096, 8192)] + [
-    (1, 8192, 3 * 4096, 4096), (1, 8192, 4096, 14336), (1, 4096, 8192, 28672)]
-
-
 def gemm_shapes(quick: bool) -> list[tuple[int, int, int, int]]:
     rows = [r for r in csv.DictReader(POINTS.open())
             if r["gpu"] == "H100-SXM-80GB" and r["dtype"] == "bf16"]
     shapes = sorted({(int(r["groups"]), int(r["m"]), int(r["n"]), int(r["k"])) for r in rows})
     if quick:
         return [s for s in shapes if s[0] * s[1] * s[2] * s[3] <= 2**27][:6]
-    return shapes + [s for s in CALIBRATE_SHAPES if s not in shapes]
+    calibrate = [(1, m, n, k) for m, n, k in default_shapes()]  # meshplan calibrate's sweep
+    return shapes + [s for s in calibrate if s not in shapes]
 
 
 def gemms(torch, device, time_fn, shapes, deadline, label):

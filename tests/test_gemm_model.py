@@ -39,6 +39,18 @@ def _single_kernel_device(gpu: str, dtype: str) -> compute.Device:
     return replace(dev, matmul_flops=dev.matmul_flops / s, sm_flops=dev.sm_flops / s)
 
 
+def row_times(dev: compute.Device, r: dict) -> tuple[float, float]:
+    """(measured, modelled) seconds of one row of a gemm_points.csv-style table."""
+    from meshplan.cost import gemm
+
+    g, m, n, k = (float(r[c]) for c in ("groups", "m", "n", "k"))
+    measured_s = 2 * g * m * n * k / (float(r["tflops"]) * 1e12)
+    t = gemm.gemm_s(m, n, k, g, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
+                    dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
+                    dev.generation, r["split_k"] == "1")
+    return measured_s, t
+
+
 def _errors(gpu: str, dtype: str) -> list[float]:
     """Predicted / measured throughput - 1 for the scored rows of one GPU and dtype."""
     dev = _single_kernel_device(gpu, dtype)
@@ -46,15 +58,9 @@ def _errors(gpu: str, dtype: str) -> list[float]:
     for r in csv.DictReader(DATA.open()):
         if r["gpu"] != gpu or r["dtype"] != dtype:
             continue
-        g, m, n, k = (float(r[c]) for c in ("groups", "m", "n", "k"))
-        flops = 2 * g * m * n * k
-        measured_s = flops / (float(r["tflops"]) * 1e12)
+        measured_s, t = row_times(dev, r)
         if measured_s < 3 * FLOOR_S:
             continue
-        from meshplan.cost import gemm
-        t = gemm.gemm_s(m, n, k, g, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
-                        dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
-                        dev.generation, r["split_k"] == "1")
         out.append(measured_s / t - 1)
     return out
 

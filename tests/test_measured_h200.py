@@ -14,16 +14,16 @@ import json
 import math
 import sys
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 from statistics import median
 
 import pytest
 
 from meshplan.calibrate import fit
-from meshplan.cost import compute, efficiency, gemm
+from meshplan.cost import compute, efficiency
 from meshplan.cost.compute import attention_efficiency, attention_occupancy
 from meshplan.specs.catalog.gpus import GPUS
+from test_gemm_model import _single_kernel_device, row_times
 
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "bench" / "data" / "measured" / "h200_2026-11-27"
@@ -38,22 +38,14 @@ def _rows(name: str) -> list[dict]:
 def _gemm_errors(dtype: str, model_dtype: str, floor_s: float) -> list[float]:
     """measured / modelled time - 1 for the CUDA-graph-timed GEMMs of one dtype that run at
     least ``floor_s``, at single-kernel conditions (no SUSTAINED_TENSOR derating)."""
-    compute.device.cache_clear()
-    dev = compute.device(H200, model_dtype)
-    s = efficiency.SUSTAINED_TENSOR
-    dev = replace(dev, matmul_flops=dev.matmul_flops / s, sm_flops=dev.sm_flops / s)
+    dev = _single_kernel_device(H200.name, model_dtype)
     out = []
     for r in _rows("gemm.csv"):
         if r["dtype"] != dtype:
             continue
-        g, m, n, k = (float(r[c]) for c in ("groups", "m", "n", "k"))
-        measured_s = 2 * g * m * n * k / (float(r["tflops"]) * 1e12)
-        if measured_s < floor_s:
-            continue
-        t = gemm.gemm_s(m, n, k, g, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
-                        dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
-                        dev.generation, True)
-        out.append(measured_s / t - 1)
+        measured_s, t = row_times(dev, r)
+        if measured_s >= floor_s:
+            out.append(measured_s / t - 1)
     compute.device.cache_clear()
     return out
 
