@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from meshplan.calibrate.fit import default_shapes  # noqa: E402
-from meshplan.calibrate.micro import kernel_s  # noqa: E402
+from meshplan.calibrate.micro import events_s, kernel_s  # noqa: E402
 POINTS = ROOT / "bench" / "data" / "gemm_points.csv"
 
 
@@ -43,28 +43,12 @@ def timer(torch, device: str, graphs: bool = False):
         if graphs and device != "cpu":
             # kernel time without the host's launch time (CUDA graphs): micro.kernel_s
             return kernel_s(fn, device, 1, batches, target_s)
-        fn()
         if device == "cpu":
+            fn()
             t0 = time.perf_counter()
             fn()
             return time.perf_counter() - t0
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        one = max(time.perf_counter() - t0, 1e-6)
-        reps = int(min(200, max(3, target_s / one)))
-        out = []
-        for _ in range(batches):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(reps):
-                fn()
-            b.record()
-            b.synchronize()
-            out.append(a.elapsed_time(b) / 1e3 / reps)
-        out.sort()
-        return out[len(out) // 2]
+        return events_s(fn, 1, batches, target_s)  # back to back between CUDA events
     return run
 
 
@@ -111,10 +95,29 @@ def gemms(torch, device, time_fn, shapes, deadline, label):
     return out
 
 
-def attention(torch, device, time_fn, quick, deadline):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+def sdpa_times(torch, time_fn, backend, q, k, v, causal: bool, flops: float) -> dict:
+    """Forward, and forward + backward less the forward, of torch SDPA on ``backend`` (an
+    SDPBackend); TFLOP/s from ``flops`` (the forward's; the backward does 2.5x), or the error
+    of a backend that refuses the shape."""
+    from torch.nn.attention import sdpa_kernel
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    try:
+        with sdpa_kernel(backend):
+            f = time_fn(lambda: sdpa(q, k, v, is_causal=causal))
+            g = torch.randn_like(sdpa(q, k, v, is_causal=causal))
+            fb = time_fn(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal),
+                                                     (q, k, v), g))
+    except Exception as e:  # noqa: BLE001 (a backend that refuses the shape)
+        return {"error": str(e).splitlines()[0][:120]}
+    bw = max(fb - f, 1e-9)
+    return {"fwd_s": f, "bwd_s": bw, "fwd_tflops": round(flops / f / 1e12, 2),
+            "bwd_tflops": round(2.5 * flops / bw / 1e12, 2)}
+
+
+def attention(torch, device, time_fn, quick, deadline):
+    from torch.nn.attention import SDPBackend
+
     backends = ({"math": SDPBackend.MATH} if device == "cpu" else
                 {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION})
     seqs = (128, 256) if quick else (512, 1024, 2048, 4096, 8192, 16384)
@@ -134,19 +137,7 @@ def attention(torch, device, time_fn, quick, deadline):
             flops = 4.0 * batch * heads * seq * seq * d * (0.5 if causal else 1.0)
             row = {"backend": name, "seq": seq, "head_dim": d, "causal": int(causal),
                    "batch": batch, "heads": heads}
-            try:
-                with sdpa_kernel(be):
-                    f = time_fn(lambda: sdpa(q, k, v, is_causal=causal))
-                    o = sdpa(q, k, v, is_causal=causal)
-                    g = torch.randn_like(o)
-                    # forward + backward, less the forward: one graph per batch of reps
-                    fb = time_fn(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal),
-                                                             (q, k, v), g))
-                row.update(fwd_s=f, bwd_s=max(fb - f, 1e-9),
-                           fwd_tflops=round(flops / f / 1e12, 2),
-                           bwd_tflops=round(2.5 * flops / max(fb - f, 1e-9) / 1e12, 2))
-            except Exception as e:  # noqa: BLE001 (a backend that refuses the shape)
-                row["error"] = str(e).splitlines()[0][:120]
+            row.update(sdpa_times(torch, time_fn, be, q, k, v, causal, flops))
             out.append(row)
             del q, k, v
     return out
