@@ -60,6 +60,9 @@ class Device:
     # 0: no exponential model for the part, attn_*_eff hold at every head dim)
     tc_flops_per_sm_clock: float = 0.0
     exp_per_sm_clock: float = efficiency.EXP_PER_SM_CLOCK
+    # the attention kernel class (attention_kernel_of): its rates at head dims above 128
+    # (wide_head_factor)
+    attn_kernel: str = "te"
 
 
 def attention_rates(gpu: GPU) -> tuple[float, float]:
@@ -88,16 +91,44 @@ def _carry_attention(fraction: float, tc: float, backward: bool, head_dim_from: 
     return mma / (mma * x_mma + efficiency.ATTENTION_EXP / exp_to)
 
 
-def attention_efficiency(dev: Device, head_dim: float, backward: bool = False) -> float:
+def attention_efficiency(dev: Device, head_dim: float, backward: bool = False,
+                         d_qk: float = 0.0, d_v: float = 0.0) -> float:
     """Fraction of ``dev.attn_flops`` a flash-attention kernel reaches at mean head dimension
     ``head_dim`` ((d_qk + d_v) / 2), forward or backward (efficiency.ATTENTION_EXP): the
     device's fraction at head dim 128 on its generation's reference part splits into
     tensor-core time and exposed exponential time; a smaller head dim does fewer FLOPs per
-    exponential, and a part with a faster exponential unit (Blackwell Ultra) hides more."""
-    return _carry_attention(dev.attn_bwd_eff if backward else dev.attn_fwd_eff,
-                            dev.tc_flops_per_sm_clock, backward,
-                            efficiency.ATTENTION_REF_HEAD_DIM, efficiency.EXP_PER_SM_CLOCK,
-                            head_dim, dev.exp_per_sm_clock)
+    exponential, and a part with a faster exponential unit (Blackwell Ultra) hides more.
+    Given the query/key and value head dims, a kernel above head dim 128 runs at its measured
+    share of its head-dim-128 rate (wide_head_factor)."""
+    e = _carry_attention(dev.attn_bwd_eff if backward else dev.attn_fwd_eff,
+                         dev.tc_flops_per_sm_clock, backward,
+                         efficiency.ATTENTION_REF_HEAD_DIM, efficiency.EXP_PER_SM_CLOCK,
+                         head_dim, dev.exp_per_sm_clock)
+    return e * wide_head_factor(dev, d_qk, d_v, backward)
+
+
+def wide_head_factor(dev: Device, d_qk: float, d_v: float, backward: bool = False) -> float:
+    """A kernel's rate at query/key head dim ``d_qk`` and value head dim ``d_v`` over its rate
+    at head dim 128 (efficiency.WIDE_HEAD_ATTENTION, measured on Hopper): 1 at 128 and below,
+    on parts or kernel classes not measured, and for unfused attention. flash-attn 2 pads a
+    narrower value to d_qk, so it does (d_qk, d_qk) work for (d_qk + d_v) / 2 of it."""
+    ref = efficiency.ATTENTION_REF_HEAD_DIM
+    if d_qk <= ref or dev.unfused_attention:
+        return 1.0
+    kernel = dev.attn_kernel
+    table = efficiency.WIDE_HEAD_ATTENTION.get(kernel)
+    if not table or dev.generation not in efficiency.WIDE_HEAD_GENERATIONS.get(kernel, ()):
+        return 1.0
+    d_v = d_v or d_qk
+    pad = 1.0
+    if kernel == "fa2" and d_v < d_qk:
+        pad, d_v = (d_qk + d_v) / (2.0 * d_qk), d_qk
+    shapes = {tuple(float(x) for x in key.split("x")): rates for key, rates in table.items()}
+    # nearest measured shape, counting a change of d_qk - d_v too (a uniform head takes a
+    # uniform entry)
+    near = min(shapes, key=lambda sh: (abs(sh[0] - d_qk) + abs(sh[1] - d_v)
+                                       + abs((sh[0] - sh[1]) - (d_qk - d_v)), sh))
+    return shapes[near][1 if backward else 0] * pad
 
 
 def reference_attention_fraction(gpu: GPU, measured: float, head_dim: float,
@@ -172,7 +203,8 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
                   unfused_attention=unfused,
                   unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (),
                   hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None,
-                  tc_flops_per_sm_clock=0.0 if unfused else tc, exp_per_sm_clock=exp)
+                  tc_flops_per_sm_clock=0.0 if unfused else tc, exp_per_sm_clock=exp,
+                  attn_kernel=attention_kernel_of(engine, attention_kernel))
 
 
 def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:
@@ -327,8 +359,10 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         work = ((ops.attn_fwd_flops - ops.attn_window_fwd_flops, ops.attn_seq),
                 (ops.attn_window_fwd_flops, ops.attn_window_seq))
         # at the head dimension's efficiency (attention_efficiency)
-        ef = attention_efficiency(dev, ops.score_head_dim)
-        eb = attention_efficiency(dev, ops.score_head_dim, backward=True)
+        ef = attention_efficiency(dev, ops.score_head_dim, False, ops.score_qk_head_dim,
+                                  ops.score_v_head_dim)
+        eb = attention_efficiency(dev, ops.score_head_dim, True, ops.score_qk_head_dim,
+                                  ops.score_v_head_dim)
         attn_f = sum(f / (dev.attn_flops * ef * attention_occupancy(s)) for f, s in work if f)
         attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * eb * attention_occupancy(s, True))
                      for f, s in work if f)

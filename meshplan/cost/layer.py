@@ -285,8 +285,10 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             fwd_c, bwd_c = (n - 1) * step, 2 * (n - 1) * step
             attn_f = t.attn_fwd_s
             attn_b = attn_f * (ATTN_BWD_FLOP_RATIO
-                               * attention_efficiency(dev, ops.score_head_dim)
-                               / attention_efficiency(dev, ops.score_head_dim, backward=True))
+                               * attention_efficiency(dev, ops.score_head_dim, False,
+                                                      ops.score_qk_head_dim, ops.score_v_head_dim)
+                               / attention_efficiency(dev, ops.score_head_dim, True,
+                                                      ops.score_qk_head_dim, ops.score_v_head_dim))
             cp_wire = fwd_c * (passes - 1) + bwd_c
             cp_hidden = min(fwd_c, attn_f) * (passes - 1) + min(bwd_c, attn_b)
             cp_fwd_exposed = fwd_c - min(fwd_c, attn_f)

@@ -104,6 +104,9 @@ class LayerOps:
     # unfused attention computes) and the head dimension of q k^T (compute.unfused_attention_s)
     score_elements: float = 0.0
     score_head_dim: float = 0.0
+    # query/key and value head dims of the attention core (compute.wide_head_factor)
+    score_qk_head_dim: float = 0.0
+    score_v_head_dim: float = 0.0
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
     host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
@@ -213,6 +216,7 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         ops.attn_window_seq = attn_window_seq(w, s.seq / s.cp)
     ops.score_elements += T * s.seq * heads
     ops.score_head_dim = (d_qk + d_v) / 2
+    ops.score_qk_head_dim, ops.score_v_head_dim = d_qk, d_v
     # streaming: input norm (read+write h), residual add (2 reads + write), rope on q and k
     ops.stream_bytes += ACT * Ts * h * (2 + 3) + ACT * T * 2 * (q_w + kv_w / 2)
     ops.norm_bytes += ACT * Ts * h * 2

@@ -146,7 +146,7 @@ class StepModel:
         # prefill runs the training forward's flash kernel: its rate at the model's head dim
         # (compute.attention_efficiency); decode keeps the head-dim-128 fraction
         self.prefill_attn_flops_s = self.dev.attn_flops * compute.attention_efficiency(
-            self.dev, (pre_qk + pre_v) / 2)
+            self.dev, (pre_qk + pre_v) / 2, False, pre_qk, pre_v)
         self._tokens_cost = lru_cache(maxsize=16384)(self._tokens_part)
 
     # ---- the part that depends only on the number of tokens in the batch ---------------
