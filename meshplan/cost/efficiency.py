@@ -111,7 +111,8 @@ ATTN_HALF_SEQ_BWD = 830.0
 # FlashAttention-3 497/648 = 0.77 (0.80) and 474/561 = 0.84 (0.92); cuDNN 413/595 = 0.69
 # (0.80) and 433/516 = 0.84 (0.92). Above head dim 128 the same tables show no common gain
 # (d 256 over 128: cuDNN 0.98, FlashAttention-2 0.88, FlashAttention-3 1.17), so head dims
-# above 128 are charged as 128. Each EFFICIENCY attention entry stays the part's fraction at
+# above 128 are charged as 128 here (their measured backward loss: WIDE_HEAD_ATTENTION
+# below). Each EFFICIENCY attention entry stays the part's fraction at
 # head dim 128; AMD parts (no exponential-rate figure here) and Volta (no flash kernel) keep it.
 ATTENTION_EXP = 0.812
 ATTENTION_REF_HEAD_DIM = 128
