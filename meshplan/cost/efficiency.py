@@ -221,14 +221,15 @@ ATTENTION_FA2 = {"hopper": (0.34, 0.29), "blackwell": (0.34, 0.29)}
 # drops: its dQ, dK and dV accumulators grow with the head dim, so the kernels fall back to
 # smaller tiles (flash-attn 2's backward, as PyTorch builds it: hdim 128 runs 64 x 128 blocks
 # on parts with >= 144 KB of shared memory, hdim 160-256 64 x 64; aten/src/ATen/native/
-# transformers/cuda/flash_attn/flash_bwd_launch_template.h, run_mha_bwd_hdim*). cuDNN (the "te" class) keeps 0.87 of its
-# head-dim-128 backward at DeepSeek-V3's MLA shape 192x128 but 0.61 at 192x192 and 0.72 at
-# 256x256 (not monotone: cuDNN picks a kernel per shape). flash-attn 2 has one head dim for
-# q, k and v: a narrower value is padded to d_qk (compute.wide_head_factor), as its measured
-# 192x128 run shows (0.783 / 0.746 = the 192x192 rate x 160/192 within 0.5%). Measured on
-# Hopper only: the "te" entries apply to Hopper (Blackwell's cuDNN kernels for these shapes
-# are other kernels, not measured), the "fa2" ones to the NVIDIA parts that run flash-attn
-# 2's SM80 code (Ampere, Hopper, Blackwell). Other shapes above 128 take the nearest entry.
+# transformers/cuda/flash_attn/flash_bwd_launch_template.h, run_mha_bwd_hdim*). cuDNN (the
+# "te" class) keeps 0.87 of its head-dim-128 backward at DeepSeek-V3's MLA shape 192x128 but
+# 0.61 at 192x192 and 0.72 at 256x256 (not monotone: cuDNN picks a kernel per shape).
+# flash-attn 2 has one head dim for q, k and v: a narrower value is padded to d_qk
+# (compute.wide_head_factor), as its measured 192x128 run shows (0.783 / 0.746 = the 192x192
+# rate x 160/192 within 0.5%). Measured on Hopper only: the "te" entries apply to Hopper
+# (Blackwell's cuDNN kernels for these shapes are other kernels, not measured), the "fa2"
+# ones to the NVIDIA parts that run flash-attn 2's SM80 code (Ampere, Hopper, Blackwell).
+# Other shapes above 128 take the nearest entry.
 WIDE_HEAD_ATTENTION = {
     "te": {"192x128": (1.0, 0.866), "192x192": (1.055, 0.607), "256x256": (1.055, 0.724)},
     "fa2": {"192x192": (0.945, 0.895), "256x256": (0.915, 0.839)},
