@@ -83,10 +83,21 @@ def gemm_s(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: 
            in_bytes: float, generation: str, split_k: bool = True, out_bytes: float = 2) -> float:
     """Seconds of ``groups`` GEMMs (m x k) @ (k x n) run as one kernel (a grouped or batched
     GEMM: their tiles share the waves)."""
+    return gemm_plan(m, n, k, groups, sms, flops_per_sm, load_bytes_per_s, tile_latency_s,
+                     hbm_bytes_per_s, in_bytes, generation, split_k, out_bytes)[0]
+
+
+@lru_cache(maxsize=1 << 16)
+def gemm_plan(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: float,
+              load_bytes_per_s: float, tile_latency_s: float, hbm_bytes_per_s: float,
+              in_bytes: float, generation: str, split_k: bool = True,
+              out_bytes: float = 2) -> tuple[float, float]:
+    """(seconds, share of the SMs its CTAs keep busy over its waves) of the tile and split-K
+    choice gemm_s makes: CTAs / (waves x SMs), 1 for a GEMM that fills every wave."""
     if m <= 0 or n <= 0 or k <= 0 or groups <= 0:
-        return 0.0
+        return 0.0, 0.0
     hbm = (in_bytes * (m * k + k * n) + out_bytes * m * n) * groups / hbm_bytes_per_s
-    best = float("inf")
+    best, busy = float("inf"), 1.0
     for tm, tn in TILES.get(generation, NV_TILES):
         tiles = groups * ceil(m / tm) * ceil(n / tn)
         per_k = max(2.0 * tm * tn / flops_per_sm, in_bytes * (tm + tn) / load_bytes_per_s)
@@ -94,10 +105,12 @@ def gemm_s(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: 
             if s > 1 and (k / s < MIN_SPLIT_K or tiles * (s // 2) >= sms):
                 break
             kk = ceil(k / s)
-            t = ceil(tiles * s / sms) * (tile_latency_s + per_k * kk)
+            waves = ceil(tiles * s / sms)
+            t = waves * (tile_latency_s + per_k * kk)
             partial = (2 * PARTIAL_BYTES * m * n * s * groups / hbm_bytes_per_s) if s > 1 else 0.0
-            best = min(best, max(t, hbm) + partial)
-    return best
+            if max(t, hbm) + partial < best:
+                best, busy = max(t, hbm) + partial, tiles * s / (waves * sms)
+    return best, busy
 
 
 @lru_cache(maxsize=256)
