@@ -66,7 +66,8 @@ def _graph_or_eager(torch, device: str):
         try:
             return graphs(fn)
         except Exception as e:  # noqa: BLE001 (not capturable)
-            torch.cuda.synchronize() if device != "cpu" else None
+            if device != "cpu":
+                torch.cuda.synchronize()
             row["timing"] = "eager: " + str(e).splitlines()[0][:60]
             return eager(fn)
     return run

@@ -51,6 +51,22 @@ def row_times(dev: compute.Device, r: dict) -> tuple[float, float]:
     return measured_s, t
 
 
+def measured_errors(path, gpu: str, dtype: str, model_dtype: str,
+                    floor_s: float) -> list[float]:
+    """measured / modelled time - 1 for the rows of one dtype in a measured gemm.csv
+    (bench/data/measured/*/gemm.csv) that run at least ``floor_s``, at single-kernel
+    conditions (no SUSTAINED_TENSOR derating)."""
+    dev = _single_kernel_device(gpu, model_dtype)
+    out = []
+    for r in csv.DictReader(open(path)):
+        if r["dtype"] == dtype:
+            measured_s, t = row_times(dev, r)
+            if measured_s >= floor_s:
+                out.append(measured_s / t - 1)
+    compute.device.cache_clear()
+    return out
+
+
 def _errors(gpu: str, dtype: str) -> list[float]:
     """Predicted / measured throughput - 1 for the scored rows of one GPU and dtype."""
     dev = _single_kernel_device(gpu, dtype)

@@ -14,10 +14,10 @@ from statistics import median
 
 import pytest
 
-from meshplan.cost import compute, efficiency
+from meshplan.cost import efficiency
 from meshplan.cost.compute import attention_occupancy
 from meshplan.specs.catalog.gpus import GPUS
-from test_gemm_model import _single_kernel_device, row_times
+from test_gemm_model import measured_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "bench" / "data" / "measured" / "h100_2026-11-27"
@@ -39,14 +39,7 @@ def _rows(name: str) -> list[dict]:
     ("fp8_fastacc", "fp8", 0.06, 0.12),
 ])
 def test_gemm_shape_model_on_h100_measurements(dtype, model_dtype, med, p90):
-    dev = _single_kernel_device(H100.name, model_dtype)
-    errs = []
-    for r in _rows("gemm.csv"):
-        if r["dtype"] == dtype:
-            measured_s, t = row_times(dev, r)
-            if measured_s >= 15e-6:
-                errs.append(measured_s / t - 1)
-    compute.device.cache_clear()
+    errs = measured_errors(DIR / "gemm.csv", H100.name, dtype, model_dtype, 15e-6)
     assert len(errs) >= 18
     a = sorted(abs(e) for e in errs)
     assert median(a) <= med

@@ -23,7 +23,7 @@ from meshplan.calibrate import fit
 from meshplan.cost import compute, efficiency
 from meshplan.cost.compute import attention_efficiency, attention_occupancy
 from meshplan.specs.catalog.gpus import GPUS
-from test_gemm_model import _single_kernel_device, row_times
+from test_gemm_model import measured_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "bench" / "data" / "measured" / "h200_2026-11-27"
@@ -33,21 +33,6 @@ PEAK = H200.flops("bf16")
 
 def _rows(name: str) -> list[dict]:
     return list(csv.DictReader((DIR / name).open()))
-
-
-def _gemm_errors(dtype: str, model_dtype: str, floor_s: float) -> list[float]:
-    """measured / modelled time - 1 for the CUDA-graph-timed GEMMs of one dtype that run at
-    least ``floor_s``, at single-kernel conditions (no SUSTAINED_TENSOR derating)."""
-    dev = _single_kernel_device(H200.name, model_dtype)
-    out = []
-    for r in _rows("gemm.csv"):
-        if r["dtype"] != dtype:
-            continue
-        measured_s, t = row_times(dev, r)
-        if measured_s >= floor_s:
-            out.append(measured_s / t - 1)
-    compute.device.cache_clear()
-    return out
 
 
 @pytest.mark.parametrize("dtype,model_dtype,med,p90", [
@@ -62,7 +47,7 @@ def _gemm_errors(dtype: str, model_dtype: str, floor_s: float) -> list[float]:
     ("fp8_fastacc", "fp8", 0.08, 0.15),
 ])
 def test_gemm_shape_model_on_h200_measurements(dtype, model_dtype, med, p90):
-    errs = _gemm_errors(dtype, model_dtype, 15e-6)
+    errs = measured_errors(DIR / "gemm.csv", H200.name, dtype, model_dtype, 15e-6)
     assert len(errs) >= 18
     a = sorted(abs(e) for e in errs)
     assert median(a) <= med

@@ -109,6 +109,12 @@ def attention_efficiency(dev: Device, head_dim: float, backward: bool = False,
     return e * wide_head_factor(dev, d_qk, d_v, backward)
 
 
+def core_attention_efficiency(dev: Device, ops: LayerOps, backward: bool = False) -> float:
+    """attention_efficiency at a layer's attention-core head dims (ops.attention_ops)."""
+    return attention_efficiency(dev, ops.score_head_dim, backward, ops.score_qk_head_dim,
+                                ops.score_v_head_dim)
+
+
 def wide_head_factor(dev: Device, d_qk: float, d_v: float, backward: bool = False) -> float:
     """A kernel's rate at query/key head dim ``d_qk`` and value head dim ``d_v`` over its rate
     at head dim 128 (efficiency.WIDE_HEAD_ATTENTION, measured on Hopper): 1 at 128 and below,
@@ -310,17 +316,11 @@ def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
     tests/test_measured_moe_mla.py.)"""
     if count <= 0:
         return 0.0
-
-    def one(groups: float) -> float:
-        return gemm.gemm_s(m, n, k, groups, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
-                           dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
-                           dev.generation)
-
+    hw = (dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s, dev.tile_latency_s,
+          dev.hbm_bytes_per_s, dev.matmul_bytes, dev.generation)
     if streams <= 0 or count <= 1:
-        return one(count)
-    t1, busy = gemm.gemm_plan(m, n, k, 1, dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s,
-                              dev.tile_latency_s, dev.hbm_bytes_per_s, dev.matmul_bytes,
-                              dev.generation)
+        return gemm.gemm_s(m, n, k, count, *hw)
+    t1, busy = gemm.gemm_plan(m, n, k, 1, *hw)
     return max(count * t1 * busy, ceil(count / streams) * t1)
 
 
@@ -368,10 +368,8 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         work = ((ops.attn_fwd_flops - ops.attn_window_fwd_flops, ops.attn_seq),
                 (ops.attn_window_fwd_flops, ops.attn_window_seq))
         # at the head dimension's efficiency (attention_efficiency)
-        ef = attention_efficiency(dev, ops.score_head_dim, False, ops.score_qk_head_dim,
-                                  ops.score_v_head_dim)
-        eb = attention_efficiency(dev, ops.score_head_dim, True, ops.score_qk_head_dim,
-                                  ops.score_v_head_dim)
+        ef = core_attention_efficiency(dev, ops)
+        eb = core_attention_efficiency(dev, ops, backward=True)
         attn_f = sum(f / (dev.attn_flops * ef * attention_occupancy(s)) for f, s in work if f)
         attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * eb * attention_occupancy(s, True))
                      for f, s in work if f)

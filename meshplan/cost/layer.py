@@ -13,7 +13,8 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from ..recompute_modules import modules_of
-from .compute import ATTN_BWD_FLOP_RATIO, attention_efficiency, device, matmul_s, op_times
+from .compute import (ATTN_BWD_FLOP_RATIO, core_attention_efficiency, device, matmul_s,
+                      op_times)
 from .efficiency import NETWORK
 from .mcore_experts import eager_expert_epilogue
 from .mcore_rope import eager_rope
@@ -285,10 +286,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             fwd_c, bwd_c = (n - 1) * step, 2 * (n - 1) * step
             attn_f = t.attn_fwd_s
             attn_b = attn_f * (ATTN_BWD_FLOP_RATIO
-                               * attention_efficiency(dev, ops.score_head_dim, False,
-                                                      ops.score_qk_head_dim, ops.score_v_head_dim)
-                               / attention_efficiency(dev, ops.score_head_dim, True,
-                                                      ops.score_qk_head_dim, ops.score_v_head_dim))
+                               * core_attention_efficiency(dev, ops)
+                               / core_attention_efficiency(dev, ops, backward=True))
             cp_wire = fwd_c * (passes - 1) + bwd_c
             cp_hidden = min(fwd_c, attn_f) * (passes - 1) + min(bwd_c, attn_b)
             cp_fwd_exposed = fwd_c - min(fwd_c, attn_f)

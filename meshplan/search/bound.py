@@ -143,12 +143,12 @@ from typing import NamedTuple
 from ..cost.collectives import Placement, p2p_s
 from ..cost.compute import p2p_message_bytes
 from ..cost.engine_p2p import P2P_OVERLAP_ENGINES, p2p_exposed_s
+from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
-from ..cost.efficiency import NETWORK
 from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placements,
                          training_shard)
 from ..errors import InputError
@@ -670,8 +670,7 @@ class PairBounds:
         if pp > 1:
             z += bubble_s(_Pipe(pp, vpp, schedule), m, [fu[i] for i in idx],
                           [bu[i] for i in idx], [wu[i] for i in idx])
-        z += m * min(_sum4(c, vec["overlap_slowdown_s"])
-                                                  for c in uniq)
+        z += m * min(_sum4(c, vec["overlap_slowdown_s"]) for c in uniq)
         work = [inf] * len(uniq)
         for r, u in enumerate(idx):
             if w1[r] < work[u]:
