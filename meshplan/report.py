@@ -172,9 +172,13 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
         out.append("note: " + note)
     out.append("")
     if len(r.top) > 1 and ranked_by:
-        p1, p2 = (ivs[e.plan].step_time_s[1] for e in r.top[:2])
-        out.append(f"why #1 wins: its 90th percentile step time is {p2 - p1:.3f} s lower than "
-                   "#2's")
+        i1, i2 = (ivs[e.plan] for e in r.top[:2])
+        p1, p2 = i1.step_time_s[1], i2.step_time_s[1]
+        if i2.may_not_fit and not i1.may_not_fit:
+            out.append("why #1 wins: it fits at the 90th percentile of memory and #2 may not")
+        else:
+            out.append(f"why #1 wins: its 90th percentile step time is {p2 - p1:.3f} s lower "
+                       "than #2's")
     elif len(r.top) > 1:
         a, b = (r.simulated.get(e.plan) for e in r.top[:2])
         if a and b:

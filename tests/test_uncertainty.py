@@ -105,8 +105,9 @@ def test_plan_rank_by_p90_json(capsys):
             "--global-batch", "32", "--top", "3", "--rerank", "0", "--json"]
     assert main(args + ["--rank-by", "p90"]) == 0
     out = json.loads(capsys.readouterr().out)
-    p90 = [t["interval"]["step_time_s_p10_p90"][1] for t in out["top"]]
-    assert p90 == sorted(p90) and "p90" in out["ranked_by"]
+    key = [(t["interval"]["may_not_fit"], t["interval"]["step_time_s_p10_p90"][1])
+           for t in out["top"]]
+    assert key == sorted(key) and "p90" in out["ranked_by"]
     for t in out["top"]:
         lo, hi = t["interval"]["step_time_s_p10_p90"]
         assert lo < t["step_time_s"] < hi
@@ -114,6 +115,28 @@ def test_plan_rank_by_p90_json(capsys):
     assert main(args) == 0
     plain = json.loads(capsys.readouterr().out)
     assert all("interval" in t for t in plain["top"])
+
+
+def test_plan_names_a_plan_that_fits_when_the_first_may_not(capsys):
+    """Llama 3.1 70B on 64 H100 at 8k: the fastest plans fill the 80 GiB (zero-bubble schedules
+    hold deferred weight gradients), so #1 may not fit at the 90th percentile of memory. The
+    plain ranking keeps it first and names the fastest plan shown that fits; --rank-by p90 puts
+    the plans that fit first."""
+    args = ["plan", "--model", "llama3.1-70b", "--gpus", "64xH100-SXM-80GB", "--seq-len",
+            "8192", "--global-batch", "512", "--rerank", "0", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    fits = [not t["interval"]["may_not_fit"] for t in out["top"]]
+    assert not fits[0] and any(fits)  # the case this test is about
+    first_fit = out["top"][fits.index(True)]
+    note = [n for n in out["notes"] if n.startswith("#1 may not fit")]
+    assert len(note) == 1 and f"#{fits.index(True) + 1}, {first_fit['label']}, fits" in note[0]
+    assert main(args + ["--rank-by", "p90"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    key = [(t["interval"]["may_not_fit"], t["interval"]["step_time_s_p10_p90"][1])
+           for t in out["top"]]
+    assert key == sorted(key) and not key[0][0]
+    assert not [n for n in out["notes"] if n.startswith("#1 may not fit")]
 
 
 def test_predict_shows_interval(capsys):

@@ -98,13 +98,17 @@ def _run(args) -> int:
 
 
 def _rank_and_warn(sc: Scenario, r, top: int, pessimistic: bool) -> None:
-    """--rank-by p90: order by the 90th percentile step time; and a note when #2 is closer
-    to #1 than the uncertainty of the difference between them."""
+    """--rank-by p90: plans that fit at the 90th percentile of memory first, each group by its
+    90th percentile step time. Notes: #2 closer to #1 than the uncertainty of the difference
+    between them; #1 may not fit (its 90th percentile of memory crosses the GPU's), with the
+    fastest plan shown that fits."""
     ivs = intervals_of(sc, r.top, r.simulated)
     r.notes = []
     if pessimistic and r.top:
-        r.top = sorted(r.top, key=lambda e: ivs[e.plan].step_time_s[1])[:top]
-        r.ranked_by = "90th percentile step time, --rank-by p90"
+        r.top = sorted(r.top, key=lambda e: (ivs[e.plan].may_not_fit,
+                                             ivs[e.plan].step_time_s[1]))[:top]
+        r.ranked_by = ("90th percentile step time, plans that fit at the 90th percentile of "
+                       "memory first, --rank-by p90")
         figure = {e.plan: ivs[e.plan].step_time_s[1] for e in r.top}
     else:
         figure = {e.plan: (r.simulated[e.plan].step_time_s if e.plan in r.simulated
@@ -113,10 +117,25 @@ def _rank_and_warn(sc: Scenario, r, top: int, pessimistic: bool) -> None:
         a, b = r.top[:2]
         t1, t2 = figure[a.plan], figure[b.plan]
         band = Z90 * ranking_sigma(a, b)
-        if (t2 - t1) / t1 < band:
+        if 0.0 <= (t2 - t1) / t1 < band:
             r.notes.append(f"#1 and #2 are {(t2 - t1) / t1:.1%} apart, within the 10-90% "
                            f"uncertainty of their difference ({band:.1%}, from the constants "
                            "each leans on): either may be faster in practice")
+    if r.top and ivs[r.top[0].plan].may_not_fit:
+        cap = ivs[r.top[0].plan].capacity_gib
+        safe = [(i, e) for i, e in enumerate(r.top) if not ivs[e.plan].may_not_fit]
+        if safe:
+            i, e = safe[0]
+            slower = figure[e.plan] / figure[r.top[0].plan] - 1.0
+            r.notes.append(f"#1 may not fit (the 90th percentile of its memory crosses the "
+                           f"GPU's {cap:.0f} GiB); #{i + 1}, {e.plan.describe()}, fits at the "
+                           f"90th percentile and is {slower:.1%} slower"
+                           + ("" if pessimistic else
+                              " (--rank-by p90 ranks the plans that fit first)"))
+        else:
+            r.notes.append(f"#1 may not fit (the 90th percentile of its memory crosses the "
+                           f"GPU's {cap:.0f} GiB), nor does any plan shown: more GPUs, more "
+                           "recomputation or a higher ZeRO stage (pin them) leave more room")
 
 
 def register(sub) -> None:
@@ -130,8 +149,9 @@ def register(sub) -> None:
     p.add_argument("--use-scenario-plan", action="store_true",
                    help="pin the knobs of the scenario file's [plan] table")
     p.add_argument("--rank-by", choices=("step", "p90"), default="step",
-                   help="rank by the predicted step time (default) or by its pessimistic "
-                        "90th percentile")
+                   help="rank by the predicted step time (default) or pessimistically: "
+                        "plans that fit at the 90th percentile of memory first, then by the "
+                        "90th percentile step time")
     add_profile_arg(p)
     p.add_argument("--no-right-size", action="store_true",
                    help="skip the search on fewer GPUs when the batch has fewer sequences "
