@@ -162,8 +162,8 @@ def test_gpu_for_device_names(name, mem_bytes, gpu_id):
 def test_blackwell_ultra_runs_what_blackwell_cannot_hold():
     """The same plan: on B300 (270 GB) it fits where B200 (179 GB) does not; B300 runs it
     within 3% of B200 (same dense peaks; measured large-GEMM rates 1,769 and 1,745 TFLOP/s),
-    and GB300 faster than GB200, whose measured GEMM rate is 72.9% of its datasheet peak
-    (efficiency.SKU_MATMUL) where GB300 takes the generation's 78%."""
+    and GB300 faster than GB200 (measured large-GEMM rates 2,174 and 1,822 TFLOP/s of the same
+    2,500 datasheet peak, efficiency.SKU_MATMUL)."""
     from meshplan.cost import estimate
     from meshplan.plan import Plan
     model, wl = load_model("llama3.1-70b"), Workload(8192, 64, "bf16")
@@ -187,6 +187,12 @@ def test_a_part_with_its_own_gemm_measurement_uses_it():
     assert b200.matmul_flops == pytest.approx(2250e12 * efficiency.EFFICIENCY["blackwell"].matmul_bf16
                                               * clock)
     assert device(GPUS["GB200"], "fp8").matmul_flops == pytest.approx(3615.6e12 * clock)
+    # GB300: Meta's 2,174 TFLOP/s cuBLAS GEMM at 1,400 W (bf16 only), fp8 at the
+    # generation's fp8 / bf16 ratio
+    bw = efficiency.EFFICIENCY["blackwell"]
+    assert device(GPUS["GB300"], "bf16").matmul_flops == pytest.approx(2174.0e12 * clock)
+    assert device(GPUS["GB300"], "fp8").matmul_flops == pytest.approx(
+        2174.0e12 * 2 * bw.matmul_fp8 / bw.matmul_bf16 * clock)
 
 
 def test_amd_fp8_gemm_rates_follow_amds_measured_fp8_over_bf16():

@@ -191,17 +191,24 @@ EFFICIENCY["cdna4"] = EFFICIENCY["cdna3"]
 # against 1,745.0 TFLOP/s: +4%, not the datasheets' +11%). Source: the MAMF table above
 # (BF16 and FP8, TFLOP/s measured / datasheet dense peak): GB200 bf16 1,822.0 / 2,500,
 # fp8 3,615.6 / 5,000; B300 bf16 1,769.0 / 2,250, fp8 3,353.3 / 4,500; MI325X (1,000 W)
-# bf16 784.9 / 1,307.4; MI355X bf16 1,565.0 / 2,516.6. GB300: no measurement found, the
-# generation's fraction. A profile overrides these by name
+# bf16 784.9 / 1,307.4; MI355X bf16 1,565.0 / 2,516.6. GB300 (not in the MAMF table): Meta's
+# cuBLAS GEMM runs on one at its 1,400 W rated power with the SM clock locked at its
+# 2,070 MHz maximum, "~1600-2174 tflops" (~617 at a 500 W cap), as stated in
+# facebookexperimental/triton PR #2023 (2026-07-14, tritonbench's denoise.sh); the top of the
+# range is taken, as MAMF takes the best shape: 2,174 / 2,500. The dtype is not stated; 16-bit
+# is the only reading that fits (as fp8 it would be 0.43 of the 5,000 peak, against 0.72-0.76
+# for every measured Blackwell part), and it is 1.19x GB200's MAMF rate on a part with 160
+# SMs to GB200's 152 and 1,400 W to its 1,200 W. A profile overrides these by name
 # ("SKU_MATMUL.GB200.bf16" = 0.75).
 # MI325X fp8: its MAMF bf16 rate times AMD's measured FP8 / BF16 ratio on the part, 1,408.06 /
 # 831.40 (ROCm blogs "Completing the GPU Performance Picture: Understanding TAF", 2026-10:
 # hipBLASLt MAF with normal-distribution inputs, MI325X at 1,000 W) -> 1,329.3 of 2,614.9.
 # A part with a bf16 measurement and none at fp8 takes its bf16 fraction times its
-# generation's fp8 / bf16 ratio (compute._matmul_fraction): MI355X.
+# generation's fp8 / bf16 ratio (compute._matmul_fraction): GB300, MI355X.
 SKU_MATMUL: dict[str, dict[str, float]] = {
     "GB200": {"bf16": 1822.0 / 2500, "fp8": 3615.6 / 5000},
     "B300": {"bf16": 1769.0 / 2250, "fp8": 3353.3 / 4500},
+    "GB300": {"bf16": 2174.0 / 2500},
     "MI325X": {"bf16": 784.9 / 1307.4, "fp8": 784.9 * 1408.06 / 831.40 / 2614.9},
     "MI355X": {"bf16": 1565.0 / 2516.6},
 }
