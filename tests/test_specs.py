@@ -193,6 +193,13 @@ def test_a_part_with_its_own_gemm_measurement_uses_it():
     assert device(GPUS["GB300"], "bf16").matmul_flops == pytest.approx(2174.0e12 * clock)
     assert device(GPUS["GB300"], "fp8").matmul_flops == pytest.approx(
         2174.0e12 * 2 * bw.matmul_fp8 / bw.matmul_bf16 * clock)
+    # V100: Markidis et al. 2018, cuBLAS 83 TFLOP/s on the tensor cores, a seventh of that
+    # in fp32 SGEMM; a Turing part of the same kernel family keeps the generation's figure
+    assert device(GPUS["V100-SXM-32GB"], "fp16").matmul_flops == pytest.approx(83e12 * clock)
+    assert device(GPUS["V100-SXM-32GB"], "fp32").matmul_flops == pytest.approx(83e12 / 7 * clock)
+    volta = efficiency.EFFICIENCY["volta"].matmul_bf16
+    assert device(GPUS["TITAN-RTX-24GB"], "fp32").matmul_flops == pytest.approx(
+        GPUS["TITAN-RTX-24GB"].flops("fp32") * volta * clock)
 
 
 def test_amd_fp8_gemm_rates_follow_amds_measured_fp8_over_bf16():

@@ -217,13 +217,18 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
 
 def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:
     """fp32 storage: GEMMs at the TF32 tensor-core rate (``tf32``, where the GPU has TF32:
-    Ampere and newer) or the fp32 rate, 4-byte operands; the GEMM fraction and shape model
-    are the 16-bit ones (cuBLAS SGEMM and TF32 GEMMs reach a similar share of their peak on
-    large shapes: an assumption, no fp32 microbenchmark here). FlashAttention 2 supports
+    Ampere and newer) or the fp32 rate, 4-byte operands; the GEMM fraction is the part's
+    measured SGEMM fraction where there is one (V100), else the 16-bit one, and the shape
+    model is the 16-bit one (cuBLAS SGEMM and TF32 GEMMs reach a similar share of their peak
+    on large shapes: an assumption). FlashAttention 2 supports
     fp16 and bf16 only (flash-attn README, "Datatype fp16 and bf16"), so attention runs
     unfused (Megatron CoreAttention: baddbmm, scale-mask-softmax, dropout, bmm)."""
     p = "tf32" if precision == "tf32" and "tf32" in gpu.peak_flops else "fp32"
-    mm = gpu.flops(p) * clock * _matmul_fraction(gpu, e, "bf16")  # the 16-bit fraction
+    # the part's measured fp32 GEMM fraction where efficiency.SKU_MATMUL has one (SIMT fp32
+    # only), else the 16-bit fraction
+    sku = efficiency.SKU_MATMUL.get(gpu.name, {})
+    frac = sku["fp32"] if p == "fp32" and "fp32" in sku else _matmul_fraction(gpu, e, "bf16")
+    mm = gpu.flops(p) * clock * frac
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)
     load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)

@@ -156,7 +156,8 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 #   stas00/ml-engineering compute/accelerator/README.md): B200 bf16 1,745.0 of 2,250 (0.776,
 #   the 0.78 below) and fp8 3,432.5 of 4,500 (0.763; was 0.70, a recalled figure); MI300X
 #   bf16 668.4 of 1,307 (0.511; the 0.50 below, recalled before the table was found). Other
-#   parts of these generations: SKU_MATMUL. Volta: no measurement, a recalled figure;
+#   parts of these generations: SKU_MATMUL. Volta: the V100's own measurement is in
+#   SKU_MATMUL; the generation's 0.80 (Turing parts) is a recalled figure;
 #   attention on Volta, Blackwell and CDNA3 is the neighbouring generation's. Replace them
 #   with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
@@ -205,10 +206,18 @@ EFFICIENCY["cdna4"] = EFFICIENCY["cdna3"]
 # hipBLASLt MAF with normal-distribution inputs, MI325X at 1,000 W) -> 1,329.3 of 2,614.9.
 # A part with a bf16 measurement and none at fp8 takes its bf16 fraction times its
 # generation's fp8 / bf16 ratio (compute._matmul_fraction): GB300, MI355X.
+# V100 (Volta has no bf16: its "bf16" entry is the fp16 tensor-core rate): Markidis et al.,
+# "NVIDIA Tensor Core Programmability, Performance & Precision" (IPDPSW 2018, arXiv
+# 1803.04014), cuBLAS GEMM on a Tesla V100 (125 TFLOP/s tensor peak): "up to 83 Tflops/s in
+# mixed precision ... seven and three times the performance in single and half precision"
+# -> 83 / 125 = 0.664 on the tensor cores and 83 / 7 = 11.9 of 15.7 TFLOP/s fp32 SGEMM
+# (0.755, the "fp32" entry, which compute._fp32_device reads before the 16-bit fraction).
+# The volta generation entry above (0.80) was a recalled figure; Turing parts keep it.
 SKU_MATMUL: dict[str, dict[str, float]] = {
     "GB200": {"bf16": 1822.0 / 2500, "fp8": 3615.6 / 5000},
     "B300": {"bf16": 1769.0 / 2250, "fp8": 3353.3 / 4500},
     "GB300": {"bf16": 2174.0 / 2500},
+    "V100-SXM-32GB": {"bf16": 83.0 / 125, "fp32": 83.0 / 7 / 15.7},
     "MI325X": {"bf16": 784.9 / 1307.4, "fp8": 784.9 * 1408.06 / 831.40 / 2614.9},
     "MI355X": {"bf16": 1565.0 / 2516.6},
 }
