@@ -127,11 +127,11 @@ def _rank_and_warn(sc: Scenario, r, top: int, pessimistic: bool) -> None:
         if safe:
             i, e = safe[0]
             slower = figure[e.plan] / figure[r.top[0].plan] - 1.0
+            # (only without --rank-by p90, which puts the plans that fit first)
             r.notes.append(f"#1 may not fit (the 90th percentile of its memory crosses the "
                            f"GPU's {cap:.0f} GiB); #{i + 1}, {e.plan.describe()}, fits at the "
-                           f"90th percentile and is {slower:.1%} slower"
-                           + ("" if pessimistic else
-                              " (--rank-by p90 ranks the plans that fit first)"))
+                           f"90th percentile and is {slower:.1%} slower (--rank-by p90 ranks "
+                           "the plans that fit first)")
         else:
             r.notes.append(f"#1 may not fit (the 90th percentile of its memory crosses the "
                            f"GPU's {cap:.0f} GiB), nor does any plan shown: more GPUs, more "

@@ -224,11 +224,7 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
     fp16 and bf16 only (flash-attn README, "Datatype fp16 and bf16"), so attention runs
     unfused (Megatron CoreAttention: baddbmm, scale-mask-softmax, dropout, bmm)."""
     p = "tf32" if precision == "tf32" and "tf32" in gpu.peak_flops else "fp32"
-    # the part's measured fp32 GEMM fraction where efficiency.SKU_MATMUL has one (SIMT fp32
-    # only), else the 16-bit fraction
-    sku = efficiency.SKU_MATMUL.get(gpu.name, {})
-    frac = sku["fp32"] if p == "fp32" and "fp32" in sku else _matmul_fraction(gpu, e, "bf16")
-    mm = gpu.flops(p) * clock * frac
+    mm = gpu.flops(p) * clock * _matmul_fraction(gpu, e, "fp32" if p == "fp32" else "bf16")
     hbm = gpu.memory_bytes_per_s * e.memory
     sms = gemm.sm_count(gpu)
     load = gemm.sm_load_bytes_per_s(gpu, e.gemm_flop_per_load_byte)
@@ -240,12 +236,15 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
 
 
 def _matmul_fraction(gpu: GPU, e: KernelEfficiency, dtype: str) -> float:
-    """The large-GEMM fraction of ``gpu`` at ``dtype`` ("bf16" or "fp8"): the part's own
-    measurement where efficiency.SKU_MATMUL has one; a part measured at bf16 only takes that
-    times its generation's fp8 / bf16 ratio at fp8; else its generation's."""
+    """The large-GEMM fraction of ``gpu`` at ``dtype`` ("bf16", "fp8" or "fp32", SIMT fp32):
+    the part's own measurement where efficiency.SKU_MATMUL has one; a part measured at bf16
+    only takes that times its generation's fp8 / bf16 ratio at fp8; fp32 without a
+    measurement takes the 16-bit fraction (_fp32_device); else its generation's."""
     sku = efficiency.SKU_MATMUL.get(gpu.name, {})
     if dtype in sku:
         return sku[dtype]
+    if dtype == "fp32":
+        return _matmul_fraction(gpu, e, "bf16")
     if dtype == "fp8" and "bf16" in sku:
         return sku["bf16"] * e.matmul_fp8 / e.matmul_bf16
     return e.matmul_fp8 if dtype == "fp8" else e.matmul_bf16
