@@ -213,6 +213,14 @@ def memory_terms(data: dict, framework: str, generation: str) -> tuple[float, fl
     return mu, math.sqrt(var), key
 
 
+def memory_p90_factor(framework: str, generation: str, data: dict | None = None) -> float:
+    """A plan's 90th percentile of memory over its point prediction when ``framework`` runs it
+    on a GPU of ``generation`` (interval()'s memory_factors[1]; the same for every plan of a
+    scenario)."""
+    mmu, msig, _ = memory_terms(data or load(), framework, generation)
+    return math.exp(mmu + Z90 * msig)
+
+
 def memory_class_measured(data: dict, framework: str, generation: str) -> bool:
     """Whether the residual model has peaks measured on this engine (any generation)."""
     eng = memory_class_of(framework, generation).split("/")[0]
@@ -231,7 +239,7 @@ def interval(est, model, cluster, data: dict | None = None, framework: str = "")
     step = est.step_time_s
     mmu, msig, mkey = memory_terms(data, framework, gen)
     mem = est.peak_memory_bytes / GiB
-    mf = (math.exp(mmu - Z90 * msig), math.exp(mmu + Z90 * msig))
+    mf = (math.exp(mmu - Z90 * msig), memory_p90_factor(framework, gen, data))
     peak = est.peak_candidates[est.peak_memory_rank].parts
     held = (est.peak_memory_bytes - peak.get("allocator_fragmentation", 0.0)) / GiB
     return Interval(

@@ -131,12 +131,28 @@ def test_plan_names_a_plan_that_fits_when_the_first_may_not(capsys):
     first_fit = out["top"][fits.index(True)]
     note = [n for n in out["notes"] if n.startswith("#1 may not fit")]
     assert len(note) == 1 and f"#{fits.index(True) + 1}, {first_fit['label']}, fits" in note[0]
+    # --rank-by p90 searches against the capacity over the memory class's 90th percentile
+    # factor: every plan it shows fits at that percentile, on the real GPU
     assert main(args + ["--rank-by", "p90"]) == 0
     out = json.loads(capsys.readouterr().out)
-    key = [(t["interval"]["may_not_fit"], t["interval"]["step_time_s_p10_p90"][1])
-           for t in out["top"]]
-    assert key == sorted(key) and not key[0][0]
+    assert all(not t["interval"]["may_not_fit"] for t in out["top"]) and len(out["top"]) == 5
+    p90 = [t["interval"]["step_time_s_p10_p90"][1] for t in out["top"]]
+    assert p90 == sorted(p90)
+    assert out["notes"][0].startswith("searched with 71.7 of the 80 GiB per GPU")
     assert not [n for n in out["notes"] if n.startswith("#1 may not fit")]
+
+
+def test_rank_by_p90_falls_back_when_no_plan_fits_at_the_90th_percentile(capsys):
+    """Llama 3.1 70B on 8 H200 at 4k: plans fit at the point estimate, none at the 90th
+    percentile of memory; --rank-by p90 then ranks the point-estimate fits and says so."""
+    args = ["plan", "--model", "llama3.1-70b", "--gpus", "8xH200-SXM-141GB", "--seq-len", "4096",
+            "--global-batch", "8", "--rerank", "0", "--top", "3", "--json", "--rank-by", "p90"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["top"] and all(t["interval"]["may_not_fit"] for t in out["top"])
+    assert out["notes"][0].startswith("no plan fits at the 90th percentile of memory")
+    assert any(n.startswith("#1 may not fit") and "nor does any plan shown" in n
+               for n in out["notes"])
 
 
 def test_predict_shows_interval(capsys):
