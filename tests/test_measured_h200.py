@@ -23,7 +23,7 @@ from meshplan.calibrate import fit
 from meshplan.cost import compute, efficiency
 from meshplan.cost.compute import attention_efficiency, attention_occupancy
 from meshplan.specs.catalog.gpus import GPUS
-from test_gemm_model import measured_errors
+from test_gemm_model import assert_error_spread, measured_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "bench" / "data" / "measured" / "h200_2026-11-27"
@@ -49,9 +49,7 @@ def _rows(name: str) -> list[dict]:
 def test_gemm_shape_model_on_h200_measurements(dtype, model_dtype, med, p90):
     errs = measured_errors(DIR / "gemm.csv", H200.name, dtype, model_dtype, 15e-6)
     assert len(errs) >= 18
-    a = sorted(abs(e) for e in errs)
-    assert median(a) <= med
-    assert a[int(0.9 * len(a))] <= p90
+    assert_error_spread(errs, med, p90)
 
 
 def test_small_gemms_timed_eagerly_read_the_launch_rate_not_the_kernel():

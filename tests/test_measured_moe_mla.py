@@ -23,7 +23,7 @@ from meshplan.cost.compute import attention_efficiency, wide_head_factor
 from meshplan.cost.ops import Shard, layer_ops
 from meshplan.specs.catalog.gpus import GPUS
 from meshplan.specs.catalog.presets import preset
-from test_gemm_model import _single_kernel_device
+from test_gemm_model import _single_kernel_device, assert_error_spread
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT / "bench" / "data" / "measured"
@@ -153,9 +153,7 @@ def _grouped(d: Path, gpu: str) -> dict[str, list[tuple[float, float]]]:
 def test_expert_gemms_against_the_shape_model(d, gpu, impl, med, p90):
     rows = _grouped(d, gpu)[impl]
     assert len(rows) == 432
-    a = sorted(abs(meas / t - 1) for meas, t in rows)
-    assert median(a) <= med
-    assert a[int(0.9 * len(a))] <= p90
+    assert_error_spread([meas / t - 1 for meas, t in rows], med, p90)
 
 
 def test_four_streams_gain_what_each_kernel_leaves_idle():
