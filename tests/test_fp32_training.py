@@ -45,9 +45,9 @@ def test_fp32_layer_time_follows_the_measured_profile(r):
     pred = layer_ms(r["gpu"], int(r["micro_batch"]), "tf32")
     # with the per-shape GEMM model (cost/gemm.py): TF32 parts 7-17% fast (0.83-0.93 of the
     # measured time), fp32-only parts (Volta, Turing, GA102 whose TF32 rate equals its fp32
-    # rate) 2% fast to 34% slow: the SIMT GEMM fraction is the tensor-core one (an
+    # rate) 1% fast to 32% slow: the SIMT GEMM fraction is the tensor-core one (an
     # assumption, compute._fp32_device) except on the V100, whose measured SGEMM fraction
-    # (efficiency.SKU_MATMUL, Markidis et al. 2018) leaves its rows 26-34% slow: the known
+    # (efficiency.SKU_MATMUL, Markidis et al. 2018) leaves its rows 24-32% slow: the known
     # remaining error
     lo, hi = (0.80, 1.15) if r["gpu"] in TF32_PARTS else (0.95, 1.4)
     assert lo < pred / measured < hi

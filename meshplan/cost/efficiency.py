@@ -150,7 +150,30 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 #   chart reading). Hopper entries use this FA3/cuDNN class of kernels; engines on FA2-class
 #   kernels (torch SDPA's flash backend, flash-attn 2) use ATTENTION_FA2.
 # - Streaming: device-to-device copy 3.0 of 3.35 TB/s (H100) and 4.3 of 4.8 (H200),
-#   FIELD.md -> 0.89-0.90.
+#   FIELD.md -> 0.89-0.90; measured here 2.99-3.02 (H100) and 4.17-4.25 TB/s (H200) at 2-8 GiB
+#   (bench/data/measured/*/stream.csv). The other generations from published STREAM-type
+#   runs on their reference part, as the mean of the kernels run (training's element-wise
+#   kernels mix copy-like norms and casts, 1 read : 1 write, with add-like SwiGLU and
+#   residual adds, 2 : 1; a best-of-kernels reading would differ by up to 0.05):
+#   Volta 0.86: CUDA bandwidthTest device-to-device on a Tesla V100 (900 GB/s HBM2),
+#   758-772 GB/s at 56-68 MB (microsoft/superbenchmark tests/data/cuda_memory_d2d_bw.log; the
+#   test counts read + write); FastIceFlo's memcopy 785 GB/s on a V100 SXM2 agrees
+#   (AnjaliSandip/FastIceFlo output/EffectiveMemoryThroughput.md). (Was 0.80, recalled.)
+#   Ampere 0.84: BabelStream 5.0 (CUDA) on Tursa's A100-SXM4-80GB (ukri-bench/
+#   benchmark-BabelStream README, example performance data: copy 1,709, mul 1,676, add 1,716,
+#   triad 1,725 GB/s of 2,039) -> 0.837; the same README's earlier Perlmutter A100-40GB run
+#   (OpenMP offload) 1,346 of 1,555 -> 0.865; Azure/AI-benchmarking-guide's ND A100 v4
+#   results (copy / mul 1.61, add / triad 1.70 TB/s of 2,039) -> 0.81. (Was 0.85, recalled.)
+#   Blackwell 0.88: STREAM on a 152-SM Blackwell (GB200 class, 8 TB/s datasheet), best block
+#   size per kernel: copy 6,712, scale 6,680, add 7,407, triad 7,414 GB/s
+#   (microsoft/superbenchmark tests/data/gpu_stream.log) -> 7,053 / 8,000. (Was 0.89, Hopper's.)
+#   CDNA3 0.77: BabelStream on an MI300X in AMD's customer acceptance guide
+#   (ROCm/system-acceptance-docs, performance benchmarking: copy 4,256, mul 4,116, add 3,956,
+#   triad 3,948 GB/s of 5,300) -> 0.768; the AI-benchmarking-guide's ND MI300X v5 results
+#   (Azure_Results/ND_MI300X_v5_results.md, yosoyjay fork 2025-02: copy 4.11, mul 4.26, add
+#   4.14, triad 4.09 TB/s) -> 0.783. (Was 0.80, recalled.) Hopper by the same rule on the
+#   guide's ND H100 v5 / H200 v5 results: 0.88 / 0.85, against 0.89 measured here. Turing
+#   parts (GDDR6) share the Volta entry unmeasured.
 # - Blackwell and CDNA3 GEMMs: the same MAMF table (its BF16 and FP8 tables, torch.mm /
 #   torch._scaled_mm over a brute-force shape search, read 2026-11-27 in
 #   stas00/ml-engineering compute/accelerator/README.md): B200 bf16 1,745.0 of 2,250 (0.776,
@@ -161,8 +184,8 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 #   attention on Volta, Blackwell and CDNA3 is the neighbouring generation's. Replace them
 #   with `meshplan calibrate` profiles where a GPU is at hand.
 EFFICIENCY: dict[str, KernelEfficiency] = {
-    "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.80, 3e-6, gemm_flop_per_load_byte=40.0),
-    "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.85, 3e-6, gemm_flop_per_load_byte=43.0),
+    "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.86, 3e-6, gemm_flop_per_load_byte=40.0),
+    "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.84, 3e-6, gemm_flop_per_load_byte=43.0),
     "hopper": KernelEfficiency(0.80, 0.76, 0.62, 0.53, 0.89, 3e-6, full_clock_power_w=700),
     # Blackwell attention: no per-kernel table for B200 was found; derived from the Hopper
     # entry by ATTENTION_EXP below (same kernel family, twice the tensor-core rate per SM, the
@@ -170,13 +193,13 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
     # 128 (tests/test_attention_exp.py re-derives them). Checked, not fitted: the FlashAttention-4
     # paper (Zadouri, Shah, Dao et al., 2026-03) reports its B200 forward up to 1,613 TFLOP/s
     # (0.72 of 2,250) and 1.1-1.3x cuDNN 9.13's, i.e. cuDNN at 0.55-0.65 where FA4 peaks.
-    "blackwell": KernelEfficiency(0.78, 0.763, 0.495, 0.488, 0.89, 3e-6, full_clock_power_w=1000),
+    "blackwell": KernelEfficiency(0.78, 0.763, 0.495, 0.488, 0.88, 3e-6, full_clock_power_w=1000),
     # CDNA3 GEMMs (MI300X): bf16 668.4 of 1,307.4 (the MAMF table above, torch.mm); fp8 from
     # that rate times AMD's own measured FP8 / BF16 ratio on the same part, same method and
     # day: 1,273 / 708 TFLOP/s ("Measuring Max-Achievable FLOPs - Part 2", ROCm blogs, 2025:
     # hipBLASLt-bench, M 4096 x N 3648/4864 x K 32896, MI300X 750 W) -> 1,201.8 of 2,614.9 =
     # 0.460 (was 0.45, a recalled figure; 0.50 bf16 was recalled too).
-    "cdna3": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.80,
+    "cdna3": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.77,
                               11e-6, gemm_flop_per_load_byte=107.0),
 }
 # CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
