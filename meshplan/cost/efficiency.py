@@ -156,7 +156,7 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 #   kernels mix copy-like norms and casts, 1 read : 1 write, with add-like SwiGLU and
 #   residual adds, 2 : 1; a best-of-kernels reading would differ by up to 0.05):
 #   Volta 0.86: CUDA bandwidthTest device-to-device on a Tesla V100 (900 GB/s HBM2),
-#   758-772 GB/s at 56-68 MB (microsoft/superbenchmark tests/data/cuda_memory_d2d_bw.log; the
+#   757-772 GB/s at 56-68 MB (microsoft/superbenchmark tests/data/cuda_memory_d2d_bw.log; the
 #   test counts read + write); FastIceFlo's memcopy 785 GB/s on a V100 SXM2 agrees
 #   (AnjaliSandip/FastIceFlo output/EffectiveMemoryThroughput.md). (Was 0.80, recalled.)
 #   Ampere 0.84: BabelStream 5.0 (CUDA) on Tursa's A100-SXM4-80GB (ukri-bench/
