@@ -71,11 +71,16 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
     attn = text(row, "attention").lower()
     if attn and attn not in ("mha", "gqa", "mla"):
         raise InputError("attention", attn, "allowed: mha, gqa, mla")
+    notes: list[str] = []
     if arch == "dense":
+        dropped = []
         for c in ("moe_experts", "moe_topk", "moe_expert_ffn", "moe_shared_experts",
                   "moe_dense_layers"):
-            given.pop(c, None)  # a dense row's MoE columns mean nothing
-    notes: list[str] = []
+            if given.pop(c, None):  # a dense row's MoE columns mean nothing
+                dropped.append(c)
+        if dropped:  # but a non-zero one may be a mislabelled MoE row: say so
+            notes.append(f"arch is dense: {', '.join(dropped)} ignored (set arch=moe to "
+                         "predict it as a mixture of experts)")
     base_name = match_preset(name)
     if base_name:
         base = preset(base_name)

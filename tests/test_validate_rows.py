@@ -133,6 +133,19 @@ def test_blank_vocab_preset_or_field_name():
     assert m.vocab == preset("llama3.1-8b").vocab and notes == ["vocab from preset llama3.1-8b"]
 
 
+def test_dense_row_with_expert_columns_says_they_are_ignored():
+    base = {"model": "some model", "arch": "dense", "layers": "32", "hidden": "4096",
+            "heads": "32", "ffn": "14336", "vocab": "32000"}
+    plain, none = model_from_row(base)
+    assert not plain.is_moe and not none
+    # a zero is how a dense row fills the column: nothing to say
+    _, zero = model_from_row(dict(base, moe_experts="0"))
+    assert not zero
+    m, notes = model_from_row(dict(base, moe_experts="8", moe_topk="2"))
+    assert m == plain and not m.is_moe
+    assert len(notes) == 1 and "moe_experts, moe_topk ignored" in notes[0] and "arch=moe" in notes[0]
+
+
 def test_every_prediction_has_an_interval(tmp_path):
     p = _csv(tmp_path, [GOOD.format(id=i, tps=30000) for i in (1, 2)])
     results, s = validate(p, with_search_best=False)
