@@ -104,6 +104,9 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
             notes.append(f"{base_name}'s {base.moe_groups} routing groups do not divide the "
                          f"row's {kw['moe_experts']} experts: no group-limited routing")
         spec = dataclasses.replace(base, name=name, **kw)
+        if arch == "moe" and not spec.is_moe:
+            raise InputError("moe_experts", "", f"required for an MoE row (arch=moe): preset "
+                             f"{base_name} is dense")
         if spec.is_moe and spec.num_dense_layers == 0 and "ffn" in blank:
             blank.remove("ffn")  # no dense layer uses it
         if set(blank) >= set(NEEDED):
@@ -123,6 +126,10 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
     if attn == "mla" and "kv_lora_rank" not in given:
         raise InputError("kv_lora_rank", "", "MLA row: give q_lora_rank, kv_lora_rank, "
                          "qk_rope_head_dim, qk_nope_head_dim, v_head_dim, or name a preset")
+    if arch == "moe" and not given.get("moe_experts"):
+        raise InputError("moe_experts", given.get("moe_experts", ""),
+                         "required for an MoE row (arch=moe): the number of routed experts, "
+                         "or a `model` that names a preset")
     kw = dict(given, name=name)
     kw.setdefault("kv_heads", kw["heads"])
     kw.setdefault("ffn", 0)

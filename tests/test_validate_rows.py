@@ -146,6 +146,22 @@ def test_dense_row_with_expert_columns_says_they_are_ignored():
     assert len(notes) == 1 and "moe_experts, moe_topk ignored" in notes[0] and "arch=moe" in notes[0]
 
 
+def test_moe_row_without_experts_names_the_field():
+    base = {"model": "some model", "arch": "moe", "layers": "32", "hidden": "4096",
+            "heads": "32", "ffn": "14336", "vocab": "32000"}
+    with pytest.raises(InputError) as e:
+        model_from_row(base)  # was predicted as a dense model without a word
+    assert e.value.field == "moe_experts"
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, model="Llama-3.1-8B"))  # a dense preset gives no experts
+    assert e.value.field == "moe_experts"
+    m, _ = model_from_row(dict(base, moe_experts="8", moe_topk="2", moe_expert_ffn="14336"))
+    assert m.is_moe and m.moe_experts == 8
+    m, _ = model_from_row(dict(base, model="Mixtral 8x7B", layers="", hidden="", heads="",
+                               ffn="", vocab=""))
+    assert m.is_moe  # the preset gives them
+
+
 def test_every_prediction_has_an_interval(tmp_path):
     p = _csv(tmp_path, [GOOD.format(id=i, tps=30000) for i in (1, 2)])
     results, s = validate(p, with_search_best=False)
