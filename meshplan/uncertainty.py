@@ -213,12 +213,17 @@ def memory_terms(data: dict, framework: str, generation: str) -> tuple[float, fl
     return mu, math.sqrt(var), key
 
 
+def _memory_band(mu: float, sigma: float) -> tuple[float, float]:
+    """10th and 90th percentile of memory over the point prediction, from memory_terms."""
+    return math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+
+
 def memory_p90_factor(framework: str, generation: str, data: dict | None = None) -> float:
     """A plan's 90th percentile of memory over its point prediction when ``framework`` runs it
     on a GPU of ``generation`` (interval()'s memory_factors[1]; the same for every plan of a
     scenario)."""
     mmu, msig, _ = memory_terms(data or load(), framework, generation)
-    return math.exp(mmu + Z90 * msig)
+    return _memory_band(mmu, msig)[1]
 
 
 def memory_class_measured(data: dict, framework: str, generation: str) -> bool:
@@ -239,7 +244,7 @@ def interval(est, model, cluster, data: dict | None = None, framework: str = "")
     step = est.step_time_s
     mmu, msig, mkey = memory_terms(data, framework, gen)
     mem = est.peak_memory_bytes / GiB
-    mf = (math.exp(mmu - Z90 * msig), memory_p90_factor(framework, gen, data))
+    mf = _memory_band(mmu, msig)
     peak = est.peak_candidates[est.peak_memory_rank].parts
     held = (est.peak_memory_bytes - peak.get("allocator_fragmentation", 0.0)) / GiB
     return Interval(

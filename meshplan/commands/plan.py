@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 
 from ..engines import LIMITED_ENGINES
+from ..cost import estimate
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
 from ..plan_label import parse_label
@@ -16,7 +17,6 @@ from ..report import (intervals_of, right_size_json, right_size_text, search_jso
 from ..uncertainty import GiB, Z90, memory_p90_factor, ranking_sigma
 from ..scenario import Scenario
 from ..search.scale import largest_count_with_a_plan, right_size, underused
-from ..cost import estimate
 from ..search.search import search
 from ._common import add_plan_args, add_scenario_args, plan_overrides, scenario_from_args
 from ._pools import add_pool_args, objective_text, pools_run
