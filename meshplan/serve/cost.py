@@ -50,14 +50,19 @@ from .spec import Pool
 # processing. vLLM's v0.6.0 performance blog (Sep 2024) profiled Llama 3 8B on one H100 and
 # found the GPU idle for a large share of each ~10 ms step before multi-step scheduling and
 # async output processing; SGLang's v0.4 blog (Dec 2024, "zero-overhead batch scheduler")
-# overlaps the scheduler with the previous step and reports the remaining idle time near
-# zero. Engines after those releases leave a residual of a few hundred microseconds per
-# step (a CUDA-graph launch, the sampler's synchronisation). Assumed 0.3 ms; not fitted.
-HOST_STEP_S = 0.3e-3
-# Host work that grows with the batch (per-request bookkeeping, detokenisation when not
-# overlapped): about 1 microsecond of Python per running request per step (vLLM V1
-# scheduler loop over requests). Assumed; not fitted.
-HOST_PER_SEQ_S = 1e-6
+# overlaps the scheduler with the previous step. What remains on the critical path was
+# measured on vLLM V1 by vllm-project/vllm#42131 (2026-05, B200, steady-state decode steps):
+# "framework overhead (scheduling + input prep)" of ~0.4 ms per step, ~30% of the TPOT of a
+# long-context, small-batch run: Scheduler.schedule() 0.2 ms, the model runner's
+# _update_states ~0.18 ms and _prepare_inputs ~0.05 ms. (Was 0.3 ms, assumed.) TensorRT-LLM's
+# C++ executor and SGLang's overlap scheduler are not measured here; the same figure stands in.
+HOST_STEP_S = 0.4e-3
+# Host work that grows with the batch: the per-request loop of vLLM V1's
+# Scheduler.update_from_output() after every step, 0.142 ms at 128 running requests and
+# 0.287 ms at 256 (vllm-project/vllm#46112, 2026-06, its micro-benchmark
+# benchmarks/overheads/benchmark_scheduler_update_from_output.py, medians of 5) -> 1.1 us per
+# request, linear in the batch. (Was 1 us, assumed.)
+HOST_PER_SEQ_S = 1.1e-6
 
 # vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
 # to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
