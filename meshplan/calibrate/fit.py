@@ -159,14 +159,16 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         # and at the 8k-key reference the model scales shorter sequences from
         # (efficiency.ATTN_HALF_SEQ / _BWD): a timing at 4k keys is ~5% / ~8% below it
         hd, seq = att.get("head_dim", 128), att.get("seq", 8192)
+        occ_f = compute.attention_occupancy(seq, False, gen)
+        occ_b = compute.attention_occupancy(seq, True, gen)
         put(f"EFFICIENCY.{gen}.attention_fwd",
             compute.reference_attention_fraction(
-                gpu, att["fwd_flops_per_s"] / bf16 / compute.attention_occupancy(seq), hd),
+                gpu, att["fwd_flops_per_s"] / bf16 / occ_f, hd),
             f"causal SDPA forward {att['fwd_flops_per_s'] / 1e12:.3g} TFLOP/s (seq {seq}, "
             f"head dim {hd})")
         put(f"EFFICIENCY.{gen}.attention_bwd",
             compute.reference_attention_fraction(
-                gpu, att["bwd_flops_per_s"] / bf16 / compute.attention_occupancy(seq, True), hd,
+                gpu, att["bwd_flops_per_s"] / bf16 / occ_b, hd,
                 backward=True),
             f"causal SDPA backward {att['bwd_flops_per_s'] / 1e12:.3g} TFLOP/s")
     cp = measured.get("copy")

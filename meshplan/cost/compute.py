@@ -349,12 +349,15 @@ class OpTimes:
     norm_fwd_s: float  # part of fwd_s in the norms
 
 
-def attention_occupancy(seq: float, backward: bool = False) -> float:
+def attention_occupancy(seq: float, backward: bool = False, generation: str = "") -> float:
     """Flash-attention efficiency at key length ``seq`` relative to 8,192 keys, forward or
-    backward (efficiency.ATTN_HALF_SEQ, ATTN_HALF_SEQ_BWD)."""
+    backward (efficiency.ATTN_HALF_SEQ, ATTN_HALF_SEQ_BWD; AMD generations:
+    efficiency.ATTN_HALF_SEQ_GENERATION)."""
     if not seq:
         return 1.0
-    h = efficiency.ATTN_HALF_SEQ_BWD if backward else efficiency.ATTN_HALF_SEQ
+    hf, hb = efficiency.ATTN_HALF_SEQ_GENERATION.get(
+        generation, (efficiency.ATTN_HALF_SEQ, efficiency.ATTN_HALF_SEQ_BWD))
+    h = hb if backward else hf
     return seq / (seq + h) / (8192 / (8192 + h))
 
 
@@ -374,8 +377,11 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         # at the head dimension's efficiency (attention_efficiency)
         ef = core_attention_efficiency(dev, ops)
         eb = core_attention_efficiency(dev, ops, backward=True)
-        attn_f = sum(f / (dev.attn_flops * ef * attention_occupancy(s)) for f, s in work if f)
-        attn_b = sum(ATTN_BWD_FLOP_RATIO * f / (dev.attn_flops * eb * attention_occupancy(s, True))
+        g = dev.generation
+        attn_f = sum(f / (dev.attn_flops * ef * attention_occupancy(s, False, g))
+                     for f, s in work if f)
+        attn_b = sum(ATTN_BWD_FLOP_RATIO * f
+                     / (dev.attn_flops * eb * attention_occupancy(s, True, g))
                      for f, s in work if f)
     # kernel gaps: forward launches ops.kernels kernels, backward about twice as many
     gap_f = ops.kernels * dev.kernel_gap_s

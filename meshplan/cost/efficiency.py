@@ -11,7 +11,7 @@ error on the held-out runs in bench/data/heldout_runs.csv.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,17 @@ POWER_CLOCK_EXPONENT = 0.5
 # (Was 512 for both, from that chart alone.)
 ATTN_HALF_SEQ = 450.0
 ATTN_HALF_SEQ_BWD = 830.0
+# AMD parts ramp up more slowly (aiter's v3 kernels, the kernels Transformer Engine's ROCm
+# build calls): the same fit over AMD's published causal curves (bench/data/aiter_attention.csv,
+# ROCm/aiter op_tests/cpp/mha/README.md; the batch-4 and batch-8 shapes, 32 or 64 query heads,
+# 1k-10k keys, levels free; the backward with the dQ accumulation each generation's published
+# runs use, EFFICIENCY below) gives (forward, backward) h of MI300X 850 / 890 (rms 2.7% /
+# 3.0%) and MI355X 1,390 / 1,150 (3.8% / 2.1%). Batch 4 and batch 8 agree (within 90 keys);
+# the batch-1 shapes do not follow the form (rms 13-16% at any h): at 1-2k keys they hold
+# fewer query tiles than the part has compute units, a wave-quantisation loss this model of
+# the ramp leaves out, as the NVIDIA fit does (its calls held 32k tokens).
+# tests/test_amd_attention.py re-derives them.
+ATTN_HALF_SEQ_GENERATION = {"cdna3": (850.0, 890.0), "cdna4": (1390.0, 1150.0)}
 
 # Attention: tensor-core time against softmax exponentials. Per score element a flash-attention
 # forward issues 2 (d_qk + d_v) tensor-core FLOPs (q k^T and p v) and one exponential
@@ -181,8 +192,19 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 #   bf16 668.4 of 1,307 (0.511; the 0.50 below, recalled before the table was found). Other
 #   parts of these generations: SKU_MATMUL. Volta: the V100's own measurement is in
 #   SKU_MATMUL; the generation's 0.80 (Turing parts) is a recalled figure;
-#   attention on Volta, Blackwell and CDNA3 is the neighbouring generation's. Replace them
-#   with `meshplan calibrate` profiles where a GPU is at hand.
+#   attention on Volta is the neighbouring generation's. Replace them with `meshplan
+#   calibrate` profiles where a GPU is at hand.
+# - Attention on AMD parts: AMD's published table for aiter's v3 flash-attention kernels
+#   (ROCm/aiter op_tests/cpp/mha/README.md, added by ROCm/aiter#1270, 2025-10-31; BF16, head
+#   dim 128, GQA, causal, bench/data/aiter_attention.csv), the median of its nine batch x head
+#   shapes at 8,192 keys over the dense bf16 peak: MI300X forward 540.5 of 1,307.4 TFLOP/s
+#   (0.413; was 0.40, recalled), backward with fp32 dQ atomics 433.3 (0.331; was 0.32) --
+#   Transformer Engine's ROCm default (NVTE_CK_IS_V3_ATOMIC_FP32=1), which AMD's MAD/Primus
+#   benchmark script sets on MI300X and MI325X; 16-bit atomics would give 478.7 (0.366).
+#   MI355X (CDNA4) forward 1,318.2 of 2,516.6 (0.524), backward with 16-bit dQ atomics 1,066.7
+#   (0.424), the setting AMD's published MI355X runs state (NVTE_CK_IS_V3_ATOMIC_FP32=0 in
+#   mlcommons/training_results_v5.1 AMD config_MI355X_1x8x1_8b.sh and Primus' MI355X tuning
+#   configs); fp32 atomics would give 772.6 (0.307). Before, CDNA4 took CDNA3's fractions.
 EFFICIENCY: dict[str, KernelEfficiency] = {
     "volta": KernelEfficiency(0.80, 0.80, 0.45, 0.40, 0.86, 3e-6, gemm_flop_per_load_byte=40.0),
     "ampere": KernelEfficiency(0.86, 0.86, 0.67, 0.56, 0.84, 3e-6, gemm_flop_per_load_byte=43.0),
@@ -199,14 +221,17 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
     # day: 1,273 / 708 TFLOP/s ("Measuring Max-Achievable FLOPs - Part 2", ROCm blogs, 2025:
     # hipBLASLt-bench, M 4096 x N 3648/4864 x K 32896, MI300X 750 W) -> 1,201.8 of 2,614.9 =
     # 0.460 (was 0.45, a recalled figure; 0.50 bf16 was recalled too).
-    "cdna3": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 0.40, 0.32, 0.77,
-                              11e-6, gemm_flop_per_load_byte=107.0),
+    "cdna3": KernelEfficiency(668.4 / 1307.4, 668.4 * 1273 / 708 / 2614.9, 540.5 / 1307.4,
+                              433.3 / 1307.4, 0.77, 11e-6, gemm_flop_per_load_byte=107.0),
 }
-# CDNA4 (MI355X): no kernel table found; the CDNA3 fractions and GEMM shape model stand in
-# (same hipBLASLt / CK kernel families; the per-CU matrix rate doubled, ISSCC 2026), so its
-# predictions carry the wide interval of a generation with no validation rows
-# (uncertainty.py). Replace with a `meshplan calibrate` profile where an MI355X is at hand.
-EFFICIENCY["cdna4"] = EFFICIENCY["cdna3"]
+# CDNA4 (MI355X): its attention from AMD's aiter table (above); no GEMM table by shape was
+# found, so CDNA3's GEMM fractions and shape model stand in (same hipBLASLt / CK kernel
+# families; the per-CU matrix rate doubled, ISSCC 2026; MI355X's own bf16 rate is in
+# SKU_MATMUL), and its predictions carry the wide interval of a generation with no
+# validation rows (uncertainty.py). Replace with a `meshplan calibrate` profile where an
+# MI355X is at hand.
+EFFICIENCY["cdna4"] = replace(EFFICIENCY["cdna3"], attention_fwd=1318.2 / 2516.6,
+                              attention_bwd=1066.7 / 2516.6)
 
 # Large-GEMM fractions measured on one part that differ from its generation's reference
 # part (EFFICIENCY: H100, A100, B200, MI300X). Parts of one generation share the SM design
