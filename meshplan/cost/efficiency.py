@@ -338,6 +338,14 @@ ATTENTION_KERNELS = ("te", "fa2", "triton-fa1", "unfused")
 # instructions there (FA2 "using no special instructions to make use of new features such
 # as TMA and 4th-gen Tensor Cores", the same paper, Fig. 7; the pre-MLIR Triton backend has
 # no wgmma path), so the Triton kernel's share of the FA2 rate carries over.
+# Which Triton kernel: the paper's benchmark (Dao-AILab/flash-attention
+# benchmarks/benchmark_flash_attention.py, method "Triton") times OpenAI's
+# triton.ops.flash_attention, not the flash_attn_triton.py llm-foundry copied. That file's
+# own docstring places it against FlashAttention-1 (CUDA): "Triton forward is generally
+# faster than CUDA forward, while Triton backward is generally slower ... Overall Triton
+# forward + backward is slightly slower", and the same paper's abstract has FlashAttention-2
+# at "around 2x speedup compared to FlashAttention". The two chains agree on the whole step's
+# attention: 1.4 and 2.0 weighted by the backward's 2.5x FLOPs give 1.83x.
 TRITON_FA1_SLOWDOWN = (1.4, 2.0)  # (forward, backward) time over FlashAttention-2's
 
 # ---- the only constants fitted end to end (bench/fit_constants.py, leave-one-source-out) ----
