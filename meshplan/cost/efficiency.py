@@ -460,12 +460,27 @@ class HostCosts:
     """Host side: optimizer offload and framework overheads."""
 
     # CPU Adam (DeepSpeed CPUAdam, AVX-512): ~1e9 parameters/s per GPU's share of cores.
+    # No measurement found; used only by plans that offload the optimizer.
     cpu_adam_params_per_s: float = 1.0e9
-    # Host<->device copy bandwidth per GPU (PCIe Gen5 x16 ~ 50 GB/s peak, ~25 achieved).
+    # Host<->device copy bandwidth per GPU: PCIe Gen4 x16 measures ~25 GB/s pinned (A100: the
+    # BaM paper's measured peak, ZaidQureshi/bam#54; NVIDIA/nvbandwidth#53 ~25 GB/s device
+    # to host). Gen5 parts measure more (H100: host-to-device 35.2, device-to-host 52.8 GB/s
+    # with nvbandwidth's SM copies, NVIDIA/nvbandwidth#24) and Grace parts far more (NVLink-C2C);
+    # one figure for all parts, the Gen4 one, so offload plans on newer parts read slow.
     pcie_bytes_per_s: float = 25e9
-    # GPU memory outside PyTorch's allocator: CUDA context and cuBLAS/NCCL workspaces.
+    # GPU memory outside PyTorch's allocator: the CUDA context, ~300-400 MB since CUDA 11.7's
+    # lazy module loading (pytorch/pytorch#107667 and #109888, ptrblck), and NCCL's buffers,
+    # 544 MB for a 2-GPU and 688 MB for a 4-GPU process group on A100 NVLink (measured in
+    # NVIDIA/nccl#964), growing with channels and communicators (NVIDIA/nccl#986): a context
+    # plus one to two communicators. Not scaled with the plan's number of process groups.
     runtime_reserved_bytes: float = 1.5 * 2**30
-    # PyTorch caching-allocator fragmentation: reserved exceeds allocated by this share.
+    # PyTorch caching-allocator fragmentation: reserved exceeds allocated by this share (of
+    # what is not held in contiguous buffers: memory.py). Published reserved-over-allocated
+    # peaks spread widely by workload: +3% (pytorch/pytorch#44742's memory summary, 14.34
+    # against 14.77 GB), +21% (meta-pytorch/torchrec#4584, 77 against 93 GiB), +108% for an
+    # FSDP run of Qwen2.5-7B (+58% with expandable segments; nvidia-cosmos/cosmos-rl#388). The
+    # 0.15 was set by the first release's calibration (0.08 before it) and sits inside that
+    # spread; a run fits on held bytes, which leave this share out (memory.cap_fragmentation).
     allocator_fragmentation: float = 0.15
     # Communication buffers held by NCCL and the framework's bucketing (per GPU).
     comm_buffer_bytes: float = 0.5 * 2**30
