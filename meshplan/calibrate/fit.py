@@ -157,7 +157,8 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         # cost model scales to other head dims and exponential rates
         # (compute.attention_efficiency; identity for head dim 128 on such a part)
         # and at the 8k-key reference the model scales shorter sequences from
-        # (efficiency.ATTN_HALF_SEQ / _BWD): a timing at 4k keys is ~5% / ~8% below it
+        # (efficiency.ATTN_HALF_SEQ / _BWD; AMD parts ATTN_HALF_SEQ_GENERATION): on NVIDIA
+        # parts a timing at 4k keys is ~5% / ~8% below it
         hd, seq = att.get("head_dim", 128), att.get("seq", 8192)
         occ_f = compute.attention_occupancy(seq, False, gen)
         occ_b = compute.attention_occupancy(seq, True, gen)
