@@ -92,7 +92,7 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
                                            f"{[procs[r].exitcode for r in dead]})") from None
                 continue
             if not ok:
-                raise RuntimeError(f"rank {rank} failed:\n{res}")
+                raise RuntimeError(_failure_report({rank: res}, procs, q, results))
             results[rank] = res
     finally:
         for p in procs:
@@ -102,6 +102,51 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
                 p.kill()
                 p.join()
     return [results[r] for r in range(world)]
+
+
+# What a rank prints when another rank went away first: a consequence, not the cause.
+_PEER_SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
+                  "remote worker crashing", "Check the logs of the remote worker")
+
+
+def _failure_report(failed: dict, procs, q, results: dict, grace_s: float = 5.0) -> str:
+    """Every failed rank's report, the cause first.
+
+    When one rank fails, its peers fail soon after with a closed connection, and their reports
+    can reach the queue first (the failing rank closes its process group before its report's
+    feeder thread has flushed). So this waits up to ``grace_s`` for the other ranks to report
+    or exit, then puts first the reports that are not a peer's symptom, and names ranks that
+    ended without a report (killed by a signal: a negative exit code).
+    """
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            rank, ok, res = q.get(timeout=0.2)
+        except Exception:  # queue.Empty
+            if all(not p.is_alive() for p in procs) and q.empty():
+                break
+            continue
+        if ok:
+            results[rank] = res
+        else:
+            failed[rank] = res
+    silent = {r: p.exitcode for r, p in enumerate(procs)
+              if r not in failed and r not in results and not p.is_alive()
+              and p.exitcode not in (0, None)}
+
+    def symptom(text: str) -> bool:
+        return any(s in text for s in _PEER_SYMPTOMS)
+
+    order = sorted(failed, key=lambda r: (symptom(failed[r]), r))
+    lines = []
+    if silent:
+        lines.append("rank(s) ended without a report, exit codes "
+                     + ", ".join(f"{r}: {c}" for r, c in sorted(silent.items()))
+                     + " (negative: killed by that signal)")
+    for r in order:
+        tag = " (a peer went away first)" if symptom(failed[r]) else ""
+        lines.append(f"rank {r} failed{tag}:\n{failed[r]}")
+    return "\n".join(lines)
 
 
 def torchrun_command(nproc_per_node: int, nnodes: int, node_rank: int | str, master: str,
