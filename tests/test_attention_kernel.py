@@ -162,8 +162,15 @@ def test_llm_foundry_rows_state_their_kernel():
         assert r["attention_kernel"] == "triton-fa1", r["id"]
         assert "submit_benchmarks.py" in r["derivation"] and "flash_attn_triton.py" in r["derivation"]
     others = [r for r in csv.DictReader(path.open()) if not r["source"].startswith("llm-foundry")]
-    # the only other stated kernel: the Pax GPT-126M rows, run without flash attention
-    # (NVIDIA/JAX-Toolbox pax README), each saying so in its derivation
+    # the other stated kernels: the Pax GPT-126M rows, run without flash attention
+    # (NVIDIA/JAX-Toolbox pax README), and the Megatron-LM paper's GPT-2 rows, whose 2019 code
+    # runs the attention as separate PyTorch ops; each says so in its derivation
     stated = [r for r in others if r["attention_kernel"]]
-    assert stated and all(r["attention_kernel"] == "unfused" and "without flash attention"
-                          in r["derivation"] and r["model"] == "GPT 126M (Pax)" for r in stated)
+    pax = [r for r in stated if r["attention_kernel"] == "unfused"]
+    eager = [r for r in stated if r["attention_kernel"] == "unfused-eager"]
+    assert len(pax) + len(eager) == len(stated)
+    assert pax and all("without flash attention" in r["derivation"]
+                       and r["model"] == "GPT 126M (Pax)" for r in pax)
+    assert sorted(r["id"] for r in eager) == ["H231", "H232", "H233"]
+    assert all(r["source"].startswith("Megatron-LM paper") and "abe36e2e5f" in r["derivation"]
+               and "torch.nn.Softmax" in r["derivation"] for r in eager)

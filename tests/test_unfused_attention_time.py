@@ -71,3 +71,33 @@ def test_a_run_that_states_unfused_attention_gets_it_on_any_part():
     _, dev_f, t_f = layer_ops_times(model, cluster, "dense", Shard(SEQ, 1, tp=8), "bf16", "paxml")
     assert dev_u.unfused_attention and not dev_f.unfused_attention
     assert t_u.attn_fwd_s > 2 * t_f.attn_fwd_s
+
+
+def test_eager_attention_charges_each_op_its_own_passes():
+    """Megatron-LM's 2019 attention (the paper's GPT-2 runs) has no fused softmax kernel: the
+    scale, the mask (a product and a difference), the softmax and the dropout each read and
+    write the fp16 scores, 10 passes forward and 9 backward, against the fused kernel's 4 and
+    5 (compute.EAGER_SOFTMAX_PASSES: counted from that code). The two batched GEMMs do not
+    change."""
+    from meshplan.specs.workload import Workload
+    assert Workload(1024, 8, "fp16", attention_kernel="unfused-eager").attention_kernel \
+        == "unfused-eager"
+    model = load_model("llama3.1-8b")
+    cluster = make_cluster("8xV100-SXM-32GB")
+    shard = Shard(SEQ, 1, tp=8)
+    ops, dev, t = layer_ops_times(model, cluster, "dense", shard, "fp16", "megatron",
+                                  attention_kernel="unfused-eager")
+    _, dev_f, t_f = layer_ops_times(model, cluster, "dense", shard, "fp16", "megatron")
+    assert dev.unfused_attention and dev_f.unfused_attention
+    e, b, hbm = ops.score_elements, dev.matmul_bytes, dev.hbm_bytes_per_s
+    s, d = ops.attn_seq, ops.score_head_dim
+    gemm = gemm_time_s(dev, s, s, d, count=e / (s * s))
+    assert t.attn_fwd_s == pytest.approx(2 * max(gemm, b * e / hbm) + (10 * b + 1) * e / hbm,
+                                         rel=1e-9)
+    # the extra passes alone: 6 more forward, 4 more backward, each b bytes per score
+    assert t.attn_fwd_s - t_f.attn_fwd_s == pytest.approx(6 * b * e / hbm, rel=1e-9)
+    assert t.bwd_input_s - t_f.bwd_input_s == pytest.approx(4 * b * e / hbm, rel=1e-9)
+    assert t.bwd_weight_s == t_f.bwd_weight_s
+    # stated on a part with flash kernels, the scores are materialised there too
+    from meshplan.cost.attention_memory import materialises_scores
+    assert materialises_scores("hopper", "megatron", "unfused-eager")

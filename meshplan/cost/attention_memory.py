@@ -23,6 +23,7 @@ passes over the scores (tests/test_unfused_attention_time.py).
 from __future__ import annotations
 
 from ..specs.model import ModelSpec
+from .efficiency import UNFUSED_KERNELS
 from .ops import Shard
 
 # bytes per score element kept for backward: softmax output 2 + dropout mask 1 + dropout
@@ -36,8 +37,12 @@ SDPA_ENGINES = ("torchtitan", "")
 
 def materialises_scores(generation: str, engine: str, kernel: str = "") -> bool:
     """Whether the attention core keeps the s x s scores: no flash kernel on the part for
-    this engine, or a run that states its attention ran unfused (``kernel`` "unfused")."""
-    if kernel == "unfused":
+    this engine, or a run that states its attention ran unfused (``kernel`` "unfused" or
+    "unfused-eager": efficiency.UNFUSED_KERNELS). The eager path saves what the fused one
+    does: the softmax output, the dropout mask and the dropout output (its scale and mask
+    ops need nothing saved: a constant divisor, and a product whose other factor is the
+    mask)."""
+    if kernel in UNFUSED_KERNELS:
         return True
     return generation in NO_FLASH_GENERATIONS and engine not in SDPA_ENGINES
 

@@ -53,7 +53,8 @@ class Device:
     unfused_attention: bool = False
     # element-wise passes over the scores of that unfused path: (forward score passes,
     # backward score passes, forward mask passes, backward mask passes): TORCH_SOFTMAX_PASSES
-    # for fp32, FUSED_SOFTMAX_PASSES for 16-bit runs without flash kernels
+    # for fp32, FUSED_SOFTMAX_PASSES for 16-bit runs without flash kernels,
+    # EAGER_SOFTMAX_PASSES where the run states the eager path (unfused_passes_of)
     unfused_passes: tuple = ()
     # the 16-bit device for GEMMs an FP8 recipe keeps in high precision (MatMul.high_precision;
     # None: this device is already 16-bit)
@@ -187,7 +188,7 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
         clock *= min(1.0, (gpu.power_limit_w / e.full_clock_power_w)
                      ** efficiency.POWER_CLOCK_EXPONENT)
     if precision in FP32_STORAGE:
-        return _fp32_device(gpu, precision, e, clock)
+        return _fp32_device(gpu, precision, e, clock, attention_kernel)
     fp8 = precision == "fp8" and "fp8" in gpu.peak_flops
     peak = gpu.flops("fp8" if fp8 else "bf16")
     frac = _matmul_fraction(gpu, e, "fp8" if fp8 else "bf16")
@@ -209,13 +210,14 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     return Device(flops, gpu.flops("bf16") * clock, af, ab, hbm, b, efficiency.KERNEL_GAP_S,
                   gen, sms, sm_flops, load, e.gemm_tile_latency_s,
                   unfused_attention=unfused,
-                  unfused_passes=FUSED_SOFTMAX_PASSES if unfused else (),
+                  unfused_passes=unfused_passes_of(attention_kernel, False) if unfused else (),
                   hp=device(gpu, "bf16", engine, attention_kernel) if fp8 else None,
                   tc_flops_per_sm_clock=0.0 if unfused else tc, exp_per_sm_clock=exp,
                   attn_kernel=attention_kernel_of(engine, attention_kernel))
 
 
-def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) -> Device:
+def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float,
+                 attention_kernel: str = "") -> Device:
     """fp32 storage: GEMMs at the TF32 tensor-core rate (``tf32``, where the GPU has TF32:
     Ampere and newer) or the fp32 rate, 4-byte operands; the GEMM fraction is the part's
     measured SGEMM fraction where there is one (V100), else the 16-bit one, and the shape
@@ -232,7 +234,7 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float) ->
     sm_flops = gemm.flops_per_sm(mm, sms, load, e.gemm_tile_latency_s, hbm, 4, gen)
     return Device(mm, mm, 1.0, 1.0, hbm, 4, efficiency.KERNEL_GAP_S, gen, sms, sm_flops, load,
                   e.gemm_tile_latency_s, act_scale=FP32_BYTES / ACT, unfused_attention=True,
-                  unfused_passes=TORCH_SOFTMAX_PASSES)
+                  unfused_passes=unfused_passes_of(attention_kernel, True))
 
 
 def _matmul_fraction(gpu: GPU, e: KernelEfficiency, dtype: str) -> float:
@@ -273,6 +275,25 @@ FP32_BYTES = 4
 # Backward: dropout (read grad and mask, write), the fused softmax backward (read output and
 # grad, write): 5 passes + one mask read.
 FUSED_SOFTMAX_PASSES = (4.0, 5.0, 1.0, 1.0)
+# The eager path of Megatron-LM before its fused softmax kernels (mpu/transformer.py at
+# abe36e2e5f, 2019-07-29, "large update including model parallelism and gpt2": the code of
+# the Megatron-LM paper's GPT-2 runs; the fused kernels came in 2020), each step its own
+# kernel over the fp16 scores: ``scores / sqrt(d)`` (read + write), ``torch.mul(scores,
+# mask)`` (read + write; the [1, 1, s, s] mask is broadcast, s^2 elements, not a pass over
+# the batch's scores), ``- 10000.0 * (1.0 - mask)`` (read + write), softmax (read + write),
+# dropout (read + write, 1-byte mask written): 10 passes + the mask. Backward: dropout (read
+# grad and mask, write), softmax backward (read output and grad, write), the mask product
+# (read grad, write; the subtraction passes its gradient through), the scale (read, write):
+# 9 passes + one mask read. (efficiency.ATTENTION_KERNELS "unfused-eager".)
+EAGER_SOFTMAX_PASSES = (10.0, 9.0, 1.0, 1.0)
+
+
+def unfused_passes_of(kernel: str, fp32: bool) -> tuple:
+    """The score passes of an unfused attention core: the eager PyTorch path where the run
+    states it, else Megatron's fused softmax (16-bit) or its torch softmax path (fp32)."""
+    if kernel == "unfused-eager":
+        return EAGER_SOFTMAX_PASSES
+    return TORCH_SOFTMAX_PASSES if fp32 else FUSED_SOFTMAX_PASSES
 
 
 def unfused_attention_s(dev: Device, ops: LayerOps) -> tuple[float, float]:

@@ -329,7 +329,12 @@ ENGINE_ATTENTION = {"megatron": "te", "nemo": "te", "maxtext": "te", "llm-foundr
 #                batched GEMMs plus a fused softmax and dropout over the s x s scores
 #                (compute.unfused_attention_s; attention_memory.py keeps them for backward),
 #                as on pre-Ampere parts or where a source says flash attention was off
-ATTENTION_KERNELS = ("te", "fa2", "triton-fa1", "unfused")
+#   "unfused-eager" the same, with the scale, the mask, the softmax and the dropout each a
+#                PyTorch op of its own (no fused softmax kernel): the attention of Megatron-LM
+#                before its fused kernels (mpu/transformer.py at abe36e2e5f, 2019-07, the
+#                code of the Megatron-LM paper's runs; compute.EAGER_SOFTMAX_PASSES)
+ATTENTION_KERNELS = ("te", "fa2", "triton-fa1", "unfused", "unfused-eager")
+UNFUSED_KERNELS = ("unfused", "unfused-eager")  # the classes that materialise the scores
 # FlashAttention in Triton against FlashAttention-2, same GPU: FlashAttention-2 paper
 # (Dao 2023, arXiv 2307.08691, sec. 4.1, A100 80GB, causal and non-causal, head dim 64 and
 # 128): "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the

@@ -81,7 +81,8 @@ class Workload:
     # column ``compiled_loss`` (cost/ops.py logits_bytes)
     compiled_loss: bool = False
     # the attention kernel class the run uses where it differs from its engine's default
-    # (cost/efficiency.py ATTENTION_KERNELS: "te", "fa2", "triton-fa1"); "" = the default.
+    # (cost/efficiency.py ATTENTION_KERNELS: "te", "fa2", "triton-fa1", "unfused",
+    # "unfused-eager"); "" = the default.
     # A runs CSV says so in the optional column ``attention_kernel``.
     attention_kernel: str = ""
     # the dtype of the gradient buffer (GRAD_REDUCE_DTYPES); a runs CSV says so in the optional
