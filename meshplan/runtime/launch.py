@@ -55,18 +55,21 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
             if init_process_group:
                 dist.init_process_group(backend_for(device_type), rank=rank, world_size=world,
                                         init_method=f"tcp://127.0.0.1:{port}")
-            res = fn(rank, world, *args)
-            q.put((rank, True, res))
+            report = (rank, True, fn(rank, world, *args))
         except BaseException:  # noqa: BLE001 - report everything to the parent
-            q.put((rank, False, traceback.format_exc()))
+            report = (rank, False, traceback.format_exc())
             code = 1
+        try:
+            # the report reaches the pipe before this rank's connections close: a failing
+            # rank's peers then fail in a collective, and their reports come after its own
+            q.put(report)
+            q.close()
+            q.join_thread()  # the queue's feeder thread must flush before os._exit
         finally:
             try:
                 if dist.is_initialized():
                     dist.destroy_process_group()
             finally:
-                q.close()
-                q.join_thread()  # the queue's feeder thread must flush before os._exit
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
@@ -112,11 +115,12 @@ _PEER_SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Brok
 def _failure_report(failed: dict, procs, q, results: dict, grace_s: float = 5.0) -> str:
     """Every failed rank's report, the cause first.
 
-    When one rank fails, its peers fail soon after with a closed connection, and their reports
-    can reach the queue first (the failing rank closes its process group before its report's
-    feeder thread has flushed). So this waits up to ``grace_s`` for the other ranks to report
-    or exit, then puts first the reports that are not a peer's symptom, and names ranks that
-    ended without a report (killed by a signal: a negative exit code).
+    When one rank fails, its peers fail soon after with a closed connection. A child flushes
+    its report before it closes its process group, so the cause is normally first; but a rank
+    that closes its group itself before raising, or one killed by a signal, leaves only its
+    peers' symptoms. So this waits up to ``grace_s`` for the other ranks to report or exit,
+    then puts first the reports that are not a peer's symptom, and names ranks that ended
+    without a report (killed by a signal: a negative exit code).
     """
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
