@@ -35,7 +35,8 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
     """Run ``fn(rank, world, *args)`` in ``world`` forked ranks; return their results by rank.
 
     Any rank's exception is re-raised here as RuntimeError with that rank's traceback (the
-    others are killed); so is a timeout.
+    others are killed); so is a timeout. A rank killed by a signal, with nothing but its
+    peers' lost connections reported, raises RankCrashed (a RuntimeError).
     """
     import multiprocessing as mp
 
@@ -91,11 +92,13 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
                 if dead:
                     time.sleep(0.5)
                     if q.empty():
-                        raise RuntimeError(f"rank(s) {dead} died (exit codes "
-                                           f"{[procs[r].exitcode for r in dead]})") from None
+                        codes = [procs[r].exitcode for r in dead]
+                        err = RankCrashed if any(c < 0 for c in codes) else RuntimeError
+                        raise err(f"rank(s) {dead} died (exit codes {codes})") from None
                 continue
             if not ok:
-                raise RuntimeError(_failure_report({rank: res}, procs, q, results))
+                text, crashed = _failure_report({rank: res}, procs, q, results)
+                raise (RankCrashed if crashed else RuntimeError)(text)
             results[rank] = res
     finally:
         for p in procs:
@@ -107,13 +110,20 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
     return [results[r] for r in range(world)]
 
 
+class RankCrashed(RuntimeError):
+    """A rank was killed by a signal (a native crash: no Python report of its own) and every
+    other rank's report is only the symptom of losing it."""
+
+
 # What a rank prints when another rank went away first: a consequence, not the cause.
 _PEER_SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
                   "remote worker crashing", "Check the logs of the remote worker")
 
 
-def _failure_report(failed: dict, procs, q, results: dict, grace_s: float = 5.0) -> str:
-    """Every failed rank's report, the cause first.
+def _failure_report(failed: dict, procs, q, results: dict,
+                    grace_s: float = 5.0) -> tuple[str, bool]:
+    """Every failed rank's report, the cause first, and whether the cause is only a rank
+    killed by a signal (RankCrashed).
 
     When one rank fails, its peers fail soon after with a closed connection. A child flushes
     its report before it closes its process group, so the cause is normally first; but a rank
@@ -142,6 +152,8 @@ def _failure_report(failed: dict, procs, q, results: dict, grace_s: float = 5.0)
         return any(s in text for s in _PEER_SYMPTOMS)
 
     order = sorted(failed, key=lambda r: (symptom(failed[r]), r))
+    crashed = (any(c < 0 for c in silent.values())
+               and all(symptom(text) for text in failed.values()))
     lines = []
     if silent:
         lines.append("rank(s) ended without a report, exit codes "
@@ -150,7 +162,7 @@ def _failure_report(failed: dict, procs, q, results: dict, grace_s: float = 5.0)
     for r in order:
         tag = " (a peer went away first)" if symptom(failed[r]) else ""
         lines.append(f"rank {r} failed{tag}:\n{failed[r]}")
-    return "\n".join(lines)
+    return "\n".join(lines), crashed
 
 
 def torchrun_command(nproc_per_node: int, nnodes: int, node_rank: int | str, master: str,

@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from meshplan.runtime.launch import fork_ranks
+from meshplan.runtime.launch import RankCrashed, fork_ranks
 
 pytestmark = pytest.mark.slow
 
@@ -45,6 +45,7 @@ def test_cause_comes_before_peer_symptoms():
     with pytest.raises(RuntimeError) as info:
         fork_ranks(_rank1_raises, 3, timeout_s=60)
     text = str(info.value)
+    assert not isinstance(info.value, RankCrashed)  # a Python error: never retried
     assert text.startswith("rank 1 failed:"), text[:300]
     assert "the cause: rank 1's own error" in text
     # the peers' reports, when they came, follow the cause and are marked as symptoms
@@ -55,7 +56,7 @@ def test_cause_comes_before_peer_symptoms():
 
 
 def test_rank_killed_by_signal_is_named():
-    with pytest.raises(RuntimeError) as info:
+    with pytest.raises(RankCrashed) as info:
         fork_ranks(_rank1_killed, 2, timeout_s=60)
     text = str(info.value)
     assert f"1: {-signal.SIGKILL}" in text or "rank(s) [1] died" in text, text[:300]
