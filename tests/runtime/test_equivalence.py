@@ -8,15 +8,13 @@ relative difference ||a-b||/||b|| at most 1e-5, see train.rel_diff). Adam's epsi
 equally exact summation order (documented in the README, "Running a plan for real").
 """
 
-import warnings
-
 import pytest
 
 from meshplan.plan import Plan
-from meshplan.runtime.launch import RankCrashed
-from meshplan.runtime.verify import check_equivalence
 from meshplan.runtime.train import RunConfig
 from meshplan.specs.catalog.presets import preset
+
+from .crash_retry import equivalence
 
 pytestmark = pytest.mark.slow
 TOL = 1e-5
@@ -92,14 +90,7 @@ def _run(model: str, fields: dict):
     plan = Plan(**fields)
     cfg = RunConfig(preset(model), plan, seq_len=16, global_batch=8, steps=3, lr=5e-4,
                     adam_eps=1e-6, schedule_source=source)
-    try:
-        rep = check_equivalence(cfg, plan.world_size)
-    except RankCrashed as e:
-        # a rank killed by a signal (a native crash in the CPU/gloo stack, no Python error of
-        # ours) is run once more and reported as a warning; a Python error, a wrong number or
-        # a second crash still fails (docs/runtime.md, "Proof")
-        warnings.warn(f"{fields}: a rank crashed, run again: {str(e)[:300]}")
-        rep = check_equivalence(cfg, plan.world_size)
+    rep = equivalence(cfg, plan.world_size)
     assert rep.loss_rel <= TOL, rep
     assert rep.param_rel <= TOL, rep
     assert rep.grad_rel <= TOL, rep
@@ -128,5 +119,5 @@ def test_one_expert_per_rank_is_sharded_over_edp_along_hidden():
     for fields in (dict(dp=4, ep=2, zero=3), dict(dp=2, tp=2, ep=2, zero=1)):
         plan = Plan(**fields)
         cfg = RunConfig(spec, plan, seq_len=16, global_batch=8, steps=3, lr=5e-4, adam_eps=1e-6)
-        rep = check_equivalence(cfg, plan.world_size)
+        rep = equivalence(cfg, plan.world_size)
         assert max(rep.loss_rel, rep.param_rel, rep.grad_rel) <= TOL, rep

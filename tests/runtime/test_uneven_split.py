@@ -5,7 +5,7 @@ import pytest
 
 from meshplan.cost.hetero import UnevenPlan
 from meshplan.runtime.train import RunConfig
-from meshplan.runtime.verify import check_equivalence
+from .crash_retry import equivalence
 from meshplan.specs.catalog.presets import preset
 
 pytestmark = pytest.mark.slow
@@ -20,6 +20,6 @@ def test_uneven_split_matches_single_process(split, schedule):
     from meshplan.runtime.pipeline import chunk_layers
     assert [len(c) for c in chunk_layers(spec, plan)] == list(split)  # the split is the one run
     cfg = RunConfig(spec, plan, seq_len=16, global_batch=8, steps=3, lr=5e-4, adam_eps=1e-6)
-    rep = check_equivalence(cfg, plan.world_size)
+    rep = equivalence(cfg, plan.world_size)
     assert max(rep.loss_rel, rep.param_rel, rep.grad_rel) <= TOL, rep
     assert rep.names_checked == 39 and not rep.missing_grads, rep
