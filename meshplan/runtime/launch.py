@@ -92,13 +92,10 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
                 if dead:
                     time.sleep(0.5)
                     if q.empty():
-                        codes = [procs[r].exitcode for r in dead]
-                        err = RankCrashed if any(c < 0 for c in codes) else RuntimeError
-                        raise err(f"rank(s) {dead} died (exit codes {codes})") from None
+                        raise _failure({}, procs, q, results) from None
                 continue
             if not ok:
-                text, crashed = _failure_report({rank: res}, procs, q, results)
-                raise (RankCrashed if crashed else RuntimeError)(text)
+                raise _failure({rank: res}, procs, q, results)
             results[rank] = res
     finally:
         for p in procs:
@@ -120,10 +117,9 @@ _PEER_SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Brok
                   "remote worker crashing", "Check the logs of the remote worker")
 
 
-def _failure_report(failed: dict, procs, q, results: dict,
-                    grace_s: float = 5.0) -> tuple[str, bool]:
-    """Every failed rank's report, the cause first, and whether the cause is only a rank
-    killed by a signal (RankCrashed).
+def _failure(failed: dict, procs, q, results: dict, grace_s: float = 5.0) -> RuntimeError:
+    """The error to raise: every failed rank's report, the cause first; RankCrashed where the
+    cause is only a rank killed by a signal. ``failed`` may be empty (a rank died silently).
 
     When one rank fails, its peers fail soon after with a closed connection. A child flushes
     its report before it closes its process group, so the cause is normally first; but a rank
@@ -162,7 +158,7 @@ def _failure_report(failed: dict, procs, q, results: dict,
     for r in order:
         tag = " (a peer went away first)" if symptom(failed[r]) else ""
         lines.append(f"rank {r} failed{tag}:\n{failed[r]}")
-    return "\n".join(lines), crashed
+    return (RankCrashed if crashed else RuntimeError)("\n".join(lines))
 
 
 def torchrun_command(nproc_per_node: int, nnodes: int, node_rank: int | str, master: str,
