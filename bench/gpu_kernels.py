@@ -15,6 +15,12 @@ Writes three CSVs into DIR, each row one timed kernel:
 - ``stream.csv``: bytes moved per second by a device copy at several sizes, RMSNorm
   (torch.nn.functional.rms_norm) and SwiGLU (silu(a) * b, as eager PyTorch runs it).
 
+With ``--fp8-rowwise`` only ``gemm_rowwise.csv`` is written: at the fp8 shapes of ``gemm.csv``,
+per-tensor scales with fast accumulation (``fp8_fastacc``, the reference) against row-wise
+scales (an fp32 scale per row of A and per column of B, PyTorch's CUTLASS row-wise kernel
+that torchao's rowwise recipe calls) with (``fp8_rowwise_fastacc``) and without fast
+accumulation (``fp8_rowwise``), in the same call.
+
 Each kernel is launched back to back ``reps`` times between two CUDA events (launch overhead
 hidden once a kernel outlasts it), after warm-up; the figure is the median of 5 such batches.
 With ``--graphs`` the GEMMs are timed inside CUDA graphs instead (calibrate.micro.kernel_s:
@@ -62,7 +68,11 @@ def gemm_shapes(quick: bool) -> list[tuple[int, int, int, int]]:
     return shapes + [s for s in calibrate if s not in shapes]
 
 
-def gemms(torch, device, time_fn, shapes, deadline, label):
+def gemms(torch, device, time_fn, shapes, deadline, label, fp8_kinds=None):
+    """bf16 GEMMs and, on a GPU, fp8 ``torch._scaled_mm`` of each kind in ``fp8_kinds``
+    (default: per-tensor scales with and without fast accumulation); with ``fp8_kinds``
+    given, the bf16 and grouped shapes are skipped."""
+    kinds = fp8_kinds or (("fp8", False, False), ("fp8_fastacc", True, False))
     out = []
     fp8 = getattr(torch, "float8_e4m3fn", None) if device != "cpu" else None
     one = torch.ones((), device=device, dtype=torch.float32)
@@ -73,24 +83,31 @@ def gemms(torch, device, time_fn, shapes, deadline, label):
         a = torch.randn(g, m, k, device=device, dtype=dt)
         b = torch.randn(g, k, n, device=device, dtype=dt)
         fn = (lambda: torch.bmm(a, b)) if g > 1 else (lambda: torch.matmul(a[0], b[0]))
-        s = time_fn(fn)
-        out.append({"source": label, "gpu": "", "dtype": "bf16", "groups": g, "m": m, "n": n,
-                    "k": k, "tflops": round(2.0 * g * m * n * k / s / 1e12, 3), "split_k": 1})
+        if fp8_kinds is None:
+            s = time_fn(fn)
+            out.append({"source": label, "gpu": "", "dtype": "bf16", "groups": g, "m": m,
+                        "n": n, "k": k, "tflops": round(2.0 * g * m * n * k / s / 1e12, 3),
+                        "split_k": 1})
         if fp8 is not None and g == 1 and m % 16 == 0 and n % 16 == 0 and k % 16 == 0:
             a8 = a[0].to(fp8)
             b8 = b[0].t().contiguous().to(fp8).t()  # column-major, as _scaled_mm needs
+            # row-wise scales: one fp32 per row of A (m, 1) and per column of B (1, n), the
+            # layout torchao's Float8 rowwise recipe passes (PyTorch's CUTLASS row-wise kernel)
+            sa = torch.ones((m, 1), device=device, dtype=torch.float32)
+            sb = torch.ones((1, n), device=device, dtype=torch.float32)
             # fp8: _scaled_mm's default, partial sums promoted to fp32 (TE's dgrad / wgrad);
             # fp8_fastacc: use_fast_accum=True, accumulated in the tensor cores (TE's fprop)
-            for tag, fast in (("fp8", False), ("fp8_fastacc", True)):
+            for tag, fast, rowwise in kinds:
+                x, y = (sa, sb) if rowwise else (one, one)
                 try:
-                    s = time_fn(lambda: torch._scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16,
+                    s = time_fn(lambda: torch._scaled_mm(a8, b8, x, y, out_dtype=torch.bfloat16,
                                                          use_fast_accum=fast))
                     out.append({"source": label, "gpu": "", "dtype": tag, "groups": 1, "m": m,
                                 "n": n, "k": k, "tflops": round(2.0 * m * n * k / s / 1e12, 3),
                                 "split_k": 1})
                 except Exception as e:  # noqa: BLE001 (a dtype or layout this build refuses)
                     print(f"{tag} {m}x{n}x{k}: {str(e).splitlines()[0][:100]}")
-            del a8, b8
+            del a8, b8, sa, sb
         del a, b
     return out
 
@@ -190,6 +207,9 @@ def main() -> None:
     ap.add_argument("--graphs", action="store_true",
                     help="time GEMMs inside CUDA graphs (kernel time, no launch overhead)")
     ap.add_argument("--gemm-only", action="store_true")
+    ap.add_argument("--fp8-rowwise", action="store_true",
+                    help="only fp8 GEMMs: per-tensor and row-wise scales, both with fast "
+                         "accumulation, plus row-wise without (gemm_rowwise.csv)")
     args = ap.parse_args()
     import torch
 
@@ -210,6 +230,14 @@ def main() -> None:
     how = ", CUDA graphs" if args.graphs else ""
     label = (f"meshplan bench/gpu_kernels.py on {name}, {meta['date'][:10]}, "
              f"torch {torch.__version__}{how}")
+    if args.fp8_rowwise:
+        kinds = (("fp8_fastacc", True, False), ("fp8_rowwise_fastacc", True, True),
+                 ("fp8_rowwise", False, True))
+        write(out / "gemm_rowwise.csv", gemms(torch, dev, timer(torch, dev, args.graphs),
+                                              gemm_shapes(args.quick),
+                                              start + args.budget_s, label, kinds))
+        print(f"fp8 rowwise gemm done {time.monotonic() - start:.0f}s", flush=True)
+        return
     if not args.gemm_only:
         write(out / "stream.csv", stream(torch, dev, t, args.quick))
         print(f"stream done {time.monotonic() - start:.0f}s", flush=True)

@@ -90,8 +90,10 @@ NO_FP8 = ("volta", "ampere")
 #   delayed autocast 18.978 ms -> 2.19 ms of casts), leaving 22.882 - 2.19 = 20.69 ms of
 #   GEMM: 16.785 / 20.69 = 0.81 (cuBLAS promotes the partial sums per 128-deep block).
 # - rowwise, forward GEMM: PyTorch's CUTLASS row-wise kernel with fast accumulation runs
-#   "most shapes within 90-100% of tensor-wise efficiency" (pytorch/pytorch#147971); not
-#   modelled (1.0), its backward GEMMs are cuBLAS tensor-wise (rescale pass below).
+#   "most shapes within 90-100% of tensor-wise efficiency" (pytorch/pytorch#147971); measured
+#   on a lent H200 (torch 2.11, bench/data/measured/h200_2026-11-28/gemm_rowwise.csv, CUDA
+#   graphs): 0.99 of the per-tensor kernel in the median of the 18 shapes of 15 us or more
+#   (0.87-1.07 p10-p90), so 1.0; its backward GEMMs are cuBLAS tensor-wise (rescale pass below).
 GEMM_SHARE = {("mx", "blackwell"): 6.812 / 7.161, ("blockwise", "hopper"): 0.81}
 
 
