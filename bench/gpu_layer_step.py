@@ -9,10 +9,10 @@ causal SDPA, output projection, fused gate/up SwiGLU MLP, residual adds; bf16 we
 optimizer), shape from ``--hidden/--ffn/--heads/--seq/--micro-batch`` (default Llama 2 7B at
 4,096 tokens, two sequences). Writes into DIR:
 
-- ``layer_step.json``: the device, clocks and the step times: eager (launched from Python,
-  as meshplan's runtime runs it) with and without a host-device sync (``.item()``) before each
-  attention forward, as flash-attn's varlen interface makes one per call for ``max_seqlen``;
-  the step captured in one CUDA graph (kernel time, no launch overhead) at its first
+- ``layer_step.json``: the device, clocks and the step times: ``eager_s`` launched from Python
+  (as meshplan's runtime runs it; under ``--compile`` the compiled step), and eager with a
+  host-device sync (``.item()``) before each attention forward, as flash-attn's varlen
+  interface makes one per call for ``max_seqlen``; the step captured in one CUDA graph (kernel time, no launch overhead) at its first
   seconds and held for ``--seconds`` (``layer_sustained.csv``: step time every ``--every``
   seconds with nvidia-smi's SM clock, power and throttle reasons); and, under
   ``sync_gemm_chain``, what one such sync adds to a chain of 4096^3 GEMMs (an ``.item()``
