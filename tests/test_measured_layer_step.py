@@ -97,7 +97,7 @@ def test_fp8_rowwise_gemm_share_against_the_h200():
             ratios.append(d["fp8_rowwise_fastacc"] / d["fp8_fastacc"])
             slow.append(d["fp8_rowwise"] / d["fp8_fastacc"])
     assert len(ratios) >= 18
-    share = fp8_recipe._recipe("rowwise", "hopper", True).gemm_share
+    share = fp8_recipe.resolve("fp8", "rowwise", "torchtitan", "hopper").gemm_share
     assert share == pytest.approx(median(ratios), abs=0.03)
     ratios.sort()
     assert ratios[len(ratios) // 10] <= share <= ratios[len(ratios) * 9 // 10]
