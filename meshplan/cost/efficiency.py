@@ -491,7 +491,15 @@ class HostCosts:
     # 0.15 was set by the first release's calibration (0.08 before it) and sits inside that
     # spread; a run fits on held bytes, which leave this share out (memory.cap_fragmentation).
     allocator_fragmentation: float = 0.15
-    # Communication buffers held by NCCL and the framework's bucketing (per GPU).
+    # Communication buffers held by NCCL and the framework's bucketing (per GPU). One figure
+    # for every engine, not measured: what the engines allocate beside the gradients spans
+    # ~0 (Megatron-LM's buckets are views of its contiguous grad buffer) to 25 MB (PyTorch
+    # DDP's default bucket_cap_mb, pytorch/pytorch#118421) to ~1 GB (DeepSpeed ZeRO-1/2's
+    # IPG bucket of reduce_bucket_size elements, default 5e8, as EleutherAI's logged Pythia
+    # configs show, at 2 bytes; allocated in stage_1_and_2.py, in pipeline mode only after
+    # the last backward), and FSDP2 holds one unit's reduce-scatter input; 0.5 GiB sits
+    # inside that span. Modelling each engine's buffer needs its timing against the peak
+    # (README, "Where it is still wrong").
     comm_buffer_bytes: float = 0.5 * 2**30
 
 
