@@ -31,8 +31,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_kernels import write  # noqa: E402
+from gpu_kernels import ROOT, write  # noqa: E402
 from gpu_sustained import smi  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from meshplan.calibrate.micro import _time as median_s  # noqa: E402
 
 
 def build(torch, hidden, ffn, heads, layers, seq, device, dtype, sync_attention):
@@ -113,19 +116,9 @@ def sync_cost(torch, device, n, calls=200):
             c = a @ a
             if sync:
                 flag.add_(c[0, 0]).item()
-        if device != "cpu":
-            torch.cuda.synchronize()
 
-    def t(sync):
-        chain(sync)
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            chain(sync)
-            times.append(time.perf_counter() - t0)
-        return sorted(times)[2]
-
-    free, synced = t(False), t(True)
+    free = median_s(lambda: chain(False), device, 1, 5)
+    synced = median_s(lambda: chain(True), device, 1, 5)
     return {"gemm_n": n, "calls": calls, "chain_s": free, "chain_synced_s": synced,
             "per_sync_s": (synced - free) / calls}
 
@@ -185,21 +178,6 @@ def main() -> None:
                 p.grad = None
             model(x).float().mean().backward()
 
-    def wait():
-        if cuda:
-            torch.cuda.synchronize()
-
-    def timed(fn, n):
-        fn()
-        wait()
-        t = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            wait()
-            t.append(time.perf_counter() - t0)
-        return sorted(t)[len(t) // 2]
-
     res = {}
     try:
         step()
@@ -211,7 +189,8 @@ def main() -> None:
     res["sync_gemm_chain"] = sync_cost(torch, dev, 256 if args.quick else 4096)
     for s in ((False,) if args.compile else (False, True)):
         sync[0] = s
-        res["eager_sync_per_attention_s" if s else "eager_s"] = timed(step, 3 if args.quick else 10)
+        key = "eager_sync_per_attention_s" if s else "eager_s"
+        res[key] = median_s(step, dev, 1, 3 if args.quick else 10)
     sync[0] = False
     res["syncs_per_step"] = 0 if args.compile else args.layers
     kernels = profile(torch, step, dev, "cold")
