@@ -41,7 +41,26 @@ def test_scenario_file(tmp_path):
     f.write_text('[model]\npreset = "llama3.1-8b"\n[cluster]\ngpus = "8xH100-SXM-80GB"\n'
                  '[workload]\nseq_len = 4096\nglobal_batch = 32\n[plan]\ndp = 8\n')
     rc, out, err = run("predict", "--scenario", str(f))
-    assert rc == 0, err and "plan: dp8" in out
+    assert rc == 0, err
+    assert "plan: dp8 " in out
+
+
+def test_data_parallel_degree_left_out_is_what_the_gpus_leave(tmp_path):
+    # Megatron-LM and torchtitan derive dp from the world size: 16 GPUs / (tp 2 x pp 2) = 4
+    rc, out, err = run("predict", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB",
+                       "--seq-len", "4096", "--global-batch", "64", "--tp", "2", "--pp", "2")
+    assert rc == 0, err
+    assert "plan: dp4 tp2 pp2 " in out
+    f = tmp_path / "s.toml"  # a [plan] table without dp: the same
+    f.write_text('[model]\npreset = "llama3.1-8b"\n[cluster]\ngpus = "8xH100-SXM-80GB"\n'
+                 '[workload]\nseq_len = 4096\nglobal_batch = 32\n[plan]\ntp = 2\n')
+    rc, out, err = run("predict", "--scenario", str(f))
+    assert rc == 0, err
+    assert "plan: dp4 tp2 " in out
+    # degrees that leave no whole dp: the validity rule names the product, as before
+    rc, _, err = run("predict", "--model", "llama3.1-8b", "--gpus", "24xH100-SXM-80GB",
+                     "--seq-len", "4096", "--global-batch", "64", "--tp", "8", "--pp", "2")
+    assert rc == 2 and "must equal the number of GPUs (24)" in err
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -144,6 +144,14 @@ def plan_stated(args: argparse.Namespace, sc: Scenario) -> set[str]:
     return base | set(plan_overrides(args))
 
 
+def _inferred_dp(plan: Plan, num_gpus: int) -> int:
+    """The data-parallel degree a plan given without one takes: the GPUs left over by its
+    other degrees (as Megatron-LM and torchtitan derive it from the world size). Where they
+    do not divide the GPUs, dp stays 1 and the validity rule names the product."""
+    model_parallel = plan.tp * plan.pp * plan.cp
+    return num_gpus // model_parallel if num_gpus % model_parallel == 0 else 1
+
+
 def plan_from_args(args: argparse.Namespace, sc: Scenario, on_cluster: bool = True) -> Plan:
     """A full plan: the scenario's [plan] table (or --plan LABEL) with flags on top, checked
     by the one validity rule (meshplan/validity.py) against the scenario's model, workload
@@ -155,6 +163,8 @@ def plan_from_args(args: argparse.Namespace, sc: Scenario, on_cluster: bool = Tr
     if not base:
         raise InputError("plan", None, "give the plan with --dp/--tp/--pp/... or a [plan] table")
     plan = Plan.from_dict(base)
+    if on_cluster and sc.cluster is not None and "dp" not in plan_stated(args, sc):
+        plan = replace(plan, dp=_inferred_dp(plan, sc.cluster.num_gpus))
     if sc.workload is not None:
         check_plan(sc.model, sc.workload, plan,
                    sc.cluster.num_gpus if on_cluster and sc.cluster else None)
