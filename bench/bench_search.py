@@ -53,4 +53,8 @@ def main(repeats: int = 3) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split(". ")[0])
+    ap.add_argument("repeats", nargs="?", type=int, default=3, help="runs per case (median)")
+    main(ap.parse_args().repeats)

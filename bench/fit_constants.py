@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
-import sys
 
 from meshplan.cost import compute, efficiency as E, layer
 from meshplan.validate import predict_row, read_rows
@@ -139,5 +138,12 @@ def main(calib: str, heldout: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/validation/calibration.csv",
-         sys.argv[2] if len(sys.argv) > 2 else None)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("calibration", nargs="?", default="../shared/validation/calibration.csv",
+                    help="runs CSV the constants are fitted on (default: %(default)s)")
+    ap.add_argument("heldout", nargs="?", default=None,
+                    help="runs CSV predicted once at the fitted constants, never fitted on")
+    a = ap.parse_args()
+    main(a.calibration, a.heldout)

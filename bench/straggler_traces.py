@@ -14,7 +14,6 @@ medians over steps and stages; persistent_cv: spread across DP ranks of each wor
 over steps (the largest stage). AR's stage 0 holds the artificially slowed worker: dropped.
 """
 
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +35,11 @@ def summarize(path: Path, skip: list[int]) -> dict:
 
 
 if __name__ == "__main__":
-    root = Path(sys.argv[1])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data_dir", type=Path, help="StragglerAnalysis/data (the trace-*.parquet files)")
+    root = ap.parse_args().data_dir
     for t in ("AR", "ST", "SE"):
         s = summarize(root / f"trace-{t}.parquet", SKIP_STAGES.get(t, []))
         print(t, " ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
