@@ -144,9 +144,15 @@ def rewrite_readme(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--readme"]:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?", type=Path, help="write the section here (default: stdout)")
+    ap.add_argument("--readme", action="store_true", help="rewrite the marked blocks of README.md")
+    a = ap.parse_args()
+    if a.readme:
         rewrite_readme(Path(__file__).resolve().parent.parent / "README.md")
-    elif len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(document())
+    elif a.out is not None:
+        a.out.write_text(document())
     else:
         print(document())
