@@ -176,18 +176,26 @@ for n, cp, dp, seq, tf, gbs in [(8192,1,64,8192,430,2048),(16384,1,128,8192,400,
         grad_reduce_dtype='fp32',
         measured_tokens_per_s_per_gpu=round(tf*1e12/fpt,1), oom=0,
         derivation=f"from TFLOPs/GPU {tf}: / PaLM-convention model FLOPs per token 6N+12*l*h*s = {fpt:.4e} (meshplan.cost.flops at s={seq}); 16M tokens per batch; Meta's FLOP convention not stated (trust B); zero 1 inferred (FSDP with ZeRO-1-like sharding per paper sec 3.3.2); 700 W H100 80GB (Grand Teton), vpp unstated; grad_reduce_dtype fp32 (sec. 3.3.4: FP32 gradient accumulation over micro-batches and FP32 reduce-scatter across data-parallel workers in FSDP); optimizer state dtype unstated")
+# Runs of 2021-22 on Megatron-LM and its forks predate flash attention in those engines (FlashAttention: Dao et
+# al., arXiv 2205.14135, 2022-05-27; Megatron-LM's --use-flash-attn came in 2023): their attention materialised the
+# s x s scores as two batched GEMMs around Megatron's fused scale-mask-softmax kernel, meshplan's 'unfused' class
+# (cost/efficiency.py ATTENTION_KERNELS). Until 2026-11-28 these rows left the column blank and were costed with the
+# engine's present-day kernel (Transformer Engine / cuDNN flash attention).
+PRE_FLASH = ("attention_kernel unfused: the run predates flash attention in its engine (FlashAttention, arXiv 2205.14135, "
+             "2022-05-27; Megatron-LM --use-flash-attn 2023): the scores are materialised around Megatron's fused "
+             "scale-mask-softmax kernel")
 # BLOOM
 mbl = ModelSpec(name='bloom', layers=70, hidden=14336, heads=112, kv_heads=112, ffn=57344, vocab=250880, mlp='gelu', tied_embeddings=True)
 f = model_flops_per_token(mbl, 2048)
 add(source="BLOOM paper (BigScience 2022, arXiv 2211.05100), sec. 3.4 (Engineering: 156 TFLOPs per GPU on 384 A100 80GB)", trust='B', model='BLOOM 176B', arch='dense', layers=70, hidden=14336, heads=112, kv_heads=112, ffn=57344, vocab=250880, attention='mha', mlp='gelu', tied_embeddings=1,
     seq_len=2048, global_batch_seqs=2048, micro_batch=2, gpu='A100-SXM-80GB', num_gpus=384, tp=4, pp=12, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='', precision='bf16', framework='deepspeed',
-    measured_tokens_per_s_per_gpu=round(156e12/f,1), oom=0, derivation=f"from 156 TFLOPs/GPU / 6N+12lhs = {f:.4e} FLOP/token; TP4 PP12 DP8 ZeRO-1 bf16 Megatron-DeepSpeed per paper; micro batch 2 per the BLOOM training README (trust B)")
+    measured_tokens_per_s_per_gpu=round(156e12/f,1), oom=0, derivation=f"from 156 TFLOPs/GPU / 6N+12lhs = {f:.4e} FLOP/token; TP4 PP12 DP8 ZeRO-1 bf16 Megatron-DeepSpeed per paper; micro batch 2 per the BLOOM training README (trust B); " + PRE_FLASH + " (the paper's sec. 3.4 'Fused CUDA Kernels': one kernel for scaling, masking and softmax; training ran 2022-03 to 2022-07)", attention_kernel='unfused')
 mop = ModelSpec(name='opt', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=50272, mlp='gelu', tied_embeddings=True)
 f = model_flops_per_token(mop, 2048)
 add(source="OPT paper (Zhang et al. 2022, arXiv 2205.01068), sec. 2.4 (147 TFLOP/s per GPU on 992 A100 80GB)", trust='C', model='OPT-175B', arch='dense', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=50272, attention='mha', mlp='gelu', tied_embeddings=1,
     seq_len=2048, global_batch_seqs=992, micro_batch='', gpu='A100-SXM-80GB', num_gpus=992, tp=8, pp=1, vpp=1, dp=124, cp=1, ep=1, etp=1, zero=3, sequence_parallel=0, recompute='', precision='fp16', framework='other',
     optimizer_state_precision='fp32',
-    measured_tokens_per_s_per_gpu=round(147e12/f,1), oom=0, derivation=f"from 147 TFLOP/s/GPU / 6N+12lhs = {f:.4e} FLOP/token; FSDP (zero 3) with Megatron TP8, ~2M-token batch given as 992 sequences (the nearest multiple of dp=124; the paper's exact count is not printed), fp16 (paper sec 2.2-2.4); optimizer_state_precision fp32 (sec. 2.3: Adam state kept in FP32, sharded across hosts, weights in FP16); gradient dtype unstated; metaseq (trust C)")
+    measured_tokens_per_s_per_gpu=round(147e12/f,1), oom=0, derivation=f"from 147 TFLOP/s/GPU / 6N+12lhs = {f:.4e} FLOP/token; FSDP (zero 3) with Megatron TP8, ~2M-token batch given as 992 sequences (the nearest multiple of dp=124; the paper's exact count is not printed), fp16 (paper sec 2.2-2.4); optimizer_state_precision fp32 (sec. 2.3: Adam state kept in FP32, sharded across hosts, weights in FP16); gradient dtype unstated; metaseq (trust C); " + PRE_FLASH + " (metaseq uses Megatron-LM's fused kernels; training ran 2021-10 to 2022-01)", attention_kernel='unfused')
 add(source="DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1 and Table 1 (180K H800 GPU hours per trillion tokens, 2048 H800)", trust='B', **SH['DS3'],
     seq_len=4096, global_batch_seqs=15360, micro_batch='', gpu='H800-SXM-80GB', num_gpus=2048, tp=1, pp=16, vpp=2, dp=128, cp=1, ep=64, etp=1, zero=1, sequence_parallel=0, recompute='selective', recompute_modules='layernorm+mla_up_proj+moe_act', precision='fp8', framework='other',
     moe_dispatcher='deepep', ep_overlap=1, schedule='dualpipev',
@@ -448,7 +456,7 @@ for nodes, it_s, tf in [(280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113)]:
         measured_tokens_per_s_per_gpu=round(1920 * 2048 / (it_s * n), 1), oom=0,
         derivation=f"1920 seqs x 2048 tokens / ({it_s} s x {n} GPUs); the paper's {tf} TFLOP/s/GPU printed beside it; TP8 (within a DGX) x PP35 x DP{n // 280}, Megatron-DeepSpeed 3D parallelism; "
                    "A100 80GB per the Microsoft/NVIDIA announcement (Selene DGX A100 80GB; llm-analysis assumes 40GB); zero 1 inferred (DeepSpeed's pipeline engine allows ZeRO-1 at most), "
-                   "full activation checkpointing inferred (llm-analysis activation_recomputation 2), micro batch not printed, mixed precision (fp16 vs bf16 not checked: same A100 peak), vocab 50257 padded to 50272 as in Megatron (trust B)")
+                   "full activation checkpointing inferred (llm-analysis activation_recomputation 2), micro batch not printed, mixed precision (fp16 vs bf16 not checked: same A100 peak), vocab 50257 padded to 50272 as in Megatron (trust B); " + PRE_FLASH + " (paper of 2022-01)", attention_kernel='unfused')
 # torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (pytorch/torchtitan; torch 38410cf9, torchtitan
 # 820504e, June 2025): Grand Teton, 8 H100 96GB HBM2e per host at the default 500 W, 400 Gb/s RDMA per GPU; tokens/sec
 # as printed (torchtitan logs tokens/s per device). seq_len 8192 from train_configs llama3_{8b,70b}.toml at 820504e.
@@ -1030,7 +1038,12 @@ for name, l, h, a, n, mp, days, mp_src in [
                     "hook is commented out: no overlap with backward: overlap_grad_reduce 0, validate pins it); DGX-2H: 16 GPUs per node, "
                     "NVSwitch, 8 IB adapters = 100 GB/s per server -> 50 Gb/s per GPU (sec. 5); the DGX-2H V100 runs at "
                     "higher clocks (the paper's 39 TFLOP/s = 30% of peak -> 130 TFLOP/s fp16 peak vs 125 for a standard "
-                    "V100 SXM2; the catalog has only V100-SXM-32GB); vocab 51,200 (sec. 5.1 padding), tied embeddings (sec. 3)"))
+                    "V100 SXM2; the catalog has only V100-SXM-32GB); vocab 51,200 (sec. 5.1 padding), tied embeddings (sec. 3); "
+                    "attention_kernel unfused-eager: the paper's code (NVIDIA/Megatron-LM mpu/transformer.py at abe36e2e5f, "
+                    "2019-07-29, the GPT-2 + model-parallel release) computes the attention as torch.matmul, a division by "
+                    "sqrt(d), torch.mul by the causal mask minus 10000 x (1 - mask), torch.nn.Softmax and dropout, each its own "
+                    "op (no fused softmax kernel before 2020)"),
+        attention_kernel='unfused-eager')
 # V100 (2): BigScience tr1-13B (Megatron-DeepSpeed on Jean Zay V100 32GB, 4 GPUs per node), bigscience-workshop/
 # bigscience train/tr1-13B-base/README.md at 053adaf (2022-03-11): the final checkpoint's log line (iteration 168000,
 # 'elapsed time per iteration (ms): 13248.2', global batch size 1024) and 'only the last 3 weeks 128 nodes'; layout
@@ -1098,6 +1111,10 @@ for dp, n, it, mfu, gbs in [(96, 768, 0.57, 34.3, 384), (192, 1536, 0.58, 33.3, 
 # s = 2048, v = 51200, mixed precision, Selene (DGX A100 80GB, NVLink/NVSwitch, 8 x 200 Gb/s HDR IB per node),
 # no data parallelism in Tables 3/5. Table 5's MFU/HFU (22B 41.5/43.7 ... 1T 56.3/57.0%) are beside the times, not used.
 # Also printed in the Megatron-LM README from 2e90a342f5 (2022-05-19) on (the MFU/HFU table; NVIDIA/Megatron-LM).
+KORT_ATTN = ("attention_kernel unfused: the paper's activation memory per layer, sbh(34 + 5as/h) (sec. 4.1, Eq. 1), "
+             "holds the s x s attention scores, their softmax and its dropout mask, i.e. the scores are materialised "
+             "(Megatron-LM's fused scale-mask-softmax between two batched GEMMs; the paper predates FlashAttention), and "
+             "selective recomputation (sec. 5) recomputes exactly that part")
 KORT = "Korthikanti et al. 2022 (arXiv 2205.05198), sec. 6: Table 3 (configurations) and Table 5 (end-to-end iteration time{x})"
 for size, a, h, l, pp, n, gbs, mb, vp, t_full, t_sel in [
         ('22B', 64, 6144, 48, 1, 8, 4, 4, 1, 1.42, 1.10), ('175B', 96, 12288, 96, 8, 64, 64, 1, 3, 18.13, 13.75),
@@ -1120,7 +1137,8 @@ for size, a, h, l, pp, n, gbs, mb, vp, t_full, t_sel in [
                         "the paper overlaps the backward all-reduce with the weight-gradient GEMM (sec. 6.2), no forward overlap; "
                         "tp_comm_overlap 0: Megatron-LM's GEMM-communication overlap (--tp-comm-overlap, Transformer Engine "
                         "userbuffers) first appears in megatron/arguments.py at NVIDIA/Megatron-LM 116ffddc58 (2023-10-23), after "
-                        "the paper (the partial backward overlap it describes is not credited)"))
+                        "the paper (the partial backward overlap it describes is not credited); " + KORT_ATTN),
+            attention_kernel='unfused')
 # the 530B model at 8-way data parallelism (sec. 6.3 text)
 add(source=KORT.format(x='; sec. 6.3 text: the 530B model at 8-way data parallelism'), trust='A',
     model='GPT 530B (Megatron, Korthikanti 2022)', arch='dense', layers=105, hidden=20480, heads=128, kv_heads=128, ffn=81920,
@@ -1133,7 +1151,8 @@ add(source=KORT.format(x='; sec. 6.3 text: the 530B model at 8-way data parallel
                 "(280 x 8 = 2240) takes 39.15 s per iteration (MFU 54.2% printed beside it): 2240 x 2048 / (39.15 s x 2240); "
                 "sequence parallelism + selective recompute (the 'Present Work' configuration), TP 8 PP 35 m = 3; 'we do not "
                 "use any overlapping of gradient all-reduces with back-propagation' (plain data parallelism, zero 0; "
-                "overlap_grad_reduce 0, validate pins it); precision and TP overlap as the Table 5 rows"))
+                "overlap_grad_reduce 0, validate pins it); precision and TP overlap as the Table 5 rows; " + KORT_ATTN),
+    attention_kernel='unfused')
 # Nemotron-4 340B technical report (NVIDIA 2024, arXiv 2406.11704) Table 2: only the last batch-ramp stage is in a stored
 # source (6144 H100, batch 2304, iteration time 8.0 s, MFU 41-42%, quoted from the report's Table 2 by
 # aiportalx.com/nvidia/nemotron-4-340b; TP 8 x PP 12 from a stored summary of the report, 96 layers, hidden 18432,
