@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+
 
 class InputError(ValueError):
     """Bad user input: names the field, the value given, and what is allowed.
@@ -56,11 +59,52 @@ def require_nonneg_int(field: str, value: object) -> int:
         raise InputError(field, value, "must be an integer >= 0") from None
 
 
+def _squash(text: str) -> str:
+    """Lower case, letters and digits only: 'Llama-3.1-8B' and 'llama3.1-8b' squash alike."""
+    return re.sub(r"[^0-9a-z]", "", text.lower())
+
+
+def suggestions(value: object, names, cutoff: float = 0.75) -> list[str]:
+    """The names a mistyped ``value`` most likely meant, best first (at most three): those
+    equal to it or starting with it once case and punctuation are dropped ('H100' ->
+    H100-SXM-80GB, H100-SXM-96GB-500W), those it holds whole ('meta-llama/Llama-3.1-70B' ->
+    llama3.1-70b), else the closest spellings (difflib ratio >= ``cutoff``) with the same
+    digits."""
+    v = _squash(str(value))
+    if not v:
+        return []
+    names = list(names)
+    squashed = {n: _squash(n) for n in names}
+    hits = [n for n in names if squashed[n] == v]
+    hits += [n for n in names if squashed[n].startswith(v) and n not in hits]
+    hits += [n for n in names if len(squashed[n]) >= 3 and squashed[n] in v and n not in hits]
+    if hits:
+        return hits[:3]
+    by_squash: dict[str, list[str]] = {}
+    for n in names:
+        by_squash.setdefault(squashed[n], []).append(n)
+    digits = re.sub(r"[^0-9]", "", v)  # a spelling slip keeps the numbers: v2 is not v3
+    close = [c for c in difflib.get_close_matches(v, list(by_squash), n=3, cutoff=cutoff)
+             if re.sub(r"[^0-9]", "", c) == digits]
+    return [n for c in close for n in by_squash[c]][:3]
+
+
+def did_you_mean(value: object, names, cutoff: float = 0.75) -> str:
+    """'did you mean A or B? ' for InputError's allowed text, or '' when nothing is close."""
+    near = suggestions(value, names, cutoff)
+    if not near:
+        return ""
+    return "did you mean " + (", ".join(near[:-1]) + " or " + near[-1] if len(near) > 1
+                              else near[0]) + "? "
+
+
 def require_choice(field: str, value: object, allowed: tuple[str, ...] | list[str]) -> str:
-    """Return ``value`` (lower-cased) if it is one of ``allowed``, else raise InputError."""
+    """Return ``value`` (lower-cased) if it is one of ``allowed``, else raise InputError
+    (naming the closest allowed values first, where one is close)."""
     v = str(value).strip().lower()
     if v not in allowed:
-        raise InputError(field, value, "allowed: " + ", ".join(allowed))
+        raise InputError(field, value, did_you_mean(value, allowed) + "allowed: "
+                         + ", ".join(allowed))
     return v
 
 

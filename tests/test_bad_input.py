@@ -115,6 +115,12 @@ CASES = [
     ("gpu-unknown", {}, ["plan", *M, "--gpus", "8xH9000", "--seq-len", "4096",
                          "--global-batch", "8"], "gpu='H9000'"),
     ("model-unknown", {}, ["plan", "--model", "llama99", *W], "model='llama99'"),
+    # a name short of the catalog's: the parts it may mean come first (both H100 parts)
+    ("gpu-family-only", {}, ["plan", *M, "--gpus", "8xH100", "--seq-len", "4096",
+                             "--global-batch", "8"],
+     "gpu='H100': did you mean H100-SXM-80GB or H100-SXM-96GB-500W?"),
+    ("model-hf-repo-id", {}, ["plan", "--model", "meta-llama/Llama-3.1-70B", *W],
+     "did you mean llama3.1-70b?"),
     ("model-missing-flag", {}, ["plan", *W], "--model"),
     # ---- paths -----------------------------------------------------------------------------
     ("model-path-missing", {}, ["plan", "--model", "{d}/nope/config.json", *W], "model="),

@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..errors import InputError, require_positive_int, require_positive_number
+from ..errors import InputError, did_you_mean, require_positive_int, require_positive_number
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
@@ -188,6 +188,7 @@ def lookup_gpu(name: str, catalog: dict[str, GPU]) -> GPU:
                          + ", ".join(catalog))
     key = {k.lower(): k for k in catalog}.get(name.strip().lower())
     if key is None:
-        raise InputError("gpu", name, "known GPUs: " + ", ".join(catalog))
+        raise InputError("gpu", name, did_you_mean(name, catalog) + "known GPUs: "
+                         + ", ".join(catalog))
     return catalog[key]
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from ...errors import InputError
+from ...errors import InputError, did_you_mean
 from ..hf_config import model_from_hf_dict, model_from_hf_file
 from ..model import ModelSpec
 
@@ -41,6 +41,13 @@ def _models_dir():
     return resources.files(__package__) / "models"
 
 
+# Spelling suggestions for a model name that is no preset: a near spelling of another model
+# (deepseek-v2 / deepseek-v3, mistral-7b / mixtral-8x7b) must not be offered as the one
+# meant, so only very close spellings (difflib ratio 0.9: 'lama3.1-8b') are, beside names
+# that match once case and punctuation are dropped (errors.suggestions).
+PRESET_CUTOFF = 0.9
+
+
 @lru_cache(maxsize=None)
 def preset_names() -> tuple[str, ...]:
     return tuple(sorted(p.name[:-5] for p in _models_dir().iterdir() if p.name.endswith(".json")))
@@ -53,7 +60,8 @@ def preset(name: str) -> ModelSpec:
     key = name.strip().lower()
     if key not in preset_names():
         raise InputError("model", name,
-                         "not a preset or an existing config.json; presets: "
+                         "not a preset or an existing config.json; "
+                         + did_you_mean(name, preset_names(), PRESET_CUTOFF) + "presets: "
                          + ", ".join(preset_names()))
     cfg = json.loads((_models_dir() / f"{key}.json").read_text(encoding="utf-8"))
     return model_from_hf_dict(cfg, name=key)
