@@ -298,9 +298,10 @@ def dryrun(cfg: RunConfig) -> list[dict]:
     """Peak memory by category of one representative rank per pipeline stage."""
     cfg.check(cfg.plan.world_size)
     from .launch import fork_ranks
-    # one forked process per stage: the fake process group and its meshes are per process
-    return [fork_ranks(lambda _r, _w: dryrun_rank(cfg, _rank_for_stage(cfg.plan, p)), 1,
-                       init_process_group=False, timeout_s=600)[0] for p in range(cfg.plan.pp)]
+    # one forked process per stage, all at once: the fake process group and its meshes are
+    # per process, and the stages share nothing
+    return fork_ranks(lambda p, _w: dryrun_rank(cfg, _rank_for_stage(cfg.plan, p)),
+                      cfg.plan.pp, init_process_group=False, timeout_s=600)
 
 
 def agreement(measured: dict, predicted: dict) -> dict[str, tuple[float, float]]:

@@ -67,7 +67,9 @@ def step_mem_tracker(split_backward: bool = False):
     root's per-module record is restarted instead. The global peak by category, which is
     what is reported, is unaffected.
     """
-    from torch.distributed._tools.mem_tracker import MemTracker
+    from copy import deepcopy
+
+    from torch.distributed._tools.mem_tracker import _TOTAL_KEY, MemTracker
     from torch.distributed._tools.mod_tracker import ModTracker
 
     class LeafSafeModTracker(ModTracker):
@@ -94,6 +96,16 @@ def step_mem_tracker(split_backward: bool = False):
             except NotImplementedError:
                 self.memory_tracking.pop(module, None)
                 super()._pre_fw_hook(module, inputs)
+
+        def _update_peak_stats(self, peak_state) -> None:
+            # The global peak only: torch's version also walks every tracked module on
+            # each allocation to keep per-module peaks, which nothing here reads (the
+            # reports take get_tracker_snapshot("peak"), the global one), at half the
+            # time of a dry run of Llama 3.1 8B's stage (2026-11-28, torch 2.13 on CPU).
+            for dev, dev_snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < dev_snap[_TOTAL_KEY]:
+                    self._peak_mem[dev] = dev_snap[_TOTAL_KEY]
+                    self._peak_mem_snap[dev] = deepcopy(dev_snap)
 
     return StepMemTracker()
 
