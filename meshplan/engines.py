@@ -301,6 +301,11 @@ def torchtitan_fsdp(p) -> tuple[int, int]:
 def _torchtitan(p, m, w) -> list[Violation]:
     out = (_common("torchtitan", p) + _partial_recompute_torchtitan(p)
            + _recompute_modules("torchtitan", p))
+    if p.tp > 1 and not m.is_mla and m.kv_heads % p.tp:
+        # torchtitan 0.3 models/common/decoder.py: "tensor_parallel_degree ({tp}) must divide
+        # n_kv_heads" (its TP shards wk / wv by whole heads; no KV-head replication)
+        out.append(Violation("tp", p.tp, f"torchtitan's tensor parallelism splits whole kv "
+                             f"heads: tp must divide the kv heads ({m.kv_heads})"))
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from export_cases import DEEPSPEED, MEGATRON, TORCHTITAN, build, scenario
+from meshplan.engines import engine_violations
 from meshplan.export import export
 from meshplan.export._common import script_args
 from meshplan.export.torchtitan import MODELS, stage_fqns
@@ -345,3 +346,32 @@ def test_torchtitan_refusal_names_what_is_missing(tmp_path):
     sc = Scenario(m, make_cluster("8xH100-SXM-80GB"), Workload(4096, 64), Plan(dp=8, zero=3))
     with pytest.raises(UnsupportedByEngine, match="mixture-of-experts"):
         export(sc, "torchtitan", tmp_path / "x")
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_torchtitan_tp_limit_agrees_with_torchtitan(tp):
+    """Qwen3-30B-A3B has 4 kv heads. torchtitan's own model config refuses a TP degree that
+    does not divide them (models/common/decoder.py update_from_config); meshplan's torchtitan
+    limit refuses exactly those, while Megatron-Core (which replicates a kv head over the TP
+    ranks that share it, TransformerConfig: tp may be a multiple of num_query_groups) takes
+    them all."""
+    _torchtitan()
+    from types import SimpleNamespace
+
+    from torchtitan.config import ParallelismConfig
+
+    mod, fn, flavor, kw = MODELS["qwen3-30b-a3b"]
+    spec = importlib.import_module(f"torchtitan.models.{mod}").model_registry(flavor, **kw)
+    try:
+        spec.model.update_from_config(
+            config=SimpleNamespace(parallelism=ParallelismConfig(tensor_parallel_degree=tp)))
+        torchtitan_ok = True
+    except ValueError as e:
+        assert "n_kv_heads" in str(e)
+        torchtitan_ok = False
+    m = preset("qwen3-30b-a3b")
+    plan = Plan(dp=8 // tp, tp=tp, ep=8, zero=3, sequence_parallel=True)
+    w = Workload(4096, 64)
+    ours = [v.field for v in engine_violations("torchtitan", plan, m, w)]
+    assert ("tp" not in ours) == torchtitan_ok
+    assert "tp" not in [v.field for v in engine_violations("megatron", plan, m, w)]
