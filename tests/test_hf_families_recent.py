@@ -136,3 +136,21 @@ def test_exports_refuse_sparse_attention_they_would_write_as_dense(engine):
     assert "DeepSeek Sparse Attention" in said
     v3 = model_from_hf_dict(dict(DEEPSEEK_V32, model_type="deepseek_v3"))
     assert "Sparse" not in " ".join(v.allowed for v in scenario_violations(engine, v3, w))
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+def test_qwen2_vl_with_text_fields_at_the_top_is_read_as_qwen2(model_type):
+    """Qwen2-VL / Qwen2.5-VL files on the hub keep the language model's fields at the top
+    level beside vision_config, with no text_config (Qwen/Qwen2.5-VL-7B-Instruct
+    config.json: hidden 3584, 28 layers, 28 heads, 4 kv heads, ffn 18944, vocab 152064,
+    untied). Read as the Qwen2 text model: Qwen2.5-7B's shape with that vocabulary."""
+    text = {"hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
+            "num_key_value_heads": 4, "num_hidden_layers": 28, "vocab_size": 152064,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+            "max_position_embeddings": 128000}
+    m = model_from_hf_dict({"model_type": model_type, "vision_config": {"depth": 32}, **text})
+    plain = model_from_hf_dict(dict(text, model_type="qwen2"))
+    assert m.total_params() == plain.total_params()
+    # Qwen2.5-7B card: 7.61B with vocab 151,936; 128 more rows in each of two tables here
+    assert m.total_params() == pytest.approx(7.61 * B, rel=0.01)
+    assert "top-level text fields" in m.description and "vision tower" in m.description

@@ -417,7 +417,7 @@ def _unwrap(cfg: dict) -> tuple[dict, str]:
     text = cfg.get("text_config")
     if text is None:
         if mt in ("qwen2_vl", "qwen2_5_vl"):  # older files keep the text fields at the top
-            text = dict(cfg)
+            text = {k: v for k, v in cfg.items() if k != "model_type"}
         else:
             raise InputError("config.json:text_config", None,
                              f"missing; a {mt} checkpoint keeps its language model there")
@@ -428,7 +428,8 @@ def _unwrap(cfg: dict) -> tuple[dict, str]:
     text["model_type"] = TEXT_MODEL_ALIASES.get(inner, inner)
     if "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:
         text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
-    return text, (f"language model of a {mt} checkpoint (text_config); the vision tower "
+    where = "text_config" if "text_config" in cfg else "its top-level text fields"
+    return text, (f"language model of a {mt} checkpoint ({where}); the vision tower "
                   "is not modelled")
 
 
