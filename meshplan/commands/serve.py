@@ -172,9 +172,16 @@ def _run(args) -> int:
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
+    if not args.plan:  # the search sizes each plan's batch itself: refuse, do not ignore
+        for flag, value in (("--max-num-seqs", args.max_num_seqs),
+                            ("--max-batched-tokens", args.max_batched_tokens)):
+            if value is not None:
+                raise InputError(flag, value, "applies to the plan given with --plan; the "
+                                 "search picks each plan's batch limits itself")
     if args.plan:
-        plans = [parse_plan(args.plan, weights, kv, args.max_num_seqs, args.max_batched_tokens,
-                            None, cluster.domain_size)]
+        seqs = 256 if args.max_num_seqs is None else args.max_num_seqs
+        tokens = 8192 if args.max_batched_tokens is None else args.max_batched_tokens
+        plans = [parse_plan(args.plan, weights, kv, seqs, tokens, None, cluster.domain_size)]
         plans[0].check(model, cluster)
     if args.export:  # refuse early, or search only the plans the engine can express
         from ..serve.export import check_expressible
@@ -290,8 +297,8 @@ def register(sub) -> None:
     k = p.add_argument_group("plans")
     k.add_argument("--plan", help="evaluate one plan: tp4x4, tp8pp2x1, tp1dp8ep8x1, or"
                    " P=tp4x2/D=tp8x1 (disaggregated)")
-    k.add_argument("--max-num-seqs", type=int, default=256, help="with --plan (default 256)")
-    k.add_argument("--max-batched-tokens", type=int, default=8192, help="with --plan (default 8192)")
+    k.add_argument("--max-num-seqs", type=int, help="with --plan (default 256)")
+    k.add_argument("--max-batched-tokens", type=int, help="with --plan (default 8192)")
     k.add_argument("--aggregated-only", action="store_true", help="skip disaggregated plans")
     k.add_argument("--min-gpus", action="store_true", help="rank by the fewest GPUs meeting the SLO")
     k.add_argument("--top", type=int, default=5)

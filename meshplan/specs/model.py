@@ -32,6 +32,14 @@ GATED_ACTS = ("silu", "gelu_tanh", "quick_gelu")
 UNGATED_ACTS = ("gelu", "relu", "relu2")
 
 
+# The largest shape meshplan takes, about 100x the deepest and widest published transformer
+# (Llama 3.1 405B: 126 layers; hidden 16,384-20,480 for PaLM 540B / MT-NLG 530B; FFN 73,728
+# for PaLM; vocabularies to ~262k; 256-384 routed experts): a shape past these is a typo,
+# and some of the model's per-layer walks are linear in the layer count.
+MODEL_SIZE_CAPS = {"layers": 2**14, "hidden": 2**21, "ffn": 2**23, "moe_expert_ffn": 2**23,
+                   "vocab": 2**25, "moe_experts": 2**16}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Transformer shape. Sizes are element counts; ``ffn`` is the dense MLP width.
@@ -132,6 +140,9 @@ class ModelSpec:
                   "nope_layers", "dsa_topk"):
             require_nonneg_int(f, getattr(self, f))
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
+        for f, cap in MODEL_SIZE_CAPS.items():
+            if getattr(self, f) > cap:
+                raise InputError(f, getattr(self, f), f"must be at most {cap:,}")
         for f in ("moe_groups", "moe_group_topk"):
             require_nonneg_int(f, getattr(self, f))
         if self.moe_groups and self.moe_experts and self.moe_experts % self.moe_groups:
