@@ -124,7 +124,11 @@ def label_fields(label: str) -> dict:
             out["recompute_layers"] = n
             key, val = "recompute", "full"
         elif t.startswith(_RC_MODULES) and len(t) > len(_RC_MODULES):
-            mods = parse_modules(t[len(_RC_MODULES):], "--plan")
+            try:
+                mods = parse_modules(t[len(_RC_MODULES):])
+            except InputError as e:  # name the label and its token, not the bare module
+                raise InputError("--plan", label, f"{t}: recompute_modules={e.value!r}: "
+                                 f"{e.allowed}") from None
             if out.get("recompute_modules", mods) != mods:
                 raise InputError("--plan", label, f"gives recompute_modules twice "
                                  f"({out['recompute_modules']} and {mods})")

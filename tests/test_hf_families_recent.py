@@ -118,7 +118,7 @@ def test_spec_checks_name_the_config_keys(tmp_path):
     # a file not called config.json is named as given
     p = tmp_path / "my_model.json"
     p.write_text(json.dumps(dict(bad, num_experts_per_tok=8, num_attention_heads=30,
-                                 head_dim=0, hidden_size=4096)))
+                                 head_dim=None, hidden_size=4096)))
     with pytest.raises(InputError) as e:
         model_from_hf_file(p)
     assert e.value.field == "my_model.json:num_attention_heads"

@@ -57,6 +57,12 @@ def _pos(cfg: dict, key: str, default: Any = ..., *alts: str) -> int:
     return v
 
 
+def _head_dim(cfg: dict) -> int:
+    """``head_dim`` where the file gives one (it must then be positive: transformers uses it
+    as written), else 0: hidden / heads (ModelSpec)."""
+    return _pos(cfg, "head_dim") if cfg.get("head_dim") is not None else 0
+
+
 def _bool(cfg: dict, key: str, default: bool) -> bool:
     """true/false; a string such as "false" is an error, not truthy."""
     v = cfg.get(key)
@@ -206,7 +212,7 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
-        head_dim=_int(cfg, "head_dim", 0),
+        head_dim=_head_dim(cfg),
         ffn=_pos(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
@@ -236,7 +242,7 @@ def _mixtral(name: str, cfg: dict) -> ModelSpec:
         hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
-        head_dim=_int(cfg, "head_dim", 0),
+        head_dim=_head_dim(cfg),
         ffn=ffn,
         vocab=_pos(cfg, "vocab_size"),
         moe_experts=_pos(cfg, "num_local_experts"),
@@ -272,7 +278,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
-        head_dim=_int(cfg, "head_dim", 0),
+        head_dim=_head_dim(cfg),
         ffn=_int(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         qk_norm=True,

@@ -8,8 +8,8 @@ counts are checked in tests/test_hf_families.py.
 
 from __future__ import annotations
 
-from .hf_config import (_alternating, _bool, _common, _family, _float, _int, _moe_layer_pattern,
-                        _pos, _str, _window)
+from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int,
+                        _moe_layer_pattern, _pos, _str, _window)
 from .model import ModelSpec
 
 
@@ -94,7 +94,7 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
     common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size"), heads=heads,
-        kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=_int(cfg, "head_dim", 0),
+        kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=_head_dim(cfg),
         ffn=_pos(cfg, "intermediate_size_mlp", 16384) if (dense or freq > 1) else 0,
         vocab=_pos(cfg, "vocab_size"), qkv_bias=_bool(cfg, "attention_bias", False),
         moe_experts=_pos(cfg, "num_local_experts"), moe_topk=_pos(cfg, "num_experts_per_tok"),

@@ -11,7 +11,8 @@ are checked in tests/test_hf_families_dense.py.
 
 from __future__ import annotations
 
-from .hf_config import _alternating, _bool, _common, _family, _float, _int, _pos, _str, _window
+from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _pos, _str,
+                        _window)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -32,7 +33,7 @@ def _shape(cfg: dict) -> dict:
     heads = _pos(cfg, "num_attention_heads")
     return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
-                head_dim=_int(cfg, "head_dim", 0), ffn=_pos(cfg, "intermediate_size"),
+                head_dim=_head_dim(cfg), ffn=_pos(cfg, "intermediate_size"),
                 vocab=_pos(cfg, "vocab_size"))
 
 

@@ -8,7 +8,7 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 
 from __future__ import annotations
 
-from .hf_config import (_alternating, _bool, _common, _family, _float, _int, _pos,
+from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
                         _qwen2_window, _window, leading_dense_layers)
 from ..errors import InputError
 from .model import ModelSpec
@@ -218,7 +218,7 @@ def _ernie_common(cfg: dict) -> dict:
     # last, vocab, is not counted)
     return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
-                head_dim=_int(cfg, "head_dim", 0), vocab=_pos(cfg, "vocab_size", 103424),
+                head_dim=_head_dim(cfg), vocab=_pos(cfg, "vocab_size", 103424),
                 linear_bias=_bool(cfg, "use_bias", False), **common)
 
 

@@ -6,7 +6,7 @@ transformers; published parameter counts are checked in tests/test_hf_families_r
 
 from __future__ import annotations
 
-from .hf_config import _bool, _common, _deepseek, _family, _float, _int, _pos, _str
+from .hf_config import _bool, _common, _deepseek, _family, _float, _head_dim, _int, _pos, _str
 from .model import ModelSpec
 
 
@@ -20,7 +20,7 @@ def _minimax_m2(name: str, cfg: dict) -> ModelSpec:
     (shared_intermediate_size 0). The checkpoint's multi-token-prediction modules (use_mtp)
     are not part of the transformers model and are not counted."""
     heads = _pos(cfg, "num_attention_heads")
-    head_dim = _int(cfg, "head_dim", 0)
+    head_dim = _head_dim(cfg)
     expert_ffn = _pos(cfg, "intermediate_size")
     qk_norm = _bool(cfg, "use_qk_norm", True)
     rotary = _int(cfg, "rotary_dim", 0)
