@@ -139,3 +139,17 @@ def test_bad_layer_types_is_one_field_error():
     cfg = dict(GEMMA2_9B, layer_types=["sliding_attention", "chunked"])
     with pytest.raises(InputError, match="layer_types"):
         model_from_hf_dict(cfg)
+
+
+def test_llama4_chunked_attention_is_named_as_not_modelled():
+    """Llama-4-Scout's config.json sets attention_chunk_size 8192; modeling_llama4.py chunks
+    the attention of its RoPE layers (no_rope_layers, by default all but every 4th: 36 of
+    48). meshplan charges them full causal attention and says so, with the count."""
+    cfg = {"model_type": "llama4", "text_config": dict(LLAMA4_SCOUT["text_config"],
+                                                       attention_chunk_size=8192)}
+    m = model_from_hf_dict(cfg)
+    assert "8192-key chunks on 36 of 48 layers" in m.description
+    given = dict(cfg["text_config"], no_rope_layers=[1, 0] * 24)
+    assert "on 24 of 48 layers" in model_from_hf_dict({"model_type": "llama4",
+                                                       "text_config": given}).description
+    assert "chunk" not in model_from_hf_dict(LLAMA4_SCOUT).description

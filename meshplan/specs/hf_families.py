@@ -92,7 +92,19 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
     dense, freq = _moe_layer_pattern(cfg, layers, _pos(cfg, "interleave_moe_layer_step", 1))
     common = _common(cfg, eps_default=1e-5)
     common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
+    chunk = _int(cfg, "attention_chunk_size", 0)
+    note = ""
+    if chunk:
+        # modeling_llama4.py: the RoPE layers (no_rope_layers[i] == 1; by default all but
+        # every 4th) attend within attention_chunk_size-key chunks, the others globally
+        nope = cfg.get("no_rope_layers")
+        chunked = (sum(1 for x in nope if x) if isinstance(nope, list) and len(nope) == layers
+                   else layers - layers // 4)
+        note = (f"chunked attention ({chunk}-key chunks on {chunked} of {layers} layers) is "
+                "not modelled: those layers are charged full causal attention, so sequences "
+                f"longer than {chunk} are predicted slower than they run")
     return ModelSpec(
+        description=note,
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size"), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=_head_dim(cfg),
         ffn=_pos(cfg, "intermediate_size_mlp", 16384) if (dense or freq > 1) else 0,
