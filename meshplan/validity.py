@@ -31,6 +31,17 @@ def _tp_rules(model: ModelSpec, workload: Workload, tp: int, cp: int, sp: bool,
                          f"({workload.seq_len // cp}) divisible by tp")
 
 
+def _position_rules(model: ModelSpec, workload: Workload) -> None:
+    """A learned position table holds max_position positions (GPT-2's n_positions, OPT's
+    max_position_embeddings): a longer sequence has no embedding to look up; training it
+    means a larger table, which is another model (and another parameter count)."""
+    if model.position == "learned" and workload.seq_len > model.max_position:
+        raise InputError("seq_len", workload.seq_len,
+                         f"at most {model.max_position:,} for {model.name}: its learned position "
+                         "table has that many rows (a longer sequence needs a larger table, "
+                         "another model)")
+
+
 def _cp_rules(workload: Workload, cp: int, num_gpus: int | None) -> None:
     if workload.seq_len % (2 * cp if cp > 1 else 1):
         raise InputError("cp", cp, f"seq_len ({workload.seq_len}) must split into 2*cp "
@@ -122,6 +133,7 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
     The plan's own consistency (schedule vs vpp, ep*etp | dp*cp*tp, ...) is checked when
     a Plan is built (plan.py); this adds what needs the model, the workload and the GPUs.
     """
+    _position_rules(model, workload)
     _tp_rules(model, workload, plan.tp, plan.cp, plan.sequence_parallel, num_gpus)
     _cp_rules(workload, plan.cp, num_gpus)
     _pp_rules(model, plan.pp, plan.vpp, plan.schedule, num_gpus)
@@ -137,6 +149,7 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
 
 def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) -> None:
     """The rules a partial plan (pinned knobs) already breaks, whatever the rest becomes."""
+    _position_rules(model, workload)
     g = {k: field_value(k, v) for k, v in pins.items()}  # each value on its own first
     if "schedule" in g or "vpp" in g:  # the pipeline knobs pinned together (Plan's rules:
         # V schedules and virtual stages need pp > 1, each schedule its chunk count)
