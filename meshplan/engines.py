@@ -151,7 +151,8 @@ def model_features_unbuilt(model) -> str:
     window attention, GeGLU or quick-GELU gates, clamped gated-MLP inputs, attention sinks,
     post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
     layers, an embedding norm, non-parametric LayerNorm, norms after the blocks, ReLU /
-    squared-ReLU MLPs, DeepSeek Sparse Attention ('' when the model has none)."""
+    squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse Attention ('' when
+    the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -183,6 +184,8 @@ def model_features_unbuilt(model) -> str:
         out.append("norms after attention/MLP instead of before (OLMo 2 block)")
     if model.ungated_act != "gelu":
         out.append(f"{model.ungated_act} MLP activation")
+    if model.activation_multipliers:
+        out.append("embedding / residual / attention / logits multipliers (Granite)")
     if model.dsa_topk:
         out.append(f"DeepSeek Sparse Attention (an indexer selecting {model.dsa_topk} keys "
                    "per query)")

@@ -257,3 +257,17 @@ def test_new_families_registered_and_existing_unchanged():
                                 "vocab_size": 128256})
     assert llama.total_params() == 8_030_261_248  # Llama 3.1 8B, unchanged
     assert not (llama.parallel_block or llama.qk_norm_full or llama.moe_shared_gate)
+
+
+def test_granite_multipliers_are_refused_by_the_exports_they_would_be_lost_in():
+    """Granite 3.0 8B's config sets embedding_multiplier 12 and logits_scaling 16 (defaults
+    1.0: a plain Llama). They hold no weights, so the count is a Llama's, but Megatron-LM,
+    torchtitan and meshplan's runtime build none of them: the exports name them instead of
+    writing a job that trains other numerics. Without them the model is a plain Llama."""
+    from meshplan.engines import model_features_unbuilt
+    m = model_from_hf_dict(GRANITE_8B)
+    plain = model_from_hf_dict({k: v for k, v in GRANITE_8B.items()
+                                if k not in ("embedding_multiplier", "logits_scaling")})
+    assert m.total_params() == plain.total_params()
+    assert "multipliers (Granite)" in model_features_unbuilt(m)
+    assert model_features_unbuilt(plain) == ""

@@ -69,8 +69,14 @@ def _olmoe(name: str, cfg: dict) -> ModelSpec:
     )
 
 
+# configuration_granite.py / _granitemoe.py defaults: 1.0 each (a plain Llama)
+GRANITE_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention_multiplier",
+                       "logits_scaling")
+
+
 def _granite_attention(cfg: dict) -> dict:
     heads = _pos(cfg, "num_attention_heads")
+    multipliers = any(_float(cfg, k, 1.0) != 1.0 for k in GRANITE_MULTIPLIERS)
     attn_bias = _bool(cfg, "attention_bias", False)
     if _bool(cfg, "mlp_bias", False) and not attn_bias:
         raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
@@ -79,7 +85,7 @@ def _granite_attention(cfg: dict) -> dict:
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 vocab=_pos(cfg, "vocab_size", 32000),
                 linear_bias=attn_bias and _bool(cfg, "mlp_bias", False),
-                qkv_bias=attn_bias)
+                qkv_bias=attn_bias, activation_multipliers=multipliers)
 
 
 @_family("granite")

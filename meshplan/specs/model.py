@@ -127,6 +127,10 @@ class ModelSpec:
     # query (0 = dense attention). Not priced: the cost model charges dense attention and the
     # model's description says so; the exports refuse it (engines.model_features_unbuilt)
     dsa_topk: int = 0
+    # Granite's scalar multipliers on the embedding, the residual branches, the attention
+    # scores and the logits (configuration_granite.py; no weights, no FLOPs to speak of):
+    # priced as without them; the exports and the runtime refuse them (model_features_unbuilt)
+    activation_multipliers: bool = False
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -160,7 +164,8 @@ class ModelSpec:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
-                  "moe_shared_gate", "embedding_norm", "norms_after_blocks"):
+                  "moe_shared_gate", "embedding_norm", "norms_after_blocks",
+                  "activation_multipliers"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
