@@ -228,7 +228,7 @@ def _run(args) -> int:
                         "tokens_per_s_per_user": c.result.tokens_per_s_per_user(),
                         "output_tokens_per_s_per_gpu": c.result.output_tokens_per_s_per_gpu()}
                        for c in res.front],
-            "why": explain(model, cluster, traffic, res), "exported": [str(p) for p in exported],
+            "why": explain(model, cluster, traffic, res, args.min_gpus), "exported": [str(p) for p in exported],
         }), indent=2, allow_nan=False))
         return 0
     print(f"serving {model.name} on {cluster.describe()}")
@@ -238,7 +238,7 @@ def _run(args) -> int:
     print("\nbest plans" + (" (fewest GPUs meeting the SLO first)" if args.min_gpus else ""))
     _print_table(top, slo)
     print("\nwhy #1 wins")
-    for line in explain(model, cluster, traffic, res):
+    for line in explain(model, cluster, traffic, res, args.min_gpus):
         print("  " + line)
     if any(c.goodput_rps is not None for c in top):
         print("\ngoodput (DistServe: highest Poisson rate with 90% of requests within the SLOs)")

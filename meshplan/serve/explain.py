@@ -7,7 +7,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel
 from .memory import weight_bytes_per_gpu
-from .search import Candidate, SearchResult
+from .search import Candidate, SearchResult, headroom
 from .simulate import percentile
 from .traffic import Traffic
 
@@ -32,7 +32,40 @@ def _lat(c: Candidate, q: float) -> str:
             f" tok/s/GPU")
 
 
-def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchResult) -> list[str]:
+def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool = False) -> str:
+    """The rule that put ``w`` ahead of ``nxt``, in the order the ranking applies them
+    (search.search's order, then the goodput re-rank of commands/serve.py)."""
+    slo = res.slo
+    if w.meets(slo) != nxt.meets(slo):
+        return f"ranked first: it meets {slo.describe()} and #2 does not"
+    if min_gpus and w.plan.gpus != nxt.plan.gpus:
+        return f"ranked first: the fewest GPUs meeting the SLO ({w.plan.gpus} against {nxt.plan.gpus})"
+    tie = ""
+    if (not min_gpus and w.goodput_rps is not None and nxt.goodput_rps is not None
+            and (slo.ttft_s or slo.tpot_s)):
+        gw, gn = w.goodput_rps / w.plan.gpus, nxt.goodput_rps / nxt.plan.gpus
+        if abs(gw - gn) <= 1e-3 * max(gw, gn):  # the stable sort keeps the order below
+            tie = f"goodput per GPU ties with #2 ({gw:.3f} req/s); "
+    if not tie and (not min_gpus and w.goodput_rps is not None and nxt.goodput_rps is not None
+                    and (slo.ttft_s or slo.tpot_s)):
+        later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"
+                 " sooner" if headroom(nxt, slo) < headroom(w, slo) else "")
+        return (f"ranked first by goodput per GPU (DistServe: the highest request rate served"
+                f" with 90% of requests inside the SLO): {w.goodput_rps / w.plan.gpus:.3f}"
+                f" req/s per GPU against {nxt.goodput_rps / nxt.plan.gpus:.3f} for #2{later}")
+    if w.plan.gpus != nxt.plan.gpus:
+        return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
+                " search's preference when both meet the SLO")
+    q = slo.percentile
+    if slo.ttft_s is None and slo.tpot_s is None:
+        return (f"{tie}ranked first by the lowest TPOT p{q:g} ({percentile(w.result.tpot_s, q) * 1e3:.1f}"
+                f" ms against {percentile(nxt.result.tpot_s, q) * 1e3:.1f} ms for #2; no SLO given)")
+    return (f"{tie}ranked first: furthest inside the SLO (its worst p{q:g} latency at"
+            f" {headroom(w, slo):.0%} of the target against {headroom(nxt, slo):.0%} for #2)")
+
+
+def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchResult,
+            min_gpus: bool = False) -> list[str]:
     if not res.ranked:
         return ["no plan could be simulated: " + "; ".join(sorted({c.error for c in res.infeasible}))[:300]]
     w = res.ranked[0]
@@ -40,6 +73,8 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
     plan, pool = w.plan, w.plan.decode
     out = [f"#1 {plan.describe()}: {_lat(w, q)}"
            + ("" if w.meets(res.slo) else f" (misses {res.slo.describe()})")]
+    if len(res.ranked) > 1:
+        out.append(_why_first(w, res.ranked[1], res, min_gpus))
     sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
     b = decode_batch(w)
     ctx = traffic.mean_input + traffic.mean_output / 2

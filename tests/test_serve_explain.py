@@ -1,0 +1,52 @@
+"""'why #1 wins' in `meshplan serve` names the rule that ranked #1 ahead of #2, in the order
+the ranking applies them: meeting the SLO, then (with a rate and targets) goodput per GPU,
+then the GPU count, then the headroom inside the SLO (serve/search.py, commands/serve.py).
+Candidates are stand-ins carrying only what the rules read."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from meshplan.serve.explain import _why_first
+from meshplan.serve.search import SLO
+
+
+def cand(ttft_ms, tpot_ms, gpus=8, goodput=None, ok=True):
+    result = SimpleNamespace(ttft_s=[ttft_ms / 1e3] * 10, tpot_s=[tpot_ms / 1e3] * 10)
+    return SimpleNamespace(result=result, plan=SimpleNamespace(gpus=gpus),
+                           goodput_rps=goodput, meets=lambda slo, ok=ok: ok)
+
+
+def why(a, b, slo):
+    return _why_first(a, b, SimpleNamespace(slo=slo))
+
+
+def test_goodput_decides_and_says_when_two_reads_better_at_the_offered_rate():
+    slo = SLO(ttft_s=2.0, tpot_s=0.05)
+    line = why(cand(34, 2.4, goodput=56.25), cand(22, 2.2, goodput=50.25), slo)
+    assert "goodput per GPU" in line and "7.031" in line and "6.281" in line
+    assert "#2 runs further inside the SLO" in line
+    assert "further inside" not in why(cand(20, 2.0, goodput=56.0), cand(22, 2.2, goodput=50.0),
+                                       slo)
+
+
+def test_slo_first_then_gpus_then_headroom():
+    slo = SLO(tpot_s=0.05)
+    assert "#2 does not" in why(cand(30, 40), cand(10, 60, ok=False), slo)
+    assert "8 GPUs against 16" in why(cand(30, 40, gpus=8), cand(10, 30, gpus=16), slo)
+    line = why(cand(30, 25), cand(30, 40), slo)
+    assert "50% of the target against 80%" in line
+    assert "lowest TPOT p90 (2.0 ms against 3.0 ms" in why(cand(9, 2.0), cand(9, 3.0), SLO())
+
+
+def test_fewest_gpus_decides_under_min_gpus():
+    slo = SLO(tpot_s=0.05)
+    a, b = cand(30, 40, gpus=4, goodput=10.0), cand(20, 30, gpus=8, goodput=30.0)
+    assert "fewest GPUs meeting the SLO (4 against 8)" in _why_first(
+        a, b, SimpleNamespace(slo=slo), min_gpus=True)
+
+
+def test_a_goodput_tie_falls_through_to_the_headroom():
+    slo = SLO(tpot_s=0.05)
+    line = why(cand(30, 25, goodput=6.84), cand(30, 40, goodput=6.84), slo)
+    assert line.startswith("goodput per GPU ties with #2 (0.855 req/s); ranked first: furthest")
