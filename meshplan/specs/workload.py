@@ -62,6 +62,9 @@ def normalise_fp8_recipe(name: str) -> str:
     return n
 
 
+MAX_TOKENS_PER_STEP = 2**36
+
+
 @dataclass(frozen=True)
 class Workload:
     seq_len: int
@@ -97,6 +100,12 @@ class Workload:
             object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
         if self.seq_len > 2**24:
             raise InputError("seq_len", self.seq_len, "must be at most 16,777,216 tokens")
+        # ~1,000x the largest published batches (Llama 3 405B: 16M tokens; DeepSeek-V3:
+        # 15,360 x 4,096 = 63M tokens per step): a larger step is a typo
+        if self.seq_len * self.global_batch > MAX_TOKENS_PER_STEP:
+            raise InputError("global_batch", self.global_batch,
+                             f"seq_len x global_batch must be at most {MAX_TOKENS_PER_STEP:,} "
+                             f"tokens per step (seq_len {self.seq_len:,})")
         object.__setattr__(self, "precision",
                            require_choice("precision", self.precision, WORKLOAD_PRECISIONS))
         object.__setattr__(self, "optimizer",
