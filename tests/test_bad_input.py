@@ -258,7 +258,10 @@ CASES = [
      "--out='/proc/x': cannot write there"),
     # ---- HuggingFace config.json -------------------------------------------------------------
     ("hf-not-json", {"c/config.json": "{"}, ["plan", "--model", "{d}/c", *W], "not valid JSON"),
-    ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W], "JSON object"),
+    ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W],
+     "must be a JSON object {...}, not an array"),
+    ("hf-null", {"c/config.json": "null"}, ["plan", "--model", "{d}/c", *W],
+     "must be a JSON object {...}, not null"),
     ("hf-unknown-family", {"c/config.json": '{"model_type": "bert"}'},
      ["plan", "--model", "{d}/c", *W], "model_type='bert'"),
     ("hf-linear-attention", {"c/config.json": '{"model_type": "qwen3_next"}'},

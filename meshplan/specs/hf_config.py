@@ -33,6 +33,19 @@ def _family(*names: str):
     return register
 
 
+_JSON_KINDS = {type(None): "null", bool: "true/false", int: "a number", float: "a number",
+               str: "a string", list: "an array", dict: "an object"}
+
+
+def require_object(field: str, v: object) -> dict:
+    """``v`` when it is a JSON object, else an InputError naming what the file holds."""
+    if not isinstance(v, dict):
+        raise InputError(field, v if v is None or isinstance(v, (bool, int, float)) else
+                         type(v).__name__, f"must be a JSON object {{...}}, not "
+                         f"{_JSON_KINDS.get(type(v), type(v).__name__)}")
+    return v
+
+
 def _get(cfg: dict, key: str, default: Any = ..., *alts: str) -> Any:
     for k in (key, *alts):
         if k in cfg and cfg[k] is not None:
@@ -427,8 +440,7 @@ def _unwrap(cfg: dict) -> tuple[dict, str]:
         else:
             raise InputError("config.json:text_config", None,
                              f"missing; a {mt} checkpoint keeps its language model there")
-    if not isinstance(text, dict):
-        raise InputError("config.json:text_config", type(text).__name__, "must be a JSON object")
+    require_object("config.json:text_config", text)
     text = dict(text)
     inner = text.get("model_type") or TEXT_CONFIG_WRAPPERS[mt]
     text["model_type"] = TEXT_MODEL_ALIASES.get(inner, inner)
@@ -440,8 +452,7 @@ def _unwrap(cfg: dict) -> tuple[dict, str]:
 
 
 def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
-    if not isinstance(cfg, dict):
-        raise InputError("config.json", type(cfg).__name__, "must be a JSON object")
+    require_object("config.json", cfg)
     mt = cfg.get("model_type")
     note = ""
     if mt in TEXT_CONFIG_WRAPPERS:

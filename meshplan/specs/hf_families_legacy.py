@@ -11,7 +11,7 @@ tests/test_hf_families_legacy.py.
 
 from __future__ import annotations
 
-from .hf_config import _bool, _common, _family, _float, _pos, _str
+from .hf_config import _bool, _common, _family, _float, _pos, _str, require_object
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -149,8 +149,7 @@ def _mpt(name: str, cfg: dict) -> ModelSpec:
     over the whole q (d_model) and k (kv width) projections. Output layer tied."""
     attn, ffn_cfg = cfg.get("attn_config") or {}, cfg.get("ffn_config") or {}
     for key, sub in (("attn_config", attn), ("ffn_config", ffn_cfg)):
-        if not isinstance(sub, dict):
-            raise InputError(f"config.json:{key}", type(sub).__name__, "must be a JSON object")
+        require_object(f"config.json:{key}", sub)
     ffn_type = ffn_cfg.get("ffn_type", "mptmlp")
     if ffn_type != "mptmlp":
         raise InputError("config.json:ffn_config.ffn_type", ffn_type, "only mptmlp (a GELU "

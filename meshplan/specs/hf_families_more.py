@@ -9,7 +9,7 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
-                        _qwen2_window, _window, leading_dense_layers)
+                        _qwen2_window, _window, leading_dense_layers, require_object)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -172,8 +172,7 @@ def _dbrx(name: str, cfg: dict) -> ModelSpec:
     ffn_hidden_size; never tied. Shape fields sit in attn_config and ffn_config."""
     attn, ffn = cfg.get("attn_config") or {}, cfg.get("ffn_config") or {}
     for key, sub in (("attn_config", attn), ("ffn_config", ffn)):
-        if not isinstance(sub, dict):
-            raise InputError(f"config.json:{key}", type(sub).__name__, "must be a JSON object")
+        require_object(f"config.json:{key}", sub)
     act = (ffn.get("ffn_act_fn") or {"name": "silu"})
     if not isinstance(act, dict) or act.get("name", "silu") != "silu":
         raise InputError("config.json:ffn_config.ffn_act_fn", act, "only silu (GLU) experts "
