@@ -66,7 +66,10 @@ def scenario_line(sc: Scenario) -> str:
     m, w = sc.model, sc.workload
     kind = (f"MoE {m.moe_experts} experts top-{m.moe_topk}, " if m.is_moe else "dense, ")
     if m.sliding_window:
-        kind += f"{m.sliding_layers} of {m.layers} layers with a {m.sliding_window}-key window, "
+        wide = " (no narrower than the sequence: full attention here)" \
+            if m.sliding_window >= w.seq_len else ""
+        kind += (f"{m.sliding_layers} of {m.layers} layers with a {m.sliding_window}-key "
+                 f"window{wide}, ")
     line = (f"{m.name} ({kind}{m.total_params() / 1e9:.1f}B params) on {sc.cluster.describe()}; "
             f"seq {w.seq_len}, global batch {w.global_batch} sequences "
             f"({w.tokens_per_step / 1e6:.2f}M tokens), {w.precision}")

@@ -89,3 +89,18 @@ def test_runtime_refuses_a_windowed_model():
     from meshplan.runtime.model import check_buildable
     with pytest.raises(InputError, match="sliding-window"):
         check_buildable(preset("gpt-oss-20b"))
+
+
+def test_a_window_no_narrower_than_the_sequence_is_called_full_attention():
+    """Phi-3.5-MoE's config sets sliding_window 131072 on every layer: at seq 8192 the window
+    holds the whole sequence, and causal_keys prices full attention; the header says so."""
+    from meshplan.report import scenario_line
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.specs.workload import Workload
+    m = BASE.with_(sliding_window=131072, sliding_layers=BASE.layers)
+    assert m.causal_keys(8192) == BASE.causal_keys(8192)
+    line = scenario_line(Scenario(m, make_cluster("8xH100-SXM-80GB"), Workload(8192, 64), None))
+    assert "131072-key window (no narrower than the sequence: full attention here)" in line
+    narrow = scenario_line(Scenario(m, make_cluster("8xH100-SXM-80GB"), Workload(262144, 8),
+                                    None))
+    assert "131072-key window," in narrow
