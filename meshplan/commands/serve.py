@@ -20,6 +20,9 @@ _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
 # simulation (10,000 requests on 76 plans: 3 min on one core, 2026-11-27), so 10**8 would
 # never return; 100,000 puts ~1,000 requests beyond the p99.
 MAX_REQUESTS = 100_000
+# --plan's batching limits when the flags are not given (the values the vLLM launch line of
+# docs/serving.md writes)
+PLAN_MAX_NUM_SEQS, PLAN_MAX_BATCHED_TOKENS = 256, 8192
 
 
 def parse_duration(field: str, text: str) -> float:
@@ -179,8 +182,8 @@ def _run(args) -> int:
                 raise InputError(flag, value, "applies to the plan given with --plan; the "
                                  "search picks each plan's batch limits itself")
     if args.plan:
-        seqs = 256 if args.max_num_seqs is None else args.max_num_seqs
-        tokens = 8192 if args.max_batched_tokens is None else args.max_batched_tokens
+        seqs = PLAN_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs
+        tokens = PLAN_MAX_BATCHED_TOKENS if args.max_batched_tokens is None else args.max_batched_tokens
         plans = [parse_plan(args.plan, weights, kv, seqs, tokens, None, cluster.domain_size)]
         plans[0].check(model, cluster)
     if args.export:  # refuse early, or search only the plans the engine can express
@@ -297,8 +300,10 @@ def register(sub) -> None:
     k = p.add_argument_group("plans")
     k.add_argument("--plan", help="evaluate one plan: tp4x4, tp8pp2x1, tp1dp8ep8x1, or"
                    " P=tp4x2/D=tp8x1 (disaggregated)")
-    k.add_argument("--max-num-seqs", type=int, help="with --plan (default 256)")
-    k.add_argument("--max-batched-tokens", type=int, help="with --plan (default 8192)")
+    k.add_argument("--max-num-seqs", type=int,
+                   help=f"with --plan (default {PLAN_MAX_NUM_SEQS})")
+    k.add_argument("--max-batched-tokens", type=int,
+                   help=f"with --plan (default {PLAN_MAX_BATCHED_TOKENS})")
     k.add_argument("--aggregated-only", action="store_true", help="skip disaggregated plans")
     k.add_argument("--min-gpus", action="store_true", help="rank by the fewest GPUs meeting the SLO")
     k.add_argument("--top", type=int, default=5)

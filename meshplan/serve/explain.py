@@ -42,17 +42,16 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
         return f"ranked first: the fewest GPUs meeting the SLO ({w.plan.gpus} against {nxt.plan.gpus})"
     tie = ""
     if (not min_gpus and w.goodput_rps is not None and nxt.goodput_rps is not None
-            and (slo.ttft_s or slo.tpot_s)):
+            and (slo.ttft_s or slo.tpot_s)):  # commands/serve.py re-ranks by goodput then
         gw, gn = w.goodput_rps / w.plan.gpus, nxt.goodput_rps / nxt.plan.gpus
         if abs(gw - gn) <= 1e-3 * max(gw, gn):  # the stable sort keeps the order below
             tie = f"goodput per GPU ties with #2 ({gw:.3f} req/s); "
-    if not tie and (not min_gpus and w.goodput_rps is not None and nxt.goodput_rps is not None
-                    and (slo.ttft_s or slo.tpot_s)):
-        later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"
-                 " sooner" if headroom(nxt, slo) < headroom(w, slo) else "")
-        return (f"ranked first by goodput per GPU (DistServe: the highest request rate served"
-                f" with 90% of requests inside the SLO): {w.goodput_rps / w.plan.gpus:.3f}"
-                f" req/s per GPU against {nxt.goodput_rps / nxt.plan.gpus:.3f} for #2{later}")
+        else:
+            later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"
+                     " sooner" if headroom(nxt, slo) < headroom(w, slo) else "")
+            return (f"ranked first by goodput per GPU (DistServe: the highest request rate"
+                    f" served with 90% of requests inside the SLO): {gw:.3f} req/s per GPU"
+                    f" against {gn:.3f} for #2{later}")
     if w.plan.gpus != nxt.plan.gpus:
         return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
                 " search's preference when both meet the SLO")
