@@ -172,6 +172,13 @@ def _run(args) -> int:
         from ..serve.export import check_out
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
     traffic = _traffic(args)
+    if model.position == "learned":  # validity._position_rules, for requests
+        longest = max(r.input_len + r.output_len for r in traffic.requests)
+        if longest > model.max_position:
+            raise InputError("--input-len", args.input_len or args.trace,
+                             f"a request of {longest:,} tokens (prompt + output): at most "
+                             f"{model.max_position:,} for {model.name}, whose learned position "
+                             "table has that many rows")
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
