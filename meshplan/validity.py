@@ -31,15 +31,21 @@ def _tp_rules(model: ModelSpec, workload: Workload, tp: int, cp: int, sp: bool,
                          f"({workload.seq_len // cp}) divisible by tp")
 
 
-def _position_rules(model: ModelSpec, workload: Workload) -> None:
+def check_positions(model: ModelSpec, tokens: int, field: str, value: object,
+                    what: str = "") -> None:
     """A learned position table holds max_position positions (GPT-2's n_positions, OPT's
-    max_position_embeddings): a longer sequence has no embedding to look up; training it
-    means a larger table, which is another model (and another parameter count)."""
-    if model.position == "learned" and workload.seq_len > model.max_position:
-        raise InputError("seq_len", workload.seq_len,
-                         f"at most {model.max_position:,} for {model.name}: its learned position "
-                         "table has that many rows (a longer sequence needs a larger table, "
-                         "another model)")
+    max_position_embeddings): a longer sequence has no embedding to look up; running it
+    means a larger table, which is another model (and another parameter count). Training
+    checks its sequence here, ``meshplan serve`` its longest request."""
+    if model.position == "learned" and tokens > model.max_position:
+        raise InputError(field, value,
+                         f"{what}at most {model.max_position:,} for {model.name}: its learned "
+                         "position table has that many rows (a longer sequence needs a larger "
+                         "table, another model)")
+
+
+def _position_rules(model: ModelSpec, workload: Workload) -> None:
+    check_positions(model, workload.seq_len, "seq_len", workload.seq_len)
 
 
 def _cp_rules(workload: Workload, cp: int, num_gpus: int | None) -> None:

@@ -14,6 +14,7 @@ from ..serve.simulate import percentile
 from ..serve.spec import Pool, ServePlan
 from ..serve.traffic import load_trace, parse_lengths, synthetic
 from ..specs.catalog.presets import load_model
+from ..validity import check_positions
 
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
 # The most requests `serve` simulates: each runs through every candidate plan's event
@@ -172,13 +173,9 @@ def _run(args) -> int:
         from ..serve.export import check_out
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
     traffic = _traffic(args)
-    if model.position == "learned":  # validity._position_rules, for requests
-        longest = max(r.input_len + r.output_len for r in traffic.requests)
-        if longest > model.max_position:
-            raise InputError("--input-len", args.input_len or args.trace,
-                             f"a request of {longest:,} tokens (prompt + output): at most "
-                             f"{model.max_position:,} for {model.name}, whose learned position "
-                             "table has that many rows")
+    longest = max(r.input_len + r.output_len for r in traffic.requests)
+    check_positions(model, longest, "--input-len", args.input_len or args.trace,
+                    f"a request of {longest:,} tokens (prompt + output): ")
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
