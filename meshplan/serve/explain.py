@@ -44,7 +44,7 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
     if (not min_gpus and w.goodput_rps is not None and nxt.goodput_rps is not None
             and (slo.ttft_s or slo.tpot_s)):  # commands/serve.py re-ranks by goodput then
         gw, gn = w.goodput_rps / w.plan.gpus, nxt.goodput_rps / nxt.plan.gpus
-        if abs(gw - gn) <= 1e-3 * max(gw, gn):  # the stable sort keeps the order below
+        if gw == gn:  # the re-rank's stable sort compares these values: the order below stays
             tie = f"goodput per GPU ties with #2 ({gw:.3f} req/s); "
         else:
             later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"

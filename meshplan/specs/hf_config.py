@@ -34,7 +34,7 @@ def _family(*names: str):
 
 
 _JSON_KINDS = {type(None): "null", bool: "true/false", int: "a number", float: "a number",
-               str: "a string", list: "an array", dict: "an object"}
+               str: "a string", list: "an array"}
 
 
 def require_object(field: str, v: object) -> dict:
