@@ -149,6 +149,53 @@ def test_preemption_when_cache_runs_out():
     assert all(math.isfinite(x) and x > 0 for x in r.tpot_s)
 
 
+def _two_ways(model, cluster, plan, traffic, **kw):
+    fast = simulate(model, cluster, plan, traffic, **kw)
+    ref = simulate(model, cluster, plan, traffic, decode_group=False, **kw)
+    return fast, ref
+
+
+_VARIED = dict(input_len=Lengths(100, 3000), output_len=Lengths(1, 700))
+
+
+@pytest.mark.parametrize("case", ["poisson", "preempting", "closed-prefix", "disaggregated",
+                                  "trtllm", "pipeline", "few-seqs", "small-budget"])
+def test_decode_group_is_the_per_request_loop(case):
+    """The decode group (decoding requests stepped as a whole) gives, to the last bit, the
+    per-request loop's times, block use and event order: every request's TTFT and finish,
+    the preemptions, iterations and KV-use samples."""
+    model, cluster, kw = L8, H100, {}
+    tr = synthetic(500, rate_per_s=12, seed=5, **_VARIED)
+    if case == "poisson":
+        plan = agg()
+    elif case == "preempting":
+        plan = agg(gpu_mem_util=0.25)
+        tr = synthetic(120, Lengths(500, 1500), Lengths(300, 900), rate_per_s=math.inf, seed=6)
+    elif case == "closed-prefix":
+        plan = agg(tp=2, replicas=2)
+        tr = synthetic(400, concurrency=24, prefix_share=0.3, seed=7, **_VARIED)
+    elif case == "disaggregated":
+        cluster = make_cluster("16xH100-SXM-80GB")
+        plan = ServePlan((Pool(replicas=2, role="prefill"), Pool(tp=2, role="decode")),
+                         kv_tier="scale-out")
+    elif case == "trtllm":
+        plan = ServePlan((Pool(max_num_seqs=64),), scheduler="trtllm")
+    elif case == "pipeline":
+        model, plan = L70, agg(tp=4, pp=2)
+        tr = synthetic(300, rate_per_s=3, seed=8, **_VARIED)
+    elif case == "few-seqs":
+        plan = agg(max_num_seqs=8)
+    else:
+        plan = agg(max_num_seqs=32, max_batched_tokens=40)
+        tr = synthetic(300, Lengths(10, 40), Lengths(20, 300), rate_per_s=math.inf, seed=9)
+    fast, ref = _two_ways(model, cluster, plan, tr, **kw)
+    for name in ("first_token_s", "finish_s", "makespan_s", "preemptions", "iterations",
+                 "kv_use", "mean_in_system", "busy_share", "mean_batch"):
+        assert getattr(fast, name) == getattr(ref, name), name
+    if case == "preempting":
+        assert ref.preemptions > 0
+
+
 def test_offline_throughput_pinned_trtllm_8b():
     """TensorRT-LLM perf overview (docs/source/performance/perf-overview.md, FP8 tables):
     Llama 3.1 8B FP8 on one H100, ISL/OSL 128/128: 28,312 output tokens/s. +-20%."""

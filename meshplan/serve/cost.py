@@ -214,8 +214,17 @@ class StepModel:
         The ``*_window`` arguments are the same sums with each request's context capped at
         the sliding window (sum of min(c, w), ``window_pairs``, sum of min(a, w)); they
         price the model's sliding-window layers and default to the uncapped sums."""
+        return StepCost(*self._parts(tokens, seqs, decode_ctx_tokens, prefill_pairs,
+                                     prefill_ctx_tokens, logits, decode_ctx_window_tokens,
+                                     prefill_pairs_window, prefill_ctx_window_tokens))
+
+    def _parts(self, tokens: int, seqs: int, decode_ctx_tokens: float,
+               prefill_pairs: float, prefill_ctx_tokens: float, logits: int | None,
+               decode_ctx_window_tokens: float | None, prefill_pairs_window: float | None,
+               prefill_ctx_window_tokens: float | None) -> tuple:
+        """``step``'s parts in StepCost's field order."""
         if tokens <= 0:
-            return StepCost(0, 0, 0, 0, 0, 0, 0)
+            return 0, 0, 0, 0, 0, 0, 0
         logits = seqs if logits is None else logits
         gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(int(tokens), int(logits))
         if not self.window_layers:
@@ -230,7 +239,7 @@ class StepModel:
                                                           prefill_pairs, prefill_ctx_tokens)
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
-        return StepCost(gemm, attn, elem, tp_comm, ep_comm, pp_comm, host)
+        return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
 
     def _layer_attn_s(self, tokens: int, decode_ctx_tokens: float, prefill_pairs: float,
                       prefill_ctx_tokens: float) -> float:
@@ -248,9 +257,12 @@ class StepModel:
                logits: int | None = None, decode_ctx_window_tokens: float | None = None,
                prefill_pairs_window: float | None = None,
                prefill_ctx_window_tokens: float | None = None) -> float:
-        return self.step(tokens, seqs, decode_ctx_tokens, prefill_pairs, prefill_ctx_tokens,
-                         logits, decode_ctx_window_tokens, prefill_pairs_window,
-                         prefill_ctx_window_tokens).total_s
+        """``step(...).total_s`` without building the StepCost (the simulator's per-iteration
+        call); the parts are added in StepCost.total_s's order."""
+        gemm, attn, elem, tp, ep, pp, host = self._parts(
+            tokens, seqs, decode_ctx_tokens, prefill_pairs, prefill_ctx_tokens, logits,
+            decode_ctx_window_tokens, prefill_pairs_window, prefill_ctx_window_tokens)
+        return gemm + attn + elem + tp + ep + pp + host
 
     def decode_step(self, batch: int, context: int) -> StepCost:
         """A pure decode iteration: ``batch`` requests each with ``context`` cached tokens."""

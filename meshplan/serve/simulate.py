@@ -55,7 +55,7 @@ class _Req:
 
 class _Engine:
     def __init__(self, idx: int, pool: Pool, step: StepModel, kv_tokens: int, block: int,
-                 role: str, max_seqs: int, reserve: bool = False):
+                 role: str, max_seqs: int, reserve: bool = False, decode_group: bool = True):
         self.idx, self.pool, self.step, self.role = idx, pool, step, role
         self.block = block
         self.capacity_blocks = kv_tokens // block
@@ -92,6 +92,16 @@ class _Engine:
         self.area = 0.0  # time-integral of requests in this engine (waiting + running)
         self.last_t = 0.0
         self.admit_seq = 0
+        # the decode group (see _absorb): its size, the iterations it has run, its members'
+        # stored kv summed and counted by kv mod block, and who finishes at which step
+        self.use_group = decode_group and not self.window
+        self.group = 0
+        self.batch_group = 0  # group members in the iteration in flight
+        self.steps = 0
+        self.kv_sum = 0
+        self.residues = [0] * block
+        self.finishing: dict[int, list[tuple[int, _Req]]] = {}
+        self.member_seq = 0
 
     def load(self) -> int:
         return len(self.waiting) + len(self.running)
@@ -138,28 +148,52 @@ class _Engine:
         return v
 
     def schedule(self) -> list[tuple[_Req, int]]:
+        """The next iteration's batch: (request, tokens) pairs after the group's ``self.
+        batch_group`` requests, which decode one token each (see _group_schedule)."""
+        self.batch_group = 0
+        if self.use_group:
+            self._absorb()
+            if self.group:
+                batch = self._group_schedule()
+                if batch is not None:
+                    return batch
+                self._dissolve()
+        return self._plain_schedule()
+
+    def _plain_schedule(self) -> list[tuple[_Req, int]]:
         budget = self.max_tokens
         batch: list[tuple[_Req, int]] = []
-        i = 0
+        running = self.running
+        block, w = self.block, self.window
+        full, win = self.full_layers, self.window_layers
+        clamp = not w or self.reserve  # (windowed: a negative need frees the blocks that
+        i = 0                          # slid out of the window, as vLLM does before allocating)
         preempted = self.preemptions
-        while i < len(self.running) and budget > 0:
-            r = self.running[i]
-            n = min(r.todo, budget) if r.todo > 0 else 1
-            need = self._demand(r.kv, r.kv + n) - r.blocks
-            if not self.window or self.reserve:
-                need = max(0, need)  # (windowed: a negative need frees the blocks that
-            preempted_self = False   # slid out of the window, as vLLM does before allocating)
-            while need > self.free:
-                if self._preempt_last() is r:
-                    preempted_self = True
-                    break
-            if preempted_self:
-                if not batch and not self.running:  # alone, with the whole cache, it does not
-                    # fit: recomputing it would fill the cache the same way again, forever
-                    raise InputError("kv cache", self.capacity_tokens,
-                                     f"a request of {r.inp} prompt + {r.out} output tokens "
-                                     "does not fit the replica's KV cache")
-                break  # r was the last running request; nothing after it
+        while i < len(running) and budget > 0:
+            r = running[i]
+            todo, kv = r.todo, r.kv
+            n = (todo if todo < budget else budget) if todo > 0 else 1
+            # self._demand(kv, kv + n) - r.blocks, written out (the simulator's inner loop)
+            held = -(-(kv + n) // block)
+            if w:
+                skipped = (kv - w + 1) // block if kv - w + 1 > 0 else 0
+                held = full * held + win * (held - (skipped if skipped < held else held))
+            need = held - r.blocks
+            if clamp and need < 0:
+                need = 0
+            if need > self.free:
+                preempted_self = False
+                while need > self.free:
+                    if self._preempt_last() is r:
+                        preempted_self = True
+                        break
+                if preempted_self:
+                    if not batch and not running:  # alone, with the whole cache, it does
+                        # not fit: recomputing it would fill the cache the same way again
+                        raise InputError("kv cache", self.capacity_tokens,
+                                         f"a request of {r.inp} prompt + {r.out} output "
+                                         "tokens does not fit the replica's KV cache")
+                    break  # r was the last running request; nothing after it
             self.free -= need
             r.blocks += need
             batch.append((r, n))
@@ -167,6 +201,10 @@ class _Engine:
             i += 1
         if self.preemptions > preempted and batch:  # vLLM V1: no admissions in a step that
             return batch                             # preempted (unless nothing else runs)
+        self._admit_waiting(budget, batch)
+        return batch
+
+    def _admit_waiting(self, budget: int, batch: list[tuple[_Req, int]]) -> None:
         if self.role != "decode":
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
@@ -198,7 +236,6 @@ class _Engine:
                     break
                 self._admit(r, n, need, batch)
                 budget -= n
-        return batch
 
     def _admit(self, r: _Req, n: int, need: int, batch: list) -> None:
         """Move the first waiting request into the running set with ``need`` more blocks and
@@ -211,32 +248,140 @@ class _Engine:
         self.running.append(r)
         batch.append((r, n))
 
+    # ---- the decode group: the same iterations as the per-request loop, in O(1) a step --
+    # The first ``group`` running requests (models without a sliding window) are decoding
+    # and hold exactly the blocks their tokens need. Every iteration gives each of them
+    # one token, so they are kept as a whole: their kv and gen are stored as of step 0 of
+    # the engine's ``steps`` counter (the true values add ``steps``), the iteration's
+    # context sum is ``kv_sum + steps * group``, a member takes a new block when its kv
+    # crosses a block boundary (``residues``: members by stored kv mod block) and leaves at
+    # a step known when it joins (``finishing``). A member's kv, gen and blocks are written
+    # back when it finishes or the group is dissolved (a preemption, or more members than
+    # the token budget), so every iteration's batch, time, block use and event order is the
+    # one the per-request loop gives (tests/test_serve.py compares the two).
+    def _absorb(self) -> None:
+        """Add decoding requests that follow the group in the running list to it."""
+        running, block, s = self.running, self.block, self.steps
+        while self.group < len(running):
+            r = running[self.group]
+            kv = r.kv
+            if r.todo > 0 or r.gen >= r.out:
+                return
+            if self.reserve:  # every block it will take is already held
+                if r.blocks < -(-(kv + r.out - r.gen) // block):
+                    return
+            elif r.blocks != -(-kv // block):
+                return
+            r.kv = kv = kv - s
+            r.gen -= s
+            self.residues[kv % block] += 1
+            self.kv_sum += kv
+            self.member_seq += 1
+            self.finishing.setdefault(r.out - r.gen - 1, []).append((self.member_seq, r))
+            self.group += 1
+
+    def _dissolve(self) -> None:
+        s, block = self.steps, self.block
+        for r in self.running[:self.group]:
+            r.kv += s
+            r.gen += s
+            if not self.reserve:
+                r.blocks = -(-r.kv // block)
+        self.group = 0
+        self.kv_sum = 0
+        self.residues = [0] * block
+        self.finishing = {}
+
+    def _group_schedule(self) -> list[tuple[_Req, int]] | None:
+        """The iteration's batch after the group, or None where the per-request loop must
+        run (the group exceeds the token budget, or some request would preempt)."""
+        g = self.group
+        budget = self.max_tokens - g
+        if budget < 0:
+            return None
+        free = self.free
+        if not self.reserve:
+            free -= self.residues[(-self.steps) % self.block]
+            if free < 0:
+                return None
+        block, running = self.block, self.running
+        plan = []
+        i = g
+        while i < len(running) and budget > 0:
+            r = running[i]
+            todo = r.todo
+            n = (todo if todo < budget else budget) if todo > 0 else 1
+            need = -(-(r.kv + n) // block) - r.blocks
+            if need < 0:
+                need = 0
+            if need > free:
+                return None
+            free -= need
+            plan.append((r, n, need))
+            budget -= n
+            i += 1
+        self.free = free
+        batch = []
+        for r, n, need in plan:
+            r.blocks += need
+            batch.append((r, n))
+        self.batch_group = g
+        self._admit_waiting(budget, batch)
+        return batch
+
+    def group_finished(self) -> list[_Req]:
+        """End of an iteration the group ran in: the members that produced their last
+        token, in running order, written back and removed from the running list."""
+        s = self.steps
+        self.steps = s = s + 1
+        fin = self.finishing.pop(s - 1, None)
+        if not fin:
+            return []
+        out = []
+        block = self.block
+        for _, r in sorted(fin, key=lambda x: x[0]):
+            self.residues[r.kv % block] -= 1
+            self.kv_sum -= r.kv
+            r.kv += s
+            r.gen += s
+            if not self.reserve:
+                r.blocks = -(-r.kv // block)
+            self.running.remove(r)
+            self.group -= 1
+            out.append(r)
+        return out
+
     def cost(self, batch: list[tuple[_Req, int]]) -> float:
-        tokens = seqs = logits = 0
-        dec_ctx = pairs = pre_ctx = 0.0
+        """Seconds of the iteration: the group's ``batch_group`` decodes and ``batch``.
+        (Context sums are integers, exact in a float whatever the order.)"""
+        g = self.batch_group
+        tokens = logits = g
+        dec_ctx = float(self.kv_sum + self.steps * g) if g else 0.0
+        pairs = pre_ctx = 0.0
         dec_w = pairs_w = pre_w = 0.0  # the same sums capped at the sliding window
         w = self.window
         for r, n in batch:
             tokens += n
-            seqs += 1
-            if r.todo > 0:  # prefill chunk from position a
+            todo = r.todo
+            if todo > 0:  # prefill chunk from position a
                 a = r.kv
                 pairs += n * a + n * (n + 1) / 2
                 pre_ctx += a
                 if w:
                     pairs_w += window_pairs(a, n, w)
-                    pre_w += min(a, w)
-                if n == r.todo:
+                    pre_w += a if a < w else w
+                if n == todo:
                     logits += 1
             else:
-                dec_ctx += r.kv
+                kv = r.kv
+                dec_ctx += kv
                 if w:
-                    dec_w += min(r.kv, w)
+                    dec_w += kv if kv < w else w
                 logits += 1
         if not w:
-            return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits)
-        return self.step.step_s(tokens, seqs, dec_ctx, pairs, pre_ctx, logits, dec_w, pairs_w,
-                                pre_w)
+            return self.step.step_s(tokens, g + len(batch), dec_ctx, pairs, pre_ctx, logits)
+        return self.step.step_s(tokens, g + len(batch), dec_ctx, pairs, pre_ctx, logits, dec_w,
+                                pairs_w, pre_w)
 
 
 @dataclass
@@ -325,7 +470,7 @@ def percentile(xs: list[float], q: float) -> float:
 
 
 def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan,
-                 role: str, start: int) -> list[_Engine]:
+                 role: str, start: int, decode_group: bool = True) -> list[_Engine]:
     mem = serve_memory(model, cluster.gpu, pool, plan.weight_dtype, plan.kv_dtype)
     if not mem.fits:
         raise InputError("plan", plan.describe(),
@@ -337,21 +482,24 @@ def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan
     kv = mem.kv_tokens // per_replica
     seqs = max(1, pool.max_num_seqs // pool.pp)
     return [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs,
-                    reserve=plan.scheduler == "trtllm")
+                    reserve=plan.scheduler == "trtllm", decode_group=decode_group)
             for i in range(pool.replicas * per_replica)]
 
 
 def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic,
-             kv_transfer: bool = True, kv_samples: int = 400) -> SimResult:
+             kv_transfer: bool = True, kv_samples: int = 400,
+             decode_group: bool = True) -> SimResult:
     """Run ``traffic`` through ``plan``. ``kv_transfer=False`` makes the prefill-to-decode
-    copy free (for tests and what-ifs)."""
+    copy free (for tests and what-ifs). ``decode_group=False`` steps every request one by
+    one (the reference the decode group is tested against; same result, slower)."""
     plan.check(model, cluster)
     if plan.disaggregated:
-        pre = _engines_for(plan.prefill, model, cluster, plan, "prefill", 0)
-        dec = _engines_for(plan.decode, model, cluster, plan, "decode", len(pre))
+        pre = _engines_for(plan.prefill, model, cluster, plan, "prefill", 0, decode_group)
+        dec = _engines_for(plan.decode, model, cluster, plan, "decode", len(pre), decode_group)
         engines = pre + dec
     else:
-        pre = dec = engines = _engines_for(plan.pools[0], model, cluster, plan, "both", 0)
+        pre = dec = engines = _engines_for(plan.pools[0], model, cluster, plan, "both", 0,
+                                           decode_group)
     reqs = traffic.requests
     n = len(reqs)
     for e in {id(pre[0]): pre[0], id(dec[0]): dec[0]}.values():  # one engine of each pool
@@ -405,7 +553,7 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
 
     def start(e: _Engine, t: float) -> None:
         batch = e.schedule()
-        if not batch:
+        if not batch and not e.batch_group:
             e.busy = False
             return
         dt = e.cost(batch)
@@ -413,8 +561,18 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         e.busy = True
         e.iterations += 1
         e.busy_s += dt
-        e.seq_sum += len(batch)
+        e.seq_sum += e.batch_group + len(batch)
         push(t + dt, STEP_END, e)
+
+    def finish(e: _Engine, r: _Req, t: float) -> None:
+        e.free += r.blocks
+        r.blocks = 0
+        r.finish = t
+        if math.isnan(r.first):
+            r.first = t
+        done.append(r)
+        if traffic.closed_loop and next_req < n:
+            new_request(t, r.client)
 
     def account(e: _Engine, t: float) -> None:
         e.area += e.load() * (t - e.last_t)
@@ -452,6 +610,9 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
             continue
         # STEP_END
         account(e, t)
+        if e.batch_group:
+            for r in e.group_finished():
+                finish(e, r, t)
         for r, k in e.batch:
             if r.todo > 0:
                 r.todo -= k
@@ -478,14 +639,7 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
                 continue
             if finished:
                 e.running.remove(r)
-                e.free += r.blocks
-                r.blocks = 0
-                r.finish = t
-                if math.isnan(r.first):
-                    r.first = t
-                done.append(r)
-                if traffic.closed_loop and next_req < n:
-                    new_request(t, r.client)
+                finish(e, r, t)
         events += 1
         if events % stride == 0:
             used = total_blocks - sum(x.free for x in engines)
