@@ -3,6 +3,7 @@ attention time and KV transfer against hand-computed closed forms, and no change
 window or when the window covers the context."""
 
 import dataclasses
+import math
 
 import pytest
 
@@ -14,7 +15,7 @@ from meshplan.serve.memory import (BLOCK_TOKENS, kv_bytes_per_token, kv_bytes_pe
                                    serve_memory, window_blocks_held, windowed_prefill_pairs)
 from meshplan.serve.simulate import _engines_for, simulate
 from meshplan.serve.spec import Pool, ServePlan
-from meshplan.serve.traffic import parse_lengths, synthetic
+from meshplan.serve.traffic import Lengths, parse_lengths, synthetic
 from meshplan.specs.catalog.presets import load_model
 
 H100 = make_cluster("8xH100-SXM-80GB")
@@ -182,3 +183,30 @@ def test_decode_and_kv_transfer_cost_less_with_the_window_and_not_at_short_conte
     assert a.decode_step(64, 100).attention_s == pytest.approx(b.decode_step(64, 100).attention_s)
     assert kv_transfer_s(G20, H100, "scale-up", 16384, "bf16", 1) < \
         kv_transfer_s(G20_FULL, H100, "scale-up", 16384, "bf16", 1)
+
+
+@pytest.mark.parametrize("case", ["poisson", "preempting", "disaggregated", "pipeline",
+                                  "wide-window"])
+def test_decode_group_with_a_window_is_the_per_request_loop(case):
+    """The decode group with sliding-window layers (contexts capped at the window, blocks
+    freed once past it) gives the per-request loop's results to the last bit."""
+    model, cluster = G20, H100
+    tr = synthetic(400, Lengths(50, 3000), Lengths(1, 600), rate_per_s=25, seed=11)
+    plan = ServePlan((Pool(),))
+    if case == "preempting":
+        plan = ServePlan((Pool(gpu_mem_util=0.52, max_num_seqs=512),))  # ~2 GiB of cache
+        tr = synthetic(300, Lengths(500, 4000), Lengths(200, 2000), rate_per_s=math.inf, seed=12)
+    elif case == "disaggregated":
+        cluster = make_cluster("16xH100-SXM-80GB")
+        plan = ServePlan((Pool(role="prefill"), Pool(tp=2, role="decode")), kv_tier="scale-out")
+    elif case == "pipeline":
+        plan = ServePlan((Pool(tp=2, pp=2),))
+    elif case == "wide-window":  # a window of 1,000 tokens: requests cross it while decoding
+        model = dataclasses.replace(G20, sliding_window=1000)
+    fast = simulate(model, cluster, plan, tr)
+    ref = simulate(model, cluster, plan, tr, decode_group=False)
+    for name in ("first_token_s", "finish_s", "makespan_s", "preemptions", "iterations",
+                 "kv_use", "mean_in_system", "busy_share", "mean_batch"):
+        assert getattr(fast, name) == getattr(ref, name), name
+    if case == "preempting":
+        assert ref.preemptions > 0

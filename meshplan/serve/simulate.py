@@ -38,7 +38,7 @@ from .traffic import Traffic
 
 class _Req:
     __slots__ = ("id", "arrival", "inp", "out", "cached", "todo", "kv", "gen", "blocks",
-                 "first", "finish", "client", "admitted")
+                 "first", "finish", "client", "admitted", "member", "above", "freeing")
 
     def __init__(self, rid: int, arrival: float, inp: int, out: int, cached: int, client: int):
         self.id, self.arrival, self.inp, self.out = rid, arrival, inp, out
@@ -51,6 +51,9 @@ class _Req:
         self.finish = math.nan
         self.client = client
         self.admitted = 0
+        self.member = 0  # the decode group's number for it while it is a member, else 0
+        self.above = False  # member: its kv has reached the sliding window
+        self.freeing = False  # member: past the window by a block (frees one every B tokens)
 
 
 class _Engine:
@@ -94,14 +97,12 @@ class _Engine:
         self.admit_seq = 0
         # the decode group (see _absorb): its size, the iterations it has run, its members'
         # stored kv summed and counted by kv mod block, and who finishes at which step
-        self.use_group = decode_group and not self.window
-        self.group = 0
+        # (TensorRT-LLM-style reservation with a window: every request stepped alone)
+        self.use_group = decode_group and not (self.window and reserve)
         self.batch_group = 0  # group members in the iteration in flight
         self.steps = 0
-        self.kv_sum = 0
-        self.residues = [0] * block
-        self.finishing: dict[int, list[tuple[int, _Req]]] = {}
         self.member_seq = 0
+        self._clear_group()
 
     def load(self) -> int:
         return len(self.waiting) + len(self.running)
@@ -249,70 +250,143 @@ class _Engine:
         batch.append((r, n))
 
     # ---- the decode group: the same iterations as the per-request loop, in O(1) a step --
-    # The first ``group`` running requests (models without a sliding window) are decoding
-    # and hold exactly the blocks their tokens need. Every iteration gives each of them
-    # one token, so they are kept as a whole: their kv and gen are stored as of step 0 of
-    # the engine's ``steps`` counter (the true values add ``steps``), the iteration's
-    # context sum is ``kv_sum + steps * group``, a member takes a new block when its kv
+    # The first ``group`` running requests are decoding and hold exactly the blocks their
+    # tokens need. Every iteration gives each of them one token, so they are kept as a
+    # whole: their kv and gen are stored as of step 0 of the engine's ``steps`` counter
+    # (the true values add ``steps``), the iteration's context sum is ``kv_sum + steps *
+    # group``, a member takes a new block (a block per layer with a window) when its kv
     # crosses a block boundary (``residues``: members by stored kv mod block) and leaves at
-    # a step known when it joins (``finishing``). A member's kv, gen and blocks are written
-    # back when it finishes or the group is dissolved (a preemption, or more members than
-    # the token budget), so every iteration's batch, time, block use and event order is the
-    # one the per-request loop gives (tests/test_serve.py compares the two).
-    def _absorb(self) -> None:
-        """Add decoding requests that follow the group in the running list to it."""
-        running, block, s = self.running, self.block, self.steps
-        while self.group < len(running):
-            r = running[self.group]
-            kv = r.kv
-            if r.todo > 0 or r.gen >= r.out:
-                return
-            if self.reserve:  # every block it will take is already held
-                if r.blocks < -(-(kv + r.out - r.gen) // block):
-                    return
-            elif r.blocks != -(-kv // block):
-                return
-            r.kv = kv = kv - s
-            r.gen -= s
-            self.residues[kv % block] += 1
-            self.kv_sum += kv
-            self.member_seq += 1
-            self.finishing.setdefault(r.out - r.gen - 1, []).append((self.member_seq, r))
-            self.group += 1
-
-    def _dissolve(self) -> None:
-        s, block = self.steps, self.block
-        for r in self.running[:self.group]:
-            r.kv += s
-            r.gen += s
-            if not self.reserve:
-                r.blocks = -(-r.kv // block)
+    # a step known when it joins (``finishing``). With a sliding window a member's context
+    # counts up to the window (``below_*`` / ``above``) and, once its kv is a block past
+    # the window, its windowed layers free a block every ``block`` tokens (``freeing``);
+    # both start at steps known when it joins (``crossing``, ``activating``). A member's
+    # kv, gen and blocks are written back when it finishes or the group is dissolved (a
+    # preemption may happen, or more members than the token budget), so every iteration's
+    # batch, time, block use and event order is the one the per-request loop gives
+    # (tests/test_serve.py and tests/test_serve_window.py compare the two).
+    def _clear_group(self) -> None:
+        block = self.block
         self.group = 0
         self.kv_sum = 0
         self.residues = [0] * block
-        self.finishing = {}
+        self.finishing: dict[int, list[tuple[int, _Req]]] = {}
+        self.below_sum = self.below_count = self.above = 0
+        self.freeing = [0] * block  # freeing members by stored kv mod block
+        self.crossing: dict[int, list[tuple[int, _Req]]] = {}
+        self.activating: dict[int, list[tuple[int, _Req]]] = {}
+
+    def _held(self, computed: int, total: int) -> int:
+        """self._demand for a request of the group's kind (no window: blocks)."""
+        held = -(-total // self.block)
+        if not self.window:
+            return held
+        skipped = max(0, computed - self.window + 1) // self.block
+        return self.full_layers * held + self.window_layers * (held - min(skipped, held))
+
+    def _absorb(self) -> None:
+        """Add decoding requests that follow the group in the running list to it."""
+        running, block, s, w = self.running, self.block, self.steps, self.window
+        while self.group < len(running):
+            r = running[self.group]
+            kv = r.kv
+            if r.todo > 0 or r.gen >= r.out or kv < 1:
+                return
+            if self.reserve:  # every block it will take is already held (no window)
+                if r.blocks < -(-(kv + r.out - r.gen) // block):
+                    return
+            elif r.blocks != self._held(kv - 1, kv):  # as after a decode step
+                return
+            r.kv = f = kv - s
+            r.gen -= s
+            self.member_seq += 1
+            r.member = m = self.member_seq
+            self.residues[f % block] += 1
+            self.kv_sum += f
+            self.finishing.setdefault(r.out - r.gen - 1, []).append((m, r))
+            if w:
+                r.above = kv >= w
+                if r.above:
+                    self.above += 1
+                else:
+                    self.below_sum += f
+                    self.below_count += 1
+                    self.crossing.setdefault(w - f, []).append((m, r))
+                r.freeing = kv >= w - 1 + block
+                if r.freeing:
+                    self.freeing[f % block] += 1
+                else:
+                    self.activating.setdefault(w - 1 + block - f, []).append((m, r))
+            self.group += 1
+
+    def _leave(self, r: _Req, s: int) -> None:
+        """Take member ``r`` out of the group's sums and write back its state at step s."""
+        f = r.kv
+        self.residues[f % self.block] -= 1
+        self.kv_sum -= f
+        if self.window:
+            if r.above:
+                self.above -= 1
+            else:
+                self.below_sum -= f
+                self.below_count -= 1
+            if r.freeing:
+                self.freeing[f % self.block] -= 1
+        r.member = 0
+        r.kv += s
+        r.gen += s
+        if not self.reserve:
+            r.blocks = self._held(r.kv - 1, r.kv)
+
+    def _dissolve(self) -> None:
+        s = self.steps
+        for r in self.running[:self.group]:
+            self._leave(r, s)
+        self._clear_group()
+
+    def _window_events(self, s: int) -> None:
+        """Members whose kv reaches the window, or a block past it, at step s."""
+        for m, r in self.crossing.pop(s, ()):
+            if r.member == m:
+                r.above = True
+                self.above += 1
+                self.below_sum -= r.kv
+                self.below_count -= 1
+        for m, r in self.activating.pop(s, ()):
+            if r.member == m:
+                r.freeing = True
+                self.freeing[r.kv % self.block] += 1
 
     def _group_schedule(self) -> list[tuple[_Req, int]] | None:
         """The iteration's batch after the group, or None where the per-request loop must
-        run (the group exceeds the token budget, or some request would preempt)."""
+        run (the group exceeds the token budget, or some request may preempt)."""
         g = self.group
         budget = self.max_tokens - g
         if budget < 0:
             return None
+        s, block, w = self.steps, self.block, self.window
         free = self.free
-        if not self.reserve:
-            free -= self.residues[(-self.steps) % self.block]
+        if w:
+            self._window_events(s)
+            # each member's need is at most its new blocks, so no running prefix of the
+            # per-request loop needs more than this: no preemption
+            taking = (self.full_layers + self.window_layers) * self.residues[(-s) % block]
+            if taking > free:
+                return None
+            free -= taking - self.window_layers * self.freeing[(w - 1 - s) % block]
+        elif not self.reserve:
+            free -= self.residues[(-s) % block]
             if free < 0:
                 return None
-        block, running = self.block, self.running
+        running = self.running
+        clamp = not w or self.reserve
         plan = []
         i = g
         while i < len(running) and budget > 0:
             r = running[i]
             todo = r.todo
             n = (todo if todo < budget else budget) if todo > 0 else 1
-            need = -(-(r.kv + n) // block) - r.blocks
-            if need < 0:
+            need = self._held(r.kv, r.kv + n) - r.blocks
+            if clamp and need < 0:
                 need = 0
             if need > free:
                 return None
@@ -333,32 +407,36 @@ class _Engine:
         """End of an iteration the group ran in: the members that produced their last
         token, in running order, written back and removed from the running list."""
         s = self.steps
-        self.steps = s = s + 1
-        fin = self.finishing.pop(s - 1, None)
+        self.steps = s + 1
+        fin = self.finishing.pop(s, None)
         if not fin:
             return []
         out = []
-        block = self.block
         for _, r in sorted(fin, key=lambda x: x[0]):
-            self.residues[r.kv % block] -= 1
-            self.kv_sum -= r.kv
-            r.kv += s
-            r.gen += s
-            if not self.reserve:
-                r.blocks = -(-r.kv // block)
+            self._leave(r, s + 1)
             self.running.remove(r)
             self.group -= 1
             out.append(r)
         return out
+
+    def group_context(self) -> tuple[int, int]:
+        """(sum of kv, sum of min(kv, window)) over the group at this step."""
+        s, g = self.steps, self.group
+        ctx = self.kv_sum + s * g
+        if not self.window:
+            return ctx, ctx
+        return ctx, self.below_sum + s * self.below_count + self.window * self.above
 
     def cost(self, batch: list[tuple[_Req, int]]) -> float:
         """Seconds of the iteration: the group's ``batch_group`` decodes and ``batch``.
         (Context sums are integers, exact in a float whatever the order.)"""
         g = self.batch_group
         tokens = logits = g
-        dec_ctx = float(self.kv_sum + self.steps * g) if g else 0.0
-        pairs = pre_ctx = 0.0
+        dec_ctx = pairs = pre_ctx = 0.0
         dec_w = pairs_w = pre_w = 0.0  # the same sums capped at the sliding window
+        if g:
+            ctx, ctx_w = self.group_context()
+            dec_ctx, dec_w = float(ctx), float(ctx_w)
         w = self.window
         for r, n in batch:
             tokens += n
