@@ -18,7 +18,6 @@ with ``jobs > 1`` rows sharing a free search go to the same worker process.
 from __future__ import annotations
 
 import math
-import os
 import re
 import statistics
 from dataclasses import dataclass, field, replace
@@ -34,6 +33,7 @@ from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
 from .scenario import make_cluster
+from .workers import pool_map, worker_count
 from .search.search import SearchResult, search
 from .specs.workload import Workload
 
@@ -558,25 +558,16 @@ def predict_rows(rows: list[dict], with_search_best: bool = True, jobs: int = 1,
                  residuals: dict | None = None) -> list[RowResult]:
     """Predict every row; ``jobs`` worker processes (0: one per CPU), rows that share a
     (model, cluster, workload) in the same worker so its searches are done once."""
-    if jobs == 0:
-        jobs = os.cpu_count() or 1
-    if jobs <= 1 or len(rows) < 2:
+    if worker_count(jobs, len(rows)) <= 1:
         return [r for _, r in _work((list(enumerate(rows)), with_search_best, residuals))]
-    import multiprocessing as mp
-
     groups: dict = {}
     for i, r in enumerate(rows):
         groups.setdefault(_group_key(r) or ("row", i), []).append((i, r))
     tasks = sorted(groups.values(), key=len, reverse=True)
-    try:
-        ctx = mp.get_context("fork")
-    except ValueError:
-        ctx = mp.get_context()
     out: list = [None] * len(rows)
-    with ctx.Pool(min(jobs, len(tasks))) as pool:
-        for part in pool.imap_unordered(_work, [(t, with_search_best, residuals) for t in tasks]):
-            for i, res in part:
-                out[i] = res
+    for part in pool_map(_work, [((t, with_search_best, residuals),) for t in tasks], jobs):
+        for i, res in part:
+            out[i] = res
     return out
 
 

@@ -97,6 +97,8 @@ CASES = [
                                              "--input-len", "1024", "--output-len", "128",
                                              "--rate", "5", "--max-num-seqs", "16"],
      "--max-num-seqs=16: applies to the plan given with --plan"),
+    ("serve-jobs-negative", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1024",
+                                 "--output-len", "128", "--rate", "5", "--jobs", "-1"], "jobs=-1"),
     ("validate-jobs-negative", {"v.csv": "id,gpu,num_gpus,seq_len,global_batch_seqs,model\n"
                                 "1,H100-SXM-80GB,8,4096,32,llama3.1-8b\n"},
      ["validate", "{d}/v.csv", "--jobs", "-1"], "jobs=-1"),

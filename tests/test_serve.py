@@ -196,6 +196,21 @@ def test_decode_group_is_the_per_request_loop(case):
         assert ref.preemptions > 0
 
 
+def test_search_and_goodput_do_not_depend_on_worker_processes():
+    """Two worker processes rank the same plans with the same results as one."""
+    from meshplan.serve.search import SLO, goodputs, search
+    cl = make_cluster("4xH100-SXM-80GB")
+    tr = synthetic(150, Lengths(500, 2500), Lengths(50, 300), rate_per_s=6, seed=4)
+    slo = SLO(ttft_s=1.0, tpot_s=0.05)
+    one = search(L8, cl, tr, slo, jobs=1)
+    two = search(L8, cl, tr, slo, jobs=2)
+    assert [c.plan for c in one.ranked] == [c.plan for c in two.ranked]
+    assert [c.result.finish_s for c in one.ranked] == [c.result.finish_s for c in two.ranked]
+    assert [c.plan for c in one.front] == [c.plan for c in two.front]
+    plans = [c.plan for c in one.ranked[:2]]
+    assert goodputs(L8, cl, plans, tr, slo, 1) == goodputs(L8, cl, plans, tr, slo, 2)
+
+
 def test_offline_throughput_pinned_trtllm_8b():
     """TensorRT-LLM perf overview (docs/source/performance/perf-overview.md, FP8 tables):
     Llama 3.1 8B FP8 on one H100, ISL/OSL 128/128: 28,312 output tokens/s. +-20%."""

@@ -6,10 +6,10 @@ import json
 import math
 import re
 
-from ..errors import InputError, require_plain_text, require_positive_int
+from ..errors import InputError, require_nonneg_int, require_plain_text, require_positive_int
 from ..scenario import make_cluster
 from ..serve.explain import explain
-from ..serve.search import SLO, Candidate, goodput, search
+from ..serve.search import SLO, Candidate, goodputs, search
 from ..serve.simulate import percentile
 from ..serve.spec import Pool, ServePlan
 from ..serve.traffic import load_trace, parse_lengths, synthetic
@@ -161,6 +161,7 @@ def _run(args) -> int:
     if not args.model or not args.gpus:
         raise InputError("--model" if not args.model else "--gpus", None, "required")
     require_positive_int("top", args.top)
+    require_nonneg_int("jobs", args.jobs)
     require_plain_text("--model-id", args.model_id or args.model)  # written into launch lines
     model = load_model(args.model)
     cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
@@ -204,14 +205,15 @@ def _run(args) -> int:
                 except InputError:
                     pass
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,
-                 args.min_gpus, plans)
+                 args.min_gpus, plans, jobs=args.jobs)
     if not res.ranked:
         reasons = sorted({c.error for c in res.infeasible})
         raise InputError("plan", args.plan or "search", "no plan runs: " + "; ".join(reasons)[:400])
     top = res.ranked[:args.top]
     if traffic.rate_per_s is not None and math.isfinite(traffic.rate_per_s) and not args.no_goodput:
-        for c in top[:3]:
-            c.goodput_rps = goodput(model, cluster, c.plan, traffic, slo)
+        for c, g in zip(top[:3], goodputs(model, cluster, [c.plan for c in top[:3]], traffic,
+                                          slo, args.jobs)):
+            c.goodput_rps = g
         if not args.min_gpus and (slo.ttft_s or slo.tpot_s):  # DistServe's measure decides
             top[:3] = sorted(top[:3], key=lambda c: (not c.meets(slo),
                                                      -c.goodput_rps / c.plan.gpus))
@@ -312,6 +314,9 @@ def register(sub) -> None:
     k.add_argument("--min-gpus", action="store_true", help="rank by the fewest GPUs meeting the SLO")
     k.add_argument("--top", type=int, default=5)
     k.add_argument("--no-goodput", action="store_true", help="skip the goodput bisection")
+    k.add_argument("--jobs", type=int, default=0,
+                   help="worker processes for the simulations (default 0: one per CPU; 1: in "
+                        "this process); the result does not depend on it")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true")
     o.add_argument("--png", help="write the Pareto front as a PNG")

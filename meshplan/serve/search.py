@@ -21,6 +21,7 @@ from .memory import serve_memory
 from .simulate import SimResult, percentile, simulate
 from .spec import Pool, ServePlan
 from .traffic import Traffic
+from ..workers import pool_map
 
 BATCHING = ((256, 8192), (64, 2048))  # (max_num_seqs, max_batched_tokens)
 # Pool sizes tried for disaggregated plans (1, 2, 3, 4, 6, 8, 12, ...) and a cap on how many
@@ -182,6 +183,12 @@ def goodput(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffi
     return lo
 
 
+def goodputs(model: ModelSpec, cluster: Cluster, plans: list[ServePlan], traffic: Traffic,
+             slo: SLO, jobs: int = 1) -> list[float]:
+    """``goodput`` of each plan, the plans spread over ``jobs`` processes."""
+    return pool_map(goodput, [(model, cluster, p, traffic, slo) for p in plans], jobs)
+
+
 def pareto(cands: list[Candidate]) -> list[Candidate]:
     """Plans no other plan beats on both output tokens/s per GPU and tokens/s per user."""
     pts = [c for c in cands if c.ok]
@@ -245,11 +252,13 @@ def _subset(traffic: Traffic, n: int) -> Traffic:
 
 def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
            weight_dtype: str = "bf16", kv_dtype: str = "bf16", disaggregated: bool = True,
-           min_gpus: bool = False, plans: list[ServePlan] | None = None) -> SearchResult:
+           min_gpus: bool = False, plans: list[ServePlan] | None = None,
+           jobs: int = 1) -> SearchResult:
     """Simulate every candidate on the first SCREEN_REQUESTS requests, then the best ones
     (and the Pareto front) on the whole trace. Plans meeting the SLO rank first; among them,
     without ``min_gpus``, those using the whole cluster, furthest inside the SLO first; with
-    it, the fewest GPUs first."""
+    it, the fewest GPUs first. ``jobs``: worker processes for the simulations (0: one per
+    CPU); the result does not depend on it."""
     plans = plans if plans is not None else candidate_plans(
         model, cluster, weight_dtype, kv_dtype, disaggregated, all_sizes=True)
     if not plans:
@@ -265,13 +274,14 @@ def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
                                          c.plan.gpus != n, headroom(c, slo)))
 
     screen = _subset(traffic, SCREEN_REQUESTS)
-    cands = [evaluate(model, cluster, p, screen) for p in plans]
+    cands = pool_map(evaluate, [(model, cluster, p, screen) for p in plans], jobs)
     bad = [c for c in cands if not c.ok]
     ok = order([c for c in cands if c.ok], screen)
     if screen is not traffic:
         keep = {id(c) for c in ok[:RESIMULATE]} | {id(c) for c in pareto(
             [c for c in ok if keeps_up(c, screen)])}
-        full = [evaluate(model, cluster, c.plan, traffic) for c in ok if id(c) in keep]
+        full = pool_map(evaluate, [(model, cluster, c.plan, traffic) for c in ok
+                                   if id(c) in keep], jobs)
         bad += [c for c in full if not c.ok]
         ok = order([c for c in full if c.ok], traffic)
     ranked = ok
