@@ -159,7 +159,8 @@ _VARIED = dict(input_len=Lengths(100, 3000), output_len=Lengths(1, 700))
 
 
 @pytest.mark.parametrize("case", ["poisson", "preempting", "closed-prefix", "disaggregated",
-                                  "trtllm", "pipeline", "few-seqs", "small-budget"])
+                                  "trtllm", "pipeline", "few-seqs", "small-budget",
+                                  "attention-dp"])
 def test_decode_group_is_the_per_request_loop(case):
     """The decode group (decoding requests stepped as a whole) gives, to the last bit, the
     per-request loop's times, block use and event order: every request's TTFT and finish,
@@ -185,6 +186,8 @@ def test_decode_group_is_the_per_request_loop(case):
         tr = synthetic(300, rate_per_s=3, seed=8, **_VARIED)
     elif case == "few-seqs":
         plan = agg(max_num_seqs=8)
+    elif case == "attention-dp":  # four ranks in lockstep
+        model, plan = load_model("qwen3-30b-a3b"), agg(tp=1, attn_dp=4, ep=4, replicas=2)
     else:
         plan = agg(max_num_seqs=32, max_batched_tokens=40)
         tr = synthetic(300, Lengths(10, 40), Lengths(20, 300), rate_per_s=math.inf, seed=9)
@@ -209,6 +212,46 @@ def test_search_and_goodput_do_not_depend_on_worker_processes():
     assert [c.plan for c in one.front] == [c.plan for c in two.front]
     plans = [c.plan for c in one.ranked[:2]]
     assert goodputs(L8, cl, plans, tr, slo, 1) == goodputs(L8, cl, plans, tr, slo, 2)
+
+
+def _traffic(*lengths):
+    """Requests at t=0 with the given (prompt, output) lengths, in this order (round robin
+    puts request i on engine i)."""
+    from meshplan.serve.traffic import Request, Traffic
+    return Traffic(tuple(Request(i, 0.0, a, b) for i, (a, b) in enumerate(lengths)),
+                   math.inf, None, 0.0)
+
+
+def test_attention_dp_ranks_step_in_lockstep():
+    """Attention-DP ranks share every iteration (the MoE all-to-all joins them each layer):
+    with equal work each iteration is one rank's step; a rank decoding beside a rank that
+    prefills waits for it; a rank alone runs the experts on its own tokens only."""
+    q3 = load_model("qwen3-30b-a3b")
+    cl = make_cluster("2xH100-SXM-80GB")
+    plan = agg(tp=1, attn_dp=2, ep=2)
+    sm = StepModel(q3, cl, plan.pools[0], "bf16", "bf16")
+    # equal ranks: TTFT is one rank's prefill step, TPOT its decode steps
+    r = simulate(q3, cl, plan, _traffic((1000, 11), (1000, 11)))
+    for i in range(2):
+        assert r.ttft_s[i] == pytest.approx(sm.prefill_step(1000).total_s, rel=1e-9)
+        dec = sum(sm.step_s(1, 1, decode_ctx_tokens=1000 + k) for k in range(10))
+        assert r.e2e_s[i] - r.ttft_s[i] == pytest.approx(dec, rel=1e-9)
+    # rank 1's short request shares its iterations with rank 0's long prompt, whose
+    # prefill paces both; then it decodes beside rank 0's decodes
+    r = simulate(q3, cl, plan, _traffic((6000, 3), (100, 3)))
+    args = [(6000, 1, 0.0, 6000 * 6001 / 2, 0.0, 1), (100, 1, 0.0, 100 * 101 / 2, 0.0, 1)]
+    first = sm.lockstep_step_s(args)
+    assert r.ttft_s[1] == pytest.approx(first, rel=1e-9)
+    assert r.ttft_s[1] > 2 * sm.prefill_step(100).total_s  # alone it would be far sooner
+    assert r.ttft_s[0] == pytest.approx(first, rel=1e-9)
+    # one busy rank: the experts see only its tokens (less than step_s's equal-ranks price)
+    alone = sm.lockstep_step_s([(4000, 1, 0.0, 4000 * 4001 / 2, 0.0, 1)])
+    experts, a2a = sm._moe_shared(4000)
+    assert alone == pytest.approx(sm.prefill_step(4000).total_s - experts
+                                  + sm._moe_shared(2000)[0], rel=1e-9)
+    assert 0 < alone < sm.prefill_step(4000).total_s
+    r = simulate(q3, cl, plan, _traffic((4000, 1)))
+    assert r.ttft_s[0] == pytest.approx(alone, rel=1e-9)
 
 
 def test_offline_throughput_pinned_trtllm_8b():

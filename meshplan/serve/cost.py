@@ -153,6 +153,7 @@ class StepModel:
         self.prefill_attn_flops_s = self.dev.attn_flops * compute.attention_efficiency(
             self.dev, (pre_qk + pre_v) / 2, False, pre_qk, pre_v)
         self._tokens_cost = lru_cache(maxsize=16384)(self._tokens_part)
+        self._moe_shared = lru_cache(maxsize=16384)(self._moe_shared_part)
 
     # ---- the part that depends only on the number of tokens in the batch ---------------
     def _layer_gemm_s(self, moe: bool, T: int) -> tuple[float, float, float]:
@@ -200,6 +201,40 @@ class StepModel:
             across = p.tp * p.attn_dp * p.pp > self.cluster.domain_size
             pp_comm = (p.pp - 1) * collectives.p2p_s(self.cluster, across, 2 * T * m.hidden)
         return gemm, elem, tp_comm, ep_comm, pp_comm
+
+    def _moe_shared_part(self, T: int) -> tuple[float, float]:
+        """(routed-expert GEMMs, expert all-to-all) seconds of a step in which every
+        attention-DP rank brings T tokens: the parts of the MoE layers that all ranks run
+        together (each GPU its experts, on the copies routed to them from every rank)."""
+        if not self.n_moe or T <= 0:
+            return 0.0, 0.0
+        p = self.pool
+        s = Shard(seq=T, micro_batch=1, tp=p.tp, ep=p.ep, etp=1 if p.ep > 1 else p.tp)
+        experts = sum(self._expert_gemm_s(mm, T) for mm in layer_ops(self.model, True, s).matmuls
+                      if mm.name.startswith("expert_"))
+        a2a = self._layer_gemm_s(True, T)[2]
+        return self.n_moe * p.pp * experts, self.n_moe * p.pp * a2a
+
+    def lockstep_step_s(self, ranks: list[tuple]) -> float:
+        """One iteration of an attention-DP replica whose busy ranks bring ``ranks`` (each
+        the step_s arguments of one rank; an idle rank runs a dummy batch and adds nothing).
+        The ranks join at every MoE layer's all-to-all, so each rank's own work (attention,
+        dense layers, the MoE layers' other GEMMs, output layer, tensor- and
+        pipeline-parallel traffic, host) runs side by side and the slowest rank sets the
+        pace; the routed experts run once on all ranks' tokens (``step`` prices them as if
+        every rank brought the same tokens, so the mean rank's tokens give their time); the
+        all-to-all waits for the rank that sends the most. With equal ranks this is
+        ``step_s`` of one of them."""
+        own = 0.0
+        total = most = 0
+        for args in ranks:
+            T = int(args[0])
+            experts, a2a = self._moe_shared(T)
+            own = max(own, self.step_s(*args) - experts - a2a)
+            total += T
+            most = max(most, T)
+        experts = self._moe_shared(ceil(total / self.pool.attn_dp))[0]
+        return own + experts + self._moe_shared(most)[1]
 
     # ---- one iteration -------------------------------------------------------------------
     def step(self, tokens: int, seqs: int, decode_ctx_tokens: float = 0.0,

@@ -95,6 +95,7 @@ class _Engine:
         self.area = 0.0  # time-integral of requests in this engine (waiting + running)
         self.last_t = 0.0
         self.admit_seq = 0
+        self.team: _Team | None = None  # attention DP: the ranks this engine steps with
         # the decode group (see _absorb): its size, the iterations it has run, its members'
         # stored kv summed and counted by kv mod block, and who finishes at which step
         # (TensorRT-LLM-style reservation with a window: every request stepped alone)
@@ -428,8 +429,13 @@ class _Engine:
         return ctx, self.below_sum + s * self.below_count + self.window * self.above
 
     def cost(self, batch: list[tuple[_Req, int]]) -> float:
-        """Seconds of the iteration: the group's ``batch_group`` decodes and ``batch``.
-        (Context sums are integers, exact in a float whatever the order.)"""
+        """Seconds of the iteration: the group's ``batch_group`` decodes and ``batch``."""
+        return self.step.step_s(*self.step_args(batch))
+
+    def step_args(self, batch: list[tuple[_Req, int]]) -> tuple:
+        """StepModel.step_s's arguments for the iteration: the group's ``batch_group``
+        decodes and ``batch``. (Context sums are integers, exact in a float whatever the
+        order.)"""
         g = self.batch_group
         tokens = logits = g
         dec_ctx = pairs = pre_ctx = 0.0
@@ -457,9 +463,22 @@ class _Engine:
                     dec_w += kv if kv < w else w
                 logits += 1
         if not w:
-            return self.step.step_s(tokens, g + len(batch), dec_ctx, pairs, pre_ctx, logits)
-        return self.step.step_s(tokens, g + len(batch), dec_ctx, pairs, pre_ctx, logits, dec_w,
-                                pairs_w, pre_w)
+            return tokens, g + len(batch), dec_ctx, pairs, pre_ctx, logits
+        return tokens, g + len(batch), dec_ctx, pairs, pre_ctx, logits, dec_w, pairs_w, pre_w
+
+
+class _Team:
+    """The engines of one attention data-parallel replica (one per DP rank). They step in
+    lockstep, as SGLang's and TensorRT-LLM's attention DP and vLLM's data-parallel expert
+    parallelism run them: every iteration each rank schedules its own requests, the MoE
+    layers' all-to-all joins all ranks every layer (an idle rank runs a dummy batch), so
+    the iteration ends for all of them at once (StepModel.lockstep_step_s)."""
+
+    def __init__(self, members: list[_Engine]):
+        self.members = members
+        self.pending = False  # an iteration start is queued
+        for e in members:
+            e.team = self
 
 
 @dataclass
@@ -559,9 +578,13 @@ def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan
     per_replica = pool.pp * pool.attn_dp
     kv = mem.kv_tokens // per_replica
     seqs = max(1, pool.max_num_seqs // pool.pp)
-    return [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs,
-                    reserve=plan.scheduler == "trtllm", decode_group=decode_group)
-            for i in range(pool.replicas * per_replica)]
+    engines = [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs,
+                       reserve=plan.scheduler == "trtllm", decode_group=decode_group)
+               for i in range(pool.replicas * per_replica)]
+    if pool.attn_dp > 1:  # each replica's (pipeline slot's) DP ranks step together
+        for k in range(0, len(engines), pool.attn_dp):
+            _Team(engines[k:k + pool.attn_dp])
+    return engines
 
 
 def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic,
@@ -599,7 +622,7 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         seq += 1
         heapq.heappush(heap, (t, seq, kind, a, b))
 
-    ARRIVE, STEP_END, TRANSFER = 0, 1, 2
+    ARRIVE, STEP_END, TRANSFER, TEAM_START = 0, 1, 2, 3
     done: list[_Req] = []
     next_req = 0
     rr = 0
@@ -630,6 +653,11 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
     transfer_cache: dict[int, float] = {}
 
     def start(e: _Engine, t: float) -> None:
+        if e.team is not None:  # the ranks start together once every event at t is in
+            if not e.team.pending:
+                e.team.pending = True
+                push(t, TEAM_START, e.team)
+            return
         batch = e.schedule()
         if not batch and not e.batch_group:
             e.busy = False
@@ -642,51 +670,7 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         e.seq_sum += e.batch_group + len(batch)
         push(t + dt, STEP_END, e)
 
-    def finish(e: _Engine, r: _Req, t: float) -> None:
-        e.free += r.blocks
-        r.blocks = 0
-        r.finish = t
-        if math.isnan(r.first):
-            r.first = t
-        done.append(r)
-        if traffic.closed_loop and next_req < n:
-            new_request(t, r.client)
-
-    def account(e: _Engine, t: float) -> None:
-        e.area += e.load() * (t - e.last_t)
-        e.last_t = t
-
-    kv_log: list[tuple[float, float]] = []
-    total_blocks = sum(e.capacity_blocks for e in engines)
-    stride = 1
-    events = 0
-    t = 0.0
-    while heap:
-        t, _, kind, e, r = heapq.heappop(heap)
-        if kind == ARRIVE:
-            account(e, t)
-            e.waiting.append(r)
-            if not e.busy:
-                start(e, t)
-            continue
-        if kind == TRANSFER:  # cache arrives at the least-loaded decode engine
-            d = min(dec, key=lambda x: (x.load(), x.idx))
-            account(d, t)
-            r.kv, r.todo, r.blocks = r.inp + r.gen - 1, 0, 0
-            r.cached = 0
-            if math.isnan(r.first):
-                r.first = t
-            if r.gen >= r.out:
-                r.finish = t
-                done.append(r)
-                if traffic.closed_loop and next_req < n:
-                    new_request(t, r.client)
-                continue
-            d.waiting.append(r)
-            if not d.busy:
-                start(d, t)
-            continue
-        # STEP_END
+    def end_step(e: _Engine, t: float) -> None:
         account(e, t)
         if e.batch_group:
             for r in e.group_finished():
@@ -718,6 +702,80 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
             if finished:
                 e.running.remove(r)
                 finish(e, r, t)
+
+    def start_team(team: _Team, t: float) -> None:
+        args = []
+        for m in team.members:
+            m.batch = m.schedule()
+            if m.batch or m.batch_group:
+                args.append(m.step_args(m.batch))
+        if not args:
+            for m in team.members:
+                m.busy = False
+            return
+        dt = team.members[0].step.lockstep_step_s(args)
+        for m in team.members:
+            m.busy = True  # (an idle rank runs the iteration with a dummy batch)
+            if m.batch or m.batch_group:
+                m.iterations += 1
+                m.busy_s += dt
+                m.seq_sum += m.batch_group + len(m.batch)
+        push(t + dt, STEP_END, team)
+
+    def finish(e: _Engine, r: _Req, t: float) -> None:
+        e.free += r.blocks
+        r.blocks = 0
+        r.finish = t
+        if math.isnan(r.first):
+            r.first = t
+        done.append(r)
+        if traffic.closed_loop and next_req < n:
+            new_request(t, r.client)
+
+    def account(e: _Engine, t: float) -> None:
+        e.area += e.load() * (t - e.last_t)
+        e.last_t = t
+
+    kv_log: list[tuple[float, float]] = []
+    total_blocks = sum(e.capacity_blocks for e in engines)
+    stride = 1
+    events = 0
+    t = 0.0
+    while heap:
+        t, _, kind, e, r = heapq.heappop(heap)
+        if kind == ARRIVE:
+            account(e, t)
+            e.waiting.append(r)
+            if not e.busy:
+                start(e, t)
+            continue
+        if kind == TEAM_START:
+            e.pending = False
+            start_team(e, t)
+            continue
+        if kind == TRANSFER:  # cache arrives at the least-loaded decode engine
+            d = min(dec, key=lambda x: (x.load(), x.idx))
+            account(d, t)
+            r.kv, r.todo, r.blocks = r.inp + r.gen - 1, 0, 0
+            r.cached = 0
+            if math.isnan(r.first):
+                r.first = t
+            if r.gen >= r.out:
+                r.finish = t
+                done.append(r)
+                if traffic.closed_loop and next_req < n:
+                    new_request(t, r.client)
+                continue
+            d.waiting.append(r)
+            if not d.busy:
+                start(d, t)
+            continue
+        # STEP_END
+        if type(e) is _Team:
+            for m in e.members:
+                end_step(m, t)
+        else:
+            end_step(e, t)
         events += 1
         if events % stride == 0:
             used = total_blocks - sum(x.free for x in engines)
@@ -725,7 +783,10 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
             if len(kv_log) >= 2 * kv_samples:
                 kv_log = kv_log[::2]
                 stride *= 2
-        start(e, t)
+        if type(e) is _Team:
+            start_team(e, t)
+        else:
+            start(e, t)
 
     if len(done) != n:
         raise AssertionError(f"simulation lost requests: {len(done)} of {n} finished")
