@@ -121,7 +121,8 @@ class StepModel:
     """Iteration time of one engine of ``pool`` on ``cluster`` for ``model``.
 
     A replica with attention data parallelism runs ``attn_dp`` engines in lockstep (one per
-    DP rank); ``step`` is the time of one of them, which is the replica's iteration time.
+    DP rank); ``step`` is the replica's iteration time when every rank brings the same batch,
+    ``lockstep_step_s`` when they differ.
     With pipeline parallelism the replica runs ``pp`` micro-batches in flight (vLLM's
     virtual engines); ``step`` is one micro-batch through all stages.
     """

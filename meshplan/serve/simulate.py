@@ -11,6 +11,13 @@ are recomputed later (vLLM's recompute preemption). The iteration takes the cost
 time for exactly that batch; a prefill that completes samples the first token; each
 decode adds one; a finished request frees its blocks.
 
+Attention data parallelism: the DP ranks of a replica (one engine each) schedule their own
+requests but run each iteration together (``_Team``), its time set by StepModel.
+lockstep_step_s from all ranks' batches.
+
+Decoding requests are stepped as one group per engine where that gives the same iterations
+(``_absorb``); ``decode_group=False`` steps them one by one.
+
 Disaggregated plans: prefill engines run prompts only; a finished prefill's KV cache
 moves to the least-loaded decode engine (time from serve/cost.py), which then decodes it.
 TTFT counts until the cache has arrived there (the first token streams from the decode
