@@ -319,6 +319,22 @@ def test_cli_serve_json():
     assert d["top"][0]["ttft_s"]["p90"] <= 1.0
 
 
+def test_cli_serve_ranking_does_not_depend_on_top():
+    """The goodput re-rank covers the search's best three whatever --top shows, so --top 1
+    names the same #1 (and exports the same plan) as the default table."""
+    args = ("serve", "--model", "llama3.1-70b", "--gpus", "16xH100-SXM-80GB", "--input-len",
+            "2000", "--output-len", "300", "--rate", "8", "--requests", "150", "--ttft-p90",
+            "2s", "--tpot-p90", "50ms", "--aggregated-only", "--json")
+    firsts = []
+    for top in ("1", "5"):
+        rc, out, err = run(*args, "--top", top)
+        assert rc == 0, err
+        d = json.loads(out)
+        firsts.append((d["top"][0]["describe"], d["top"][0]["goodput_req_per_s"]))
+    assert firsts[0] == firsts[1]
+    assert firsts[0][1] is not None
+
+
 @pytest.mark.parametrize("extra", [("--rate", "5"), ("--rate", "inf"),
                                    ("--concurrency", "1", "--requests", "1")])
 def test_cli_serve_json_is_strict_json(extra):

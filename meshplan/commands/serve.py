@@ -9,7 +9,7 @@ import re
 from ..errors import InputError, require_nonneg_int, require_plain_text, require_positive_int
 from ..scenario import make_cluster
 from ..serve.explain import explain
-from ..serve.search import SLO, Candidate, goodputs, search
+from ..serve.search import GOODPUT_PLANS, SLO, Candidate, goodputs, search
 from ..serve.simulate import percentile
 from ..serve.spec import Pool, ServePlan
 from ..serve.traffic import load_trace, parse_lengths, synthetic
@@ -209,15 +209,15 @@ def _run(args) -> int:
     if not res.ranked:
         reasons = sorted({c.error for c in res.infeasible})
         raise InputError("plan", args.plan or "search", "no plan runs: " + "; ".join(reasons)[:400])
-    top = res.ranked[:args.top]
     if traffic.rate_per_s is not None and math.isfinite(traffic.rate_per_s) and not args.no_goodput:
-        for c, g in zip(top[:3], goodputs(model, cluster, [c.plan for c in top[:3]], traffic,
-                                          slo, args.jobs)):
+        head = res.ranked[:GOODPUT_PLANS]  # whatever --top shows: the ranking does not depend on it
+        for c, g in zip(head, goodputs(model, cluster, [c.plan for c in head], traffic, slo,
+                                       args.jobs)):
             c.goodput_rps = g
         if not args.min_gpus and (slo.ttft_s or slo.tpot_s):  # DistServe's measure decides
-            top[:3] = sorted(top[:3], key=lambda c: (not c.meets(slo),
-                                                     -c.goodput_rps / c.plan.gpus))
-            res.ranked[:3] = top[:3]
+            res.ranked[:GOODPUT_PLANS] = sorted(head, key=lambda c: (not c.meets(slo),
+                                                                     -c.goodput_rps / c.plan.gpus))
+    top = res.ranked[:args.top]
     if args.png:
         from ..serve.plots import pareto_png
         pareto_png(res, args.png)

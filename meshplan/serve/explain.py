@@ -7,7 +7,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel
 from .memory import weight_bytes_per_gpu
-from .search import Candidate, SearchResult, headroom
+from .search import GOODPUT_PLANS, Candidate, SearchResult, headroom
 from .simulate import percentile
 from .traffic import Traffic
 
@@ -49,9 +49,9 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
         else:
             later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"
                      " sooner" if headroom(nxt, slo) < headroom(w, slo) else "")
-            return (f"ranked first by goodput per GPU (DistServe: the highest request rate"
-                    f" served with 90% of requests inside the SLO): {gw:.3f} req/s per GPU"
-                    f" against {gn:.3f} for #2{later}")
+            return (f"ranked first by goodput per GPU among the search's best {GOODPUT_PLANS}"
+                    f" (DistServe: the highest request rate served with 90% of requests inside"
+                    f" the SLO): {gw:.3f} req/s per GPU against {gn:.3f} for #2{later}")
     if w.plan.gpus != nxt.plan.gpus:
         return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
                 " search's preference when both meet the SLO")

@@ -239,6 +239,9 @@ def keeps_up(c: Candidate, traffic: Traffic) -> bool:
     return len(traffic.requests) / c.result.makespan_s >= 0.9 * offered
 
 
+# the search's best plans whose goodput `meshplan serve` bisects and re-ranks by it (each
+# bisection is about ten simulations of the whole trace)
+GOODPUT_PLANS = 3
 SCREEN_REQUESTS = 400  # requests per screening simulation; the best plans get the full trace
 RESIMULATE = 12
 
