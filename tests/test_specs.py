@@ -115,6 +115,19 @@ def test_blackwell_ultra_and_cdna_entries_match_the_datasheet_aggregates():
     assert GPUS["MI325X"].memory_bytes > GPUS["MI300X"].memory_bytes
 
 
+def test_nvlink_domain_follows_the_node_given():
+    """An HGX-style fabric (the GPU's usual domain is its node) ends at the node the user
+    gives: 4-GPU nodes of H100 (or BigScience's 4-V100 Jean Zay nodes) are 4-GPU NVLink
+    domains, 16-GPU nodes 16; a fabric that spans nodes (GB200 NVL72, 4 GPUs per tray) keeps
+    its 72; an explicit scaleup_domain wins."""
+    assert make_cluster("16xH100-SXM-80GB", gpus_per_node=4).domain_size == 4
+    assert make_cluster("64xV100-SXM-32GB", gpus_per_node=4).domain_size == 4
+    assert make_cluster("32xH100-SXM-80GB", gpus_per_node=16).domain_size == 16
+    assert make_cluster("144xGB200", gpus_per_node=4).domain_size == 72
+    assert make_cluster("144xGB200", gpus_per_node=8).domain_size == 72
+    assert make_cluster("16xH100-SXM-80GB", gpus_per_node=4, scaleup_domain=8).domain_size == 8
+
+
 def test_cluster_parse_and_errors():
     c = make_cluster("64xH100-SXM-80GB")
     assert c.num_gpus == 64 and c.gpus_per_node == 8 and c.domain_size == 8
