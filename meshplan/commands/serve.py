@@ -21,6 +21,7 @@ _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
 # simulation (10,000 requests on 76 plans: 3 min on one core, 2026-11-27), so 10**8 would
 # never return; 100,000 puts ~1,000 requests beyond the p99.
 MAX_REQUESTS = 100_000
+DEFAULT_REQUESTS = 1000  # requests simulated without --trace or --requests
 # --plan's batching limits when the flags are not given (the values the vLLM launch line of
 # docs/serving.md writes)
 PLAN_MAX_NUM_SEQS, PLAN_MAX_BATCHED_TOKENS = 256, 8192
@@ -89,7 +90,15 @@ def _slo(args) -> SLO:
 
 
 def _traffic(args):
-    if args.trace:
+    if args.trace:  # the trace gives the arrivals and lengths: refuse, do not ignore
+        for flag, value, unset in (("--rate", args.rate, None),
+                                   ("--input-len", args.input_len, None),
+                                   ("--output-len", args.output_len, None),
+                                   ("--requests", args.requests, DEFAULT_REQUESTS),
+                                   ("--arrivals", args.arrivals, "poisson")):
+            if value != unset:
+                raise InputError(flag, value, "the --trace file gives every request's arrival "
+                                 "and lengths (--concurrency replays it closed-loop)")
         return load_trace(args.trace, args.prefix_share, args.concurrency)
     if args.rate is None and args.concurrency is None:
         raise InputError("--rate", None, "give --rate (requests/s), --concurrency or --trace")
@@ -186,11 +195,17 @@ def _run(args) -> int:
             if value is not None:
                 raise InputError(flag, value, "applies to the plan given with --plan; the "
                                  "search picks each plan's batch limits itself")
+    if args.model_id and not args.export:  # else it would be silently ignored
+        raise InputError("--model-id", args.model_id, "names the model in the commands "
+                         "--export writes; give --export vllm|sglang")
     if args.plan:
         seqs = PLAN_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs
         tokens = PLAN_MAX_BATCHED_TOKENS if args.max_batched_tokens is None else args.max_batched_tokens
         plans = [parse_plan(args.plan, weights, kv, seqs, tokens, None, cluster.domain_size)]
         plans[0].check(model, cluster)
+        if args.aggregated_only and plans[0].disaggregated:
+            raise InputError("--plan", args.plan, "is disaggregated (P=.../D=...), and "
+                             "--aggregated-only was given")
     if args.export:  # refuse early, or search only the plans the engine can express
         from ..serve.export import check_expressible
         from ..serve.search import candidate_plans
@@ -294,7 +309,8 @@ def register(sub) -> None:
     t.add_argument("--rate", help="requests per second (Poisson), or inf (all at once)")
     t.add_argument("--concurrency", type=int, help="fixed number of clients (closed loop)")
     t.add_argument("--trace", help="CSV with arrival_s, input_len, output_len")
-    t.add_argument("--requests", type=int, default=1000, help="requests to simulate (default 1000)")
+    t.add_argument("--requests", type=int, default=DEFAULT_REQUESTS,
+                   help=f"requests to simulate (default {DEFAULT_REQUESTS})")
     t.add_argument("--arrivals", choices=("poisson", "uniform"), default="poisson")
     t.add_argument("--prefix-share", type=float, default=0.0,
                    help="share of each prompt that is a common cached prefix (0-1)")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..runs_csv import read_csv
+from ..runs_csv import EXTRA_FIELDS, read_csv
 
 
 # The latest arrival a stream may have: event times are absolute float64 seconds, whose
@@ -104,7 +104,8 @@ class Traffic:
     def describe(self) -> str:
         load = (f"{self.rate_per_s:g} req/s" if self.rate_per_s is not None
                 else f"{self.concurrency} concurrent")
-        s = (f"{len(self.requests)} requests, {load}, input {self.mean_input:.0f} / output "
+        n = len(self.requests)
+        s = (f"{n} request{'s' if n != 1 else ''}, {load}, input {self.mean_input:.0f} / output "
              f"{self.mean_output:.0f} tokens (mean)")
         return s + (f", shared prefix {self.prefix_share:.0%}" if self.prefix_share else "")
 
@@ -155,6 +156,8 @@ def load_trace(path: str | Path, prefix_share: float = 0.0,
             raise InputError("trace", str(path), f"missing column {c!r}; need " + ", ".join(need))
     reqs = []
     for i, r in enumerate(rows, start=2):
+        if r.get(EXTRA_FIELDS):  # its cells are not where the header says
+            raise InputError("trace", str(path), r[EXTRA_FIELDS])
         try:
             a = float(r.get("arrival_s") or 0.0) if not concurrency else 0.0
             li, lo = int(r["input_len"]), int(r["output_len"])

@@ -164,7 +164,8 @@ def _window(cfg: dict, layers: int, default_window: int = 0,
     if w is None or w == 0:
         return dict(sliding_window=0, sliding_layers=0)
     if isinstance(w, bool) or not isinstance(w, int) or w < 0:
-        raise InputError("config.json:sliding_window", w, "must be a positive integer or null")
+        raise InputError("config.json:sliding_window", w,
+                         "must be a positive integer, or 0 or null for none")
     types = cfg.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != layers \
