@@ -91,6 +91,17 @@ def test_cli_export_writes_files(tmp_path):
     assert not [f for f in out.iterdir() if f.name.startswith(".meshplan-")]
 
 
+def test_export_over_a_previous_one_replaces_it_whole(tmp_path):
+    """A second export into the folder of a first (the one kind of non-empty folder --out
+    accepts) leaves only the second's files: no launch script of the first beside it."""
+    model = load_model("llama3.1-8b")
+    out = tmp_path / "exp"
+    export_plan("sglang", ServePlan((Pool(tp=2),)), model, "m", out)
+    export_plan("vllm", ServePlan((Pool(tp=1),)), model, "m", out)
+    assert sorted(f.name for f in out.iterdir()) == ["launch_vllm.sh", "plan.json"]
+    assert json.loads((out / "plan.json").read_text())["engine"] == "vllm"
+
+
 def test_cli_export_searches_only_expressible_plans(tmp_path):
     out = tmp_path / "v"
     p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", "--model", "llama3.1-8b",

@@ -187,6 +187,8 @@ def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
             os.replace(tmp / name, out / name)
             written.append(out / name)
         os.chmod(out / f"launch_{engine}.sh", 0o755)
+        for name in set(SERVE_EXPORT_FILES) - set(files):  # a previous export's other
+            (out / name).unlink(missing_ok=True)            # engine script: not this plan's
     except OSError as e:
         for f in written:
             f.unlink(missing_ok=True)
