@@ -103,6 +103,7 @@ class _Engine:
         self.last_t = 0.0
         self.admit_seq = 0
         self.team: _Team | None = None  # attention DP: the ranks this engine steps with
+        self.free_seen = 0  # ``free`` when simulate() last summed the deployment's blocks
         # the decode group (see _absorb): its size, the iterations it has run, its members'
         # stored kv summed and counted by kv mod block, and who finishes at which step
         # (TensorRT-LLM-style reservation with a window: every request stepped alone)
@@ -745,6 +746,14 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
 
     kv_log: list[tuple[float, float]] = []
     total_blocks = sum(e.capacity_blocks for e in engines)
+    # free blocks of the whole deployment, brought up to date at each sample from the
+    # engines an event touched since the last one (a sum over every engine each time made
+    # clusters of thousands of GPUs crawl)
+    free_total = 0
+    for x in engines:
+        x.free_seen = x.free
+        free_total += x.free
+    dirty: set = set()
     stride = 1
     events = 0
     t = 0.0
@@ -754,10 +763,12 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
             account(e, t)
             e.waiting.append(r)
             if not e.busy:
+                dirty.add(e)
                 start(e, t)
             continue
         if kind == TEAM_START:
             e.pending = False
+            dirty.update(e.members)
             start_team(e, t)
             continue
         if kind == TRANSFER:  # cache arrives at the least-loaded decode engine
@@ -775,25 +786,34 @@ def simulate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
                 continue
             d.waiting.append(r)
             if not d.busy:
+                dirty.add(d)
                 start(d, t)
             continue
         # STEP_END
         if type(e) is _Team:
+            dirty.update(e.members)
             for m in e.members:
                 end_step(m, t)
         else:
+            dirty.add(e)
             end_step(e, t)
         events += 1
         if events % stride == 0:
-            used = total_blocks - sum(x.free for x in engines)
+            for x in dirty:
+                free_total += x.free - x.free_seen
+                x.free_seen = x.free
+            dirty.clear()
+            used = total_blocks - free_total
             kv_log.append((t, used / total_blocks if total_blocks else 0.0))
             if len(kv_log) >= 2 * kv_samples:
                 kv_log = kv_log[::2]
                 stride *= 2
         if type(e) is _Team:
             start_team(e, t)
+            dirty.update(e.members)  # (its next iteration took blocks after the sample)
         else:
             start(e, t)
+            dirty.add(e)
 
     if len(done) != n:
         raise AssertionError(f"simulation lost requests: {len(done)} of {n} finished")
