@@ -169,11 +169,15 @@ class StepModel:
             else:
                 g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
         stream = ops.stream_bytes / self.dev.hbm_bytes_per_s
-        a2a = 0.0
-        if moe and p.ep > 1:
-            pl = collectives.placement(((p.ep, 1),), self.cluster.domain_size)
-            a2a = ops.ep_alltoalls * collectives.all_to_all_s(self.cluster, pl, ops.ep_send_bytes)
-        return g, stream, a2a
+        return g, stream, self._ep_a2a_s(ops) if moe else 0.0
+
+    def _ep_a2a_s(self, ops) -> float:
+        """The expert all-to-alls of one MoE layer (``ops``: its layer_ops)."""
+        p = self.pool
+        if p.ep <= 1:
+            return 0.0
+        pl = collectives.placement(((p.ep, 1),), self.cluster.domain_size)
+        return ops.ep_alltoalls * collectives.all_to_all_s(self.cluster, pl, ops.ep_send_bytes)
 
     def _expert_gemm_s(self, mm: MatMul, T: int) -> float:
         m = self.model
@@ -211,10 +215,10 @@ class StepModel:
             return 0.0, 0.0
         p = self.pool
         s = Shard(seq=T, micro_batch=1, tp=p.tp, ep=p.ep, etp=1 if p.ep > 1 else p.tp)
-        experts = sum(self._expert_gemm_s(mm, T) for mm in layer_ops(self.model, True, s).matmuls
+        ops = layer_ops(self.model, True, s)
+        experts = sum(self._expert_gemm_s(mm, T) for mm in ops.matmuls
                       if mm.name.startswith("expert_"))
-        a2a = self._layer_gemm_s(True, T)[2]
-        return self.n_moe * p.pp * experts, self.n_moe * p.pp * a2a
+        return self.n_moe * p.pp * experts, self.n_moe * p.pp * self._ep_a2a_s(ops)
 
     def lockstep_step_s(self, ranks: list[tuple]) -> float:
         """One iteration of an attention-DP replica whose busy ranks bring ``ranks`` (each

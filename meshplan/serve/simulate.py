@@ -284,14 +284,6 @@ class _Engine:
         self.crossing: dict[int, list[tuple[int, _Req]]] = {}
         self.activating: dict[int, list[tuple[int, _Req]]] = {}
 
-    def _held(self, computed: int, total: int) -> int:
-        """self._demand for a request of the group's kind (no window: blocks)."""
-        held = -(-total // self.block)
-        if not self.window:
-            return held
-        skipped = max(0, computed - self.window + 1) // self.block
-        return self.full_layers * held + self.window_layers * (held - min(skipped, held))
-
     def _absorb(self) -> None:
         """Add decoding requests that follow the group in the running list to it."""
         running, block, s, w = self.running, self.block, self.steps, self.window
@@ -303,7 +295,7 @@ class _Engine:
             if self.reserve:  # every block it will take is already held (no window)
                 if r.blocks < -(-(kv + r.out - r.gen) // block):
                     return
-            elif r.blocks != self._held(kv - 1, kv):  # as after a decode step
+            elif r.blocks != self._demand(kv - 1, kv):  # as after a decode step
                 return
             r.kv = f = kv - s
             r.gen -= s
@@ -344,7 +336,7 @@ class _Engine:
         r.kv += s
         r.gen += s
         if not self.reserve:
-            r.blocks = self._held(r.kv - 1, r.kv)
+            r.blocks = self._demand(r.kv - 1, r.kv)
 
     def _dissolve(self) -> None:
         s = self.steps
@@ -394,7 +386,7 @@ class _Engine:
             r = running[i]
             todo = r.todo
             n = (todo if todo < budget else budget) if todo > 0 else 1
-            need = self._held(r.kv, r.kv + n) - r.blocks
+            need = self._demand(r.kv, r.kv + n) - r.blocks
             if clamp and need < 0:
                 need = 0
             if need > free:
