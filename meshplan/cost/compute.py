@@ -25,7 +25,16 @@ from ..specs.workload import FP32_STORAGE
 from .attention_memory import materialises_scores
 from .ops import ACT, LayerOps, MatMul, Shard
 
+# Attention backward FLOPs over forward: the forward runs two matmuls per score tile (QK^T,
+# PV), the backward five (QK^T recomputed, dV, dP, dQ, dK): 5/2, the count flash-attn's own
+# benchmark uses (Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py,
+# flops(mode='bwd') = 2.5 x the forward's).
 ATTN_BWD_FLOP_RATIO = 2.5
+# Element-wise (bandwidth-bound) work in backward over forward: each op reads its saved input
+# and the output gradient and writes the input gradient, against one read and one write
+# forward (e.g. a norm or an activation: 2 reads + 1 write vs 1 + 1, plus the weight-gradient
+# reduction of norms), rounded to 2: an assumption from that count, not a measurement (the
+# element-wise share of a step is a few percent: dense_breakdown's 'stream' line).
 STREAM_BWD_BYTE_RATIO = 2.0
 
 

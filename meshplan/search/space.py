@@ -19,7 +19,9 @@ from ..specs.workload import Workload
 # scale-up domain, cp <= MAX_CP, pp <= MAX_PP, vpp <= MAX_VPP, micro-batches up to
 # MAX_MICRO_BATCH sequences and MAX_MICRO_BATCH_TOKENS tokens; the overlap switches on,
 # sequence parallel on when tp > 1 (sequence_parallel_off), ring cp, no HSDP, no offload,
-# the default rank order.
+# the default rank order. The numbers bound the search's time (seconds on a laptop), not what
+# engines run: published recipes beyond them (Megatron-Bridge's MoE recipes at vpp 12-24,
+# llm-foundry's sweeps at micro-batch 56) are predicted with the knob pinned.
 MAX_CP = 32
 
 
