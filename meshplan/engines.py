@@ -44,6 +44,7 @@ Module-level selective recomputation (plan.recompute_modules, meshplan/recompute
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from .errors import InputError, require_choice
@@ -84,6 +85,37 @@ ORDER_REASONS = {
 }
 
 
+# The FP8 recipe an engine's export writes where the workload names none and it differs from
+# the recipe the cost model assumes for the engine's published runs (cost/fp8_recipe.py
+# ENGINE_DEFAULT, torchao's tensorwise for torchtitan's 2024-25 runs): torchtitan 0.3's
+# Float8LinearConverter takes recipe_name "rowwise" (its default) or "rowwise_with_gw_hp"
+# (torchtitan/components/quantization/float8.py, Float8Linear config), no tensorwise.
+EXPORT_FP8_RECIPES = {"torchtitan": ("rowwise",)}
+# The frameworks (Workload.framework) that run an engine's code: a NeMo workload planned for
+# Megatron-LM keeps NeMo's defaults (both are Megatron-Core).
+ENGINE_FRAMEWORKS = {"megatron": ("megatron", "nemo"), "torchtitan": ("torchtitan",),
+                     "deepspeed": ("deepspeed",)}
+
+
+def run_by(engine: str | None, workload):
+    """The workload as ``engine`` runs it (None or "meshplan": unchanged): the engine as its
+    framework, so the cost model gives the plan that engine's kernels, FP8 casts and defaults
+    (the attention kernel, cost/efficiency.py ENGINE_ATTENTION; the FP8 recipe, cost/
+    fp8_recipe.py), and the FP8 recipe its export writes where the workload names none.
+    ``meshplan plan --engine/--export``, ``predict/simulate --engine`` and ``export --to``
+    all read it, so the figures printed for a plan are those of the job exported."""
+    if engine not in LIMITED_ENGINES:
+        return workload
+    framework = (workload.framework if workload.framework in ENGINE_FRAMEWORKS[engine]
+                 else engine)
+    recipe = workload.fp8_recipe
+    if workload.precision == "fp8" and not recipe and engine in EXPORT_FP8_RECIPES:
+        recipe = EXPORT_FP8_RECIPES[engine][0]
+    if (framework, recipe) == (workload.framework, workload.fp8_recipe):
+        return workload
+    return replace(workload, framework=framework, fp8_recipe=recipe)
+
+
 class Violation(NamedTuple):
     field: str
     value: object
@@ -112,6 +144,11 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
         if prec in ("fp32", "tf32"):  # the exporter writes the bf16 mixed-precision policy
             out.append(Violation("precision", prec, "meshplan's torchtitan export writes "
                                  "the bf16 mixed-precision policy only"))
+        if (prec == "fp8" and workload.fp8_recipe
+                and workload.fp8_recipe not in EXPORT_FP8_RECIPES["torchtitan"]):
+            out.append(Violation("fp8_recipe", workload.fp8_recipe, "torchtitan's "
+                                 "Float8LinearConverter runs rowwise scaling only (recipe_name "
+                                 "rowwise); give --fp8-recipe rowwise or leave it out"))
         from .export.torchtitan_models import torchtitan_model_missing
         missing = torchtitan_model_missing(model)
         if missing:
@@ -433,6 +470,7 @@ class UnsupportedByEngine(InputError):
     def __init__(self, engine: str, feature: str, value: object, reason: str):
         self.engine = engine
         self.feature = feature
-        where = {"model": "model", "precision": "workload.precision"}.get(feature, f"plan.{feature}")
+        where = {"model": "model", "precision": "workload.precision",
+                 "fp8_recipe": "workload.fp8_recipe"}.get(feature, f"plan.{feature}")
         name = ENGINE_NAMES.get(engine, engine)
         super().__init__(where, value, f"{name} cannot express this: {reason}")

@@ -72,7 +72,9 @@ def scenario_line(sc: Scenario) -> str:
                  f"window{wide}, ")
     line = (f"{m.name} ({kind}{m.total_params() / 1e9:.1f}B params) on {sc.cluster.describe()}; "
             f"seq {w.seq_len}, global batch {w.global_batch} sequences "
-            f"({w.tokens_per_step / 1e6:.2f}M tokens), {w.precision}")
+            f"({w.tokens_per_step / 1e6:.2f}M tokens), {w.precision}"
+            + (f" ({w.fp8_recipe} scaling)" if w.precision == "fp8" and w.fp8_recipe else "")
+            + (f", as {w.framework} runs it" if w.framework else ""))
     return line + (f"\n  note: {m.description}" if m.description else "")
 
 
@@ -166,11 +168,14 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
                                " (ranked by the simulated pipeline, 'sim s'):" if r.simulated
                                else ":"))
     out += plans_table(r.top, r.simulated, ivs)
-    out.append("('step s': the closed forms, reproduced by `meshplan predict --plan LABEL`; "
-               "'sim s': the simulated pipeline, by `meshplan simulate --plan LABEL`, and "
+    # with --engine/--export E the plans are costed as E runs them (engines.run_by): the
+    # commands that reproduce them take --engine E too
+    eng = f"--engine {r.engine} " if getattr(r, "engine", None) else ""
+    out.append(f"('step s': the closed forms, reproduced by `meshplan predict {eng}--plan LABEL`; "
+               f"'sim s': the simulated pipeline, by `meshplan simulate {eng}--plan LABEL`, and "
                "the p10-p90 and tok/s/GPU columns around it)"
                if r.simulated else
-               "('step s' is reproduced by `meshplan predict --plan LABEL`)")
+               f"('step s' is reproduced by `meshplan predict {eng}--plan LABEL`)")
     for note in getattr(r, "notes", []):
         out.append("note: " + note)
     out.append("")
@@ -192,9 +197,9 @@ def search_text(sc: Scenario, r: SearchResult) -> str:
             out.append("why #1 wins: " + explain(r.top[0], r.top[1]))
     out.append("winner: " + r.top[0].plan.describe())
     w = r.simulated.get(r.top[0].plan)
-    out.append("  breakdown below: closed forms, as `meshplan predict --plan '"
+    out.append(f"  breakdown below: closed forms, as `meshplan predict {eng}--plan '"
                + r.top[0].plan.describe() + "'` prints them"
-               + (f"; simulated step {w.step_time_s:.3f} s, as `meshplan simulate --plan` "
+               + (f"; simulated step {w.step_time_s:.3f} s, as `meshplan simulate {eng}--plan` "
                   "prints it" if w else ""))
     out += breakdown_text(r.top[0], interval(r.top[0], sc.model, sc.cluster,
                                              framework=sc.workload.framework))

@@ -80,9 +80,46 @@ def _check_recipe_flag(recipe: str, precision: str) -> None:
                          f"precision here is {precision})")
 
 
+def engine_of(args: argparse.Namespace) -> str | None:
+    """The engine a command plans, predicts or exports for (--engine; plan's --export and
+    export's --to when they name a training engine), or None: meshplan's own runtime."""
+    from ..engines import LIMITED_ENGINES
+    for name in ("engine", "export", "to"):
+        value = getattr(args, name, None)
+        if value in LIMITED_ENGINES:
+            return value
+    return None
+
+
+def add_engine_arg(p: argparse.ArgumentParser) -> None:
+    """--engine for predict and simulate: the plan as that engine runs it (engines.run_by)."""
+    from ..engines import LIMITED_ENGINES
+    p.add_argument("--engine", choices=LIMITED_ENGINES,
+                   help="predict the plan as this engine runs it (its kernels and FP8 recipe, "
+                        "meshplan/engines.py run_by), as `meshplan plan --engine` does; a plan "
+                        "the engine cannot run is refused")
+
+
+def check_engine(engine: str | None, sc: Scenario, plan: Plan) -> None:
+    """Refuse (one line, exit 2) a plan ``engine`` cannot run, as its export would."""
+    if engine is not None:
+        from ..engines import check
+        check(engine, replace(sc, plan=plan))
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """The scenario from --scenario, with any flags given on top overriding it. (A cluster
-    of several pools is read by commands/_pools.py, for `meshplan plan` only.)"""
+    """The scenario from --scenario, with any flags given on top overriding it, its workload
+    as the engine of ``engine_of(args)`` runs it (engines.run_by). (A cluster of several
+    pools is read by commands/_pools.py, for `meshplan plan` only.)"""
+    from ..engines import run_by
+    sc = _scenario_from_args(args)
+    workload = run_by(engine_of(args), sc.workload)
+    if workload is sc.workload:
+        return sc
+    return replace(sc, workload=workload)
+
+
+def _scenario_from_args(args: argparse.Namespace) -> Scenario:
     recipe = getattr(args, "fp8_recipe", None) or ""  # "" = the scenario's, else the engine's
     grads = getattr(args, "grad_reduce_dtype", None)  # None = the scenario's, else fp32
     if args.scenario:

@@ -8,8 +8,8 @@ from ..cost import estimate
 from ..report import breakdown_text, estimate_json, scenario_line
 from ..uncertainty import interval
 from .. import engine_spread
-from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_stated,
-                      scenario_from_args)
+from ._common import (add_engine_arg, add_plan_args, add_scenario_args, check_engine,
+                      engine_of, plan_from_args, plan_stated, scenario_from_args)
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
@@ -18,6 +18,7 @@ def _run(args) -> int:
     sc = scenario_from_args(args)
     check_generation(meta, sc.cluster.gpu.generation)
     plan = plan_from_args(args, sc)
+    check_engine(engine_of(args), sc, plan)
     e = estimate(sc.model, sc.cluster, sc.workload, plan)
     iv = interval(e, sc.model, sc.cluster, framework=sc.workload.framework)
     # MoE engine knobs the plan does not name: widened by the other settings (engine_spread)
@@ -37,5 +38,6 @@ def register(sub) -> None:
     add_scenario_args(p)
     add_plan_args(p)
     add_profile_arg(p)
+    add_engine_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

@@ -13,8 +13,8 @@ import json
 
 from ..errors import InputError, NoPlanFits, require_nonneg_int
 from ..progress import activity
-from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_overrides,
-                      scenario_from_args)
+from ._common import (add_engine_arg, add_plan_args, add_scenario_args, check_engine,
+                      engine_of, plan_from_args, plan_overrides, scenario_from_args)
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 GiB = 2**30
@@ -62,7 +62,7 @@ def _pick_plan(args, sc):
         return plan_from_args(args, sc), None
     from ..search.search import search
 
-    res = search(sc.model, sc.cluster, sc.workload, pins=over)
+    res = search(sc.model, sc.cluster, sc.workload, pins=over, engine=engine_of(args))
     if res.best is None:
         raise NoPlanFits("no plan fits: the search rejected every plan; "
                          "see `meshplan plan` for the reasons")
@@ -76,6 +76,7 @@ def _run(args) -> int:
     sc = scenario_from_args(args)
     check_generation(meta, sc.cluster.gpu.generation)
     plan, origin = _pick_plan(args, sc)
+    check_engine(engine_of(args), sc, plan)
     from ..cost import estimate
     from ..pipeline.from_cost import simulate_estimate
     from ..pipeline.schedules import schedule_for_plan
@@ -184,6 +185,7 @@ def register(sub) -> None:
     add_scenario_args(p)
     add_plan_args(p, " (none: simulate the search's winner)")
     add_profile_arg(p)
+    add_engine_arg(p)
     o = p.add_argument_group("output")
     o.add_argument("--trace", metavar="FILE.json", help="Chrome/Perfetto trace")
     o.add_argument("--png", metavar="FILE.png", help="timeline picture")

@@ -194,12 +194,8 @@ def torchtitan_settings(sc: Scenario) -> tuple[dict, list[str]]:
     if not (p.overlap_grad_reduce and p.overlap_param_gather) and dpcp > 1:
         notes.append("FSDP2 always overlaps its all-gathers and reduce-scatters; the plan's "
                      "overlap_*=false cannot be set")
-    if fp8 and (w.fp8_recipe or "tensorwise") != "rowwise":
-        # torchtitan's Float8LinearConverter takes recipe_name "rowwise" (its default) or
-        # "rowwise_with_gw_hp" (components/quantization/float8.py, 2026-08); meshplan's
-        # default for torchtitan is torchao's tensorwise (cost/fp8_recipe.py ENGINE_DEFAULT)
-        notes.append(f"this torchtitan runs float8 rowwise; the prediction used "
-                     f"{w.fp8_recipe or 'tensorwise'} (re-predict with --fp8-recipe rowwise)")
+    # fp8: rowwise, the only recipe torchtitan's Float8LinearConverter takes; the commands
+    # cost a torchtitan plan with it (engines.run_by) and refuse any other (scenario_violations)
     if fp8 and sc.model.is_moe:
         notes.append("Float8LinearConverter converts the dense linear layers; expert GEMMs stay bf16")
     settings = {"training": training, "parallelism": par, "compile": compile_,
@@ -236,7 +232,8 @@ def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
     kwargs = "".join(f", {k}={_py(v)}" for k, v in kw.items())
     if settings["float8"]:
         lines.append(f"    config.model_spec = model_registry({flavor!r}{kwargs}, converters=["
-                     "Float8LinearConverter.Config(model_compile_enabled=True)])")
+                     "Float8LinearConverter.Config(model_compile_enabled=True, "
+                     "recipe_name='rowwise')])")
     else:
         lines.append(f"    config.model_spec = model_registry({flavor!r}{kwargs})")
     if shape is not None:  # the base config's loss is sized for its own model's vocabulary
