@@ -98,3 +98,21 @@ def test_catalog_commands():
                            for g in json.loads(out))
     rc, out, _ = run("models")
     assert rc == 0 and "deepseek-v3" in out
+
+
+def test_use_scenario_plan_pins_only_the_knobs_the_table_names(tmp_path):
+    """A [plan] table with tp = 2 pins tp: the search still chooses dp, the micro-batch and
+    the rest, as `--tp 2` does (before, every field was pinned at its default: dp1 failed to
+    divide the GPUs, and with dp given the search had one plan)."""
+    f = tmp_path / "s.toml"
+    f.write_text('[model]\npreset = "llama3.1-8b"\n[cluster]\ngpus = "16xH100-SXM-80GB"\n'
+                 '[workload]\nseq_len = 4096\nglobal_batch = 128\n[plan]\ntp = 2\n')
+    rc, out, err = run("plan", "--scenario", str(f), "--use-scenario-plan", "--rerank", "0",
+                       "--json")
+    assert rc == 0, err
+    from_file = json.loads(out)
+    rc, out, err = run("plan", "--scenario", str(f), "--tp", "2", "--rerank", "0", "--json")
+    flags = json.loads(out)
+    assert all(p["plan"]["tp"] == 2 for p in from_file["top"])
+    assert [p["plan"] for p in from_file["top"]] == [p["plan"] for p in flags["top"]]
+    assert len({p["plan"]["micro_batch"] for p in from_file["top"]}) > 1

@@ -43,7 +43,10 @@ def _run(args) -> int:
     if max_gpus is not None and sc.cluster.num_gpus > max_gpus:  # before, not after, searching
         raise InputError("--max-gpus", max_gpus, f"the cluster has {sc.cluster.num_gpus} GPUs; "
                          "give fewer with --gpus or compare counts with --gpu-types")
-    pins = dict(sc.plan.to_dict()) if sc.plan and args.use_scenario_plan else {}
+    # the knobs the [plan] table names, not the defaults of the ones it leaves out (which
+    # would pin dp1, mb1, ...: search them)
+    pins = ({k: v for k, v in sc.plan.to_dict().items() if k in sc.plan_stated}
+            if sc.plan and args.use_scenario_plan else {})
     pins.update(plan_overrides(args))
     if args.plan_label is not None:  # a label is a whole plan: its defaults are pinned too
         for k, v in parse_label(args.plan_label).to_dict().items():
