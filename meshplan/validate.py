@@ -401,7 +401,11 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.tokens_p10_p90 = iv.tokens_per_s_per_gpu
     res.step_time_p10_p90 = iv.step_time_s
     lo, hi = iv.memory_factors
-    res.peak_mem_p10_p90 = (res.predicted_peak_mem_gib * lo, res.predicted_peak_mem_gib * hi)
+    pm = res.predicted_peak_mem_gib
+    # capped at the capacity as interval() caps plan's column (the allocator's cache does not
+    # grow past the GPU) unless what tensors hold crosses it
+    res.peak_mem_p10_p90 = (pm * lo, max(min(pm * hi, max(iv.capacity_gib, iv.held_p90_gib
+                                                         or 0.0)), pm))
     res.predicted_may_not_fit = est.fits and (iv.may_not_fit or cache[("lean",) + key])
     if res.predicted_oom and verdict_lean.fits_only_lean(
             est, prep.model, prep.cluster, prep.workload, prep.optimizer_state_blank,
