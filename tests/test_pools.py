@@ -300,3 +300,20 @@ def test_pool_search_counts_every_plan_it_rejects(capsys):
     assert rc == 1 and not d["ranked"]
     assert d["considered"] == sum(d["rejected"].values())
     assert any(k.startswith("V100-SXM-32GB alone:") for k in d["rejected"])
+
+
+def test_procurement_says_which_plans_may_not_fit():
+    """Each row's memory verdict is what `predict` says of that plan on that many GPUs (the
+    70B / MI300X row was marked cheapest at 192.0 of 192 GiB with no word of it)."""
+    r = cli("plan", "--model", "llama3.1-70b", "--seq-len", "8192", "--global-batch", "512",
+            "--gpu-types", "H100-SXM-80GB,MI300X", "--train-tokens", "2T", "--deadline", "60d",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    for row in rows:
+        p = cli("predict", "--model", "llama3.1-70b", "--seq-len", "8192", "--global-batch",
+                "512", "--gpus", f"{row['num_gpus']}x{row['gpu']}", "--plan", row["plan"],
+                "--json")
+        assert p.returncode == 0, p.stderr
+        assert row["may_not_fit"] is json.loads(p.stdout)["interval"]["may_not_fit"]
+    assert any(row["may_not_fit"] for row in rows)  # the MI300X plan at 192.0 GiB

@@ -383,7 +383,7 @@ def procure_text(sc: Scenario, res) -> str:
            "(closed-form plan search at each count)"]
     out.append("")
     out.append(f"{'gpu':<18}{'$/GPU-h':>8}{'GPUs':>7}  {'plan':<50}{'time':>9}{'cost':>10}"
-               f"{'MFU':>7}")
+               f"{'MFU':>7}  memory")
     cheapest = res.cheapest
     for row in res.rows:
         price = f"{row.price.usd_per_gpu_hour:.2f}" + ("*" if row.price.estimate else "")
@@ -392,12 +392,27 @@ def procure_text(sc: Scenario, res) -> str:
             continue
         o = row.outcome
         mark = "  <- cheapest" if row is cheapest else ""
+        fit = "may not fit" if _may_not_fit(sc, row) else "fits"
         out.append(f"{row.gpu.name:<18}{price:>8}{row.num_gpus:>7}  "
                    f"{row.estimate.plan.describe():<50}{fmt_duration(o.time_to_train_s):>9}"
-                   f"{fmt_usd(o.cost_to_train_usd):>10}{row.estimate.mfu:>7.1%}{mark}")
+                   f"{fmt_usd(o.cost_to_train_usd):>10}{row.estimate.mfu:>7.1%}  {fit:<11}"
+                   f"{mark}")
+    if any(r.outcome is not None and _may_not_fit(sc, r) for r in res.rows):
+        out.append("'may not fit': the 90th percentile of what the plan's tensors hold crosses "
+                   "the GPU's memory (`meshplan predict --plan LABEL --gpus COUNTxGPU` prints "
+                   "it); each count's plan is the closed-form search's best at the point "
+                   "estimate")
     if any(r.price.estimate for r in res.rows):
         out.append("* a stated estimate, not a published list price (see `meshplan gpus`)")
     return "\n".join(out)
+
+
+def _may_not_fit(sc: Scenario, row) -> bool:
+    """Whether a procurement row's plan may not fit (uncertainty.verdict's test), as `plan`
+    flags it."""
+    from ..uncertainty import interval
+    return interval(row.estimate, sc.model, row.cluster,
+                    framework=sc.workload.framework).may_not_fit
 
 
 def procure_json(sc: Scenario, res) -> dict:
@@ -412,6 +427,7 @@ def procure_json(sc: Scenario, res) -> dict:
                       "time_to_train_s": r.outcome.time_to_train_s if r.outcome else None,
                       "cost_usd": r.outcome.cost_to_train_usd if r.outcome else None,
                       "mfu": r.estimate.mfu if r.estimate else None, "reason": r.reason,
+                      "may_not_fit": _may_not_fit(sc, r) if r.estimate else None,
                       "curve": [{"num_gpus": n, "time_to_train_s": o.time_to_train_s,
                                  "cost_usd": o.cost_to_train_usd} for n, o in r.curve]}
                      for r in res.rows]}

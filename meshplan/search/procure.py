@@ -32,6 +32,7 @@ class TypeRow:
     price: Price
     num_gpus: int = 0  # 0: no count on the ladder meets the goal
     estimate: object = None  # meshplan.cost.Estimate of the chosen plan
+    cluster: Cluster | None = None  # the cluster of the chosen count
     outcome: Outcome | None = None
     reason: str = ""  # why no count qualifies
     curve: list = field(default_factory=list)  # (num_gpus, Outcome) of every count evaluated
@@ -108,6 +109,7 @@ def procure(model: ModelSpec, workload: Workload, gpus: list[GPU], goal: Goal,
                 ok, why = outcome(n, est).meets(goal)
                 if ok:
                     row.num_gpus, row.estimate, row.outcome, row.reason = n, est, outcome(n, est), ""
+                    row.cluster = Cluster(gpu, n, gpn, nic)
                     break
                 if "budget" in why:  # more GPUs finish sooner but never cost less per token
                     row.reason = why
@@ -122,6 +124,7 @@ def procure(model: ModelSpec, workload: Workload, gpus: list[GPU], goal: Goal,
                     best = (n, o, est)
             if best:
                 row.num_gpus, row.outcome, row.estimate = best[0], best[1], best[2]
+                row.cluster = Cluster(gpu, best[0], gpn, nic)
             else:
                 row.reason = "no plan fits on any count tried"
         # the curve: every power-of-two count from the first that fits up to max_gpus
