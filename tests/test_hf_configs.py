@@ -126,3 +126,23 @@ def test_megatron_export_of_a_real_config_parses(name, plan, tmp_path):
     ns = parse_megatron(script_args((tmp_path / "megatron_launch.sh").read_text()))
     spec = model_from_hf_file(DATA / name)
     assert int(ns.num_layers) == spec.layers and int(ns.hidden_size) == spec.hidden
+
+
+def test_qwen3_without_head_dim_takes_the_families_default(tmp_path):
+    """Qwen3Config declares head_dim = 128 (transformers configuration_qwen3.py): a Qwen3-32B
+    config.json without it is still 32.8B (hidden 5120 / 64 heads = 80 gave 30.5B);
+    Qwen3MoeConfig declares none, so there hidden / heads stands."""
+    cfg = json.loads((DATA / "qwen3-8b.json").read_text())
+    cfg.update(hidden_size=5120, intermediate_size=25600, num_hidden_layers=64,
+               num_attention_heads=64, num_key_value_heads=8)
+    cfg.pop("head_dim", None)
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg))
+    spec = model_from_hf_file(f)
+    # huggingface.co/Qwen/Qwen3-32B model card: 32.8B parameters
+    assert spec.head_dim == 128 and spec.total_params() == pytest.approx(32.8e9, rel=0.01)
+    moe = json.loads((CATALOG / "qwen3-30b-a3b.json").read_text())
+    moe.pop("head_dim", None)
+    f.write_text(json.dumps(moe))
+    spec = model_from_hf_file(f)
+    assert spec.head_dim in (0, moe["hidden_size"] // moe["num_attention_heads"])

@@ -226,7 +226,9 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
-        head_dim=_head_dim(cfg),
+        # Qwen3Config declares head_dim = 128 (configuration_qwen3.py), not hidden / heads as
+        # the others (and Qwen3MoeConfig, which declares none) derive it
+        head_dim=_pos(cfg, "head_dim", 128) if mt == "qwen3" else _head_dim(cfg),
         ffn=_pos(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
