@@ -146,3 +146,10 @@ def test_qwen3_without_head_dim_takes_the_families_default(tmp_path):
     f.write_text(json.dumps(moe))
     spec = model_from_hf_file(f)
     assert spec.head_dim in (0, moe["hidden_size"] // moe["num_attention_heads"])
+
+
+def test_multi_token_prediction_layers_are_named_as_left_out():
+    spec = model_from_hf_file(CATALOG / "deepseek-v3.json")
+    assert "1 multi-token-prediction layer (num_nextn_predict_layers) not modelled" in \
+        spec.description
+    assert "multi-token" not in model_from_hf_file(DATA / "qwen3-8b.json").description

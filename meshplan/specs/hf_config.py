@@ -470,6 +470,14 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
         spec = FAMILIES[mt](name, cfg)
     except InputError as e:
         raise _config_error(e) from None
+    mtp = cfg.get("num_nextn_predict_layers")
+    if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
+        # DeepSeek-V3 / GLM-4.5 checkpoints carry multi-token-prediction modules: a training
+        # run may add their step (DeepSeek-V3 report sec. 2.2), serving may draft with them
+        note = "; ".join(x for x in (note, (
+            f"{mtp} multi-token-prediction layer{'s' if mtp > 1 else ''} "
+            "(num_nextn_predict_layers) not modelled: neither counted (as the published "
+            "totals leave them out) nor trained or served")) if x)
     if note:
         spec = spec.with_(description="; ".join(x for x in (note, spec.description) if x))
     return spec
