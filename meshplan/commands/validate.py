@@ -136,7 +136,7 @@ def _print_pools(p: dict) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="predict published training runs and report errors")
-    p.add_argument("csv", help="runs CSV (schema of shared/validation/README.md)")
+    p.add_argument("csv", help="runs CSV (its columns: docs/validation.md)")
     p.add_argument("--search-best", action="store_true",
                    help="also search each row's best plan and compare it with the published "
                         "one (a full search per distinct scenario: about 0.7 s a row)")
