@@ -62,6 +62,12 @@ def estimate_json(e: Estimate, iv: Interval | None = None) -> dict:
     }
 
 
+def _tokens(n: int) -> str:
+    """Tokens per step: millions to two decimals as before, and whole counts below 10,000
+    (a batch of one 2,048-token sequence read '0.00M')."""
+    return f"{n / 1e6:.2f}M" if n >= 10_000 else f"{n:,}"
+
+
 def scenario_line(sc: Scenario) -> str:
     m, w = sc.model, sc.workload
     kind = (f"MoE {m.moe_experts} experts top-{m.moe_topk}, " if m.is_moe else "dense, ")
@@ -71,8 +77,9 @@ def scenario_line(sc: Scenario) -> str:
         kind += (f"{m.sliding_layers} of {m.layers} layers with a {m.sliding_window}-key "
                  f"window{wide}, ")
     line = (f"{m.name} ({kind}{m.total_params() / 1e9:.1f}B params) on {sc.cluster.describe()}; "
-            f"seq {w.seq_len}, global batch {w.global_batch} sequences "
-            f"({w.tokens_per_step / 1e6:.2f}M tokens), {w.precision}"
+            f"seq {w.seq_len}, global batch {w.global_batch} "
+            f"sequence{'' if w.global_batch == 1 else 's'} "
+            f"({_tokens(w.tokens_per_step)} tokens), {w.precision}"
             + (f" ({w.fp8_recipe} scaling)" if w.precision == "fp8" and w.fp8_recipe else "")
             + (f", as {w.framework} runs it" if w.framework else ""))
     return line + (f"\n  note: {m.description}" if m.description else "")
