@@ -25,6 +25,19 @@ def test_nothing_fits_is_exit_1(argv, capsys):
         assert len(err.strip().splitlines()) == 1 and out == ""
 
 
+def test_export_when_nothing_fits_keeps_the_diagnostics(tmp_path, capsys):
+    """`plan --export` on valid input that nothing fits: the search's report (the rejections,
+    the closest plan) as without --export, exit 1, nothing written (it was a bare one-line
+    error, exit 2, that hid which plan came closest)."""
+    out = tmp_path / "o"
+    rc = main(["plan", "--model", "llama3.1-405b", "--gpus", "8xH100-SXM-80GB", "--seq-len",
+               "8192", "--global-batch", "64", "--rerank", "0", "--export", "megatron",
+               "--out", str(out)])
+    o, err = capsys.readouterr()
+    assert rc == 1 and "closest plan: " in o and "no plan fits" in err
+    assert not out.exists()
+
+
 def test_volta_defaults_to_fp16(capsys):
     # no bf16 tensor cores before Ampere: without --precision the run is fp16, as on V100s
     rc = main(["predict", "--model", "llama3.1-8b", "--gpus", "16xV100-SXM-32GB", "--seq-len",

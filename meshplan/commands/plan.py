@@ -105,9 +105,9 @@ def _run(args) -> int:
     elif not r.top and not r.considered and not args.no_right_size:
         fewer = largest_count_with_a_plan(sc.model, sc.cluster, sc.workload, pins, engine)
     rendered = None
-    if args.export:
-        if not r.top:
-            raise InputError("--export", args.export, "no plan fits, so there is nothing to export")
+    if args.export and r.top:
+        # (nothing fits: the search's report below says why and which plan came closest,
+        # then exit 1 with nothing written, as without --export)
         best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
         rendered = render(best, args.export)  # refuses before anything is printed or written
     money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
@@ -123,6 +123,8 @@ def _run(args) -> int:
         print("\n".join(right_size_text(sc, r, fewer)))
     if money and not args.json:
         print(money)
+    if args.export and not r.top:
+        print(f"nothing exported to {args.out}: no plan fits", file=sys.stderr)
     if rendered is not None:
         for note in rendered.notes:
             print(f"note: {note}", file=sys.stderr)
