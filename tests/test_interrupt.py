@@ -45,7 +45,11 @@ def test_ctrl_c_in_plan_exits_130_with_one_line():
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (meshplan[run])")
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc to see the workers")
-def test_ctrl_c_in_run_stops_the_workers(tmp_path):
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_in_run_stops_the_workers(tmp_path, sig, code):
+    """(SIGTERM, as `timeout` or a batch scheduler sends it, left torchrun and its workers
+    training: they run in a session of their own.)"""
     p = _start("run", "--model", "tiny-llama", "--dp", "2", "--steps", "100000",
                "--device", "cpu", "--seq-len", "32", "--global-batch", "4",
                "--out", str(tmp_path / "r.json"))
@@ -60,11 +64,27 @@ def test_ctrl_c_in_run_stops_the_workers(tmp_path):
     time.sleep(2.0)  # the workers are training
     tree = _descendants(p.pid)
     t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=30)
-    assert p.returncode == 130, err
-    assert err.strip() == "meshplan run: interrupted" and "Traceback" not in err
+    assert p.returncode == code, err
+    assert "Traceback" not in err
+    if sig == signal.SIGINT:
+        assert err.strip() == "meshplan run: interrupted"
     while time.monotonic() - t0 < 5 and any(_alive(x) for x in tree):
         time.sleep(0.1)
     assert time.monotonic() - t0 <= 5.0
     assert not [x for x in tree if _alive(x)]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (meshplan[run])")
+def test_two_runs_side_by_side(tmp_path):
+    """Each local run rendezvouses on a port of its own (every run took 127.0.0.1:29400,
+    and the second of two runs failed with RendezvousConnectionError)."""
+    args = ("run", "--model", "tiny-llama", "--dp", "1", "--steps", "40", "--device", "cpu",
+            "--seq-len", "32", "--global-batch", "4")
+    a = _start(*args, "--out", str(tmp_path / "a.json"))
+    time.sleep(3.0)
+    b = _start(*args, "--out", str(tmp_path / "b.json"))
+    for p in (a, b):
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err

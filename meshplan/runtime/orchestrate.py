@@ -1,8 +1,8 @@
 """What ``meshplan run`` does on the launching machine: check, start ranks, collect, report.
 
-Local runs start ``torchrun --standalone`` with one process per rank (GPUs if the plan's
-device is cuda, else CPU/gloo); several machines get the torchrun command of each node
-printed instead. Results come back as ``rank-R.json`` files from the workers.
+Local runs start torchrun (a c10d rendezvous on a free port) with one process per rank
+(GPUs if the plan's device is cuda, else CPU/gloo); several machines get the torchrun command
+of each node printed instead. Results come back as ``rank-R.json`` files from the workers.
 """
 
 from __future__ import annotations
@@ -28,8 +28,13 @@ def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_resta
         f.unlink()
     conf = out / "run.json"
     conf.write_text(config_to_json(cfg, out=str(out), **run))
-    cmd = torchrun_command(world, 1, 0, "127.0.0.1", free_port(), [str(conf)], max_restarts)
-    cmd.insert(3, "--rdzv-backend=c10d")
+    port = free_port()
+    cmd = torchrun_command(world, 1, 0, "127.0.0.1", port, [str(conf)], max_restarts)
+    # the c10d rendezvous (restarts after a crash need it) listens on --rdzv-endpoint, not on
+    # --master-port: without one every run took 127.0.0.1:29400, and a second run started
+    # while the first ran (or a leftover one) failed to connect
+    cmd[3:3] = ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+                f"--rdzv-id=meshplan-{os.getpid()}-{port}"]
     e = dict(os.environ)
     e["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     e.setdefault("OMP_NUM_THREADS", "1")
@@ -96,7 +101,17 @@ def stop_tree(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
 
 
 def _run_torchrun(cmd: list[str], env: dict, timeout_s: float | None):
-    """subprocess.run for torchrun, but a Ctrl-C or a timeout stops every worker it started."""
+    """subprocess.run for torchrun, but a Ctrl-C, a SIGTERM (``timeout``, a batch scheduler's
+    cancel) or a timeout stops every worker it started: torchrun runs in a session of its
+    own, so a signal to this process alone left it and its workers training."""
+    import signal
+    import threading
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, terminated) if main else None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
@@ -104,6 +119,9 @@ def _run_torchrun(cmd: list[str], env: dict, timeout_s: float | None):
     except BaseException:
         stop_tree(proc)
         raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
