@@ -156,12 +156,6 @@ def apply_recompute(model, plan) -> None:
         raise InputError("recompute_modules", plan.recompute_modules,
                          "the runtime does not re-run the expert all-to-all in backward: "
                          "recomputing the whole MoE layer needs ep=1 here")
-    if getattr(plan, "recompute_modules", ""):
-        from ..errors import InputError
-        raise InputError("recompute_modules", plan.recompute_modules,
-                         "meshplan's runtime recomputes whole blocks or by its op-level "
-                         "selective policy, not by Megatron-Core module; run rc-selective or "
-                         "rc-full here, or export the plan to Megatron-LM")
     blocks = list(model.layers.values())
     for block, mode in zip(blocks, layer_modes(plan, len(blocks))):
         block.recompute = mode

@@ -32,3 +32,16 @@ def test_moe_module_with_expert_parallelism_is_refused():
     from meshplan.runtime.recompute import apply_recompute
     with pytest.raises(InputError, match="all-to-all"):
         apply_recompute(None, Plan(dp=2, ep=2, recompute="selective", recompute_modules="moe"))
+
+
+def test_a_module_recompute_plan_reaches_the_blocks():
+    """apply_recompute, the path `meshplan run` and `dryrun` take, gives each block the plan's
+    modules (it refused every rc-selective-M+M plan though the blocks implement them)."""
+    from types import SimpleNamespace
+
+    from meshplan.plan import Plan
+    from meshplan.runtime.recompute import MODULE_MODE, apply_recompute
+    blocks = {str(i): SimpleNamespace(recompute="none") for i in range(3)}
+    plan = Plan(dp=2, recompute="selective", recompute_modules="core_attn+mlp")
+    apply_recompute(SimpleNamespace(layers=blocks), plan)
+    assert [b.recompute for b in blocks.values()] == [MODULE_MODE + "core_attn+mlp"] * 3
