@@ -53,8 +53,9 @@ def _scenario(args) -> Scenario:
     sc = load_scenario(args.scenario) if args.scenario else None
     model = load_model(args.model) if args.model else (sc.model if sc else load_model("tiny-llama"))
     w = sc.workload if sc else None
-    seq = args.seq_len or (w.seq_len if w else 64)
-    gb = args.global_batch or (w.global_batch if w else 8)
+    # (`is None`, not `or`: --seq-len 0 is refused by Workload, not taken for the default)
+    seq = args.seq_len if args.seq_len is not None else (w.seq_len if w else 64)
+    gb = args.global_batch if args.global_batch is not None else (w.global_batch if w else 8)
     workload = Workload(seq, gb, w.precision if w else "bf16")
     cluster = sc.cluster if sc else None
     return Scenario(model, cluster, workload, sc.plan if sc else None)
@@ -77,9 +78,13 @@ def run(args: argparse.Namespace) -> int:
         from ..plan import Plan
         plan = Plan()
     device = args.device
-    if device == "auto":
+    if args.nnodes > 1:
+        # the commands printed here run on other machines: this one's GPUs (a login node
+        # has none) say nothing about theirs; CUDA unless --device cpu says otherwise
+        device = "cuda" if device == "auto" else device
+    elif device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available() and args.nnodes == 1:
         raise InputError("--device", "cuda", "no CUDA device is visible to PyTorch")
     if device == "cuda" and plan.world_size > torch.cuda.device_count() and args.nnodes == 1:
         raise InputError("plan", plan.describe(), f"needs {plan.world_size} GPUs on this machine, "
@@ -101,28 +106,45 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--port", args.port, "must be a TCP port, 1-65535")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError("--out", args.out, "is a file; give a folder for the workers' result files")
+    if args.checkpoint_every and not args.checkpoint_dir:
+        raise InputError("--checkpoint-every", args.checkpoint_every,
+                         "needs --checkpoint-dir (where the checkpoints go)")
+    meta = None
     if args.resume not in (None, True):
-        checkpoint.check(args.resume)
+        meta = checkpoint.check(args.resume)
     elif args.resume and args.checkpoint_dir:
         latest = checkpoint.latest(args.checkpoint_dir)
         if latest is None:
             raise InputError("--resume", args.checkpoint_dir, "holds no complete checkpoint")
-        checkpoint.check(latest)
+        meta = checkpoint.check(latest)
     elif args.resume:
         raise InputError("--resume", True, "needs --checkpoint-dir or a checkpoint PATH")
+    if meta is not None and args.steps <= int(meta["step"]) + 1:
+        # --steps counts from the run's start: the checkpoint holds steps 0..step done
+        raise InputError("--steps", args.steps,
+                         f"the checkpoint is after step {int(meta['step']) + 1} of the run; "
+                         f"give more steps than that to train on from it")
     cluster = None
     if args.gpus:
         cluster = make_cluster(args.gpus)
+        if cluster.num_gpus != plan.world_size:  # as dryrun: a prediction for another count
+            raise InputError("--gpus", args.gpus, f"the plan runs on {plan.world_size} ranks; "
+                             f"give {plan.world_size}x{cluster.gpu.name}")
     elif sc.cluster is not None:
         cluster = sc.cluster
-    elif device == "cuda":
+    elif device == "cuda" and torch.cuda.is_available():
         cluster = _local_cluster(torch, plan.world_size)
     run_opts = {"device": device, "ckpt_dir": args.checkpoint_dir,
                 "ckpt_every": args.checkpoint_every, "resume": args.resume,
                 "measure_memory": True}
     if args.nnodes > 1:
         import os
-        conf = os.path.abspath(args.out or "meshplan-run.json")
+        # --out is a folder (its help says so): the nodes' config goes inside it
+        out = Path(args.out) if args.out else None
+        if out is not None and (out.is_dir() or args.out.endswith(os.sep)):
+            out.mkdir(parents=True, exist_ok=True)
+            out = out / "meshplan-run.json"
+        conf = os.path.abspath(out or "meshplan-run.json")
         for n, cmd in enumerate(orchestrate.node_commands(cfg, dict(run_opts, out="."),
                                                           args.nnodes, args.master, args.port, conf)):
             print(f"# node {n}\n{cmd}")

@@ -89,9 +89,14 @@ def load(trainer, path: str | Path) -> dict:
     sd = _state(trainer)
     try:
         dcp.load(sd, checkpoint_id=str(path))
-    except Exception as e:  # a truncated or mismatched file: a user-facing error
+    # a truncated or mismatched file (another model): a user-facing error. DCP raises
+    # CheckpointException, a BaseException, not an Exception (torch 2.13)
+    except (Exception, dcp.api.CheckpointException) as e:
+        if isinstance(e, dcp.api.CheckpointException) and e.failures:
+            e = next(iter(e.failures.values()))[0]  # the first rank's own exception
+        why = f"{type(e).__name__}: {e}".splitlines()[0]
         raise InputError("checkpoint", str(path),
-                         f"cannot be loaded ({type(e).__name__}: {e})".splitlines()[0]) from None
+                         f"cannot be loaded into this model and plan ({why[:300]})") from None
     opts = StateDictOptions(flatten_optimizer_state_dict=True, strict=False)
     for m, opt in zip(trainer.parts, trainer.optimizers):
         keys = set(get_model_state_dict(m))

@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         res = run_worker(run, rank, device)
         (out / f"rank-{rank}.json").write_text(json.dumps(res))
     except InputError as e:
-        (out / f"error-{rank}.txt").write_text(str(e))
+        # field, value and allowed as they are: the launcher raises the same InputError
+        (out / f"error-{rank}.txt").write_text(json.dumps(
+            {"field": e.field, "value": e.value, "allowed": e.allowed}, default=str))
         code = 2
     except BaseException:  # noqa: BLE001 - os._exit below would hide it
         import traceback

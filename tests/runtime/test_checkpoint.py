@@ -110,3 +110,33 @@ def test_cli_bad_inputs_are_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and "linear bias" in r.stderr
     r = _cli("run", "--resume", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no such checkpoint" in r.stderr
+
+
+def test_resume_refusals_are_one_line_exit_2(tmp_path):
+    """A checkpoint of another model, --steps not past the checkpoint, --checkpoint-every
+    without a folder: one line each, exit 2 (before: a RuntimeError traceback through DCP's
+    CheckpointException, a BaseException; a ZeroDivisionError after a run of no step; a run
+    that silently wrote no checkpoint)."""
+    ck = tmp_path / "ck"
+    _run(_cfg(Plan(dp=2), steps=2), ckpt_dir=str(ck), ckpt_every=2)
+    step = checkpoint.latest(ck)
+    assert step is not None and step.name == "step-1"
+    base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu")
+    r = _cli(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--steps=2: the checkpoint is after step 2" in r.stderr
+    r = _cli(*base, "--model", "tiny-moe", "--steps", "3", "--resume", str(step))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "cannot be loaded into this model and plan (RuntimeError: Missing key" in r.stderr
+    r = _cli(*base, "--model", "tiny-llama", "--checkpoint-every", "1")
+    assert r.returncode == 2 and "needs --checkpoint-dir" in r.stderr
+
+
+def test_run_refuses_zero_sizes_and_another_gpu_count():
+    """--seq-len 0 and --global-batch 0 were taken for the defaults (64, 8); --gpus with
+    another count than the plan's ranks was predicted for the plan's count without a word."""
+    for flag in ("--seq-len", "--global-batch"):
+        r = _cli("run", "--dp", "2", flag, "0")
+        assert r.returncode == 2 and "must be a positive integer" in r.stderr, r.stderr
+    r = _cli("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
+    assert r.returncode == 2 and "give 2xH100-SXM-80GB" in r.stderr, r.stderr
