@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..runtime import checkpoint, orchestrate
-    from ..runtime.train import RunConfig
+    from ..runtime.train import RunConfig, as_run
 
     sc = _scenario(args)
     try:
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         from ..plan import Plan
         plan = Plan()
+    plan, not_run = as_run(plan)
     device = args.device
     if args.nnodes > 1:
         # the commands printed here run on other machines: this one's GPUs (a login node
@@ -154,9 +155,13 @@ def run(args: argparse.Namespace) -> int:
     summary = orchestrate.summarize(cfg, res["results"])
     pred = _predict(sc, cluster, plan)
     if args.json:
-        print(json.dumps({"plan": plan.to_dict(), "measured": summary, "predicted": pred}, indent=1))
+        print(json.dumps({"plan": plan.to_dict(), "not_run": not_run, "measured": summary,
+                          "predicted": pred}, indent=1))
         return 0
     print(_format(cfg, summary, pred, cluster))
+    if not_run:
+        print("note: meshplan's runtime does not run " + ", ".join(not_run) + "; the plan "
+              "ran and was predicted without " + ("it" if len(not_run) == 1 else "them"))
     return 0
 
 

@@ -32,6 +32,24 @@ from .tensor_parallel import apply_tp, check_tp, loss_context, make_loss_fn
 DTYPES = PARAM_DTYPES  # run dtype -> parameter dtype (precision.py)
 
 
+# Engine knobs of a plan that meshplan's runtime does not implement, and what it runs
+# instead: TP collectives in line (no async TP), the plain expert all-to-all (no DeepEP), no
+# expert all-to-all hidden under another micro-batch (DualPipe(V) schedules do it by design),
+# gradient reduction and parameter gathers overlapped (DDP buckets and FSDP2 always do).
+RUNTIME_KNOBS = {"tp_comm_overlap": (False, "tpo (TP communication overlap)"),
+                 "moe_dispatcher": ("alltoall", "the DeepEP dispatcher"),
+                 "ep_comm_overlap": (False, "epo (expert all-to-all overlap)"),
+                 "overlap_grad_reduce": (True, "no-ogr (gradient reduction in line)"),
+                 "overlap_param_gather": (True, "no-opg (parameter gathers in line)")}
+
+
+def as_run(plan: Plan) -> tuple[Plan, list[str]]:
+    """The plan as the runtime runs it (RUNTIME_KNOBS) and the knobs it set otherwise, so
+    what `meshplan run` predicts beside its measurement is the configuration measured."""
+    changed = {k: v for k, (v, _) in RUNTIME_KNOBS.items() if getattr(plan, k) != v}
+    return (plan.with_(**changed) if changed else plan), [RUNTIME_KNOBS[k][1] for k in changed]
+
+
 @dataclass
 class RunConfig:
     """What one run trains: model, plan, batch shape, data, optimizer, steps."""

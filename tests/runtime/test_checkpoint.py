@@ -140,3 +140,18 @@ def test_run_refuses_zero_sizes_and_another_gpu_count():
         assert r.returncode == 2 and "must be a positive integer" in r.stderr, r.stderr
     r = _cli("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
     assert r.returncode == 2 and "give 2xH100-SXM-80GB" in r.stderr, r.stderr
+
+
+def test_run_predicts_the_configuration_it_runs():
+    """Knobs the runtime does not implement (tpo here) are named and left out of the
+    prediction beside the measurement: the runtime's figures compare with `predict` of the
+    plan as run, not of the label given (tpo made the prediction faster than what ran)."""
+    r = _cli("run", "--model", "tiny-llama", "--seq-len", "32", "--global-batch", "8",
+             "--steps", "2", "--device", "cpu", "--plan", "dp1 tp2 pp1 zero1 mb1 sp tpo",
+             "--gpus", "2xH100-SXM-80GB", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["not_run"] == ["tpo (TP communication overlap)"] and not d["plan"]["tp_comm_overlap"]
+    p = _cli("predict", "--model", "tiny-llama", "--seq-len", "32", "--global-batch", "8",
+             "--gpus", "2xH100-SXM-80GB", "--plan", "dp1 tp2 pp1 zero1 mb1 sp", "--json")
+    assert d["predicted"]["step_time_s"] == json.loads(p.stdout)["step_time_s"]
