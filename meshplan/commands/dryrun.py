@@ -43,12 +43,16 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args, sc, on_cluster=False)
     cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
                     global_batch=sc.workload.global_batch, dtype=args.dtype or default_dtype(sc))
+    gpus = args.gpus or (f"{plan.world_size}x{sc.cluster.gpu.name}" if sc.cluster else None)
+    cluster = make_cluster(gpus) if gpus else None
+    if cluster is not None:  # checked before the (minutes long) dry run, not after it
+        from ..validity import check_plan
+        check_plan(sc.model, sc.workload, plan, cluster.num_gpus)
     measured = dryrun(cfg)
     pred = None
-    gpus = args.gpus or (f"{plan.world_size}x{sc.cluster.gpu.name}" if sc.cluster else None)
-    if gpus:
+    if cluster is not None:
         from ..cost import estimate
-        est = estimate(sc.model, make_cluster(gpus), sc.workload, plan)
+        est = estimate(sc.model, cluster, sc.workload, plan)
         pred = [dict(m.parts, Total=m.total) for m in est.memory]
     if args.json:
         agree = [agreement(m, p) for m, p in zip(measured, pred)] if pred else None

@@ -30,6 +30,9 @@ def backend_for(device_type: str) -> str:
     return "nccl" if device_type == "cuda" else "gloo"
 
 
+_INPUT_ERROR = "InputError"  # the tag of a rank's InputError report (fork_ranks)
+
+
 def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str = "cpu",
                threads: int = 1, init_process_group: bool = True):
     """Run ``fn(rank, world, *args)`` in ``world`` forked ranks; return their results by rank.
@@ -57,6 +60,11 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
                 dist.init_process_group(backend_for(device_type), rank=rank, world_size=world,
                                         init_method=f"tcp://127.0.0.1:{port}")
             report = (rank, True, fn(rank, world, *args))
+        except InputError as e:  # bad input the rank found: the parent raises it as is
+            # (as a tuple: an InputError does not unpickle, its args are the message)
+            report = (rank, False, (_INPUT_ERROR, e.field, str(e.value) if not isinstance(
+                e.value, (int, float, str, type(None))) else e.value, e.allowed))
+            code = 2
         except BaseException:  # noqa: BLE001 - report everything to the parent
             report = (rank, False, traceback.format_exc())
             code = 1
@@ -95,6 +103,8 @@ def fork_ranks(fn, world: int, *args, timeout_s: float = 300, device_type: str =
                         raise _failure({}, procs, q, results) from None
                 continue
             if not ok:
+                if isinstance(res, tuple) and res[0] == _INPUT_ERROR:
+                    raise InputError(*res[1:])  # one line, exit 2, as `meshplan run` says it
                 raise _failure({rank: res}, procs, q, results)
             results[rank] = res
     finally:

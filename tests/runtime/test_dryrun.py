@@ -128,3 +128,20 @@ def test_offload_dry_run_reports_host_bytes():
     assert abs(mem[0]["Optstate"] - 2 * master) / master < 0.02
     est = estimate(spec, make_cluster("2xH100-SXM-80GB"), Workload(64, 8), plan)
     assert est.memory[0].parts["optimizer_states"] == 0
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--model", "gpt2", "--dp", "2"], "model='gpt2': the runtime builds models without linear"),
+    (["--model", "llama3.2-1b", "--pp", "2"], "tied embeddings cannot be split"),
+    (["--model", "tiny-llama", "--dp", "2", "--gpus", "8xH100-SXM-80GB"],
+     "must equal the number of GPUs (8)"),
+])
+def test_dryrun_refusals_are_one_line_exit_2(args, needle):
+    """A rank's InputError reaches the command as itself (it was a 40-line RuntimeError
+    traceback, exit 1); a --gpus count that does not match is refused before the dry run."""
+    e = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    r = subprocess.run([sys.executable, "-m", "meshplan.cli", "dryrun", "--seq-len", "64",
+                        "--global-batch", "8", *args], capture_output=True, text=True, env=e,
+                       timeout=300)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+    assert needle in r.stderr
