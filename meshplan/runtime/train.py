@@ -191,7 +191,10 @@ class Trainer:
         losses: list = []
         args = (x,) if first else ()
         kw = {"target": y, "losses": losses} if last else {}
-        self.schedule.step(*args, **kw)
+        # return_outputs=False: the last stage does not keep every micro-batch's output (the
+        # logits) to the end of the step for merging, which nothing here reads (torch's
+        # default True held n_microbatches x mb x seq x vocab on it)
+        self.schedule.step(*args, return_outputs=False, **kw)
         if last:
             total = torch.stack([l.detach().float() for l in losses]).mean()
         else:
