@@ -108,6 +108,7 @@ def _run_torchrun(cmd: list[str], env: dict, timeout_s: float | None):
     import threading
 
     def terminated(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup
         raise SystemExit(128 + signum)
 
     main = threading.current_thread() is threading.main_thread()
