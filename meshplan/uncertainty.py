@@ -232,6 +232,16 @@ def memory_class_measured(data: dict, framework: str, generation: str) -> bool:
     return data["memory"].get(eng, {}).get("n", 0) >= 1
 
 
+def peak_p90_gib(peak_gib: float, factor: float, capacity_gib: float,
+                 held_p90_gib: float) -> float:
+    """The 90th percentile of a predicted peak (``peak_gib`` times the class's ``factor``):
+    the allocator's cache grows into free memory but not past the GPU (PyTorch frees it
+    before it fails an allocation, cost/memory.py), so it is at most the capacity unless what
+    tensors hold (``held_p90_gib``, the "may not fit" test) crosses it; the column a user
+    reads and the verdict then say the same thing. Never below the point itself."""
+    return max(min(peak_gib * factor, max(capacity_gib, held_p90_gib)), peak_gib)
+
+
 def interval(est, model, cluster, data: dict | None = None, framework: str = "") -> Interval:
     """The 10-90% interval of an Estimate of ``model`` on ``cluster``, run by ``framework``
     (Workload.framework: it picks the memory class)."""
@@ -248,15 +258,10 @@ def interval(est, model, cluster, data: dict | None = None, framework: str = "")
     peak = est.peak_candidates[est.peak_memory_rank].parts
     held = (est.peak_memory_bytes - peak.get("allocator_fragmentation", 0.0)) / GiB
     cap = est.capacity_bytes / GiB
-    # the allocator's cache grows into free memory but not past the GPU: PyTorch frees it
-    # before it fails an allocation (cost/memory.py), so the 90th percentile of the peak is
-    # at most the capacity unless what tensors hold (held_p90_gib, the "may not fit" test)
-    # crosses it; the column a user reads and the verdict then say the same thing
-    mem_hi = max(min(mem * mf[1], max(cap, held * mf[1])), mem)
     return Interval(
         step_time_s=(step / hi_f, step / lo_f),
         tokens_per_s_per_gpu=(tps * lo_f, tps * hi_f),
-        peak_memory_gib=(mem * mf[0], mem_hi),
+        peak_memory_gib=(mem * mf[0], peak_p90_gib(mem, mf[1], cap, held * mf[1])),
         throughput_class=tkey, memory_class=mkey, capacity_gib=cap,
         memory_factors=mf, held_p90_gib=held * mf[1],
         memory_class_measured=memory_class_measured(data, framework, gen))

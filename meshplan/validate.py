@@ -402,10 +402,8 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.step_time_p10_p90 = iv.step_time_s
     lo, hi = iv.memory_factors
     pm = res.predicted_peak_mem_gib
-    # capped at the capacity as interval() caps plan's column (the allocator's cache does not
-    # grow past the GPU) unless what tensors hold crosses it
-    res.peak_mem_p10_p90 = (pm * lo, max(min(pm * hi, max(iv.capacity_gib, iv.held_p90_gib
-                                                         or 0.0)), pm))
+    res.peak_mem_p10_p90 = (pm * lo, uncertainty.peak_p90_gib(pm, hi, iv.capacity_gib,
+                                                             iv.held_p90_gib or 0.0))
     res.predicted_may_not_fit = est.fits and (iv.may_not_fit or cache[("lean",) + key])
     if res.predicted_oom and verdict_lean.fits_only_lean(
             est, prep.model, prep.cluster, prep.workload, prep.optimizer_state_blank,

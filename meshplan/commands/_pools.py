@@ -385,6 +385,7 @@ def procure_text(sc: Scenario, res) -> str:
     out.append(f"{'gpu':<18}{'$/GPU-h':>8}{'GPUs':>7}  {'plan':<50}{'time':>9}{'cost':>10}"
                f"{'MFU':>7}  memory")
     cheapest = res.cheapest
+    unsure = {id(r) for r in res.rows if r.outcome is not None and _may_not_fit(sc, r)}
     for row in res.rows:
         price = f"{row.price.usd_per_gpu_hour:.2f}" + ("*" if row.price.estimate else "")
         if row.outcome is None:
@@ -392,12 +393,12 @@ def procure_text(sc: Scenario, res) -> str:
             continue
         o = row.outcome
         mark = "  <- cheapest" if row is cheapest else ""
-        fit = "may not fit" if _may_not_fit(sc, row) else "fits"
+        fit = "may not fit" if id(row) in unsure else "fits"
         out.append(f"{row.gpu.name:<18}{price:>8}{row.num_gpus:>7}  "
                    f"{row.estimate.plan.describe():<50}{fmt_duration(o.time_to_train_s):>9}"
                    f"{fmt_usd(o.cost_to_train_usd):>10}{row.estimate.mfu:>7.1%}  {fit:<11}"
                    f"{mark}")
-    if any(r.outcome is not None and _may_not_fit(sc, r) for r in res.rows):
+    if unsure:
         out.append("'may not fit': the 90th percentile of what the plan's tensors hold crosses "
                    "the GPU's memory (`meshplan predict --plan LABEL --gpus COUNTxGPU` prints "
                    "it); each count's plan is the closed-form search's best at the point "

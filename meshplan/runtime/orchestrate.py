@@ -138,12 +138,8 @@ def last_error(log: str | None) -> str:
 
 def _split_error(text: str) -> tuple[str, object, str]:
     """A worker's InputError (worker.main writes its field, value and allowed as JSON)."""
-    try:
-        d = json.loads(text)
-        return d["field"], d["value"], d["allowed"]
-    except (ValueError, KeyError, TypeError):  # another writer's "field=value: allowed"
-        field, _, rest = text.partition("=")
-        return field, rest.split(": ", 1)[0], rest.split(": ", 1)[-1]
+    d = json.loads(text)
+    return d["field"], d["value"], d["allowed"]
 
 
 def node_commands(cfg: RunConfig, run: dict, nnodes: int, master: str, port: int,
