@@ -156,6 +156,7 @@ from ..plan import V_SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
+from .space import rung_fields
 
 SLACK = 1e-9  # relative; float sums in another order differ by ~1e-15 per term
 
@@ -309,13 +310,18 @@ class Bounds:
         if pc is not None:
             return pc
 
+        # a rung of rule 7's module ladder ("selective:<modules>", space.module_ladder)
+        # names its modules; the plain selective rung takes the pinned ones
+        f = rung_fields(rc)
+        rc_kind = f["recompute"]
+        modules = f.get("recompute_modules", self.modules if rc == "selective" else "")
+
         def cost(kind: str, ep: int, etp: int, ep_pl, etp_pl) -> LayerCost:
             shard = training_shard(w, cluster, mb, layout.tp, layout.cp, sp, ep, etp)
             places = CommPlacements(pl["tp"], pl["cp"], ep_pl, etp_pl)
-            return layer_cost(model, cluster, kind, shard, rc, places, layout.tp_comm_overlap,
-                              w.precision, layout.cp_kind, w.framework, layout.moe_dispatcher,
-                              ep_overlap, self.modules if rc == "selective" else "",
-                              w.attention_kernel)
+            return layer_cost(model, cluster, kind, shard, rc_kind, places,
+                              layout.tp_comm_overlap, w.precision, layout.cp_kind, w.framework,
+                              layout.moe_dispatcher, ep_overlap, modules, w.attention_kernel)
 
         dkey = (layout.tp, layout.cp, sp, layout.tp_comm_overlap, layout.cp_kind,
                 pl["tp"], pl["cp"], mb, rc)

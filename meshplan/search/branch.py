@@ -31,7 +31,7 @@ from ..pipeline.schedules import no_gc, rounds_fit
 from ..plan import Plan
 from .bound import Bounds, layout_plan
 from .partial_recompute import partial_fits
-from .space import micro_batch_choices, schedule_choices
+from .space import micro_batch_choices, rung_fields, schedule_choices
 
 NOT_FIT = "does not fit in GPU memory"
 DOMINATED_SCHEDULE = ("dominated schedule (its zero-bubble variant holds the same memory "
@@ -48,14 +48,16 @@ class Walk:
 
     def __init__(self, model, cluster, workload, pins: dict, zeros: list, rcs: list,
                  keep: int, engine, rejected: Counter, runs_on_engine, base_fields,
-                 schedule_dominated, in_flight_rank0, partial: bool = False):
+                 schedule_dominated, in_flight_rank0, partial: bool = False,
+                 modules: tuple = ()):
         self.model, self.cluster, self.workload = model, cluster, workload
         self.pins, self.zeros, self.rcs, self.keep = pins, zeros, rcs, keep
         self.engine, self.rejected, self.runs_on_engine = engine, rejected, runs_on_engine
         self.base_fields = base_fields
         self.schedule_dominated, self.in_flight_rank0 = schedule_dominated, in_flight_rank0
-        self.ladder = len(zeros) * len(rcs)
         self.partial = partial  # search.py's rule 6: try the partial-recomputation ladder
+        self.modules = list(modules)  # search.py's rule 7: the module ladder's rungs
+        self.ladder = len(zeros) * (len(rcs) + len(self.modules))
         scheds = pins.get("schedules") or ([pins["schedule"]] if "schedule" in pins else None)
         self.bounds = Bounds(model, cluster, workload, zeros,
                              dualpipe=scheds is None or "dualpipev" in scheds,
@@ -69,6 +71,7 @@ class Walk:
         self._rows: dict = {}
         self._floors: dict = {}  # (point, micro-batch index) -> row floors, once refined
         self._pairs: dict = {}  # (point, micro-batch index) -> its PairBounds, once refined
+        self._module_pairs: dict = {}  # ... and those of the module ladder (rule 7)
         self._b3: dict = {}  # (point, micro-batch index) -> Theorem B3 floor per row
 
     def kth_s(self) -> float:
@@ -219,11 +222,23 @@ class Walk:
                         # bounded anyway)
                         floors[vs] = min(floors[vs], max(b3[vs], self._partial_floor(
                             pb, vs, b3[vs], kth if floors[vs] > kth else -inf)))
+                    if self.modules and floors[vs] > b3[vs]:  # rule 7's ladder (Theorem B1
+                        # on its own rungs)
+                        mpb = self._module_pair(i, j, layout, mb, m)
+                        floors[vs] = min(floors[vs], max(b3[vs], mpb.row_floor(*vs, kth)))
                     best = min(best, floors[vs])
             except (InputError, ArithmeticError):  # the estimate will say what is wrong
-                self._pairs[(i, j)] = _NO_BOUNDS
+                self._pairs[(i, j)] = self._module_pairs[(i, j)] = _NO_BOUNDS
                 floors = {vs: -inf for vs in screened}
         return floors
+
+    def _module_pair(self, i: int, j: int, layout, mb: int, m: int):
+        """The pair's floors on rule 7's module ladder (its own PairBounds: Theorem B1 along a
+        chain of rungs whose time only grows)."""
+        out = self._module_pairs.get((i, j))
+        if out is None:
+            out = self._module_pairs[(i, j)] = self.bounds.pair(layout, mb, m, self.modules)
+        return out
 
     def _partial_floor(self, pb, vs: tuple, enough: float = -inf, kth: float = inf) -> float:
         """A floor on the row's partial-recomputation plans (rule 6): Theorem B4's least over
@@ -270,6 +285,11 @@ class Walk:
         zeros, rcs, ladder, rejected = self.zeros, self.rcs, self.ladder, self.rejected
         screened = self.rows(d.pp, m)[2]
         floors, pb = self._floors.pop((i, j)), self._pairs.pop((i, j))
+        mpb = self._module_pairs.pop((i, j), None)
+        if pb is _NO_BOUNDS:
+            mpb = _NO_BOUNDS
+        elif self.modules and mpb is None:
+            mpb = self.bounds.pair(layout, mb, m, self.modules)
         if mb > self.too_big[i] or not screened:
             self._count(i, d, mb, m, "")
             return
@@ -301,7 +321,7 @@ class Walk:
                 rejected[NOT_FIT if row_floor == inf else BOUNDED] += ladder - int(lean_here)
                 self.fitting += int(lean_here)
                 continue
-            self._walk_row(i, j, r, deg, mb, vpp, sched, pb)
+            self._walk_row(i, j, r, deg, mb, vpp, sched, pb, mpb)
 
     def _lean(self, i: int, j: int, deg: dict, mb: int, v0: int, s0: str, pb):
         """Rule 2's lean setting of the pair (full recomputation, the ZeRO stage holding
@@ -355,10 +375,10 @@ class Walk:
         return False
 
     def _walk_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
-                  pb) -> None:
+                  pb, mpb=None) -> None:
         """Rule 1's walk of one row: per recomputation, the first ZeRO stage that fits,
         skipping rungs slower than the k-th best (Theorem B1) and rungs that cannot fit
-        (Theorem M)."""
+        (Theorem M); then rule 7's module ladder (``mpb``: its floors) the same way."""
         zeros, rcs, rejected = self.zeros, self.rcs, self.rejected
         tried = bounded = 0
         none_fits_at = None  # rule 6: the first ZeRO stage where no recomputation fits
@@ -412,11 +432,65 @@ class Walk:
                 break  # rule 1: more recomputation cannot be faster
         if bounded:
             rejected[BOUNDED] += bounded
-        if self.ladder - tried - bounded:
-            rejected[DOMINATED] += self.ladder - tried - bounded
+        main = len(zeros) * len(rcs)
+        if main - tried - bounded:
+            rejected[DOMINATED] += main - tried - bounded
+        if self.modules:
+            if none_fits_at == zeros[0]:  # rule 1: no recomputation fits at the first stage
+                rejected[DOMINATED] += len(zeros) * len(self.modules)
+            else:
+                self._module_row(i, j, r, deg, mb, vpp, sched, mpb)
         if self.partial and none_fits_at != zeros[0]:
             self._partial_row(i, j, r, deg, mb, vpp, sched, none_fits_at, none_floor_s,
                               full_misses, pb)
+
+    def _module_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
+                    mpb) -> None:
+        """search.py's rule 7 on one row: rule 1's walk along the module ladder (each rung
+        recomputes more than the one before, so the first rung that fits at the first ZeRO
+        stage ends it), with its own floors (Theorems B1 and M)."""
+        zeros, rungs, rejected = self.zeros, self.modules, self.rejected
+        tried = bounded = 0
+        for a, rung in enumerate(rungs):
+            if min(mpb.floor_from(vpp, sched, a, b) for b in range(len(zeros))) > self.kth_s():
+                bounded += (len(rungs) - a) * len(zeros)  # this and every later rung
+                break
+            time_f = mpb.time_floors(vpp, sched, rung)
+            fitted_at, missed = None, False
+            for b, z in enumerate(zeros):
+                if time_f[b] > self.kth_s():  # Theorem B1
+                    bounded += 1
+                    missed = True
+                    continue
+                tried += 1
+                try:
+                    plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched, zero=z,
+                                       **rung_fields(rung)))
+                    if not self.runs_on_engine(plan):
+                        continue
+                    if not mpb.may_fit(vpp, sched, rung, b):  # Theorem M
+                        rejected[NOT_FIT] += 1
+                        missed = True
+                        continue
+                    est = estimate(self.model, self.cluster, self.workload, plan)
+                except InputError as e:
+                    rejected[f"invalid: {e.field} ({e.allowed})"] += 1
+                    continue
+                self.evaluated += 1
+                if not est.fits:
+                    rejected[NOT_FIT] += 1
+                    missed = True
+                    continue
+                self._found(est, (i, j, r, len(self.rcs) + 1 + a, b), ranked=True)
+                fitted_at = z
+                break
+            if fitted_at is not None and not missed:
+                break  # more modules recomputed cannot be faster
+        if bounded:
+            rejected[BOUNDED] += bounded
+        left = len(zeros) * len(rungs) - tried - bounded
+        if left:
+            rejected[DOMINATED] += left
 
     def _partial_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
                      none_fits_at, none_floor_s: dict, full_misses: set, pb) -> None:

@@ -1,7 +1,8 @@
 """Every valid plan of a (small) space, estimated one by one: the reference the pruned search
 is tested against (tests/test_search_complete.py). No pruning, no caps: each knob the search
 varies takes every value the validity rule (meshplan/validity.py) accepts (partial
-recomputation: every layer count below the fullest chunk's); the knobs the
+recomputation: every layer count below the fullest chunk's; module-level recomputation: the
+module sets of search.py's rule 7); the knobs the
 search holds at a fixed setting (sequence parallel on when tp > 1 and divides the sequence,
 tp communication overlap
 and the MoE dispatcher as the workload's framework runs them (framework_defaults), the other
@@ -17,7 +18,7 @@ from ..plan import SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
-from .space import divisors, sequence_parallel_off
+from .space import divisors, module_ladder, rung_fields, sequence_parallel_off
 
 
 def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None):
@@ -28,6 +29,9 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
     def opts(k, values):
         return [pins[k]] if k in pins else values
 
+    # rule 7's module ladder (space.module_ladder) where recomputation is not pinned
+    ladder = () if {"recompute", "recompute_modules", "recompute_layers"} & set(pins) else (
+        module_ladder(model, workload.framework))
     disp = pins.get("moe_dispatcher", plan_defaults(workload.framework, 1, cluster.scaleup_domain,
                                                     model.is_moe)["moe_dispatcher"])
     for tp in opts("tp", divisors(n)):
@@ -54,12 +58,13 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                             for ep, etp in experts:
                                 for z in opts("zero", (0, 1, 2, 3)):
                                     for rc in opts("recompute", ("full",) if pins.get("recompute_layers")
-                                                   else ("none", "selective", "full")):
+                                                   else ("none", "selective", "full")
+                                                   + ladder):
                                         try:
                                             p = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                      zero=z, vpp=v, schedule=s, micro_batch=mb,
-                                                     recompute=rc, tp_comm_overlap=tpo,
-                                                     moe_dispatcher=disp, sequence_parallel=sp)
+                                                     tp_comm_overlap=tpo, moe_dispatcher=disp,
+                                                     sequence_parallel=sp, **rung_fields(rc))
                                         except InputError:
                                             continue
                                         if rc == "full" and pins.get("recompute_layers"):

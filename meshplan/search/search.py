@@ -42,6 +42,14 @@ plan on 200 seeded small spaces):
    not where every layer recomputed does not fit (a partial plan holds more), and only when
    recomputation is not pinned;
    the lean setting (rule 2, every layer recomputed) holds less than any partial one.
+7. Module-level recomputation (Megatron-Core --recompute-modules; MoE models on the engines
+   that run it, space.module_ladder). Its rungs form a second ladder, a chain along which
+   each rung recomputes what the one before does and more, so time only grows along it
+   (tests/test_module_ladder.py) and rule 1's walk holds on it: per rung the first ZeRO
+   stage that fits, ended by the first rung that fits at the first stage, with the floors
+   of Theorems B1 and M on its own rungs. Walked where no recomputation does not fit at the
+   first ZeRO stage (rule 1: there it is the fastest), and only when recomputation is not
+   pinned.
 """
 
 from __future__ import annotations
@@ -64,7 +72,8 @@ from ..specs.workload import Workload
 from ..cost.pipeline import in_flight
 from .branch import (BOUNDED, DOMINATED, DOMINATED_PARTIAL, DOMINATED_SCHEDULE,  # noqa: F401
                      NOT_FIT, ROUNDS, Walk)  # (the rejection reasons, as callers read them)
-from .space import RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, sequence_parallel_off
+from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, module_ladder,
+                    sequence_parallel_off)
 
 # Theorem (schedule dominance). At the same degrees, micro-batch, vpp, recomputation and ZeRO,
 # schedule S is dominated by D = DOMINATOR[S] (same vpp) when D is runnable at (pp, m) and
@@ -198,6 +207,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     if pins.get("recompute_layers"):
         rcs = ["full"]
     partial = rcs == list(RECOMPUTE_ORDER) and "recompute_layers" not in pins  # rule 6
+    modules = module_ladder(model, engine or workload.framework) if partial else ()  # rule 7
     keep = max(top_k, rerank_k)
     points = list(degree_choices(model, cluster, workload, pins))
     while True:
@@ -209,7 +219,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                     lambda tp: _base_fields(pins, tp, engine_defaults, engine or workload.framework,
                                             cluster.scaleup_domain, model.is_moe,
                                             workload.seq_len),
-                    schedule_dominated, in_flight_rank0, partial)
+                    schedule_dominated, in_flight_rank0, partial, modules)
         walk.run(points, progress)
         considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting
         closest = walk.closest

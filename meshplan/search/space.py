@@ -157,3 +157,46 @@ def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tupl
 
 ZERO_ORDER = (1, 2, 3)  # zero 0 moves the same bytes as zero 1 and holds more: dominated
 RECOMPUTE_ORDER = ("none", "selective", "full")
+
+# Rule 7 of search.py: module-level selective recomputation (Megatron-Core
+# --recompute-modules, meshplan/recompute_modules.py) as a second recomputation ladder beside
+# RECOMPUTE_ORDER, for MoE models on the engines that run it: Megatron-LM / NeMo (and
+# meshplan's own runtime, runtime/recompute.py). Megatron-Bridge's MoE performance recipes
+# recompute modules rather than whole layers (e.g. DeepSeek-V3 on H100 mla_up_proj + mlp,
+# GPT-OSS layernorm + moe_act: bench/data/heldout_runs.csv, Megatron-Bridge
+# scripts/performance configs). Without an engine named (runner ""), the rungs meshplan's own
+# runtime runs. The ladder is a chain: each rung recomputes everything the
+# previous one does and more (moe_act -> + layernorm -> + mla_up_proj -> the whole MoE layer
+# instead of its activation -> + the dense layers' MLP), so along it the step time only grows
+# and the activations held only shrink (tests/test_module_ladder.py checks both), which is
+# what rule 1's walk and the floors of bound.py need. The cheap output-discarding modules
+# come first: they free the largest tensors per second recomputed.
+MODULE_LADDER_FRAMEWORKS = ("", "megatron", "nemo")
+MODULE_RUNG = "selective:"  # a ladder rung's token: "selective:<modules>"
+
+
+def module_ladder(model: ModelSpec, runner: str | None) -> tuple[str, ...]:
+    """The rungs (tokens "selective:<modules>") of rule 7's ladder for ``model`` on
+    ``runner`` (the engine the search is limited to, else the workload's framework); () where
+    the model has no MoE layer or the runner has no module-level recomputation."""
+    runner = (runner or "").strip().lower()
+    if not model.is_moe or runner not in MODULE_LADDER_FRAMEWORKS:
+        return ()
+    chain = [("moe_act",), ("layernorm", "moe_act")]
+    if model.is_mla:
+        chain.append(("layernorm", "mla_up_proj", "moe_act"))
+    if runner:  # meshplan's own runtime does not re-run the expert all-to-all in backward:
+        # no whole-MoE-layer rung there (runtime/recompute.py refuses it with ep > 1)
+        chain.append(tuple(m for m in chain[-1] if m != "moe_act") + ("moe",))
+    if model.num_dense_layers:
+        chain.append(chain[-1] + ("mlp",))
+    from ..recompute_modules import parse_modules
+    return tuple(MODULE_RUNG + parse_modules(list(c)) for c in chain)
+
+
+def rung_fields(rung: str) -> dict:
+    """The Plan fields of a ladder rung: {"recompute": rung} for RECOMPUTE_ORDER's, and
+    recompute "selective" with its modules for a module_ladder token."""
+    if rung.startswith(MODULE_RUNG):
+        return {"recompute": "selective", "recompute_modules": rung[len(MODULE_RUNG):]}
+    return {"recompute": rung}
