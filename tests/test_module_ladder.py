@@ -105,3 +105,49 @@ def test_exhaustive_reference_enumerates_the_ladder():
     # module rungs win where the activations just do not fit (and not where they do)
     assert all(found[:5]) and not found[-1], found
     assert "moe" in found[0].split("+") and found[4] == "moe_act"  # no whole-layer rung in ""
+
+
+@pytest.mark.parametrize("name,gpus,w", [
+    ("mixtral-8x7b", "32xH100-SXM-80GB", Workload(4096, 64)),
+    ("deepseek-v3", "256xH800-SXM-80GB", Workload(4096, 512, framework="megatron")),
+])
+def test_floors_hold_on_the_module_ladder(name, gpus, w):
+    """bound.py's floors on rule 7's ladder, plan by plan as test_search_bound.py checks the
+    main ladder's: Theorem B1 from every rung at or below the plan's (the chain's time only
+    grows), the rung's own floor tight, Lemma R (forward and weight gradient unchanged,
+    input gradient growing along the chain) and Theorem M."""
+    from math import inf
+    from meshplan.search.bound import Bounds, layout_plan
+    from test_search_bound import ZEROS, _random_plans
+
+    model, cluster, plans = _random_plans(name, gpus, w, 25, 11)
+    ladder = module_ladder(model, w.framework)
+    bounds = Bounds(model, cluster, w, ZEROS)
+    for k, base in enumerate(plans):
+        a_plan = k % len(ladder)
+        plan = base.with_(**rung_fields(ladder[a_plan]))
+        est = estimate(model, cluster, w, plan)
+        layout = layout_plan(plan.__dict__)
+        m, b = est.num_microbatches, ZEROS.index(plan.zero)
+        pc = bounds.costs(layout, plan.micro_batch, ladder[a_plan],
+                          plan.ep_comm_overlap or plan.schedule == "dualpipev")
+        assert pc.kinds == est.chunk_inputs[2]  # the estimate's own layer costs
+        step = est.step_time_s
+        for a0 in range(a_plan + 1):
+            pair = bounds.pair(layout, plan.micro_batch, m, ladder[a0:])
+            for b0 in range(b + 1):
+                assert pair.floor_from(plan.vpp, plan.schedule, a_plan - a0, b0) <= step
+                assert pair.floor_from(plan.vpp, plan.schedule, 0, b0) <= step
+            assert pair.row_floor(plan.vpp, plan.schedule, inf) <= (step if est.fits else inf)
+        tight = pair.time_floor(plan.vpp, plan.schedule, ladder[a_plan], b)
+        assert tight <= step and tight >= 0.5 * step
+        if not pair.may_fit(plan.vpp, plan.schedule, ladder[a_plan], b):
+            assert not est.fits
+        costs = [bounds.costs(layout, plan.micro_batch, r).kinds for r in ("none",) + ladder]
+        for kind in range(2):
+            xs = [c[kind] for c in costs]
+            for attr in ("fwd_s", "bwd_weight_s", "params"):
+                vals = [getattr(x, attr) for x in xs]
+                assert max(vals) <= min(vals) * (1 + 1e-12) + 1e-300
+            vals = [x.bwd_input_s for x in xs]
+            assert all(x <= y * (1 + 1e-12) for x, y in zip(vals, vals[1:])), vals
