@@ -237,6 +237,30 @@ def prepare(row: dict) -> Prepared:
                     grad_reduce_blank=not text(row, "grad_reduce_dtype"))
 
 
+# how far a row's measured step time and tokens/s may disagree before a note says so (the
+# step time of a published run is often rounded, or includes a little logging)
+STEP_TOKENS_TOLERANCE = 0.05
+
+
+def measured_tokens(tps: float | None, step_s: float | None, tokens_per_step: int,
+                    num_gpus: int) -> tuple[float | None, str]:
+    """(measured tokens/s per GPU, a note or ""): the column where the row gives it, else
+    tokens per step / step time / GPUs. The one place tokens/s comes from a step time
+    (validate and calibrate --from-runs both score this); a row whose two figures disagree
+    by more than STEP_TOKENS_TOLERANCE keeps its tokens/s and says so."""
+    if step_s is None:
+        return tps, ""
+    derived = tokens_per_step / step_s / num_gpus
+    if tps is None:
+        return derived, (f"measured tokens/s per GPU {derived:,.1f} from measured_step_time_s="
+                         f"{step_s:g} ({tokens_per_step:,} tokens per step on {num_gpus} GPUs)")
+    if abs(derived / tps - 1) > STEP_TOKENS_TOLERANCE:
+        return tps, (f"measured_step_time_s={step_s:g} gives {derived:,.1f} tokens/s per GPU, "
+                     f"{derived / tps - 1:+.1%} from measured_tokens_per_s_per_gpu={tps:g} "
+                     "(the tokens/s is scored)")
+    return tps, ""
+
+
 def _new_result(row: dict) -> RowResult:
     return RowResult(id=text(row, "id"), trust=text(row, "trust").upper(), model=text(row, "model"),
                      gpus=f"{text(row, 'num_gpus')}x{text(row, 'gpu')}",
@@ -263,6 +287,11 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
             return res
         prep = prepare(row)
         res.notes = list(prep.notes)
+        res.measured_tokens_per_s_per_gpu, note = measured_tokens(
+            res.measured_tokens_per_s_per_gpu, res.measured_step_time_s,
+            prep.workload.tokens_per_step, prep.cluster.num_gpus)
+        if note:
+            res.notes.append(note)
         if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")
