@@ -1,0 +1,38 @@
+"""Procurement and pools: what the tables quote and which input they take (a tester's sweep)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshplan.search.objective import Goal, fmt_usd, parse_duration_s, parse_tokens, parse_usd
+from meshplan.search.procure import procure
+from meshplan.specs.catalog.gpus import GPUS
+from meshplan.specs.catalog.presets import preset
+from meshplan.specs.workload import Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+M = preset("llama3.1-8b")
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "meshplan.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_over_budget_quotes_the_cheapest_count_that_meets_the_deadline():
+    """The reason quoted the cost at the last count tried (16,384 H100: $97.1k); the
+    cheapest count meeting 3 days is 64 GPUs (1.95 d, about $12.0k against $10k)."""
+    goal = Goal("throughput", parse_tokens("100B"), parse_duration_s("3d"), parse_usd("10k"))
+    row = procure(M, Workload(8192, 256), [GPUS["H100-SXM-80GB"]], goal).rows[0]
+    assert row.outcome is None
+    meeting = [(o.cost_to_train_usd, n) for n, o in row.curve
+               if o.time_to_train_s <= goal.deadline_s]
+    cost, n = min(meeting)
+    assert n == 64
+    # 64 GPUs x 3.99 $/h x the hours at that count
+    hours = dict(row.curve)[64].time_to_train_s / 3600
+    assert cost == pytest.approx(64 * 3.99 * hours, rel=1e-12)
+    assert row.reason.startswith("64 GPUs meet the deadline")
+    assert fmt_usd(cost) in row.reason and fmt_usd(cost - 10e3) + " over the budget" in row.reason
