@@ -36,3 +36,16 @@ def test_over_budget_quotes_the_cheapest_count_that_meets_the_deadline():
     assert cost == pytest.approx(64 * 3.99 * hours, rel=1e-12)
     assert row.reason.startswith("64 GPUs meet the deadline")
     assert fmt_usd(cost) in row.reason and fmt_usd(cost - 10e3) + " over the budget" in row.reason
+
+
+def test_pools_list_each_plan_once():
+    """The H100 pool's best (dp8 tp2) and the A100 pool's (dp16 tp2) differ only in dp and
+    gave the same data-parallel plan across pools twice (#1 and #2)."""
+    from meshplan.scenario import make_pools
+    from meshplan.search.hetero import search_pools
+
+    pc = make_pools("16xH100-SXM-80GB+32xA100-SXM-80GB", prices={"A100-SXM-80GB": 1.5})
+    r = search_pools(M, pc, Workload(8192, 256), top_k=10)
+    labels = [p.describe() for p in r.ranked]
+    assert len(labels) == len(set(labels)), labels
+    assert sum(p.kind == "data" for p in r.ranked) >= 1
