@@ -49,3 +49,22 @@ def test_pools_list_each_plan_once():
     labels = [p.describe() for p in r.ranked]
     assert len(labels) == len(set(labels)), labels
     assert sum(p.kind == "data" for p in r.ranked) >= 1
+
+
+@pytest.mark.parametrize("price, per_hour", [("", "$64/h"), (", price = 2.0", "$32/h")])
+def test_one_pool_scenario_is_an_ordinary_cluster(tmp_path, price, per_hour):
+    """`plan --scenario` with one pool was refused ("pools are planned by `meshplan plan`")
+    by meshplan plan itself. It plans as --gpus 16xH100-SXM-80GB does, at the pool's price
+    where it gives one (16 x 3.99 = $64/h at the catalog price, 16 x 2.0 = $32/h)."""
+    s = tmp_path / "s.toml"
+    s.write_text('[model]\npreset = "llama3.1-8b"\n[cluster]\n'
+                 f'pools = [ {{ gpus = "16xH100-SXM-80GB"{price} }} ]\n'
+                 "[workload]\nseq_len = 4096\nglobal_batch = 64\n")
+    r = cli("plan", "--scenario", str(s), "--train-tokens", "10B")
+    assert r.returncode == 0, r.stderr
+    plain = cli("plan", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB", "--seq-len",
+                "4096", "--global-batch", "64", "--train-tokens", "10B")
+    best = [ln for ln in r.stdout.splitlines() if ln.startswith(" 1 ")]
+    assert best and best == [ln for ln in plain.stdout.splitlines() if ln.startswith(" 1 ")]
+    money = [ln for ln in r.stdout.splitlines() if ln.startswith("money")]
+    assert len(money) == 1 and per_hour in money[0]

@@ -60,6 +60,16 @@ def _prices(args) -> dict[str, float]:
     return parse_price_overrides(getattr(args, "price", None), gpu_catalog(args.gpu_file))
 
 
+def cluster_price(args, sc: Scenario):
+    """The $/GPU-hour of a one-GPU-type scenario: --price, else the price of a scenario's one
+    pool (``pools = [{gpus = ..., price = ...}]``), else the catalog's."""
+    prices = _prices(args)
+    name = sc.cluster.gpu.name
+    if sc.pools is not None and name not in prices and sc.pools.pools[0].name == name:
+        return sc.pools.pools[0].price
+    return price_of(name, prices)
+
+
 def pooled_scenario(args) -> Scenario | None:
     """The scenario when its cluster is several pools; None for one plain cluster."""
     from ._common import scenario_from_args
@@ -328,7 +338,7 @@ def objective_text(args, sc: Scenario, r) -> str:
                          "GPUs; give fewer with --gpus or compare counts with --gpu-types")
     if not r.top:
         return ""
-    price = price_of(sc.cluster.gpu.name, _prices(args))
+    price = cluster_price(args, sc)
     best = r.top[0]
     sim = r.simulated.get(best.plan)
     tps = best.tokens_per_step / sim.step_time_s if sim else best.tokens_per_s
