@@ -58,3 +58,32 @@ def test_validate_derives_tokens_from_the_step_time(tmp_path, capsys):
     assert any("+45.6%" in n for n in rows["s3"]["notes"])
     # 7,281.8 against 7,300: -0.2%, within a few percent, no note
     assert not any("measured_step_time_s" in n for n in rows["s4"]["notes"])
+
+
+def test_validate_text_marks_a_row_that_does_not_fit(tmp_path, capsys):
+    """dp16 zero0 on 16 H100: 8.0B parameters x 16 bytes (bf16 weights and gradients, fp32
+    master and two Adam moments), unsharded, are 120 GiB before any activation, over 80 GiB.
+    The JSON said predicted_oom true; the text table marked nothing."""
+    p = _write(tmp_path, ["a6,H100-SXM-80GB,16,8192,128,llama3.1-8b,,1,16,0,4,1"],
+               header="id,gpu,num_gpus,seq_len,global_batch_seqs,model,"
+                      "measured_tokens_per_s_per_gpu,tp,dp,zero,micro_batch,oom")
+    assert main(["validate", str(p), "--no-search", "--jobs", "1"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.lstrip().startswith("a6")]
+    assert len(row) == 1 and row[0].endswith("[does not fit]"), row
+
+
+def test_leave_one_source_out_needs_another_source(tmp_path, capsys):
+    """With one source the tokens/s coverage 'without the source' was fitted on no rows
+    and still reported; it is not scored (null, '-'), as the memory version does."""
+    lines = ["1,H100-SXM-80GB,8,8192,64,llama3.1-8b,9000,2,4,lab",
+             "2,H100-SXM-80GB,8,8192,64,llama3.1-8b,8000,4,2,lab"]
+    header = HEADER + ",source"
+    p = _write(tmp_path, lines, header=header)
+    assert main(["validate", str(p), "--no-search", "--json", "--jobs", "1"]) == 0
+    s = json.loads(capsys.readouterr().out)["summary"]
+    assert s["tokens_interval_coverage_loso"] is None
+    assert "loso_interval_coverage" not in s["per_source"]["lab"]
+    p = _write(tmp_path, [lines[0], lines[1].replace(",lab", ",other")], header=header)
+    assert main(["validate", str(p), "--no-search", "--json", "--jobs", "1"]) == 0
+    s = json.loads(capsys.readouterr().out)["summary"]
+    assert s["tokens_interval_coverage_loso"] is not None
