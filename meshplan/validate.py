@@ -464,13 +464,17 @@ def _inside(x: float | None, iv) -> bool | None:
 
 def loso_coverage(results: list[RowResult], residuals: dict | None = None) -> dict:
     """Interval coverage when the residual model is refitted without each source: the
-    honest coverage of the class intervals on this file (tokens/s per GPU)."""
+    honest coverage of the class intervals on this file (tokens/s per GPU). A source with no
+    other source's rows to learn from is not scored (None when none is), as in
+    loso_memory_coverage."""
     data = residuals or uncertainty.load()
     between = data["meta"].get("between_generation_sigma", 0.0)
     scored = [r for r in results if r.error is None and r.tokens_residual is not None]
     per_source: dict[str, list[bool]] = {}
     for src in sorted({r.source for r in scored}):
         train = [(r.throughput_class, r.tokens_residual) for r in scored if r.source != src]
+        if not train:
+            continue
         stats = uncertainty.fit_stats(train)
         for r in scored:
             if r.source != src:
