@@ -126,7 +126,7 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
         sc = load_scenario(args.scenario)
         from ._profile import apply_scenario_profile
         apply_scenario_profile(args, sc.profile,
-                               sc.cluster.gpu.generation if sc.cluster is not None else None)
+                               sc.cluster.gpu if sc.cluster is not None else None)
         if sc.pools is not None and len(sc.pools.pools) > 1 and not args.gpus:
             raise InputError("cluster.pools", len(sc.pools.pools),
                              "pools are planned by `meshplan plan`; this command takes one GPU type")
