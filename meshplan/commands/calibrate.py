@@ -101,11 +101,8 @@ def _check_out(out: str | None) -> None:
     """Refuse an --out the profile cannot be written to, before any measuring or fitting."""
     if not out:
         return
-    p = Path(out)
-    if p.is_dir():
-        raise InputError("--out", out, "is a directory; give the profile TOML file to write")
-    if not (p.parent if str(p.parent) else Path(".")).is_dir():
-        raise InputError("--out", out, "its directory does not exist")
+    from ..export.trace import check_output_file
+    check_output_file("--out", out)
 
 
 def _run(args) -> int:

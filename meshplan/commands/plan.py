@@ -31,6 +31,9 @@ def _run(args) -> int:
     if args.png and not args.gpu_types:
         raise InputError("--png", args.png, "is procurement's cost-against-time picture; "
                          "give --gpu-types (with --train-tokens and --deadline)")
+    if args.png:  # before the search, not after it
+        from ..export.trace import check_output_file
+        check_output_file("--png", args.png)
     prof = apply_profile_arg(args)
     handled = pools_run(args)  # several pools, or procurement (--gpu-types)
     if handled is not None:
