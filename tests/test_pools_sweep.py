@@ -68,3 +68,23 @@ def test_one_pool_scenario_is_an_ordinary_cluster(tmp_path, price, per_hour):
     assert best and best == [ln for ln in plain.stdout.splitlines() if ln.startswith(" 1 ")]
     money = [ln for ln in r.stdout.splitlines() if ln.startswith("money")]
     assert len(money) == 1 and per_hour in money[0]
+
+
+PROC = ["plan", "--model", "llama3.1-8b", "--seq-len", "8192", "--global-batch", "256",
+        "--train-tokens", "100B", "--deadline", "10d"]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--gpu-types", "H100-SXM-80GB,H100-SXM-80GB"], "--gpu-types='H100-SXM-80GB,H100-SXM-80GB'"
+     ": names H100-SXM-80GB twice"),                       # was printed twice
+    (["--gpu-types", "H100-SXM-80GB,,MI300X"], "has an empty entry"),  # was skipped silently
+    (["--gpu-types", ""], "--gpu-types='': is blank"),     # said --gpus=None: required
+    (["--gpu-types", "MI300X", "--gpus", "8xH100-SXM-80GB"], "not taken with --gpu-types"),
+    (["--gpu-types", "H100-SXM-80GB", "--png", "/nonexist/x.png"],  # after the search, 'output'
+     "--png='/nonexist/x.png': its directory does not exist"),
+])
+def test_procurement_input_refused_in_one_line_before_the_search(extra, needle):
+    r = cli(*PROC, *extra)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
