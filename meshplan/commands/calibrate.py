@@ -54,8 +54,8 @@ def no_gpu() -> InputError:
     to name; the hidden one is a test stand-in)."""
     return InputError("local GPU", "none", "calibrate measures this machine's GPUs and torch "
                       "sees none (torch.cuda.is_available() is false; check CUDA_VISIBLE_DEVICES "
-                      "and the driver): run it where a GPU is visible, or refit on your measured runs "
-                      "with --from-runs CSV")
+                      "and the driver): run it where a GPU is visible, or refit on your "
+                      "measured runs with --from-runs CSV")
 
 
 def _measure(args, torch) -> tuple[dict, str]:
