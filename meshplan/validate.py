@@ -51,7 +51,7 @@ class RowResult:
     measured_tokens_per_s_per_gpu: float | None = None
     measured_step_time_s: float | None = None
     measured_peak_mem_gib: float | None = None
-    measured_oom: bool = False
+    measured_oom: bool | None = None  # None: not read (the row failed before its oom column)
     measured_noise: float | None = None  # relative run-to-run noise (ranking.py)
     source: str = ""
     layout_set: str = ""  # the optional `set` column: a published sweep (ranking.py)
@@ -261,9 +261,18 @@ def measured_tokens(tps: float | None, step_s: float | None, tokens_per_step: in
     return tps, ""
 
 
+def _whole(v: str) -> str:
+    """'8.0' as '8' (a count the reader accepts as whole), anything else as given."""
+    try:
+        x = float(v)
+    except ValueError:
+        return v
+    return str(int(x)) if x.is_integer() else v
+
+
 def _new_result(row: dict) -> RowResult:
     return RowResult(id=text(row, "id"), trust=text(row, "trust").upper(), model=text(row, "model"),
-                     gpus=f"{text(row, 'num_gpus')}x{text(row, 'gpu')}",
+                     gpus=f"{_whole(text(row, 'num_gpus'))}x{text(row, 'gpu')}",
                      source=source_key(text(row, "source")), layout_set=text(row, "set"))
 
 
@@ -292,6 +301,9 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
             prep.workload.tokens_per_step, prep.cluster.num_gpus)
         if note:
             res.notes.append(note)
+        if res.measured_oom and res.measured_tokens_per_s_per_gpu is not None:
+            res.notes.append("oom=1 with a measured tokens/s per GPU: a run that went out of "
+                             "memory reports a throughput; both are kept (check the row)")
         if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")

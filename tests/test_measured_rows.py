@@ -87,3 +87,18 @@ def test_leave_one_source_out_needs_another_source(tmp_path, capsys):
     assert main(["validate", str(p), "--no-search", "--json", "--jobs", "1"]) == 0
     s = json.loads(capsys.readouterr().out)["summary"]
     assert s["tokens_interval_coverage_loso"] is not None
+
+
+def test_small_row_details(tmp_path, capsys):
+    """num_gpus=8.0 is 8 GPUs and printed '8x', not '8.0x'; oom=1 beside a measured tokens/s
+    is noted; a row that failed before its oom column was read says null, not false."""
+    p = _write(tmp_path, ["1,H100-SXM-80GB,8.0,8192,64,llama3.1-8b,9000,2,4,yes",
+                          "2,H100-SXM-80GB,8,8192,64,llama3.1-8b,nan,2,4,"],
+               header=HEADER + ",oom")
+    assert main(["validate", str(p), "--no-search", "--json", "--jobs", "1"]) == 1
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["1"]["measured_oom"] is True
+    assert any(n.startswith("oom=1 with a measured tokens/s") for n in rows["1"]["notes"])
+    assert rows["2"]["error"] and rows["2"]["measured_oom"] is None
+    assert main(["validate", str(p), "--no-search", "--jobs", "1"]) == 1
+    assert " 8xH100-SXM-80GB " in capsys.readouterr().out
