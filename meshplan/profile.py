@@ -164,7 +164,7 @@ _ACTIVE: list[str] = []
 
 
 def use(path: str | Path):
-    """Load a profile and apply it; returns (meta, restore)."""
+    """Load a profile and apply it; returns (the profile: its meta and constants, restore)."""
     prof = load(path)
     restore = apply(prof["constants"])
     _ACTIVE.append(str(Path(path).resolve()))
@@ -173,7 +173,27 @@ def use(path: str | Path):
         restore()
         _ACTIVE.pop()
 
-    return prof["meta"], undo
+    return prof, undo
+
+
+def applies_to(name: str, gpu) -> bool:
+    """Whether the constant ``name`` changes a prediction on ``gpu`` (a catalog GPU): not when
+    it sits in a table keyed by another GPU generation (``EFFICIENCY.ampere.matmul_bf16`` on
+    a Hopper part) or by another GPU (``SKU_MATMUL.B200.bf16`` on an H100)."""
+    mod = _module()
+    parts = name.split(".")
+    if len(parts) < 2:
+        return True
+    table = getattr(mod, parts[0], None)
+    if not isinstance(table, dict) or parts[1] not in table:
+        return True
+    gens = set(mod.EFFICIENCY) | set(mod.TENSOR_FLOPS_PER_SM_CLOCK)
+    if parts[1] in gens:
+        return parts[1] == gpu.generation
+    from .specs.catalog.gpus import GPUS
+    if parts[1] in GPUS:
+        return parts[1] == gpu.name
+    return True
 
 
 def active() -> str | None:

@@ -50,14 +50,18 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(field, str(path), "not UTF-8 text") from None
+    # strict: a quote that never closes is an error, not a field that swallows the rest of
+    # the file (csv's default reads to the end of the data inside the quotes)
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    start = 1  # the line the record being read starts on
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
         header = [(h or "").strip().lstrip("\ufeff").lower() for h in (reader.fieldnames or [])]
         # a column named twice would silently take the last one's values
         dup = sorted({h for h in header if h and header.count(h) > 1})
         if dup:
             raise InputError(field, str(path), "column named more than once: " + ", ".join(dup))
         reader.fieldnames = header
+        start = reader.line_num + 1
         rows = []
         for r in reader:
             d = {k: (v or "").strip() if isinstance(v, str) else "" for k, v in r.items()
@@ -68,9 +72,24 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
                                   "field(s) than the header (an unquoted comma?)"
             if any(d.values()):  # skip blank lines (",,,,")
                 rows.append(d)
+            start = reader.line_num + 1
     except csv.Error as e:
-        raise InputError(field, str(path), f"malformed CSV ({e})") from None
+        raise InputError(field, str(path), _malformed(text, start, e)) from None
     return header, rows
+
+
+def _malformed(text: str, start: int, err: csv.Error) -> str:
+    """What is wrong with a file csv refuses, naming the line where the bad record starts
+    (its text, shortened) and what is allowed."""
+    lines = text.splitlines()
+    line = lines[start - 1] if 0 < start <= len(lines) else ""
+    shown = line if len(line) <= 60 else line[:57] + "..."
+    if "end of data" in str(err):
+        return (f"malformed CSV: line {start} ({shown!r}) opens a quote that never closes, "
+                "so it would swallow the rest of the file; a quoted value must end with a "
+                "closing \" (write a literal quote as \"\")")
+    return (f"malformed CSV: line {start} ({shown!r}): {err}; a quoted value must end with a "
+            "closing \" followed by a comma or the line end")
 
 
 def read_rows(path: str | Path) -> list[dict]:

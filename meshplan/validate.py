@@ -51,7 +51,7 @@ class RowResult:
     measured_tokens_per_s_per_gpu: float | None = None
     measured_step_time_s: float | None = None
     measured_peak_mem_gib: float | None = None
-    measured_oom: bool = False
+    measured_oom: bool | None = None  # None: not read (the row failed before its oom column)
     measured_noise: float | None = None  # relative run-to-run noise (ranking.py)
     source: str = ""
     layout_set: str = ""  # the optional `set` column: a published sweep (ranking.py)
@@ -237,9 +237,42 @@ def prepare(row: dict) -> Prepared:
                     grad_reduce_blank=not text(row, "grad_reduce_dtype"))
 
 
+# how far a row's measured step time and tokens/s may disagree before a note says so (the
+# step time of a published run is often rounded, or includes a little logging)
+STEP_TOKENS_TOLERANCE = 0.05
+
+
+def measured_tokens(tps: float | None, step_s: float | None, tokens_per_step: int,
+                    num_gpus: int) -> tuple[float | None, str]:
+    """(measured tokens/s per GPU, a note or ""): the column where the row gives it, else
+    tokens per step / step time / GPUs. The one place tokens/s comes from a step time
+    (validate and calibrate --from-runs both score this); a row whose two figures disagree
+    by more than STEP_TOKENS_TOLERANCE keeps its tokens/s and says so."""
+    if step_s is None:
+        return tps, ""
+    derived = tokens_per_step / step_s / num_gpus
+    if tps is None:
+        return derived, (f"measured tokens/s per GPU {derived:,.1f} from measured_step_time_s="
+                         f"{step_s:g} ({tokens_per_step:,} tokens per step on {num_gpus} GPUs)")
+    if abs(derived / tps - 1) > STEP_TOKENS_TOLERANCE:
+        return tps, (f"measured_step_time_s={step_s:g} gives {derived:,.1f} tokens/s per GPU, "
+                     f"{derived / tps - 1:+.1%} from measured_tokens_per_s_per_gpu={tps:g} "
+                     "(the tokens/s is scored)")
+    return tps, ""
+
+
+def _whole(v: str) -> str:
+    """'8.0' as '8' (a count the reader accepts as whole), anything else as given."""
+    try:
+        x = float(v)
+    except ValueError:
+        return v
+    return str(int(x)) if x.is_integer() else v
+
+
 def _new_result(row: dict) -> RowResult:
     return RowResult(id=text(row, "id"), trust=text(row, "trust").upper(), model=text(row, "model"),
-                     gpus=f"{text(row, 'num_gpus')}x{text(row, 'gpu')}",
+                     gpus=f"{_whole(text(row, 'num_gpus'))}x{text(row, 'gpu')}",
                      source=source_key(text(row, "source")), layout_set=text(row, "set"))
 
 
@@ -263,6 +296,14 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
             return res
         prep = prepare(row)
         res.notes = list(prep.notes)
+        res.measured_tokens_per_s_per_gpu, note = measured_tokens(
+            res.measured_tokens_per_s_per_gpu, res.measured_step_time_s,
+            prep.workload.tokens_per_step, prep.cluster.num_gpus)
+        if note:
+            res.notes.append(note)
+        if res.measured_oom and res.measured_tokens_per_s_per_gpu is not None:
+            res.notes.append("oom=1 with a measured tokens/s per GPU: a run that went out of "
+                             "memory reports a throughput; both are kept (check the row)")
         if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")
@@ -435,13 +476,17 @@ def _inside(x: float | None, iv) -> bool | None:
 
 def loso_coverage(results: list[RowResult], residuals: dict | None = None) -> dict:
     """Interval coverage when the residual model is refitted without each source: the
-    honest coverage of the class intervals on this file (tokens/s per GPU)."""
+    honest coverage of the class intervals on this file (tokens/s per GPU). A source with no
+    other source's rows to learn from is not scored (None when none is), as in
+    loso_memory_coverage."""
     data = residuals or uncertainty.load()
     between = data["meta"].get("between_generation_sigma", 0.0)
     scored = [r for r in results if r.error is None and r.tokens_residual is not None]
     per_source: dict[str, list[bool]] = {}
     for src in sorted({r.source for r in scored}):
         train = [(r.throughput_class, r.tokens_residual) for r in scored if r.source != src]
+        if not train:
+            continue
         stats = uncertainty.fit_stats(train)
         for r in scored:
             if r.source != src:

@@ -66,7 +66,9 @@ def test_no_gpu_one_line_exit_2(tmp_path, capsys):
         pytest.skip("a GPU is present")
     assert main(["calibrate", "--out", str(tmp_path / "p.toml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no GPU" in err[0]
+    # calibrate has no --device option the user could change (it named --device='cuda')
+    assert len(err) == 1 and "--device" not in err[0], err
+    assert "local GPU='none'" in err[0] and "--from-runs" in err[0]
     assert not (tmp_path / "p.toml").exists()
 
 

@@ -85,6 +85,27 @@ def test_unusable_file_one_line_exit_2(tmp_path, capsys, content, field):
     assert len(err.splitlines()) == 1 and field in err
 
 
+def test_unterminated_quote_refuses_the_file(tmp_path, capsys):
+    """A quote that never closes swallowed every later row into one field (4 rows read as
+    1, exit 0); the file is refused in one line naming the line the quote opens on, exit 2,
+    by validate and by calibrate --from-runs (the same reader)."""
+    p = tmp_path / "q.csv"
+    p.write_text("id,gpu,num_gpus,seq_len,global_batch_seqs,model,source,"
+                 "measured_tokens_per_s_per_gpu,tp,dp\n"
+                 '1,H100-SXM-80GB,8,8192,64,llama3.1-8b,"my lab,9000,1,8\n'
+                 "2,H100-SXM-80GB,8,8192,64,llama3.1-8b,my lab,9000,2,4\n"
+                 "3,H100-SXM-80GB,8,8192,64,llama3.1-8b,my lab,9000,4,2\n")
+    with pytest.raises(InputError) as e:
+        read_rows(p)
+    assert "line 2" in str(e.value) and "never closes" in str(e.value)
+    for argv in (["validate", str(p), "--no-search"],
+                 ["calibrate", "--from-runs", str(p), "--out", str(tmp_path / "o.toml")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "my lab" in err
+    assert not (tmp_path / "o.toml").exists()
+
+
 @pytest.mark.parametrize("name,expected", [
     ("DeepSeek-V3", "deepseek-v3"), ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
     ("Llama 3.1 405B", "llama3.1-405b"), ("meta-llama/Llama-3.1-70B-Instruct", "llama3.1-70b"),

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from .. import profile
 from ..errors import InputError
-from ..runs_csv import measured, text
 from ..validate import predict_rows, prepare, read_rows
 
 FACTORS = (0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4)
@@ -43,23 +42,21 @@ def default_names(rows: list[dict]) -> list[str]:
     return [n for n in names if n in known]
 
 
-def _with_tokens(rows: list[dict]) -> list[dict]:
-    """Rows with a measured tokens/s per GPU (derived from the step time when only that is
-    given); the others cannot score a fit."""
-    out = []
-    for r in rows:
-        try:
-            tps = measured(r, "measured_tokens_per_s_per_gpu")
-            step = measured(r, "measured_step_time_s")
-            if tps is None and step is not None:
-                p = prepare(r)
-                tps = p.workload.tokens_per_step / step / p.cluster.num_gpus
-                r = dict(r, measured_tokens_per_s_per_gpu=repr(tps))
-        except InputError:
-            continue
-        if tps is not None:
-            out.append(r)
-    return out
+def usable_rows(rows: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
+    """(rows a fit can score, [(id, why not)] for the others): a row that cannot be
+    predicted (validate's reasons, field named) or has no measured tokens/s per GPU (nor a
+    step time to derive it from: validate.measured_tokens) would be skipped by every score,
+    so the fit would run on fewer rows than it says."""
+    keep, dropped = [], []
+    for row, res in zip(rows, predict_rows(rows, with_search_best=False, jobs=1)):
+        if res.error:
+            dropped.append((res.id, res.error))
+        elif res.measured_tokens_per_s_per_gpu is None:
+            dropped.append((res.id, "measured_tokens_per_s_per_gpu='' and "
+                            "measured_step_time_s='': nothing measured to fit on"))
+        else:
+            keep.append(row)
+    return keep, dropped
 
 
 def log_errors(rows: list[dict], consts: dict[str, float]) -> list[float]:
@@ -123,10 +120,17 @@ def run_from_runs(args) -> int:
     if args.folds < 2:
         raise InputError("folds", args.folds, "must be at least 2 (cross-validation folds; "
                          "capped at the row count)")
-    rows = _with_tokens(read_rows(args.from_runs))
+    every = read_rows(args.from_runs)
+    rows, dropped = usable_rows(every)
+    if dropped:
+        print(f"rows not used ({len(dropped)}):")
+        for rid, why in dropped:
+            print(f"  {rid:>4} {why}")
     if len(rows) < 2:
         raise InputError("--from-runs", args.from_runs,
-                         "needs at least 2 rows with a measured tokens/s or step time")
+                         f"needs at least 2 rows that can be predicted and have a measured "
+                         f"tokens/s or step time; {len(rows)} of {len(every)} have"
+                         + (" (the others are listed above)" if dropped else ""))
     names = default_names(rows)
     if not names:
         raise InputError("--from-runs", args.from_runs, "no constant of efficiency.py to fit")

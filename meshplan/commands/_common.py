@@ -126,10 +126,12 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
         sc = load_scenario(args.scenario)
         from ._profile import apply_scenario_profile
         apply_scenario_profile(args, sc.profile,
-                               sc.cluster.gpu.generation if sc.cluster is not None else None)
-        if sc.pools is not None and not args.gpus:
+                               sc.cluster.gpu if sc.cluster is not None else None)
+        if sc.pools is not None and len(sc.pools.pools) > 1 and not args.gpus:
             raise InputError("cluster.pools", len(sc.pools.pools),
                              "pools are planned by `meshplan plan`; this command takes one GPU type")
+        # one pool is an ordinary cluster (docs/pools.md); it is kept for its price
+        one_pool = sc.pools if sc.pools is not None and not args.gpus else None
         model = load_model(args.model) if args.model else sc.model
         cluster = sc.cluster
         if args.gpus or args.gpus_per_node or args.nic_gbps:
@@ -151,7 +153,7 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
                            # bf16 comparison drops it
                            fp8_recipe=recipe or (w.fp8_recipe if precision == "fp8" else ""),
                            grad_reduce_dtype=grads or w.grad_reduce_dtype)
-        return Scenario(model, cluster, workload, sc.plan, plan_stated=sc.plan_stated)
+        return Scenario(model, cluster, workload, sc.plan, one_pool, plan_stated=sc.plan_stated)
     for name in ("model", "gpus", "seq_len"):
         if getattr(args, name) is None:
             raise InputError("--" + name.replace("_", "-"), None, "required (or give --scenario)")

@@ -60,6 +60,16 @@ def _prices(args) -> dict[str, float]:
     return parse_price_overrides(getattr(args, "price", None), gpu_catalog(args.gpu_file))
 
 
+def cluster_price(args, sc: Scenario):
+    """The $/GPU-hour of a one-GPU-type scenario: --price, else the price of a scenario's one
+    pool (``pools = [{gpus = ..., price = ...}]``), else the catalog's."""
+    prices = _prices(args)
+    name = sc.cluster.gpu.name
+    if sc.pools is not None and name not in prices and sc.pools.pools[0].name == name:
+        return sc.pools.pools[0].price
+    return price_of(name, prices)
+
+
 def pooled_scenario(args) -> Scenario | None:
     """The scenario when its cluster is several pools; None for one plain cluster."""
     from ._common import scenario_from_args
@@ -105,7 +115,7 @@ def _refuse_pins(args, what: str) -> None:
 
 def pools_run(args) -> int | None:
     """Procurement or pools: run it and return the exit code; None: the plain path."""
-    if getattr(args, "gpu_types", None):
+    if getattr(args, "gpu_types", None) is not None:  # '' too: refused by gpu_types_of
         _refuse_pins(args, "--gpu-types")
         return _procure(args)
     sc = pooled_scenario(args)
@@ -328,7 +338,7 @@ def objective_text(args, sc: Scenario, r) -> str:
                          "GPUs; give fewer with --gpus or compare counts with --gpu-types")
     if not r.top:
         return ""
-    price = price_of(sc.cluster.gpu.name, _prices(args))
+    price = cluster_price(args, sc)
     best = r.top[0]
     sim = r.simulated.get(best.plan)
     tps = best.tokens_per_step / sim.step_time_s if sim else best.tokens_per_s
@@ -351,13 +361,12 @@ def _procure(args) -> int:
     if args.export:
         raise InputError("--export", args.export, "procurement compares GPU types; plan the "
                          "chosen one with --gpus COUNTxTYPE to export it")
-    cat = gpu_catalog(args.gpu_file)
-    types = [lookup_gpu(t, cat) for t in args.gpu_types.split(",") if t.strip()]
-    if not types:
-        raise InputError("--gpu-types", args.gpu_types, "give GPU types, comma-separated")
-    first = args.gpus or f"8x{types[0].name}"
-    if "+" in first:
-        raise InputError("--gpus", first, "procurement searches counts itself; leave --gpus out")
+    types = gpu_types_of(args.gpu_types, gpu_catalog(args.gpu_file))
+    if args.gpus:  # it was ignored without a word
+        raise InputError("--gpus", args.gpus, "not taken with --gpu-types: procurement searches "
+                         "the GPU counts itself (leave --gpus out; --gpus-per-node sets the "
+                         "node size)")
+    first = f"8x{types[0].name}"
     sc = scenario_from_args(argparse.Namespace(**{**vars(args), "gpus": first}))
     prices = _prices(args)
     res = procure(sc.model, sc.workload, types, goal, prices, args.gpus_per_node, args.nic_gbps)
@@ -368,6 +377,24 @@ def _procure(args) -> int:
     if args.png:
         print(f"wrote {curve_png(res, args.png, sc.model.name)}", file=sys.stderr)
     return 0 if res.cheapest is not None else 1
+
+
+def gpu_types_of(text: str, cat) -> list:
+    """The GPU types of --gpu-types, each once (InputError: blank, an empty entry, an
+    unknown type, a type named twice)."""
+    names = [t.strip() for t in text.split(",")]
+    allowed = "GPU types, comma-separated, each once (e.g. H100-SXM-80GB,MI300X; `meshplan gpus`)"
+    if not any(names):
+        raise InputError("--gpu-types", text, "is blank; give " + allowed)
+    if "" in names:
+        raise InputError("--gpu-types", text, "has an empty entry; give " + allowed)
+    types = [lookup_gpu(t, cat) for t in names]
+    seen: set = set()
+    for t in types:
+        if t.name in seen:
+            raise InputError("--gpu-types", text, f"names {t.name} twice; give " + allowed)
+        seen.add(t.name)
+    return types
 
 
 def procure_text(sc: Scenario, res) -> str:

@@ -49,14 +49,22 @@ def _gpu(args, torch) -> object:
                      "stands for)")
 
 
+def no_gpu() -> InputError:
+    """No GPU to measure: what the user can do about it (calibrate has no --device option
+    to name; the hidden one is a test stand-in)."""
+    return InputError("local GPU", "none", "calibrate measures this machine's GPUs and torch "
+                      "sees none (torch.cuda.is_available() is false; check CUDA_VISIBLE_DEVICES "
+                      "and the driver): run it where a GPU is visible, or refit on your "
+                      "measured runs with --from-runs CSV")
+
+
 def _measure(args, torch) -> tuple[dict, str]:
     from ..calibrate import fit, micro
 
     dev = args.device
     if dev.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise InputError("--device", dev, "no GPU found: calibrate measures the local GPUs "
-                             "(give --from-runs CSV to refit on measured runs instead)")
+            raise no_gpu()
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
         dev = f"cuda:{local}"
@@ -101,11 +109,8 @@ def _check_out(out: str | None) -> None:
     """Refuse an --out the profile cannot be written to, before any measuring or fitting."""
     if not out:
         return
-    p = Path(out)
-    if p.is_dir():
-        raise InputError("--out", out, "is a directory; give the profile TOML file to write")
-    if not (p.parent if str(p.parent) else Path(".")).is_dir():
-        raise InputError("--out", out, "its directory does not exist")
+    from ..export.trace import check_output_file
+    check_output_file("--out", out)
 
 
 def _run(args) -> int:
@@ -119,8 +124,7 @@ def _run(args) -> int:
     torch = _torch_or_exit()
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("--device", args.device, "no GPU found: calibrate measures the local "
-                         "GPUs (--from-runs CSV refits on measured runs instead)")
+        raise no_gpu()
     gpu = _gpu(args, torch)
     measured, device_name = _measure(args, torch)
     if not measured:  # a rank other than 0 under torchrun

@@ -20,9 +20,9 @@ def _export(args) -> int:
         if args.scenario and args.scenario != args.plan_file:
             raise InputError("--scenario", args.scenario, "give the plan file once (PLAN or --scenario)")
         args.scenario = args.plan_file
-    meta = apply_profile_arg(args)
+    prof = apply_profile_arg(args)
     sc = scenario_from_args(args)
-    check_generation(meta, sc.cluster.gpu.generation)
+    check_generation(prof, sc.cluster.gpu)
     sc = Scenario(sc.model, sc.cluster, sc.workload, plan_from_args(args, sc))
     rendered = render(sc, args.to)
     for path in write(rendered, args.out):

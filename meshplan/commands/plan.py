@@ -31,12 +31,15 @@ def _run(args) -> int:
     if args.png and not args.gpu_types:
         raise InputError("--png", args.png, "is procurement's cost-against-time picture; "
                          "give --gpu-types (with --train-tokens and --deadline)")
-    meta = apply_profile_arg(args)
+    if args.png:  # before the search, not after it
+        from ..export.trace import check_output_file
+        check_output_file("--png", args.png)
+    prof = apply_profile_arg(args)
     handled = pools_run(args)  # several pools, or procurement (--gpu-types)
     if handled is not None:
         return handled
     sc = scenario_from_args(args)
-    check_generation(meta, sc.cluster.gpu.generation)
+    check_generation(prof, sc.cluster.gpu)
     max_gpus = getattr(args, "max_gpus", None)
     if max_gpus is not None and max_gpus < 1:
         raise InputError("--max-gpus", max_gpus, "must be a positive integer")

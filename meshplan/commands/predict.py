@@ -14,9 +14,9 @@ from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
 def _run(args) -> int:
-    meta = apply_profile_arg(args)
+    prof = apply_profile_arg(args)
     sc = scenario_from_args(args)
-    check_generation(meta, sc.cluster.gpu.generation)
+    check_generation(prof, sc.cluster.gpu)
     plan = plan_from_args(args, sc)
     check_engine(engine_of(args), sc, plan)
     e = estimate(sc.model, sc.cluster, sc.workload, plan)

@@ -72,9 +72,9 @@ def _pick_plan(args, sc):
 def _run(args) -> int:
     require_nonneg_int("path_lines", args.path_lines)
     _check_outputs(args)
-    meta = apply_profile_arg(args)
+    prof = apply_profile_arg(args)
     sc = scenario_from_args(args)
-    check_generation(meta, sc.cluster.gpu.generation)
+    check_generation(prof, sc.cluster.gpu)
     plan, origin = _pick_plan(args, sc)
     check_engine(engine_of(args), sc, plan)
     from ..cost import estimate

@@ -56,7 +56,8 @@ def _run(args) -> int:
             continue
         iv = r.tokens_p10_p90
         ivs = f"{iv[0]:.0f}-{iv[1]:.0f}" if iv else "-"
-        flag = "  [may not fit]" if r.predicted_may_not_fit else ""
+        flag = ("  [does not fit]" if r.predicted_oom else
+                "  [may not fit]" if r.predicted_may_not_fit else "")
         print(f"{r.id:>4} {r.trust:<2} {r.model[:22]:<22} {r.gpus[:23]:<24}"
               f"{_fmt(r.measured_tokens_per_s_per_gpu, '10.1f')}"
               f"{_fmt(r.predicted_tokens_per_s_per_gpu, '10.1f')}{ivs:>16}"

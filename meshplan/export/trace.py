@@ -75,10 +75,20 @@ def write_trace(res: SimResult, path: str | Path, title: str = "") -> Path:
     return p
 
 
+def check_output_file(field: str, path: str | Path) -> Path:
+    """Refuse (InputError naming ``field``) a file that cannot be written: a directory, or in
+    a directory that does not exist. Commands call it before their work, not after."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(field, str(path), "is a directory; give the file to write")
+    if not (p.parent if str(p.parent) else Path(".")).is_dir():
+        raise InputError(field, str(path), "its directory does not exist")
+    return p
+
+
 def atomic_write(p: Path, data: str | bytes) -> None:
     parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError("output", str(p), "its directory does not exist")
+    check_output_file("output", p)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
         with os.fdopen(fd, "wb") as f:

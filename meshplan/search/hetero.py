@@ -313,11 +313,13 @@ def search_pools(model: ModelSpec, pc: PoolCluster, workload: Workload, goal: Go
 def _data_candidates(model, pc, workload, singles, rejected) -> list[PoolPlan]:
     if len(pc.pools) < 2:
         return []
-    out = []
+    out, seen = [], set()
     layouts = []
     for r in singles.values():
         if r.best is not None and r.best.plan not in layouts:
             layouts.append(r.best.plan)
+    # pools' bests that differ only in dp (dp8 tp2 on 16 H100, dp16 tp2 on 32 A100) give the
+    # same plan across pools: kept once, by the final plan (its degrees and batch split)
     for base in layouts:
         g = base.tp * base.pp * base.cp
         reps = {k: p.num_gpus // g for k, p in enumerate(pc.pools)}
@@ -369,7 +371,8 @@ def _data_candidates(model, pc, workload, singles, rejected) -> list[PoolPlan]:
         best = best[0] if best else None
         if best is None:
             rejected["data across pools: the batch does not split into whole micro-batches"] += 1
-        else:
+        elif (best.plan, best.detail) not in seen:
+            seen.add((best.plan, best.detail))
             out.append(best)
     return out
 

@@ -20,7 +20,7 @@ from ..specs.hardware import GPU, Cluster
 from ..specs.model import ModelSpec
 from ..specs.prices import Price, price_of
 from ..specs.workload import Workload
-from .objective import Goal, Outcome
+from .objective import Goal, Outcome, fmt_duration, fmt_usd
 from .search import search
 
 DEFAULT_MAX_GPUS = 16384
@@ -67,6 +67,14 @@ def ladder(gpus_per_node: int, max_gpus: int) -> list[int]:
     return sorted(out)
 
 
+def over_budget_reason(n: int, o: Outcome, goal: Goal) -> str:
+    """Why a type that meets the deadline is not chosen: its cheapest count that does (not
+    the last count tried, which costs the most) and by how much it misses the budget."""
+    return (f"{n} GPUs meet the deadline at the lowest cost ({fmt_duration(o.time_to_train_s)},"
+            f" {fmt_usd(o.cost_to_train_usd)}): {fmt_usd(o.cost_to_train_usd - goal.budget_usd)}"
+            f" over the budget {fmt_usd(goal.budget_usd)}")
+
+
 def _best(model, cluster, workload):
     r = search(model, cluster, workload, top_k=1, rerank_k=0, simulate=False)
     return r.best
@@ -102,6 +110,7 @@ def procure(model: ModelSpec, workload: Workload, gpus: list[GPU], goal: Goal,
 
         if goal.deadline_s:
             row.reason = f"no count up to {max_gpus} meets the deadline"
+            over = None  # (n, Outcome): the cheapest count that meets the deadline, not the budget
             for n in (c for c in counts if c >= floor_n):
                 est = at(n)
                 if est is None:
@@ -111,8 +120,12 @@ def procure(model: ModelSpec, workload: Workload, gpus: list[GPU], goal: Goal,
                     row.num_gpus, row.estimate, row.outcome, row.reason = n, est, outcome(n, est), ""
                     row.cluster = Cluster(gpu, n, gpn, nic)
                     break
-                if "budget" in why:  # more GPUs finish sooner but never cost less per token
-                    row.reason = why
+                o = outcome(n, est)
+                if "budget" in why and (over is None
+                                        or o.cost_to_train_usd < over[1].cost_to_train_usd):
+                    over = (n, o)
+            if row.outcome is None and over is not None:
+                row.reason = over_budget_reason(*over, goal)
         else:
             best = None
             for n in (c for c in counts if c & (c - 1) == 0):
