@@ -1,0 +1,217 @@
+"""Exports against the engines' own run-time rules: what Megatron-LM's validate_args,
+Megatron-Core's configs and schedules, torchtitan's Trainer and DeepSpeed's batch check
+(without an mpu, as a real run builds it) refuse, and the plans engines.py refuses for it.
+
+Where the engine is installed its own code is the judge (TransformerConfig, OptimizerConfig,
+ConfigManager + update_from_config, DeepSpeedConfig); the rules of Megatron-LM's
+megatron/training/arguments.py (not in megatron-core) are copied with file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from export_cases import MEGATRON, TORCHTITAN, build, scenario
+from meshplan.engines import UnsupportedByEngine, engine_violations
+from meshplan.export import export
+from meshplan.export._common import flatten, script_args
+from meshplan.export.megatron import megatron_args
+from test_export import parse_megatron
+
+FAKE_TORCHRUN = """#!/usr/bin/env python3
+import json, os, sys
+json.dump({"argv": sys.argv[1:], "cdmc": os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")},
+          open(os.environ["ARGV_OUT"], "w"))
+"""
+
+
+def launch_megatron(out: Path, tmp: Path) -> tuple[list[str], str | None]:
+    """Run megatron_launch.sh --mock-data with torchrun replaced, the caller's environment
+    holding CUDA_DEVICE_MAX_CONNECTIONS=1; (pretrain_gpt.py arguments, the variable as the
+    trainer sees it)."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "torchrun").write_text(FAKE_TORCHRUN)
+    (bin_dir / "torchrun").chmod(0o755)
+    rec = tmp / "rec.json"
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", ARGV_OUT=str(rec),
+               CUDA_DEVICE_MAX_CONNECTIONS="1")
+    p = subprocess.run(["bash", str(out / "megatron_launch.sh"), "--mock-data"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(rec.read_text())
+    argv = r["argv"]
+    at = next(i for i, a in enumerate(argv) if a.endswith("pretrain_gpt.py"))
+    return argv[at + 1:], r["cdmc"]
+
+
+def validate_args_rules(ns, cdmc: str | None, tp: int, cp: int) -> list[str]:
+    """The validate_args assertions the exports touch, as read in Megatron-LM's
+    megatron/training/arguments.py at d98e8a64 (tests/data/megatron_lm_arguments.tsv), on a
+    Hopper GPU. Returns the messages of those that fail."""
+    bad = []
+    ckpt = ns.ckpt_format or "torch_dist"  # add_argument default
+    if ns.overlap_param_gather:  # 1024-1028
+        if not (ns.use_distributed_optimizer or ns.use_megatron_fsdp):
+            bad.append("--overlap-param-gather only supported with distributed optimizer")
+        if not ns.overlap_grad_reduce:
+            bad.append("Must use --overlap-param-gather with --overlap-grad-reduce")
+    if ns.use_megatron_fsdp:  # 1166-1170
+        if cdmc == "1":
+            bad.append("FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset.")
+        if ckpt != "fsdp_dtensor":
+            bad.append("Megatron-FSDP requires the `fsdp_dtensor` checkpointing format.")
+    elif (tp > 1 or cp > 1) and not ns.overlap_moe_expert_parallel_comm and cdmc != "1":
+        bad.append("tp/cp require CUDA_DEVICE_MAX_CONNECTIONS=1")  # 1453-1479
+    if ckpt == "fsdp_dtensor" and not ns.use_megatron_fsdp:  # 1675-1676
+        bad.append("--ckpt-format fsdp_dtensor is only tested with Megatron FSDP.")
+    return bad
+
+
+FSDP_REPRO = ("fsdp-zero3-repro", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64),
+              dict(dp=16, zero=3))
+
+
+@pytest.mark.parametrize("case", MEGATRON + [FSDP_REPRO], ids=[c[0] for c in MEGATRON] +
+                         [FSDP_REPRO[0]])
+def test_megatron_launch_passes_validate_args(case, tmp_path):
+    """Bug: Megatron FSDP exports kept CUDA_DEVICE_MAX_CONNECTIONS=1 and the torch_dist
+    checkpoint format, both refused by validate_args."""
+    _, a, kw = case
+    sc = build(a, kw)
+    export(sc, "megatron", tmp_path / "out")
+    argv, cdmc = launch_megatron(tmp_path / "out", tmp_path)
+    assert validate_args_rules(parse_megatron(argv), cdmc, sc.plan.tp, sc.plan.cp) == []
+
+
+def megatron_vp_group_ok(pp: int, m: int, group: int | None) -> bool:
+    """megatron/core/pipeline_parallel/schedules.py:995-1015 (megatron-core 0.16.1),
+    forward_backward_pipelining_with_interleaving, with the default group = pp
+    (megatron/core/model_parallel_config.py:447-448)."""
+    g = pp if group is None else group
+    return pp <= g <= m and not (0 < m % g < pp)
+
+
+@pytest.mark.parametrize("model,gpus,seq,batch,kw", [
+    ("llama3.1-70b", "32xH100-SXM-80GB", 4096, 12,  # the search's winner: 6 micro-batches
+     dict(dp=1, tp=8, pp=4, vpp=7, micro_batch=2)),
+    ("llama3.1-70b", "64xH100-SXM-80GB", 4096, 20, dict(dp=2, tp=8, pp=4, vpp=2)),
+    ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 40,
+     dict(dp=4, tp=2, pp=2, vpp=2, schedule="looped_bfs")),
+])
+def test_megatron_interleaved_group_is_one_megatron_runs(model, gpus, seq, batch, kw):
+    """Bug: no --microbatch-group-size-per-virtual-pipeline-stage, so Megatron-Core used
+    pp and raised for 0 < m % pp < pp (m = 6 or 10 on pp = 4)."""
+    sc = scenario(model, gpus, seq, batch, sequence_parallel=True, **kw)
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    g = ns.microbatch_group_size_per_vp_stage
+    m = sc.plan.num_microbatches(sc.workload)
+    assert megatron_vp_group_ok(sc.plan.pp, m, None if g is None else int(g))
+    if sc.plan.schedule == "interleaved_1f1b":  # torch's round: the schedule costed
+        assert int(g) == m // max(1, m // sc.plan.pp)
+
+
+def _refused(sc, field: str, tmp_path) -> None:
+    """engines.py names ``field`` first, and the export refuses it writing nothing."""
+    v = engine_violations("megatron", sc.plan, sc.model, sc.workload, sc.cluster)
+    assert v and v[0].field == field, v
+    with pytest.raises(UnsupportedByEngine):
+        export(sc, "megatron", tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_megatron_param_gather_overlap_without_grad_overlap_refused(tmp_path):
+    """Bug: --overlap-param-gather was written without --overlap-grad-reduce."""
+    sc = scenario("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64, dp=16, zero=1,
+                  overlap_grad_reduce=False)
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    assert "Must use --overlap-param-gather with --overlap-grad-reduce" in \
+        validate_args_rules(ns, "1", 1, 1)
+    _refused(sc, "overlap_param_gather", tmp_path)
+
+
+def _optimizer_config(sc):
+    """megatron.core OptimizerConfig as Megatron-LM builds it from the arguments (its
+    __post_init__ holds the precision-aware optimizer's rules)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    from megatron.core.optimizer import OptimizerConfig
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    dt = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16}
+    return OptimizerConfig(
+        optimizer=ns.optimizer, bf16=bool(ns.bf16), fp16=bool(ns.fp16),
+        use_distributed_optimizer=bool(ns.use_distributed_optimizer or ns.use_megatron_fsdp),
+        use_precision_aware_optimizer=bool(ns.use_precision_aware_optimizer),
+        optimizer_cpu_offload=bool(ns.optimizer_cpu_offload),
+        exp_avg_dtype=dt[ns.exp_avg_dtype], exp_avg_sq_dtype=dt[ns.exp_avg_sq_dtype])
+
+
+def _opt_scenario(optimizer: str, states: str, **plan):
+    from meshplan.plan import Plan
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.specs.catalog.presets import load_model
+    from meshplan.specs.workload import Workload
+    return Scenario(load_model("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"),
+                    Workload(4096, 64, optimizer=optimizer, optimizer_state_precision=states),
+                    Plan(dp=8, **plan))
+
+
+@pytest.mark.parametrize("optimizer,states,plan,field", [
+    ("adamw", "bf16", dict(zero=0), "optimizer_state_precision"),
+    ("sgd", "bf16", dict(zero=1), "optimizer_state_precision"),
+])
+def test_megatron_precision_aware_optimizer_limits(optimizer, states, plan, field, tmp_path):
+    """Bug: --use-precision-aware-optimizer was written without the distributed optimizer
+    or with sgd, which megatron-core's OptimizerConfig refuses."""
+    sc = _opt_scenario(optimizer, states, **plan)
+    with pytest.raises(AssertionError, match="precision-aware-optimizer"):
+        _optimizer_config(sc)
+    _refused(sc, field, tmp_path)
+
+
+def test_megatron_precision_aware_optimizer_kept_where_megatron_runs_it():
+    """The rules pass (adam, distributed optimizer); what megatron-core checks next is that
+    Transformer Engine's FusedAdam can be imported, which it cannot here."""
+    sc = _opt_scenario("adamw", "bf16", zero=1)
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
+    try:
+        assert _optimizer_config(sc).use_precision_aware_optimizer
+    except (RuntimeError, TypeError) as e:  # past the asserts: TE missing or its version
+        assert "TransformerEngine" in str(e) or "Version" in str(e)
+
+
+EPO = dict(dp=16, tp=2, ep=8, ep_comm_overlap=True)
+
+
+@pytest.mark.parametrize("gpus,plan,core_refuses", [
+    ("32xH100-SXM-80GB", dict(EPO, recompute="full"), True),
+    ("64xH100-SXM-80GB", dict(EPO, pp=2), True),
+    # megatron-core 0.16.1 takes it; Megatron-LM main transformer_config.py ~3002 refuses
+    ("32xH100-SXM-80GB", dict(EPO, recompute="selective", recompute_modules="moe"), False),
+])
+def test_megatron_ep_overlap_limits(gpus, plan, core_refuses, tmp_path):
+    """Bug: --overlap-moe-expert-parallel-comm was written with full recomputation, with
+    pp > 1 without virtual stages, and with 'moe' recomputed, which Megatron-Core refuses."""
+    sc = scenario("qwen3-30b-a3b", gpus, 4096, 256, **plan)
+    if core_refuses:
+        pytest.importorskip("megatron.core", reason="megatron-core not installed")
+        from test_export_engines import megatron_transformer_config
+        with pytest.raises(AssertionError, match="overlap_moe_expert_parallel_comm|EP A2A"):
+            megatron_transformer_config(flatten(megatron_args(sc)[0]))
+    _refused(sc, "ep_comm_overlap", tmp_path)
+
+
+def test_megatron_ep_overlap_kept_where_megatron_runs_it():
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    from test_export_engines import megatron_transformer_config
+    sc = scenario("qwen3-30b-a3b", "64xH100-SXM-80GB", 4096, 256, **dict(EPO, pp=2, vpp=2))
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
+    cfg, _ = megatron_transformer_config(flatten(megatron_args(sc)[0]))
+    assert cfg.overlap_moe_expert_parallel_comm
