@@ -149,10 +149,17 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
             out.append(Violation("fp8_recipe", workload.fp8_recipe, "torchtitan's "
                                  "Float8LinearConverter runs rowwise scaling only (recipe_name "
                                  "rowwise); give --fp8-recipe rowwise or leave it out"))
-        from .export.torchtitan_models import torchtitan_model_missing
+        from .export.torchtitan_models import torchtitan_model, torchtitan_model_missing
         missing = torchtitan_model_missing(model)
         if missing:
             out.append(Violation("model", model.name, missing))
+        entry = torchtitan_model(model)
+        cap = entry and TORCHTITAN_ROPE_MAX.get(entry[0] + "/" + entry[2])
+        if cap and workload.seq_len > cap:
+            out.append(Violation("seq_len", workload.seq_len, f"torchtitan's registered "
+                                 f"{entry[0]} {entry[2]} flavour holds RoPE for at most {cap} "
+                                 "positions (update_from_config refuses longer training "
+                                 f"sequences); use seq_len <= {cap}"))
     if engine == "megatron":
         out += _megatron_model(model)
     if engine == "megatron" and prec == "fp8" and workload.fp8_recipe == "rowwise":
@@ -168,6 +175,19 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
                              "has no fp8 tensor cores; Transformer Engine and torchao need "
                              "Hopper, Ada or newer"))
     return out
+
+
+# The RoPE length of torchtitan 0.3's registered flavours (rope max_seq_len in
+# torchtitan/models/<module>/__init__.py): models/common/decoder.py:164-174 refuses a
+# training seq_len above it ("exceeds attention RoPE maximum supported sequence length").
+# The flavours the job builds itself ("meshplan") size RoPE for the plan's seq_len.
+TORCHTITAN_ROPE_MAX = {
+    "llama3/8B": 131072,  # models/llama3/__init__.py:267
+    "llama3/70B": 131072,  # models/llama3/__init__.py:308
+    "llama3/405B": 131072,  # models/llama3/__init__.py:349
+    "qwen3/30B-A3B": 40960,  # models/qwen3/__init__.py:549
+    "deepseek_v3/671B": 16384,  # models/deepseek_v3/__init__.py:577 (4096 * 4)
+}
 
 
 # Megatron's llama3 rope scaling fixes these (megatron/core/models/common/embeddings/
@@ -536,7 +556,7 @@ class UnsupportedByEngine(InputError):
         self.feature = feature
         where = {"model": "model", "precision": "workload.precision",
                  "fp8_recipe": "workload.fp8_recipe",
-                 "optimizer_state_precision": "workload.optimizer_state_precision"
-                 }.get(feature, f"plan.{feature}")
+                 "optimizer_state_precision": "workload.optimizer_state_precision",
+                 "seq_len": "workload.seq_len"}.get(feature, f"plan.{feature}")
         name = ENGINE_NAMES.get(engine, engine)
         super().__init__(where, value, f"{name} cannot express this: {reason}")

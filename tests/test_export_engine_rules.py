@@ -215,3 +215,72 @@ def test_megatron_ep_overlap_kept_where_megatron_runs_it():
     assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
     cfg, _ = megatron_transformer_config(flatten(megatron_args(sc)[0]))
     assert cfg.overlap_moe_expert_parallel_comm
+
+
+# ---- torchtitan: the Trainer's own checks ----------------------------------------------------
+def _tt_job(sc, tmp_path):
+    """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
+    __post_init__ checks included), then update_from_config as the Trainer calls it."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    from test_export_engines import _load_job
+    export(sc, "torchtitan", tmp_path / "out")
+    cfg = _load_job(tmp_path / "out")
+    cfg.model_spec.model.update_from_config(config=cfg)
+    return cfg
+
+
+def test_torchtitan_moe_ep_without_pp_runs_without_cuda_graphs(tmp_path):
+    """Bug: ep > 1 with pp = 1 left CUDA graphs on, which torchtitan refuses with the
+    AllToAllTokenDispatcher (trainer.py _validate_cuda_graphs)."""
+    sc = scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 64, dp=16, ep=8, zero=3)
+    cfg = _tt_job(sc, tmp_path)
+    assert cfg.parallelism.expert_parallel_degree == 8 and cfg.training.disable_cuda_graphs
+
+
+def test_torchtitan_deepseek_async_tp_compiles_the_model(tmp_path):
+    """Bug: the DeepSeek-V3 base config compiles only the loss; async TP needs 'model'
+    (torchtitan/config/configs.py CompileConfig)."""
+    sc = scenario("deepseek-v3", "256xH100-SXM-80GB", 4096, 1024, dp=8, tp=8, pp=4, ep=32,
+                  zero=3, sequence_parallel=True, tp_comm_overlap=True)
+    assert engine_violations("torchtitan", sc.plan, sc.model, sc.workload) == []
+    cfg = _tt_job(sc, tmp_path)
+    assert cfg.compile.enable_async_tensor_parallel and "model" in cfg.compile.components
+
+
+def test_torchtitan_rope_table_is_torchtitans():
+    """engines.TORCHTITAN_ROPE_MAX equals the registered flavours' RoPE length."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    import importlib
+    from meshplan.engines import TORCHTITAN_ROPE_MAX
+    from meshplan.export.torchtitan import MODELS
+    assert sorted(TORCHTITAN_ROPE_MAX) == sorted(f"{m}/{f}" for m, _, f, _ in MODELS.values())
+    for mod, _, flavor, kw in MODELS.values():
+        reg = importlib.import_module(f"torchtitan.models.{mod}").model_registry
+        assert reg(flavor, **kw).model.max_seq_len == TORCHTITAN_ROPE_MAX[f"{mod}/{flavor}"]
+
+
+@pytest.mark.parametrize("name,seq,cap,plan", [
+    ("deepseek-v3", 16384, 16384, dict(dp=32, pp=8, ep=32, zero=2, vpp=2, schedule="dualpipev")),
+    ("qwen3-30b-a3b", 40960, 40960, dict(dp=16, tp=2, ep=8, zero=3)),
+])
+def test_torchtitan_seq_len_beyond_the_flavours_rope_refused(name, seq, cap, plan, tmp_path):
+    """Bug: a seq_len above the registered flavour's RoPE length was exported and failed in
+    update_from_config (models/common/decoder.py)."""
+    gpus = "256xH100-SXM-80GB" if name == "deepseek-v3" else "32xH100-SXM-80GB"
+    ok = scenario(name, gpus, seq, 1024, **plan)
+    assert _tt_job(ok, tmp_path / "ok").training.seq_len == cap  # at the limit: runs
+    over = scenario(name, gpus, 2 * seq, 1024, **plan)
+    pytest.importorskip("torchtitan.config")
+    with pytest.raises(ValueError, match="exceeds attention RoPE maximum"):
+        from test_export_engines import _load_job
+        from meshplan.export.torchtitan import render_torchtitan
+        job = tmp_path / "over"
+        job.mkdir()
+        for f, text in render_torchtitan(over).files.items():  # written past the refusal
+            (job / f).write_text(text)
+        cfg = _load_job(job)
+        cfg.model_spec.model.update_from_config(config=cfg)
+    v = engine_violations("torchtitan", over.plan, over.model, over.workload)
+    assert v and v[0].field == "seq_len" and str(cap) in v[0].allowed
+    with pytest.raises(UnsupportedByEngine):
+        export(over, "torchtitan", tmp_path / "refused")
