@@ -284,3 +284,29 @@ def test_torchtitan_seq_len_beyond_the_flavours_rope_refused(name, seq, cap, pla
     assert v and v[0].field == "seq_len" and str(cap) in v[0].allowed
     with pytest.raises(UnsupportedByEngine):
         export(over, "torchtitan", tmp_path / "refused")
+
+
+# ---- DeepSpeed: the config deepspeed.initialize builds for a real run ------------------------
+@pytest.mark.parametrize("args,plan", [
+    (("gpt-neox-20b", "32xA100-SXM-80GB", 2048, 256),
+     dict(dp=16, tp=2, zero=1, sequence_parallel=False)),
+    (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64),
+     dict(dp=8, tp=2, zero=1, sequence_parallel=False, recompute="full")),
+    (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3)),
+])
+def test_deepspeed_config_at_the_real_world_size(args, plan, tmp_path, monkeypatch):
+    """Bug: AutoTP exports gave train_batch_size = the global batch, which DeepSpeedConfig
+    without an mpu (deepspeed.initialize for a non-pipeline model) checks against
+    micro * gas * every rank and refuses."""
+    pytest.importorskip("deepspeed", reason="deepspeed not installed")
+    from deepspeed.runtime import config as C
+    sc = scenario(*args, **plan)
+    p, w = sc.plan, sc.workload
+    monkeypatch.setattr(C.dist, "get_world_size", lambda group=None: p.world_size)
+    monkeypatch.setattr(C.dist, "get_rank", lambda group=None: 0)
+    export(sc, "deepspeed", tmp_path)
+    cfg = C.DeepSpeedConfig(json.loads((tmp_path / "ds_config.json").read_text()), None)
+    assert cfg.world_size == p.world_size
+    # the samples of one step: micro * gas on each of the dp groups of tp ranks
+    assert cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps * p.dp == \
+        w.global_batch
