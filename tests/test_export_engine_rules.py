@@ -310,3 +310,19 @@ def test_deepspeed_config_at_the_real_world_size(args, plan, tmp_path, monkeypat
     # the samples of one step: micro * gas on each of the dp groups of tp ranks
     assert cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps * p.dp == \
         w.global_batch
+
+
+def test_megatron_mla_builds_the_latent_norms():
+    """Bug: MLA models were written without --qk-layernorm, so Megatron-Core's MLA layer
+    spec left out DeepSeek's q_a_layernorm / kv_a_layernorm (IdentityOp)."""
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.identity_op import IdentityOp
+    from test_export_engines import megatron_transformer_config
+    sc = build(*next(c[1:] for c in MEGATRON if c[0] == "deepseek-v3"))
+    cfg, _ = megatron_transformer_config(flatten(megatron_args(sc)[0]))
+    spec = get_gpt_layer_local_spec(num_experts=cfg.num_moe_experts, moe_grouped_gemm=True,
+                                    qk_layernorm=cfg.qk_layernorm, multi_latent_attention=True,
+                                    normalization="RMSNorm")
+    attn = spec.submodules.self_attention.submodules
+    assert attn.q_layernorm is not IdentityOp and attn.kv_layernorm is not IdentityOp
