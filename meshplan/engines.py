@@ -149,10 +149,17 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
             out.append(Violation("fp8_recipe", workload.fp8_recipe, "torchtitan's "
                                  "Float8LinearConverter runs rowwise scaling only (recipe_name "
                                  "rowwise); give --fp8-recipe rowwise or leave it out"))
-        from .export.torchtitan_models import torchtitan_model_missing
+        from .export.torchtitan_models import torchtitan_model, torchtitan_model_missing
         missing = torchtitan_model_missing(model)
         if missing:
             out.append(Violation("model", model.name, missing))
+        entry = torchtitan_model(model)
+        cap = entry and TORCHTITAN_ROPE_MAX.get(entry[0] + "/" + entry[2])
+        if cap and workload.seq_len > cap:
+            out.append(Violation("seq_len", workload.seq_len, f"torchtitan's registered "
+                                 f"{entry[0]} {entry[2]} flavour holds RoPE for at most {cap} "
+                                 "positions (update_from_config refuses longer training "
+                                 f"sequences); use seq_len <= {cap}"))
     if engine == "megatron":
         out += _megatron_model(model)
     if engine == "megatron" and prec == "fp8" and workload.fp8_recipe == "rowwise":
@@ -168,6 +175,19 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
                              "has no fp8 tensor cores; Transformer Engine and torchao need "
                              "Hopper, Ada or newer"))
     return out
+
+
+# The RoPE length of torchtitan 0.3's registered flavours (rope max_seq_len in
+# torchtitan/models/<module>/__init__.py): models/common/decoder.py:164-174 refuses a
+# training seq_len above it ("exceeds attention RoPE maximum supported sequence length").
+# The flavours the job builds itself ("meshplan") size RoPE for the plan's seq_len.
+TORCHTITAN_ROPE_MAX = {
+    "llama3/8B": 131072,  # models/llama3/__init__.py:267
+    "llama3/70B": 131072,  # models/llama3/__init__.py:308
+    "llama3/405B": 131072,  # models/llama3/__init__.py:349
+    "qwen3/30B-A3B": 40960,  # models/qwen3/__init__.py:549
+    "deepseek_v3/671B": 16384,  # models/deepseek_v3/__init__.py:577 (4096 * 4)
+}
 
 
 # Megatron's llama3 rope scaling fixes these (megatron/core/models/common/embeddings/
@@ -327,6 +347,70 @@ def _megatron(p, m, w) -> list[Violation]:
         out.append(Violation("tp_comm_overlap", True, "--tp-comm-overlap needs sequence parallelism"))
     if w.optimizer == "sgd" and p.offload_optimizer:
         out.append(Violation("offload_optimizer", True, "the CPU-offloaded optimizer is Adam only"))
+    out += _megatron_optimizer(p, w) + _megatron_overlaps(p, w)
+    return out
+
+
+def megatron_vp_group(p, w) -> int:
+    """--microbatch-group-size-per-virtual-pipeline-stage for an interleaved plan: the
+    micro-batches that pass one virtual stage before the next starts. looped_bfs: all of
+    them; interleaved_1f1b: torch's round of m / max(1, m // pp) (pipeline/schedules.py
+    rounds_fit), the schedule the cost model prices. Megatron-Core's default is pp
+    (megatron/core/model_parallel_config.py:447-448 at 0.16.1)."""
+    m = p.num_microbatches(w)
+    return m if p.schedule == "looped_bfs" else m // max(1, m // p.pp)
+
+
+def _megatron_optimizer(p, w) -> list[Violation]:
+    # --use-precision-aware-optimizer (written for bf16 optimizer states, and for the CPU
+    # offload, which needs it: megatron/training/arguments.py:1884-1887 at d98e8a64; the
+    # offload needs zero >= 1 anyway, Plan checks it) is "only supported with adam" and
+    # "only supported with distributed optimizer" (megatron/core/optimizer/
+    # optimizer_config.py:375-381 at megatron-core 0.16.1); Megatron FSDP (zero 2/3) turns
+    # the distributed optimizer on (arguments.py:1130-1137)
+    out = []
+    states = w.optimizer_state_precision
+    need = "--use-precision-aware-optimizer, which needs the distributed optimizer: use zero >= 1"
+    if states in ("bf16", "bf16-no-master"):
+        if w.optimizer == "sgd":
+            out.append(Violation("optimizer_state_precision", states, "Megatron keeps bf16 "
+                                 "optimizer states with --use-precision-aware-optimizer, Adam "
+                                 "only (the workload's optimizer is sgd)"))
+        if p.zero == 0:
+            out.append(Violation("optimizer_state_precision", states, "Megatron keeps bf16 "
+                                 f"optimizer states with {need}"))
+    return out
+
+
+def _megatron_overlaps(p, w) -> list[Violation]:
+    out = []
+    if p.overlap_param_gather and p.zero >= 1 and not p.overlap_grad_reduce:
+        # megatron/training/arguments.py:1024-1028 at d98e8a64: "Must use
+        # --overlap-param-gather with --overlap-grad-reduce"
+        out.append(Violation("overlap_param_gather", True, "Megatron overlaps the parameter "
+                             "all-gather only together with the gradient reduce "
+                             "(--overlap-param-gather needs --overlap-grad-reduce); set "
+                             "overlap_param_gather=false too, or overlap_grad_reduce=true"))
+    if p.pp > 1 and p.vpp > 1:
+        # megatron/core/pipeline_parallel/schedules.py:995-1015 at megatron-core 0.16.1: the
+        # group must lie in [pp, m], and m % group must be 0 or >= pp
+        m, g = p.num_microbatches(w), megatron_vp_group(p, w)
+        if not (p.pp <= g <= m) or 0 < m % g < p.pp:
+            out.append(Violation("micro_batch", p.micro_batch, f"gives {m} micro-batches in "
+                                 f"groups of {g} per virtual stage; Megatron's interleaved "
+                                 f"schedule needs a group in [pp={p.pp}, m] whose remainder "
+                                 "m % group is 0 or >= pp"))
+    if p.ep_comm_overlap:
+        # megatron/core/transformer/transformer_config.py at megatron-core 0.16.1:
+        # 1857-1861 (pp > 1 needs virtual stages), 1871-1879 (no full recomputation, no
+        # recompute method or layer count); Megatron-LM main transformer_config.py ~3002:
+        # no "moe" in recompute_modules
+        why = ("pp > 1 without virtual stages (vpp)" if p.pp > 1 and p.vpp == 1 else
+               "full recomputation" if p.recompute == "full" else
+               "'moe' in recompute_modules" if "moe" in p.recompute_modules.split("+") else "")
+        if why:
+            out.append(Violation("ep_comm_overlap", True, "Megatron-Core refuses "
+                                 f"--overlap-moe-expert-parallel-comm with {why}"))
     return out
 
 
@@ -471,6 +555,8 @@ class UnsupportedByEngine(InputError):
         self.engine = engine
         self.feature = feature
         where = {"model": "model", "precision": "workload.precision",
-                 "fp8_recipe": "workload.fp8_recipe"}.get(feature, f"plan.{feature}")
+                 "fp8_recipe": "workload.fp8_recipe",
+                 "optimizer_state_precision": "workload.optimizer_state_precision",
+                 "seq_len": "workload.seq_len"}.get(feature, f"plan.{feature}")
         name = ENGINE_NAMES.get(engine, engine)
         super().__init__(where, value, f"{name} cannot express this: {reason}")

@@ -193,9 +193,11 @@ def test_deepspeed_config(case, tmp_path):
     p = sc.plan
     assert set(cfg) <= DS_KEYS
     assert set(cfg["zero_optimization"]) <= DS_ZERO_KEYS
-    # DeepSpeed's batch rule (runtime/config.py _batch_assertion)
-    assert cfg["train_batch_size"] == (cfg["train_micro_batch_size_per_gpu"]
-                                       * cfg["gradient_accumulation_steps"] * p.dp)
+    # DeepSpeed's batch rule (runtime/config.py _batch_assertion); AutoTP writes micro and
+    # gas only (without an mpu DeepSpeed's dp is every rank: test_export_engine_rules.py)
+    assert cfg.get("train_batch_size", sc.workload.global_batch) == sc.workload.global_batch
+    assert sc.workload.global_batch == (cfg["train_micro_batch_size_per_gpu"]
+                                        * cfg["gradient_accumulation_steps"] * p.dp)
     assert cfg["zero_optimization"]["stage"] == p.zero
     assert ("offload_optimizer" in cfg["zero_optimization"]) == p.offload_optimizer
     assert cfg.get("pipeline", {}).get("stages", 1) == p.pp

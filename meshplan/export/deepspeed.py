@@ -3,7 +3,8 @@
 Keys are those DeepSpeed's ``DeepSpeedConfig`` reads (deepspeed/runtime/config.py,
 zero/config.py, tensor_parallel/config.py); the tests parse the written file with that
 class when DeepSpeed is installed. Batch: DeepSpeed requires
-``train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp``,
+``train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp``
+(with AutoTP and no mpu its dp is every rank, so there only micro and gas are written),
 and its pipeline engine runs ``gradient_accumulation_steps`` micro-batches per step, so
 gradient_accumulation_steps = the plan's micro-batches either way.
 
@@ -39,6 +40,16 @@ def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
         "gradient_clipping": 1.0,
         "steps_per_print": 1,
     }
+    if p.tp > 1 and p.pp == 1:
+        # AutoTP without an mpu: deepspeed.initialize builds DeepSpeedConfig(config, None),
+        # whose world size is every rank (deepspeed/runtime/config.py:466-471 at 0.19.8), so
+        # its check train_batch_size == micro * gas * world (config.py:602) fails with the
+        # global batch; DeepSpeed's AutoTP training tutorial gives micro and gas only
+        del cfg["train_batch_size"]
+        notes.append(f"AutoTP: DeepSpeed counts all {p.world_size} ranks as data parallel and "
+                     f"reports train_batch_size {p.micro_batch * p.num_microbatches(w) * p.world_size}"
+                     f"; the global batch is {w.global_batch} ({p.tp} tensor-parallel ranks "
+                     "share each sample)")
     if w.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
     else:

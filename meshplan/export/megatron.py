@@ -11,10 +11,11 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
   dp*cp; HSDP via ``--num-distributed-optimizer-instances``); 2 and 3 Megatron FSDP
   (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads`` /
   ``optim_grads_params``).
-- pipeline: 1f1b; interleaved_1f1b with ``--num-layers-per-virtual-pipeline-stage``;
-  looped_bfs as interleaving with ``--microbatch-group-size-per-virtual-pipeline-stage``
-  equal to the number of micro-batches (every micro-batch passes a chunk before the next
-  chunk starts). GPipe and the zero-bubble / DualPipe schedules are not in Megatron-LM's
+- pipeline: 1f1b; interleaved_1f1b with ``--num-layers-per-virtual-pipeline-stage`` and
+  ``--microbatch-group-size-per-virtual-pipeline-stage`` = torch's round, m / max(1, m // pp)
+  (engines.megatron_vp_group; Megatron-Core's default, pp, is another schedule and fails
+  when 0 < m % pp < pp); looped_bfs as interleaving with the group equal to the number of
+  micro-batches (every micro-batch passes a chunk before the next chunk starts). GPipe and the zero-bubble / DualPipe schedules are not in Megatron-LM's
   training loop and are refused. An uneven layer split is written as
   ``--pipeline-model-parallel-layout`` (stage i of the layout = virtual stage i, the same
   numbering as Plan.chunk_of).
@@ -31,7 +32,7 @@ from __future__ import annotations
 from ..cost import fp8_recipe
 from ..recompute_modules import modules_of
 from ..scenario import Scenario
-from ..engines import rope_scaling
+from ..engines import megatron_vp_group, rope_scaling
 from . import Rendered
 from ._common import launch_script, same_layout
 
@@ -118,7 +119,10 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         add("--disable-bias-linear")
         if m.qkv_bias:
             add("--add-qkv-bias")
-    if m.qk_norm:
+    if m.qk_norm or m.is_mla:
+        # MLA: the norms after the q and kv down-projections (DeepSeek's q_a_layernorm,
+        # kv_a_layernorm) are Megatron-Core's q_layernorm / kv_layernorm, built only with
+        # qk_layernorm (megatron/core/models/gpt/gpt_layer_specs.py, MLA branches, 0.16.1)
         add("--qk-layernorm")
     add("--seq-length", w.seq_len)
     # Megatron pads the vocabulary to a multiple of this times tp; 1 keeps the planned size
@@ -181,8 +185,8 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
             add("--pipeline-model-parallel-layout", pipeline_layout(split))
         elif p.vpp > 1:
             add("--num-layers-per-virtual-pipeline-stage", split[0])
-        if p.schedule == "looped_bfs":
-            add("--microbatch-group-size-per-virtual-pipeline-stage", p.num_microbatches(w))
+        if p.vpp > 1:  # Megatron-Core's default group is pp, not the schedule priced
+            add("--microbatch-group-size-per-virtual-pipeline-stage", megatron_vp_group(p, w))
     if p.zero == 1:
         add("--use-distributed-optimizer")
         if p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
@@ -190,6 +194,9 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
     elif p.zero >= 2:
         add("--use-megatron-fsdp")
         add("--data-parallel-sharding-strategy", "optim_grads" if p.zero == 2 else "optim_grads_params")
+        # megatron/training/arguments.py:1169-1170 at d98e8a64: Megatron FSDP "requires the
+        # `fsdp_dtensor` checkpointing format" (the default is torch_dist)
+        add("--ckpt-format", "fsdp_dtensor")
     if p.offload_optimizer:
         add("--optimizer-cpu-offload")
         add("--optimizer-offload-fraction", "1.0")
@@ -288,13 +295,19 @@ def data_block(sc: Scenario) -> list[str]:
 def render_megatron(sc: Scenario) -> Rendered:
     plan_args, notes = megatron_args(sc)
     args = plan_args + training_args(sc)
+    fsdp = sc.plan.zero >= 2
+    # megatron/training/arguments.py at d98e8a64: Megatron FSDP asserts
+    # CUDA_DEVICE_MAX_CONNECTIONS != "1" (1166-1167; Megatron's examples/megatron_fsdp/
+    # sbatch_mfsdp_deepseek_v3.sh unsets it); otherwise tp > 1 or cp > 1 before Blackwell
+    # asserts it is "1" (1453-1479)
+    unset = ["unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron FSDP refuses 1 (arguments.py:1166)"]
     text = launch_script(
         sc, "megatron_launch.sh", "megatron_launch.sh: Megatron-LM pretrain_gpt.py for this plan",
         args, '"${MEGATRON_LM:-.}/pretrain_gpt.py"', notes,
-        env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+        env=None if fsdp else {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
         extra_comments=["MEGATRON_LM = a Megatron-LM checkout. Data: --data-path PREFIX "
                         "(Megatron's indexed dataset) --tokenizer-model HF_NAME_OR_PATH, or "
                         "--mock-data for a throughput run on synthetic tokens. Options after "
                         "these go to pretrain_gpt.py as they are."],
-        before_launch=data_block(sc))
+        before_launch=(unset if fsdp else []) + data_block(sc))
     return Rendered("megatron", {"megatron_launch.sh": text}, {"megatron_launch.sh"}, notes)

@@ -170,12 +170,15 @@ def torchtitan_settings(sc: Scenario) -> tuple[dict, list[str]]:
     m = p.num_microbatches(w)
     if p.pp > 1:
         training = {"local_batch_size": w.global_batch // p.dp, "global_batch_size": w.global_batch,
-                    "seq_len": w.seq_len,
-                    # torchtitan refuses CUDA graphs with pipeline parallelism (Trainer.Config)
-                    "disable_cuda_graphs": True}
+                    "seq_len": w.seq_len}
     else:
         training = {"local_batch_size": p.micro_batch, "global_batch_size": w.global_batch,
                     "seq_len": w.seq_len}
+    if p.pp > 1 or p.ep > 1:
+        # torchtitan/trainer.py:179-210 (Trainer.Config._validate_cuda_graphs) refuses CUDA
+        # graphs with pipeline parallelism, and with expert parallelism through the
+        # AllToAllTokenDispatcher the models use (it synchronises with the CPU)
+        training["disable_cuda_graphs"] = True
     par = {"data_parallel_replicate_degree": replicate, "data_parallel_shard_degree": shard,
            "fsdp_reshard_after_forward": reshard, "tensor_parallel_degree": p.tp,
            "enable_sequence_parallel": bool(p.sequence_parallel),
@@ -188,6 +191,11 @@ def torchtitan_settings(sc: Scenario) -> tuple[dict, list[str]]:
     fp8 = w.precision == "fp8"
     compile_ = {"enable": bool(fp8 or p.tp_comm_overlap),
                 "enable_async_tensor_parallel": bool(p.tp_comm_overlap and p.tp > 1)}
+    if compile_["enable"]:
+        # async TP and the fp8 converter compile the model: torchtitan/config/configs.py:303-310
+        # (CompileConfig) needs 'model' in components; a base config may list only 'loss'
+        # (deepseek_v3_671b: models/deepseek_v3/config_registry.py:241)
+        compile_["components"] = ["model", "loss"]
     if p.recompute == "selective":
         notes.append("torchtitan's selective AC is op-level (saves matmul outputs, recomputes "
                      "every second matmul), not Megatron's attention-core recompute")

@@ -1,0 +1,328 @@
+"""Exports against the engines' own run-time rules: what Megatron-LM's validate_args,
+Megatron-Core's configs and schedules, torchtitan's Trainer and DeepSpeed's batch check
+(without an mpu, as a real run builds it) refuse, and the plans engines.py refuses for it.
+
+Where the engine is installed its own code is the judge (TransformerConfig, OptimizerConfig,
+ConfigManager + update_from_config, DeepSpeedConfig); the rules of Megatron-LM's
+megatron/training/arguments.py (not in megatron-core) are copied with file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from export_cases import MEGATRON, TORCHTITAN, build, scenario
+from meshplan.engines import UnsupportedByEngine, engine_violations
+from meshplan.export import export
+from meshplan.export._common import flatten, script_args
+from meshplan.export.megatron import megatron_args
+from test_export import parse_megatron
+
+FAKE_TORCHRUN = """#!/usr/bin/env python3
+import json, os, sys
+json.dump({"argv": sys.argv[1:], "cdmc": os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")},
+          open(os.environ["ARGV_OUT"], "w"))
+"""
+
+
+def launch_megatron(out: Path, tmp: Path) -> tuple[list[str], str | None]:
+    """Run megatron_launch.sh --mock-data with torchrun replaced, the caller's environment
+    holding CUDA_DEVICE_MAX_CONNECTIONS=1; (pretrain_gpt.py arguments, the variable as the
+    trainer sees it)."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "torchrun").write_text(FAKE_TORCHRUN)
+    (bin_dir / "torchrun").chmod(0o755)
+    rec = tmp / "rec.json"
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", ARGV_OUT=str(rec),
+               CUDA_DEVICE_MAX_CONNECTIONS="1")
+    p = subprocess.run(["bash", str(out / "megatron_launch.sh"), "--mock-data"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(rec.read_text())
+    argv = r["argv"]
+    at = next(i for i, a in enumerate(argv) if a.endswith("pretrain_gpt.py"))
+    return argv[at + 1:], r["cdmc"]
+
+
+def validate_args_rules(ns, cdmc: str | None, tp: int, cp: int) -> list[str]:
+    """The validate_args assertions the exports touch, as read in Megatron-LM's
+    megatron/training/arguments.py at d98e8a64 (tests/data/megatron_lm_arguments.tsv), on a
+    Hopper GPU. Returns the messages of those that fail."""
+    bad = []
+    ckpt = ns.ckpt_format or "torch_dist"  # add_argument default
+    if ns.overlap_param_gather:  # 1024-1028
+        if not (ns.use_distributed_optimizer or ns.use_megatron_fsdp):
+            bad.append("--overlap-param-gather only supported with distributed optimizer")
+        if not ns.overlap_grad_reduce:
+            bad.append("Must use --overlap-param-gather with --overlap-grad-reduce")
+    if ns.use_megatron_fsdp:  # 1166-1170
+        if cdmc == "1":
+            bad.append("FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset.")
+        if ckpt != "fsdp_dtensor":
+            bad.append("Megatron-FSDP requires the `fsdp_dtensor` checkpointing format.")
+    elif (tp > 1 or cp > 1) and not ns.overlap_moe_expert_parallel_comm and cdmc != "1":
+        bad.append("tp/cp require CUDA_DEVICE_MAX_CONNECTIONS=1")  # 1453-1479
+    if ckpt == "fsdp_dtensor" and not ns.use_megatron_fsdp:  # 1675-1676
+        bad.append("--ckpt-format fsdp_dtensor is only tested with Megatron FSDP.")
+    return bad
+
+
+FSDP_REPRO = ("fsdp-zero3-repro", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64),
+              dict(dp=16, zero=3))
+
+
+@pytest.mark.parametrize("case", MEGATRON + [FSDP_REPRO], ids=[c[0] for c in MEGATRON] +
+                         [FSDP_REPRO[0]])
+def test_megatron_launch_passes_validate_args(case, tmp_path):
+    """Bug: Megatron FSDP exports kept CUDA_DEVICE_MAX_CONNECTIONS=1 and the torch_dist
+    checkpoint format, both refused by validate_args."""
+    _, a, kw = case
+    sc = build(a, kw)
+    export(sc, "megatron", tmp_path / "out")
+    argv, cdmc = launch_megatron(tmp_path / "out", tmp_path)
+    assert validate_args_rules(parse_megatron(argv), cdmc, sc.plan.tp, sc.plan.cp) == []
+
+
+def megatron_vp_group_ok(pp: int, m: int, group: int | None) -> bool:
+    """megatron/core/pipeline_parallel/schedules.py:995-1015 (megatron-core 0.16.1),
+    forward_backward_pipelining_with_interleaving, with the default group = pp
+    (megatron/core/model_parallel_config.py:447-448)."""
+    g = pp if group is None else group
+    return pp <= g <= m and not (0 < m % g < pp)
+
+
+@pytest.mark.parametrize("model,gpus,seq,batch,kw", [
+    ("llama3.1-70b", "32xH100-SXM-80GB", 4096, 12,  # the search's winner: 6 micro-batches
+     dict(dp=1, tp=8, pp=4, vpp=7, micro_batch=2)),
+    ("llama3.1-70b", "64xH100-SXM-80GB", 4096, 20, dict(dp=2, tp=8, pp=4, vpp=2)),
+    ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 40,
+     dict(dp=4, tp=2, pp=2, vpp=2, schedule="looped_bfs")),
+])
+def test_megatron_interleaved_group_is_one_megatron_runs(model, gpus, seq, batch, kw):
+    """Bug: no --microbatch-group-size-per-virtual-pipeline-stage, so Megatron-Core used
+    pp and raised for 0 < m % pp < pp (m = 6 or 10 on pp = 4)."""
+    sc = scenario(model, gpus, seq, batch, sequence_parallel=True, **kw)
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    g = ns.microbatch_group_size_per_vp_stage
+    m = sc.plan.num_microbatches(sc.workload)
+    assert megatron_vp_group_ok(sc.plan.pp, m, None if g is None else int(g))
+    if sc.plan.schedule == "interleaved_1f1b":  # torch's round: the schedule costed
+        assert int(g) == m // max(1, m // sc.plan.pp)
+
+
+def _refused(sc, field: str, tmp_path) -> None:
+    """engines.py names ``field`` first, and the export refuses it writing nothing."""
+    v = engine_violations("megatron", sc.plan, sc.model, sc.workload, sc.cluster)
+    assert v and v[0].field == field, v
+    with pytest.raises(UnsupportedByEngine):
+        export(sc, "megatron", tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_megatron_param_gather_overlap_without_grad_overlap_refused(tmp_path):
+    """Bug: --overlap-param-gather was written without --overlap-grad-reduce."""
+    sc = scenario("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64, dp=16, zero=1,
+                  overlap_grad_reduce=False)
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    assert "Must use --overlap-param-gather with --overlap-grad-reduce" in \
+        validate_args_rules(ns, "1", 1, 1)
+    _refused(sc, "overlap_param_gather", tmp_path)
+
+
+def _optimizer_config(sc):
+    """megatron.core OptimizerConfig as Megatron-LM builds it from the arguments (its
+    __post_init__ holds the precision-aware optimizer's rules)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    from megatron.core.optimizer import OptimizerConfig
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    dt = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16}
+    return OptimizerConfig(
+        optimizer=ns.optimizer, bf16=bool(ns.bf16), fp16=bool(ns.fp16),
+        use_distributed_optimizer=bool(ns.use_distributed_optimizer or ns.use_megatron_fsdp),
+        use_precision_aware_optimizer=bool(ns.use_precision_aware_optimizer),
+        optimizer_cpu_offload=bool(ns.optimizer_cpu_offload),
+        exp_avg_dtype=dt[ns.exp_avg_dtype], exp_avg_sq_dtype=dt[ns.exp_avg_sq_dtype])
+
+
+def _opt_scenario(optimizer: str, states: str, **plan):
+    from meshplan.plan import Plan
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.specs.catalog.presets import load_model
+    from meshplan.specs.workload import Workload
+    return Scenario(load_model("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"),
+                    Workload(4096, 64, optimizer=optimizer, optimizer_state_precision=states),
+                    Plan(dp=8, **plan))
+
+
+@pytest.mark.parametrize("optimizer,states,plan,field", [
+    ("adamw", "bf16", dict(zero=0), "optimizer_state_precision"),
+    ("sgd", "bf16", dict(zero=1), "optimizer_state_precision"),
+])
+def test_megatron_precision_aware_optimizer_limits(optimizer, states, plan, field, tmp_path):
+    """Bug: --use-precision-aware-optimizer was written without the distributed optimizer
+    or with sgd, which megatron-core's OptimizerConfig refuses."""
+    sc = _opt_scenario(optimizer, states, **plan)
+    with pytest.raises(AssertionError, match="precision-aware-optimizer"):
+        _optimizer_config(sc)
+    _refused(sc, field, tmp_path)
+
+
+def test_megatron_precision_aware_optimizer_kept_where_megatron_runs_it():
+    """The rules pass (adam, distributed optimizer); what megatron-core checks next is that
+    Transformer Engine's FusedAdam can be imported, which it cannot here."""
+    sc = _opt_scenario("adamw", "bf16", zero=1)
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
+    try:
+        assert _optimizer_config(sc).use_precision_aware_optimizer
+    except (RuntimeError, TypeError) as e:  # past the asserts: TE missing or its version
+        assert "TransformerEngine" in str(e) or "Version" in str(e)
+
+
+EPO = dict(dp=16, tp=2, ep=8, ep_comm_overlap=True)
+
+
+@pytest.mark.parametrize("gpus,plan,core_refuses", [
+    ("32xH100-SXM-80GB", dict(EPO, recompute="full"), True),
+    ("64xH100-SXM-80GB", dict(EPO, pp=2), True),
+    # megatron-core 0.16.1 takes it; Megatron-LM main transformer_config.py ~3002 refuses
+    ("32xH100-SXM-80GB", dict(EPO, recompute="selective", recompute_modules="moe"), False),
+])
+def test_megatron_ep_overlap_limits(gpus, plan, core_refuses, tmp_path):
+    """Bug: --overlap-moe-expert-parallel-comm was written with full recomputation, with
+    pp > 1 without virtual stages, and with 'moe' recomputed, which Megatron-Core refuses."""
+    sc = scenario("qwen3-30b-a3b", gpus, 4096, 256, **plan)
+    if core_refuses:
+        pytest.importorskip("megatron.core", reason="megatron-core not installed")
+        from test_export_engines import megatron_transformer_config
+        with pytest.raises(AssertionError, match="overlap_moe_expert_parallel_comm|EP A2A"):
+            megatron_transformer_config(flatten(megatron_args(sc)[0]))
+    _refused(sc, "ep_comm_overlap", tmp_path)
+
+
+def test_megatron_ep_overlap_kept_where_megatron_runs_it():
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    from test_export_engines import megatron_transformer_config
+    sc = scenario("qwen3-30b-a3b", "64xH100-SXM-80GB", 4096, 256, **dict(EPO, pp=2, vpp=2))
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload) == []
+    cfg, _ = megatron_transformer_config(flatten(megatron_args(sc)[0]))
+    assert cfg.overlap_moe_expert_parallel_comm
+
+
+# ---- torchtitan: the Trainer's own checks ----------------------------------------------------
+def _tt_job(sc, tmp_path):
+    """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
+    __post_init__ checks included), then update_from_config as the Trainer calls it."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    from test_export_engines import _load_job
+    export(sc, "torchtitan", tmp_path / "out")
+    cfg = _load_job(tmp_path / "out")
+    cfg.model_spec.model.update_from_config(config=cfg)
+    return cfg
+
+
+def test_torchtitan_moe_ep_without_pp_runs_without_cuda_graphs(tmp_path):
+    """Bug: ep > 1 with pp = 1 left CUDA graphs on, which torchtitan refuses with the
+    AllToAllTokenDispatcher (trainer.py _validate_cuda_graphs)."""
+    sc = scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 64, dp=16, ep=8, zero=3)
+    cfg = _tt_job(sc, tmp_path)
+    assert cfg.parallelism.expert_parallel_degree == 8 and cfg.training.disable_cuda_graphs
+
+
+def test_torchtitan_deepseek_async_tp_compiles_the_model(tmp_path):
+    """Bug: the DeepSeek-V3 base config compiles only the loss; async TP needs 'model'
+    (torchtitan/config/configs.py CompileConfig)."""
+    sc = scenario("deepseek-v3", "256xH100-SXM-80GB", 4096, 1024, dp=8, tp=8, pp=4, ep=32,
+                  zero=3, sequence_parallel=True, tp_comm_overlap=True)
+    assert engine_violations("torchtitan", sc.plan, sc.model, sc.workload) == []
+    cfg = _tt_job(sc, tmp_path)
+    assert cfg.compile.enable_async_tensor_parallel and "model" in cfg.compile.components
+
+
+def test_torchtitan_rope_table_is_torchtitans():
+    """engines.TORCHTITAN_ROPE_MAX equals the registered flavours' RoPE length."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    import importlib
+    from meshplan.engines import TORCHTITAN_ROPE_MAX
+    from meshplan.export.torchtitan import MODELS
+    assert sorted(TORCHTITAN_ROPE_MAX) == sorted(f"{m}/{f}" for m, _, f, _ in MODELS.values())
+    for mod, _, flavor, kw in MODELS.values():
+        reg = importlib.import_module(f"torchtitan.models.{mod}").model_registry
+        assert reg(flavor, **kw).model.max_seq_len == TORCHTITAN_ROPE_MAX[f"{mod}/{flavor}"]
+
+
+@pytest.mark.parametrize("name,seq,cap,plan", [
+    ("deepseek-v3", 16384, 16384, dict(dp=32, pp=8, ep=32, zero=2, vpp=2, schedule="dualpipev")),
+    ("qwen3-30b-a3b", 40960, 40960, dict(dp=16, tp=2, ep=8, zero=3)),
+])
+def test_torchtitan_seq_len_beyond_the_flavours_rope_refused(name, seq, cap, plan, tmp_path):
+    """Bug: a seq_len above the registered flavour's RoPE length was exported and failed in
+    update_from_config (models/common/decoder.py)."""
+    gpus = "256xH100-SXM-80GB" if name == "deepseek-v3" else "32xH100-SXM-80GB"
+    ok = scenario(name, gpus, seq, 1024, **plan)
+    assert _tt_job(ok, tmp_path / "ok").training.seq_len == cap  # at the limit: runs
+    over = scenario(name, gpus, 2 * seq, 1024, **plan)
+    pytest.importorskip("torchtitan.config")
+    with pytest.raises(ValueError, match="exceeds attention RoPE maximum"):
+        from test_export_engines import _load_job
+        from meshplan.export.torchtitan import render_torchtitan
+        job = tmp_path / "over"
+        job.mkdir()
+        for f, text in render_torchtitan(over).files.items():  # written past the refusal
+            (job / f).write_text(text)
+        cfg = _load_job(job)
+        cfg.model_spec.model.update_from_config(config=cfg)
+    v = engine_violations("torchtitan", over.plan, over.model, over.workload)
+    assert v and v[0].field == "seq_len" and str(cap) in v[0].allowed
+    with pytest.raises(UnsupportedByEngine):
+        export(over, "torchtitan", tmp_path / "refused")
+
+
+# ---- DeepSpeed: the config deepspeed.initialize builds for a real run ------------------------
+@pytest.mark.parametrize("args,plan", [
+    (("gpt-neox-20b", "32xA100-SXM-80GB", 2048, 256),
+     dict(dp=16, tp=2, zero=1, sequence_parallel=False)),
+    (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64),
+     dict(dp=8, tp=2, zero=1, sequence_parallel=False, recompute="full")),
+    (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3)),
+])
+def test_deepspeed_config_at_the_real_world_size(args, plan, tmp_path, monkeypatch):
+    """Bug: AutoTP exports gave train_batch_size = the global batch, which DeepSpeedConfig
+    without an mpu (deepspeed.initialize for a non-pipeline model) checks against
+    micro * gas * every rank and refuses."""
+    pytest.importorskip("deepspeed", reason="deepspeed not installed")
+    from deepspeed.runtime import config as C
+    sc = scenario(*args, **plan)
+    p, w = sc.plan, sc.workload
+    monkeypatch.setattr(C.dist, "get_world_size", lambda group=None: p.world_size)
+    monkeypatch.setattr(C.dist, "get_rank", lambda group=None: 0)
+    export(sc, "deepspeed", tmp_path)
+    cfg = C.DeepSpeedConfig(json.loads((tmp_path / "ds_config.json").read_text()), None)
+    assert cfg.world_size == p.world_size
+    # the samples of one step: micro * gas on each of the dp groups of tp ranks
+    assert cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps * p.dp == \
+        w.global_batch
+
+
+def test_megatron_mla_builds_the_latent_norms():
+    """Bug: MLA models were written without --qk-layernorm, so Megatron-Core's MLA layer
+    spec left out DeepSeek's q_a_layernorm / kv_a_layernorm (IdentityOp)."""
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.identity_op import IdentityOp
+    from test_export_engines import megatron_transformer_config
+    sc = build(*next(c[1:] for c in MEGATRON if c[0] == "deepseek-v3"))
+    cfg, _ = megatron_transformer_config(flatten(megatron_args(sc)[0]))
+    spec = get_gpt_layer_local_spec(num_experts=cfg.num_moe_experts, moe_grouped_gemm=True,
+                                    qk_layernorm=cfg.qk_layernorm, multi_latent_attention=True,
+                                    normalization="RMSNorm")
+    attn = spec.submodules.self_attention.submodules
+    assert attn.q_layernorm is not IdentityOp and attn.kv_layernorm is not IdentityOp
