@@ -426,8 +426,11 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.predicted_oom = not est.fits
     res.predicted_mfu = est.mfu
     res.plan = est.plan.describe()
+    # every knob the row leaves to the search, the degrees included (a row giving tp and dp
+    # on more GPUs than tp x dp gets cp or pp from the search: it is said here)
     res.chosen = {k: getattr(est.plan, k) for k in
-                  ("micro_batch", "vpp", "schedule", "recompute", "recompute_layers", "zero",
+                  ("dp", "tp", "pp", "cp", "ep", "etp", "micro_batch", "vpp", "schedule",
+                   "recompute", "recompute_modules", "recompute_layers", "zero",
                    "sequence_parallel", "tp_comm_overlap") if k not in pins}
     data = residuals or uncertainty.load()
     iv = uncertainty.interval(est, prep.model, prep.cluster, data, prep.workload.framework)

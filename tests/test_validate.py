@@ -78,3 +78,16 @@ def test_cli_json_shape(tmp_path, capsys):
               "predicted_peak_mem_gib", "predicted_oom", "chosen", "error"):
         assert k in row
     assert "tokens_median_abs_error" in out["summary"]
+
+
+def test_degrees_the_search_fills_in_are_reported_as_chosen(tmp_path):
+    """A row giving tp 1 and dp 4 on 8 GPUs leaves a factor of 2 to the search (cp or pp):
+    the plan predicted uses it, and ``chosen`` says which, as it does for the knobs."""
+    p = tmp_path / "runs.csv"
+    p.write_text("id,gpu,num_gpus,seq_len,global_batch_seqs,model,source,"
+                 "measured_tokens_per_s_per_gpu,tp,dp\n"
+                 "1,H100-SXM-80GB,8,8192,64,llama3.1-8b,lab,9000,1,4\n")
+    (res,), _ = validate(p, with_search_best=False)
+    assert res.error is None
+    assert res.chosen["cp"] * res.chosen["pp"] == 2
+    assert "tp" not in res.chosen and "dp" not in res.chosen  # the row's own
