@@ -53,7 +53,8 @@ class RowResult:
     measured_peak_mem_gib: float | None = None
     measured_oom: bool | None = None  # None: not read (the row failed before its oom column)
     measured_noise: float | None = None  # relative run-to-run noise (ranking.py)
-    source: str = ""
+    source: str = ""  # the source's key (source_key): the unit left out in leave-one-source-out
+    source_text: str = ""  # the row's source cell as written
     layout_set: str = ""  # the optional `set` column: a published sweep (ranking.py)
     predicted_tokens_per_s_per_gpu: float | None = None
     predicted_step_time_s: float | None = None
@@ -102,7 +103,8 @@ class RowResult:
 
     def to_json(self) -> dict:
         return {
-            "id": self.id, "trust": self.trust, "source": self.source, "set": self.layout_set,
+            "id": self.id, "trust": self.trust, "source": self.source_text or self.source,
+            "source_key": self.source, "set": self.layout_set,
             "predicted_tokens_per_s_per_gpu": self.predicted_tokens_per_s_per_gpu,
             "predicted_tokens_per_s_per_gpu_p10_p90": self.tokens_p10_p90,
             "predicted_step_time_s": self.predicted_step_time_s,
@@ -273,7 +275,8 @@ def _whole(v: str) -> str:
 def _new_result(row: dict) -> RowResult:
     return RowResult(id=text(row, "id"), trust=text(row, "trust").upper(), model=text(row, "model"),
                      gpus=f"{_whole(text(row, 'num_gpus'))}x{text(row, 'gpu')}",
-                     source=source_key(text(row, "source")), layout_set=text(row, "set"))
+                     source=source_key(text(row, "source")), source_text=text(row, "source"),
+                     layout_set=text(row, "set"))
 
 
 def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = None,

@@ -91,3 +91,15 @@ def test_degrees_the_search_fills_in_are_reported_as_chosen(tmp_path):
     assert res.error is None
     assert res.chosen["cp"] * res.chosen["pp"] == 2
     assert "tp" not in res.chosen and "dp" not in res.chosen  # the row's own
+
+
+def test_json_keeps_the_source_as_written(tmp_path):
+    """The --json row's source is the row's own cell; the shortened key that groups sources
+    for leave-one-source-out is beside it."""
+    p = tmp_path / "runs.csv"
+    p.write_text("id,gpu,num_gpus,seq_len,global_batch_seqs,model,source,"
+                 "measured_tokens_per_s_per_gpu,tp,dp\n"
+                 '1,H100-SXM-80GB,8,8192,64,llama3.1-8b,"lab, run 1",9000,1,8\n')
+    (res,), _ = validate(p, with_search_best=False)
+    js = res.to_json()
+    assert js["source"] == "lab, run 1" and js["source_key"] == "lab"
