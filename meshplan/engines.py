@@ -24,8 +24,10 @@ Sources per engine (versions the exports target):
   ds_config; no expert parallelism in ds_config; Ulysses sequence parallelism through
   ``sequence_parallel_size`` + ``data_parallel_size`` (a (dp, sp) mesh, sp innermost) only
   without AutoTP and without the pipeline engine; the pipeline engine runs 1F1B on one chunk
-  per stage, ZeRO 0-1, uniform layer partition; AutoTP has no sequence parallelism and no
-  ZeRO-3; no MiCS/HSDP; full-layer checkpointing only.
+  per stage, ZeRO 0-1, uniform layer partition; AutoTP has no sequence parallelism (it runs
+  with every ZeRO stage: "AutoTP + ZeRO stage 3 is supported for both inference and
+  training", deepspeed/runtime/engine.py:952 at 0.19.8); no MiCS/HSDP; full-layer
+  checkpointing only.
 Partial recomputation (plan.recompute_layers = N: the first N layers of each model chunk):
 - Megatron-LM: --recompute-granularity full --recompute-method block --recompute-num-layers N,
   counted per TransformerBlock, i.e. per virtual pipeline stage (megatron/core/recompute.py,
@@ -488,8 +490,6 @@ def _deepspeed(p, m, w) -> list[Violation]:
         if p.sequence_parallel:
             out.append(Violation("sequence_parallel", True, "DeepSpeed AutoTP has no "
                                  "Megatron-style sequence parallelism; use sequence_parallel=false"))
-        if p.zero >= 3:
-            out.append(Violation("zero", p.zero, "AutoTP training works with ZeRO stages 0-2"))
     if p.zero >= 1 and p.hsdp_shard and p.hsdp_shard != p.dp * p.cp:
         out.append(Violation("hsdp_shard", p.hsdp_shard, "DeepSpeed 0.19 removed MiCS "
                              "(zero_optimization.mics_shard_size), its only shard-inside-a-group "

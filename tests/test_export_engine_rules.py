@@ -293,6 +293,10 @@ def test_torchtitan_seq_len_beyond_the_flavours_rope_refused(name, seq, cap, pla
     (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64),
      dict(dp=8, tp=2, zero=1, sequence_parallel=False, recompute="full")),
     (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3)),
+    # AutoTP with ZeRO-3: "supported for both inference and training" (deepspeed/runtime/
+    # engine.py:952 at 0.19.8); it was refused as "ZeRO stages 0-2"
+    (("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64),
+     dict(dp=8, tp=2, zero=3, sequence_parallel=False)),
 ])
 def test_deepspeed_config_at_the_real_world_size(args, plan, tmp_path, monkeypatch):
     """Bug: AutoTP exports gave train_batch_size = the global batch, which DeepSpeedConfig
