@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 from ..errors import InputError, require_nonneg_int, require_plain_text, require_positive_int
 from ..scenario import make_cluster
@@ -210,15 +211,18 @@ def _run(args) -> int:
         from ..serve.export import check_expressible
         from ..serve.search import candidate_plans
         if plans:
-            check_expressible(args.export, plans[0])
+            check_expressible(args.export, plans[0], cluster)
         else:
-            plans = []
+            plans, refused = [], set()
             for pl in candidate_plans(model, cluster, weights, kv, not args.aggregated_only):
                 try:
-                    check_expressible(args.export, pl)
+                    check_expressible(args.export, pl, cluster)
                     plans.append(pl)
-                except InputError:
-                    pass
+                except InputError as e:
+                    refused.add(e.allowed)
+            if not plans:
+                raise InputError("--export", args.export, "no plan on this cluster can be "
+                                 "exported: " + "; ".join(sorted(refused))[:400])
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,
                  args.min_gpus, plans, jobs=args.jobs)
     if not res.ranked:
@@ -233,14 +237,18 @@ def _run(args) -> int:
             res.ranked[:GOODPUT_PLANS] = sorted(head, key=lambda c: (not c.meets(slo),
                                                                      -c.goodput_rps / c.plan.gpus))
     top = res.ranked[:args.top]
-    if args.png:
-        from ..serve.plots import pareto_png
-        pareto_png(res, args.png)
+    png = None
+    if args.png:  # drawn first, written after the export: a refused export leaves no PNG
+        from ..serve.plots import pareto_png_bytes
+        png = pareto_png_bytes(res)
     exported = []
     if args.export:
         from ..serve.export import export_plan
         exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model,
-                               args.out)
+                               args.out, cluster, longest)
+    if png is not None:
+        from ..export.trace import atomic_write
+        atomic_write(Path(args.png), png)
     if args.json:
         print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),
