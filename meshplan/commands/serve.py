@@ -15,7 +15,7 @@ from ..serve.simulate import percentile
 from ..serve.spec import Pool, ServePlan
 from ..serve.traffic import load_trace, parse_lengths, synthetic
 from ..specs.catalog.presets import load_model
-from ..validity import check_positions
+from ..validity import check_context
 
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
 # The most requests `serve` simulates: each runs through every candidate plan's event
@@ -185,8 +185,9 @@ def _run(args) -> int:
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
     traffic = _traffic(args)
     longest = max(r.input_len + r.output_len for r in traffic.requests)
-    check_positions(model, longest, "--input-len", args.input_len or args.trace,
-                    f"a request of {longest:,} tokens (prompt + output): ")
+    check_context(model, longest, "--trace" if args.trace else "--input-len + --output-len",
+                  args.trace or f"{args.input_len} + {args.output_len}",
+                  f"a request of {longest:,} tokens (prompt + output): ")
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
