@@ -167,3 +167,24 @@ def test_cli_export_max_model_len_is_the_longest_request(tmp_path):
     sh = (tmp_path / "o" / "launch_vllm.sh").read_text().split()
     got = int(sh[sh.index("--max-model-len") + 1])
     assert 900 < got <= 980  # the longest of 60 uniform draws, within the ranges' sum
+
+
+def test_notes_name_a_preset_id_and_the_checkpoints_own_quantization():
+    from meshplan.serve.export import notes
+    plan = ServePlan((Pool(tp=8),), "bf16")
+    # DeepSeek-V3's and gpt-oss's published configs carry quantization_config (fp8, mxfp4):
+    # vLLM loads the checkpoint's method whatever --quantization says (vllm/config/model.py:
+    # 1388-1460)
+    dsv3 = notes(plan, load_model("deepseek-v3"), "deepseek-ai/DeepSeek-V3", preset=True)
+    assert len(dsv3) == 1 and "fp8" in dsv3[0] and "--weights fp8" in dsv3[0]
+    assert any("mxfp4" in n for n in notes(plan, load_model("gpt-oss-120b"), "o/g", True))
+    assert notes(ServePlan((Pool(tp=8),), "fp8"), load_model("deepseek-v3"), "d/v", True) == []
+    assert any("--model-id" in n for n in notes(plan, load_model("llama3.1-8b"), "llama3.1-8b",
+                                                True))
+
+
+def test_default_model_id_of_a_config_json_is_its_folder(tmp_path):
+    from meshplan.serve.export import default_model_id
+    (tmp_path / "config.json").write_text("{}")
+    assert default_model_id(str(tmp_path / "config.json")) == str(tmp_path)
+    assert default_model_id("llama3.1-8b") == "llama3.1-8b"

@@ -242,11 +242,16 @@ def _run(args) -> int:
     if args.png:  # drawn first, written after the export: a refused export leaves no PNG
         from ..serve.plots import pareto_png_bytes
         png = pareto_png_bytes(res)
-    exported = []
+    exported, notes = [], []
     if args.export:
-        from ..serve.export import export_plan
-        exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model,
-                               args.out, cluster, longest)
+        from ..serve.export import default_model_id, export_plan
+        from ..serve.export import notes as export_notes
+        from ..specs.catalog.presets import preset_names
+        model_id = args.model_id or default_model_id(args.model)
+        notes = export_notes(top[0].plan, model, model_id,
+                             args.model.strip().lower() in preset_names())
+        exported = export_plan(args.export, top[0].plan, model, model_id, args.out, cluster,
+                               longest, notes)
     if png is not None:
         from ..export.trace import atomic_write
         atomic_write(Path(args.png), png)
@@ -262,6 +267,7 @@ def _run(args) -> int:
                         "output_tokens_per_s_per_gpu": c.result.output_tokens_per_s_per_gpu()}
                        for c in res.front],
             "why": explain(model, cluster, traffic, res, args.min_gpus), "exported": [str(p) for p in exported],
+            "export_notes": notes,
         }), indent=2, allow_nan=False))
         return 0
     print(f"serving {model.name} on {cluster.describe()}")
@@ -297,6 +303,8 @@ def _run(args) -> int:
         print(f"wrote {args.png}")
     for p in exported:
         print(f"wrote {p}")
+    for n in notes:
+        print(f"note: {n}")
     return 0
 
 

@@ -185,6 +185,33 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster) -> None:
                 f" capability 7.5 on; {cluster.gpu.name} is 7.0: use --weights bf16")
 
 
+def default_model_id(model_arg: str) -> str:
+    """--model-id when not given: a config.json's folder (the engines load a checkpoint
+    folder, not its config file), else --model as given."""
+    path = Path(model_arg)
+    if path.suffix == ".json" and path.is_file():
+        return str(path.parent)
+    return model_arg
+
+
+def notes(plan: ServePlan, model: ModelSpec, model_id: str, preset: bool) -> list[str]:
+    """What the launch lines cannot say for themselves: a preset name where the engines need
+    a HuggingFace id, a checkpoint whose own quantization overrides the simulated weights."""
+    out = []
+    if preset and model_id == model.name:
+        out.append(f"{model_id!r} is meshplan's preset name, not a HuggingFace id or a folder:"
+                   " set --model-id (e.g. the checkpoint's org/name) before launching")
+    q = model.checkpoint_quant
+    if q and q != plan.weight_dtype:
+        # vLLM takes the checkpoint's quantization_config over --quantization or its absence
+        # (vllm/config/model.py:1388-1460 at 0.33.0: an override method such as gpt_oss_mxfp4
+        # replaces the flag's, and with no flag the config's method is used)
+        out.append(f"the checkpoint's weights are {q} (its config's quantization_config) and"
+                   f" the engines load them so; this plan was simulated with {plan.weight_dtype}"
+                   " weights" + (": rerun with --weights fp8" if q == "fp8" else ""))
+    return out
+
+
 def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, cluster: Cluster,
              max_len: int) -> list[tuple[str, list[str]]]:
     """(label, argv) per replica, then the router. Environment goes in front of the argv.
@@ -219,11 +246,12 @@ def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, clus
 
 
 def script_text(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, cluster: Cluster,
-                max_len: int) -> str:
+                max_len: int, notes_: list[str] = ()) -> str:
     lines = ["#!/bin/sh", f"# meshplan serve export ({engine}): {plan.describe()}",
              f"# model {model.name} as {model_id}; hosts node0, node1, ... stand for your nodes"
              f" ({cluster.gpus_per_node} GPUs each).",
              "# Run each line on the node it names (replicas in the background)."]
+    lines += [f"# note: {n}" for n in notes_]
     for label, argv in commands(engine, plan, model, model_id, cluster, max_len):
         lines.append(f"# {label}")
         if argv[0] == "#":
@@ -245,12 +273,13 @@ def check_out(out_dir: str | Path) -> Path:
 
 
 def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
-                out_dir: str | Path, cluster: Cluster, max_len: int) -> list[Path]:
+                out_dir: str | Path, cluster: Cluster, max_len: int,
+                notes_: list[str] = ()) -> list[Path]:
     """Write ``launch_<engine>.sh`` and ``plan.json`` into ``out_dir``, atomically: all
     files appear together or none (a temporary folder renamed into place per file)."""
     import json
 
-    text = script_text(engine, plan, model, model_id, cluster, max_len)  # refuses before anything is written
+    text = script_text(engine, plan, model, model_id, cluster, max_len, notes_)  # refuses before anything is written
     out = check_out(out_dir)
     files = {f"launch_{engine}.sh": text,
              "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},

@@ -499,6 +499,9 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
         raise _config_error(e) from None
     if not spec.max_context:
         spec = spec.with_(max_context=max_context(cfg))
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, dict) and isinstance(quant.get("quant_method"), str):
+        spec = spec.with_(checkpoint_quant=quant["quant_method"])
     mtp = cfg.get("num_nextn_predict_layers")
     if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
         # DeepSeek-V3 / GLM-4.5 checkpoints carry multi-token-prediction modules: a training

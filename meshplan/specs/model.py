@@ -85,6 +85,7 @@ class ModelSpec:
     rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
     rope_fraction: float = 1.0  # share of each head's dims that rotate (GPT-NeoX: 0.25)
     max_context: int = 0  # longest sequence the checkpoint serves (hf_config.max_context); 0 unknown
+    checkpoint_quant: str = ""  # the checkpoint's quantization_config.quant_method (fp8, mxfp4)
     norm_eps: float = 1e-5
     moe_score: str = "softmax"  # router score function: softmax or sigmoid
     moe_topk_norm: bool = True  # renormalise the top-k routing weights to sum to 1
