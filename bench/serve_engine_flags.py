@@ -49,7 +49,8 @@ def main() -> None:
         for name, plan in cases:
             for eng, p in parsers.items():
                 try:
-                    cmds = commands(eng, plan, load_model(name), "org/" + name)
+                    cmds = commands(eng, plan, load_model(name), "org/" + name,
+                                    make_cluster("16xH100-SXM-80GB"), 2300)
                 except Exception as e:  # refused
                     print(f"{eng} {name} {plan.describe()}: refused: {e}")
                     continue

@@ -44,6 +44,19 @@ def check_positions(model: ModelSpec, tokens: int, field: str, value: object,
                          "table, another model)")
 
 
+def check_context(model: ModelSpec, tokens: int, field: str, value: object,
+                  what: str = "") -> None:
+    """A served request is at most the model's context (``max_context``, as vLLM reads the
+    config): vLLM and SGLang refuse a longer --max-model-len / --context-length. Training may
+    run past it (context extension), so only serving checks this."""
+    check_positions(model, tokens, field, value, what)
+    if model.max_context and tokens > model.max_context:
+        raise InputError(field, value,
+                         f"{what}at most {model.max_context:,} for {model.name}: its maximum "
+                         "context (max_position_embeddings with its rope scaling, as vLLM reads "
+                         "the config)")
+
+
 def _position_rules(model: ModelSpec, workload: Workload) -> None:
     check_positions(model, workload.seq_len, "seq_len", workload.seq_len)
 

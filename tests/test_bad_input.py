@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from meshplan.cli import main
+from meshplan.specs.catalog import presets
 
 GOOD_SCENARIO = ('[model]\npreset = "llama3.1-8b"\n[cluster]\ngpus = "8xH100-SXM-80GB"\n'
                  '[workload]\nseq_len = 4096\nglobal_batch = 32\n[plan]\ndp = 8\n')
@@ -510,13 +511,21 @@ def test_out_is_the_current_folder(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("lengths", [("10000000", "128"), ("100", "10000000")],
                          ids=["prompt", "output"])
-def test_serve_request_longer_than_the_kv_cache_is_refused_not_simulated_forever(lengths):
+def test_serve_request_longer_than_the_kv_cache_is_refused_not_simulated_forever(lengths,
+                                                                                  tmp_path):
     """A request that alone does not fit a replica's KV cache never finishes: it was
     preempted and recomputed forever (the prompt case hung; the output case ran millions
     of decode steps per plan). Now every plan refuses it up front, so the command is one
-    line and exit 2 in seconds (a subprocess, so that a hang fails instead of blocking)."""
+    line and exit 2 in seconds (a subprocess, so that a hang fails instead of blocking).
+    Llama 3.1 8B's config without its context keys: with them, serve refuses 10M tokens as
+    longer than the model's context before any plan (tests/test_serve_context.py)."""
+    import json
+    cfg = json.loads((Path(presets.__file__).parent / "models" / "llama3.1-8b.json").read_text())
+    cfg.pop("max_position_embeddings")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
     inp, out = lengths
-    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", *M, "--gpus",
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", "--model",
+                        str(tmp_path / "config.json"), "--gpus",
                         "8xH100-SXM-80GB", "--input-len", inp, "--output-len", out,
                         "--requests", "2", "--rate", "5"],
                        capture_output=True, text=True, timeout=60)

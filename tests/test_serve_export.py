@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 from meshplan.errors import InputError
+from meshplan.scenario import make_cluster
 from meshplan.serve.export import commands, export_plan
 from meshplan.serve.spec import Pool, ServePlan
 from meshplan.specs.catalog.presets import load_model
 
+H100X16 = make_cluster("16xH100-SXM-80GB")
+LEN = 2300  # the longest request (prompt + output) the exported servers take
 FLAGS = json.loads((Path(__file__).parent / "data" / "serve_engine_flags.json").read_text())
 
 CASES = [
@@ -36,7 +39,7 @@ def _check(engine, argv):
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize("name,plan", CASES)
 def test_flags_known_to_engine_parser(engine, name, plan):
-    cmds = commands(engine, plan, load_model(name), "org/x")
+    cmds = commands(engine, plan, load_model(name), "org/x", H100X16, LEN)
     replicas = [argv for label, argv in cmds if not label.startswith("router")]
     assert len(replicas) == plan.pools[0].replicas
     for argv in replicas:
@@ -57,7 +60,7 @@ def test_flags_known_to_engine_parser(engine, name, plan):
 def test_sglang_disaggregated_modes():
     plan = ServePlan((Pool(tp=4, replicas=2, role="prefill"), Pool(tp=8, role="decode")),
                      kv_tier="scale-out")
-    cmds = commands("sglang", plan, load_model("llama3.1-70b"), "org/x")
+    cmds = commands("sglang", plan, load_model("llama3.1-70b"), "org/x", H100X16, LEN)
     modes = [argv[argv.index("--disaggregation-mode") + 1] for l, argv in cmds if l != "router"]
     assert modes == ["prefill", "prefill", "decode"]
     for l, argv in cmds:
@@ -70,10 +73,11 @@ def test_sglang_disaggregated_modes():
 def test_refusals_are_input_errors(tmp_path):
     dis = ServePlan((Pool(role="prefill"), Pool(role="decode")))
     with pytest.raises(InputError, match="proxy"):
-        export_plan("vllm", dis, load_model("llama3.1-8b"), "x", tmp_path / "o")
+        export_plan("vllm", dis, load_model("llama3.1-8b"), "x", tmp_path / "o", H100X16, LEN)
     assert not (tmp_path / "o").exists()  # nothing half-written
     with pytest.raises(InputError, match="nodes"):
-        commands("vllm", ServePlan((Pool(tp=8, pp=2),)), load_model("llama3.1-405b"), "x")
+        commands("vllm", ServePlan((Pool(tp=8, pp=2),)), load_model("llama3.1-405b"), "x", H100X16,
+                 LEN)
 
 
 def test_cli_export_writes_files(tmp_path):
@@ -96,8 +100,8 @@ def test_export_over_a_previous_one_replaces_it_whole(tmp_path):
     accepts) leaves only the second's files: no launch script of the first beside it."""
     model = load_model("llama3.1-8b")
     out = tmp_path / "exp"
-    export_plan("sglang", ServePlan((Pool(tp=2),)), model, "m", out)
-    export_plan("vllm", ServePlan((Pool(tp=1),)), model, "m", out)
+    export_plan("sglang", ServePlan((Pool(tp=2),)), model, "m", out, H100X16, LEN)
+    export_plan("vllm", ServePlan((Pool(tp=1),)), model, "m", out, H100X16, LEN)
     assert sorted(f.name for f in out.iterdir()) == ["launch_vllm.sh", "plan.json"]
     assert json.loads((out / "plan.json").read_text())["engine"] == "vllm"
 
@@ -137,7 +141,7 @@ def _live_parser(engine):
 def test_live_engine_parser_accepts_exports(engine):
     p = _live_parser(engine)
     for name, plan in CASES:
-        for label, argv in commands(engine, plan, load_model(name), "org/x"):
+        for label, argv in commands(engine, plan, load_model(name), "org/x", H100X16, LEN):
             if label.startswith("router"):
                 continue
             start = argv.index("serve" if engine == "vllm" else "sglang.launch_server") + 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 from ..errors import InputError, require_nonneg_int, require_plain_text, require_positive_int
 from ..scenario import make_cluster
@@ -14,7 +15,7 @@ from ..serve.simulate import percentile
 from ..serve.spec import Pool, ServePlan
 from ..serve.traffic import load_trace, parse_lengths, synthetic
 from ..specs.catalog.presets import load_model
-from ..validity import check_positions
+from ..validity import check_context
 
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
 # The most requests `serve` simulates: each runs through every candidate plan's event
@@ -184,8 +185,9 @@ def _run(args) -> int:
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
     traffic = _traffic(args)
     longest = max(r.input_len + r.output_len for r in traffic.requests)
-    check_positions(model, longest, "--input-len", args.input_len or args.trace,
-                    f"a request of {longest:,} tokens (prompt + output): ")
+    check_context(model, longest, "--trace" if args.trace else "--input-len + --output-len",
+                  args.trace or f"{args.input_len} + {args.output_len}",
+                  f"a request of {longest:,} tokens (prompt + output): ")
     slo = _slo(args)
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
@@ -210,15 +212,18 @@ def _run(args) -> int:
         from ..serve.export import check_expressible
         from ..serve.search import candidate_plans
         if plans:
-            check_expressible(args.export, plans[0])
+            check_expressible(args.export, plans[0], cluster)
         else:
-            plans = []
+            plans, refused = [], set()
             for pl in candidate_plans(model, cluster, weights, kv, not args.aggregated_only):
                 try:
-                    check_expressible(args.export, pl)
+                    check_expressible(args.export, pl, cluster)
                     plans.append(pl)
-                except InputError:
-                    pass
+                except InputError as e:
+                    refused.add(e.allowed)
+            if not plans:
+                raise InputError("--export", args.export, "no plan on this cluster can be "
+                                 "exported: " + "; ".join(sorted(refused))[:400])
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,
                  args.min_gpus, plans, jobs=args.jobs)
     if not res.ranked:
@@ -233,14 +238,23 @@ def _run(args) -> int:
             res.ranked[:GOODPUT_PLANS] = sorted(head, key=lambda c: (not c.meets(slo),
                                                                      -c.goodput_rps / c.plan.gpus))
     top = res.ranked[:args.top]
-    if args.png:
-        from ..serve.plots import pareto_png
-        pareto_png(res, args.png)
-    exported = []
+    png = None
+    if args.png:  # drawn first, written after the export: a refused export leaves no PNG
+        from ..serve.plots import pareto_png_bytes
+        png = pareto_png_bytes(res)
+    exported, notes = [], []
     if args.export:
-        from ..serve.export import export_plan
-        exported = export_plan(args.export, top[0].plan, model, args.model_id or args.model,
-                               args.out)
+        from ..serve.export import default_model_id, export_plan
+        from ..serve.export import notes as export_notes
+        from ..specs.catalog.presets import preset_names
+        model_id = args.model_id or default_model_id(args.model)
+        notes = export_notes(top[0].plan, model, model_id,
+                             args.model.strip().lower() in preset_names())
+        exported = export_plan(args.export, top[0].plan, model, model_id, args.out, cluster,
+                               longest, notes)
+    if png is not None:
+        from ..export.trace import atomic_write
+        atomic_write(Path(args.png), png)
     if args.json:
         print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),
@@ -253,6 +267,7 @@ def _run(args) -> int:
                         "output_tokens_per_s_per_gpu": c.result.output_tokens_per_s_per_gpu()}
                        for c in res.front],
             "why": explain(model, cluster, traffic, res, args.min_gpus), "exported": [str(p) for p in exported],
+            "export_notes": notes,
         }), indent=2, allow_nan=False))
         return 0
     print(f"serving {model.name} on {cluster.describe()}")
@@ -288,6 +303,8 @@ def _run(args) -> int:
         print(f"wrote {args.png}")
     for p in exported:
         print(f"wrote {p}")
+    for n in notes:
+        print(f"note: {n}")
     return 0
 
 

@@ -18,35 +18,83 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .spec import Pool, ServePlan
 
 ENGINES = ("vllm", "sglang")
-BASE_PORT = 8000
+BASE_PORT = 8000  # the first replica's HTTP port on each node; the SGLang router one below
+# SGLang 0.5.23 with attention DP takes ports derived from --port on the same host: port + 233
+# and the 6 after it (ZMQ_TCP_PORT_DELTA, NUM_DERIVED_PORTS; sglang/srt/server_args.py:728,
+# 820-843; one more per DP rank with SGLANG_RUST_SERVER, :835, :855) and port + 13
+# (DP_ATTENTION_HANDSHAKE_PORT_DELTA, server_args.py:729, managers/data_parallel_controller.py:
+# 505). Replicas on 8000 and 8001 collide there, so each SGLang server owns a block of
+# SGLANG_PORT_BLOCK ports on its node, and a prefill server's KV bootstrap server (default
+# 8998 for every server, arg_groups/fields/disagg.py:81-83) sits at block + 100, inside it.
+SGLANG_PORT_BLOCK = 300
+SGLANG_BOOTSTRAP_OFFSET = 100
+# The blocks stay below 22000: SGLang picks its NCCL port at random in 22000-29999
+# (utils/network.py:205, server_args.py:771-773).
+SGLANG_PORT_CEILING = 22000
+# --weights fp8 is vLLM's --quantization fp8, which needs compute capability 7.5
+# (Fp8Config.get_min_capability, vllm/model_executor/layers/quantization/fp8.py:146-147 at
+# 0.33.0): Volta (7.0) cannot load it.
+FP8_UNSUPPORTED_GENERATIONS = ("volta",)
 
 
 def _refuse(engine: str, why: str) -> None:
     raise InputError("export", engine, why)
 
 
-def _gpu_lists(pools: tuple[Pool, ...], gpus_per_node: int) -> list[list[tuple[int, int]]]:
-    """(node, local GPU) for each replica, packed in order, replicas not split over nodes
-    unless larger than a node."""
-    out, g = [], 0
-    for pool in pools:
-        for _ in range(pool.replicas):
-            n = pool.gpus_per_replica
-            if n <= gpus_per_node and g % gpus_per_node + n > gpus_per_node:
-                g += gpus_per_node - g % gpus_per_node
-            out.append([((g + i) // gpus_per_node, (g + i) % gpus_per_node) for i in range(n)])
+@dataclass(frozen=True)
+class Server:
+    """One exported engine server: a replica of ``pool`` on ``node``'s local ``gpus``."""
+
+    pool: Pool
+    index: int  # replica index within its pool
+    node: int
+    gpus: tuple[int, ...]
+    port: int
+
+    @property
+    def bootstrap_port(self) -> int:  # SGLang prefill servers only
+        return self.port + SGLANG_BOOTSTRAP_OFFSET
+
+    @property
+    def url(self) -> str:
+        return f"http://node{self.node}:{self.port}"
+
+
+def servers(engine: str, plan: ServePlan, cluster: Cluster) -> list[Server]:
+    """Each replica's node, GPUs and port: replicas packed in order, none split over nodes
+    (check_expressible refuses a replica larger than a node); ports unique on each node."""
+    per_node, nodes = cluster.gpus_per_node, max(1, -(-cluster.num_gpus // cluster.gpus_per_node))
+    stride = SGLANG_PORT_BLOCK if engine == "sglang" else 1
+    out, g, on_node = [], 0, {}
+    for pool in plan.pools:
+        n = pool.gpus_per_replica
+        for r in range(pool.replicas):
+            if g % per_node + n > per_node:
+                g += per_node - g % per_node
+            node = g // per_node
+            if node >= nodes:
+                _refuse(engine, f"the replicas of {plan.describe()} do not pack onto the"
+                        f" cluster's {nodes} node(s) of {per_node} GPUs without splitting one")
+            k = on_node[node] = on_node.get(node, -1) + 1
+            port = BASE_PORT + stride * k
+            if engine == "sglang" and port + SGLANG_PORT_BLOCK > SGLANG_PORT_CEILING:
+                _refuse(engine, f"more than {(SGLANG_PORT_CEILING - BASE_PORT) // stride} SGLang"
+                        " servers on one node: their port blocks would reach the NCCL port range")
+            out.append(Server(pool, r, node, tuple(range(g % per_node, g % per_node + n)), port))
             g += n
     return out
 
 
-def vllm_args(pool: Pool, plan: ServePlan, model_id: str) -> list[str]:
+def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> list[str]:
     a = ["vllm", "serve", model_id, "--tensor-parallel-size", str(pool.tp)]
     if pool.pp > 1:
         a += ["--pipeline-parallel-size", str(pool.pp)]
@@ -54,8 +102,14 @@ def vllm_args(pool: Pool, plan: ServePlan, model_id: str) -> list[str]:
         a += ["--data-parallel-size", str(pool.attn_dp)]
     if pool.ep > 1:
         a += ["--enable-expert-parallel"]  # vLLM's EP size is tp x dp, as the plan's
+    # --max-num-seqs is per DP engine, as the simulator's per-rank figure. --max-model-len:
+    # without it vLLM sizes for the model's whole context (vllm/config/model.py:2642-2652 at
+    # 0.33.0) and refuses to start when the KV cache cannot hold one such request
+    # (vllm/v1/core/kv_cache_planning.py:67-86); the planned traffic's longest request is what
+    # the simulator checked fits.
     a += ["--max-num-seqs", str(pool.max_num_seqs),
           "--max-num-batched-tokens", str(pool.max_batched_tokens),
+          "--max-model-len", str(max_len),
           "--gpu-memory-utilization", f"{pool.gpu_mem_util:g}",
           "--enable-chunked-prefill"]
     if plan.weight_dtype == "fp8":
@@ -64,7 +118,7 @@ def vllm_args(pool: Pool, plan: ServePlan, model_id: str) -> list[str]:
     return a
 
 
-def sglang_args(pool: Pool, plan: ServePlan, model_id: str) -> list[str]:
+def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> list[str]:
     # SGLang's --tp-size is the replica's GPU count; attention DP splits it into groups
     a = ["python", "-m", "sglang.launch_server", "--model-path", model_id,
          "--tp-size", str(pool.tp * pool.attn_dp)]
@@ -74,9 +128,19 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str) -> list[str]:
         a += ["--attn-dp-size", str(pool.attn_dp)]
     if pool.ep > 1:
         a += ["--ep-size", str(pool.ep)]
-    a += ["--max-running-requests", str(pool.max_num_seqs),
-          "--chunked-prefill-size", str(pool.max_batched_tokens),
+    # With attention DP SGLang divides both limits by the DP size (max_running_requests //
+    # attn_dp_size: model_executor/pool_configurator.py:956, 1142, pd_disaggregation_hook.py:136;
+    # chunked_prefill_size // attn_dp_size: arg_groups/parallel_hook.py:331); the plan's
+    # figures are per DP rank, as the simulator runs them.
+    a += ["--max-running-requests", str(pool.max_num_seqs * pool.attn_dp),
+          "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp),
+          "--context-length", str(max_len),
           "--mem-fraction-static", f"{pool.gpu_mem_util:g}"]
+    if pool.role == "both":
+        # the simulator mixes decode tokens and prefill chunks in one step; SGLang does only
+        # with --enable-mixed-chunk (arg_groups/fields/schedule.py:208-211, off by default;
+        # managers/scheduler.py:1376)
+        a += ["--enable-mixed-chunk"]
     if plan.weight_dtype == "fp8":
         a += ["--quantization", "fp8"]
     a += ["--kv-cache-dtype", "fp8_e4m3" if plan.kv_dtype == "fp8" else "auto"]
@@ -86,64 +150,109 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str) -> list[str]:
     return a
 
 
-def check_expressible(engine: str, plan: ServePlan) -> None:
+def server_args(engine: str, s: Server, plan: ServePlan, model_id: str, max_len: int) -> list[str]:
+    if engine == "vllm":  # vLLM's server binds every interface by default
+        return vllm_args(s.pool, plan, model_id, max_len) + ["--port", str(s.port)]
+    # SGLang's HTTP server, and a prefill server's bootstrap server with it, bind --host,
+    # 127.0.0.1 by default (arg_groups/fields/serving.py:65, managers/disagg_service.py:46-47):
+    # the router and decode servers on other nodes could not reach them
+    a = sglang_args(s.pool, plan, model_id, max_len) + ["--host", "0.0.0.0", "--port", str(s.port)]
+    if s.pool.role == "prefill":
+        a += ["--disaggregation-bootstrap-port", str(s.bootstrap_port)]
+    return a
+
+
+def check_expressible(engine: str, plan: ServePlan, cluster: Cluster) -> None:
+    """InputError if ``engine`` cannot launch ``plan`` on ``cluster`` from the exported script;
+    the search with --export keeps only the plans that pass."""
     if engine not in ENGINES:
         raise InputError("export", engine, "allowed: " + ", ".join(ENGINES))
     for p in plan.pools:
         if p.pp > 1 and p.attn_dp > 1:
             _refuse(engine, "pipeline parallel together with attention data parallel is not a"
                     " configuration either engine documents; choose one")
+        if p.gpus_per_replica > cluster.gpus_per_node:
+            _refuse(engine, f"a replica of {p.gpus_per_replica} GPUs spans nodes"
+                    f" ({cluster.gpus_per_node} GPUs per node); multi-node launch (ray /"
+                    " --nnodes) is not exported yet")
     if engine == "vllm" and plan.disaggregated:
         _refuse(engine, "vLLM runs disaggregated prefill/decode only with an external proxy"
                 " (its KV connectors ship example proxies, no launcher): export with --export"
                 " sglang, or serve an aggregated plan")
+    if (engine == "vllm" and plan.weight_dtype == "fp8"
+            and cluster.gpu.generation in FP8_UNSUPPORTED_GENERATIONS):
+        _refuse(engine, f"--weights fp8 is --quantization fp8, which vLLM loads only from compute"
+                f" capability 7.5 on; {cluster.gpu.name} is 7.0: use --weights bf16")
 
 
-def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
-             gpus_per_node: int = 8) -> list[tuple[str, list[str]]]:
-    """(label, argv) per replica, then the router. Environment goes in front of the argv."""
-    check_expressible(engine, plan)
-    build = vllm_args if engine == "vllm" else sglang_args
+def default_model_id(model_arg: str) -> str:
+    """--model-id when not given: a config.json's folder (the engines load a checkpoint
+    folder, not its config file), else --model as given."""
+    path = Path(model_arg)
+    if path.suffix == ".json" and path.is_file():
+        return str(path.parent)
+    return model_arg
+
+
+def notes(plan: ServePlan, model: ModelSpec, model_id: str, preset: bool) -> list[str]:
+    """What the launch lines cannot say for themselves: a preset name where the engines need
+    a HuggingFace id, a checkpoint whose own quantization overrides the simulated weights."""
     out = []
-    port = BASE_PORT
-    urls: dict[str, list[str]] = {"both": [], "prefill": [], "decode": []}
-    lists = iter(_gpu_lists(plan.pools, gpus_per_node))
-    for pool in plan.pools:
-        for r in range(pool.replicas):
-            gl = next(lists)
-            nodes = sorted({n for n, _ in gl})
-            argv = build(pool, plan, model_id) + ["--port", str(port)]
-            if len(nodes) == 1:
-                env = ["env", "CUDA_VISIBLE_DEVICES=" + ",".join(str(i) for _, i in gl)]
-            else:
-                _refuse(engine, f"a replica of {pool.gpus_per_replica} GPUs spans {len(nodes)}"
-                        " nodes; multi-node launch (ray / --nnodes) is not exported yet")
-            label = f"{pool.role} replica {r} on node {nodes[0]}"
-            out.append((label, env + argv))
-            urls[pool.role].append(f"http://node{nodes[0]}:{port}")
-            port += 1
+    if preset and model_id == model.name:
+        out.append(f"{model_id!r} is meshplan's preset name, not a HuggingFace id or a folder:"
+                   " set --model-id (e.g. the checkpoint's org/name) before launching")
+    q = model.checkpoint_quant
+    if q and q != plan.weight_dtype:
+        # vLLM takes the checkpoint's quantization_config over --quantization or its absence
+        # (vllm/config/model.py:1388-1460 at 0.33.0: an override method such as gpt_oss_mxfp4
+        # replaces the flag's, and with no flag the config's method is used)
+        out.append(f"the checkpoint's weights are {q} (its config's quantization_config) and"
+                   f" the engines load them so; this plan was simulated with {plan.weight_dtype}"
+                   " weights" + (": rerun with --weights fp8" if q == "fp8" else ""))
+    return out
+
+
+def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, cluster: Cluster,
+             max_len: int) -> list[tuple[str, list[str]]]:
+    """(label, argv) per replica, then the router. Environment goes in front of the argv.
+    ``max_len``: the longest request (prompt + output) the servers must take."""
+    check_expressible(engine, plan, cluster)
+    out = []
+    placed = servers(engine, plan, cluster)
+    for s in placed:
+        env = ["env", "CUDA_VISIBLE_DEVICES=" + ",".join(map(str, s.gpus))]
+        out.append((f"{s.pool.role} replica {s.index} on node {s.node}",
+                    env + server_args(engine, s, plan, model_id, max_len)))
     if engine == "sglang":
         router = ["python", "-m", "sglang_router.launch_router"]
         if plan.disaggregated:
             router += ["--pd-disaggregation"]
-            for u in urls["prefill"]:
-                router += ["--prefill", u]
-            for u in urls["decode"]:
-                router += ["--decode", u]
+            for s in placed:
+                # --prefill URL BOOTSTRAP_PORT: without the port the router sends none and the
+                # decode server falls back to 8998 (sglang_router/router_args.py:351-356,
+                # 977-1006 at sglang-router 0.3.2; sglang managers/scheduler.py:2970-2971)
+                if s.pool.role == "prefill":
+                    router += ["--prefill", s.url, str(s.bootstrap_port)]
+            for s in placed:
+                if s.pool.role == "decode":
+                    router += ["--decode", s.url]
         else:
-            router += ["--worker-urls", *urls["both"]]
+            router += ["--worker-urls", *(s.url for s in placed)]
         out.append(("router", router + ["--port", str(BASE_PORT - 1)]))
-    elif len(urls["both"]) > 1:
+    elif len(placed) > 1:
         out.append(("router (any HTTP load balancer; vLLM has no built-in one for separate"
-                    " servers)", ["#", "balance", "over", *urls["both"]]))
+                    " servers)", ["#", "balance", "over", *(s.url for s in placed)]))
     return out
 
 
-def script_text(engine: str, plan: ServePlan, model: ModelSpec, model_id: str) -> str:
+def script_text(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, cluster: Cluster,
+                max_len: int, notes_: list[str] = ()) -> str:
     lines = ["#!/bin/sh", f"# meshplan serve export ({engine}): {plan.describe()}",
-             f"# model {model.name} as {model_id}; hosts node0, node1, ... stand for your nodes.",
+             f"# model {model.name} as {model_id}; hosts node0, node1, ... stand for your nodes"
+             f" ({cluster.gpus_per_node} GPUs each).",
              "# Run each line on the node it names (replicas in the background)."]
-    for label, argv in commands(engine, plan, model, model_id):
+    lines += [f"# note: {n}" for n in notes_]
+    for label, argv in commands(engine, plan, model, model_id, cluster, max_len):
         lines.append(f"# {label}")
         if argv[0] == "#":
             lines.append("# " + " ".join(argv[1:]))
@@ -164,12 +273,13 @@ def check_out(out_dir: str | Path) -> Path:
 
 
 def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
-                out_dir: str | Path) -> list[Path]:
+                out_dir: str | Path, cluster: Cluster, max_len: int,
+                notes_: list[str] = ()) -> list[Path]:
     """Write ``launch_<engine>.sh`` and ``plan.json`` into ``out_dir``, atomically: all
     files appear together or none (a temporary folder renamed into place per file)."""
     import json
 
-    text = script_text(engine, plan, model, model_id)  # refuses before anything is written
+    text = script_text(engine, plan, model, model_id, cluster, max_len, notes_)  # refuses before anything is written
     out = check_out(out_dir)
     files = {f"launch_{engine}.sh": text,
              "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},

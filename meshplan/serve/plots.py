@@ -5,14 +5,12 @@ plans meeting the SLO filled), the front as a line."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 from ..export.plots import _pyplot
-from ..export.trace import atomic_write
 from .search import SearchResult
 
 
-def pareto_png(res: SearchResult, path: str | Path) -> Path:
+def pareto_png_bytes(res: SearchResult) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5), dpi=110)
     for dis, color, label in ((False, "#4C72B0", "aggregated"), (True, "#DD8452", "disaggregated")):
@@ -36,6 +34,4 @@ def pareto_png(res: SearchResult, path: str | Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     plt.close(fig)
-    p = Path(path)
-    atomic_write(p, buf.getvalue())
-    return p
+    return buf.getvalue()

@@ -454,6 +454,33 @@ def _unwrap(cfg: dict) -> tuple[dict, str]:
                   "is not modelled")
 
 
+# How vLLM 0.33.0 reads a checkpoint's longest context: the smallest of these keys present
+# (vllm/transformers_utils/model_arch_config_convertor.py:376-401), model_max_length over them
+# (:403-406), times the rope scaling factor unless the scaling type leaves
+# max_position_embeddings already scaled (vllm/config/model.py:2598-2634; Gemma 3 never).
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "model_max_length", "max_target_positions", "max_sequence_length",
+                "max_seq_length", "seq_len")
+PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
+def max_context(cfg: dict) -> int:
+    """The longest sequence (prompt + output) an engine serves from this config; 0 unknown."""
+    def size(v):
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+    found = [v for k in CONTEXT_KEYS if (v := size(cfg.get(k))) is not None]
+    if not found:
+        return 0
+    n = size(cfg.get("model_max_length")) or min(found)
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if isinstance(rope, dict) and "gemma3" not in str(cfg.get("model_type")):
+        kind = rope.get("rope_type", rope.get("type"))
+        factor = rope.get("factor")
+        if kind not in PRESCALED_ROPE and isinstance(factor, (int, float)) and factor > 0:
+            n = int(n * factor)
+    return n
+
+
 def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
     require_object("config.json", cfg)
     mt = cfg.get("model_type")
@@ -470,6 +497,11 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
         spec = FAMILIES[mt](name, cfg)
     except InputError as e:
         raise _config_error(e) from None
+    if not spec.max_context:
+        spec = spec.with_(max_context=max_context(cfg))
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, dict) and isinstance(quant.get("quant_method"), str):
+        spec = spec.with_(checkpoint_quant=quant["quant_method"])
     mtp = cfg.get("num_nextn_predict_layers")
     if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
         # DeepSeek-V3 / GLM-4.5 checkpoints carry multi-token-prediction modules: a training

@@ -84,6 +84,8 @@ class ModelSpec:
     rope_theta: float = 10000.0  # rotary base
     rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
     rope_fraction: float = 1.0  # share of each head's dims that rotate (GPT-NeoX: 0.25)
+    max_context: int = 0  # longest sequence the checkpoint serves (hf_config.max_context); 0 unknown
+    checkpoint_quant: str = ""  # the checkpoint's quantization_config.quant_method (fp8, mxfp4)
     norm_eps: float = 1e-5
     moe_score: str = "softmax"  # router score function: softmax or sigmoid
     moe_topk_norm: bool = True  # renormalise the top-k routing weights to sum to 1
@@ -137,7 +139,7 @@ class ModelSpec:
         require_plain_text("model", self.name)
         for f in ("layers", "hidden", "heads", "kv_heads", "vocab"):
             require_positive_int(f, getattr(self, f))
-        for f in ("ffn", "head_dim", "max_position", "q_lora_rank", "kv_lora_rank",
+        for f in ("ffn", "head_dim", "max_position", "max_context", "q_lora_rank", "kv_lora_rank",
                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_experts",
                   "moe_topk", "moe_expert_ffn", "moe_shared_experts", "moe_shared_ffn",
                   "moe_dense_layers", "sliding_window", "sliding_layers", "extra_layer_norms",

@@ -1,0 +1,190 @@
+"""What the exported launch lines make the engines do, against the engines' own source
+(vLLM 0.33.0 sdist, SGLang 0.5.23 and sglang-router 0.3.2 wheels; file:line cited at each
+test). Neither engine is needed here: the facts are written out from the source."""
+
+import subprocess
+import sys
+
+import pytest
+
+from meshplan.errors import InputError
+from meshplan.scenario import make_cluster
+from meshplan.serve.export import commands
+from meshplan.serve.spec import Pool, ServePlan
+from meshplan.specs.catalog.presets import load_model
+
+H100X16 = make_cluster("16xH100-SXM-80GB")
+
+
+def _servers(cmds):
+    return [(label, argv) for label, argv in cmds if not label.startswith("router")]
+
+
+def _flag(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def _node(label):
+    return int(label.rsplit(" ", 1)[1])
+
+
+DIS = ServePlan((Pool(tp=2, replicas=4, role="prefill"), Pool(tp=8, role="decode")),
+                kv_tier="scale-out")
+
+
+@pytest.mark.parametrize("plan", [DIS, ServePlan((Pool(tp=4, replicas=4),))])
+def test_sglang_servers_listen_on_every_interface(plan):
+    # SGLang's --host defaults to 127.0.0.1 (sglang/srt/arg_groups/fields/serving.py:65) and
+    # the prefill bootstrap server binds it too (managers/disagg_service.py:46-47): the router
+    # and other nodes' decode servers reach neither unless it is 0.0.0.0
+    for _, argv in _servers(commands("sglang", plan, load_model("llama3.1-70b"), "m",
+                                     H100X16, 2300)):
+        assert _flag(argv, "--host") == "0.0.0.0"
+
+
+def test_prefill_bootstrap_ports_distinct_and_given_to_the_router():
+    cmds = commands("sglang", DIS, load_model("llama3.1-70b"), "m", H100X16, 2300)
+    pre = [(l, a) for l, a in _servers(cmds) if "prefill" in l]
+    assert len(pre) == 4 and len({_node(l) for l, _ in pre}) == 1  # all four on node 0
+    # every prefill server's bootstrap server binds its own port (default 8998 for all:
+    # arg_groups/fields/disagg.py:81-83)
+    boot = [_flag(a, "--disaggregation-bootstrap-port") for _, a in pre]
+    assert None not in boot and len(set(boot)) == 4
+    # the router reads --prefill URL [BOOTSTRAP_PORT], a missing port meaning none
+    # (sglang_router/router_args.py:351-356, 977-1006), and the decode server then falls
+    # back to 8998 (managers/scheduler.py:2970-2971): each URL must carry its server's port
+    router = dict(cmds)["router"]
+    given = [(router[i + 1], router[i + 2]) for i, a in enumerate(router) if a == "--prefill"]
+    ports = [_flag(a, "--port") for _, a in pre]
+    assert given == [(f"http://node0:{p}", b) for p, b in zip(ports, boot)]
+
+
+def test_attention_dp_limits_are_the_simulated_per_rank_ones():
+    plan = ServePlan((Pool(tp=1, attn_dp=8, ep=8, max_num_seqs=64, max_batched_tokens=4096),),
+                     "fp8")
+    model = load_model("deepseek-v3")
+    (_, sg), = _servers(commands("sglang", plan, model, "m", make_cluster("8xH200-SXM-141GB"),
+                                 2300))
+    # SGLang divides both by the attention-DP size (arg_groups/parallel_hook.py:331;
+    # model_executor/pool_configurator.py:956, 1142): each rank must get the plan's figures
+    assert int(_flag(sg, "--max-running-requests")) // 8 == 64
+    assert int(_flag(sg, "--chunked-prefill-size")) // 8 == 4096
+    (_, vl), = _servers(commands("vllm", plan, model, "m", make_cluster("8xH200-SXM-141GB"),
+                                 2300))
+    assert _flag(vl, "--max-num-seqs") == "64"  # vLLM's is per DP engine already
+
+
+def test_attention_dp_replicas_on_one_node_use_disjoint_ports():
+    plan = ServePlan((Pool(tp=1, attn_dp=4, ep=4, replicas=2),))
+    cmds = _servers(commands("sglang", plan, load_model("qwen3-30b-a3b"), "m",
+                             make_cluster("8xH100-SXM-80GB"), 2300))
+    assert {_node(l) for l, _ in cmds} == {0}
+    used = []
+    for _, a in cmds:
+        port = int(_flag(a, "--port"))
+        # with attention DP: port + 233 (dist init) and port_base = port + 234 .. + 239
+        # (sglang/srt/server_args.py:728, 820-849), port + 13 (server_args.py:729,
+        # managers/data_parallel_controller.py:505)
+        used.append({port, port + 13, *range(port + 233, port + 240)})
+        # and none in the range SGLang picks its NCCL port from (utils/network.py:205)
+        assert max(used[-1]) < 22000
+    assert not used[0] & used[1]
+
+
+def test_mixed_chunk_only_where_prefill_and_decode_share_a_server():
+    # the simulator mixes decode tokens and prefill chunks in a step; SGLang does only with
+    # --enable-mixed-chunk (arg_groups/fields/schedule.py:208-211, default off)
+    agg = _servers(commands("sglang", ServePlan((Pool(tp=8),)), load_model("llama3.1-70b"), "m",
+                            H100X16, 2300))
+    assert all("--enable-mixed-chunk" in a for _, a in agg)
+    dis = _servers(commands("sglang", DIS, load_model("llama3.1-70b"), "m", H100X16, 2300))
+    assert not any("--enable-mixed-chunk" in a for _, a in dis)
+
+
+@pytest.mark.parametrize("engine,flag", [("vllm", "--max-model-len"),
+                                         ("sglang", "--context-length")])
+def test_servers_take_the_planned_longest_request(engine, flag):
+    # without it vLLM sizes the cache for the model's whole context (vllm/config/model.py:
+    # 2642-2652) and refuses to start if one such request does not fit
+    # (vllm/v1/core/kv_cache_planning.py:67-86)
+    for _, a in _servers(commands(engine, ServePlan((Pool(tp=2, replicas=4),)),
+                                  load_model("llama3.1-70b"), "m", H100X16, 2300)):
+        assert _flag(a, flag) == "2300"
+
+
+@pytest.mark.parametrize("gpus,per_node,tp", [("8xGB200", None, 1), ("8xH100-SXM-80GB", 2, 1),
+                                              ("16xH100-SXM-80GB", 4, 2)])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_replicas_stay_on_the_clusters_nodes(engine, gpus, per_node, tp):
+    cluster = make_cluster(gpus, gpus_per_node=per_node)
+    plan = ServePlan((Pool(tp=tp, replicas=cluster.num_gpus // tp),))
+    seen = []
+    for label, a in _servers(commands(engine, plan, load_model("llama3.1-8b"), "m", cluster,
+                                      2300)):
+        local = [int(g) for g in a[1].removeprefix("CUDA_VISIBLE_DEVICES=").split(",")]
+        assert max(local) < cluster.gpus_per_node
+        seen += [(_node(label), g) for g in local]
+        assert _node(label) < cluster.num_gpus // cluster.gpus_per_node
+    assert len(set(seen)) == cluster.num_gpus
+
+
+def test_replica_larger_than_a_node_is_refused():
+    with pytest.raises(InputError, match="spans nodes"):
+        commands("vllm", ServePlan((Pool(tp=8),)), load_model("llama3.1-70b"), "m",
+                 make_cluster("8xGB200"), 2300)
+
+
+def test_fp8_on_volta_is_refused_for_vllm():
+    # vLLM's fp8 quantization needs compute capability 7.5
+    # (vllm/model_executor/layers/quantization/fp8.py:146-147); V100 is 7.0
+    with pytest.raises(InputError, match="7.5"):
+        commands("vllm", ServePlan((Pool(tp=8),), "fp8"), load_model("llama3.1-8b"), "m",
+                 make_cluster("8xV100-SXM-32GB"), 2300)
+
+
+def _serve(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_cli_refused_export_writes_no_png(tmp_path):
+    # 405B in bf16 fits no replica of one node; the 16-GPU replicas span two, which the
+    # export cannot launch: exit 2, one line, and neither the PNG nor the export written
+    p = _serve("--model", "llama3.1-405b", "--gpus", "16xH100-SXM-80GB", "--input-len", "2000",
+               "--output-len", "300", "--rate", "1", "--requests", "40", "--ttft-p90", "5s",
+               "--tpot-p90", "100ms", "--export", "vllm", "--out", "e405", "--png", "f.png",
+               "--aggregated-only", "--no-goodput", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "f.png").exists() and not (tmp_path / "e405").exists()
+
+
+def test_cli_export_max_model_len_is_the_longest_request(tmp_path):
+    p = _serve("--model", "llama3.1-8b", "--gpus", "2xH100-SXM-80GB", "--input-len", "500:900",
+               "--output-len", "50:80", "--rate", "2", "--requests", "60", "--plan", "tp1x2",
+               "--no-goodput", "--export", "vllm", "--out", "o", "--model-id", "org/m",
+               "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    sh = (tmp_path / "o" / "launch_vllm.sh").read_text().split()
+    got = int(sh[sh.index("--max-model-len") + 1])
+    assert 900 < got <= 980  # the longest of 60 uniform draws, within the ranges' sum
+
+
+def test_notes_name_a_preset_id_and_the_checkpoints_own_quantization():
+    from meshplan.serve.export import notes
+    plan = ServePlan((Pool(tp=8),), "bf16")
+    # DeepSeek-V3's and gpt-oss's published configs carry quantization_config (fp8, mxfp4):
+    # vLLM loads the checkpoint's method whatever --quantization says (vllm/config/model.py:
+    # 1388-1460)
+    dsv3 = notes(plan, load_model("deepseek-v3"), "deepseek-ai/DeepSeek-V3", preset=True)
+    assert len(dsv3) == 1 and "fp8" in dsv3[0] and "--weights fp8" in dsv3[0]
+    assert any("mxfp4" in n for n in notes(plan, load_model("gpt-oss-120b"), "o/g", True))
+    assert notes(ServePlan((Pool(tp=8),), "fp8"), load_model("deepseek-v3"), "d/v", True) == []
+    assert any("--model-id" in n for n in notes(plan, load_model("llama3.1-8b"), "llama3.1-8b",
+                                                True))
+
+
+def test_default_model_id_of_a_config_json_is_its_folder(tmp_path):
+    from meshplan.serve.export import default_model_id
+    (tmp_path / "config.json").write_text("{}")
+    assert default_model_id(str(tmp_path / "config.json")) == str(tmp_path)
+    assert default_model_id("llama3.1-8b") == "llama3.1-8b"
