@@ -196,7 +196,10 @@ TORCHTITAN_ROPE_MAX = {
 # rotary_pos_embedding.py, _apply_scaling); only the factor is an argument.
 MEGATRON_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
                         "original_max_position_embeddings": 8192}
-# Megatron's MLA YaRN defaults (MLATransformerConfig) that have no argument.
+# YaRN's parameters beside the factor and mscales, as a config.json's rope_scaling names them,
+# with the defaults of Megatron's MLATransformerConfig (its --yarn-original-max-position-
+# embeddings, --yarn-beta-fast, --yarn-beta-slow: megatron/training/arguments.py at d98e8a64,
+# tests/data/megatron_lm_arguments.tsv), which the export writes.
 MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1}
 
 
@@ -276,10 +279,10 @@ def _megatron_model(m) -> list[Violation]:
             out.append(Violation("model", m.name, f"llama3 rope scaling with {bad}: Megatron's "
                                  f"--use-rope-scaling fixes {MEGATRON_LLAMA3_ROPE}"))
     elif kind == "yarn":
-        bad = {k: rs.get(k) for k, v in MEGATRON_MLA_YARN.items() if rs.get(k, v) != v}
-        if not m.is_mla or bad:
+        if not m.is_mla:  # --rope-type yarn is MLA's (MLATransformerConfig); GPT's
+            # --position-embedding-type has no yarn (learned_absolute, rope, mrope, relative)
             out.append(Violation("model", m.name, "YaRN rope scaling is written for Megatron only "
-                                 f"with multi-latent attention and {MEGATRON_MLA_YARN}"))
+                                 "with multi-latent attention"))
     elif kind is not None:
         out.append(Violation("model", m.name, f"rope scaling {kind!r}: Megatron-LM has llama3 "
                              "scaling (--use-rope-scaling) and YaRN for MLA only"))

@@ -70,7 +70,8 @@ PUBLISHED = [
     ("deepseek-v3", {"rotary_base": 10000, "rope_type": "yarn", "rotary_scaling_factor": 40.0,
                      "mscale_all_dim": 1.0, "moe_router_score_function": "sigmoid",
                      "moe_router_topk_scaling_factor": "2.5", "moe_router_num_groups": "8",
-                     "moe_router_group_topk": "4"}),
+                     "moe_router_group_topk": "4", "yarn_original_max_position_embeddings": 4096,
+                     "yarn_beta_fast": 32.0, "yarn_beta_slow": 1.0}),
 ]
 
 
@@ -115,3 +116,23 @@ def test_megatron_refuses_what_it_cannot_build(tmp_path):
     with pytest.raises(UnsupportedByEngine, match="dynamic"):
         export(sc, "megatron", tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_megatron_writes_an_mla_models_own_yarn(tmp_path):
+    """YaRN parameters other than Megatron's MLA defaults were refused as having no argument;
+    Megatron-LM has --yarn-original-max-position-embeddings / --yarn-beta-fast /
+    --yarn-beta-slow (arguments.py at d98e8a64): the export writes the config's values."""
+    import dataclasses
+    import json
+    m = load_model("deepseek-v3")
+    rs = dict(json.loads(m.rope_scaling), original_max_position_embeddings=8192,
+              beta_fast=16, beta_slow=2)
+    m = dataclasses.replace(m, rope_scaling=json.dumps(rs))
+    sc = Scenario(m, make_cluster("256xH100-SXM-80GB"), Workload(4096, 1024),
+                  Plan(dp=32, pp=8, ep=8))
+    export(sc, "megatron", tmp_path / "o")
+    rc, argv, err = launch(tmp_path / "o" / "megatron_launch.sh", tmp_path, "--mock-data")
+    assert rc == 0, err
+    ns = vars(parse_megatron(argv))
+    assert (ns["yarn_original_max_position_embeddings"], ns["yarn_beta_fast"],
+            ns["yarn_beta_slow"]) == (8192, 16.0, 2.0)

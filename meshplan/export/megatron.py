@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..cost import fp8_recipe
 from ..recompute_modules import modules_of
 from ..scenario import Scenario
-from ..engines import megatron_vp_group, rope_scaling
+from ..engines import MEGATRON_MLA_YARN, megatron_vp_group, rope_scaling
 from . import Rendered
 from ._common import launch_script, same_layout
 
@@ -110,6 +110,11 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
             add("--rotary-scaling-factor", rs.get("factor", 1.0))
             add("--mscale", rs.get("mscale", 1.0))
             add("--mscale-all-dim", rs.get("mscale_all_dim", 0.0))
+            yarn = {k: rs.get(k, v) for k, v in MEGATRON_MLA_YARN.items()}
+            add("--yarn-original-max-position-embeddings",
+                int(yarn["original_max_position_embeddings"]))
+            add("--yarn-beta-fast", float(yarn["beta_fast"]))
+            add("--yarn-beta-slow", float(yarn["beta_slow"]))
     else:
         add("--position-embedding-type", "learned_absolute")
         add("--max-position-embeddings", max(m.max_position, w.seq_len))
