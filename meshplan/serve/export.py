@@ -27,6 +27,7 @@ from ..specs.model import ModelSpec
 from .spec import Pool, ServePlan
 
 ENGINES = ("vllm", "sglang")
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 BASE_PORT = 8000  # the first replica's HTTP port on each node; the SGLang router one below
 # SGLang 0.5.23 with attention DP takes ports derived from --port on the same host: port + 233
 # and the 6 after it (ZMQ_TCP_PORT_DELTA, NUM_DERIVED_PORTS; sglang/srt/server_args.py:728,
@@ -40,10 +41,12 @@ SGLANG_BOOTSTRAP_OFFSET = 100
 # The blocks stay below 22000: SGLang picks its NCCL port at random in 22000-29999
 # (utils/network.py:205, server_args.py:771-773).
 SGLANG_PORT_CEILING = 22000
-# --weights fp8 is vLLM's --quantization fp8, which needs compute capability 7.5
-# (Fp8Config.get_min_capability, vllm/model_executor/layers/quantization/fp8.py:146-147 at
-# 0.33.0): Volta (7.0) cannot load it.
-FP8_UNSUPPORTED_GENERATIONS = ("volta",)
+# --weights fp8 is the engine's --quantization fp8, which needs a CUDA compute capability of at
+# least: vLLM 7.5 (Fp8Config.get_min_capability, vllm/model_executor/layers/quantization/
+# fp8.py:146-147 at 0.33.0), SGLang 8.0 (Fp8Config.get_min_capability, sglang/srt/layers/
+# quantization/fp8.py:329-339 at 0.5.23, checked in model_loader/loader.py:259). GPU.
+# compute_capability 0 (AMD, or a part the catalog does not know) is not refused.
+FP8_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
 
 
 def _refuse(engine: str, why: str) -> None:
@@ -179,10 +182,11 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster) -> None:
         _refuse(engine, "vLLM runs disaggregated prefill/decode only with an external proxy"
                 " (its KV connectors ship example proxies, no launcher): export with --export"
                 " sglang, or serve an aggregated plan")
-    if (engine == "vllm" and plan.weight_dtype == "fp8"
-            and cluster.gpu.generation in FP8_UNSUPPORTED_GENERATIONS):
-        _refuse(engine, f"--weights fp8 is --quantization fp8, which vLLM loads only from compute"
-                f" capability 7.5 on; {cluster.gpu.name} is 7.0: use --weights bf16")
+    cc, need = cluster.gpu.compute_capability, FP8_MIN_CAPABILITY[engine]
+    if plan.weight_dtype == "fp8" and 0 < cc < need:
+        _refuse(engine, f"--weights fp8 is --quantization fp8, which {ENGINE_NAMES[engine]} loads"
+                f" only from compute capability {need:g} on; {cluster.gpu.name} is {cc:g}: use"
+                " --weights bf16")
 
 
 def default_model_id(model_arg: str) -> str:

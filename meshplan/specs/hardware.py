@@ -31,6 +31,7 @@ class GPU:
     scaleout_latency_s: float = 8e-6
     generation: str = ""  # kernel-efficiency family: volta, ampere, hopper, blackwell, cdna3, cdna4
     power_limit_w: float = 0.0  # board power cap when below the part's usual TDP (0: none)
+    compute_capability: float = 0.0  # CUDA compute capability (0: not an NVIDIA part, unknown)
     source: str = field(default="", compare=False)
 
     def __hash__(self) -> int:  # peak_flops is a dict; the name and sizes identify a part

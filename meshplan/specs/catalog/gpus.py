@@ -8,6 +8,8 @@ bandwidth per GPU (one NIC per GPU unless said otherwise).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..hardware import GPU
 
 GiB = 2**30
@@ -169,6 +171,18 @@ GPUS: dict[str, GPU] = {
         288 * GiB, 8000 * GB, 537.6 * GB, nic_bytes_per_s=_gbps(400), generation="cdna4",
         scaleup_latency_s=5e-6, source="AMD Instinct MI355X datasheet; ISSCC 2026 CDNA4 paper (CU count)"),
 }
+
+# CUDA compute capability of each NVIDIA part (NVIDIA's "CUDA GPUs" table, developer.nvidia.com/
+# cuda-gpus: V100 7.0; TITAN RTX and GeForce RTX 2080 Ti (Turing) 7.5; A100 8.0; GeForce RTX
+# 3090 8.6; H100, H200, H800 9.0; B200, GB200 10.0; B300, GB300 10.3). Engines gate kernels on
+# it (e.g. FP8 weights: serve/export.py); the kernel-efficiency family (GPU.generation) puts
+# the Turing parts with Volta, which this separates.
+CUDA_CAPABILITY = {"V100-SXM-32GB": 7.0, "TITAN-RTX-24GB": 7.5, "RTX-2080-Ti-11GB": 7.5,
+                   "A100-SXM-40GB": 8.0, "A100-SXM-80GB": 8.0, "RTX-3090-24GB": 8.6,
+                   "H100-SXM-80GB": 9.0, "H100-SXM-96GB-500W": 9.0, "H800-SXM-80GB": 9.0,
+                   "H200-SXM-141GB": 9.0, "B200": 10.0, "GB200": 10.0, "B300": 10.3,
+                   "GB300": 10.3}
+GPUS = {n: replace(g, compute_capability=CUDA_CAPABILITY.get(n, 0.0)) for n, g in GPUS.items()}
 
 
 # What ``torch.cuda.get_device_name`` reports, matched to catalog ids (first match wins).
