@@ -46,10 +46,10 @@ def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
         # its check train_batch_size == micro * gas * world (config.py:602) fails with the
         # global batch; DeepSpeed's AutoTP training tutorial gives micro and gas only
         del cfg["train_batch_size"]
+        reported = p.micro_batch * p.num_microbatches(w) * p.world_size
         notes.append(f"AutoTP: DeepSpeed counts all {p.world_size} ranks as data parallel and "
-                     f"reports train_batch_size {p.micro_batch * p.num_microbatches(w) * p.world_size}"
-                     f"; the global batch is {w.global_batch} ({p.tp} tensor-parallel ranks "
-                     "share each sample)")
+                     f"reports train_batch_size {reported}; the global batch is "
+                     f"{w.global_batch} ({p.tp} tensor-parallel ranks share each sample)")
     if w.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
     else:

@@ -15,8 +15,9 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
   ``--microbatch-group-size-per-virtual-pipeline-stage`` = torch's round, m / max(1, m // pp)
   (engines.megatron_vp_group; Megatron-Core's default, pp, is another schedule and fails
   when 0 < m % pp < pp); looped_bfs as interleaving with the group equal to the number of
-  micro-batches (every micro-batch passes a chunk before the next chunk starts). GPipe and the zero-bubble / DualPipe schedules are not in Megatron-LM's
-  training loop and are refused. An uneven layer split is written as
+  micro-batches (every micro-batch passes a chunk before the next chunk starts). GPipe and
+  the zero-bubble / DualPipe schedules are not in Megatron-LM's training loop and are
+  refused. An uneven layer split is written as
   ``--pipeline-model-parallel-layout`` (stage i of the layout = virtual stage i, the same
   numbering as Plan.chunk_of).
 - recompute: selective = ``--recompute-granularity selective --recompute-modules core_attn``

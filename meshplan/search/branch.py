@@ -376,87 +376,50 @@ class Walk:
 
     def _walk_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
                   pb, mpb=None) -> None:
-        """Rule 1's walk of one row: per recomputation, the first ZeRO stage that fits,
-        skipping rungs slower than the k-th best (Theorem B1) and rungs that cannot fit
-        (Theorem M); then rule 7's module ladder (``mpb``: its floors) the same way."""
-        zeros, rcs, rejected = self.zeros, self.rcs, self.rejected
-        tried = bounded = 0
-        none_fits_at = None  # rule 6: the first ZeRO stage where no recomputation fits
-        none_floor_s: dict = {}  # ZeRO stage -> step time (or its floor) with no recomputation
-        full_misses: set = set()  # ZeRO stages where every layer recomputed does not fit
-        for a, rc in enumerate(rcs):
-            if min(pb.floor_from(vpp, sched, a, b) for b in range(len(zeros))) > self.kth_s():
-                bounded += (len(rcs) - a) * len(zeros)  # Theorem B1: this and every later rc
-                break
-            time_f = pb.time_floors(vpp, sched, rc)
-            if rc == "none":
-                none_floor_s = dict(zip(zeros, time_f))
-            fitted_at = None
-            missed = False  # a lower ZeRO stage did not fit (or was skipped) at this rc
-            for b, z in enumerate(zeros):
-                if time_f[b] > self.kth_s():  # Theorem B1
-                    bounded += 1
-                    missed = True
-                    continue
-                tried += 1
-                try:
-                    plan = Plan(**dict(deg, micro_batch=mb, vpp=vpp, schedule=sched,
-                                       recompute=rc, zero=z))
-                    if not self.runs_on_engine(plan):
-                        continue
-                    if not pb.may_fit(vpp, sched, rc, b):  # Theorem M
-                        rejected[NOT_FIT] += 1
-                        missed = True
-                        if rc == "full":
-                            full_misses.add(z)
-                        continue
-                    est = estimate(self.model, self.cluster, self.workload, plan)
-                except InputError as e:
-                    rejected[f"invalid: {e.field} ({e.allowed})"] += 1
-                    continue
-                self.evaluated += 1
-                if rc == "none":
-                    none_floor_s[z] = est.step_time_s
-                if rc == "full" and not est.fits:
-                    full_misses.add(z)
-                if not est.fits:
-                    rejected[NOT_FIT] += 1
-                    missed = True
-                    continue
-                self._found(est, (i, j, r, a, b), ranked=True)
-                fitted_at = z
-                break
-            if rc == "none":
-                none_fits_at = fitted_at
-            if fitted_at is not None and not missed:
-                break  # rule 1: more recomputation cannot be faster
-        if bounded:
-            rejected[BOUNDED] += bounded
-        main = len(zeros) * len(rcs)
-        if main - tried - bounded:
-            rejected[DOMINATED] += main - tried - bounded
+        """Rule 1's walk of one row along the main ladder, then rule 7's module ladder
+        (``mpb``: its floors) and rule 6's partial recomputation where no recomputation does
+        not fit at the first ZeRO stage."""
+        zeros, rcs = self.zeros, self.rcs
+        fitted, time_f, est_s, misses = self._walk_ladder(i, j, r, deg, mb, vpp, sched, pb,
+                                                          rcs, 0)
+        a_none = rcs.index("none") if "none" in rcs else None
+        none_fits_at = fitted.get(a_none)  # rule 6: the first ZeRO stage where none fits
+        # ZeRO stage -> step time (or its floor) with no recomputation, where it was reached
+        none_floor_s = dict(zip(zeros, time_f.get(a_none, ())))
+        none_floor_s.update({z: t for (a, z), t in est_s.items() if a == a_none})
+        # ZeRO stages where every layer recomputed does not fit
+        full_misses = {z for a, z in misses if rcs[a] == "full"}
         if self.modules:
             if none_fits_at == zeros[0]:  # rule 1: no recomputation fits at the first stage
-                rejected[DOMINATED] += len(zeros) * len(self.modules)
+                self.rejected[DOMINATED] += len(zeros) * len(self.modules)
             else:
-                self._module_row(i, j, r, deg, mb, vpp, sched, mpb)
+                self._walk_ladder(i, j, r, deg, mb, vpp, sched, mpb, self.modules,
+                                  len(rcs) + 1)
         if self.partial and none_fits_at != zeros[0]:
             self._partial_row(i, j, r, deg, mb, vpp, sched, none_fits_at, none_floor_s,
                               full_misses, pb)
 
-    def _module_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
-                    mpb) -> None:
-        """search.py's rule 7 on one row: rule 1's walk along the module ladder (each rung
-        recomputes more than the one before, so the first rung that fits at the first ZeRO
-        stage ends it), with its own floors (Theorems B1 and M)."""
-        zeros, rungs, rejected = self.zeros, self.modules, self.rejected
+    def _walk_ladder(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
+                     pb, rungs: list, key0: int):
+        """Rule 1's walk of one row along a ladder of recomputation rungs whose time only
+        grows (RECOMPUTE_ORDER, or rule 7's module ladder; ``pb`` its floors): per rung the
+        first ZeRO stage that fits, skipping rungs slower than the k-th best (Theorem B1) and
+        rungs that cannot fit (Theorem M), ended by a rung that fits with no lower stage
+        missed. Plans found are keyed (i, j, r, key0 + rung, stage). Returns what rules 6 and
+        7 read: {rung: ZeRO stage it fits at}, {rung reached: its time floors}, {(rung,
+        stage): estimated step time}, {(rung, stage) that does not fit}."""
+        zeros, rejected = self.zeros, self.rejected
         tried = bounded = 0
+        fitted: dict = {}
+        time_fs: dict = {}
+        est_s: dict = {}
+        misses: set = set()
         for a, rung in enumerate(rungs):
-            if min(mpb.floor_from(vpp, sched, a, b) for b in range(len(zeros))) > self.kth_s():
-                bounded += (len(rungs) - a) * len(zeros)  # this and every later rung
+            if min(pb.floor_from(vpp, sched, a, b) for b in range(len(zeros))) > self.kth_s():
+                bounded += (len(rungs) - a) * len(zeros)  # Theorem B1: this and every later rung
                 break
-            time_f = mpb.time_floors(vpp, sched, rung)
-            fitted_at, missed = None, False
+            time_f = time_fs[a] = pb.time_floors(vpp, sched, rung)
+            missed = False  # a lower ZeRO stage did not fit (or was skipped) at this rung
             for b, z in enumerate(zeros):
                 if time_f[b] > self.kth_s():  # Theorem B1
                     bounded += 1
@@ -468,29 +431,32 @@ class Walk:
                                        **rung_fields(rung)))
                     if not self.runs_on_engine(plan):
                         continue
-                    if not mpb.may_fit(vpp, sched, rung, b):  # Theorem M
+                    if not pb.may_fit(vpp, sched, rung, b):  # Theorem M
                         rejected[NOT_FIT] += 1
                         missed = True
+                        misses.add((a, z))
                         continue
                     est = estimate(self.model, self.cluster, self.workload, plan)
                 except InputError as e:
                     rejected[f"invalid: {e.field} ({e.allowed})"] += 1
                     continue
                 self.evaluated += 1
+                est_s[(a, z)] = est.step_time_s
                 if not est.fits:
                     rejected[NOT_FIT] += 1
                     missed = True
+                    misses.add((a, z))
                     continue
-                self._found(est, (i, j, r, len(self.rcs) + 1 + a, b), ranked=True)
-                fitted_at = z
+                self._found(est, (i, j, r, key0 + a, b), ranked=True)
+                fitted[a] = z
                 break
-            if fitted_at is not None and not missed:
-                break  # more modules recomputed cannot be faster
+            if a in fitted and not missed:
+                break  # rule 1: more recomputation cannot be faster
         if bounded:
             rejected[BOUNDED] += bounded
-        left = len(zeros) * len(rungs) - tried - bounded
-        if left:
-            rejected[DOMINATED] += left
+        if len(zeros) * len(rungs) - tried - bounded:
+            rejected[DOMINATED] += len(zeros) * len(rungs) - tried - bounded
+        return fitted, time_fs, est_s, misses
 
     def _partial_row(self, i: int, j: int, r: int, deg: dict, mb: int, vpp: int, sched: str,
                      none_fits_at, none_floor_s: dict, full_misses: set, pb) -> None:

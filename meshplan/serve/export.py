@@ -283,7 +283,8 @@ def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
     files appear together or none (a temporary folder renamed into place per file)."""
     import json
 
-    text = script_text(engine, plan, model, model_id, cluster, max_len, notes_)  # refuses before anything is written
+    # refuses before anything is written
+    text = script_text(engine, plan, model, model_id, cluster, max_len, notes_)
     out = check_out(out_dir)
     files = {f"launch_{engine}.sh": text,
              "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},

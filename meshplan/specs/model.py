@@ -84,7 +84,7 @@ class ModelSpec:
     rope_theta: float = 10000.0  # rotary base
     rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
     rope_fraction: float = 1.0  # share of each head's dims that rotate (GPT-NeoX: 0.25)
-    max_context: int = 0  # longest sequence the checkpoint serves (hf_config.max_context); 0 unknown
+    max_context: int = 0  # longest sequence served (hf_config.max_context); 0 unknown
     checkpoint_quant: str = ""  # the checkpoint's quantization_config.quant_method (fp8, mxfp4)
     norm_eps: float = 1e-5
     moe_score: str = "softmax"  # router score function: softmax or sigmoid
