@@ -17,9 +17,10 @@ PLAN_FLAGS = {  # flag -> (Plan field, type)
     "dp": int, "tp": int, "pp": int, "cp": int, "ep": int, "etp": int, "zero": int,
     "vpp": int, "micro_batch": int, "hsdp_shard": int, "recompute_layers": int,
     "schedule": str, "recompute": str, "cp_kind": str, "order": str, "recompute_modules": str,
+    "moe_dispatcher": str,
 }
 BOOL_FLAGS = ("sequence_parallel", "offload_optimizer", "tp_comm_overlap", "overlap_grad_reduce",
-              "overlap_param_gather")
+              "overlap_param_gather", "ep_comm_overlap")
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:

@@ -107,7 +107,8 @@ class Walk:
         left = []  # pairs not yet resolved, per degree point
         for i, d in enumerate(points):
             base = self.base_fields(d.tp)
-            deg = dict(base, dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep, etp=d.etp)
+            deg = dict(base, **dict(d.knobs), dp=d.dp, tp=d.tp, pp=d.pp, cp=d.cp, ep=d.ep,
+                       etp=d.etp)
             deg_of.append(deg)
             try:
                 layout = layout_plan(deg)

@@ -6,24 +6,36 @@ module sets of search.py's rule 7); the knobs the
 search holds at a fixed setting (sequence parallel on when tp > 1 and divides the sequence,
 tp communication overlap
 and the MoE dispatcher as the workload's framework runs them (framework_defaults), the other
-overlaps on, ring context parallelism, no HSDP, no offload, the default rank order) are held alike here.
+overlaps on, ring context parallelism, no HSDP, no offload, the default rank order) are held alike here;
+with an ``engine`` named, the MoE communication knobs take every setting search.py's rule 8
+gives them (space.moe_comm_knobs) and plans the engine refuses (engines.plan_violations) are
+left out, as the search leaves them out.
 """
 
 from __future__ import annotations
 
 from ..cost import Estimate, estimate
 from ..framework_defaults import plan_defaults, tp_comm_overlap
+from ..engines import plan_violations
 from ..errors import InputError
 from ..plan import SCHEDULES, Plan
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
-from .space import divisors, module_ladder, rung_fields, sequence_parallel_off
+from .space import divisors, module_ladder, moe_comm_knobs, rung_fields, sequence_parallel_off
 
 
-def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None):
-    """Every valid plan (pinned knobs held at their pinned value)."""
+def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | None = None,
+              engine: str | None = None):
+    """Every valid plan (pinned knobs held at their pinned value) that ``engine`` runs."""
     pins = pins or {}
+    for p in _all_plans(model, cluster, workload, pins, engine):
+        if engine is None or not plan_violations(engine, p, model, workload):
+            yield p
+
+
+def _all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict,
+               engine: str | None):
     n = cluster.num_gpus
 
     def opts(k, values):
@@ -31,7 +43,7 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
 
     # rule 7's module ladder (space.module_ladder) where recomputation is not pinned
     ladder = () if {"recompute", "recompute_modules", "recompute_layers"} & set(pins) else (
-        module_ladder(model, workload.framework))
+        module_ladder(model, engine or workload.framework))
     disp = pins.get("moe_dispatcher", plan_defaults(workload.framework, 1, cluster.scaleup_domain,
                                                     model.is_moe)["moe_dispatcher"])
     for tp in opts("tp", divisors(n)):
@@ -55,16 +67,20 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
                 for mb in opts("micro_batch", divisors(workload.global_batch // dp)):
                     for v in opts("vpp", range(1, max(1, (model.layers + 2) // pp) + 1)):
                         for s in opts("schedule", SCHEDULES):
-                            for ep, etp in experts:
+                            for ep, etp, knobs in [(e, t, k) for e, t in experts for k in
+                                                   moe_comm_knobs(model, cluster, engine,
+                                                                  pins, e)]:
                                 for z in opts("zero", (0, 1, 2, 3)):
                                     for rc in opts("recompute", ("full",) if pins.get("recompute_layers")
                                                    else ("none", "selective", "full")
                                                    + ladder):
                                         try:
-                                            p = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+                                            p = Plan(**dict(
+                                                dict(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                      zero=z, vpp=v, schedule=s, micro_batch=mb,
                                                      tp_comm_overlap=tpo, moe_dispatcher=disp,
-                                                     sequence_parallel=sp, **rung_fields(rc))
+                                                     sequence_parallel=sp, **rung_fields(rc)),
+                                                **dict(knobs)))
                                         except InputError:
                                             continue
                                         if rc == "full" and pins.get("recompute_layers"):
@@ -77,10 +93,11 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
 
 
 def exhaustive_best(model: ModelSpec, cluster: Cluster, workload: Workload,
-                    pins: dict | None = None) -> tuple[Estimate | None, int]:
+                    pins: dict | None = None, engine: str | None = None
+                    ) -> tuple[Estimate | None, int]:
     """The fastest plan that fits (closed forms) and how many valid plans there were."""
     best, count = None, 0
-    for p in all_plans(model, cluster, workload, pins):
+    for p in all_plans(model, cluster, workload, pins, engine):
         try:
             e = estimate(model, cluster, workload, p)
         except InputError:

@@ -50,6 +50,11 @@ plan on 200 seeded small spaces):
    of Theorems B1 and M on its own rungs. Walked where no recomputation does not fit at the
    first ZeRO stage (rule 1: there it is the fastest), and only when recomputation is not
    pinned.
+8. The MoE layer's communication knobs (token dispatcher, expert all-to-all overlap;
+   space.moe_comm_knobs) where the engine runs every setting: each setting of a degree point
+   is a point of its own, walked and bounded as any other (the floors of bound.py are those
+   of the point's dispatcher and overlap), so no pruning rule is added; the engine's limits
+   drop the settings it refuses plan by plan.
 """
 
 from __future__ import annotations
@@ -209,7 +214,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     partial = rcs == list(RECOMPUTE_ORDER) and "recompute_layers" not in pins  # rule 6
     modules = module_ladder(model, engine or workload.framework) if partial else ()  # rule 7
     keep = max(top_k, rerank_k)
-    points = list(degree_choices(model, cluster, workload, pins))
+    points = list(degree_choices(model, cluster, workload, pins, engine))
     while True:
         rejected: Counter = Counter()
         refusals: dict = {}

@@ -50,6 +50,9 @@ class Degrees:
     dp: int
     ep: int = 1
     etp: int = 1
+    # Plan fields of rule 8's MoE communication knobs ((field, value), ...), on top of the
+    # framework's defaults: moe_comm_knobs
+    knobs: tuple = ()
 
 
 def tp_choices(model: ModelSpec, cluster: Cluster, pins: dict) -> list[int]:
@@ -75,7 +78,9 @@ def cp_choices(workload: Workload, pins: dict) -> list[int]:
 
 
 def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
-                   pins: dict) -> Iterator[Degrees]:
+                   pins: dict, engine: str | None = None) -> Iterator[Degrees]:
+    """Every degree point, each once per setting of rule 8's MoE communication knobs on
+    ``engine`` (moe_comm_knobs)."""
     n = cluster.num_gpus
     for tp in tp_choices(model, cluster, pins):
         for cp in cp_choices(workload, pins):
@@ -94,7 +99,52 @@ def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
                     continue
                 for ep, etp in expert_choices(model, dp * cp * tp, tp, pins,
                                               cluster.domain_size):
-                    yield Degrees(tp, cp, pp, dp, ep, etp)
+                    for knobs in moe_comm_knobs(model, cluster, engine, pins, ep):
+                        yield Degrees(tp, cp, pp, dp, ep, etp, knobs)
+
+
+# Rule 8 of search.py: the MoE layer's communication knobs, searched where the engine runs
+# every setting (engines.py _common: Megatron-LM only; torchtitan and DeepSpeed dispatch with
+# an NCCL all-to-all and do not overlap it) and a plan has an expert all-to-all (ep > 1):
+# the token dispatcher (plan.MOE_DISPATCHERS: Megatron's alltoall, or the DeepEP class through
+# --moe-token-dispatcher-type flex) and the overlap of the expert all-to-all with another
+# micro-batch's compute (--overlap-moe-expert-parallel-comm; Megatron-Core refuses it with
+# pp > 1 and no virtual stages, with full recomputation and with 'moe' recomputed: the
+# engine's limits, engines._megatron_overlaps, drop those plans). Megatron-Bridge's MoE
+# performance recipes set both per model and GPU (bench/data/heldout_runs.csv: DeepEP and the
+# overlap on DeepSeek-V3, Qwen3 and GPT-OSS), so a search held at the framework's default would
+# rank plans slower than the ones NVIDIA runs. DeepEP needs "Hopper (SM90) GPUs, or other
+# architectures with SM90 PTX ISA support" (deepseek-ai/DeepEP README at 0297fc8,
+# Requirements): NVIDIA parts of compute capability 9.0 and up (Hopper, Blackwell); elsewhere
+# the dispatcher stays the default. Without an engine named, the framework's defaults hold
+# (a framework alone does not limit the plans to what it runs: search.py).
+MOE_KNOB_ENGINES = ("megatron",)
+DEEPEP_MIN_COMPUTE_CAPABILITY = 9.0
+
+
+def moe_comm_knobs(model: ModelSpec, cluster: Cluster, engine: str | None, pins: dict,
+                   ep: int) -> list[tuple]:
+    """Rule 8's settings of a degree point with expert-parallel degree ``ep`` on ``engine``:
+    ((field, value), ...) per setting, the framework's default first (() where the knobs are
+    not searched, or pinned: the plan's base fields hold them)."""
+    if not model.is_moe or ep <= 1 or engine not in MOE_KNOB_ENGINES:
+        return [()]
+    from ..framework_defaults import plan_defaults
+    default = plan_defaults(engine, 1, cluster.scaleup_domain, True)
+    dispatchers = [pins.get("moe_dispatcher", default["moe_dispatcher"])]
+    if "moe_dispatcher" not in pins:
+        dispatchers += [d for d in ("alltoall", "deepep") if d not in dispatchers
+                        and (d != "deepep" or cluster.gpu.compute_capability
+                             >= DEEPEP_MIN_COMPUTE_CAPABILITY)]
+    overlaps = [pins.get("ep_comm_overlap", default["ep_comm_overlap"])]
+    if "ep_comm_overlap" not in pins:
+        overlaps.append(not overlaps[0])
+    out = []
+    for d in dispatchers:
+        for o in overlaps:
+            out.append(tuple((k, v) for k, v in (("moe_dispatcher", d), ("ep_comm_overlap", o))
+                             if k not in pins))
+    return out
 
 
 def expert_choices(model: ModelSpec, attn_ranks: int, tp: int, pins: dict,
