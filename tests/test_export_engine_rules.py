@@ -19,7 +19,7 @@ import pytest
 
 from export_cases import MEGATRON, TORCHTITAN, build, scenario
 from meshplan.engines import UnsupportedByEngine, engine_violations
-from meshplan.export import export
+from meshplan.export import export, render
 from meshplan.export._common import flatten, script_args
 from meshplan.export.megatron import megatron_args
 from test_export import parse_megatron
@@ -330,3 +330,25 @@ def test_megatron_mla_builds_the_latent_norms():
                                     normalization="RMSNorm")
     attn = spec.submodules.self_attention.submodules
     assert attn.q_layernorm is not IdentityOp and attn.kv_layernorm is not IdentityOp
+
+
+@pytest.mark.parametrize("gpus,kw,warned", [
+    ("16xH100-SXM-80GB", dict(dp=16, ep=8, moe_dispatcher="deepep"), False),
+    ("16xH100-SXM-80GB", dict(dp=8, tp=2, ep=8), True),  # Hopper, tp > 1: the warning branch
+    ("16xB200", dict(dp=8, tp=2, ep=8), False),  # Blackwell: no CUDA_DEVICE_MAX_CONNECTIONS rule
+])
+def test_megatron_expert_overlap_gets_more_than_one_connection(gpus, kw, warned, tmp_path):
+    """Bug: a plan with the expert all-to-all overlap (epo, which the search now proposes with
+    --engine megatron) launched with CUDA_DEVICE_MAX_CONNECTIONS=1, which Megatron-Core's MoE
+    README names as what the overlap must not run with ("Requirements for EP A2A Overlap: ...
+    CUDA_DEVICE_MAX_CONNECTIONS > 1")."""
+    sc = scenario("mixtral-8x7b", gpus, 4096, 64, ep_comm_overlap=True, **kw)
+    assert engine_violations("megatron", sc.plan, sc.model, sc.workload, sc.cluster) == []
+    export(sc, "megatron", tmp_path / "out")
+    notes = render(sc, "megatron").notes
+    argv, cdmc = launch_megatron(tmp_path / "out", tmp_path)
+    ns = parse_megatron(argv)
+    assert ns.overlap_moe_expert_parallel_comm
+    assert cdmc is not None and int(cdmc) > 1
+    assert validate_args_rules(ns, cdmc, sc.plan.tp, sc.plan.cp) == []
+    assert any("CUDA_DEVICE_MAX_CONNECTIONS=32" in n for n in notes) == warned

@@ -307,13 +307,28 @@ def render_megatron(sc: Scenario) -> Rendered:
     # sbatch_mfsdp_deepseek_v3.sh unsets it); otherwise tp > 1 or cp > 1 before Blackwell
     # asserts it is "1" (1453-1479)
     unset = ["unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron FSDP refuses 1 (arguments.py:1166)"]
+    force = unset if fsdp else []
+    if sc.plan.ep_comm_overlap and not fsdp:
+        # the expert all-to-all overlap needs CUDA_DEVICE_MAX_CONNECTIONS > 1 (Megatron-LM
+        # megatron/core/transformer/moe/README.md at d98e8a64, "Requirements for EP A2A
+        # Overlap"), set over a caller's 1 as FSDP's unset is; with tp or cp > 1 before
+        # Blackwell validate_args then warns instead of asserting 1, naming "1 or 32, which
+        # depends on which parallelization you want to prioritize" (arguments.py 1466-1474):
+        # 32, the overlap the plan was costed with
+        force = ["export CUDA_DEVICE_MAX_CONNECTIONS=32  # the expert all-to-all overlap "
+                 "needs > 1 (Megatron-Core MoE README)"]
+        if (sc.plan.tp > 1 or sc.plan.cp > 1) and sc.cluster.gpu.compute_capability < 10:
+            notes.append("CUDA_DEVICE_MAX_CONNECTIONS=32 for the expert all-to-all overlap "
+                         "(epo): before Blackwell Megatron-LM asks for 1 to order TP/CP "
+                         "communication first and warns that the two overlaps compete; the "
+                         "plan's step time assumes both")
     text = launch_script(
         sc, "megatron_launch.sh", "megatron_launch.sh: Megatron-LM pretrain_gpt.py for this plan",
         args, '"${MEGATRON_LM:-.}/pretrain_gpt.py"', notes,
-        env=None if fsdp else {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+        env=None if force else {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
         extra_comments=["MEGATRON_LM = a Megatron-LM checkout. Data: --data-path PREFIX "
                         "(Megatron's indexed dataset) --tokenizer-model HF_NAME_OR_PATH, or "
                         "--mock-data for a throughput run on synthetic tokens. Options after "
                         "these go to pretrain_gpt.py as they are."],
-        before_launch=(unset if fsdp else []) + data_block(sc))
+        before_launch=force + data_block(sc))
     return Rendered("megatron", {"megatron_launch.sh": text}, {"megatron_launch.sh"}, notes)
