@@ -233,3 +233,59 @@ def test_a_crash_inside_the_model_fails_only_that_row(tmp_path, monkeypatch):
     results, s = validate(p, with_search_best=False)
     assert results[0].error is None and "internal error" in results[1].error
     assert s["predicted"] == 1 and s["errors"] == 1
+
+
+def test_dense_row_without_ffn_names_the_blank_field():
+    """A dense row naming no preset and leaving ffn blank failed as "ffn=0: must be a
+    positive integer", a value the row never gave; it is a blank required field."""
+    row = {"model": "my-1b", "arch": "dense", "layers": "16", "hidden": "2048", "heads": "16",
+           "vocab": "32000"}
+    with pytest.raises(InputError) as e:
+        model_from_row(row)
+    assert e.value.field == "ffn" and e.value.value == "" and "required" in str(e.value)
+    # an MoE row without leading dense layers needs no ffn
+    m, _ = model_from_row(dict(row, arch="moe", moe_experts="8", moe_topk="2",
+                               moe_expert_ffn="1024"))
+    assert m.is_moe and m.ffn == 0
+
+
+def test_attention_column_is_not_ignored():
+    """The row's `attention` column was read only for mla: gqa without kv_heads was predicted
+    as mha, MLA columns under a blank attention were dropped, and a preset's attention won
+    over the row's without a word."""
+    base = {"model": "my-model", "layers": "8", "hidden": "1024", "heads": "16",
+            "ffn": "4096", "vocab": "32000"}
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, attention="gqa"))  # kv_heads blank: was 16 (mha)
+    assert e.value.field == "kv_heads"
+    m, _ = model_from_row(dict(base, attention="gqa", kv_heads="4"))
+    assert m.kv_heads == 4
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, attention="mha", kv_heads="4"))
+    assert e.value.field == "attention"
+    mla = {"q_lora_rank": "256", "kv_lora_rank": "128", "qk_rope_head_dim": "32",
+           "qk_nope_head_dim": "64", "v_head_dim": "64"}
+    m, notes = model_from_row(dict(base, **mla))  # attention blank, MLA dims given
+    assert m.is_mla and m.kv_lora_rank == 128 and any("mla" in n for n in notes)
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, attention="gqa", kv_heads="4", **mla))
+    assert e.value.field == "attention"
+    # a preset: DeepSeek-V3 is MLA (its config.json has kv_lora_rank 512), not gqa
+    with pytest.raises(InputError) as e:
+        model_from_row({"model": "DeepSeek-V3", "attention": "gqa"})
+    assert e.value.field == "attention"
+    # the row's mha wins over Llama 3.1 8B's 8 key/value heads, and says so
+    m, notes = model_from_row({"model": "Llama 3.1 8B", "attention": "mha"})
+    assert m.heads == 32 and m.kv_heads == 32
+    assert notes[0] == "shape from preset llama3.1-8b" and "attention=mha" in notes[1]
+    m, notes = model_from_row({"model": "Llama 3.1 8B", "attention": "gqa"})
+    assert m.kv_heads == 8 and notes == ["shape from preset llama3.1-8b"]
+
+
+def test_dense_arch_on_an_moe_preset_says_what_it_drops():
+    """arch=dense on Mixtral 8x7B predicts a dense model (ffn 14336 in every layer, the
+    preset's dense width) while the only note said "shape from preset mixtral-8x7b"."""
+    m, notes = model_from_row({"model": "Mixtral 8x7B", "arch": "dense"})
+    assert not m.is_moe and m.ffn == 14336 and m.layers == 32
+    assert notes[0] == "shape from preset mixtral-8x7b"
+    assert len(notes) == 2 and "arch is dense" in notes[1] and "experts (8, top 2)" in notes[1]
