@@ -315,3 +315,16 @@ def test_attention_timed_at_4k_keys_is_stored_at_the_8k_reference():
     assert consts["EFFICIENCY.hopper.attention_fwd"] == pytest.approx(e.attention_fwd, rel=1e-9)
     assert consts["EFFICIENCY.hopper.attention_bwd"] == pytest.approx(e.attention_bwd, rel=1e-9)
     assert attention_occupancy(4096) < 0.96 and attention_occupancy(4096, True) < 0.93
+
+
+def test_profile_reads_back_the_very_constants_written(tmp_path):
+    """to_toml wrote each constant to 6 significant digits, so a profile holding a
+    constant at its default (calibrate --from-runs writes every constant it fitted, moved
+    or not) read back another value: EFFICIENCY.cdna3.matmul_bf16 0.5112436897659476 as
+    0.511244. Every float must read back equal."""
+    consts = {"EFFICIENCY.cdna3.matmul_bf16": efficiency.EFFICIENCY["cdna3"].matmul_bf16,
+              "EFFICIENCY.hopper.matmul_bf16": 0.8 * 1.1 * 0.9, "NETWORK.tp_overlap": 1.0,
+              "EFFICIENCY.hopper.gemm_tile_latency_s": 1.75e-06}
+    path = tmp_path / "p.toml"
+    path.write_text(profile.to_toml({"date": "2026-11-28", "device": "test"}, consts))
+    assert profile.load(path)["constants"] == consts
