@@ -328,3 +328,29 @@ def test_profile_reads_back_the_very_constants_written(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text(profile.to_toml({"date": "2026-11-28", "device": "test"}, consts))
     assert profile.load(path)["constants"] == consts
+
+
+def test_from_runs_fits_the_gemm_rate_a_part_is_priced_from():
+    """GB200 is priced from its own GEMM fraction (efficiency.SKU_MATMUL.GB200), not from
+    Blackwell's: --from-runs fitted EFFICIENCY.blackwell.matmul_bf16, which changes nothing
+    of a GB200 row, so runs whose GEMMs were 0.8x the model's were left as they were."""
+    from meshplan.calibrate import from_runs
+    from meshplan.validate import predict_rows
+
+    rows = [{"id": str(i), "source": "s", "model": "llama3.1-8b", "gpu": "GB200",
+             "num_gpus": str(n), "seq_len": "4096", "global_batch_seqs": str(gb), "tp": "1",
+             "pp": "1", "dp": str(n), "zero": "1", "micro_batch": "1", "recompute": "none",
+             "precision": "bf16"} for i, (n, gb) in enumerate([(4, 16), (8, 32), (8, 64)])]
+    sku = efficiency.SKU_MATMUL["GB200"]["bf16"]
+    restore = profile.apply({"SKU_MATMUL.GB200.bf16": sku * 0.8})
+    try:
+        truth = predict_rows(rows, with_search_best=False, jobs=1)
+    finally:
+        restore()
+    for r, t in zip(rows, truth):
+        r["measured_tokens_per_s_per_gpu"] = repr(t.predicted_tokens_per_s_per_gpu)
+    names = from_runs.default_names(rows)
+    assert "SKU_MATMUL.GB200.bf16" in names and "EFFICIENCY.blackwell.matmul_bf16" not in names
+    consts = from_runs.fit(rows, names, passes=1)
+    assert consts["SKU_MATMUL.GB200.bf16"] == pytest.approx(sku * 0.8, rel=1e-9)
+    assert max(from_runs.log_errors(rows, consts)) < 1e-6

@@ -2,8 +2,9 @@
 user's own measured steps, and say honestly whether it helped.
 
 The constants (by default, per GPU generation in the file: the large-GEMM efficiency at the
-file's precision and the flash-attention forward efficiency; and the hidden share of TP
-communication) are fitted by coordinate search over multiplicative grids around their
+file's precision, under the part's own key for a part with a measured rate of its own
+(efficiency.SKU_MATMUL), and the flash-attention forward efficiency; and the hidden share of
+TP communication) are fitted by coordinate search over multiplicative grids around their
 current values, minimising the mean |ln(predicted / measured)| tokens/s per GPU. The error
 is reported k-fold cross-validated: each fold's rows are predicted with constants fitted on
 the other folds only; "before" is the defaults' error on the same rows (nothing fitted, so
@@ -32,9 +33,19 @@ def default_names(rows: list[dict]) -> list[str]:
             p = prepare(r)
         except InputError:
             continue
-        gen = p.cluster.gpu.generation or "hopper"
-        mm = "matmul_fp8" if p.workload.precision == "fp8" else "matmul_bf16"
-        for n in (f"EFFICIENCY.{gen}.{mm}", f"EFFICIENCY.{gen}.attention_fwd"):
+        gpu = p.cluster.gpu
+        gen = gpu.generation or "hopper"
+        fp8 = p.workload.precision == "fp8"
+        mm = f"EFFICIENCY.{gen}.matmul_fp8" if fp8 else f"EFFICIENCY.{gen}.matmul_bf16"
+        # a part with a GEMM rate of its own (efficiency.SKU_MATMUL: GB200, B300, GB300, V100,
+        # MI325X, MI355X) is priced from it, not from its generation's fraction (which then
+        # changes nothing of the row): fit the part's key; at fp8 without one of its own, its
+        # bf16 fraction, which its fp8 rate scales with (compute._matmul_fraction)
+        sku = profile._module().SKU_MATMUL.get(gpu.name, {})
+        dtype = "fp8" if fp8 else "bf16"
+        if dtype in sku or (fp8 and "bf16" in sku):
+            mm = f"SKU_MATMUL.{gpu.name}.{dtype if dtype in sku else 'bf16'}"
+        for n in (mm, f"EFFICIENCY.{gen}.attention_fwd"):
             if n not in names:
                 names.append(n)
     names.append("NETWORK.tp_overlap")
