@@ -354,3 +354,16 @@ def test_from_runs_fits_the_gemm_rate_a_part_is_priced_from():
     consts = from_runs.fit(rows, names, passes=1)
     assert consts["SKU_MATMUL.GB200.bf16"] == pytest.approx(sku * 0.8, rel=1e-9)
     assert max(from_runs.log_errors(rows, consts)) < 1e-6
+
+
+def test_validate_text_names_the_constants_it_used(tmp_path, capsys):
+    """Under --profile the per-source errors are the profile's, not the shipped constants'
+    that the header named."""
+    path = _runs_csv(tmp_path, 1.0)
+    assert main(["validate", str(path), "--jobs", "1"]) == 0
+    assert "(shipped constants)" in capsys.readouterr().out
+    prof = tmp_path / "p.toml"
+    prof.write_text('[meta]\ndevice = "test"\n[constants]\n"EFFICIENCY.hopper.matmul_bf16" = 0.4\n')
+    assert main(["validate", str(path), "--jobs", "1", "--profile", str(prof)]) == 0
+    out = capsys.readouterr().out
+    assert "shipped constants" not in out and "(the profile's constants)" in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+from .. import profile
 from ..errors import require_nonneg_int
 from ..progress import activity
 from ..ranking import format_lines
@@ -103,7 +104,8 @@ def _run(args) -> int:
         print(f"search's best plan predicted at least as fast as the published plan: "
               f"{s['search_at_least_as_fast']} of {s['search_compared']} rows")
     if s["per_source"]:
-        print("per source: rows, median |error| tokens/s (shipped constants), 10-90% coverage "
+        consts = "the profile's constants" if profile.active() else "shipped constants"
+        print(f"per source: rows, median |error| tokens/s ({consts}), 10-90% coverage "
               "with the residual model left out for the source")
         for src, d in s["per_source"].items():
             print(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
