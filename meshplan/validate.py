@@ -311,6 +311,9 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")
         _fill_prediction(res, prep, cache, residuals)
+        note = _cluster_tokens_note(res, prep.cluster.num_gpus)
+        if note:
+            res.notes.append(note)
         if with_search_best:
             key = ("free",) + prep.free_key
             if key not in cache:
@@ -325,6 +328,21 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         res.error = f"internal error ({type(e).__name__}: {e}); please report this row"
         _clear_prediction(res)
     return res
+
+
+def _cluster_tokens_note(res: RowResult, num_gpus: int) -> str:
+    """A note when the measured tokens/s per GPU reads like the whole cluster's: above the
+    prediction's 90th percentile, while that figure over the GPUs falls inside its 10-90%
+    interval (the row is scored as given; the note says what to check)."""
+    m, iv = res.measured_tokens_per_s_per_gpu, res.tokens_p10_p90
+    if m is None or iv is None or num_gpus < 2 or res.measured_step_time_s is not None:
+        return ""
+    if m > iv[1] and iv[0] <= m / num_gpus <= iv[1]:
+        ratio = m / res.predicted_tokens_per_s_per_gpu
+        return (f"measured_tokens_per_s_per_gpu={m:g} is {ratio:.1f}x the prediction; over "
+                f"the {num_gpus} GPUs it would be {m / num_gpus:,.1f} per GPU, inside the "
+                "10-90% interval: is it the whole cluster's tokens/s? (scored as given)")
+    return ""
 
 
 def _clear_prediction(res: RowResult) -> None:

@@ -289,3 +289,19 @@ def test_dense_arch_on_an_moe_preset_says_what_it_drops():
     assert not m.is_moe and m.ffn == 14336 and m.layers == 32
     assert notes[0] == "shape from preset mixtral-8x7b"
     assert len(notes) == 2 and "arch is dense" in notes[1] and "experts (8, top 2)" in notes[1]
+
+
+def test_cluster_tokens_in_the_per_gpu_column_are_pointed_out(tmp_path):
+    """A team that wrote its cluster's tokens/s (8 GPUs x ~9,500) in the per-GPU column got
+    -87% and no word on why; the row is still scored as given, with a note."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,"
+              "measured_tokens_per_s_per_gpu")
+    base = "{id},Llama 3.1 8B,H100-SXM-80GB,8,8192,32,1,1,8,{tps}"
+    p = _csv(tmp_path, [base.format(id=1, tps=9500), base.format(id=2, tps=8 * 9500)],
+             header=header)
+    per_gpu, cluster = validate(p, with_search_best=False)[0]
+    lo, hi = per_gpu.tokens_p10_p90
+    assert lo <= 9500 <= hi and not any("whole cluster" in n for n in per_gpu.notes)
+    assert cluster.tokens_error < -0.8  # scored as given
+    assert any("whole cluster" in n and "9,500.0 per GPU" in n for n in cluster.notes), \
+        cluster.notes
