@@ -307,6 +307,10 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         if res.measured_oom and res.measured_tokens_per_s_per_gpu is not None:
             res.notes.append("oom=1 with a measured tokens/s per GPU: a run that went out of "
                              "memory reports a throughput; both are kept (check the row)")
+        if res.measured_oom and res.measured_peak_mem_gib is not None:
+            res.notes.append("oom=1 with a measured peak memory: the peak of a run that went "
+                             "out of memory is where it stopped, a lower bound of what it "
+                             "needed; scored as given (check the row)")
         if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")

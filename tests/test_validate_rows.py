@@ -305,3 +305,15 @@ def test_cluster_tokens_in_the_per_gpu_column_are_pointed_out(tmp_path):
     assert cluster.tokens_error < -0.8  # scored as given
     assert any("whole cluster" in n and "9,500.0 per GPU" in n for n in cluster.notes), \
         cluster.notes
+
+
+def test_oom_row_with_a_peak_says_the_peak_is_a_lower_bound(tmp_path):
+    """A row with oom=1 and measured_peak_mem_gib was scored on memory without a word,
+    though a run that went out of memory stopped before its peak."""
+    header = "id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,measured_peak_mem_gib,oom"
+    p = _csv(tmp_path, ["1,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,1,8,79.0,1",
+                        "2,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,1,8,79.0,0"], header=header)
+    oom, ran = validate(p, with_search_best=False)[0]
+    assert oom.error is None and oom.measured_oom and oom.memory_error is not None
+    assert any("lower bound" in n for n in oom.notes)
+    assert not any("lower bound" in n for n in ran.notes)
