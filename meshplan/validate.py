@@ -413,7 +413,10 @@ def _lean_search(prep: Prepared, pins: dict, r: SearchResult):
 
 def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
     pins = dict(prep.pins)
-    key = ("pinned", prep.free_key, prep.pins)
+    # the blank dtype columns are part of the key: a row that states its dtypes is not
+    # predicted with the lean ones a row leaving them blank may get (verdict_lean.py)
+    key = ("pinned", prep.free_key, prep.pins, prep.optimizer_state_blank,
+           prep.grad_reduce_blank)
     if key not in cache:
         r, pins, note = _pinned_search(prep, pins)
         lean = _lean_search(prep, pins, r)

@@ -317,3 +317,25 @@ def test_oom_row_with_a_peak_says_the_peak_is_a_lower_bound(tmp_path):
     assert oom.error is None and oom.measured_oom and oom.memory_error is not None
     assert any("lower bound" in n for n in oom.notes)
     assert not any("lower bound" in n for n in ran.notes)
+
+
+def test_a_row_stating_its_dtypes_is_not_given_a_blank_rows_lean_ones(tmp_path):
+    """Rows sharing a model, cluster, workload and layout shared one cached prediction even
+    when one stated its dtypes (fp32) and the other left them blank: whichever came first
+    decided both, so the row stating fp32 was predicted with bf16 states and a note saying
+    it left them blank. Each row must be predicted as it is predicted alone."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,framework,"
+              "optimizer_state_precision,grad_reduce_dtype,measured_tokens_per_s_per_gpu")
+    stated = "s,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,2,4,megatron,fp32,fp32,1000"
+    blank = "b,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,2,4,megatron,,,1000"
+    alone = {}
+    for name, line in (("s", stated), ("b", blank)):
+        r, = validate(_csv(tmp_path, [line], header=header, name=f"{name}.csv"),
+                      with_search_best=False)[0]
+        alone[name] = (r.predicted_tokens_per_s_per_gpu, r.plan, r.notes)
+    assert alone["s"] != alone["b"]  # the blank row gets the engine's lean dtypes here
+    for order in ([blank, stated], [stated, blank]):
+        res = validate(_csv(tmp_path, order, header=header, name="both.csv"),
+                       with_search_best=False)[0]
+        for r in res:
+            assert (r.predicted_tokens_per_s_per_gpu, r.plan, r.notes) == alone[r.id], r.id
