@@ -314,14 +314,16 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")
-        _fill_prediction(res, prep, cache, residuals)
+        workload = _fill_prediction(res, prep, cache, residuals)
         note = _cluster_tokens_note(res, prep.cluster.num_gpus)
         if note:
             res.notes.append(note)
         if with_search_best:
-            key = ("free",) + prep.free_key
+            # at the dtypes the row's plan was predicted with (the lean ones where the row
+            # leaves them blank and only they let its faster plan fit), so the two compare
+            key = ("free", prep.model, prep.cluster, workload)
             if key not in cache:
-                free = search(prep.model, prep.cluster, prep.workload, {}, top_k=1, rerank_k=1)
+                free = search(prep.model, prep.cluster, workload, {}, top_k=1, rerank_k=1)
                 cache[key] = ((free.best.tokens_per_s_per_gpu, free.best.plan.describe())
                               if free.best is not None else (None, ""))
             res.search_best_tokens_per_s_per_gpu, res.search_best_plan = cache[key]
@@ -411,7 +413,9 @@ def _lean_search(prep: Prepared, pins: dict, r: SearchResult):
     return lp, rl
 
 
-def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
+def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> Workload:
+    """Fill ``res`` with the row's prediction; returns the workload it was predicted at
+    (the row's, or the same with the engine's lean dtypes: verdict_lean.py)."""
     pins = dict(prep.pins)
     # the blank dtype columns are part of the key: a row that states its dtypes is not
     # predicted with the lean ones a row leaving them blank may get (verdict_lean.py)
@@ -423,6 +427,7 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
         cache[("lean",) + key] = lean is not None and r.best is None
         if lean is not None:
             prep_l, r = lean
+            cache[("workload",) + key] = prep_l.workload
             note = "; ".join(x for x in (note, (
                 f"dtypes: {r.best.plan.describe()} fits only with the engine's lean dtypes "
                 f"(optimizer states {prep_l.workload.optimizer_state_precision}, gradients "
@@ -487,6 +492,7 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.throughput_class = iv.throughput_class
     res.memory_class = iv.memory_class
     res.constants_var = uncertainty.constants_var(data, est.step_time.parts)
+    return cache.get(("workload",) + key, prep.workload)
 
 
 def _pct(xs: list[float], q: float) -> float:

@@ -339,3 +339,18 @@ def test_a_row_stating_its_dtypes_is_not_given_a_blank_rows_lean_ones(tmp_path):
                        with_search_best=False)[0]
         for r in res:
             assert (r.predicted_tokens_per_s_per_gpu, r.plan, r.notes) == alone[r.id], r.id
+
+
+def test_search_best_is_searched_at_the_dtypes_the_row_was_predicted_with(tmp_path):
+    """A row leaving its dtype columns blank may be predicted with the engine's lean dtypes
+    (verdict_lean.py); the search's own best plan was searched at the default dtypes only,
+    so it came out slower than the row's plan (8B on 8 B200 at fp8: 28,947 against 29,254
+    tokens/s per GPU) although the row's plan at those dtypes is one it could choose."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,precision,framework,"
+              "measured_tokens_per_s_per_gpu")
+    p = _csv(tmp_path, ["1,Llama 3.1 8B,B200,8,8192,64,1,1,8,fp8,megatron,26000"],
+             header=header)
+    (r,), s = validate(p, with_search_best=True)
+    assert any("lean dtypes" in n for n in r.notes)  # the case this is about
+    assert r.search_best_tokens_per_s_per_gpu >= r.predicted_tokens_per_s_per_gpu * (1 - 1e-9)
+    assert s["search_at_least_as_fast"] == s["search_compared"] == 1
