@@ -30,6 +30,9 @@ _SUFFIXES = ("instruct", "base", "hf", "chat")
 
 def _norm(name: str) -> str:
     s = name.strip().lower().rsplit("/", 1)[-1]
+    # a release tag with a dot ends some HuggingFace ids ("Mixtral-8x7B-Instruct-v0.1"): not
+    # the model's version, which has no dot in the names matched here ("DeepSeek-V3")
+    s = re.sub(r"[-_ ]v\d+(\.\d+)+$", "", s)
     s = re.sub(r"[^a-z0-9]", "", s)
     if s.startswith("metallama"):
         s = s[4:]

@@ -110,6 +110,10 @@ def test_unterminated_quote_refuses_the_file(tmp_path, capsys):
     ("DeepSeek-V3", "deepseek-v3"), ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
     ("Llama 3.1 405B", "llama3.1-405b"), ("meta-llama/Llama-3.1-70B-Instruct", "llama3.1-70b"),
     ("Mixtral 8x7B", "mixtral-8x7b"), ("Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    # HuggingFace ids ending in a release tag (they were not matched)
+    ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+    ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
+    ("deepseek-ai/DeepSeek-V3-Base", "deepseek-v3"), ("deepseek-ai/DeepSeek-V2.5", None),
     ("Llama 3 70B", None), ("GPT 1.7B (Megatron weak-scaling family)", None), ("", None),
 ])
 def test_preset_name_matching(name, expected):
