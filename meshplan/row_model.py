@@ -106,6 +106,8 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
             kw.update(moe_groups=0, moe_group_topk=0)
             notes.append(f"{base_name}'s {base.moe_groups} routing groups do not divide the "
                          f"row's {kw['moe_experts']} experts: no group-limited routing")
+        if kw.get("moe_experts") and not base.is_moe:
+            _require_moe_columns(given, f"preset {base_name} is dense")
         spec = dataclasses.replace(base, name=name, **kw)
         if arch == "moe" and not spec.is_moe:
             raise InputError("moe_experts", "", f"required for an MoE row (arch=moe): preset "
@@ -150,6 +152,8 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
         for c in ("moe_experts", "moe_topk", "moe_expert_ffn", "moe_shared_experts",
                   "moe_dense_layers"):
             kw.pop(c, None)
+    if kw.get("moe_experts"):
+        _require_moe_columns(given, "`model` names no preset")
     if "ffn" not in given and (not kw.get("moe_experts") or kw.get("moe_dense_layers")):
         raise InputError("ffn", "", "required for a prediction (blank, and `model` names no "
                          "preset): the dense MLP's intermediate size"
@@ -169,6 +173,16 @@ def model_from_row(row: dict) -> tuple[ModelSpec, list[str]]:
     spec = ModelSpec(**kw)
     _row_attention(attn, spec, given, "")
     return spec, notes
+
+
+def _require_moe_columns(given: dict, why: str) -> None:
+    """An MoE row's experts need their top-k and width; a blank one failed as "=0" (a value
+    the row never gave)."""
+    for c, what in (("moe_topk", "the number of experts each token is routed to"),
+                    ("moe_expert_ffn", "each expert's MLP intermediate size")):
+        if c not in given:
+            raise InputError(c, "", f"required for an MoE row (moe_experts="
+                             f"{given['moe_experts']}; {why}): {what}")
 
 
 def _row_attention(attn: str, spec: ModelSpec, given: dict, base: str) -> tuple[ModelSpec, str]:

@@ -358,3 +358,20 @@ def test_search_best_is_searched_at_the_dtypes_the_row_was_predicted_with(tmp_pa
     assert any("lean dtypes" in n for n in r.notes)  # the case this is about
     assert r.search_best_tokens_per_s_per_gpu >= r.predicted_tokens_per_s_per_gpu * (1 - 1e-9)
     assert s["search_at_least_as_fast"] == s["search_compared"] == 1
+
+
+def test_moe_row_with_blank_topk_or_width_names_the_blank_field():
+    """moe_experts given with moe_topk or moe_expert_ffn blank failed as "moe_topk=0: must be
+    between 1 and moe_experts" / "moe_expert_ffn=0: must be positive", values the row never
+    gave."""
+    base = {"model": "my-moe", "arch": "moe", "layers": "16", "hidden": "2048", "heads": "16",
+            "vocab": "32000", "moe_experts": "64", "moe_topk": "8", "moe_expert_ffn": "1024"}
+    m, _ = model_from_row(base)
+    assert m.is_moe and (m.moe_topk, m.moe_expert_ffn) == (8, 1024)
+    for c in ("moe_topk", "moe_expert_ffn"):
+        with pytest.raises(InputError) as e:
+            model_from_row(dict(base, **{c: ""}))
+        assert e.value.field == c and e.value.value == "" and "required" in str(e.value)
+    with pytest.raises(InputError) as e:  # experts on a dense preset: its width is not given
+        model_from_row({"model": "Llama 3.1 8B", "moe_experts": "8", "moe_topk": "2"})
+    assert e.value.field == "moe_expert_ffn" and e.value.value == ""
