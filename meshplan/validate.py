@@ -32,7 +32,7 @@ from .plan import MOE_DISPATCHERS, MULTI_CHUNK_SCHEDULES, SCHEDULES, Plan
 from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
-from .scenario import make_cluster
+from .scenario import check_precision, make_cluster
 from .workers import pool_map, worker_count
 from .search.search import SearchResult, search
 from .specs.workload import Workload
@@ -216,9 +216,14 @@ def prepare(row: dict) -> Prepared:
     framework, note = framework_defaults.row_framework(text(row, "framework"))
     if note:
         notes.append(note)
+    # blank: bf16, or fp16 on parts without bf16 tensor cores (as plan and predict); a
+    # precision the GPU has no tensor cores for is refused, as plan and predict refuse it
+    precision = (text(row, "precision")
+                 or ("bf16" if "bf16" in cluster.gpu.peak_flops else "fp16")).lower()
+    check_precision(precision, [cluster.gpu])
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
-                        (text(row, "precision") or "bf16").lower(),
+                        precision,
                         framework=framework,
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),

@@ -375,3 +375,22 @@ def test_moe_row_with_blank_topk_or_width_names_the_blank_field():
     with pytest.raises(InputError) as e:  # experts on a dense preset: its width is not given
         model_from_row({"model": "Llama 3.1 8B", "moe_experts": "8", "moe_topk": "2"})
     assert e.value.field == "moe_expert_ffn" and e.value.value == ""
+
+
+def test_a_precision_the_gpu_lacks_is_refused_as_predict_refuses_it(tmp_path):
+    """plan and predict refuse bf16 on a V100 and fp8 on an A100 (no such tensor cores);
+    validate predicted both rows as if the GPU had them. A blank precision on a V100 is
+    fp16, as plan and predict take it."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,precision,"
+              "measured_tokens_per_s_per_gpu")
+    p = _csv(tmp_path, ["1,Llama 3.1 8B,V100-SXM-32GB,8,2048,32,1,1,8,bf16,900",
+                        "2,Llama 3.1 8B,A100-SXM-80GB,8,4096,32,1,1,8,fp8,3000",
+                        "3,Llama 3.1 8B,V100-SXM-32GB,8,2048,32,1,1,8,,900",
+                        "4,Llama 3.1 8B,V100-SXM-32GB,8,2048,32,1,1,8,fp16,900"], header=header)
+    v100_bf16, a100_fp8, v100_blank, v100_fp16 = validate(p, with_search_best=False)[0]
+    assert v100_bf16.error and "precision='bf16'" in v100_bf16.error
+    assert a100_fp8.error and "precision='fp8'" in a100_fp8.error
+    assert v100_blank.error is None and v100_fp16.error is None
+    assert v100_blank.predicted_tokens_per_s_per_gpu == v100_fp16.predicted_tokens_per_s_per_gpu
+    assert main(["predict", "--model", "llama3.1-8b", "--gpus", "8xA100-SXM-80GB",
+                 "--precision", "fp8", "--seq-len", "4096", "--global-batch", "32"]) == 2
