@@ -662,9 +662,11 @@ def predict_rows(rows: list[dict], with_search_best: bool = True, jobs: int = 1,
 
 def validate(path: str | Path, with_search_best: bool = True, jobs: int = 1,
              residuals: dict | None = None) -> tuple[list[RowResult], dict]:
-    rows = read_rows(path)
+    rows, header = runs_csv.read_rows_and_header(path)
     results = predict_rows(rows, with_search_best, jobs, residuals)
     summary = summarize(results, residuals)
+    summary["columns_not_read"] = [{"column": c, "did_you_mean": m}
+                                   for c, m in runs_csv.unread_measured_columns(header)]
     if any(validate_pools.is_pool_row(r) for r in rows):
         summary["pools"] = validate_pools.summary(rows, results)
     return results, summary

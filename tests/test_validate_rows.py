@@ -394,3 +394,22 @@ def test_a_precision_the_gpu_lacks_is_refused_as_predict_refuses_it(tmp_path):
     assert v100_blank.predicted_tokens_per_s_per_gpu == v100_fp16.predicted_tokens_per_s_per_gpu
     assert main(["predict", "--model", "llama3.1-8b", "--gpus", "8xA100-SXM-80GB",
                  "--precision", "fp8", "--seq-len", "4096", "--global-batch", "32"]) == 2
+
+
+def test_a_misspelt_measured_column_is_named_not_silently_ignored(tmp_path, capsys):
+    """Unknown columns are ignored, so a team writing `tokens_per_s_per_gpu` or
+    `step_time_s` saw its rows predicted as not measured, without a word."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,tokens_per_s_per_gpu,"
+              "step_time_s,measured_noise,notes")
+    p = _csv(tmp_path, ["1,Llama 3.1 8B,H100-SXM-80GB,8,8192,32,1,1,8,9000,3.6,,run 1"],
+             header=header)
+    (r,), s = validate(p, with_search_best=False)
+    assert r.measured_tokens_per_s_per_gpu is None  # still not read: the schema's names
+    assert s["columns_not_read"] == [
+        {"column": "tokens_per_s_per_gpu", "did_you_mean": "measured_tokens_per_s_per_gpu"},
+        {"column": "step_time_s", "did_you_mean": "measured_step_time_s"}]
+    assert main(["validate", str(p), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "column 'tokens_per_s_per_gpu' is not read" in out and "measured_step_time_s?" in out
+    good = _csv(tmp_path, [GOOD.format(id=1, tps=30000)], name="good.csv")
+    assert validate(good, with_search_best=False)[1]["columns_not_read"] == []

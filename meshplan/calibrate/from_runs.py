@@ -19,7 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .. import profile
+from .. import profile, runs_csv
 from ..errors import InputError
 from ..validate import predict_rows, prepare, read_rows
 
@@ -131,7 +131,10 @@ def run_from_runs(args) -> int:
     if args.folds < 2:
         raise InputError("folds", args.folds, "must be at least 2 (cross-validation folds; "
                          "capped at the row count)")
-    every = read_rows(args.from_runs)
+    every, header = runs_csv.read_rows_and_header(args.from_runs)
+    for col, near in runs_csv.unread_measured_columns(header):
+        print(f"note: column {col!r} is not read (not a column of the schema, so its figures "
+              f"are not fitted on): did you mean {near}?")
     rows, dropped = usable_rows(every)
     if dropped:
         print(f"rows not used ({len(dropped)}):")

@@ -75,6 +75,9 @@ def _run(args) -> int:
             if r.error:
                 print(f"{r.id:>4} {r.model[:22]:<22} {r.error}")
     print()
+    for c in s.get("columns_not_read", []):
+        print(f"note: column {c['column']!r} is not read (not a column of the schema, so its "
+              f"figures are not scored): did you mean {c['did_you_mean']}?")
     print(f"rows {s['rows']}, predicted {s['predicted']}, not scored {s['errors']}")
     if s["tokens_median_abs_error"] is not None:
         print(f"tokens/s per GPU, trust A/B ({s['tokens_rows_trust_ab']} rows): median |error| "
