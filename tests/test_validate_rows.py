@@ -413,3 +413,18 @@ def test_a_misspelt_measured_column_is_named_not_silently_ignored(tmp_path, caps
     assert "column 'tokens_per_s_per_gpu' is not read" in out and "measured_step_time_s?" in out
     good = _csv(tmp_path, [GOOD.format(id=1, tps=30000)], name="good.csv")
     assert validate(good, with_search_best=False)[1]["columns_not_read"] == []
+
+
+@pytest.mark.parametrize("written, engine", [
+    ("Megatron-LM", "megatron"), ("Megatron-Core", "megatron"), ("MCore", "megatron"),
+    ("NeMo 2.0", "nemo"), ("megatron", "megatron"), ("Composer", "other")])
+def test_framework_names_people_write(written, engine):
+    """'Megatron-LM' (the engine's own name) was read as 'other' and predicted with other
+    defaults (FA2 attention instead of TE's, its dtypes): it is megatron, with no note."""
+    from meshplan.validate import prepare
+
+    row = {"model": "Llama 3.1 8B", "gpu": "H100-SXM-80GB", "num_gpus": "8", "seq_len": "4096",
+           "global_batch_seqs": "32", "framework": written}
+    p = prepare(row)
+    assert p.workload.framework == engine
+    assert (engine == "other") == any("not one the schema names" in n for n in p.notes)
