@@ -367,3 +367,24 @@ def test_validate_text_names_the_constants_it_used(tmp_path, capsys):
     assert main(["validate", str(path), "--jobs", "1", "--profile", str(prof)]) == 0
     out = capsys.readouterr().out
     assert "shipped constants" not in out and "(the profile's constants)" in out
+
+
+def test_from_runs_fits_the_sgemm_rate_of_an_fp32_v100_row():
+    """An fp32 row on a V100 runs its GEMMs at the part's measured SGEMM fraction
+    (SKU_MATMUL.V100-SXM-32GB.fp32); the key fitted must be one that moves its prediction."""
+    from meshplan.calibrate import from_runs
+    from meshplan.validate import predict_row
+
+    row = {"id": "1", "model": "llama3.2-1b", "gpu": "V100-SXM-32GB", "num_gpus": "8",
+           "seq_len": "1024", "global_batch_seqs": "32", "tp": "1", "pp": "1", "dp": "8",
+           "zero": "1", "micro_batch": "1", "recompute": "full", "precision": "fp32"}
+    names = from_runs.default_names([row])
+    mm = [n for n in names if "matmul" in n or n.startswith("SKU_MATMUL")]
+    assert mm == ["SKU_MATMUL.V100-SXM-32GB.fp32"]
+    base = predict_row(row, with_search_best=False).predicted_tokens_per_s_per_gpu
+    restore = profile.apply({mm[0]: 0.5 * efficiency.SKU_MATMUL["V100-SXM-32GB"]["fp32"]})
+    try:
+        slower = predict_row(row, with_search_best=False).predicted_tokens_per_s_per_gpu
+    finally:
+        restore()
+    assert slower < 0.9 * base

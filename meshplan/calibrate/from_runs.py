@@ -42,7 +42,11 @@ def default_names(rows: list[dict]) -> list[str]:
         # changes nothing of the row): fit the part's key; at fp8 without one of its own, its
         # bf16 fraction, which its fp8 rate scales with (compute._matmul_fraction)
         sku = profile._module().SKU_MATMUL.get(gpu.name, {})
-        dtype = "fp8" if fp8 else "bf16"
+        prec = p.workload.precision
+        # fp32 storage runs SGEMMs at the part's measured SGEMM fraction where it has one
+        # (V100), as compute._fp32_device reads it; TF32 and the rest the 16-bit fraction
+        sgemm = prec == "fp32" or (prec == "tf32" and "tf32" not in gpu.peak_flops)
+        dtype = "fp8" if fp8 else "fp32" if sgemm and "fp32" in sku else "bf16"
         if dtype in sku or (fp8 and "bf16" in sku):
             mm = f"SKU_MATMUL.{gpu.name}.{dtype if dtype in sku else 'bf16'}"
         for n in (mm, f"EFFICIENCY.{gen}.attention_fwd"):
