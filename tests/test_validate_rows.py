@@ -428,3 +428,15 @@ def test_framework_names_people_write(written, engine):
     p = prepare(row)
     assert p.workload.framework == engine
     assert (engine == "other") == any("not one the schema names" in n for n in p.notes)
+
+
+def test_an_id_shared_by_rows_is_named(tmp_path, capsys):
+    """Two rows with one id were both reported under it without a word: the report could
+    not be joined back to the file (nor a pool row's baseline_id resolved)."""
+    p = _csv(tmp_path, [GOOD.format(id=1, tps=30000), GOOD.format(id=1, tps=31000),
+                        GOOD.format(id=2, tps=30000)])
+    results, s = validate(p, with_search_best=False)
+    assert len(results) == 3 and s["predicted"] == 3
+    assert s["duplicate_ids"] == {"1": 2}
+    assert main(["validate", str(p), "--jobs", "1"]) == 0
+    assert "id '1' names 2 rows" in capsys.readouterr().out

@@ -75,6 +75,9 @@ def _run(args) -> int:
             if r.error:
                 print(f"{r.id:>4} {r.model[:22]:<22} {r.error}")
     print()
+    for rid, n in s.get("duplicate_ids", {}).items():
+        print(f"note: id {rid!r} names {n} rows (each is predicted and scored; give each row "
+              "its own id to tell them apart)")
     for c in s.get("columns_not_read", []):
         print(f"note: column {c['column']!r} is not read (not a column of the schema, so its "
               f"figures are not scored): did you mean {c['did_you_mean']}?")
