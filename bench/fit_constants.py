@@ -70,8 +70,14 @@ def _summary(errs: list[float]) -> str:
     return f"median {statistics.median(a):6.1%}  p90 {p90:6.1%}  (n={len(a)})"
 
 
+def graded_ab(row: dict) -> bool:
+    """Whether a row is fitted on: trust A or B, any case, or not graded (blank), the rows
+    `meshplan validate` counts among its A/B figures. Grade C is never fitted on."""
+    return row.get("trust", "").strip().upper() in ("A", "B", "")
+
+
 def _fit_mask(rows: list[dict]) -> list[bool]:
-    return [r.get("trust", "").strip() in ("A", "B") for r in rows]
+    return [graded_ab(r) for r in rows]
 
 
 def loso_predictions(rows: list[dict]) -> dict[str, float]:
@@ -101,7 +107,10 @@ def loso_predictions(rows: list[dict]) -> dict[str, float]:
 
 
 def main(calib: str, heldout: str | None = None) -> None:
-    rows = [r for r in read_rows(calib) if r.get("trust", "").strip() in ("A", "B")]
+    rows = [r for r in read_rows(calib) if graded_ab(r)]
+    if not rows:  # a fit on no rows printed the grid's first point as "fitted"
+        raise SystemExit(f"fit_constants.py: {calib} has no trust A/B (or ungraded) rows to "
+                         "fit on")
     groups = [source_group(r.get("source", "")) for r in rows]
     points = [dict(zip(GRID, vals)) for vals in itertools.product(*GRID.values())]
     table = []  # per grid point: per-row errors
@@ -129,7 +138,7 @@ def main(calib: str, heldout: str | None = None) -> None:
     print(f"\nall rows, leave-one-source-out: {_summary(loso)}")
     _set(points[all_i])
     if heldout:
-        hrows = [r for r in read_rows(heldout) if r.get("trust", "").strip() in ("A", "B")]
+        hrows = [r for r in read_rows(heldout) if graded_ab(r)]
         herr = _errors(hrows)
         print(f"held-out ({heldout}) at the fitted constants: {_summary(herr)}")
         hg = [source_group(r.get("source", "")) for r in hrows]

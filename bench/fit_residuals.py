@@ -228,11 +228,14 @@ def memory_only(path: str, memory_csvs: list[str], out: str) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("csv")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", help="runs CSV (docs/validation.md) whose residuals are fitted")
     ap.add_argument("--in-sample", action="store_true",
                     help="residuals of the shipped constants as they are (no refit per source)")
-    ap.add_argument("--out", default=str(Path(uncertainty.__file__).with_name("residuals.toml")))
+    shipped = Path(uncertainty.__file__).with_name("residuals.toml")
+    ap.add_argument("--out", default=str(shipped),
+                    help=f"TOML to write (default: {shipped}, the interval model every "
+                         "prediction uses: it is overwritten)")
     ap.add_argument("--memory-csv", action="append", default=[],
                     help="another runs CSV whose measured peaks join the memory residuals")
     ap.add_argument("--memory-only", action="store_true",

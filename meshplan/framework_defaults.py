@@ -107,10 +107,19 @@ FRAMEWORKS = ("megatron", "nemo", "torchtitan", "deepspeed", "maxtext", "paxml",
 ENGINES = FRAMEWORKS + ("llm-foundry", "llmfoundry", "aleph-alpha")
 
 
+# other names people write for the same engines (a runs CSV's `framework` cell): read as
+# that engine, not as 'other' with its defaults (attention kernel, TP overlap, dtypes)
+ENGINE_ALIASES = {"megatron-lm": "megatron", "megatron lm": "megatron", "megatronlm": "megatron",
+                  "megatron-core": "megatron", "megatron core": "megatron", "mcore": "megatron",
+                  "nemo 2.0": "nemo", "nemo2": "nemo", "nemo-2.0": "nemo", "nemo 2": "nemo"}
+
+
 def row_framework(name: str | None) -> tuple[str, str]:
     """A runs CSV's ``framework`` cell as the cost model reads it, and a note ('' if none):
-    a name the schema does not list is its catch-all, 'other', said so."""
+    another name of a listed engine (ENGINE_ALIASES) is that engine; a name the schema does
+    not list is its catch-all, 'other', said so."""
     fw = _fw(name)
+    fw = ENGINE_ALIASES.get(fw, fw)
     if fw in ENGINES:
         return fw, ""
     return "other", f"framework {fw!r} is not one the schema names: predicted as 'other'"

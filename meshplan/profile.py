@@ -212,7 +212,9 @@ def to_toml(meta: dict, constants: dict[str, float], comments: dict[str, str] | 
     out += ["", "[constants]"]
     for k, v in constants.items():
         c = comments.get(k)
-        out.append(f'"{k}" = {v:.6g}' + (f"  # {c}" if c else ""))
+        # the shortest text that reads back as the same float (a 6-digit rounding changed
+        # constants a profile keeps at their default, e.g. 0.5112436897659476 -> 0.511244)
+        out.append(f'"{k}" = {float(v)!r}' + (f"  # {c}" if c else ""))
     return "\n".join(out) + "\n"
 
 

@@ -92,8 +92,34 @@ def _malformed(text: str, start: int, err: csv.Error) -> str:
             "closing \" followed by a comma or the line end")
 
 
+def unread_measured_columns(header: list[str]) -> list[tuple[str, str]]:
+    """[(column, the measured column it resembles)] for header columns that are not the
+    schema's but look like a misspelt measured column ("tokens_per_s_per_gpu",
+    "step_time_s", "peak_mem_gib"): unknown columns are ignored, so their figures would
+    be read as not measured without a word."""
+    import difflib
+
+    out = []
+    for col in header:
+        if not col or col in MEASURED or col in KNOWN_NOT_MEASURED:
+            continue
+        near = difflib.get_close_matches(col, MEASURED, n=1, cutoff=0.7)
+        if near:
+            out.append((col, near[0]))
+    return out
+
+
+# columns meshplan reads that resemble a measured column's name (never reported as unread)
+KNOWN_NOT_MEASURED = ("measured_noise", "measured_speedup")
+
+
 def read_rows(path: str | Path) -> list[dict]:
     """The data rows of a runs CSV as dicts of stripped strings (blank = "")."""
+    return read_rows_and_header(path)[0]
+
+
+def read_rows_and_header(path: str | Path) -> tuple[list[dict], list[str]]:
+    """(read_rows, the header's column names as read: stripped, lower case)."""
     header, rows = read_csv(path)
     if not header:
         raise InputError("csv", str(path), "is empty (no header line)")
@@ -113,7 +139,7 @@ def read_rows(path: str | Path) -> list[dict]:
         r.setdefault("id", str(i))
         if not r["id"]:
             r["id"] = str(i)
-    return rows
+    return rows, header
 
 
 def text(row: dict, key: str) -> str:

@@ -55,19 +55,23 @@ class Scenario:
         # FP8 but no FP8 at all, so it is refused rather than priced as 16-bit
         if self.cluster is None and self.pools is None:  # `meshplan run` on local devices
             return
-        if (self.workload.precision == "bf16" and self.pools is None
-                and "bf16" not in self.cluster.gpu.peak_flops):
-            g = self.cluster.gpu
+        if self.pools is None:
+            check_precision(self.workload.precision, [self.cluster.gpu])
+        elif self.workload.precision == "fp8":
+            check_precision("fp8", [p.gpu for p in self.pools.pools])
+
+
+def check_precision(precision: str, gpus) -> None:
+    """Refuse a precision the GPUs have no tensor cores for (bf16 before Ampere, fp8 before
+    Hopper / Ada / CDNA3): not a slower run but none at all (InputError, field precision)."""
+    for g in gpus:
+        if precision == "bf16" and "bf16" not in g.peak_flops:
             raise InputError("precision", "bf16", f"{g.name} ({g.generation}) has no bf16 "
                              "tensor cores (Ampere and newer do); use fp16")
-        if self.workload.precision == "fp8":
-            gpus = ([p.gpu for p in self.pools.pools] if self.pools is not None
-                    else [self.cluster.gpu])
-            for g in gpus:
-                if "fp8" not in g.peak_flops:
-                    raise InputError("precision", "fp8", f"{g.name} ({g.generation}) has no FP8 "
-                                     "tensor cores (Hopper, Ada, Blackwell, CDNA3 and newer "
-                                     "do); use bf16 or fp16")
+        if precision == "fp8" and "fp8" not in g.peak_flops:
+            raise InputError("precision", "fp8", f"{g.name} ({g.generation}) has no FP8 "
+                             "tensor cores (Hopper, Ada, Blackwell, CDNA3 and newer "
+                             "do); use bf16 or fp16")
 
 
 def gpu_catalog(gpu_file: str | Path | None = None) -> dict[str, GPU]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from .plan import MOE_DISPATCHERS, MULTI_CHUNK_SCHEDULES, SCHEDULES, Plan
 from .recompute_modules import parse_modules
 from .row_model import model_from_row
 from .runs_csv import count, flag, measured, text
-from .scenario import make_cluster
+from .scenario import check_precision, make_cluster
 from .workers import pool_map, worker_count
 from .search.search import SearchResult, search
 from .specs.workload import Workload
@@ -216,9 +217,14 @@ def prepare(row: dict) -> Prepared:
     framework, note = framework_defaults.row_framework(text(row, "framework"))
     if note:
         notes.append(note)
+    # blank: bf16, or fp16 on parts without bf16 tensor cores (as plan and predict); a
+    # precision the GPU has no tensor cores for is refused, as plan and predict refuse it
+    precision = (text(row, "precision")
+                 or ("bf16" if "bf16" in cluster.gpu.peak_flops else "fp16")).lower()
+    check_precision(precision, [cluster.gpu])
     workload = Workload(count(row, "seq_len", required=True, minimum=1),
                         count(row, "global_batch_seqs", required=True, minimum=1),
-                        (text(row, "precision") or "bf16").lower(),
+                        precision,
                         framework=framework,
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),
@@ -307,14 +313,23 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         if res.measured_oom and res.measured_tokens_per_s_per_gpu is not None:
             res.notes.append("oom=1 with a measured tokens/s per GPU: a run that went out of "
                              "memory reports a throughput; both are kept (check the row)")
+        if res.measured_oom and res.measured_peak_mem_gib is not None:
+            res.notes.append("oom=1 with a measured peak memory: the peak of a run that went "
+                             "out of memory is where it stopped, a lower bound of what it "
+                             "needed; scored as given (check the row)")
         if res.trust not in runs_csv.TRUST_GRADES:  # predicted, but not counted among A/B
             res.notes.append(f"trust {res.trust!r} is not a grade the schema names (A, B, C): "
                              "not counted among the A/B rows")
-        _fill_prediction(res, prep, cache, residuals)
+        workload = _fill_prediction(res, prep, cache, residuals)
+        note = _cluster_tokens_note(res, prep.cluster.num_gpus)
+        if note:
+            res.notes.append(note)
         if with_search_best:
-            key = ("free",) + prep.free_key
+            # at the dtypes the row's plan was predicted with (the lean ones where the row
+            # leaves them blank and only they let its faster plan fit), so the two compare
+            key = ("free", prep.model, prep.cluster, workload)
             if key not in cache:
-                free = search(prep.model, prep.cluster, prep.workload, {}, top_k=1, rerank_k=1)
+                free = search(prep.model, prep.cluster, workload, {}, top_k=1, rerank_k=1)
                 cache[key] = ((free.best.tokens_per_s_per_gpu, free.best.plan.describe())
                               if free.best is not None else (None, ""))
             res.search_best_tokens_per_s_per_gpu, res.search_best_plan = cache[key]
@@ -325,6 +340,21 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         res.error = f"internal error ({type(e).__name__}: {e}); please report this row"
         _clear_prediction(res)
     return res
+
+
+def _cluster_tokens_note(res: RowResult, num_gpus: int) -> str:
+    """A note when the measured tokens/s per GPU reads like the whole cluster's: above the
+    prediction's 90th percentile, while that figure over the GPUs falls inside its 10-90%
+    interval (the row is scored as given; the note says what to check)."""
+    m, iv = res.measured_tokens_per_s_per_gpu, res.tokens_p10_p90
+    if m is None or iv is None or num_gpus < 2 or res.measured_step_time_s is not None:
+        return ""
+    if m > iv[1] and iv[0] <= m / num_gpus <= iv[1]:
+        ratio = m / res.predicted_tokens_per_s_per_gpu
+        return (f"measured_tokens_per_s_per_gpu={m:g} is {ratio:.1f}x the prediction; over "
+                f"the {num_gpus} GPUs it would be {m / num_gpus:,.1f} per GPU, inside the "
+                "10-90% interval: is it the whole cluster's tokens/s? (scored as given)")
+    return ""
 
 
 def _clear_prediction(res: RowResult) -> None:
@@ -389,15 +419,21 @@ def _lean_search(prep: Prepared, pins: dict, r: SearchResult):
     return lp, rl
 
 
-def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> None:
+def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> Workload:
+    """Fill ``res`` with the row's prediction; returns the workload it was predicted at
+    (the row's, or the same with the engine's lean dtypes: verdict_lean.py)."""
     pins = dict(prep.pins)
-    key = ("pinned", prep.free_key, prep.pins)
+    # the blank dtype columns are part of the key: a row that states its dtypes is not
+    # predicted with the lean ones a row leaving them blank may get (verdict_lean.py)
+    key = ("pinned", prep.free_key, prep.pins, prep.optimizer_state_blank,
+           prep.grad_reduce_blank)
     if key not in cache:
         r, pins, note = _pinned_search(prep, pins)
         lean = _lean_search(prep, pins, r)
         cache[("lean",) + key] = lean is not None and r.best is None
         if lean is not None:
             prep_l, r = lean
+            cache[("workload",) + key] = prep_l.workload
             note = "; ".join(x for x in (note, (
                 f"dtypes: {r.best.plan.describe()} fits only with the engine's lean dtypes "
                 f"(optimizer states {prep_l.workload.optimizer_state_precision}, gradients "
@@ -462,6 +498,7 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     res.throughput_class = iv.throughput_class
     res.memory_class = iv.memory_class
     res.constants_var = uncertainty.constants_var(data, est.step_time.parts)
+    return cache.get(("workload",) + key, prep.workload)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -626,9 +663,15 @@ def predict_rows(rows: list[dict], with_search_best: bool = True, jobs: int = 1,
 
 def validate(path: str | Path, with_search_best: bool = True, jobs: int = 1,
              residuals: dict | None = None) -> tuple[list[RowResult], dict]:
-    rows = read_rows(path)
+    rows, header = runs_csv.read_rows_and_header(path)
     results = predict_rows(rows, with_search_best, jobs, residuals)
     summary = summarize(results, residuals)
+    summary["columns_not_read"] = [{"column": c, "did_you_mean": m}
+                                   for c, m in runs_csv.unread_measured_columns(header)]
+    # an id shared by several rows (each is still predicted and scored): what joins the
+    # report to the file, and what a pool row's baseline_id names, is ambiguous
+    ids = Counter(r.id for r in results)
+    summary["duplicate_ids"] = {i: n for i, n in ids.items() if n > 1}
     if any(validate_pools.is_pool_row(r) for r in rows):
         summary["pools"] = validate_pools.summary(rows, results)
     return results, summary

@@ -315,3 +315,76 @@ def test_attention_timed_at_4k_keys_is_stored_at_the_8k_reference():
     assert consts["EFFICIENCY.hopper.attention_fwd"] == pytest.approx(e.attention_fwd, rel=1e-9)
     assert consts["EFFICIENCY.hopper.attention_bwd"] == pytest.approx(e.attention_bwd, rel=1e-9)
     assert attention_occupancy(4096) < 0.96 and attention_occupancy(4096, True) < 0.93
+
+
+def test_profile_reads_back_the_very_constants_written(tmp_path):
+    """to_toml wrote each constant to 6 significant digits, so a profile holding a
+    constant at its default (calibrate --from-runs writes every constant it fitted, moved
+    or not) read back another value: EFFICIENCY.cdna3.matmul_bf16 0.5112436897659476 as
+    0.511244. Every float must read back equal."""
+    consts = {"EFFICIENCY.cdna3.matmul_bf16": efficiency.EFFICIENCY["cdna3"].matmul_bf16,
+              "EFFICIENCY.hopper.matmul_bf16": 0.8 * 1.1 * 0.9, "NETWORK.tp_overlap": 1.0,
+              "EFFICIENCY.hopper.gemm_tile_latency_s": 1.75e-06}
+    path = tmp_path / "p.toml"
+    path.write_text(profile.to_toml({"date": "2026-11-28", "device": "test"}, consts))
+    assert profile.load(path)["constants"] == consts
+
+
+def test_from_runs_fits_the_gemm_rate_a_part_is_priced_from():
+    """GB200 is priced from its own GEMM fraction (efficiency.SKU_MATMUL.GB200), not from
+    Blackwell's: --from-runs fitted EFFICIENCY.blackwell.matmul_bf16, which changes nothing
+    of a GB200 row, so runs whose GEMMs were 0.8x the model's were left as they were."""
+    from meshplan.calibrate import from_runs
+    from meshplan.validate import predict_rows
+
+    rows = [{"id": str(i), "source": "s", "model": "llama3.1-8b", "gpu": "GB200",
+             "num_gpus": str(n), "seq_len": "4096", "global_batch_seqs": str(gb), "tp": "1",
+             "pp": "1", "dp": str(n), "zero": "1", "micro_batch": "1", "recompute": "none",
+             "precision": "bf16"} for i, (n, gb) in enumerate([(4, 16), (8, 32), (8, 64)])]
+    sku = efficiency.SKU_MATMUL["GB200"]["bf16"]
+    restore = profile.apply({"SKU_MATMUL.GB200.bf16": sku * 0.8})
+    try:
+        truth = predict_rows(rows, with_search_best=False, jobs=1)
+    finally:
+        restore()
+    for r, t in zip(rows, truth):
+        r["measured_tokens_per_s_per_gpu"] = repr(t.predicted_tokens_per_s_per_gpu)
+    names = from_runs.default_names(rows)
+    assert "SKU_MATMUL.GB200.bf16" in names and "EFFICIENCY.blackwell.matmul_bf16" not in names
+    consts = from_runs.fit(rows, names, passes=1)
+    assert consts["SKU_MATMUL.GB200.bf16"] == pytest.approx(sku * 0.8, rel=1e-9)
+    assert max(from_runs.log_errors(rows, consts)) < 1e-6
+
+
+def test_validate_text_names_the_constants_it_used(tmp_path, capsys):
+    """Under --profile the per-source errors are the profile's, not the shipped constants'
+    that the header named."""
+    path = _runs_csv(tmp_path, 1.0)
+    assert main(["validate", str(path), "--jobs", "1"]) == 0
+    assert "(shipped constants)" in capsys.readouterr().out
+    prof = tmp_path / "p.toml"
+    prof.write_text('[meta]\ndevice = "test"\n[constants]\n"EFFICIENCY.hopper.matmul_bf16" = 0.4\n')
+    assert main(["validate", str(path), "--jobs", "1", "--profile", str(prof)]) == 0
+    out = capsys.readouterr().out
+    assert "shipped constants" not in out and "(the profile's constants)" in out
+
+
+def test_from_runs_fits_the_sgemm_rate_of_an_fp32_v100_row():
+    """An fp32 row on a V100 runs its GEMMs at the part's measured SGEMM fraction
+    (SKU_MATMUL.V100-SXM-32GB.fp32); the key fitted must be one that moves its prediction."""
+    from meshplan.calibrate import from_runs
+    from meshplan.validate import predict_row
+
+    row = {"id": "1", "model": "llama3.2-1b", "gpu": "V100-SXM-32GB", "num_gpus": "8",
+           "seq_len": "1024", "global_batch_seqs": "32", "tp": "1", "pp": "1", "dp": "8",
+           "zero": "1", "micro_batch": "1", "recompute": "full", "precision": "fp32"}
+    names = from_runs.default_names([row])
+    mm = [n for n in names if "matmul" in n or n.startswith("SKU_MATMUL")]
+    assert mm == ["SKU_MATMUL.V100-SXM-32GB.fp32"]
+    base = predict_row(row, with_search_best=False).predicted_tokens_per_s_per_gpu
+    restore = profile.apply({mm[0]: 0.5 * efficiency.SKU_MATMUL["V100-SXM-32GB"]["fp32"]})
+    try:
+        slower = predict_row(row, with_search_best=False).predicted_tokens_per_s_per_gpu
+    finally:
+        restore()
+    assert slower < 0.9 * base

@@ -110,6 +110,10 @@ def test_unterminated_quote_refuses_the_file(tmp_path, capsys):
     ("DeepSeek-V3", "deepseek-v3"), ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
     ("Llama 3.1 405B", "llama3.1-405b"), ("meta-llama/Llama-3.1-70B-Instruct", "llama3.1-70b"),
     ("Mixtral 8x7B", "mixtral-8x7b"), ("Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    # HuggingFace ids ending in a release tag (they were not matched)
+    ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+    ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
+    ("deepseek-ai/DeepSeek-V3-Base", "deepseek-v3"), ("deepseek-ai/DeepSeek-V2.5", None),
     ("Llama 3 70B", None), ("GPT 1.7B (Megatron weak-scaling family)", None), ("", None),
 ])
 def test_preset_name_matching(name, expected):
@@ -233,3 +237,206 @@ def test_a_crash_inside_the_model_fails_only_that_row(tmp_path, monkeypatch):
     results, s = validate(p, with_search_best=False)
     assert results[0].error is None and "internal error" in results[1].error
     assert s["predicted"] == 1 and s["errors"] == 1
+
+
+def test_dense_row_without_ffn_names_the_blank_field():
+    """A dense row naming no preset and leaving ffn blank failed as "ffn=0: must be a
+    positive integer", a value the row never gave; it is a blank required field."""
+    row = {"model": "my-1b", "arch": "dense", "layers": "16", "hidden": "2048", "heads": "16",
+           "vocab": "32000"}
+    with pytest.raises(InputError) as e:
+        model_from_row(row)
+    assert e.value.field == "ffn" and e.value.value == "" and "required" in str(e.value)
+    # an MoE row without leading dense layers needs no ffn
+    m, _ = model_from_row(dict(row, arch="moe", moe_experts="8", moe_topk="2",
+                               moe_expert_ffn="1024"))
+    assert m.is_moe and m.ffn == 0
+
+
+def test_attention_column_is_not_ignored():
+    """The row's `attention` column was read only for mla: gqa without kv_heads was predicted
+    as mha, MLA columns under a blank attention were dropped, and a preset's attention won
+    over the row's without a word."""
+    base = {"model": "my-model", "layers": "8", "hidden": "1024", "heads": "16",
+            "ffn": "4096", "vocab": "32000"}
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, attention="gqa"))  # kv_heads blank: was 16 (mha)
+    assert e.value.field == "kv_heads"
+    m, _ = model_from_row(dict(base, attention="gqa", kv_heads="4"))
+    assert m.kv_heads == 4
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, attention="mha", kv_heads="4"))
+    assert e.value.field == "attention"
+    mla = {"q_lora_rank": "256", "kv_lora_rank": "128", "qk_rope_head_dim": "32",
+           "qk_nope_head_dim": "64", "v_head_dim": "64"}
+    m, notes = model_from_row(dict(base, **mla))  # attention blank, MLA dims given
+    assert m.is_mla and m.kv_lora_rank == 128 and any("mla" in n for n in notes)
+    with pytest.raises(InputError) as e:
+        model_from_row(dict(base, attention="gqa", kv_heads="4", **mla))
+    assert e.value.field == "attention"
+    # a preset: DeepSeek-V3 is MLA (its config.json has kv_lora_rank 512), not gqa
+    with pytest.raises(InputError) as e:
+        model_from_row({"model": "DeepSeek-V3", "attention": "gqa"})
+    assert e.value.field == "attention"
+    # the row's mha wins over Llama 3.1 8B's 8 key/value heads, and says so
+    m, notes = model_from_row({"model": "Llama 3.1 8B", "attention": "mha"})
+    assert m.heads == 32 and m.kv_heads == 32
+    assert notes[0] == "shape from preset llama3.1-8b" and "attention=mha" in notes[1]
+    m, notes = model_from_row({"model": "Llama 3.1 8B", "attention": "gqa"})
+    assert m.kv_heads == 8 and notes == ["shape from preset llama3.1-8b"]
+
+
+def test_dense_arch_on_an_moe_preset_says_what_it_drops():
+    """arch=dense on Mixtral 8x7B predicts a dense model (ffn 14336 in every layer, the
+    preset's dense width) while the only note said "shape from preset mixtral-8x7b"."""
+    m, notes = model_from_row({"model": "Mixtral 8x7B", "arch": "dense"})
+    assert not m.is_moe and m.ffn == 14336 and m.layers == 32
+    assert notes[0] == "shape from preset mixtral-8x7b"
+    assert len(notes) == 2 and "arch is dense" in notes[1] and "experts (8, top 2)" in notes[1]
+
+
+def test_cluster_tokens_in_the_per_gpu_column_are_pointed_out(tmp_path):
+    """A team that wrote its cluster's tokens/s (8 GPUs x ~9,500) in the per-GPU column got
+    -87% and no word on why; the row is still scored as given, with a note."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,"
+              "measured_tokens_per_s_per_gpu")
+    base = "{id},Llama 3.1 8B,H100-SXM-80GB,8,8192,32,1,1,8,{tps}"
+    p = _csv(tmp_path, [base.format(id=1, tps=9500), base.format(id=2, tps=8 * 9500)],
+             header=header)
+    per_gpu, cluster = validate(p, with_search_best=False)[0]
+    lo, hi = per_gpu.tokens_p10_p90
+    assert lo <= 9500 <= hi and not any("whole cluster" in n for n in per_gpu.notes)
+    assert cluster.tokens_error < -0.8  # scored as given
+    assert any("whole cluster" in n and "9,500.0 per GPU" in n for n in cluster.notes), \
+        cluster.notes
+
+
+def test_oom_row_with_a_peak_says_the_peak_is_a_lower_bound(tmp_path):
+    """A row with oom=1 and measured_peak_mem_gib was scored on memory without a word,
+    though a run that went out of memory stopped before its peak."""
+    header = "id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,measured_peak_mem_gib,oom"
+    p = _csv(tmp_path, ["1,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,1,8,79.0,1",
+                        "2,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,1,8,79.0,0"], header=header)
+    oom, ran = validate(p, with_search_best=False)[0]
+    assert oom.error is None and oom.measured_oom and oom.memory_error is not None
+    assert any("lower bound" in n for n in oom.notes)
+    assert not any("lower bound" in n for n in ran.notes)
+
+
+def test_a_row_stating_its_dtypes_is_not_given_a_blank_rows_lean_ones(tmp_path):
+    """Rows sharing a model, cluster, workload and layout shared one cached prediction even
+    when one stated its dtypes (fp32) and the other left them blank: whichever came first
+    decided both, so the row stating fp32 was predicted with bf16 states and a note saying
+    it left them blank. Each row must be predicted as it is predicted alone."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,framework,"
+              "optimizer_state_precision,grad_reduce_dtype,measured_tokens_per_s_per_gpu")
+    stated = "s,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,2,4,megatron,fp32,fp32,1000"
+    blank = "b,Llama 3.1 70B,H100-SXM-80GB,64,8192,128,8,2,4,megatron,,,1000"
+    alone = {}
+    for name, line in (("s", stated), ("b", blank)):
+        r, = validate(_csv(tmp_path, [line], header=header, name=f"{name}.csv"),
+                      with_search_best=False)[0]
+        alone[name] = (r.predicted_tokens_per_s_per_gpu, r.plan, r.notes)
+    assert alone["s"] != alone["b"]  # the blank row gets the engine's lean dtypes here
+    for order in ([blank, stated], [stated, blank]):
+        res = validate(_csv(tmp_path, order, header=header, name="both.csv"),
+                       with_search_best=False)[0]
+        for r in res:
+            assert (r.predicted_tokens_per_s_per_gpu, r.plan, r.notes) == alone[r.id], r.id
+
+
+def test_search_best_is_searched_at_the_dtypes_the_row_was_predicted_with(tmp_path):
+    """A row leaving its dtype columns blank may be predicted with the engine's lean dtypes
+    (verdict_lean.py); the search's own best plan was searched at the default dtypes only,
+    so it came out slower than the row's plan (8B on 8 B200 at fp8: 28,947 against 29,254
+    tokens/s per GPU) although the row's plan at those dtypes is one it could choose."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,precision,framework,"
+              "measured_tokens_per_s_per_gpu")
+    p = _csv(tmp_path, ["1,Llama 3.1 8B,B200,8,8192,64,1,1,8,fp8,megatron,26000"],
+             header=header)
+    (r,), s = validate(p, with_search_best=True)
+    assert any("lean dtypes" in n for n in r.notes)  # the case this is about
+    assert r.search_best_tokens_per_s_per_gpu >= r.predicted_tokens_per_s_per_gpu * (1 - 1e-9)
+    assert s["search_at_least_as_fast"] == s["search_compared"] == 1
+
+
+def test_moe_row_with_blank_topk_or_width_names_the_blank_field():
+    """moe_experts given with moe_topk or moe_expert_ffn blank failed as "moe_topk=0: must be
+    between 1 and moe_experts" / "moe_expert_ffn=0: must be positive", values the row never
+    gave."""
+    base = {"model": "my-moe", "arch": "moe", "layers": "16", "hidden": "2048", "heads": "16",
+            "vocab": "32000", "moe_experts": "64", "moe_topk": "8", "moe_expert_ffn": "1024"}
+    m, _ = model_from_row(base)
+    assert m.is_moe and (m.moe_topk, m.moe_expert_ffn) == (8, 1024)
+    for c in ("moe_topk", "moe_expert_ffn"):
+        with pytest.raises(InputError) as e:
+            model_from_row(dict(base, **{c: ""}))
+        assert e.value.field == c and e.value.value == "" and "required" in str(e.value)
+    with pytest.raises(InputError) as e:  # experts on a dense preset: its width is not given
+        model_from_row({"model": "Llama 3.1 8B", "moe_experts": "8", "moe_topk": "2"})
+    assert e.value.field == "moe_expert_ffn" and e.value.value == ""
+
+
+def test_a_precision_the_gpu_lacks_is_refused_as_predict_refuses_it(tmp_path):
+    """plan and predict refuse bf16 on a V100 and fp8 on an A100 (no such tensor cores);
+    validate predicted both rows as if the GPU had them. A blank precision on a V100 is
+    fp16, as plan and predict take it."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,precision,"
+              "measured_tokens_per_s_per_gpu")
+    p = _csv(tmp_path, ["1,Llama 3.1 8B,V100-SXM-32GB,8,2048,32,1,1,8,bf16,900",
+                        "2,Llama 3.1 8B,A100-SXM-80GB,8,4096,32,1,1,8,fp8,3000",
+                        "3,Llama 3.1 8B,V100-SXM-32GB,8,2048,32,1,1,8,,900",
+                        "4,Llama 3.1 8B,V100-SXM-32GB,8,2048,32,1,1,8,fp16,900"], header=header)
+    v100_bf16, a100_fp8, v100_blank, v100_fp16 = validate(p, with_search_best=False)[0]
+    assert v100_bf16.error and "precision='bf16'" in v100_bf16.error
+    assert a100_fp8.error and "precision='fp8'" in a100_fp8.error
+    assert v100_blank.error is None and v100_fp16.error is None
+    assert v100_blank.predicted_tokens_per_s_per_gpu == v100_fp16.predicted_tokens_per_s_per_gpu
+    assert main(["predict", "--model", "llama3.1-8b", "--gpus", "8xA100-SXM-80GB",
+                 "--precision", "fp8", "--seq-len", "4096", "--global-batch", "32"]) == 2
+
+
+def test_a_misspelt_measured_column_is_named_not_silently_ignored(tmp_path, capsys):
+    """Unknown columns are ignored, so a team writing `tokens_per_s_per_gpu` or
+    `step_time_s` saw its rows predicted as not measured, without a word."""
+    header = ("id,model,gpu,num_gpus,seq_len,global_batch_seqs,tp,pp,dp,tokens_per_s_per_gpu,"
+              "step_time_s,measured_noise,notes")
+    p = _csv(tmp_path, ["1,Llama 3.1 8B,H100-SXM-80GB,8,8192,32,1,1,8,9000,3.6,,run 1"],
+             header=header)
+    (r,), s = validate(p, with_search_best=False)
+    assert r.measured_tokens_per_s_per_gpu is None  # still not read: the schema's names
+    assert s["columns_not_read"] == [
+        {"column": "tokens_per_s_per_gpu", "did_you_mean": "measured_tokens_per_s_per_gpu"},
+        {"column": "step_time_s", "did_you_mean": "measured_step_time_s"}]
+    assert main(["validate", str(p), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "column 'tokens_per_s_per_gpu' is not read" in out and "measured_step_time_s?" in out
+    good = _csv(tmp_path, [GOOD.format(id=1, tps=30000)], name="good.csv")
+    assert validate(good, with_search_best=False)[1]["columns_not_read"] == []
+
+
+@pytest.mark.parametrize("written, engine", [
+    ("Megatron-LM", "megatron"), ("Megatron-Core", "megatron"), ("MCore", "megatron"),
+    ("NeMo 2.0", "nemo"), ("megatron", "megatron"), ("Composer", "other")])
+def test_framework_names_people_write(written, engine):
+    """'Megatron-LM' (the engine's own name) was read as 'other' and predicted with other
+    defaults (FA2 attention instead of TE's, its dtypes): it is megatron, with no note."""
+    from meshplan.validate import prepare
+
+    row = {"model": "Llama 3.1 8B", "gpu": "H100-SXM-80GB", "num_gpus": "8", "seq_len": "4096",
+           "global_batch_seqs": "32", "framework": written}
+    p = prepare(row)
+    assert p.workload.framework == engine
+    assert (engine == "other") == any("not one the schema names" in n for n in p.notes)
+
+
+def test_an_id_shared_by_rows_is_named(tmp_path, capsys):
+    """Two rows with one id were both reported under it without a word: the report could
+    not be joined back to the file (nor a pool row's baseline_id resolved)."""
+    p = _csv(tmp_path, [GOOD.format(id=1, tps=30000), GOOD.format(id=1, tps=31000),
+                        GOOD.format(id=2, tps=30000)])
+    results, s = validate(p, with_search_best=False)
+    assert len(results) == 3 and s["predicted"] == 3
+    assert s["duplicate_ids"] == {"1": 2}
+    assert main(["validate", str(p), "--jobs", "1"]) == 0
+    assert "id '1' names 2 rows" in capsys.readouterr().out

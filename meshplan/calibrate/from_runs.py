@@ -2,8 +2,9 @@
 user's own measured steps, and say honestly whether it helped.
 
 The constants (by default, per GPU generation in the file: the large-GEMM efficiency at the
-file's precision and the flash-attention forward efficiency; and the hidden share of TP
-communication) are fitted by coordinate search over multiplicative grids around their
+file's precision, under the part's own key for a part with a measured rate of its own
+(efficiency.SKU_MATMUL), and the flash-attention forward efficiency; and the hidden share of
+TP communication) are fitted by coordinate search over multiplicative grids around their
 current values, minimising the mean |ln(predicted / measured)| tokens/s per GPU. The error
 is reported k-fold cross-validated: each fold's rows are predicted with constants fitted on
 the other folds only; "before" is the defaults' error on the same rows (nothing fitted, so
@@ -18,7 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .. import profile
+from .. import profile, runs_csv
 from ..errors import InputError
 from ..validate import predict_rows, prepare, read_rows
 
@@ -32,9 +33,23 @@ def default_names(rows: list[dict]) -> list[str]:
             p = prepare(r)
         except InputError:
             continue
-        gen = p.cluster.gpu.generation or "hopper"
-        mm = "matmul_fp8" if p.workload.precision == "fp8" else "matmul_bf16"
-        for n in (f"EFFICIENCY.{gen}.{mm}", f"EFFICIENCY.{gen}.attention_fwd"):
+        gpu = p.cluster.gpu
+        gen = gpu.generation or "hopper"
+        fp8 = p.workload.precision == "fp8"
+        mm = f"EFFICIENCY.{gen}.matmul_fp8" if fp8 else f"EFFICIENCY.{gen}.matmul_bf16"
+        # a part with a GEMM rate of its own (efficiency.SKU_MATMUL: GB200, B300, GB300, V100,
+        # MI325X, MI355X) is priced from it, not from its generation's fraction (which then
+        # changes nothing of the row): fit the part's key; at fp8 without one of its own, its
+        # bf16 fraction, which its fp8 rate scales with (compute._matmul_fraction)
+        sku = profile._module().SKU_MATMUL.get(gpu.name, {})
+        prec = p.workload.precision
+        # fp32 storage runs SGEMMs at the part's measured SGEMM fraction where it has one
+        # (V100), as compute._fp32_device reads it; TF32 and the rest the 16-bit fraction
+        sgemm = prec == "fp32" or (prec == "tf32" and "tf32" not in gpu.peak_flops)
+        dtype = "fp8" if fp8 else "fp32" if sgemm and "fp32" in sku else "bf16"
+        if dtype in sku or (fp8 and "bf16" in sku):
+            mm = f"SKU_MATMUL.{gpu.name}.{dtype if dtype in sku else 'bf16'}"
+        for n in (mm, f"EFFICIENCY.{gen}.attention_fwd"):
             if n not in names:
                 names.append(n)
     names.append("NETWORK.tp_overlap")
@@ -120,7 +135,10 @@ def run_from_runs(args) -> int:
     if args.folds < 2:
         raise InputError("folds", args.folds, "must be at least 2 (cross-validation folds; "
                          "capped at the row count)")
-    every = read_rows(args.from_runs)
+    every, header = runs_csv.read_rows_and_header(args.from_runs)
+    for col, near in runs_csv.unread_measured_columns(header):
+        print(f"note: column {col!r} is not read (not a column of the schema, so its figures "
+              f"are not fitted on): did you mean {near}?")
     rows, dropped = usable_rows(every)
     if dropped:
         print(f"rows not used ({len(dropped)}):")

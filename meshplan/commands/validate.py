@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+from .. import profile
 from ..errors import require_nonneg_int
 from ..progress import activity
 from ..ranking import format_lines
@@ -74,6 +75,12 @@ def _run(args) -> int:
             if r.error:
                 print(f"{r.id:>4} {r.model[:22]:<22} {r.error}")
     print()
+    for rid, n in s.get("duplicate_ids", {}).items():
+        print(f"note: id {rid!r} names {n} rows (each is predicted and scored; give each row "
+              "its own id to tell them apart)")
+    for c in s.get("columns_not_read", []):
+        print(f"note: column {c['column']!r} is not read (not a column of the schema, so its "
+              f"figures are not scored): did you mean {c['did_you_mean']}?")
     print(f"rows {s['rows']}, predicted {s['predicted']}, not scored {s['errors']}")
     if s["tokens_median_abs_error"] is not None:
         print(f"tokens/s per GPU, trust A/B ({s['tokens_rows_trust_ab']} rows): median |error| "
@@ -103,7 +110,8 @@ def _run(args) -> int:
         print(f"search's best plan predicted at least as fast as the published plan: "
               f"{s['search_at_least_as_fast']} of {s['search_compared']} rows")
     if s["per_source"]:
-        print("per source: rows, median |error| tokens/s (shipped constants), 10-90% coverage "
+        consts = "the profile's constants" if profile.active() else "shipped constants"
+        print(f"per source: rows, median |error| tokens/s ({consts}), 10-90% coverage "
               "with the residual model left out for the source")
         for src, d in s["per_source"].items():
             print(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
