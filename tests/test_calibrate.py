@@ -210,7 +210,9 @@ def test_from_runs_refit_lowers_cv_error(tmp_path, capsys):
     out = tmp_path / "fit.toml"
     assert main(["calibrate", "--from-runs", str(path), "--out", str(out), "--folds", "3"]) == 0
     text = capsys.readouterr().out
-    assert "3-fold cross-validated" in text and "defaults" in text and "refitted (CV)" in text
+    # six rows of six sources: each source is a fold (--folds applies to one-source files)
+    assert "cross-validated leave-one-source-out (6 sources)" in text
+    assert "defaults" in text and "refitted (CV)" in text
     c = tomllib.loads(out.read_text())["constants"]
     assert math.isclose(c["EFFICIENCY.hopper.matmul_bf16"],
                         efficiency.EFFICIENCY["hopper"].matmul_bf16 * 1.25, rel_tol=0.02)
@@ -388,3 +390,28 @@ def test_from_runs_fits_the_sgemm_rate_of_an_fp32_v100_row():
     finally:
         restore()
     assert slower < 0.9 * base
+
+
+def test_cv_folds_never_split_a_source_or_a_repeated_configuration():
+    """Bug: folds dealt rows round-robin, so repeated measurements of one run (or rows of one
+    publication) sat on both sides of a fold and the cross-validated error leaked."""
+    from meshplan.calibrate.from_runs import cv_folds
+
+    def row(i, source, gpus, step=""):
+        return {"id": str(i), "source": source, "model": "llama3.1-8b", "gpu": "H100-SXM-80GB",
+                "num_gpus": str(gpus), "measured_step_time_s": step}
+
+    # two sources: one fold each, whatever --folds says
+    rows = [row(0, "a", 8), row(1, "b", 8), row(2, "a", 16), row(3, "b", 16)]
+    fold, how = cv_folds(rows, 5)
+    assert fold == [0, 1, 0, 1] and how == "leave-one-source-out (2 sources)"
+    # one source: repeats of a configuration (only the id and measurements differ) stay together
+    rows = [row(0, "a", 8, "1.0"), row(1, "a", 8, "1.1"), row(2, "a", 16, "2.0"),
+            row(3, "a", 32, "3.0"), row(4, "a", 16, "2.1"), row(5, "a", 64, "4.0")]
+    fold, how = cv_folds(rows, 3)
+    assert fold[0] == fold[1] and fold[2] == fold[4]
+    assert len(set(fold)) == 3 and how == "3-fold by configuration (4 configurations)"
+    # one configuration measured three times: nothing to group by, folds by row
+    rows = [row(i, "a", 8, str(1 + i / 10)) for i in range(3)]
+    fold, how = cv_folds(rows, 5)
+    assert sorted(fold) == [0, 1, 2] and how.startswith("3-fold by row")

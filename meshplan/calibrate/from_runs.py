@@ -6,9 +6,15 @@ file's precision, under the part's own key for a part with a measured rate of it
 (efficiency.SKU_MATMUL), and the flash-attention forward efficiency; and the hidden share of
 TP communication) are fitted by coordinate search over multiplicative grids around their
 current values, minimising the mean |ln(predicted / measured)| tokens/s per GPU. The error
-is reported k-fold cross-validated: each fold's rows are predicted with constants fitted on
-the other folds only; "before" is the defaults' error on the same rows (nothing fitted, so
-already out of sample). The profile written holds the constants fitted on every row.
+is reported cross-validated: each fold's rows are predicted with constants fitted on the
+other folds only; "before" is the defaults' error on the same rows (nothing fitted, so
+already out of sample). The folds never split a group of rows that share what a fit could
+learn from one and reuse on the other: a file naming two or more sources is cross-validated
+leave-one-source-out (each source its own fold: a run predicted from constants fitted on
+other publications or clusters, as bench/fit_constants.py reports the shipped constants);
+a file of one source is split k-fold by configuration (rows equal in every column but the
+id and the measurements, i.e. repeated measurements of one run, stay in one fold). The
+profile written holds the constants fitted on every row.
 """
 
 from __future__ import annotations
@@ -110,17 +116,43 @@ def fit(rows: list[dict], names: list[str], passes: int = 2) -> dict[str, float]
     return cur
 
 
+# columns that say which measurement a row is, not which run: left out of a configuration
+NOT_CONFIGURATION = ("id", "source", "trust", "derivation", "oom") + runs_csv.MEASURED \
+    + runs_csv.KNOWN_NOT_MEASURED
+
+
+def cv_folds(rows: list[dict], folds: int) -> tuple[list[int], str]:
+    """Each row's fold and how the folds were formed (module docstring): one per source
+    where the rows name two or more, else ``folds`` (capped at the groups) over the
+    configurations, dealt in order of first appearance."""
+    sources = [str(r.get("source", "")).strip() for r in rows]
+    if len(set(sources)) >= 2:
+        order = list(dict.fromkeys(sources))
+        return [order.index(x) for x in sources], f"leave-one-source-out ({len(order)} sources)"
+    keys = [tuple(sorted((k, str(v).strip()) for k, v in r.items()
+                         if k not in NOT_CONFIGURATION)) for r in rows]
+    order = list(dict.fromkeys(keys))
+    if len(order) < 2:  # one configuration measured several times: folds by row
+        k = max(2, min(folds, len(rows)))
+        return [j % k for j in range(len(rows))], (f"{k}-fold by row (every row is the same "
+                                                    f"configuration)")
+    k = max(2, min(folds, len(order)))
+    return [order.index(x) % k for x in keys], (f"{k}-fold by configuration ({len(order)} "
+                                                f"configurations)")
+
+
 def cross_validate(rows: list[dict], names: list[str], folds: int, passes: int = 2):
-    """(errors before, errors after) per row, k-fold: relative |errors| of tokens/s."""
-    k = max(2, min(folds, len(rows)))
+    """(errors before, errors after) per row, and how the folds were formed (cv_folds):
+    relative |errors| of tokens/s, ``after`` fold by fold."""
+    fold_of, how = cv_folds(rows, folds)
     before = [math.expm1(e) for e in log_errors(rows, {})]
     after: list[float] = []
-    for i in range(k):
-        train = [r for j, r in enumerate(rows) if j % k != i]
-        test = [r for j, r in enumerate(rows) if j % k == i]
+    for i in sorted(set(fold_of)):
+        train = [r for r, f in zip(rows, fold_of) if f != i]
+        test = [r for r, f in zip(rows, fold_of) if f == i]
         consts = fit(train, names, passes)
         after += [math.expm1(e) for e in log_errors(test, consts)]
-    return before, after, k
+    return before, after, how
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -153,10 +185,10 @@ def run_from_runs(args) -> int:
     if not names:
         raise InputError("--from-runs", args.from_runs, "no constant of efficiency.py to fit")
     print(f"fitting {', '.join(names)} on {len(rows)} measured runs")
-    before, after, k = cross_validate(rows, names, args.folds)
+    before, after, how = cross_validate(rows, names, args.folds)
     consts = fit(rows, names)
     insample = [math.expm1(e) for e in log_errors(rows, consts)]
-    print(f"tokens/s per GPU error (max(pred/meas, meas/pred) - 1), {k}-fold cross-validated:")
+    print(f"tokens/s per GPU error (max(pred/meas, meas/pred) - 1), cross-validated {how}:")
     for label, xs in (("defaults", before), ("refitted (CV)", after), ("refitted (in-sample)",
                                                                       insample)):
         if xs:

@@ -169,7 +169,10 @@ def register(sub) -> None:
     p.add_argument("--gpu-file", help="TOML file with extra [gpu.NAME] tables")
     p.add_argument("--quick", action="store_true", help="fewer and smaller shapes")
     p.add_argument("--folds", type=int, default=5, help="--from-runs: cross-validation folds "
-                                                         "(default 5; capped at the row count)")
+                                                         "for a file of one source (default 5; "
+                                                         "capped at its configurations; a file "
+                                                         "of several sources is cross-validated "
+                                                         "leave-one-source-out)")
     p.add_argument("--force", action="store_true",
                    help="--from-runs: write the profile even when the refit does not lower "
                         "the cross-validated error")
