@@ -188,6 +188,20 @@ def _qwen2_window(cfg: dict, layers: int) -> dict:
     return _window(cfg, layers, 4096, max(0, layers - first))
 
 
+def _regular_moe_layers(idx: list[int], layers: int, field: str, value: object) -> tuple[int, int]:
+    """(leading dense layers, MoE frequency) of the sorted MoE layer indices ``idx``: the only
+    patterns ModelSpec holds are a leading run of dense layers, then every k-th layer MoE to
+    the last (ModelSpec.layer_is_moe); anything else is refused naming ``field``."""
+    if not idx:
+        raise InputError(field, value, f"leaves no MoE layer among {layers}")
+    # one MoE layer: a frequency that reaches past the last layer
+    freq = idx[1] - idx[0] if len(idx) > 1 else layers - idx[0]
+    if idx != list(range(idx[0], layers, freq)):
+        raise InputError(field, value, "only a regular pattern (a leading run "
+                         "of dense layers, then every k-th layer MoE to the last) is supported")
+    return idx[0], freq
+
+
 def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     """(leading dense layers, MoE frequency) from ``moe_layers`` (explicit indices) or an
     interleave step (Llama 4: layers step-1, 2*step-1, ... are MoE)."""
@@ -196,12 +210,7 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     if not isinstance(idx, list) or not idx or not all(
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in idx):
         raise InputError("config.json:moe_layers", raw, f"must list layer indices < {layers}")
-    idx = sorted(set(idx))
-    freq = idx[1] - idx[0] if len(idx) > 1 else 1
-    if idx != list(range(idx[0], layers, freq)):
-        raise InputError("config.json:moe_layers", raw, "only a regular pattern (a leading run "
-                         "of dense layers, then every k-th layer MoE to the last) is supported")
-    return idx[0], freq
+    return _regular_moe_layers(sorted(set(idx)), layers, "config.json:moe_layers", raw)
 
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
@@ -270,24 +279,27 @@ def _mixtral(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-def leading_dense_layers(cfg: dict) -> int:
-    """Qwen-MoE's ``mlp_only_layers`` as a leading run of dense layers (the only pattern
-    ModelSpec holds besides a fixed MoE frequency)."""
+def qwen_moe_layer_pattern(cfg: dict, layers: int) -> tuple[int, int]:
+    """(leading dense layers, MoE frequency) of a Qwen-MoE config (Qwen1.5/2-MoE, Qwen3-MoE,
+    Qwen3-VL-MoE): layer i is MoE when i is not in ``mlp_only_layers`` and
+    (i + 1) % decoder_sparse_step == 0 (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer in
+    transformers), so step 2 makes layers 1, 3, 5, ... MoE."""
     raw = cfg.get("mlp_only_layers") or []
     if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                             for i in raw):
         raise InputError("config.json:mlp_only_layers", raw, "must be a list of layer indices")
-    dense_only = sorted(raw)
-    if dense_only != list(range(len(dense_only))):
-        raise InputError("config.json:mlp_only_layers", dense_only,
-                         "only a leading run of dense layers (0, 1, ..., k-1) is supported")
-    return len(dense_only)
+    step = _pos(cfg, "decoder_sparse_step", 1)
+    idx = [i for i in range(layers) if i not in raw and (i + 1) % step == 0]
+    field, value = (("config.json:mlp_only_layers", sorted(raw)) if raw
+                    else ("config.json:decoder_sparse_step", step))
+    return _regular_moe_layers(idx, layers, field, value)
 
 
 @_family("qwen3_moe")
 def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
     layers = _pos(cfg, "num_hidden_layers")
+    dense, freq = qwen_moe_layer_pattern(cfg, layers)
     return ModelSpec(
         name=name,
         layers=layers,
@@ -301,8 +313,8 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         moe_experts=_pos(cfg, "num_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "moe_intermediate_size"),
-        moe_dense_layers=leading_dense_layers(cfg),
-        moe_layer_freq=_int(cfg, "decoder_sparse_step", 1) or 1,
+        moe_dense_layers=dense,
+        moe_layer_freq=freq,
         moe_topk_norm=_bool(cfg, "norm_topk_prob", False),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
         **_common(cfg), gated_act=_glu_act(cfg),
