@@ -46,6 +46,20 @@ def test_a_wrong_count_would_fail():
     assert a != pytest.approx(8.2e9, rel=0.01)
 
 
+def test_olmo2_count_is_its_modules_sum():
+    """OLMo-2-1124-7B, summed from modeling_olmo2.py's modules: embed_tokens and lm_head
+    (vocab x hidden each), per layer q/k/v/o (hidden x heads*head_dim each, no biases), q_norm
+    over heads*head_dim and k_norm over kv_heads*head_dim (one weight per element, whole
+    projections), gate/up/down (3 x hidden x intermediate), the post-attention and
+    post-feedforward norms (hidden each), and the final norm. meshplan counted one head_dim
+    per q/k norm (253,952 short)."""
+    v, h, f, layers, heads, kv, d = 100352, 4096, 11008, 32, 32, 32, 128
+    layer = 4 * h * heads * d + heads * d + kv * d + 3 * h * f + 2 * h
+    assert layer == 202_391_552
+    assert model_from_hf_file(DATA / "olmo-2-7b.json").total_params() \
+        == 2 * v * h + layers * layer + h == 7_298_617_344
+
+
 # Families meshplan does not model: Qwen3-Next (gated DeltaNet linear attention mixed
 # with full attention; model_type from configuration_qwen3_next.py) and Mamba (a state-space
 # model, configuration_mamba.py).

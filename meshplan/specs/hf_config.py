@@ -242,10 +242,11 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
         qkv_bias=(mt == "qwen2") or attn_bias,
-        # olmo2 (configuration_olmo2.py): Llama shapes, q/k RMSNorm over the whole projection
-        # (Llama-size params differ by 2*hidden per layer, < 0.01%) and norms after, not before,
-        # each block (same count).
+        # olmo2 (modeling_olmo2.py): Llama shapes, RMSNorms on the whole q and k projections
+        # (q_norm over heads * head_dim, k_norm over kv_heads * head_dim: qk_norm_full, as
+        # OLMo 3's block) and norms after, not before, each block (same count).
         qk_norm=mt in ("qwen3", "olmo2"),
+        qk_norm_full=mt == "olmo2",
         # phi3 (Phi-3/3.5/4, configuration_phi3.py): a Llama with fused qkv/gate_up weights
         # (same counts) and a rotary fraction, partial_rotary_factor (default 1.0).
         rope_fraction=_float(cfg, "partial_rotary_factor", 1.0) if mt == "phi3" else 1.0,
