@@ -167,3 +167,45 @@ def test_multi_token_prediction_layers_are_named_as_left_out():
     assert "1 multi-token-prediction layer (num_nextn_predict_layers) not modelled" in \
         spec.description
     assert "multi-token" not in model_from_hf_file(DATA / "qwen3-8b.json").description
+
+
+def _as_transformers5(cfg: dict, per_layer_type: bool = False) -> dict:
+    """The file as transformers 5 saves it: the rotary base and scaling in one
+    rope_parameters object (rope_type "default" without scaling), no rope_theta /
+    rope_scaling keys; Gemma 3 holds one such object per layer type."""
+    if "text_config" in cfg:
+        return dict(cfg, text_config=_as_transformers5(cfg["text_config"], per_layer_type))
+    rp = dict(cfg.get("rope_scaling") or {"rope_type": "default"})
+    if "rope_theta" in cfg:
+        rp["rope_theta"] = cfg["rope_theta"]
+    out = {k: v for k, v in cfg.items() if k not in ("rope_theta", "rope_scaling")}
+    out["rope_parameters"] = ({"full_attention": rp, "sliding_attention": {
+        "rope_type": "default", "rope_theta": 10000.0}} if per_layer_type else rp)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.json")))
+def test_transformers5_rope_parameters_give_the_same_model(name, tmp_path):
+    """A config.json saved by transformers 5 (rope_parameters, no rope_theta) is the same
+    model: the rotary base was read as the 10,000 default and the scaling dropped, so the
+    Megatron export of Qwen3-8B wrote --rotary-base 10000 for its 1,000,000."""
+    cfg = json.loads((DATA / name).read_text())
+    legacy = model_from_hf_file(DATA / name)
+    for per_layer_type in (False, True):
+        f = tmp_path / name
+        f.write_text(json.dumps(_as_transformers5(cfg, per_layer_type)))
+        assert model_from_hf_file(f) == legacy
+
+
+def test_transformers5_rope_theta_reaches_the_megatron_export(tmp_path):
+    from meshplan.export._common import script_args
+    from test_export import parse_megatron
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(_as_transformers5(json.loads((DATA / "qwen3-8b.json").read_text()))))
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "export", "--to", "megatron",
+                        "--out", str(tmp_path / "out"), "--model", str(f), "--gpus",
+                        "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "64",
+                        "--plan", "dp8 tp1 pp1 zero1 mb1"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ns = parse_megatron(script_args((tmp_path / "out" / "megatron_launch.sh").read_text()))
+    assert int(ns.rotary_base) == 1_000_000

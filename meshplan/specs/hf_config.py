@@ -122,6 +122,29 @@ def _rope_scaling(cfg: dict) -> str:
     return json.dumps(v, sort_keys=True)
 
 
+def _rope_parameters(cfg: dict) -> dict:
+    """``cfg`` with transformers 5's ``rope_parameters`` read into the keys the families read:
+    its rope_theta, partial_rotary_factor and the rest as rope_scaling (none when that is only
+    rope_type "default"). transformers 5 writes the rotary base and scaling there (a top-level
+    rope_theta may be absent or null) and reads it over the older keys, so it wins; a file with
+    one object per layer type (Gemma 3: full_attention, sliding_attention) gives the global
+    layers' one, what rope_theta and rope_scaling held before."""
+    rp = cfg.get("rope_parameters")
+    if rp is None:
+        return cfg
+    rp = dict(require_object("config.json:rope_parameters", rp))
+    if "full_attention" in rp:
+        rp = dict(require_object("config.json:rope_parameters.full_attention",
+                                 rp["full_attention"]))
+    out = dict(cfg)
+    for key in ("rope_theta", "partial_rotary_factor"):
+        if key in rp:
+            out[key] = rp.pop(key)
+    default = rp.get("rope_type", rp.get("type", "default")) == "default"
+    out["rope_scaling"] = None if default and set(rp) <= {"rope_type", "type"} else rp
+    return out
+
+
 def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6) -> dict:
     """Fields every family shares: tying, rotary base and scaling, norm epsilon."""
     return dict(tied_embeddings=_bool(cfg, "tie_word_embeddings", False),
@@ -501,6 +524,7 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
     if mt in TEXT_CONFIG_WRAPPERS:
         cfg, note = _unwrap(cfg)
         mt = cfg["model_type"]
+    cfg = _rope_parameters(cfg)
     if mt not in FAMILIES:
         supported = "supported: " + ", ".join(sorted(set(FAMILIES) | set(TEXT_CONFIG_WRAPPERS)))
         if mt in UNSUPPORTED:
