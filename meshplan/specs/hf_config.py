@@ -524,12 +524,12 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
     if mt in TEXT_CONFIG_WRAPPERS:
         cfg, note = _unwrap(cfg)
         mt = cfg["model_type"]
-    cfg = _rope_parameters(cfg)
     if mt not in FAMILIES:
         supported = "supported: " + ", ".join(sorted(set(FAMILIES) | set(TEXT_CONFIG_WRAPPERS)))
         if mt in UNSUPPORTED:
             raise InputError("config.json:model_type", mt, f"{UNSUPPORTED[mt]}; {supported}")
         raise InputError("config.json:model_type", mt, supported)
+    cfg = _rope_parameters(cfg)
     try:
         spec = FAMILIES[mt](name, cfg)
     except InputError as e:
