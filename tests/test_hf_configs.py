@@ -209,3 +209,22 @@ def test_transformers5_rope_theta_reaches_the_megatron_export(tmp_path):
     assert p.returncode == 0, p.stderr
     ns = parse_megatron(script_args((tmp_path / "out" / "megatron_launch.sh").read_text()))
     assert int(ns.rotary_base) == 1_000_000
+
+
+def test_llama_mlp_bias_is_counted_or_refused(tmp_path):
+    """LlamaMLP's gate, up and down take mlp_bias, LlamaAttention's q, k, v and o take
+    attention_bias (modeling_llama.py). mlp_bias was ignored: the count left out 2 x
+    intermediate + hidden per layer and the Megatron export wrote --disable-bias-linear."""
+    cfg = json.loads((DATA / "llama-3.1-8b.json").read_text())
+    base = model_from_hf_file(DATA / "llama-3.1-8b.json").total_params()
+    h, f, layers, q, kv = 4096, 14336, 32, 32 * 128, 8 * 128
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(cfg, attention_bias=True, mlp_bias=True)))
+    m = model_from_hf_file(path)
+    assert m.total_params() == base + layers * (q + 2 * kv + h + 2 * f + h)
+    path.write_text(json.dumps(dict(cfg, mlp_bias=True)))
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "predict", "--model", str(path),
+                        "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch",
+                        "64"], capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "mlp_bias=True" in p.stderr

@@ -236,13 +236,28 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     return _regular_moe_layers(sorted(set(idx)), layers, "config.json:moe_layers", raw)
 
 
+def llama_biases(cfg: dict) -> dict:
+    """qkv_bias and linear_bias of a Llama-style config (LlamaAttention / GraniteAttention: q,
+    k, v and o take attention_bias; LlamaMLP / GraniteMLP: gate, up and down take mlp_bias):
+    both are ModelSpec's linear_bias; attention_bias alone counts the q, k and v biases (o's,
+    h per layer, is not); MLP biases without attention biases are refused."""
+    attn = _bool(cfg, "attention_bias", False)
+    mlp = _bool(cfg, "mlp_bias", False)
+    if mlp and not attn:
+        raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
+                         "are not modelled (Llama and Granite checkpoints have neither)")
+    return dict(qkv_bias=attn, linear_bias=attn and mlp)
+
+
 # Defaults are those of each family's configuration_*.py in transformers (used when a
 # config.json leaves a field out).
 @_family("llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2")
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
-    attn_bias = _bool(cfg, "attention_bias", False)
+    biases = llama_biases(cfg)
+    if mt == "qwen2":  # Qwen2Attention: q, k and v always have biases
+        biases["qkv_bias"] = True
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)
@@ -264,7 +279,7 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         ffn=_pos(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
-        qkv_bias=(mt == "qwen2") or attn_bias,
+        **biases,
         # olmo2 (modeling_olmo2.py): Llama shapes, RMSNorms on the whole q and k projections
         # (q_norm over heads * head_dim, k_norm over kv_heads * head_dim: qk_norm_full, as
         # OLMo 3's block) and norms after, not before, each block (same count).

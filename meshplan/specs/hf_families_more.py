@@ -9,7 +9,8 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
-                        _qwen2_window, _window, qwen_moe_layer_pattern, require_object)
+                        _qwen2_window, _window, llama_biases, qwen_moe_layer_pattern,
+                        require_object)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -68,15 +69,10 @@ GRANITE_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention
 def _granite_attention(cfg: dict) -> dict:
     heads = _pos(cfg, "num_attention_heads")
     multipliers = any(_float(cfg, k, 1.0) != 1.0 for k in GRANITE_MULTIPLIERS)
-    attn_bias = _bool(cfg, "attention_bias", False)
-    if _bool(cfg, "mlp_bias", False) and not attn_bias:
-        raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
-                         "are not modelled (Granite 3.x has neither)")
     return dict(layers=_pos(cfg, "num_hidden_layers", 32), hidden=_pos(cfg, "hidden_size", 4096),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
-                vocab=_pos(cfg, "vocab_size", 32000),
-                linear_bias=attn_bias and _bool(cfg, "mlp_bias", False),
-                qkv_bias=attn_bias, activation_multipliers=multipliers)
+                vocab=_pos(cfg, "vocab_size", 32000), **llama_biases(cfg),
+                activation_multipliers=multipliers)
 
 
 @_family("granite")
