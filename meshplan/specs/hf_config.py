@@ -360,6 +360,9 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
     )
 
 
+DEEPSEEK_TOPK_METHODS = ("greedy", "group_limited_greedy", "noaux_tc")
+
+
 # kimi_k2 (Kimi K2's config.json; architectures DeepseekV3ForCausalLM, auto_map to
 # DeepSeek-V3's modelling code) is DeepSeek-V3 with other sizes.
 @_family("deepseek_v2", "deepseek_v3", "kimi_k2")
@@ -367,6 +370,12 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
     routed = _int(cfg, "n_routed_experts", 0)
     v3 = cfg.get("model_type") in ("deepseek_v3", "kimi_k2")
+    # DeepSeek's MoEGate (modeling_deepseek.py): greedy and group_limited_greedy pick the top
+    # k scores, noaux_tc adds the score-correction bias (moe_router_bias)
+    topk_method = _str(cfg, "topk_method", "noaux_tc" if v3 else "greedy")
+    if topk_method not in DEEPSEEK_TOPK_METHODS:
+        raise InputError("config.json:topk_method", topk_method,
+                         "allowed: " + ", ".join(DEEPSEEK_TOPK_METHODS))
     return ModelSpec(
         name=name,
         layers=_pos(cfg, "num_hidden_layers"),
@@ -387,7 +396,7 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
         moe_shared_experts=_int(cfg, "n_shared_experts", 0) if routed else 0,
         moe_dense_layers=_int(cfg, "first_k_dense_replace", 0) if routed else 0,
         moe_layer_freq=_int(cfg, "moe_layer_freq", 1) or 1,
-        moe_router_bias=_str(cfg, "topk_method", "noaux_tc" if v3 else "greedy") == "noaux_tc",
+        moe_router_bias=topk_method == "noaux_tc",
         moe_score=_str(cfg, "scoring_func", "sigmoid" if v3 else "softmax"),
         moe_topk_norm=_bool(cfg, "norm_topk_prob", v3),
         moe_routed_scale=_float(cfg, "routed_scaling_factor", 2.5 if v3 else 1.0),
@@ -481,7 +490,9 @@ _SPEC_TO_CONFIG = {"heads": "num_attention_heads", "kv_heads": "num_key_value_he
                    "vocab": "vocab_size", "ffn": "intermediate_size",
                    "moe_topk": "num_experts_per_tok", "moe_experts": "num_experts",
                    "moe_expert_ffn": "moe_intermediate_size", "moe_groups": "n_group",
-                   "moe_group_topk": "topk_group"}
+                   "moe_group_topk": "topk_group",
+                   # the families that read these from the file: DeepSeek, GLM-4.5, MiniMax-M2
+                   "moe_dense_layers": "first_k_dense_replace", "moe_score": "scoring_func"}
 
 
 def _unwrap(cfg: dict) -> tuple[dict, str]:
