@@ -228,3 +228,18 @@ def test_llama_mlp_bias_is_counted_or_refused(tmp_path):
                         "64"], capture_output=True, text=True)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
     assert "mlp_bias=True" in p.stderr
+
+
+@pytest.mark.parametrize("first_k,freq", [(1, 1), (1, 2), (3, 2), (0, 3), (2, 2)])
+def test_deepseek_moe_layers_follow_the_reference_rule(first_k, freq, tmp_path):
+    """DeepseekV2DecoderLayer (DeepSeek's modeling_deepseek.py; vLLM and SGLang the same):
+    layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0. meshplan
+    counted the frequency from first_k_dense_replace (layers 1, 3, 5, ... for 1 and 2, where
+    the model has 2, 4, 6, ...)."""
+    cfg = json.loads((DATA / "deepseek-v2-lite.json").read_text())
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(dict(cfg, first_k_dense_replace=first_k, moe_layer_freq=freq)))
+    m = model_from_hf_file(f)
+    layers = cfg["num_hidden_layers"]
+    assert [i for i in range(layers) if m.layer_is_moe(i)] \
+        == [i for i in range(layers) if i >= first_k and i % freq == 0]

@@ -376,6 +376,12 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
     if topk_method not in DEEPSEEK_TOPK_METHODS:
         raise InputError("config.json:topk_method", topk_method,
                          "allowed: " + ", ".join(DEEPSEEK_TOPK_METHODS))
+    # layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0 (DeepSeek's
+    # DeepseekV2DecoderLayer / V3's, vLLM and SGLang alike): the first MoE layer is the first
+    # multiple of the frequency from first_k_dense_replace on
+    freq = _int(cfg, "moe_layer_freq", 1) or 1
+    first_k = _int(cfg, "first_k_dense_replace", 0) if routed else 0
+    first_moe = -(-first_k // freq) * freq
     return ModelSpec(
         name=name,
         layers=_pos(cfg, "num_hidden_layers"),
@@ -394,8 +400,7 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
         moe_topk=_int(cfg, "num_experts_per_tok", 0) if routed else 0,
         moe_expert_ffn=_int(cfg, "moe_intermediate_size", 0) if routed else 0,
         moe_shared_experts=_int(cfg, "n_shared_experts", 0) if routed else 0,
-        moe_dense_layers=_int(cfg, "first_k_dense_replace", 0) if routed else 0,
-        moe_layer_freq=_int(cfg, "moe_layer_freq", 1) or 1,
+        moe_dense_layers=first_moe, moe_layer_freq=freq,
         moe_router_bias=topk_method == "noaux_tc",
         moe_score=_str(cfg, "scoring_func", "sigmoid" if v3 else "softmax"),
         moe_topk_norm=_bool(cfg, "norm_topk_prob", v3),
