@@ -243,3 +243,18 @@ def test_deepseek_moe_layers_follow_the_reference_rule(first_k, freq, tmp_path):
     layers = cfg["num_hidden_layers"]
     assert [i for i in range(layers) if m.layer_is_moe(i)] \
         == [i for i in range(layers) if i >= first_k and i % freq == 0]
+
+
+def test_transformers5_rope_parameters_without_a_rope_type(tmp_path):
+    """Qwen3-VL files written by transformers 5 hold {"rope_theta", "mrope_section",
+    "mrope_interleaved"} without rope_type (default): the same model as the older file's
+    rope_scaling {"rope_type": "default", "mrope_section": ...}; it was refused as
+    rope_scaling.rope_type=None."""
+    cfg = json.loads((DATA / "qwen3-8b.json").read_text())
+    mrope = {"mrope_section": [24, 20, 20], "mrope_interleaved": True}
+    old, new = tmp_path / "a" / "config.json", tmp_path / "b" / "config.json"
+    old.parent.mkdir(), new.parent.mkdir()
+    old.write_text(json.dumps(dict(cfg, rope_scaling=dict(mrope, rope_type="default"))))
+    new.write_text(json.dumps(dict({k: v for k, v in cfg.items() if k != "rope_theta"},
+                                   rope_parameters=dict(mrope, rope_theta=cfg["rope_theta"]))))
+    assert model_from_hf_file(new) == model_from_hf_file(old).with_(name="b")

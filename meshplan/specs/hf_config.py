@@ -140,7 +140,9 @@ def _rope_parameters(cfg: dict) -> dict:
     for key in ("rope_theta", "partial_rotary_factor"):
         if key in rp:
             out[key] = rp.pop(key)
-    default = rp.get("rope_type", rp.get("type", "default")) == "default"
+    if "type" not in rp:  # transformers 5's default rope_type when the object names none
+        rp.setdefault("rope_type", "default")
+    default = rp.get("rope_type", rp.get("type")) == "default"
     out["rope_scaling"] = None if default and set(rp) <= {"rope_type", "type"} else rp
     return out
 
