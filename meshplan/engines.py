@@ -477,8 +477,9 @@ def _deepspeed(p, m, w) -> list[Violation]:
         elif m.heads % p.cp or (not m.is_mla and m.kv_heads % p.cp):
             out.append(Violation("cp", p.cp, f"Ulysses scatters attention heads: cp must divide "
                                  f"the heads ({m.heads}) and the kv heads ({m.kv_heads})"))
-    if p.ep > 1 or p.etp > 1:
-        out.append(Violation("ep", p.ep, "DeepSpeed-MoE sets expert parallelism in model code "
+    if p.ep > 1 or p.etp > 1:  # named by the degree that is set (etp alone: etp)
+        out.append(Violation(*(("ep", p.ep) if p.ep > 1 else ("etp", p.etp)),
+                             "DeepSpeed-MoE sets expert parallelism in model code "
                              "(deepspeed.moe.layer.MoE(ep_size=...)), not in ds_config"))
     if p.pp > 1:
         if p.zero >= 2:

@@ -8,6 +8,7 @@ the closing note) comes from it. ``{d}`` in files and argv is the test's tempora
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -27,6 +28,15 @@ LLAMA_HF = ('{"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 256,
             '"vocab_size": 1000%s}')
 W = ["--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "32"]
 M = ["--model", "llama3.1-8b"]
+
+
+# a small DeepSeek-V3-style config (MLA, routed and shared experts, one leading dense layer)
+MLA_HF = {"model_type": "deepseek_v3", "hidden_size": 256, "intermediate_size": 512,
+          "moe_intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 8,
+          "n_shared_experts": 1, "n_routed_experts": 8, "num_experts_per_tok": 2,
+          "first_k_dense_replace": 1, "q_lora_rank": 64, "kv_lora_rank": 32,
+          "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "vocab_size": 1024,
+          "n_group": 2, "topk_group": 1}
 
 
 def hf(extra: str) -> str:
@@ -297,6 +307,16 @@ CASES = [
      ["plan", "--model", "{d}/c", *W], "num_hidden_layers=1000000000: must be at most 16,384"),
     ("hf-head-dim-zero", {"c/config.json": hf(', "head_dim": 0')},
      ["plan", "--model", "{d}/c", *W], "config.json:head_dim=0: must be a positive integer"),
+    # DeepSeek-style MoE fields: named by their config.json key (they were named by
+    # ModelSpec's moe_dense_layers / moe_score), an unknown topk_method refused (it was read
+    # as "no score-correction bias")
+    ("hf-first-k-dense-past-the-layers",
+     {"c/config.json": json.dumps(dict(MLA_HF, first_k_dense_replace=9))},
+     ["plan", "--model", "{d}/c", *W], "config.json:first_k_dense_replace=9: at most"),
+    ("hf-scoring-func-unknown", {"c/config.json": json.dumps(dict(MLA_HF, scoring_func="raw"))},
+     ["plan", "--model", "{d}/c", *W], "config.json:scoring_func='raw': allowed"),
+    ("hf-topk-method-unknown", {"c/config.json": json.dumps(dict(MLA_HF, topk_method="top2"))},
+     ["plan", "--model", "{d}/c", *W], "config.json:topk_method='top2': allowed"),
     ("label-unknown-recompute-module", {}, ["predict", *M, *W, "--plan",
                                             "dp8 tp1 pp1 zero1 mb1 rc-selective-foo"],
      "rc-selective-foo: recompute_modules='foo': unknown recompute module"),

@@ -140,6 +140,18 @@ def test_deepspeed_ulysses_config():
         render(Scenario(sc.model, sc.cluster, sc.workload, Plan(dp=4, cp=4, zero=3)), "deepspeed")
 
 
+def test_deepspeed_refusal_names_the_expert_degree_that_is_set():
+    """A plan with expert tensor parallelism and no expert parallelism is refused for its etp,
+    not as "cannot run ep=1" (the search counted 1,584 deepseek-v2-lite plans under that
+    reason, beside a winner that runs ep=1)."""
+    sc = _scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 64, "bf16")
+    (v,) = engine_violations("deepspeed", Plan(dp=8, tp=2, etp=2, zero=1, sequence_parallel=False),
+                             sc.model, sc.workload)
+    assert (v.field, v.value) == ("etp", 2)
+    (v,) = engine_violations("deepspeed", Plan(dp=16, ep=8, zero=1), sc.model, sc.workload)
+    assert (v.field, v.value) == ("ep", 8)
+
+
 # ---- the CLI: the issue's commands ----------------------------------------------------------
 ISSUE = ["plan", "--model", "llama3.1-70b", "--gpus", "64xH100-SXM-80GB", "--seq-len", "8192",
          "--global-batch", "512", "--rerank", "0", "--top", "2"]

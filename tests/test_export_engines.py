@@ -339,6 +339,27 @@ def test_torchtitan_builds_llama_family_configs_of_any_shape(source, changes, tm
     assert getattr(rope, "scaling", "none") == ("llama" if m.rope_scaling else "none")
 
 
+@pytest.mark.parametrize("changes", [{}, {"quantization_config": None}])
+def test_torchtitan_knows_a_registered_model_by_its_config_json(changes, tmp_path):
+    """DeepSeek-V3's config.json in a folder of its own (the model named after the folder; the
+    bf16 copies leave out the fp8 quantization_config) is torchtitan's registered 671B flavour:
+    it was refused as a Llama-family model with latent attention, while --model deepseek-v3,
+    the same file, exported."""
+    _torchtitan()
+    from meshplan.specs.catalog.presets import load_model
+    m = load_model(_hf_file(tmp_path, "deepseek-v3", **changes))
+    assert m.name != "deepseek-v3"
+    sc = Scenario(m, make_cluster("256xH100-SXM-80GB"), Workload(4096, 1024),
+                  Plan(dp=32, pp=8, ep=32, zero=1))
+    assert engine_violations("torchtitan", sc.plan, m, sc.workload, sc.cluster) \
+        == engine_violations("torchtitan", sc.plan, preset("deepseek-v3"), sc.workload, sc.cluster)
+    sc = Scenario(m, sc.cluster, sc.workload, Plan(dp=32, pp=8, ep=32, zero=2))
+    export(sc, "torchtitan", tmp_path / "out")
+    mc = _load_job(tmp_path / "out").model_spec.model
+    assert len(mc.layers) == m.layers and mc.dim == m.hidden and mc.vocab_size == m.vocab
+    assert mc.layers[-1].moe.num_experts == m.moe_experts
+
+
 def test_torchtitan_refusal_names_what_is_missing(tmp_path):
     from meshplan.export import UnsupportedByEngine
     from meshplan.specs.catalog.presets import load_model

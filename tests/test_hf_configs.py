@@ -46,6 +46,20 @@ def test_a_wrong_count_would_fail():
     assert a != pytest.approx(8.2e9, rel=0.01)
 
 
+def test_olmo2_count_is_its_modules_sum():
+    """OLMo-2-1124-7B, summed from modeling_olmo2.py's modules: embed_tokens and lm_head
+    (vocab x hidden each), per layer q/k/v/o (hidden x heads*head_dim each, no biases), q_norm
+    over heads*head_dim and k_norm over kv_heads*head_dim (one weight per element, whole
+    projections), gate/up/down (3 x hidden x intermediate), the post-attention and
+    post-feedforward norms (hidden each), and the final norm. meshplan counted one head_dim
+    per q/k norm (253,952 short)."""
+    v, h, f, layers, heads, kv, d = 100352, 4096, 11008, 32, 32, 32, 128
+    layer = 4 * h * heads * d + heads * d + kv * d + 3 * h * f + 2 * h
+    assert layer == 202_391_552
+    assert model_from_hf_file(DATA / "olmo-2-7b.json").total_params() \
+        == 2 * v * h + layers * layer + h == 7_298_617_344
+
+
 # Families meshplan does not model: Qwen3-Next (gated DeltaNet linear attention mixed
 # with full attention; model_type from configuration_qwen3_next.py) and Mamba (a state-space
 # model, configuration_mamba.py).
@@ -153,3 +167,94 @@ def test_multi_token_prediction_layers_are_named_as_left_out():
     assert "1 multi-token-prediction layer (num_nextn_predict_layers) not modelled" in \
         spec.description
     assert "multi-token" not in model_from_hf_file(DATA / "qwen3-8b.json").description
+
+
+def _as_transformers5(cfg: dict, per_layer_type: bool = False) -> dict:
+    """The file as transformers 5 saves it: the rotary base and scaling in one
+    rope_parameters object (rope_type "default" without scaling), no rope_theta /
+    rope_scaling keys; Gemma 3 holds one such object per layer type."""
+    if "text_config" in cfg:
+        return dict(cfg, text_config=_as_transformers5(cfg["text_config"], per_layer_type))
+    rp = dict(cfg.get("rope_scaling") or {"rope_type": "default"})
+    if "rope_theta" in cfg:
+        rp["rope_theta"] = cfg["rope_theta"]
+    out = {k: v for k, v in cfg.items() if k not in ("rope_theta", "rope_scaling")}
+    out["rope_parameters"] = ({"full_attention": rp, "sliding_attention": {
+        "rope_type": "default", "rope_theta": 10000.0}} if per_layer_type else rp)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.json")))
+def test_transformers5_rope_parameters_give_the_same_model(name, tmp_path):
+    """A config.json saved by transformers 5 (rope_parameters, no rope_theta) is the same
+    model: the rotary base was read as the 10,000 default and the scaling dropped, so the
+    Megatron export of Qwen3-8B wrote --rotary-base 10000 for its 1,000,000."""
+    cfg = json.loads((DATA / name).read_text())
+    legacy = model_from_hf_file(DATA / name)
+    for per_layer_type in (False, True):
+        f = tmp_path / name
+        f.write_text(json.dumps(_as_transformers5(cfg, per_layer_type)))
+        assert model_from_hf_file(f) == legacy
+
+
+def test_transformers5_rope_theta_reaches_the_megatron_export(tmp_path):
+    from meshplan.export._common import script_args
+    from test_export import parse_megatron
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(_as_transformers5(json.loads((DATA / "qwen3-8b.json").read_text()))))
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "export", "--to", "megatron",
+                        "--out", str(tmp_path / "out"), "--model", str(f), "--gpus",
+                        "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch", "64",
+                        "--plan", "dp8 tp1 pp1 zero1 mb1"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ns = parse_megatron(script_args((tmp_path / "out" / "megatron_launch.sh").read_text()))
+    assert int(ns.rotary_base) == 1_000_000
+
+
+def test_llama_mlp_bias_is_counted_or_refused(tmp_path):
+    """LlamaMLP's gate, up and down take mlp_bias, LlamaAttention's q, k, v and o take
+    attention_bias (modeling_llama.py). mlp_bias was ignored: the count left out 2 x
+    intermediate + hidden per layer and the Megatron export wrote --disable-bias-linear."""
+    cfg = json.loads((DATA / "llama-3.1-8b.json").read_text())
+    base = model_from_hf_file(DATA / "llama-3.1-8b.json").total_params()
+    h, f, layers, q, kv = 4096, 14336, 32, 32 * 128, 8 * 128
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(cfg, attention_bias=True, mlp_bias=True)))
+    m = model_from_hf_file(path)
+    assert m.total_params() == base + layers * (q + 2 * kv + h + 2 * f + h)
+    path.write_text(json.dumps(dict(cfg, mlp_bias=True)))
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "predict", "--model", str(path),
+                        "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch",
+                        "64"], capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "mlp_bias=True" in p.stderr
+
+
+@pytest.mark.parametrize("first_k,freq", [(1, 1), (1, 2), (3, 2), (0, 3), (2, 2)])
+def test_deepseek_moe_layers_follow_the_reference_rule(first_k, freq, tmp_path):
+    """DeepseekV2DecoderLayer (DeepSeek's modeling_deepseek.py; vLLM and SGLang the same):
+    layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0. meshplan
+    counted the frequency from first_k_dense_replace (layers 1, 3, 5, ... for 1 and 2, where
+    the model has 2, 4, 6, ...)."""
+    cfg = json.loads((DATA / "deepseek-v2-lite.json").read_text())
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(dict(cfg, first_k_dense_replace=first_k, moe_layer_freq=freq)))
+    m = model_from_hf_file(f)
+    layers = cfg["num_hidden_layers"]
+    assert [i for i in range(layers) if m.layer_is_moe(i)] \
+        == [i for i in range(layers) if i >= first_k and i % freq == 0]
+
+
+def test_transformers5_rope_parameters_without_a_rope_type(tmp_path):
+    """Qwen3-VL files written by transformers 5 hold {"rope_theta", "mrope_section",
+    "mrope_interleaved"} without rope_type (default): the same model as the older file's
+    rope_scaling {"rope_type": "default", "mrope_section": ...}; it was refused as
+    rope_scaling.rope_type=None."""
+    cfg = json.loads((DATA / "qwen3-8b.json").read_text())
+    mrope = {"mrope_section": [24, 20, 20], "mrope_interleaved": True}
+    old, new = tmp_path / "a" / "config.json", tmp_path / "b" / "config.json"
+    old.parent.mkdir(), new.parent.mkdir()
+    old.write_text(json.dumps(dict(cfg, rope_scaling=dict(mrope, rope_type="default"))))
+    new.write_text(json.dumps(dict({k: v for k, v in cfg.items() if k != "rope_theta"},
+                                   rope_parameters=dict(mrope, rope_theta=cfg["rope_theta"]))))
+    assert model_from_hf_file(new) == model_from_hf_file(old).with_(name="b")

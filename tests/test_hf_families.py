@@ -141,6 +141,20 @@ def test_bad_layer_types_is_one_field_error():
         model_from_hf_dict(cfg)
 
 
+def test_llama4_nope_layers_are_counted_and_refused_by_the_builders():
+    """Llama4TextConfig: no_rope_layers, when absent or empty, is 1 (RoPE) except on every
+    4th layer (no_rope_layer_interval 4): 12 of Scout's 48 layers use no rotary positions.
+    They were not recorded, so the runtime built rotary positions on every layer (the exports
+    and the runtime refuse NoPE layers, as SmolLM3's)."""
+    from meshplan.engines import model_features_unbuilt
+    text = LLAMA4_SCOUT["text_config"]
+    for flags, nope in ((None, 12), ([], 12), ([1, 0] * 24, 24), ([1] * 48, 0)):
+        m = model_from_hf_dict({"model_type": "llama4",
+                                "text_config": dict(text, no_rope_layers=flags)})
+        assert m.nope_layers == nope
+        assert ("NoPE" in model_features_unbuilt(m)) == bool(nope)
+
+
 def test_llama4_chunked_attention_is_named_as_not_modelled():
     """Llama-4-Scout's config.json sets attention_chunk_size 8192; modeling_llama4.py chunks
     the attention of its RoPE layers (no_rope_layers, by default all but every 4th: 36 of

@@ -191,6 +191,42 @@ def test_qwen2_moe_sparse_step_and_dense_layers():
         model_from_hf_dict(dict(QWEN15_MOE, mlp_only_layers=[3]))
 
 
+# huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json, cut to 5 layers
+QWEN3_MOE_5 = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+               "moe_intermediate_size": 768, "num_hidden_layers": 5, "num_attention_heads": 32,
+               "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936,
+               "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": True}
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_moe", "qwen3_moe"])
+@pytest.mark.parametrize("step,mlp_only,moe", [
+    (2, [], [1, 3]), (3, [], [2]), (1, [0, 1], [2, 3, 4]), (2, [1], [3])])
+def test_qwen_moe_layers_follow_transformers(model_type, step, mlp_only, moe):
+    """Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer (transformers): layer i is MoE when i is not
+    in mlp_only_layers and (i + 1) % decoder_sparse_step == 0. qwen3_moe read step 2 as layers
+    0, 2, 4 (three MoE layers of five where the model has two)."""
+    cfg = dict(QWEN3_MOE_5, model_type=model_type, decoder_sparse_step=step,
+               mlp_only_layers=mlp_only, shared_expert_intermediate_size=0)
+    m = model_from_hf_dict(cfg)
+    assert [i for i in range(5) if m.layer_is_moe(i)] == moe
+    # closed form: the same layers' parameters, dense MLP (3 h f) or router + experts
+    h, f, e, fe = 2048, 6144, 128, 768
+    dense_mlp, moe_mlp = 3 * h * f, h * e + e * 3 * h * fe
+    assert (m.total_params() - len(moe) * moe_mlp - (5 - len(moe)) * dense_mlp
+            == model_from_hf_dict(dict(cfg, decoder_sparse_step=1, mlp_only_layers=[],
+                                       num_experts_per_tok=1, num_experts=1,
+                                       moe_intermediate_size=f)).total_params()
+            - 5 * (h * 1 + 3 * h * f))
+
+
+def test_qwen_moe_irregular_layers_are_refused():
+    for model_type in ("qwen2_moe", "qwen3_moe"):
+        with pytest.raises(InputError, match="decoder_sparse_step"):
+            model_from_hf_dict(dict(QWEN3_MOE_5, model_type=model_type, decoder_sparse_step=6))
+        with pytest.raises(InputError, match="mlp_only_layers"):  # layers 0, 1, 3, 4: irregular
+            model_from_hf_dict(dict(QWEN3_MOE_5, model_type=model_type, mlp_only_layers=[2]))
+
+
 def test_olmoe_qk_norm_spans_the_projections():
     m = model_from_hf_dict(OLMOE)
     # q_norm RMSNorm(hidden), k_norm RMSNorm(kv_heads * head_dim): 4,096 a layer, not 2 * 128

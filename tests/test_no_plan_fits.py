@@ -45,3 +45,20 @@ def test_volta_defaults_to_fp16(capsys):
     import json
     d = json.loads(capsys.readouterr().out)
     assert rc == 0 and d["scenario"].endswith(", fp16")
+
+
+@pytest.mark.parametrize("engine", ["megatron", "torchtitan", "deepspeed"])
+def test_closest_plan_of_an_engine_search_is_one_the_engine_runs(engine, capsys):
+    """`plan --engine E` where nothing fits shows a closest plan that E's own export takes:
+    for DeepSpeed it showed dp1 tp4 pp1 cp4 ep16 zero3 ... (expert parallelism and Ulysses
+    beside tensor parallelism, both refused by DeepSpeed's export)."""
+    from meshplan.export import render
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.search.search import search
+    from meshplan.specs.catalog.presets import load_model
+    from meshplan.specs.workload import Workload
+    model, cluster, work = (load_model("qwen3-235b-a22b"), make_cluster("16xH100-SXM-80GB"),
+                            Workload(4096, 64))
+    r = search(model, cluster, work, rerank_k=0, engine=engine)
+    assert not r.top and r.closest is not None
+    assert render(Scenario(model, cluster, work, r.closest.plan), engine).files

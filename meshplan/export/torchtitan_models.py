@@ -7,6 +7,8 @@ Each entry's shape is checked against torchtitan's own model config in the tests
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..specs.catalog.presets import preset
 
 # meshplan preset -> (torchtitan model module, config_registry function, flavor, registry kwargs)
@@ -20,9 +22,12 @@ MODELS = {
 
 
 def torchtitan_model(model) -> tuple[str, str, str, dict] | None:
-    """The registry entry whose shape is ``model``'s, or None."""
+    """The registry entry whose shape is ``model``'s, or None. The model's name (a
+    config.json's folder) and the fields only serving reads (the checkpoint's quantization, the
+    longest context served) are not part of it: the registry builds neither."""
     for name, entry in MODELS.items():
-        if preset(name) == model:
+        if replace(preset(name), name=model.name, checkpoint_quant=model.checkpoint_quant,
+                   max_context=model.max_context) == model:
             return entry
     return None
 

@@ -66,8 +66,10 @@ class Walk:
         self.best: list[float] = []  # max-heap (negated) of the `keep` best step times
         self.considered = self.evaluated = self.fitting = 0
         self.partial_considered = 0  # rule 6's tries (also in `considered`)
-        self.closest = None
-        self._closest_key = None
+        # the leanest plan that did not fit: of those the engine runs (what "no plan fits"
+        # shows), and of all (whether a pinned knob is one the engine refuses anyway)
+        self.closest = self.closest_any = None
+        self._closest_key = self._closest_any_key = None
         self._rows: dict = {}
         self._floors: dict = {}  # (point, micro-batch index) -> row floors, once refined
         self._pairs: dict = {}  # (point, micro-batch index) -> its PairBounds, once refined
@@ -354,7 +356,11 @@ class Walk:
             if lean.fits:
                 return lean
             key = (lean.peak_memory_bytes, i, j)
-            if self.closest is None or key < self._closest_key:
+            if self.closest_any is None or key < self._closest_any_key:
+                self.closest_any, self._closest_any_key = lean, key
+            if (self.closest is None or key < self._closest_key) and (
+                    self.engine is None or not plan_violations(self.engine, lean.plan,
+                                                               self.model, self.workload)):
                 self.closest, self._closest_key = lean, key
             return False
         # the first setting of `cands` that fits is the lean one; estimate only what can

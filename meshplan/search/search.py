@@ -231,11 +231,11 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
         # (step time, memory, place in the enumeration order): the order of a plain walk
         fits = [(t, mem, p) for t, mem, _, p in sorted(walk.fits, key=lambda f: f[:3])]
         pinned_refusal = [v for f, v in refusals.items() if f in pins]
-        if engine is not None and not fits and not pinned_refusal and closest is not None:
+        if engine is not None and not fits and not pinned_refusal and walk.closest_any:
             # every plan was rejected for memory before the engine was asked: the plan
             # closest to fitting says whether a pinned knob is one the engine refuses anyway
-            pinned_refusal = [v for v in plan_violations(engine, closest.plan, model, workload)
-                              if v.field in pins]
+            pinned_refusal = [v for v in plan_violations(engine, walk.closest_any.plan, model,
+                                                         workload) if v.field in pins]
         if engine is not None and not fits and pinned_refusal:
             # nothing runs because of a pinned knob the engine refuses: say so (exit 2)
             raise UnsupportedByEngine(engine, *pinned_refusal[0])

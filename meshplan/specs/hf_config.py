@@ -122,6 +122,31 @@ def _rope_scaling(cfg: dict) -> str:
     return json.dumps(v, sort_keys=True)
 
 
+def _rope_parameters(cfg: dict) -> dict:
+    """``cfg`` with transformers 5's ``rope_parameters`` read into the keys the families read:
+    its rope_theta, partial_rotary_factor and the rest as rope_scaling (none when that is only
+    rope_type "default"). transformers 5 writes the rotary base and scaling there (a top-level
+    rope_theta may be absent or null) and reads it over the older keys, so it wins; a file with
+    one object per layer type (Gemma 3: full_attention, sliding_attention) gives the global
+    layers' one, what rope_theta and rope_scaling held before."""
+    rp = cfg.get("rope_parameters")
+    if rp is None:
+        return cfg
+    rp = dict(require_object("config.json:rope_parameters", rp))
+    if "full_attention" in rp:
+        rp = dict(require_object("config.json:rope_parameters.full_attention",
+                                 rp["full_attention"]))
+    out = dict(cfg)
+    for key in ("rope_theta", "partial_rotary_factor"):
+        if key in rp:
+            out[key] = rp.pop(key)
+    if "type" not in rp:  # transformers 5's default rope_type when the object names none
+        rp.setdefault("rope_type", "default")
+    default = rp.get("rope_type", rp.get("type")) == "default"
+    out["rope_scaling"] = None if default and set(rp) <= {"rope_type", "type"} else rp
+    return out
+
+
 def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6) -> dict:
     """Fields every family shares: tying, rotary base and scaling, norm epsilon."""
     return dict(tied_embeddings=_bool(cfg, "tie_word_embeddings", False),
@@ -188,6 +213,20 @@ def _qwen2_window(cfg: dict, layers: int) -> dict:
     return _window(cfg, layers, 4096, max(0, layers - first))
 
 
+def _regular_moe_layers(idx: list[int], layers: int, field: str, value: object) -> tuple[int, int]:
+    """(leading dense layers, MoE frequency) of the sorted MoE layer indices ``idx``: the only
+    patterns ModelSpec holds are a leading run of dense layers, then every k-th layer MoE to
+    the last (ModelSpec.layer_is_moe); anything else is refused naming ``field``."""
+    if not idx:
+        raise InputError(field, value, f"leaves no MoE layer among {layers}")
+    # one MoE layer: a frequency that reaches past the last layer
+    freq = idx[1] - idx[0] if len(idx) > 1 else layers - idx[0]
+    if idx != list(range(idx[0], layers, freq)):
+        raise InputError(field, value, "only a regular pattern (a leading run "
+                         "of dense layers, then every k-th layer MoE to the last) is supported")
+    return idx[0], freq
+
+
 def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     """(leading dense layers, MoE frequency) from ``moe_layers`` (explicit indices) or an
     interleave step (Llama 4: layers step-1, 2*step-1, ... are MoE)."""
@@ -196,12 +235,20 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     if not isinstance(idx, list) or not idx or not all(
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in idx):
         raise InputError("config.json:moe_layers", raw, f"must list layer indices < {layers}")
-    idx = sorted(set(idx))
-    freq = idx[1] - idx[0] if len(idx) > 1 else 1
-    if idx != list(range(idx[0], layers, freq)):
-        raise InputError("config.json:moe_layers", raw, "only a regular pattern (a leading run "
-                         "of dense layers, then every k-th layer MoE to the last) is supported")
-    return idx[0], freq
+    return _regular_moe_layers(sorted(set(idx)), layers, "config.json:moe_layers", raw)
+
+
+def llama_biases(cfg: dict) -> dict:
+    """qkv_bias and linear_bias of a Llama-style config (LlamaAttention / GraniteAttention: q,
+    k, v and o take attention_bias; LlamaMLP / GraniteMLP: gate, up and down take mlp_bias):
+    both are ModelSpec's linear_bias; attention_bias alone counts the q, k and v biases (o's,
+    h per layer, is not); MLP biases without attention biases are refused."""
+    attn = _bool(cfg, "attention_bias", False)
+    mlp = _bool(cfg, "mlp_bias", False)
+    if mlp and not attn:
+        raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
+                         "are not modelled (Llama and Granite checkpoints have neither)")
+    return dict(qkv_bias=attn, linear_bias=attn and mlp)
 
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
@@ -210,7 +257,9 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
-    attn_bias = _bool(cfg, "attention_bias", False)
+    biases = llama_biases(cfg)
+    if mt == "qwen2":  # Qwen2Attention: q, k and v always have biases
+        biases["qkv_bias"] = True
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)
@@ -232,11 +281,12 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         ffn=_pos(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
-        qkv_bias=(mt == "qwen2") or attn_bias,
-        # olmo2 (configuration_olmo2.py): Llama shapes, q/k RMSNorm over the whole projection
-        # (Llama-size params differ by 2*hidden per layer, < 0.01%) and norms after, not before,
-        # each block (same count).
+        **biases,
+        # olmo2 (modeling_olmo2.py): Llama shapes, RMSNorms on the whole q and k projections
+        # (q_norm over heads * head_dim, k_norm over kv_heads * head_dim: qk_norm_full, as
+        # OLMo 3's block) and norms after, not before, each block (same count).
         qk_norm=mt in ("qwen3", "olmo2"),
+        qk_norm_full=mt == "olmo2",
         # phi3 (Phi-3/3.5/4, configuration_phi3.py): a Llama with fused qkv/gate_up weights
         # (same counts) and a rotary fraction, partial_rotary_factor (default 1.0).
         rope_fraction=_float(cfg, "partial_rotary_factor", 1.0) if mt == "phi3" else 1.0,
@@ -270,24 +320,27 @@ def _mixtral(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-def leading_dense_layers(cfg: dict) -> int:
-    """Qwen-MoE's ``mlp_only_layers`` as a leading run of dense layers (the only pattern
-    ModelSpec holds besides a fixed MoE frequency)."""
+def qwen_moe_layer_pattern(cfg: dict, layers: int) -> tuple[int, int]:
+    """(leading dense layers, MoE frequency) of a Qwen-MoE config (Qwen1.5/2-MoE, Qwen3-MoE,
+    Qwen3-VL-MoE): layer i is MoE when i is not in ``mlp_only_layers`` and
+    (i + 1) % decoder_sparse_step == 0 (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer in
+    transformers), so step 2 makes layers 1, 3, 5, ... MoE."""
     raw = cfg.get("mlp_only_layers") or []
     if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                             for i in raw):
         raise InputError("config.json:mlp_only_layers", raw, "must be a list of layer indices")
-    dense_only = sorted(raw)
-    if dense_only != list(range(len(dense_only))):
-        raise InputError("config.json:mlp_only_layers", dense_only,
-                         "only a leading run of dense layers (0, 1, ..., k-1) is supported")
-    return len(dense_only)
+    step = _pos(cfg, "decoder_sparse_step", 1)
+    idx = [i for i in range(layers) if i not in raw and (i + 1) % step == 0]
+    field, value = (("config.json:mlp_only_layers", sorted(raw)) if raw
+                    else ("config.json:decoder_sparse_step", step))
+    return _regular_moe_layers(idx, layers, field, value)
 
 
 @_family("qwen3_moe")
 def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
     layers = _pos(cfg, "num_hidden_layers")
+    dense, freq = qwen_moe_layer_pattern(cfg, layers)
     return ModelSpec(
         name=name,
         layers=layers,
@@ -301,12 +354,15 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         moe_experts=_pos(cfg, "num_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "moe_intermediate_size"),
-        moe_dense_layers=leading_dense_layers(cfg),
-        moe_layer_freq=_int(cfg, "decoder_sparse_step", 1) or 1,
+        moe_dense_layers=dense,
+        moe_layer_freq=freq,
         moe_topk_norm=_bool(cfg, "norm_topk_prob", False),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
         **_common(cfg), gated_act=_glu_act(cfg),
     )
+
+
+DEEPSEEK_TOPK_METHODS = ("greedy", "group_limited_greedy", "noaux_tc")
 
 
 # kimi_k2 (Kimi K2's config.json; architectures DeepseekV3ForCausalLM, auto_map to
@@ -316,6 +372,18 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
     routed = _int(cfg, "n_routed_experts", 0)
     v3 = cfg.get("model_type") in ("deepseek_v3", "kimi_k2")
+    # DeepSeek's MoEGate (modeling_deepseek.py): greedy and group_limited_greedy pick the top
+    # k scores, noaux_tc adds the score-correction bias (moe_router_bias)
+    topk_method = _str(cfg, "topk_method", "noaux_tc" if v3 else "greedy")
+    if topk_method not in DEEPSEEK_TOPK_METHODS:
+        raise InputError("config.json:topk_method", topk_method,
+                         "allowed: " + ", ".join(DEEPSEEK_TOPK_METHODS))
+    # layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0 (DeepSeek's
+    # DeepseekV2DecoderLayer / V3's, vLLM and SGLang alike): the first MoE layer is the first
+    # multiple of the frequency from first_k_dense_replace on
+    freq = _int(cfg, "moe_layer_freq", 1) or 1
+    first_k = _int(cfg, "first_k_dense_replace", 0) if routed else 0
+    first_moe = -(-first_k // freq) * freq
     return ModelSpec(
         name=name,
         layers=_pos(cfg, "num_hidden_layers"),
@@ -334,9 +402,8 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
         moe_topk=_int(cfg, "num_experts_per_tok", 0) if routed else 0,
         moe_expert_ffn=_int(cfg, "moe_intermediate_size", 0) if routed else 0,
         moe_shared_experts=_int(cfg, "n_shared_experts", 0) if routed else 0,
-        moe_dense_layers=_int(cfg, "first_k_dense_replace", 0) if routed else 0,
-        moe_layer_freq=_int(cfg, "moe_layer_freq", 1) or 1,
-        moe_router_bias=_str(cfg, "topk_method", "noaux_tc" if v3 else "greedy") == "noaux_tc",
+        moe_dense_layers=first_moe, moe_layer_freq=freq,
+        moe_router_bias=topk_method == "noaux_tc",
         moe_score=_str(cfg, "scoring_func", "sigmoid" if v3 else "softmax"),
         moe_topk_norm=_bool(cfg, "norm_topk_prob", v3),
         moe_routed_scale=_float(cfg, "routed_scaling_factor", 2.5 if v3 else 1.0),
@@ -430,7 +497,9 @@ _SPEC_TO_CONFIG = {"heads": "num_attention_heads", "kv_heads": "num_key_value_he
                    "vocab": "vocab_size", "ffn": "intermediate_size",
                    "moe_topk": "num_experts_per_tok", "moe_experts": "num_experts",
                    "moe_expert_ffn": "moe_intermediate_size", "moe_groups": "n_group",
-                   "moe_group_topk": "topk_group"}
+                   "moe_group_topk": "topk_group",
+                   # the families that read these from the file: DeepSeek, GLM-4.5, MiniMax-M2
+                   "moe_dense_layers": "first_k_dense_replace", "moe_score": "scoring_func"}
 
 
 def _unwrap(cfg: dict) -> tuple[dict, str]:
@@ -493,6 +562,7 @@ def model_from_hf_dict(cfg: object, name: str = "custom") -> ModelSpec:
         if mt in UNSUPPORTED:
             raise InputError("config.json:model_type", mt, f"{UNSUPPORTED[mt]}; {supported}")
         raise InputError("config.json:model_type", mt, supported)
+    cfg = _rope_parameters(cfg)
     try:
         spec = FAMILIES[mt](name, cfg)
     except InputError as e:

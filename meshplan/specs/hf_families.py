@@ -85,7 +85,8 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
     """Llama 4 (language model): MoE on every ``interleave_moe_layer_step``-th layer (or the
     listed ``moe_layers``), top-k routed experts plus one shared expert of the same width;
     dense layers use ``intermediate_size_mlp``. Its q/k norm is a weightless L2 norm and its
-    chunked attention (attention_chunk_size) is not modelled (full causal attention)."""
+    chunked attention (attention_chunk_size) is not modelled (full causal attention); its NoPE
+    layers are counted (nope_layers: the exports and the runtime refuse them)."""
     layers = _pos(cfg, "num_hidden_layers")
     heads = _pos(cfg, "num_attention_heads")
     expert_ffn = _pos(cfg, "intermediate_size")
@@ -93,13 +94,15 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
     common = _common(cfg, eps_default=1e-5)
     common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
     chunk = _int(cfg, "attention_chunk_size", 0)
+    # modeling_llama4.py: the RoPE layers (no_rope_layers[i] == 1; by default, or for an
+    # empty list, all but every 4th: configuration_llama4.py no_rope_layer_interval 4) attend
+    # within attention_chunk_size-key chunks; the others (NoPE) use no rotary positions and
+    # attend globally
+    flags = cfg.get("no_rope_layers")
+    chunked = (sum(1 for x in flags if x) if isinstance(flags, list) and len(flags) == layers
+               else layers - layers // 4)
     note = ""
     if chunk:
-        # modeling_llama4.py: the RoPE layers (no_rope_layers[i] == 1; by default all but
-        # every 4th) attend within attention_chunk_size-key chunks, the others globally
-        nope = cfg.get("no_rope_layers")
-        chunked = (sum(1 for x in nope if x) if isinstance(nope, list) and len(nope) == layers
-                   else layers - layers // 4)
         note = (f"chunked attention ({chunk}-key chunks on {chunked} of {layers} layers) is "
                 "not modelled: those layers are charged full causal attention, so sequences "
                 f"longer than {chunk} are predicted slower than they run")
@@ -113,7 +116,7 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=expert_ffn, moe_shared_experts=1, moe_shared_ffn=expert_ffn,
         moe_dense_layers=dense, moe_layer_freq=freq, moe_score="sigmoid", moe_topk_norm=False,
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
-        **common,
+        nope_layers=layers - chunked, **common,
     )
 
 

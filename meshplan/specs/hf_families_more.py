@@ -9,7 +9,8 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
-                        _qwen2_window, _window, leading_dense_layers, require_object)
+                        _qwen2_window, _window, llama_biases, qwen_moe_layer_pattern,
+                        require_object)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -23,16 +24,7 @@ def _qwen2_moe(name: str, cfg: dict) -> ModelSpec:
     (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers."""
     layers = _pos(cfg, "num_hidden_layers")
     heads = _pos(cfg, "num_attention_heads")
-    step = _pos(cfg, "decoder_sparse_step", 1)
-    if step != 1:
-        if cfg.get("mlp_only_layers"):
-            raise InputError("config.json:mlp_only_layers", cfg["mlp_only_layers"],
-                             "not modelled together with decoder_sparse_step > 1")
-        # layers step-1, 2*step-1, ... are MoE: a leading run of step-1 dense layers, then
-        # every step-th layer
-        dense, freq = step - 1, step
-    else:
-        dense, freq = leading_dense_layers(cfg), 1
+    dense, freq = qwen_moe_layer_pattern(cfg, layers)
     shared = _int(cfg, "shared_expert_intermediate_size", 5632)
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size", 2048), heads=heads,
@@ -77,15 +69,10 @@ GRANITE_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention
 def _granite_attention(cfg: dict) -> dict:
     heads = _pos(cfg, "num_attention_heads")
     multipliers = any(_float(cfg, k, 1.0) != 1.0 for k in GRANITE_MULTIPLIERS)
-    attn_bias = _bool(cfg, "attention_bias", False)
-    if _bool(cfg, "mlp_bias", False) and not attn_bias:
-        raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
-                         "are not modelled (Granite 3.x has neither)")
     return dict(layers=_pos(cfg, "num_hidden_layers", 32), hidden=_pos(cfg, "hidden_size", 4096),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
-                vocab=_pos(cfg, "vocab_size", 32000),
-                linear_bias=attn_bias and _bool(cfg, "mlp_bias", False),
-                qkv_bias=attn_bias, activation_multipliers=multipliers)
+                vocab=_pos(cfg, "vocab_size", 32000), **llama_biases(cfg),
+                activation_multipliers=multipliers)
 
 
 @_family("granite")

@@ -64,8 +64,6 @@ def _deepseek_v32(name: str, cfg: dict) -> ModelSpec:
 def _glm_moe_dsa(name: str, cfg: dict) -> ModelSpec:
     """GLM-5 (GlmMoeDsaForCausalLM): DeepSeek-V3's layout (MLA with its own ranks and head
     dims, leading dense layers, sigmoid routing with a selection bias, one shared expert)
-    plus the sparse-attention indexer; the rotary base sits in rope_parameters."""
-    rope = cfg.get("rope_parameters")
-    if isinstance(rope, dict) and "rope_theta" in rope and "rope_theta" not in cfg:
-        cfg = dict(cfg, rope_theta=rope["rope_theta"])
+    plus the sparse-attention indexer; the rotary base sits in rope_parameters (read by
+    hf_config._rope_parameters)."""
     return _with_dsa_note(_deepseek(name, dict(cfg, model_type="deepseek_v3")), cfg)
