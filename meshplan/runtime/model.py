@@ -31,8 +31,6 @@ from ..errors import InputError
 from ..specs.model import ModelSpec
 from .recompute import checkpointed, discarded, kept, recomputed, run_block
 
-NORM_EPS = 1e-5
-ROPE_THETA = 10000.0
 INIT_STD = 0.02
 
 
@@ -52,14 +50,15 @@ def check_buildable(spec: ModelSpec) -> None:
 
 def make_norm(spec: ModelSpec, width: int) -> nn.Module:
     if spec.norm in ("layernorm", "layernorm_nobias"):
-        return nn.LayerNorm(width, eps=NORM_EPS, bias=spec.norm == "layernorm")
-    return nn.RMSNorm(width, eps=NORM_EPS)
+        return nn.LayerNorm(width, eps=spec.norm_eps, bias=spec.norm == "layernorm")
+    return nn.RMSNorm(width, eps=spec.norm_eps)
 
 
-def rope_cos_sin(positions: torch.Tensor, dim: int, dtype: torch.dtype):
-    """cos, sin of shape [s, dim/2] for the given integer positions (RoFormer eq. 34)."""
-    inv = 1.0 / (ROPE_THETA ** (torch.arange(0, dim, 2, dtype=torch.float64,
-                                              device=positions.device) / dim))
+def rope_cos_sin(positions: torch.Tensor, dim: int, dtype: torch.dtype, theta: float):
+    """cos, sin of shape [s, dim/2] for the given integer positions at rotary base ``theta``
+    (RoFormer eq. 34; the model's own base, ModelSpec.rope_theta)."""
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64,
+                                        device=positions.device) / dim))
     ang = positions.to(torch.float64)[:, None] * inv[None, :]
     return ang.cos().to(dtype), ang.sin().to(dtype)
 
@@ -87,6 +86,10 @@ class Attention(nn.Module):
         super().__init__()
         h, d = spec.hidden, spec.head_dim
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, d
+        self.theta = spec.rope_theta
+        # partial rotary (ModelSpec.rope_fraction): the first dims of each head rotate, the
+        # rest pass through (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor)
+        self.rotary = 2 * int(d * spec.rope_fraction / 2)
         self.wq = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
         self.wk = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
         self.wv = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
@@ -111,8 +114,13 @@ class Attention(nn.Module):
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         pos = positions if positions is not None else torch.arange(s, device=x.device)
-        cos, sin = rope_cos_sin(pos, self.head_dim, q.dtype)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        cos, sin = rope_cos_sin(pos, self.rotary, q.dtype, self.theta)
+        r = self.rotary
+        if r == self.head_dim:
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        else:
+            q = torch.cat([apply_rope(q[..., :r], cos, sin), q[..., r:]], dim=-1)
+            k = torch.cat([apply_rope(k[..., :r], cos, sin), k[..., r:]], dim=-1)
         rep = q.shape[1] // k.shape[1]  # local heads per local kv head (TP shards both)
         if rep > 1:
             k = k.repeat_interleave(rep, dim=1)
@@ -138,6 +146,7 @@ class MLAttention(nn.Module):
         self.heads = spec.heads
         self.nope, self.rope, self.vdim = spec.qk_nope_head_dim, spec.qk_rope_head_dim, spec.v_head_dim
         self.kv_lora = spec.kv_lora_rank
+        self.theta = spec.rope_theta
         qk = self.nope + self.rope
         if spec.q_lora_rank:
             self.wq_a = nn.Linear(h, spec.q_lora_rank, bias=False)
@@ -169,7 +178,7 @@ class MLAttention(nn.Module):
             q = q.view(b, s, -1, qk).transpose(1, 2)  # local heads under TP
             kv = self.wkv_b(c_kv).view(b, s, -1, self.nope + self.vdim).transpose(1, 2)
             k_nope, v = kv.split([self.nope, self.vdim], dim=-1)
-            cos, sin = rope_cos_sin(pos, self.rope, q.dtype)
+            cos, sin = rope_cos_sin(pos, self.rope, q.dtype, self.theta)
             q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
             q = torch.cat([q_nope, apply_rope(q_pe, cos, sin)], dim=-1)
             k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)

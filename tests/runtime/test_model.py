@@ -140,3 +140,36 @@ def test_cli_refuses_ulysses_when_heads_do_not_split_over_cp():
                        capture_output=True, text=True, env=e, timeout=120)
     assert r.returncode == 2, r.stderr[-2000:]
     assert len(r.stderr.strip().splitlines()) == 1 and "cp=4" in r.stderr, r.stderr
+
+
+def test_attention_uses_the_models_rotary_base_fraction_and_norm_eps():
+    """Bug: the runtime rotated with base 10,000 over every head dim and built its norms at
+    eps 1e-5 whatever the model said (Llama 3: base 500,000; Qwen3: eps 1e-6; GPT-NeoX:
+    a quarter of each head rotates). Truth: RoFormer's rotation written out by hand."""
+    import dataclasses
+
+    from meshplan.runtime.model import Attention
+
+    spec = dataclasses.replace(preset("tiny-llama"), rope_theta=500000.0, rope_fraction=0.5,
+                               norm_eps=1e-6, qk_norm=True)
+    torch.manual_seed(0)
+    attn = Attention(spec).double()
+    assert attn.q_norm.eps == 1e-6
+    d, r = spec.head_dim, spec.head_dim // 2
+    x = torch.randn(1, 3, spec.hidden, dtype=torch.float64)
+    seen = {}
+
+    def grab(q, k, v, positions, scale):
+        seen["q"] = q
+        return v
+
+    attn.core = grab
+    attn(x, torch.arange(3))
+    q = attn.q_norm(attn.wq(x).view(1, 3, -1, d).transpose(1, 2))
+    p = torch.arange(3, dtype=torch.float64)[:, None]
+    ang = p * spec.rope_theta ** (-torch.arange(0, r, 2, dtype=torch.float64) / r)
+    x1, x2 = q[..., 0:r:2], q[..., 1:r:2]
+    rot = torch.stack([x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()],
+                      dim=-1).flatten(-2)
+    assert torch.allclose(seen["q"][..., :r], rot)
+    assert torch.equal(seen["q"][..., r:], q[..., r:])  # the other half passes through
