@@ -264,24 +264,40 @@ class MoE(nn.Module):
         super().__init__()
         self.num_experts, self.topk = spec.moe_experts, spec.moe_topk
         self.gate = nn.Linear(spec.hidden, spec.moe_experts, bias=False)
-        self.sigmoid_router = spec.moe_router_bias
-        if self.sigmoid_router:  # selection-only bias, updated outside autograd in DeepSeek-V3
+        # the model's router (ModelSpec): score function, selection-only score-correction
+        # bias (DeepSeek-V3, updated outside autograd), device-limited groups, top-k
+        # renormalisation and the routed experts' scale
+        self.sigmoid_router = spec.moe_score == "sigmoid"
+        if spec.moe_router_bias:
             self.register_buffer("expert_bias", torch.zeros(spec.moe_experts), persistent=True)
+        self.groups, self.group_topk = spec.moe_groups, spec.moe_group_topk
+        self.topk_norm, self.routed_scale = spec.moe_topk_norm, spec.moe_routed_scale
         self.experts = GroupedExperts(spec)
         if spec.moe_shared_ffn:
             self.shared = MLP(spec, spec.moe_shared_ffn)
         self.dispatch = None  # (x_rows, expert_ids, experts) -> y_rows
 
     def route(self, x: torch.Tensor):
+        """(expert ids, weights) of each row's top-k experts, as the model's own router picks
+        them: DeepSeek-V3's (modeling_deepseek.py MoEGate, noaux_tc) ranks groups by the sum
+        of their two best bias-corrected scores (the one, in a group of one expert), DeepSeek-V2's (group_limited_greedy) by
+        their best score; the experts of the best ``group_topk`` groups compete."""
         logits = self.gate(x)
-        if self.sigmoid_router:
-            scores = torch.sigmoid(logits)
-            idx = torch.topk(scores + self.expert_bias, self.topk, dim=-1).indices
-            w = scores.gather(-1, idx)
-        else:
-            scores = torch.softmax(logits, dim=-1)
-            w, idx = torch.topk(scores, self.topk, dim=-1)
-        return idx, w / w.sum(dim=-1, keepdim=True)
+        scores = torch.sigmoid(logits) if self.sigmoid_router else torch.softmax(logits, dim=-1)
+        choice = scores + self.expert_bias if hasattr(self, "expert_bias") else scores
+        if self.groups and self.group_topk < self.groups:
+            g = choice.view(-1, self.groups, self.num_experts // self.groups)
+            rank = (g.topk(min(2, g.shape[-1]), dim=-1).values.sum(-1)
+                    if hasattr(self, "expert_bias") else g.max(dim=-1).values)
+            keep = torch.zeros_like(rank).scatter_(1, rank.topk(self.group_topk, dim=-1).indices,
+                                                   1.0)
+            choice = choice.masked_fill(~keep.bool().repeat_interleave(g.shape[-1], dim=1),
+                                        float("-inf"))
+        idx = torch.topk(choice, self.topk, dim=-1).indices
+        w = scores.gather(-1, idx)
+        if self.topk_norm:
+            w = w / w.sum(dim=-1, keepdim=True)
+        return idx, w * self.routed_scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape

@@ -173,3 +173,47 @@ def test_attention_uses_the_models_rotary_base_fraction_and_norm_eps():
                       dim=-1).flatten(-2)
     assert torch.allclose(seen["q"][..., :r], rot)
     assert torch.equal(seen["q"][..., r:], q[..., r:])  # the other half passes through
+
+
+def test_router_is_the_models_own():
+    """Bug: the runtime renormalised every router's top-k weights, dropped DeepSeek's routed
+    scale and group-limited routing, and took a sigmoid router without a bias for softmax.
+    Truth: DeepSeek-V3's MoEGate (noaux_tc) and a softmax router without renormalisation
+    (Qwen2-MoE's norm_topk_prob=false), written out token by token."""
+    import dataclasses
+
+    base = preset("tiny-moe")
+    cases = [
+        dataclasses.replace(base, moe_experts=8, moe_topk=2, moe_groups=4, moe_group_topk=2,
+                            moe_score="sigmoid", moe_router_bias=True, moe_topk_norm=True,
+                            moe_routed_scale=2.5),
+        dataclasses.replace(base, moe_experts=8, moe_topk=2, moe_groups=0, moe_group_topk=0,
+                            moe_score="softmax", moe_router_bias=False, moe_topk_norm=False,
+                            moe_routed_scale=1.0),
+    ]
+    for spec in cases:
+        torch.manual_seed(1)
+        moe = MoE(spec).double()
+        if hasattr(moe, "expert_bias"):
+            moe.expert_bias.copy_(torch.linspace(-0.2, 0.2, spec.moe_experts))
+        x = torch.randn(16, spec.hidden, dtype=torch.float64)
+        idx, w = moe.route(x)
+        logits = x @ moe.gate.weight.t()
+        for t in range(x.shape[0]):
+            if spec.moe_score == "sigmoid":
+                s = torch.sigmoid(logits[t])
+                c = (s + moe.expert_bias).tolist()
+                per = spec.moe_experts // spec.moe_groups
+                gs = [sum(sorted(c[g * per:(g + 1) * per])[-2:]) for g in range(spec.moe_groups)]
+                best = sorted(range(spec.moe_groups), key=lambda g: -gs[g])[:spec.moe_group_topk]
+                allowed = [e for e in range(spec.moe_experts) if e // per in best]
+                pick = sorted(allowed, key=lambda e: -c[e])[:spec.moe_topk]
+                want_w = s[pick] / s[pick].sum() * spec.moe_routed_scale
+            else:
+                s = torch.softmax(logits[t], dim=-1)
+                pick = sorted(range(spec.moe_experts), key=lambda e: -float(s[e]))[:spec.moe_topk]
+                want_w = s[pick]
+            assert sorted(idx[t].tolist()) == sorted(pick)
+            got = dict(zip(idx[t].tolist(), w[t].tolist()))
+            assert all(math.isclose(got[e], float(v), rel_tol=1e-9)
+                       for e, v in zip(pick, want_w))
