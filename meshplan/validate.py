@@ -295,7 +295,13 @@ def predict_row(row: dict, with_search_best: bool = True, cache: dict | None = N
         res.measured_tokens_per_s_per_gpu = measured(row, "measured_tokens_per_s_per_gpu")
         res.measured_step_time_s = measured(row, "measured_step_time_s")
         res.measured_peak_mem_gib = measured(row, "measured_peak_mem_gib")
-        res.measured_oom = bool(flag(row, "oom"))
+        # a blank oom cell: the run ran where something was measured, else unknown (None:
+        # the row holds no out-of-memory verdict to agree with)
+        oom = flag(row, "oom")
+        res.measured_oom = oom if oom is not None else (
+            False if any(x is not None for x in (res.measured_tokens_per_s_per_gpu,
+                                                 res.measured_step_time_s,
+                                                 res.measured_peak_mem_gib)) else None)
         res.measured_noise = runs_csv.number(row, "measured_noise")
         if res.measured_noise is not None and not 0 <= res.measured_noise < 1:
             raise InputError("measured_noise", res.measured_noise,
@@ -594,7 +600,7 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
     mloso = loso_memory_coverage(results)
     for src, cov in loso["per_source"].items():
         per_source.setdefault(src, {})["loso_interval_coverage"] = cov
-    oom_rows = [r for r in ok if r.predicted_oom is not None]
+    oom_rows = [r for r in ok if r.predicted_oom is not None and r.measured_oom is not None]
     return {
         "rows": len(results),
         "predicted": len(ok),

@@ -440,3 +440,19 @@ def test_an_id_shared_by_rows_is_named(tmp_path, capsys):
     assert s["duplicate_ids"] == {"1": 2}
     assert main(["validate", str(p), "--jobs", "1"]) == 0
     assert "id '1' names 2 rows" in capsys.readouterr().out
+
+
+def test_a_row_with_nothing_measured_holds_no_out_of_memory_verdict(tmp_path):
+    """Bug: a row with the oom cell blank and nothing measured counted as a run that did not
+    go out of memory, so the summary's "out-of-memory verdicts agreeing" grew with rows that
+    say nothing. A blank cell beside a measurement still means the run ran."""
+    path = tmp_path / "oom.csv"
+    head = ("id,source,trust,model,gpu,num_gpus,seq_len,global_batch_seqs,micro_batch,tp,pp,"
+            "dp,zero,recompute,precision,measured_tokens_per_s_per_gpu,oom")
+    scen = "llama3.1-8b,H100-SXM-80GB,8,4096,64,1,1,1,8,1,none,bf16"
+    path.write_text("\n".join([head, f"1,s,A,{scen},9000,", f"2,s,A,{scen},,",
+                               f"3,s,A,{scen},,1", f"4,s,A,{scen},,0"]) + "\n")
+    res = {r.id: r for r in validate(str(path), with_search_best=False, jobs=1)[0]}
+    assert res["1"].measured_oom is False and res["2"].measured_oom is None
+    assert res["3"].measured_oom is True and res["4"].measured_oom is False
+    assert summarize(list(res.values()))["oom_rows"] == 3
