@@ -177,7 +177,10 @@ def test_search_plans_the_rack_dispatcher_and_the_export_writes_it(gpus, expecte
     assert r.best.plan.moe_dispatcher == expected
     flags = dict(megatron_args(Scenario(m, cl, w, r.best.plan))[0])
     assert flags["--moe-token-dispatcher-type"] == [{"deepep": "flex"}.get(expected, expected)]
-    assert ("--moe-enable-deepep" in flags) is (expected == "deepep")
+    # the DeepEP class on rack-scale NVLink is HybridEP, as Megatron-Bridge's GB200 recipes
+    # set it; the backend flag only with the flex dispatcher
+    assert flags.get("--moe-flex-dispatcher-backend") == (["hybridep"] if expected == "deepep"
+                                                         else None)
 
 
 def test_blank_fp8_recipe_predicts_as_the_stated_engine_default():

@@ -167,7 +167,8 @@ def test_megatron_export_and_engine_limits_follow_the_moe_knobs():
     sc = Scenario(m, make_cluster(gpu="H100-SXM-80GB", num_gpus=16), w, p)
     flags = dict(megatron_args(sc)[0])
     assert flags["--moe-token-dispatcher-type"] == ["flex"]
-    assert "--moe-enable-deepep" in flags and "--overlap-moe-expert-parallel-comm" in flags
+    assert flags["--moe-flex-dispatcher-backend"] == ["deepep"]  # 8-GPU NVLink nodes
+    assert "--overlap-moe-expert-parallel-comm" in flags
     plain = dict(megatron_args(Scenario(m, sc.cluster, w, Plan(dp=8, pp=2, vpp=12, ep=8)))[0])
     assert plain["--moe-token-dispatcher-type"] == ["alltoall"]
     assert "--overlap-moe-expert-parallel-comm" not in plain

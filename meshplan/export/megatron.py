@@ -34,6 +34,7 @@ from ..cost import fp8_recipe
 from ..recompute_modules import modules_of
 from ..scenario import Scenario
 from ..engines import MEGATRON_MLA_YARN, megatron_vp_group, rope_scaling
+from ..framework_defaults import rack_scale
 from . import Rendered
 from ._common import launch_script, same_layout
 
@@ -147,9 +148,15 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         if freq:
             add("--moe-layer-freq", freq)
         add("--moe-grouped-gemm")
-        if p.moe_dispatcher == "deepep":  # Megatron-Core flex dispatcher with DeepEP
+        if p.moe_dispatcher == "deepep":  # Megatron-Core's flex dispatcher, DeepEP class:
+            # DeepEP's kernels on 8-GPU NVLink nodes, HybridEP on rack-scale NVLink (NVL72),
+            # as Megatron-Bridge's GB200 / GB300 MoE recipes set moe_flex_dispatcher_backend
+            # (framework_defaults MBRIDGE_PERF_RACK); TransformerConfig.moe_flex_dispatcher_
+            # backend (Literal deepep / hybridep at megatron-core 0.16.1; --moe-enable-deepep,
+            # which selected deepep, is deprecated at d98e8a64 and refused beside hybridep)
             add("--moe-token-dispatcher-type", "flex")
-            add("--moe-enable-deepep")
+            add("--moe-flex-dispatcher-backend",
+                "hybridep" if rack_scale(sc.cluster.scaleup_domain) else "deepep")
         else:
             add("--moe-token-dispatcher-type", "alltoall")
         if p.ep_comm_overlap:  # MCore v0.14 batch-level EP all-to-all overlap
