@@ -409,6 +409,20 @@ CASES = [
     ("plan-max-gpus-below-the-cluster", {}, ["plan", *M, *W, "--max-gpus", "3"], "--max-gpus=3"),
     ("validate-serve-trust-unknown", {}, ["validate-serve", "{d}/none.csv", "--trust", "Q"],
      "--trust='Q'"),
+    # rope_scaling's numbers were not checked: a negative factor went into Megatron's
+    # --rope-scaling-factor, a missing or text one ended the exports in a traceback
+    ("hf-rope-factor-negative",
+     {"c/config.json": hf(', "rope_scaling": {"rope_type": "llama3", "factor": -8}')},
+     ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "megatron",
+      "--out", "{d}/ex"], "config.json:rope_scaling.factor=-8"),
+    ("hf-rope-factor-missing", {"c/config.json": hf(', "rope_scaling": {"rope_type": "llama3"}')},
+     ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "torchtitan",
+      "--out", "{d}/ex"], "config.json:rope_scaling.factor=None: missing"),
+    ("hf-rope-original-positions-text",
+     {"c/config.json": hf(', "rope_scaling": {"rope_type": "llama3", "factor": 8, '
+                          '"original_max_position_embeddings": "big"}')},
+     ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "torchtitan",
+      "--out", "{d}/ex"], "rope_scaling.original_max_position_embeddings='big'"),
 ]
 
 
