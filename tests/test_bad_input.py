@@ -409,6 +409,32 @@ CASES = [
     ("plan-max-gpus-below-the-cluster", {}, ["plan", *M, *W, "--max-gpus", "3"], "--max-gpus=3"),
     ("validate-serve-trust-unknown", {}, ["validate-serve", "{d}/none.csv", "--trust", "Q"],
      "--trust='Q'"),
+    # scenario keys of the wrong kind: a number where a path belongs was a TypeError
+    # traceback; `plan = 5` at the top and an empty gpu_file were ignored without a word;
+    # a quoted degree was taken as the number
+    ("scenario-config-number", {"s.toml": GOOD_SCENARIO.replace('preset = "llama3.1-8b"',
+                                                               "config = 5")},
+     ["predict", "--scenario", "{d}/s.toml"], "model.config=5"),
+    ("scenario-gpu-file-number",
+     {"s.toml": GOOD_SCENARIO.replace('[workload]', 'gpu_file = 5\n[workload]')},
+     ["predict", "--scenario", "{d}/s.toml"], "cluster.gpu_file=5"),
+    ("scenario-gpu-file-empty",
+     {"s.toml": GOOD_SCENARIO.replace('[workload]', 'gpu_file = ""\n[workload]')},
+     ["predict", "--scenario", "{d}/s.toml"], "cluster.gpu_file=''"),
+    ("scenario-plan-not-a-table",
+     {"s.toml": "plan = 5\n" + GOOD_SCENARIO.replace("[plan]\ndp = 8\n", "")},
+     ["plan", "--scenario", "{d}/s.toml"], "plan=5: must be a [plan] table"),
+    ("scenario-plan-degree-quoted", {"s.toml": GOOD_SCENARIO.replace("dp = 8", 'dp = "8"')},
+     ["predict", "--scenario", "{d}/s.toml"], "plan.dp='8': must be a TOML integer"),
+    # the link between pools: inf was taken (an infinitely fast link), TOML text converted
+    ("pools-inter-pool-inf", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                                  "--seq-len", "4096", "--global-batch", "32",
+                                  "--inter-pool-gbps", "inf"], "inter_pool_gbps=inf"),
+    ("pools-inter-pool-text",
+     {"p.toml": '[model]\npreset = "llama3.1-8b"\n[cluster]\npools = [{gpus = "8xH100-SXM-80GB"}, '
+                '{gpus = "8xA100-SXM-80GB"}]\ninter_pool_gbps = "100"\n[workload]\n'
+                'seq_len = 4096\nglobal_batch = 32\n'},
+     ["plan", "--scenario", "{d}/p.toml"], "inter_pool_gbps='100': must be a number"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",
