@@ -435,6 +435,18 @@ CASES = [
                 '{gpus = "8xA100-SXM-80GB"}]\ninter_pool_gbps = "100"\n[workload]\n'
                 'seq_len = 4096\nglobal_batch = 32\n'},
      ["plan", "--scenario", "{d}/p.toml"], "inter_pool_gbps='100': must be a number"),
+    # json keeps the last of two equal keys, and recurses once per nesting level
+    ("hf-duplicate-key", {"c/config.json": hf(', "hidden_size": 512')},
+     ["plan", "--model", "{d}/c", *W], "config.json:hidden_size=512: given twice (first 256)"),
+    ("hf-nested-too-deeply", {"c/config.json": "[" * 100000 + "]" * 100000},
+     ["plan", "--model", "{d}/c", *W], "nested too deeply"),
+    # bytes of argv that are not UTF-8 (surrogates once decoded): a UnicodeEncodeError when
+    # the launch script was written
+    ("serve-model-id-not-utf8", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
+                                     "1000", "--output-len", "200", "--requests", "50",
+                                     "--rate", "4", "--plan", "tp4x2", "--export", "vllm",
+                                     "--out", "{d}/se", "--model-id", "org/m\udcff"],
+     "must be UTF-8 text"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",
@@ -580,4 +592,47 @@ def test_out_empty_string_is_refused_not_the_current_folder(tmp_path, monkeypatc
     assert main(["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", ""]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out=''" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_folder_named_with_bytes_not_utf8_exports(tmp_path, capsys):
+    """A config.json in a folder whose name is not UTF-8 (b'x\\xff'): every export ended in
+    a UnicodeEncodeError traceback and left its staging folder (.ex.XXXX) beside --out. The
+    name is now written as x\\xff, and the staging folder never outlives the export."""
+    d = tmp_path / "x\udcff"  # os.fsencode: b"x\xff"
+    d.mkdir()
+    (d / "config.json").write_text(hf(""))
+    for engine in ("megatron", "torchtitan", "meshplan"):
+        out = tmp_path / f"ex-{engine}"
+        assert main(["export", "--model", str(d), *W, "--plan", "dp8 tp1 pp1 zero3 mb1",
+                     "--to", engine, "--out", str(out)]) == 0, capsys.readouterr().err
+        assert any("x\\xff" in f.read_text() for f in out.iterdir())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    """A write that fails after its temporary file is made (a full disk, Ctrl-C) removed
+    nothing: the hidden temporary file stayed beside the output (simulate --trace, plan and
+    serve --png, calibrate --out), and so did an export's staging folder."""
+    import os
+
+    real = os.replace
+
+    def fail(*a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    sim = ["simulate", *M, *W, "--dp", "4", "--pp", "2"]
+    assert main([*sim, "--trace", str(tmp_path / "t.json")]) == 2
+    assert "No space left" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupt(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupt)
+    assert main([*sim, "--trace", str(tmp_path / "t.json")]) == 130
+    assert main(["export", *M, *W, "--dp", "8", "--to", "megatron",
+                 "--out", str(tmp_path / "ex")]) == 130
+    monkeypatch.setattr(os, "replace", real)
     assert list(tmp_path.iterdir()) == []

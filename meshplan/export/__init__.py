@@ -137,9 +137,11 @@ def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
+    except BaseException as e:  # Ctrl-C or text that cannot be encoded too: no staging
+        shutil.rmtree(tmp, ignore_errors=True)  # folder is left beside --out
+        if isinstance(e, OSError):
+            raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
+        raise
     return [out / name for name in rendered.files]
 
 

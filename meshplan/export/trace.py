@@ -91,11 +91,17 @@ def atomic_write(p: Path, data: str | bytes) -> None:
     check_output_file("output", p)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    except OSError as e:
+        raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
+    try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plain file is wanted
         os.replace(tmp, p)
-    except OSError as e:
-        raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
+    except BaseException as e:  # a full disk, Ctrl-C: the temporary file goes too
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
+        raise

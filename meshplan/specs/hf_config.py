@@ -555,6 +555,18 @@ def _config_error(e: InputError) -> InputError:
     return InputError(f"config.json:{field}", e.value, allowed)
 
 
+def _once_each(pairs: list) -> dict:
+    """A JSON object whose keys are each given once: json keeps the last of two, so a
+    config.json naming hidden_size twice was read as whichever came last."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise InputError(f"config.json:{k}", v, f"given twice (first {out[k]!r}); "
+                             "a key may appear once in an object")
+        out[k] = v
+    return out
+
+
 def model_from_hf_file(path: str | Path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
@@ -565,13 +577,19 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
         raise InputError("model", str(path), "not a text file (not UTF-8 JSON)") from None
     except OSError as e:
         raise InputError("model", str(path), f"cannot read file ({e.strerror})") from None
+    # the model's name is its folder's (or file's): bytes that are not UTF-8 in it (a file
+    # name from another locale) are written as \xNN, so the scripts it goes into can be
+    name = p.parent.name if p.name == "config.json" else p.stem
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError("model", str(path),
-                         f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
-    try:
-        return model_from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem)
+        try:
+            cfg = json.loads(text, object_pairs_hook=_once_each)
+        except json.JSONDecodeError as e:
+            raise InputError("model", str(path), f"not valid JSON (line {e.lineno} column "
+                             f"{e.colno}: {e.msg})") from None
+        except RecursionError:  # [[[[...: json's decoder recurses once per level
+            raise InputError("model", str(path), "not valid JSON (nested too deeply)") from None
+        return model_from_hf_dict(cfg, name=name)
     except InputError as e:
         # name the file the user gave where it is not called config.json
         if p.name != "config.json" and e.field.startswith("config.json"):
