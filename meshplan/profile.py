@@ -217,4 +217,5 @@ def to_toml(meta: dict, constants: dict[str, float], comments: dict[str, str] | 
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    from .export.meshplan_plan import toml_string  # control characters escaped too
+    return toml_string(s)

@@ -636,3 +636,24 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, ca
                  "--out", str(tmp_path / "ex")]) == 130
     monkeypatch.setattr(os, "replace", real)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_toml_with_characters_past_the_bmp_reads_back(tmp_path, capsys):
+    """export --to meshplan wrote names as JSON strings: an emoji (in a model's folder name,
+    a GPU's name) became two surrogate escapes, which TOML refuses, so predict --scenario on
+    the written plan.toml failed. Now the same step time comes back."""
+    d = tmp_path / "m\U0001F600"
+    d.mkdir()
+    (d / "config.json").write_text(hf(""), encoding="utf-8")
+    (tmp_path / "g.toml").write_text(GOOD_GPU.replace("MyGPU", '"G\U0001F680"'),
+                                     encoding="utf-8")
+    args = ["--model", str(d), "--gpu-file", str(tmp_path / "g.toml"),
+            "--gpus", "8xG\U0001F680", "--seq-len", "4096", "--global-batch", "32",
+            "--plan", "dp8 tp1 pp1 zero1 mb1"]
+    assert main(["predict", *args]) == 0
+    direct = capsys.readouterr().out.splitlines()[2]
+    assert main(["export", *args, "--to", "meshplan", "--out", str(tmp_path / "ex")]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--scenario", str(tmp_path / "ex" / "plan.toml")]) == 0, \
+        capsys.readouterr().err
+    assert capsys.readouterr().out.splitlines()[2] == direct

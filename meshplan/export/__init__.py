@@ -115,7 +115,7 @@ def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
         raise InputError("--out", str(out_dir), f"cannot create the directory ({e.strerror})") from None
     try:
         for name, text in rendered.files.items():
-            (tmp / name).write_text(text)
+            (tmp / name).write_text(text, encoding="utf-8")
             os.chmod(tmp / name, 0o755 if name in rendered.executable else 0o644)
         os.chmod(tmp, 0o755)
         if out.is_dir() and Path.cwd().resolve().is_relative_to(out):

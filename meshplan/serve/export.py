@@ -297,7 +297,7 @@ def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
     written = []
     try:
         for name, body in files.items():
-            (tmp / name).write_text(body)
+            (tmp / name).write_text(body, encoding="utf-8")
         for name in files:
             os.replace(tmp / name, out / name)
             written.append(out / name)
