@@ -447,6 +447,24 @@ CASES = [
                                      "--rate", "4", "--plan", "tp4x2", "--export", "vllm",
                                      "--out", "{d}/se", "--model-id", "org/m\udcff"],
      "must be UTF-8 text"),
+    # GPU file keys taken and ignored: the GPU class's own fields (memory_bytes, ...), the
+    # latencies and the compute capability (an FP8 export for a part below vLLM's floor
+    # was written); memory_gb beside memory_gib; a precision the peaks are never read at
+    ("gpu-toml-bytes-field", {"g.toml": GOOD_GPU + "memory_bytes = 5\n"},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_bytes=5: unknown key"),
+    ("gpu-toml-compute-capability-read",
+     {"g.toml": GOOD_GPU.replace("bf16 = 500", "bf16 = 500, fp8 = 1000")
+      + "compute_capability = 7.0\n"},
+     ["serve", *M, "--gpu-file", "{d}/g.toml", "--gpus", "4xMyGPU", "--input-len", "1000",
+      "--output-len", "200", "--requests", "50", "--rate", "4", "--plan", "tp4x1",
+      "--weights", "fp8", "--export", "vllm", "--out", "{d}/se"], "MyGPU is 7"),
+    ("gpu-toml-memory-twice", {"g.toml": GOOD_GPU + "memory_gb = 10\n"},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_gb=10: contradicts memory_gib"),
+    ("gpu-toml-peak-unknown-precision",
+     {"g.toml": GOOD_GPU.replace("bf16 = 500", "bf16 = 500, fp08 = 1000")},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops.fp08=1000: unknown precision"),
+    ("gpu-toml-name-control-character", {"g.toml": GOOD_GPU.replace("MyGPU", '"A\\u001bB"')},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "control characters"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",
@@ -657,3 +675,20 @@ def test_plan_toml_with_characters_past_the_bmp_reads_back(tmp_path, capsys):
     assert main(["predict", "--scenario", str(tmp_path / "ex" / "plan.toml")]) == 0, \
         capsys.readouterr().err
     assert capsys.readouterr().out.splitlines()[2] == direct
+
+
+def test_gpu_file_latencies_are_read_and_exported(tmp_path, capsys):
+    """scaleup_latency_s / scaleout_latency_s in a GPU file were accepted and ignored; they
+    are read now, and plan.toml's gpus.toml carries them (and the power limit and compute
+    capability) so that the exported scenario is the same GPU."""
+    from meshplan.scenario import gpu_catalog, load_scenario
+    (tmp_path / "g.toml").write_text(GOOD_GPU + "scaleup_latency_s = 2e-5\n"
+                                     "scaleout_latency_s = 4e-5\ncompute_capability = 8.9\n"
+                                     "power_limit_w = 500\n")
+    g = gpu_catalog(tmp_path / "g.toml")["MyGPU"]
+    assert (g.scaleup_latency_s, g.scaleout_latency_s, g.compute_capability,
+            g.power_limit_w) == (2e-5, 4e-5, 8.9, 500)
+    assert main(["export", "--gpu-file", str(tmp_path / "g.toml"), "--gpus", "8xMyGPU", *M,
+                 "--seq-len", "4096", "--global-batch", "32", "--dp", "8", "--to", "meshplan",
+                 "--out", str(tmp_path / "ex")]) == 0
+    assert load_scenario(tmp_path / "ex" / "plan.toml").cluster.gpu == g

@@ -74,7 +74,9 @@ def _gpu_table(g) -> dict:
             "memory_gib": g.memory_bytes / 2**30, "memory_tb_per_s": g.memory_bytes_per_s / 1e12,
             "scaleup_gb_per_s": g.scaleup_bytes_per_s / 1e9, "gpus_per_node": g.gpus_per_node,
             "scaleup_domain": g.scaleup_domain, "nic_gbps": g.nic_bytes_per_s * 8 / 1e9,
-            "generation": g.generation, "source": g.source}
+            "scaleup_latency_s": g.scaleup_latency_s, "scaleout_latency_s": g.scaleout_latency_s,
+            "generation": g.generation, "power_limit_w": g.power_limit_w,
+            "compute_capability": g.compute_capability, "source": g.source}
 
 
 def scenario_toml(sc: Scenario) -> dict[str, str]:
