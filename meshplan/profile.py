@@ -31,6 +31,7 @@ import tomllib
 from pathlib import Path
 
 from .errors import InputError
+from .inputs import note_read
 
 EFFICIENCY_MODULE = "meshplan.cost.efficiency"
 
@@ -145,6 +146,7 @@ def _clear_caches() -> None:
 def load(path: str | Path) -> dict:
     """The profile's [meta] and [constants] (InputError on a bad file)."""
     p = Path(path)
+    note_read(p)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except OSError as e:

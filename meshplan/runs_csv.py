@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 from .errors import InputError
+from .inputs import note_read
 
 # Needed in the header of every file: the cluster and the workload. The model's shape may
 # come from a preset named in `model` instead of the shape columns (see row_model.py).
@@ -42,6 +43,7 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
     header names stripped and lower-cased, values stripped (blank = ""), blank lines skipped.
     ``field`` names the input in errors (a file that cannot be read, is not UTF-8 or is not
     CSV)."""
+    note_read(path)
     try:
         raw = Path(path).read_bytes()
     except OSError as e:

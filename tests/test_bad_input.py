@@ -465,6 +465,21 @@ CASES = [
      ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops.fp08=1000: unknown precision"),
     ("gpu-toml-name-control-character", {"g.toml": GOOD_GPU.replace("MyGPU", '"A\\u001bB"')},
      ["gpus", "--gpu-file", "{d}/g.toml"], "control characters"),
+    # an output that is one of the command's own inputs was written over it: the model's
+    # config.json by a trace, the runs CSV by the profile fitted on it, and an export into
+    # the folder of the plan.toml it reads deleted that file; two pictures on one path
+    ("simulate-trace-over-the-model-config", {"m.json": hf("")},
+     ["simulate", "--model", "{d}/m.json", *W, "--dp", "4", "--pp", "2", "--trace",
+      "{d}/m.json"], "m.json': is a file this command reads"),
+    ("calibrate-out-is-the-runs-csv", {"r.csv": "gpu,num_gpus\n"},
+     ["calibrate", "--from-runs", "{d}/r.csv", "--out", "{d}/r.csv"],
+     "is a file this command reads"),
+    ("export-out-holds-its-own-plan-file", {"o/plan.toml": GOOD_SCENARIO},
+     ["export", "--scenario", "{d}/o/plan.toml", "--to", "megatron", "--out", "{d}/o"],
+     "holds plan.toml, a file this command reads"),
+    ("simulate-png-and-mem-png-one-file", {},
+     ["simulate", *M, *W, "--dp", "4", "--pp", "2", "--png", "{d}/a.png", "--mem-png",
+      "{d}/a.png"], "is also --png"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

@@ -105,16 +105,23 @@ def _measure(args, torch) -> tuple[dict, str]:
     return m, name
 
 
-def _check_out(out: str | None) -> None:
-    """Refuse an --out the profile cannot be written to, before any measuring or fitting."""
+def _check_out(out: str | None, inputs=()) -> None:
+    """Refuse an --out the profile cannot be written to, before any measuring or fitting:
+    nor one of the files it is fitted from (--from-runs runs.csv --out runs.csv wrote the
+    profile over the runs)."""
     if not out:
         return
     from ..export.trace import check_output_file
+    from ..inputs import check_not_read, note_read
     check_output_file("--out", out)
+    for path in inputs:
+        if path:
+            note_read(path)
+    check_not_read("--out", out)
 
 
 def _run(args) -> int:
-    _check_out(args.out)
+    _check_out(args.out, (args.from_runs, args.gpu_file))
     if args.from_runs:
         from ..calibrate.from_runs import run_from_runs
 

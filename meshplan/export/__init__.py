@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..engines import LIMITED_ENGINES, UnsupportedByEngine, check
 from ..errors import InputError, require_choice
+from ..inputs import check_not_read
 from ..scenario import Scenario
 
 ENGINES = ("megatron", "torchtitan", "deepspeed", "meshplan")
@@ -91,6 +92,7 @@ def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
                              + allowed)
         if not os.access(out, os.W_OK):
             raise InputError("--out", str(out_dir), "is not writable")
+        check_not_read("--out", out, folder=True)  # a previous export being read now
         return out
     parent = out.absolute().parent
     while not parent.exists():

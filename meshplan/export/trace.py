@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs import check_not_read
 from ..pipeline.simulate import SimResult
 
 TRACKS = {"compute": 0, "send_fwd": 1, "send_bwd": 2, "dp": 3}
@@ -89,6 +90,7 @@ def check_output_file(field: str, path: str | Path) -> Path:
 def atomic_write(p: Path, data: str | bytes) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     check_output_file("output", p)
+    check_not_read("output", p)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
     except OSError as e:

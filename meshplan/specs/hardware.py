@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import (InputError, did_you_mean, require_plain_text, require_positive_int,
                       require_positive_number)
+from ..inputs import note_read
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
@@ -157,6 +158,7 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
 
 def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
     """User GPUs: ``[gpu.NAME]`` tables (see examples/my_gpus.toml)."""
+    note_read(path)
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError
+from ..inputs import note_read
 from .model import ModelSpec
 
 FAMILIES: dict[str, Callable[[str, dict], ModelSpec]] = {}
@@ -571,6 +572,7 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
+    note_read(p)
     try:
         text = p.read_text(encoding="utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
