@@ -707,3 +707,11 @@ def test_gpu_file_latencies_are_read_and_exported(tmp_path, capsys):
                  "--seq-len", "4096", "--global-batch", "32", "--dp", "8", "--to", "meshplan",
                  "--out", str(tmp_path / "ex")]) == 0
     assert load_scenario(tmp_path / "ex" / "plan.toml").cluster.gpu == g
+
+
+def test_python_dash_m_meshplan_is_the_command():
+    """`python -m meshplan` (no console script on PATH) ran nothing: "No module named
+    meshplan.__main__". It is the command now, bad input and all."""
+    p = subprocess.run([sys.executable, "-m", "meshplan", "plan", "--model", "llama99", *W],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "model='llama99'" in p.stderr
