@@ -44,3 +44,22 @@ def check_not_read(field: str, path: str | Path, folder: bool = False) -> None:
         what = "is" if hit[0] == real else f"holds {os.path.relpath(hit[0], real)},"
         raise InputError(field, str(path), f"{what} a file this command reads; give another "
                          "path (meshplan never writes over its own input)")
+
+
+# The most meshplan reads of one input file. The largest real inputs are runs CSVs of a few
+# MiB; without a bound, --model /dev/zero (or a multi-GB file given by mistake) was read
+# until memory ran out (a MemoryError traceback, or the machine swapping first).
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+def read_input(path: str | Path, field: str) -> bytes:
+    """The bytes of an input file, noted as read; InputError naming ``field`` when it holds
+    more than MAX_INPUT_BYTES. OSError (missing, a directory, ...) is the caller's to word."""
+    note_read(path)
+    with open(path, "rb") as f:
+        data = f.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(field, str(path), f"holds more than {MAX_INPUT_BYTES >> 20} MiB; "
+                         "meshplan's inputs (configs, scenarios, GPU files, profiles, CSVs) "
+                         "are far smaller: the wrong file?")
+    return data

@@ -31,7 +31,7 @@ import tomllib
 from pathlib import Path
 
 from .errors import InputError
-from .inputs import note_read
+from .inputs import read_input
 
 EFFICIENCY_MODULE = "meshplan.cost.efficiency"
 
@@ -146,9 +146,8 @@ def _clear_caches() -> None:
 def load(path: str | Path) -> dict:
     """The profile's [meta] and [constants] (InputError on a bad file)."""
     p = Path(path)
-    note_read(p)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
+        data = tomllib.loads(read_input(p, "--profile").decode("utf-8").removeprefix("\ufeff"))
     except OSError as e:
         raise InputError("--profile", str(path), f"cannot read ({e.strerror})") from None
     except UnicodeDecodeError:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import InputError, require_positive_int, require_positive_number
-from .inputs import note_read
+from .inputs import read_input
 from .plan import ALIASES, PLAN_INT_FIELDS, Plan
 from .specs.catalog.gpus import GPUS
 from .specs.catalog.presets import load_model
@@ -171,9 +171,8 @@ SCENARIO_TABLES = ("model", "cluster", "workload", "plan")
 
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
-    note_read(p)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
+        data = tomllib.loads(read_input(p, "scenario").decode("utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:
         raise InputError("scenario", str(path), "is a directory; give a TOML file") from None
     except OSError as e:

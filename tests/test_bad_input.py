@@ -715,3 +715,23 @@ def test_python_dash_m_meshplan_is_the_command():
     p = subprocess.run([sys.executable, "-m", "meshplan", "plan", "--model", "llama99", *W],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "model='llama99'" in p.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--model", "{f}", *W],
+    ["predict", "--scenario", "{f}"],
+    ["plan", *M, *W, "--gpu-file", "{f}"],
+    ["predict", *M, *W, "--dp", "8", "--profile", "{f}"],
+    ["validate", "{f}"],
+    ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--trace", "{f}"],
+], ids=["model", "scenario", "gpu-file", "profile", "runs-csv", "serve-trace"])
+def test_an_input_past_64_mib_is_refused_unread(argv, tmp_path, capsys):
+    """Every input was read whole: --model /dev/zero read until memory ran out (a
+    MemoryError traceback, or the machine swapping first). Inputs stop at 64 MiB now (a
+    sparse file here, standing in for /dev/zero without the risk)."""
+    f = tmp_path / "big"
+    with open(f, "wb") as fh:
+        fh.truncate(64 * 2**20 + 1)
+    assert main([a.replace("{f}", str(f)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds more than 64 MiB" in err, err

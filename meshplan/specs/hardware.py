@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import (InputError, did_you_mean, require_plain_text, require_positive_int,
                       require_positive_number)
-from ..inputs import note_read
+from ..inputs import read_input
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
@@ -158,9 +158,8 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
 
 def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
     """User GPUs: ``[gpu.NAME]`` tables (see examples/my_gpus.toml)."""
-    note_read(path)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8").removeprefix("\ufeff"))
+        data = tomllib.loads(read_input(path, "gpu_file").decode("utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:
         raise InputError("gpu_file", str(path), "is a directory; give a TOML file") from None
     except OSError as e:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError
-from ..inputs import note_read
+from ..inputs import read_input
 from .model import ModelSpec
 
 FAMILIES: dict[str, Callable[[str, dict], ModelSpec]] = {}
@@ -572,9 +572,8 @@ def model_from_hf_file(path: str | Path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    note_read(p)
     try:
-        text = p.read_text(encoding="utf-8").removeprefix("\ufeff")
+        text = read_input(p, "model").decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise InputError("model", str(path), "not a text file (not UTF-8 JSON)") from None
     except OSError as e:
