@@ -480,6 +480,8 @@ CASES = [
     ("simulate-png-and-mem-png-one-file", {},
      ["simulate", *M, *W, "--dp", "4", "--pp", "2", "--png", "{d}/a.png", "--mem-png",
       "{d}/a.png"], "is also --png"),
+    # --model "" (an unset shell variable) was Path(""): the current folder's config.json
+    ("model-empty", {}, ["plan", "--model", "", *W], "model='': must name a preset"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",
