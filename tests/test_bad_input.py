@@ -269,7 +269,7 @@ CASES = [
     ("serve-export-unwritable", {},
      ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "2000", "--output-len", "200",
       "--rate", "10", "--requests", "50", "--export", "vllm", "--out", "/proc/x"],
-     "--out='/proc/x': cannot write there"),
+     "--out='/proc/x': cannot"),
     # ---- HuggingFace config.json -------------------------------------------------------------
     ("hf-not-json", {"c/config.json": "{"}, ["plan", "--model", "{d}/c", *W], "not valid JSON"),
     ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W],
@@ -482,6 +482,16 @@ CASES = [
       "{d}/a.png"], "is also --png"),
     # --model "" (an unset shell variable) was Path(""): the current folder's config.json
     ("model-empty", {}, ["plan", "--model", "", *W], "model='': must name a preset"),
+    # a folder named like an export file is not a previous export: replacing it deleted it
+    # and what it held
+    ("out-holds-a-folder-named-like-an-export-file", {"out/plan.toml/data.txt": "mine"},
+     ["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", "{d}/out"],
+     "holds other files (plan.toml)"),
+    # serve wrote its export, then failed on the PNG: the export stayed
+    ("serve-png-unwritable-leaves-no-export", {},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1000", "--output-len", "200",
+      "--requests", "50", "--rate", "4", "--plan", "tp4x2", "--export", "vllm", "--out",
+      "{d}/se", "--png", "/proc/x.png"], "output='/proc/x.png': cannot write"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

@@ -242,19 +242,29 @@ def _run(args) -> int:
     if args.png:  # drawn first, written after the export: a refused export leaves no PNG
         from ..serve.plots import pareto_png_bytes
         png = pareto_png_bytes(res)
-    exported, notes = [], []
-    if args.export:
-        from ..serve.export import default_model_id, export_plan
+    exported, notes, rendered = [], [], None
+    if args.export:  # rendered (and refused) before anything is written
+        from ..serve.export import default_model_id, render_plan
         from ..serve.export import notes as export_notes
         from ..specs.catalog.presets import preset_names
         model_id = args.model_id or default_model_id(args.model)
         notes = export_notes(top[0].plan, model, model_id,
                              args.model.strip().lower() in preset_names())
-        exported = export_plan(args.export, top[0].plan, model, model_id, args.out, cluster,
-                               longest, notes)
-    if png is not None:
+        rendered = render_plan(args.export, top[0].plan, model, model_id, cluster, longest,
+                               notes)
+    new_png = False
+    if png is not None:  # the PNG first: one that cannot be written left the export behind
         from ..export.trace import atomic_write
+        new_png = not Path(args.png).exists()
         atomic_write(Path(args.png), png)
+    if rendered is not None:
+        from ..serve.export import write_plan
+        try:
+            exported = write_plan(rendered, args.out)
+        except BaseException:  # nor is a PNG left from a command whose export failed
+            if new_png:
+                Path(args.png).unlink(missing_ok=True)
+            raise
     if args.json:
         print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),

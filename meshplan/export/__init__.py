@@ -86,7 +86,10 @@ def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
         except OSError as e:
             raise InputError("--out", str(out_dir), f"cannot list it ({e.strerror})") from None
         known = names if names is not None else set(ALL_EXPORT_FILES)
-        foreign = [n for n in held if n not in known]
+        # a folder named like an export file (plan.toml/) is not one: replacing the export
+        # deleted it and everything in it
+        foreign = [n for n in held if n not in known
+                   or ((out / n).is_dir() and not (out / n).is_symlink())]
         if foreign:
             raise InputError("--out", str(out_dir), f"holds other files ({_found(foreign)}); "
                              + allowed)
@@ -103,13 +106,15 @@ def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
     return out
 
 
-def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
+def write(rendered: Rendered, out_dir: str | Path, known: set[str] | None = None) -> list[Path]:
     """Write rendered files into ``out_dir``; returns their paths.
 
     Every file is written into a temporary directory beside ``out_dir`` first, which then
     takes its place in one rename: a failure leaves either the old folder or the new one,
-    never a mix. An existing ``out_dir`` must be empty or hold only a previous export."""
-    out = check_out_dir(out_dir, set(ALL_EXPORT_FILES) | set(rendered.files)).resolve()
+    never a mix. An existing ``out_dir`` must be empty or hold only a previous export (of
+    the files ``known``: by default every training export's)."""
+    known = set(ALL_EXPORT_FILES) if known is None else known
+    out = check_out_dir(out_dir, known | set(rendered.files)).resolve()
     try:
         out.absolute().parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.absolute().parent))
