@@ -492,6 +492,22 @@ CASES = [
      ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1000", "--output-len", "200",
       "--requests", "50", "--rate", "4", "--plan", "tp4x2", "--export", "vllm", "--out",
       "{d}/se", "--png", "/proc/x.png"], "output='/proc/x.png': cannot write"),
+    # an output that could not be written ended the command after its report was printed
+    # (--json's whole document on stdout, exit 2); a PNG was written under any name
+    ("plan-json-export-unwritable", {}, ["plan", *M, *W, "--json", "--export", "megatron",
+                                         "--out", "/proc/x"], "--out='/proc/x': cannot"),
+    ("procurement-json-png-unwritable", {},
+     ["plan", *M, "--seq-len", "4096", "--global-batch", "32", "--gpu-types",
+      "H100-SXM-80GB,A100-SXM-80GB", "--train-tokens", "1B", "--deadline", "30d", "--json",
+      "--png", "/proc/x.png"], "output='/proc/x.png': cannot write"),
+    ("procurement-png-not-png", {},
+     ["plan", *M, "--seq-len", "4096", "--global-batch", "32", "--gpu-types",
+      "H100-SXM-80GB,A100-SXM-80GB", "--train-tokens", "1B", "--deadline", "30d",
+      "--png", "{d}/c.json"], "file name must end in .png"),
+    ("serve-png-not-png", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1000",
+                               "--output-len", "200", "--requests", "50", "--rate", "4",
+                               "--plan", "tp4x2", "--png", "{d}/p.svg"],
+     "file name must end in .png"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

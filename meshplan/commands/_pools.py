@@ -370,12 +370,15 @@ def _procure(args) -> int:
     sc = scenario_from_args(argparse.Namespace(**{**vars(args), "gpus": first}))
     prices = _prices(args)
     res = procure(sc.model, sc.workload, types, goal, prices, args.gpus_per_node, args.nic_gbps)
+    # the picture first: one that could not be written ended the command (exit 2) after the
+    # whole report, --json's included, was printed
+    png = curve_png(res, args.png, sc.model.name) if args.png else None
     if args.json:
         print(json.dumps(procure_json(sc, res), indent=2))
     else:
         print(procure_text(sc, res))
-    if args.png:
-        print(f"wrote {curve_png(res, args.png, sc.model.name)}", file=sys.stderr)
+    if png:
+        print(f"wrote {png}", file=sys.stderr)
     return 0 if res.cheapest is not None else 1
 
 

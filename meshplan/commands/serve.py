@@ -183,6 +183,9 @@ def _run(args) -> int:
     if args.export:
         from ..serve.export import check_out
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
+    if args.png:  # so does a bad --png (it was found after every simulation)
+        from ..export.trace import check_output_file
+        check_output_file("--png", args.png, ".png")
     traffic = _traffic(args)
     longest = max(r.input_len + r.output_len for r in traffic.requests)
     check_context(model, longest, "--trace" if args.trace else "--input-len + --output-len",
@@ -239,7 +242,7 @@ def _run(args) -> int:
                                                                      -c.goodput_rps / c.plan.gpus))
     top = res.ranked[:args.top]
     png = None
-    if args.png:  # drawn first, written after the export: a refused export leaves no PNG
+    if args.png:  # drawn here, written before the export (and removed if the export fails)
         from ..serve.plots import pareto_png_bytes
         png = pareto_png_bytes(res)
     exported, notes, rendered = [], [], None

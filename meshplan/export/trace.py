@@ -76,10 +76,13 @@ def write_trace(res: SimResult, path: str | Path, title: str = "") -> Path:
     return p
 
 
-def check_output_file(field: str, path: str | Path) -> Path:
+def check_output_file(field: str, path: str | Path, suffix: str = "") -> Path:
     """Refuse (InputError naming ``field``) a file that cannot be written: a directory, or in
-    a directory that does not exist. Commands call it before their work, not after."""
+    a directory that does not exist, or (``suffix``) not named as what is written there.
+    Commands call it before their work, not after."""
     p = Path(path)
+    if suffix and not str(path).lower().endswith(suffix):  # plan --png m.json wrote a PNG
+        raise InputError(field, str(path), f"file name must end in {suffix}")  # there
     if p.is_dir():
         raise InputError(field, str(path), "is a directory; give the file to write")
     if not (p.parent if str(p.parent) else Path(".")).is_dir():
