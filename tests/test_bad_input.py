@@ -508,6 +508,13 @@ CASES = [
                                "--output-len", "200", "--requests", "50", "--rate", "4",
                                "--plan", "tp4x2", "--png", "{d}/p.svg"],
      "file name must end in .png"),
+    # the run's folders: a checkpoint folder that is a file failed on every worker (exit 1);
+    # an --out that cannot be created was a FileNotFoundError traceback
+    ("run-checkpoint-dir-is-a-file", {"ck": "mine"},
+     ["run", "--steps", "1", "--device", "cpu", "--checkpoint-dir", "{d}/ck",
+      "--checkpoint-every", "1"], "ck': is a file; give a folder"),
+    ("run-out-cannot-be-created", {}, ["run", "--steps", "1", "--device", "cpu", "--out",
+                                       "/proc/x"], "--out='/proc/x': cannot be created"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",
