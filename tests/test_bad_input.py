@@ -515,6 +515,12 @@ CASES = [
       "--checkpoint-every", "1"], "ck': is a file; give a folder"),
     ("run-out-cannot-be-created", {}, ["run", "--steps", "1", "--device", "cpu", "--out",
                                        "/proc/x"], "--out='/proc/x': cannot be created"),
+    # calibrate: flags of the other mode were ignored without a word
+    ("calibrate-from-runs-with-gpu", {"r.csv": "gpu,num_gpus\n"},
+     ["calibrate", "--from-runs", "{d}/r.csv", "--gpu", "H9000", "--out", "{d}/p.toml"],
+     "--gpu='H9000': applies to measuring"),
+    ("calibrate-force-without-from-runs", {},
+     ["calibrate", "--out", "{d}/p.toml", "--force"], "--force=True: applies to --from-runs"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

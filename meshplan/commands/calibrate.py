@@ -121,6 +121,16 @@ def _check_out(out: str | None, inputs=()) -> None:
 
 
 def _run(args) -> int:
+    # flags of the other mode were taken and ignored without a word
+    if args.from_runs:
+        for flag, v in (("--gpu", args.gpu), ("--gpu-file", args.gpu_file),
+                        ("--quick", args.quick or None)):
+            if v is not None:
+                raise InputError(flag, v, "applies to measuring this machine's GPUs; "
+                                 "--from-runs refits on the runs (each row names its GPU)")
+    elif args.force:
+        raise InputError("--force", True, "applies to --from-runs (writing a refit that does "
+                         "not lower the cross-validated error)")
     _check_out(args.out, (args.from_runs, args.gpu_file))
     if args.from_runs:
         from ..calibrate.from_runs import run_from_runs
