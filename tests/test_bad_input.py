@@ -521,6 +521,9 @@ CASES = [
      "--gpu='H9000': applies to measuring"),
     ("calibrate-force-without-from-runs", {},
      ["calibrate", "--out", "{d}/p.toml", "--force"], "--force=True: applies to --from-runs"),
+    # a context length that is no length was taken as none given (serve never refused)
+    ("hf-max-positions-negative", {"c/config.json": hf(', "max_position_embeddings": -1')},
+     ["plan", "--model", "{d}/c", *W], "config.json:max_position_embeddings=-1"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

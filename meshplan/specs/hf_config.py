@@ -496,6 +496,12 @@ def max_context(cfg: dict) -> int:
     """The longest sequence (prompt + output) an engine serves from this config; 0 unknown."""
     def size(v):
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+    for k in CONTEXT_KEYS:  # -1 or "big" was taken as no length given: never refused
+        v = cfg.get(k)
+        if v is not None and size(v) is None and not (
+                isinstance(v, float) and v.is_integer() and v > 0):
+            raise InputError(f"config.json:{k}", v, "must be a positive integer (the longest "
+                             "sequence; null or left out when unknown)")
     found = [v for k in CONTEXT_KEYS if (v := size(cfg.get(k))) is not None]
     if not found:
         return 0
