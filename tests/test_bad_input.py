@@ -779,3 +779,16 @@ def test_an_input_past_64_mib_is_refused_unread(argv, tmp_path, capsys):
     assert main([a.replace("{f}", str(f)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds more than 64 MiB" in err, err
+
+
+def test_an_export_with_its_profile_is_a_previous_export(tmp_path, capsys):
+    """export --to meshplan --profile P copies the profile into the folder (profile.toml),
+    which the next export into it took for a foreign file ("holds other files"): the folder
+    of a previous export could not be reused. It is replaced whole now."""
+    prof = tmp_path / "p.toml"
+    prof.write_text('[meta]\ndevice = "x"\n[constants]\n"NETWORK.tp_overlap" = 0.5\n')
+    base = ["export", *M, *W, "--dp", "8", "--zero", "3", "--out", str(tmp_path / "out")]
+    assert main(base + ["--to", "meshplan", "--profile", str(prof)]) == 0
+    assert (tmp_path / "out" / "profile.toml").exists()
+    assert main(base + ["--to", "megatron"]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["megatron_launch.sh"]

@@ -154,7 +154,8 @@ def write(rendered: Rendered, out_dir: str | Path, known: set[str] | None = None
 
 # Every file name an export writes (a folder holding only these is a previous export).
 ALL_EXPORT_FILES = ("megatron_launch.sh", "torchtitan_job.py", "torchtitan_launch.sh",
-                    "ds_config.json", "deepspeed_launch.sh", "plan.toml", "gpus.toml")
+                    "ds_config.json", "deepspeed_launch.sh", "plan.toml", "gpus.toml",
+                    "profile.toml")  # (the meshplan export's copy of --profile)
 
 
 def export(sc: Scenario, engine: str, out_dir: str | Path) -> list[Path]:
