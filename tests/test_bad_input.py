@@ -792,3 +792,16 @@ def test_an_export_with_its_profile_is_a_previous_export(tmp_path, capsys):
     assert (tmp_path / "out" / "profile.toml").exists()
     assert main(base + ["--to", "megatron"]) == 0, capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["megatron_launch.sh"]
+
+
+def test_serve_trace_past_the_request_bound_is_refused(tmp_path):
+    """--requests stops at 100,000 (each request runs through every candidate plan's
+    simulation); a --trace of more rows was simulated whole, for minutes to hours. Refused
+    now in one line (a subprocess, so that the old behaviour fails instead of blocking)."""
+    rows = "".join(f"{i * 0.01:.2f},100,10\n" for i in range(100_001))
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n" + rows)
+    p = subprocess.run([sys.executable, "-m", "meshplan", "serve", *M, "--gpus",
+                        "8xH100-SXM-80GB", "--trace", str(tmp_path / "t.csv"), "--plan", "tp1x8"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "holds 100,001 requests; at most 100,000" in p.stderr

@@ -100,7 +100,13 @@ def _traffic(args):
             if value != unset:
                 raise InputError(flag, value, "the --trace file gives every request's arrival "
                                  "and lengths (--concurrency replays it closed-loop)")
-        return load_trace(args.trace, args.prefix_share, args.concurrency)
+        traffic = load_trace(args.trace, args.prefix_share, args.concurrency)
+        if len(traffic.requests) > MAX_REQUESTS:  # the --requests bound (a trace escaped it)
+            raise InputError("--trace", args.trace, f"holds {len(traffic.requests):,} requests; "
+                             f"at most {MAX_REQUESTS:,}: every request runs through every "
+                             "candidate plan's simulation (about 3 minutes per 10,000 on one "
+                             "core); replay a part of it")
+        return traffic
     if args.rate is None and args.concurrency is None:
         raise InputError("--rate", None, "give --rate (requests/s), --concurrency or --trace")
     if args.rate is not None and args.concurrency is not None:
