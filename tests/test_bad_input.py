@@ -524,6 +524,22 @@ CASES = [
     # a context length that is no length was taken as none given (serve never refused)
     ("hf-max-positions-negative", {"c/config.json": hf(', "max_position_embeddings": -1')},
      ["plan", "--model", "{d}/c", *W], "config.json:max_position_embeddings=-1"),
+    # a scenario's inline model gives rope_scaling as text: it was not read until an export
+    # (a JSONDecodeError or AttributeError traceback), nor checked as a config.json's is
+    ("scenario-inline-rope-scaling-not-json",
+     {"s.toml": GOOD_SCENARIO.replace('preset = "llama3.1-8b"',
+                                      'name = "x"\nlayers = 4\nhidden = 256\nheads = 4\n'
+                                      'kv_heads = 4\nffn = 512\nvocab = 1000\n'
+                                      'rope_scaling = "notjson"')},
+     ["export", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex"],
+     "rope_scaling='notjson': must be JSON text of an object"),
+    ("scenario-inline-rope-factor-negative",
+     {"s.toml": GOOD_SCENARIO.replace('preset = "llama3.1-8b"',
+                                      'name = "x"\nlayers = 4\nhidden = 256\nheads = 4\n'
+                                      'kv_heads = 4\nffn = 512\nvocab = 1000\nrope_scaling = '
+                                      '"{\\"rope_type\\": \\"llama3\\", \\"factor\\": -8}"')},
+     ["export", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex"],
+     "rope_scaling.factor=-8"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from ..inputs import read_input
-from .model import ModelSpec
+from .model import ModelSpec, check_rope_scaling
 
 FAMILIES: dict[str, Callable[[str, dict], ModelSpec]] = {}
 
@@ -113,41 +113,8 @@ def _rope_scaling(cfg: dict) -> str:
     if not isinstance(v, dict):
         raise InputError("config.json:rope_scaling", v, "must be an object such as "
                          '{"rope_type": "llama3", "factor": 8.0, ...} or null')
-    kind = v.get("rope_type", v.get("type"))
-    if not isinstance(kind, str):
-        raise InputError("config.json:rope_scaling.rope_type", kind, "must name the scaling "
-                         "(llama3, yarn, linear, dynamic, ...)")
-    for k, x in v.items():
-        if isinstance(x, float) and not math.isfinite(x):
-            raise InputError(f"config.json:rope_scaling.{k}", x, "must be a finite number")
-    if kind in ROPE_NEEDS_FACTOR and v.get("factor") is None:
-        raise InputError("config.json:rope_scaling.factor", None, f"missing; {kind} scaling "
-                         "needs it (e.g. \"factor\": 8.0)")
-    for k, zero_ok in ROPE_NUMBERS.items():  # what the exports and context length read
-        x = v.get(k)
-        if x is None:
-            continue
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 \
-                or (x == 0 and not zero_ok):
-            raise InputError(f"config.json:rope_scaling.{k}", x, "must be a finite number "
-                             + (">= 0" if zero_ok else "> 0"))
-        if k == "original_max_position_embeddings" and not float(x).is_integer():
-            raise InputError(f"config.json:rope_scaling.{k}", x, "must be a positive integer")
+    check_rope_scaling("config.json:rope_scaling", v)
     return json.dumps(v, sort_keys=True)
-
-
-# The numbers of a rope_scaling object that meshplan reads (the Megatron and torchtitan
-# exports write them, max_context scales by the factor): each a finite number > 0 where
-# given (True: >= 0, as transformers' and Megatron's default mscale_all_dim 0 is). A
-# negative factor was written into --rope-scaling-factor; a text one ended the torchtitan
-# export in a traceback.
-ROPE_NUMBERS = {"factor": False, "low_freq_factor": False, "high_freq_factor": False,
-                "original_max_position_embeddings": False, "beta_fast": False,
-                "beta_slow": False, "mscale": True, "mscale_all_dim": True,
-                "attention_factor": False}
-# the scalings transformers requires a factor for (modeling_rope_utils.py validation); the
-# exports read rope_scaling["factor"] for llama3 (a KeyError traceback without it)
-ROPE_NEEDS_FACTOR = ("linear", "dynamic", "yarn", "llama3")
 
 
 def _common(cfg: dict, eps_key: str = "rms_norm_eps", eps_default: float = 1e-6) -> dict:
