@@ -157,7 +157,15 @@ def load(path: str | Path) -> dict:
     consts = data.get("constants")
     if not isinstance(consts, dict) or not consts:
         raise InputError("--profile", str(path), "needs a non-empty [constants] table")
-    return {"meta": data.get("meta", {}), "constants": consts}
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):  # `meta = 5`: an AttributeError traceback where it is read
+        raise InputError("--profile", str(path), "[meta] must be a table (date, device, gpu, "
+                         "generation, ...)")
+    other = [k for k in data if k not in ("meta", "constants")]
+    if other:  # a misspelt [constant] table was ignored without a word
+        raise InputError("--profile", str(path), f"unknown table or key {other[0]!r}; a "
+                         "profile has [meta] and [constants]")
+    return {"meta": meta, "constants": consts}
 
 
 # the profile files applied in this process, latest last (what an exported plan.toml names)

@@ -540,6 +540,13 @@ CASES = [
                                       '"{\\"rope_type\\": \\"llama3\\", \\"factor\\": -8}"')},
      ["export", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex"],
      "rope_scaling.factor=-8"),
+    # a profile's [meta] that is no table was an AttributeError traceback; a table other
+    # than [meta] and [constants] (a misspelt [constant]) was ignored
+    ("profile-meta-not-a-table", {"p.toml": 'meta = 5\n[constants]\n"NETWORK.tp_overlap" = 0.5\n'},
+     ["predict", *M, *W, "--dp", "8", "--profile", "{d}/p.toml"], "[meta] must be a table"),
+    ("profile-unknown-table",
+     {"p.toml": '[constants]\n"NETWORK.tp_overlap" = 0.5\n[constant]\n"NETWORK.scaleup" = 0.5\n'},
+     ["predict", *M, *W, "--dp", "8", "--profile", "{d}/p.toml"], "unknown table or key 'constant'"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",
