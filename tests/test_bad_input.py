@@ -547,6 +547,17 @@ CASES = [
     ("profile-unknown-table",
      {"p.toml": '[constants]\n"NETWORK.tp_overlap" = 0.5\n[constant]\n"NETWORK.scaleup" = 0.5\n'},
      ["predict", *M, *W, "--dp", "8", "--profile", "{d}/p.toml"], "unknown table or key 'constant'"),
+    # options of the one-GPU-type search that pools and procurement took and ignored, and
+    # --use-scenario-plan without a scenario
+    ("pools-rank-by-p90", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                               "--seq-len", "4096", "--global-batch", "32", "--rank-by", "p90"],
+     "--rank-by='p90': applies to one GPU type"),
+    ("procurement-engine", {}, ["plan", *M, "--seq-len", "4096", "--global-batch", "32",
+                                "--gpu-types", "H100-SXM-80GB,A100-SXM-80GB", "--train-tokens",
+                                "1B", "--deadline", "30d", "--engine", "deepspeed"],
+     "--engine='deepspeed': applies to one GPU type"),
+    ("use-scenario-plan-without-scenario", {}, ["plan", *M, *W, "--use-scenario-plan"],
+     "--use-scenario-plan=True: pins the [plan] table of --scenario"),
     # rope_scaling's numbers were not checked: a negative factor went into Megatron's
     # --rope-scaling-factor, a missing or text one ended the exports in a traceback
     ("hf-rope-factor-negative",

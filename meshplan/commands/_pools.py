@@ -111,6 +111,14 @@ def _refuse_pins(args, what: str) -> None:
         k = next(iter(pins))
         raise InputError("--" + k.replace("_", "-"), pins[k], f"{what} searches every plan; "
                          "pinned plan knobs are taken on one GPU type only")
+    # the one-GPU-type search's options, which these searches took and ignored
+    for flag, given in (("--engine", getattr(args, "engine", None)),
+                        ("--rank-by", None if getattr(args, "rank_by", "step") == "step"
+                         else args.rank_by),
+                        ("--use-scenario-plan", getattr(args, "use_scenario_plan", False)
+                         or None)):
+        if given is not None:
+            raise InputError(flag, given, f"applies to one GPU type; {what} does not take it")
 
 
 def pools_run(args) -> int | None:

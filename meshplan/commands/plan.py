@@ -34,6 +34,9 @@ def _run(args) -> int:
     if args.png:  # before the search, not after it
         from ..export.trace import check_output_file
         check_output_file("--png", args.png, ".png")
+    if args.use_scenario_plan and not args.scenario:  # ignored without a word
+        raise InputError("--use-scenario-plan", True, "pins the [plan] table of --scenario; "
+                         "give --scenario")
     prof = apply_profile_arg(args)
     handled = pools_run(args)  # several pools, or procurement (--gpu-types)
     if handled is not None:
