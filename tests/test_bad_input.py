@@ -821,8 +821,12 @@ def test_an_export_with_its_profile_is_a_previous_export(tmp_path, capsys):
     of a previous export could not be reused. It is replaced whole now."""
     prof = tmp_path / "p.toml"
     prof.write_text('[meta]\ndevice = "x"\n[constants]\n"NETWORK.tp_overlap" = 0.5\n')
+    from meshplan.commands import _profile
     base = ["export", *M, *W, "--dp", "8", "--zero", "3", "--out", str(tmp_path / "out")]
-    assert main(base + ["--to", "meshplan", "--profile", str(prof)]) == 0
+    try:
+        assert main(base + ["--to", "meshplan", "--profile", str(prof)]) == 0
+    finally:
+        _profile.reset()  # the profile applied in this process: not for the next tests
     assert (tmp_path / "out" / "profile.toml").exists()
     assert main(base + ["--to", "megatron"]) == 0, capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["megatron_launch.sh"]
