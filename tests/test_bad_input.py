@@ -843,3 +843,18 @@ def test_serve_trace_past_the_request_bound_is_refused(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "holds 100,001 requests; at most 100,000" in p.stderr
+
+
+def test_a_name_with_triple_quotes_stays_in_the_torchtitan_docstring(tmp_path, capsys):
+    """torchtitan_job.py opens with a docstring naming the model (its folder's name): a name
+    holding three double quotes ended the docstring and the rest of the name ran as Python
+    on every rank (here a SyntaxError). Quotes and backslashes in it are escaped now."""
+    import ast
+    d = tmp_path / 'm"""; import os  # \\x'
+    d.mkdir()
+    (d / "config.json").write_text(hf(""))
+    out = tmp_path / "tt"
+    assert main(["export", "--model", str(d), *W, "--plan", "dp8 tp1 pp1 zero3 mb1",
+                 "--to", "torchtitan", "--out", str(out)]) == 0, capsys.readouterr().err
+    module = ast.parse((out / "torchtitan_job.py").read_text())
+    assert 'model:    m"""; import os  # \\x (4 layers' in ast.get_docstring(module)
