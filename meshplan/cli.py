@@ -15,6 +15,7 @@ import sys
 
 from . import __version__, commands
 from .errors import InputError, NoPlanFits, RunFailed
+from .inputs import forget_all
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
+    forget_all()  # the files the previous command in this process read
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -135,4 +135,8 @@ def require_plain_text(field: str, value: object) -> str:
     text = str(value)
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise InputError(field, text, "must not contain control characters (newline, tab, ...)")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # bytes of argv that are not UTF-8:
+        # no file can hold them as text (a UnicodeEncodeError when the script is written)
+        raise InputError(field, text.encode("utf-8", "surrogateescape").decode(
+            "utf-8", "backslashreplace"), "must be UTF-8 text")
     return text

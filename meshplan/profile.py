@@ -31,6 +31,7 @@ import tomllib
 from pathlib import Path
 
 from .errors import InputError
+from .inputs import read_input
 
 EFFICIENCY_MODULE = "meshplan.cost.efficiency"
 
@@ -146,7 +147,7 @@ def load(path: str | Path) -> dict:
     """The profile's [meta] and [constants] (InputError on a bad file)."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
+        data = tomllib.loads(read_input(p, "--profile").decode("utf-8").removeprefix("\ufeff"))
     except OSError as e:
         raise InputError("--profile", str(path), f"cannot read ({e.strerror})") from None
     except UnicodeDecodeError:
@@ -156,7 +157,15 @@ def load(path: str | Path) -> dict:
     consts = data.get("constants")
     if not isinstance(consts, dict) or not consts:
         raise InputError("--profile", str(path), "needs a non-empty [constants] table")
-    return {"meta": data.get("meta", {}), "constants": consts}
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):  # `meta = 5`: an AttributeError traceback where it is read
+        raise InputError("--profile", str(path), "[meta] must be a table (date, device, gpu, "
+                         "generation, ...)")
+    other = [k for k in data if k not in ("meta", "constants")]
+    if other:  # a misspelt [constant] table was ignored without a word
+        raise InputError("--profile", str(path), f"unknown table or key {other[0]!r}; a "
+                         "profile has [meta] and [constants]")
+    return {"meta": meta, "constants": consts}
 
 
 # the profile files applied in this process, latest last (what an exported plan.toml names)
@@ -219,4 +228,5 @@ def to_toml(meta: dict, constants: dict[str, float], comments: dict[str, str] | 
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    from .export.meshplan_plan import toml_string  # control characters escaped too
+    return toml_string(s)

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 from .errors import InputError
+from .inputs import read_input
 
 # Needed in the header of every file: the cluster and the workload. The model's shape may
 # come from a preset named in `model` instead of the shape columns (see row_model.py).
@@ -43,7 +44,7 @@ def read_csv(path: str | Path, field: str = "csv") -> tuple[list[str], list[dict
     ``field`` names the input in errors (a file that cannot be read, is not UTF-8 or is not
     CSV)."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_input(path, field)
     except OSError as e:
         raise InputError(field, str(path), f"cannot read ({e.strerror})") from None
     try:

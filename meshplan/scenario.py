@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import InputError, require_positive_int, require_positive_number
+from .inputs import read_input
 from .plan import ALIASES, PLAN_INT_FIELDS, Plan
 from .specs.catalog.gpus import GPUS
 from .specs.catalog.presets import load_model
@@ -141,13 +142,8 @@ def make_pools(gpus: str, gpus_per_node: int | None = None,
             own = prices
         pools.append(Pool(c, price_of(c.gpu.name, own)))
     link = 0.0
-    if inter_pool_gbps is not None:
-        try:
-            link = float(inter_pool_gbps) / 8 * 1e9
-        except (TypeError, ValueError):
-            raise InputError("inter_pool_gbps", inter_pool_gbps, "must be a number (Gb/s)") from None
-        if not link > 0:
-            raise InputError("inter_pool_gbps", inter_pool_gbps, "must be positive")
+    if inter_pool_gbps is not None:  # a number (a TOML "100" is text, as for seq_len)
+        link = require_positive_number("inter_pool_gbps", inter_pool_gbps) / 8 * 1e9
     return PoolCluster(tuple(pools), link)
 
 
@@ -160,6 +156,8 @@ def _model_from_table(t: dict, base: Path) -> ModelSpec:
     if "preset" in t:
         return load_model(str(t["preset"]))
     if "config" in t:
+        if not isinstance(t["config"], str) or not t["config"].strip():
+            raise InputError("model.config", t["config"], "a path to a config.json (a string)")
         p = Path(t["config"])
         return load_model(str(p if p.is_absolute() else base / p))
     known = {f.name for f in fields(ModelSpec)}
@@ -178,7 +176,7 @@ SCENARIO_TABLES = ("model", "cluster", "workload", "plan")
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8").removeprefix("\ufeff"))
+        data = tomllib.loads(read_input(p, "scenario").decode("utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:
         raise InputError("scenario", str(path), "is a directory; give a TOML file") from None
     except OSError as e:
@@ -200,10 +198,14 @@ def load_scenario(path: str | Path) -> Scenario:
             raise InputError(f"[{sec}]", data[sec] if not isinstance(data[sec], dict) else "",
                              "unknown table; a scenario has " + ", ".join(
                                  f"[{t}]" for t in SCENARIO_TABLES))
+        if not isinstance(data[sec], dict):  # `plan = 5` at the top was taken as no plan
+            raise InputError(sec, data[sec], f"must be a [{sec}] table")
     base = p.parent
     model = _model_from_table(data["model"], base)
     c = dict(data["cluster"])
     gf = c.pop("gpu_file", None)
+    if gf is not None and (not isinstance(gf, str) or not gf.strip()):
+        raise InputError("cluster.gpu_file", gf, "a path to a GPU TOML file (a string)")
     if gf and not Path(gf).is_absolute():
         gf = base / gf
     pools = None
@@ -246,8 +248,9 @@ def load_scenario(path: str | Path) -> Scenario:
             raise InputError("workload", w, f"needs seq_len and global_batch ({e})") from None
     if isinstance(data.get("plan"), dict):
         for k, v in data["plan"].items():  # 3.0 is not a degree, as 4096.0 is not a seq_len
-            if ALIASES.get(k, k) in PLAN_INT_FIELDS and isinstance(v, float):
-                raise InputError(f"plan.{k}", v, "must be a TOML integer (3, not 3.0)")
+            if ALIASES.get(k, k) in PLAN_INT_FIELDS and isinstance(v, (float, str)):
+                raise InputError(f"plan.{k}", v, "must be a TOML integer (3, not 3.0 or "
+                                 "\"3\")")
     plan = Plan.from_dict(data["plan"]) if isinstance(data.get("plan"), dict) else None
     stated = frozenset(ALIASES.get(k, k) for k in data["plan"]) if plan else frozenset()
     return Scenario(model, cluster, workload, plan, pools, stated, prof)

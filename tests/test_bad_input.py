@@ -279,7 +279,7 @@ CASES = [
     ("serve-export-unwritable", {},
      ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "2000", "--output-len", "200",
       "--rate", "10", "--requests", "50", "--export", "vllm", "--out", "/proc/x"],
-     "--out='/proc/x': cannot write there"),
+     "--out='/proc/x': cannot"),
     # ---- HuggingFace config.json -------------------------------------------------------------
     ("hf-not-json", {"c/config.json": "{"}, ["plan", "--model", "{d}/c", *W], "not valid JSON"),
     ("hf-not-object", {"c/config.json": "[1, 2]"}, ["plan", "--model", "{d}/c", *W],
@@ -429,6 +429,169 @@ CASES = [
     ("plan-max-gpus-below-the-cluster", {}, ["plan", *M, *W, "--max-gpus", "3"], "--max-gpus=3"),
     ("validate-serve-trust-unknown", {}, ["validate-serve", "{d}/none.csv", "--trust", "Q"],
      "--trust='Q'"),
+    # scenario keys of the wrong kind: a number where a path belongs was a TypeError
+    # traceback; `plan = 5` at the top and an empty gpu_file were ignored without a word;
+    # a quoted degree was taken as the number
+    ("scenario-config-number", {"s.toml": GOOD_SCENARIO.replace('preset = "llama3.1-8b"',
+                                                               "config = 5")},
+     ["predict", "--scenario", "{d}/s.toml"], "model.config=5"),
+    ("scenario-gpu-file-number",
+     {"s.toml": GOOD_SCENARIO.replace('[workload]', 'gpu_file = 5\n[workload]')},
+     ["predict", "--scenario", "{d}/s.toml"], "cluster.gpu_file=5"),
+    ("scenario-gpu-file-empty",
+     {"s.toml": GOOD_SCENARIO.replace('[workload]', 'gpu_file = ""\n[workload]')},
+     ["predict", "--scenario", "{d}/s.toml"], "cluster.gpu_file=''"),
+    ("scenario-plan-not-a-table",
+     {"s.toml": "plan = 5\n" + GOOD_SCENARIO.replace("[plan]\ndp = 8\n", "")},
+     ["plan", "--scenario", "{d}/s.toml"], "plan=5: must be a [plan] table"),
+    ("scenario-plan-degree-quoted", {"s.toml": GOOD_SCENARIO.replace("dp = 8", 'dp = "8"')},
+     ["predict", "--scenario", "{d}/s.toml"], "plan.dp='8': must be a TOML integer"),
+    # the link between pools: inf was taken (an infinitely fast link), TOML text converted
+    ("pools-inter-pool-inf", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                                  "--seq-len", "4096", "--global-batch", "32",
+                                  "--inter-pool-gbps", "inf"], "inter_pool_gbps=inf"),
+    ("pools-inter-pool-text",
+     {"p.toml": '[model]\npreset = "llama3.1-8b"\n[cluster]\npools = [{gpus = "8xH100-SXM-80GB"}, '
+                '{gpus = "8xA100-SXM-80GB"}]\ninter_pool_gbps = "100"\n[workload]\n'
+                'seq_len = 4096\nglobal_batch = 32\n'},
+     ["plan", "--scenario", "{d}/p.toml"], "inter_pool_gbps='100': must be a number"),
+    # json keeps the last of two equal keys, and recurses once per nesting level
+    ("hf-duplicate-key", {"c/config.json": hf(', "hidden_size": 512')},
+     ["plan", "--model", "{d}/c", *W], "config.json:hidden_size=512: given twice (first 256)"),
+    ("hf-nested-too-deeply", {"c/config.json": "[" * 100000 + "]" * 100000},
+     ["plan", "--model", "{d}/c", *W], "nested too deeply"),
+    # bytes of argv that are not UTF-8 (surrogates once decoded): a UnicodeEncodeError when
+    # the launch script was written
+    ("serve-model-id-not-utf8", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
+                                     "1000", "--output-len", "200", "--requests", "50",
+                                     "--rate", "4", "--plan", "tp4x2", "--export", "vllm",
+                                     "--out", "{d}/se", "--model-id", "org/m\udcff"],
+     "must be UTF-8 text"),
+    # GPU file keys taken and ignored: the GPU class's own fields (memory_bytes, ...), the
+    # latencies and the compute capability (an FP8 export for a part below vLLM's floor
+    # was written); memory_gb beside memory_gib; a precision the peaks are never read at
+    ("gpu-toml-bytes-field", {"g.toml": GOOD_GPU + "memory_bytes = 5\n"},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_bytes=5: unknown key"),
+    ("gpu-toml-compute-capability-read",
+     {"g.toml": GOOD_GPU.replace("bf16 = 500", "bf16 = 500, fp8 = 1000")
+      + "compute_capability = 7.0\n"},
+     ["serve", *M, "--gpu-file", "{d}/g.toml", "--gpus", "4xMyGPU", "--input-len", "1000",
+      "--output-len", "200", "--requests", "50", "--rate", "4", "--plan", "tp4x1",
+      "--weights", "fp8", "--export", "vllm", "--out", "{d}/se"], "MyGPU is 7"),
+    ("gpu-toml-memory-twice", {"g.toml": GOOD_GPU + "memory_gb = 10\n"},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.memory_gb=10: contradicts memory_gib"),
+    ("gpu-toml-peak-unknown-precision",
+     {"g.toml": GOOD_GPU.replace("bf16 = 500", "bf16 = 500, fp08 = 1000")},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "gpu.MyGPU.peak_tflops.fp08=1000: unknown precision"),
+    ("gpu-toml-name-control-character", {"g.toml": GOOD_GPU.replace("MyGPU", '"A\\u001bB"')},
+     ["gpus", "--gpu-file", "{d}/g.toml"], "control characters"),
+    # an output that is one of the command's own inputs was written over it: the model's
+    # config.json by a trace, the runs CSV by the profile fitted on it, and an export into
+    # the folder of the plan.toml it reads deleted that file; two pictures on one path
+    ("simulate-trace-over-the-model-config", {"m.json": hf("")},
+     ["simulate", "--model", "{d}/m.json", *W, "--dp", "4", "--pp", "2", "--trace",
+      "{d}/m.json"], "m.json': is a file this command reads"),
+    ("calibrate-out-is-the-runs-csv", {"r.csv": "gpu,num_gpus\n"},
+     ["calibrate", "--from-runs", "{d}/r.csv", "--out", "{d}/r.csv"],
+     "is a file this command reads"),
+    ("export-out-holds-its-own-plan-file", {"o/plan.toml": GOOD_SCENARIO},
+     ["export", "--scenario", "{d}/o/plan.toml", "--to", "megatron", "--out", "{d}/o"],
+     "holds plan.toml, a file this command reads"),
+    ("simulate-png-and-mem-png-one-file", {},
+     ["simulate", *M, *W, "--dp", "4", "--pp", "2", "--png", "{d}/a.png", "--mem-png",
+      "{d}/a.png"], "is also --png"),
+    # --model "" (an unset shell variable) was Path(""): the current folder's config.json
+    ("model-empty", {}, ["plan", "--model", "", *W], "model='': must name a preset"),
+    # a folder named like an export file is not a previous export: replacing it deleted it
+    # and what it held
+    ("out-holds-a-folder-named-like-an-export-file", {"out/plan.toml/data.txt": "mine"},
+     ["export", *M, *W, "--dp", "8", "--to", "megatron", "--out", "{d}/out"],
+     "holds other files (plan.toml)"),
+    # serve wrote its export, then failed on the PNG: the export stayed
+    ("serve-png-unwritable-leaves-no-export", {},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1000", "--output-len", "200",
+      "--requests", "50", "--rate", "4", "--plan", "tp4x2", "--export", "vllm", "--out",
+      "{d}/se", "--png", "/proc/x.png"], "output='/proc/x.png': cannot write"),
+    # an output that could not be written ended the command after its report was printed
+    # (--json's whole document on stdout, exit 2); a PNG was written under any name
+    ("plan-json-export-unwritable", {}, ["plan", *M, *W, "--json", "--export", "megatron",
+                                         "--out", "/proc/x"], "--out='/proc/x': cannot"),
+    ("procurement-json-png-unwritable", {},
+     ["plan", *M, "--seq-len", "4096", "--global-batch", "32", "--gpu-types",
+      "H100-SXM-80GB,A100-SXM-80GB", "--train-tokens", "1B", "--deadline", "30d", "--json",
+      "--png", "/proc/x.png"], "output='/proc/x.png': cannot write"),
+    ("procurement-png-not-png", {},
+     ["plan", *M, "--seq-len", "4096", "--global-batch", "32", "--gpu-types",
+      "H100-SXM-80GB,A100-SXM-80GB", "--train-tokens", "1B", "--deadline", "30d",
+      "--png", "{d}/c.json"], "file name must end in .png"),
+    ("serve-png-not-png", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "1000",
+                               "--output-len", "200", "--requests", "50", "--rate", "4",
+                               "--plan", "tp4x2", "--png", "{d}/p.svg"],
+     "file name must end in .png"),
+    # the run's folders: a checkpoint folder that is a file failed on every worker (exit 1);
+    # an --out that cannot be created was a FileNotFoundError traceback
+    ("run-checkpoint-dir-is-a-file", {"ck": "mine"},
+     ["run", "--steps", "1", "--device", "cpu", "--checkpoint-dir", "{d}/ck",
+      "--checkpoint-every", "1"], "ck': is a file; give a folder"),
+    ("run-out-cannot-be-created", {}, ["run", "--steps", "1", "--device", "cpu", "--out",
+                                       "/proc/x"], "--out='/proc/x': cannot be created"),
+    # calibrate: flags of the other mode were ignored without a word
+    ("calibrate-from-runs-with-gpu", {"r.csv": "gpu,num_gpus\n"},
+     ["calibrate", "--from-runs", "{d}/r.csv", "--gpu", "H9000", "--out", "{d}/p.toml"],
+     "--gpu='H9000': applies to measuring"),
+    ("calibrate-force-without-from-runs", {},
+     ["calibrate", "--out", "{d}/p.toml", "--force"], "--force=True: applies to --from-runs"),
+    # a context length that is no length was taken as none given (serve never refused)
+    ("hf-max-positions-negative", {"c/config.json": hf(', "max_position_embeddings": -1')},
+     ["plan", "--model", "{d}/c", *W], "config.json:max_position_embeddings=-1"),
+    # a scenario's inline model gives rope_scaling as text: it was not read until an export
+    # (a JSONDecodeError or AttributeError traceback), nor checked as a config.json's is
+    ("scenario-inline-rope-scaling-not-json",
+     {"s.toml": GOOD_SCENARIO.replace('preset = "llama3.1-8b"',
+                                      'name = "x"\nlayers = 4\nhidden = 256\nheads = 4\n'
+                                      'kv_heads = 4\nffn = 512\nvocab = 1000\n'
+                                      'rope_scaling = "notjson"')},
+     ["export", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex"],
+     "rope_scaling='notjson': must be JSON text of an object"),
+    ("scenario-inline-rope-factor-negative",
+     {"s.toml": GOOD_SCENARIO.replace('preset = "llama3.1-8b"',
+                                      'name = "x"\nlayers = 4\nhidden = 256\nheads = 4\n'
+                                      'kv_heads = 4\nffn = 512\nvocab = 1000\nrope_scaling = '
+                                      '"{\\"rope_type\\": \\"llama3\\", \\"factor\\": -8}"')},
+     ["export", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex"],
+     "rope_scaling.factor=-8"),
+    # a profile's [meta] that is no table was an AttributeError traceback; a table other
+    # than [meta] and [constants] (a misspelt [constant]) was ignored
+    ("profile-meta-not-a-table", {"p.toml": 'meta = 5\n[constants]\n"NETWORK.tp_overlap" = 0.5\n'},
+     ["predict", *M, *W, "--dp", "8", "--profile", "{d}/p.toml"], "[meta] must be a table"),
+    ("profile-unknown-table",
+     {"p.toml": '[constants]\n"NETWORK.tp_overlap" = 0.5\n[constant]\n"NETWORK.scaleup" = 0.5\n'},
+     ["predict", *M, *W, "--dp", "8", "--profile", "{d}/p.toml"], "unknown table or key 'constant'"),
+    # options of the one-GPU-type search that pools and procurement took and ignored, and
+    # --use-scenario-plan without a scenario
+    ("pools-rank-by-p90", {}, ["plan", *M, "--gpus", "8xH100-SXM-80GB+8xA100-SXM-80GB",
+                               "--seq-len", "4096", "--global-batch", "32", "--rank-by", "p90"],
+     "--rank-by='p90': applies to one GPU type"),
+    ("procurement-engine", {}, ["plan", *M, "--seq-len", "4096", "--global-batch", "32",
+                                "--gpu-types", "H100-SXM-80GB,A100-SXM-80GB", "--train-tokens",
+                                "1B", "--deadline", "30d", "--engine", "deepspeed"],
+     "--engine='deepspeed': applies to one GPU type"),
+    ("use-scenario-plan-without-scenario", {}, ["plan", *M, *W, "--use-scenario-plan"],
+     "--use-scenario-plan=True: pins the [plan] table of --scenario"),
+    # rope_scaling's numbers were not checked: a negative factor went into Megatron's
+    # --rope-scaling-factor, a missing or text one ended the exports in a traceback
+    ("hf-rope-factor-negative",
+     {"c/config.json": hf(', "rope_scaling": {"rope_type": "llama3", "factor": -8}')},
+     ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "megatron",
+      "--out", "{d}/ex"], "config.json:rope_scaling.factor=-8"),
+    ("hf-rope-factor-missing", {"c/config.json": hf(', "rope_scaling": {"rope_type": "llama3"}')},
+     ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "torchtitan",
+      "--out", "{d}/ex"], "config.json:rope_scaling.factor=None: missing"),
+    ("hf-rope-original-positions-text",
+     {"c/config.json": hf(', "rope_scaling": {"rope_type": "llama3", "factor": 8, '
+                          '"original_max_position_embeddings": "big"}')},
+     ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "torchtitan",
+      "--out", "{d}/ex"], "rope_scaling.original_max_position_embeddings='big'"),
 ]
 
 
@@ -561,3 +724,157 @@ def test_out_empty_string_is_refused_not_the_current_folder(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out=''" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_folder_named_with_bytes_not_utf8_exports(tmp_path, capsys):
+    """A config.json in a folder whose name is not UTF-8 (b'x\\xff'): every export ended in
+    a UnicodeEncodeError traceback and left its staging folder (.ex.XXXX) beside --out. The
+    name is now written as x\\xff, and the staging folder never outlives the export."""
+    d = tmp_path / "x\udcff"  # os.fsencode: b"x\xff"
+    d.mkdir()
+    (d / "config.json").write_text(hf(""))
+    for engine in ("megatron", "torchtitan", "meshplan"):
+        out = tmp_path / f"ex-{engine}"
+        assert main(["export", "--model", str(d), *W, "--plan", "dp8 tp1 pp1 zero3 mb1",
+                     "--to", engine, "--out", str(out)]) == 0, capsys.readouterr().err
+        assert any("x\\xff" in f.read_text() for f in out.iterdir())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    """A write that fails after its temporary file is made (a full disk, Ctrl-C) removed
+    nothing: the hidden temporary file stayed beside the output (simulate --trace, plan and
+    serve --png, calibrate --out), and so did an export's staging folder."""
+    import os
+
+    real = os.replace
+
+    def fail(*a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    sim = ["simulate", *M, *W, "--dp", "4", "--pp", "2"]
+    assert main([*sim, "--trace", str(tmp_path / "t.json")]) == 2
+    assert "No space left" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupt(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupt)
+    assert main([*sim, "--trace", str(tmp_path / "t.json")]) == 130
+    assert main(["export", *M, *W, "--dp", "8", "--to", "megatron",
+                 "--out", str(tmp_path / "ex")]) == 130
+    monkeypatch.setattr(os, "replace", real)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_toml_with_characters_past_the_bmp_reads_back(tmp_path, capsys):
+    """export --to meshplan wrote names as JSON strings: an emoji (in a model's folder name,
+    a GPU's name) became two surrogate escapes, which TOML refuses, so predict --scenario on
+    the written plan.toml failed. Now the same step time comes back."""
+    d = tmp_path / "m\U0001F600"
+    d.mkdir()
+    (d / "config.json").write_text(hf(""), encoding="utf-8")
+    (tmp_path / "g.toml").write_text(GOOD_GPU.replace("MyGPU", '"G\U0001F680"'),
+                                     encoding="utf-8")
+    args = ["--model", str(d), "--gpu-file", str(tmp_path / "g.toml"),
+            "--gpus", "8xG\U0001F680", "--seq-len", "4096", "--global-batch", "32",
+            "--plan", "dp8 tp1 pp1 zero1 mb1"]
+    assert main(["predict", *args]) == 0
+    direct = capsys.readouterr().out.splitlines()[2]
+    assert main(["export", *args, "--to", "meshplan", "--out", str(tmp_path / "ex")]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--scenario", str(tmp_path / "ex" / "plan.toml")]) == 0, \
+        capsys.readouterr().err
+    assert capsys.readouterr().out.splitlines()[2] == direct
+
+
+def test_gpu_file_latencies_are_read_and_exported(tmp_path, capsys):
+    """scaleup_latency_s / scaleout_latency_s in a GPU file were accepted and ignored; they
+    are read now, and plan.toml's gpus.toml carries them (and the power limit and compute
+    capability) so that the exported scenario is the same GPU."""
+    from meshplan.scenario import gpu_catalog, load_scenario
+    (tmp_path / "g.toml").write_text(GOOD_GPU + "scaleup_latency_s = 2e-5\n"
+                                     "scaleout_latency_s = 4e-5\ncompute_capability = 8.9\n"
+                                     "power_limit_w = 500\n")
+    g = gpu_catalog(tmp_path / "g.toml")["MyGPU"]
+    assert (g.scaleup_latency_s, g.scaleout_latency_s, g.compute_capability,
+            g.power_limit_w) == (2e-5, 4e-5, 8.9, 500)
+    assert main(["export", "--gpu-file", str(tmp_path / "g.toml"), "--gpus", "8xMyGPU", *M,
+                 "--seq-len", "4096", "--global-batch", "32", "--dp", "8", "--to", "meshplan",
+                 "--out", str(tmp_path / "ex")]) == 0
+    assert load_scenario(tmp_path / "ex" / "plan.toml").cluster.gpu == g
+
+
+def test_python_dash_m_meshplan_is_the_command():
+    """`python -m meshplan` (no console script on PATH) ran nothing: "No module named
+    meshplan.__main__". It is the command now, bad input and all."""
+    p = subprocess.run([sys.executable, "-m", "meshplan", "plan", "--model", "llama99", *W],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "model='llama99'" in p.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--model", "{f}", *W],
+    ["predict", "--scenario", "{f}"],
+    ["plan", *M, *W, "--gpu-file", "{f}"],
+    ["predict", *M, *W, "--dp", "8", "--profile", "{f}"],
+    ["validate", "{f}"],
+    ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--trace", "{f}"],
+], ids=["model", "scenario", "gpu-file", "profile", "runs-csv", "serve-trace"])
+def test_an_input_past_64_mib_is_refused_unread(argv, tmp_path, capsys):
+    """Every input was read whole: --model /dev/zero read until memory ran out (a
+    MemoryError traceback, or the machine swapping first). Inputs stop at 64 MiB now (a
+    sparse file here, standing in for /dev/zero without the risk)."""
+    f = tmp_path / "big"
+    with open(f, "wb") as fh:
+        fh.truncate(64 * 2**20 + 1)
+    assert main([a.replace("{f}", str(f)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds more than 64 MiB" in err, err
+
+
+def test_an_export_with_its_profile_is_a_previous_export(tmp_path, capsys):
+    """export --to meshplan --profile P copies the profile into the folder (profile.toml),
+    which the next export into it took for a foreign file ("holds other files"): the folder
+    of a previous export could not be reused. It is replaced whole now."""
+    prof = tmp_path / "p.toml"
+    prof.write_text('[meta]\ndevice = "x"\n[constants]\n"NETWORK.tp_overlap" = 0.5\n')
+    from meshplan.commands import _profile
+    base = ["export", *M, *W, "--dp", "8", "--zero", "3", "--out", str(tmp_path / "out")]
+    try:
+        assert main(base + ["--to", "meshplan", "--profile", str(prof)]) == 0
+    finally:
+        _profile.reset()  # the profile applied in this process: not for the next tests
+    assert (tmp_path / "out" / "profile.toml").exists()
+    assert main(base + ["--to", "megatron"]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["megatron_launch.sh"]
+
+
+def test_serve_trace_past_the_request_bound_is_refused(tmp_path):
+    """--requests stops at 100,000 (each request runs through every candidate plan's
+    simulation); a --trace of more rows was simulated whole, for minutes to hours. Refused
+    now in one line (a subprocess, so that the old behaviour fails instead of blocking)."""
+    rows = "".join(f"{i * 0.01:.2f},100,10\n" for i in range(100_001))
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n" + rows)
+    p = subprocess.run([sys.executable, "-m", "meshplan", "serve", *M, "--gpus",
+                        "8xH100-SXM-80GB", "--trace", str(tmp_path / "t.csv"), "--plan", "tp1x8"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "holds 100,001 requests; at most 100,000" in p.stderr
+
+
+def test_a_name_with_triple_quotes_stays_in_the_torchtitan_docstring(tmp_path, capsys):
+    """torchtitan_job.py opens with a docstring naming the model (its folder's name): a name
+    holding three double quotes ended the docstring and the rest of the name ran as Python
+    on every rank (here a SyntaxError). Quotes and backslashes in it are escaped now."""
+    import ast
+    d = tmp_path / 'm"""; import os  # \\x'
+    d.mkdir()
+    (d / "config.json").write_text(hf(""))
+    out = tmp_path / "tt"
+    assert main(["export", "--model", str(d), *W, "--plan", "dp8 tp1 pp1 zero3 mb1",
+                 "--to", "torchtitan", "--out", str(out)]) == 0, capsys.readouterr().err
+    module = ast.parse((out / "torchtitan_job.py").read_text())
+    assert 'model:    m"""; import os  # \\x (4 layers' in ast.get_docstring(module)

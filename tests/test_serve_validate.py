@@ -52,6 +52,9 @@ def test_bad_csv(tmp_path):
     ("output_len", "", "row 1: output_len=''"),  # required column left blank: was TypeError
     ("rate_per_s", "abc", "row 1: rate_per_s='abc'"),  # was ValueError from float()
     ("measured_ttft_ms", "-5", "row 1: measured_ttft_ms='-5'"),
+    ("gpu_mem_util", "0", "gpu_mem_util=0.0"),  # was taken as blank: the default 0.9
+    ("latency_stat", "p99", "latency_stat='p99'"),  # was compared as the mean
+    ("model", "", "model=''"),  # was Path(''), the current folder's config.json
 ])
 def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value, needle):
     """A bad value in one row of a serving CSV makes that row fail with the field named,

@@ -111,6 +111,14 @@ def _refuse_pins(args, what: str) -> None:
         k = next(iter(pins))
         raise InputError("--" + k.replace("_", "-"), pins[k], f"{what} searches every plan; "
                          "pinned plan knobs are taken on one GPU type only")
+    # the one-GPU-type search's options, which these searches took and ignored
+    for flag, given in (("--engine", getattr(args, "engine", None)),
+                        ("--rank-by", None if getattr(args, "rank_by", "step") == "step"
+                         else args.rank_by),
+                        ("--use-scenario-plan", getattr(args, "use_scenario_plan", False)
+                         or None)):
+        if given is not None:
+            raise InputError(flag, given, f"applies to one GPU type; {what} does not take it")
 
 
 def pools_run(args) -> int | None:
@@ -370,12 +378,15 @@ def _procure(args) -> int:
     sc = scenario_from_args(argparse.Namespace(**{**vars(args), "gpus": first}))
     prices = _prices(args)
     res = procure(sc.model, sc.workload, types, goal, prices, args.gpus_per_node, args.nic_gbps)
+    # the picture first: one that could not be written ended the command (exit 2) after the
+    # whole report, --json's included, was printed
+    png = curve_png(res, args.png, sc.model.name) if args.png else None
     if args.json:
         print(json.dumps(procure_json(sc, res), indent=2))
     else:
         print(procure_text(sc, res))
-    if args.png:
-        print(f"wrote {curve_png(res, args.png, sc.model.name)}", file=sys.stderr)
+    if png:
+        print(f"wrote {png}", file=sys.stderr)
     return 0 if res.cheapest is not None else 1
 
 

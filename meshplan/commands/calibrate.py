@@ -105,16 +105,33 @@ def _measure(args, torch) -> tuple[dict, str]:
     return m, name
 
 
-def _check_out(out: str | None) -> None:
-    """Refuse an --out the profile cannot be written to, before any measuring or fitting."""
+def _check_out(out: str | None, inputs=()) -> None:
+    """Refuse an --out the profile cannot be written to, before any measuring or fitting:
+    nor one of the files it is fitted from (--from-runs runs.csv --out runs.csv wrote the
+    profile over the runs)."""
     if not out:
         return
     from ..export.trace import check_output_file
+    from ..inputs import check_not_read, note_read
     check_output_file("--out", out)
+    for path in inputs:
+        if path:
+            note_read(path)
+    check_not_read("--out", out)
 
 
 def _run(args) -> int:
-    _check_out(args.out)
+    # flags of the other mode were taken and ignored without a word
+    if args.from_runs:
+        for flag, v in (("--gpu", args.gpu), ("--gpu-file", args.gpu_file),
+                        ("--quick", args.quick or None)):
+            if v is not None:
+                raise InputError(flag, v, "applies to measuring this machine's GPUs; "
+                                 "--from-runs refits on the runs (each row names its GPU)")
+    elif args.force:
+        raise InputError("--force", True, "applies to --from-runs (writing a refit that does "
+                         "not lower the cross-validated error)")
+    _check_out(args.out, (args.from_runs, args.gpu_file))
     if args.from_runs:
         from ..calibrate.from_runs import run_from_runs
 

@@ -33,7 +33,10 @@ def _run(args) -> int:
                          "give --gpu-types (with --train-tokens and --deadline)")
     if args.png:  # before the search, not after it
         from ..export.trace import check_output_file
-        check_output_file("--png", args.png)
+        check_output_file("--png", args.png, ".png")
+    if args.use_scenario_plan and not args.scenario:  # ignored without a word
+        raise InputError("--use-scenario-plan", True, "pins the [plan] table of --scenario; "
+                         "give --scenario")
     prof = apply_profile_arg(args)
     handled = pools_run(args)  # several pools, or procurement (--gpu-types)
     if handled is not None:
@@ -114,6 +117,9 @@ def _run(args) -> int:
         best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
         rendered = render(best, args.export)  # refuses before anything is printed or written
     money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
+    # the export is written before the report is printed: one that could not be written
+    # ended the command (exit 2) after the whole report, --json's included, was on stdout
+    written = write(rendered, args.out) if rendered is not None else []
     if args.json:
         stated = set(plan_overrides(args)) | (set(sc.plan_stated) if sc.plan and
                                                args.use_scenario_plan and
@@ -131,7 +137,7 @@ def _run(args) -> int:
     if rendered is not None:
         for note in rendered.notes:
             print(f"note: {note}", file=sys.stderr)
-        for path in write(rendered, args.out):
+        for path in written:
             print(f"wrote {path}", file=sys.stderr)
     return 0 if r.top else 1
 

@@ -135,6 +135,13 @@ def run(args: argparse.Namespace) -> int:
         cluster = sc.cluster
     elif device == "cuda" and torch.cuda.is_available():
         cluster = _local_cluster(torch, plan.world_size)
+    # the folders the run writes, made now (the run makes them anyway): one that cannot be
+    # was a FileNotFoundError traceback (--out) or a failure on every worker, exit 1
+    # (--checkpoint-dir naming a file, or a folder under /proc)
+    if args.checkpoint_dir:
+        _make_folder("--checkpoint-dir", args.checkpoint_dir, "the checkpoints")
+    if args.out and args.nnodes == 1:
+        _make_folder("--out", args.out, "the workers' result files")
     run_opts = {"device": device, "ckpt_dir": args.checkpoint_dir,
                 "ckpt_every": args.checkpoint_every, "resume": args.resume,
                 "measure_memory": True}
@@ -163,6 +170,22 @@ def run(args: argparse.Namespace) -> int:
         print("note: meshplan's runtime does not run " + ", ".join(not_run) + "; the plan "
               "ran and was predicted without " + ("it" if len(not_run) == 1 else "them"))
     return 0
+
+
+def _make_folder(flag: str, path: str, what: str) -> None:
+    """Create the folder ``path`` for ``what`` if missing; InputError naming ``flag`` when it
+    is a file or cannot be created or written."""
+    import os
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(flag, path, f"is a file; give a folder for {what}")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(flag, path, f"cannot be created ({e.strerror})") from None
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise InputError(flag, path, f"is not writable (it is for {what})")
 
 
 def _local_cluster(torch, world: int):

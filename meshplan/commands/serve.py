@@ -100,7 +100,13 @@ def _traffic(args):
             if value != unset:
                 raise InputError(flag, value, "the --trace file gives every request's arrival "
                                  "and lengths (--concurrency replays it closed-loop)")
-        return load_trace(args.trace, args.prefix_share, args.concurrency)
+        traffic = load_trace(args.trace, args.prefix_share, args.concurrency)
+        if len(traffic.requests) > MAX_REQUESTS:  # the --requests bound (a trace escaped it)
+            raise InputError("--trace", args.trace, f"holds {len(traffic.requests):,} requests; "
+                             f"at most {MAX_REQUESTS:,}: every request runs through every "
+                             "candidate plan's simulation (about 3 minutes per 10,000 on one "
+                             "core); replay a part of it")
+        return traffic
     if args.rate is None and args.concurrency is None:
         raise InputError("--rate", None, "give --rate (requests/s), --concurrency or --trace")
     if args.rate is not None and args.concurrency is not None:
@@ -183,6 +189,9 @@ def _run(args) -> int:
     if args.export:
         from ..serve.export import check_out
         check_out(args.out)  # before the search: a bad --out fails fast, nothing written
+    if args.png:  # so does a bad --png (it was found after every simulation)
+        from ..export.trace import check_output_file
+        check_output_file("--png", args.png, ".png")
     traffic = _traffic(args)
     longest = max(r.input_len + r.output_len for r in traffic.requests)
     check_context(model, longest, "--trace" if args.trace else "--input-len + --output-len",
@@ -239,22 +248,32 @@ def _run(args) -> int:
                                                                      -c.goodput_rps / c.plan.gpus))
     top = res.ranked[:args.top]
     png = None
-    if args.png:  # drawn first, written after the export: a refused export leaves no PNG
+    if args.png:  # drawn here, written before the export (and removed if the export fails)
         from ..serve.plots import pareto_png_bytes
         png = pareto_png_bytes(res)
-    exported, notes = [], []
-    if args.export:
-        from ..serve.export import default_model_id, export_plan
+    exported, notes, rendered = [], [], None
+    if args.export:  # rendered (and refused) before anything is written
+        from ..serve.export import default_model_id, render_plan
         from ..serve.export import notes as export_notes
         from ..specs.catalog.presets import preset_names
         model_id = args.model_id or default_model_id(args.model)
         notes = export_notes(top[0].plan, model, model_id,
                              args.model.strip().lower() in preset_names())
-        exported = export_plan(args.export, top[0].plan, model, model_id, args.out, cluster,
-                               longest, notes)
-    if png is not None:
+        rendered = render_plan(args.export, top[0].plan, model, model_id, cluster, longest,
+                               notes)
+    new_png = False
+    if png is not None:  # the PNG first: one that cannot be written left the export behind
         from ..export.trace import atomic_write
+        new_png = not Path(args.png).exists()
         atomic_write(Path(args.png), png)
+    if rendered is not None:
+        from ..serve.export import write_plan
+        try:
+            exported = write_plan(rendered, args.out)
+        except BaseException:  # nor is a PNG left from a command whose export failed
+            if new_png:
+                Path(args.png).unlink(missing_ok=True)
+            raise
     if args.json:
         print(json.dumps(_json_safe({
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),

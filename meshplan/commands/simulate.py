@@ -10,8 +10,10 @@ action lists in torch.distributed.pipelining's CSV format (--schedule-csv).
 from __future__ import annotations
 
 import json
+import os
 
 from ..errors import InputError, NoPlanFits, require_nonneg_int
+from ..inputs import check_not_read
 from ..progress import activity
 from ._common import (add_engine_arg, add_plan_args, add_scenario_args, check_engine,
                       engine_of, plan_from_args, plan_overrides, scenario_from_args)
@@ -21,13 +23,31 @@ GiB = 2**30
 DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp")
 
 
+OUTPUTS = (("trace", ".json"), ("png", ".png"), ("mem_png", ".png"), ("schedule_csv", ".csv"))
+
+
 def _check_outputs(args) -> None:
     """Refuse bad output names before any work, so nothing is half written."""
-    for flag, suffix in (("trace", ".json"), ("png", ".png"), ("mem_png", ".png"),
-                         ("schedule_csv", ".csv")):
+    seen: dict[str, str] = {}
+    for flag, suffix in OUTPUTS:
         path = getattr(args, flag)
+        name = "--" + flag.replace("_", "-")
         if path and not path.lower().endswith(suffix):
-            raise InputError("--" + flag.replace("_", "-"), path, f"file name must end in {suffix}")
+            raise InputError(name, path, f"file name must end in {suffix}")
+        if path:  # --png a.png --mem-png a.png: the second picture replaced the first
+            real = os.path.realpath(path)
+            if real in seen:
+                raise InputError(name, path, f"is also {seen[real]}; give each output its "
+                                 "own file")
+            seen[real] = name
+
+
+def _check_not_inputs(args) -> None:
+    """Refuse an output that is a file this command read (the model's config.json, ...),
+    once the inputs are read and before the simulation."""
+    for flag, _ in OUTPUTS:
+        if getattr(args, flag):
+            check_not_read("--" + flag.replace("_", "-"), getattr(args, flag))
 
 
 def _write_outputs(args, sim, title: str, written: list) -> None:
@@ -74,6 +94,7 @@ def _run(args) -> int:
     _check_outputs(args)
     prof = apply_profile_arg(args)
     sc = scenario_from_args(args)
+    _check_not_inputs(args)
     check_generation(prof, sc.cluster.gpu)
     plan, origin = _pick_plan(args, sc)
     check_engine(engine_of(args), sc, plan)

@@ -34,9 +34,11 @@ def _pct(x) -> str:
 
 def _rows(path: str) -> str:
     """The number of data rows, for the progress line ('?' when unreadable: validate says why)."""
+    from ..inputs import MAX_INPUT_BYTES
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as f:
-            return str(max(0, sum(1 for line in f if line.strip()) - 1))
+            text = f.read(MAX_INPUT_BYTES + 1)  # /dev/zero: not to the end
+            return str(max(0, sum(1 for line in text.splitlines() if line.strip()) - 1))
     except OSError:
         return "?"
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..engines import LIMITED_ENGINES, UnsupportedByEngine, check
 from ..errors import InputError, require_choice
+from ..inputs import check_not_read
 from ..scenario import Scenario
 
 ENGINES = ("megatron", "torchtitan", "deepspeed", "meshplan")
@@ -85,12 +86,16 @@ def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
         except OSError as e:
             raise InputError("--out", str(out_dir), f"cannot list it ({e.strerror})") from None
         known = names if names is not None else set(ALL_EXPORT_FILES)
-        foreign = [n for n in held if n not in known]
+        # a folder named like an export file (plan.toml/) is not one: replacing the export
+        # deleted it and everything in it
+        foreign = [n for n in held if n not in known
+                   or ((out / n).is_dir() and not (out / n).is_symlink())]
         if foreign:
             raise InputError("--out", str(out_dir), f"holds other files ({_found(foreign)}); "
                              + allowed)
         if not os.access(out, os.W_OK):
             raise InputError("--out", str(out_dir), "is not writable")
+        check_not_read("--out", out, folder=True)  # a previous export being read now
         return out
     parent = out.absolute().parent
     while not parent.exists():
@@ -101,13 +106,15 @@ def check_out_dir(out_dir: str | Path, names: set[str] | None = None) -> Path:
     return out
 
 
-def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
+def write(rendered: Rendered, out_dir: str | Path, known: set[str] | None = None) -> list[Path]:
     """Write rendered files into ``out_dir``; returns their paths.
 
     Every file is written into a temporary directory beside ``out_dir`` first, which then
     takes its place in one rename: a failure leaves either the old folder or the new one,
-    never a mix. An existing ``out_dir`` must be empty or hold only a previous export."""
-    out = check_out_dir(out_dir, set(ALL_EXPORT_FILES) | set(rendered.files)).resolve()
+    never a mix. An existing ``out_dir`` must be empty or hold only a previous export (of
+    the files ``known``: by default every training export's)."""
+    known = set(ALL_EXPORT_FILES) if known is None else known
+    out = check_out_dir(out_dir, known | set(rendered.files)).resolve()
     try:
         out.absolute().parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.absolute().parent))
@@ -115,7 +122,7 @@ def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
         raise InputError("--out", str(out_dir), f"cannot create the directory ({e.strerror})") from None
     try:
         for name, text in rendered.files.items():
-            (tmp / name).write_text(text)
+            (tmp / name).write_text(text, encoding="utf-8")
             os.chmod(tmp / name, 0o755 if name in rendered.executable else 0o644)
         os.chmod(tmp, 0o755)
         if out.is_dir() and Path.cwd().resolve().is_relative_to(out):
@@ -137,15 +144,18 @@ def write(rendered: Rendered, out_dir: str | Path) -> list[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
+    except BaseException as e:  # Ctrl-C or text that cannot be encoded too: no staging
+        shutil.rmtree(tmp, ignore_errors=True)  # folder is left beside --out
+        if isinstance(e, OSError):
+            raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
+        raise
     return [out / name for name in rendered.files]
 
 
 # Every file name an export writes (a folder holding only these is a previous export).
 ALL_EXPORT_FILES = ("megatron_launch.sh", "torchtitan_job.py", "torchtitan_launch.sh",
-                    "ds_config.json", "deepspeed_launch.sh", "plan.toml", "gpus.toml")
+                    "ds_config.json", "deepspeed_launch.sh", "plan.toml", "gpus.toml",
+                    "profile.toml")  # (the meshplan export's copy of --profile)
 
 
 def export(sc: Scenario, engine: str, out_dir: str | Path) -> list[Path]:

@@ -27,6 +27,22 @@ for _long, _short in ALIASES.items():
     LONG_NAMES.setdefault(_short, _long)
 
 
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quote, backslash and control characters escaped,
+    every other character as it is (the file is UTF-8). JSON's escapes were used before, and
+    JSON writes a character past U+FFFF (an emoji in a model's folder name) as two surrogate
+    escapes, which TOML refuses: the plan.toml written could not be read back."""
+    out = []
+    for c in text:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\u{ord(c):04X}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
 def toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -37,7 +53,7 @@ def toml_value(v: object) -> str:
             raise InputError("value", v, "only finite numbers can be written")
         return repr(v)
     if isinstance(v, str):
-        return json.dumps(v)  # a TOML basic string: JSON escapes are TOML escapes
+        return toml_string(v)
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
     raise InputError("value", v, "cannot be written to TOML")
@@ -58,7 +74,9 @@ def _gpu_table(g) -> dict:
             "memory_gib": g.memory_bytes / 2**30, "memory_tb_per_s": g.memory_bytes_per_s / 1e12,
             "scaleup_gb_per_s": g.scaleup_bytes_per_s / 1e9, "gpus_per_node": g.gpus_per_node,
             "scaleup_domain": g.scaleup_domain, "nic_gbps": g.nic_bytes_per_s * 8 / 1e9,
-            "generation": g.generation, "source": g.source}
+            "scaleup_latency_s": g.scaleup_latency_s, "scaleout_latency_s": g.scaleout_latency_s,
+            "generation": g.generation, "power_limit_w": g.power_limit_w,
+            "compute_capability": g.compute_capability, "source": g.source}
 
 
 def scenario_toml(sc: Scenario) -> dict[str, str]:
@@ -68,7 +86,7 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
     cluster = {"gpus": f"{c.num_gpus}x{c.gpu.name}", "gpus_per_node": c.gpus_per_node,
                "nic_gbps_per_gpu": c.nic_bytes_per_s * 8 / 1e9, "scaleup_domain": c.scaleup_domain}
     if GPUS.get(c.gpu.name) != c.gpu:
-        files["gpus.toml"] = toml_table(f"gpu.{json.dumps(c.gpu.name)}", _gpu_table(c.gpu))
+        files["gpus.toml"] = toml_table(f"gpu.{toml_string(c.gpu.name)}", _gpu_table(c.gpu))
         cluster["gpu_file"] = "gpus.toml"
     workload = {"seq_len": w.seq_len, "global_batch": w.global_batch, "precision": w.precision,
                 "optimizer": w.optimizer, "optimizer_state_precision": w.optimizer_state_precision,

@@ -218,11 +218,16 @@ def _py(v) -> str:
 
 def torchtitan_module(sc: Scenario, settings: dict, notes: list[str]) -> str:
     mod, fn, flavor, kw = torchtitan_model(sc)
-    lines = ['"""torchtitan 0.3 job for a meshplan plan (torchtitan_launch.sh runs it).', ""]
-    lines += [s.strip() for s in header(sc, "torchtitan_job.py", comment="")]
-    lines += ["", "Run: torchrun ... -m torchtitan.train --module torchtitan_job --config meshplan_job",
-              "(with this file's folder on PYTHONPATH)."]
-    lines += [f"note: {n}" for n in notes]
+    doc = ["torchtitan 0.3 job for a meshplan plan (torchtitan_launch.sh runs it).", ""]
+    doc += [s.strip() for s in header(sc, "torchtitan_job.py", comment="")]
+    doc += ["", "Run: torchrun ... -m torchtitan.train --module torchtitan_job --config meshplan_job",
+            "(with this file's folder on PYTHONPATH)."]
+    doc += [f"note: {n}" for n in notes]
+    # the docstring holds names from the user's files (a model folder's, a GPU's): a quote
+    # or backslash in one is escaped, so that '"""' in a name cannot end the docstring and
+    # run the rest of the name as Python on every rank
+    doc = [x.replace("\\", "\\\\").replace('"', '\\"') for x in doc]
+    lines = ['"""' + doc[0], *doc[1:]]
     lines += ['"""', "", f"from torchtitan.models.{mod} import model_registry",
               f"from torchtitan.models.{mod}.config_registry import {fn}"]
     shape = custom_model(sc.model)[1] if flavor == "meshplan" else None

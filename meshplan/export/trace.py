@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs import check_not_read
 from ..pipeline.simulate import SimResult
 
 TRACKS = {"compute": 0, "send_fwd": 1, "send_bwd": 2, "dp": 3}
@@ -75,10 +76,13 @@ def write_trace(res: SimResult, path: str | Path, title: str = "") -> Path:
     return p
 
 
-def check_output_file(field: str, path: str | Path) -> Path:
+def check_output_file(field: str, path: str | Path, suffix: str = "") -> Path:
     """Refuse (InputError naming ``field``) a file that cannot be written: a directory, or in
-    a directory that does not exist. Commands call it before their work, not after."""
+    a directory that does not exist, or (``suffix``) not named as what is written there.
+    Commands call it before their work, not after."""
     p = Path(path)
+    if suffix and not str(path).lower().endswith(suffix):  # plan --png m.json wrote a PNG
+        raise InputError(field, str(path), f"file name must end in {suffix}")  # there
     if p.is_dir():
         raise InputError(field, str(path), "is a directory; give the file to write")
     if not (p.parent if str(p.parent) else Path(".")).is_dir():
@@ -89,13 +93,20 @@ def check_output_file(field: str, path: str | Path) -> Path:
 def atomic_write(p: Path, data: str | bytes) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     check_output_file("output", p)
+    check_not_read("output", p)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    except OSError as e:
+        raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
+    try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plain file is wanted
         os.replace(tmp, p)
-    except OSError as e:
-        raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
+    except BaseException as e:  # a full disk, Ctrl-C: the temporary file goes too
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise InputError("output", str(p), f"cannot write ({e.strerror})") from None
+        raise

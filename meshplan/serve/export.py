@@ -15,9 +15,7 @@ silently changed.
 
 from __future__ import annotations
 
-import os
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -276,40 +274,32 @@ def check_out(out_dir: str | Path) -> Path:
     return check_out_dir(out_dir, set(SERVE_EXPORT_FILES))
 
 
-def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
-                out_dir: str | Path, cluster: Cluster, max_len: int,
-                notes_: list[str] = ()) -> list[Path]:
-    """Write ``launch_<engine>.sh`` and ``plan.json`` into ``out_dir``, atomically: all
-    files appear together or none (a temporary folder renamed into place per file)."""
+def render_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
+                cluster: Cluster, max_len: int, notes_: list[str] = ()):
+    """The files of a serving export (``launch_<engine>.sh`` and ``plan.json``), computed
+    in memory; an engine's refusal is raised here, before anything is written."""
     import json
 
-    # refuses before anything is written
+    from ..export import Rendered
     text = script_text(engine, plan, model, model_id, cluster, max_len, notes_)
-    out = check_out(out_dir)
     files = {f"launch_{engine}.sh": text,
              "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},
                                      indent=2) + "\n"}
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".meshplan-", dir=out))
-    except OSError as e:  # the training exports' message (export.check_out_dir's writer)
-        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
-    written = []
-    try:
-        for name, body in files.items():
-            (tmp / name).write_text(body)
-        for name in files:
-            os.replace(tmp / name, out / name)
-            written.append(out / name)
-        os.chmod(out / f"launch_{engine}.sh", 0o755)
-        for name in set(SERVE_EXPORT_FILES) - set(files):  # a previous export's other
-            (out / name).unlink(missing_ok=True)            # engine script: not this plan's
-    except OSError as e:
-        for f in written:
-            f.unlink(missing_ok=True)
-        raise InputError("--out", str(out_dir), f"cannot write there ({e.strerror})") from None
-    finally:
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
-    return written
+    return Rendered(engine, files, executable={f"launch_{engine}.sh"})
+
+
+def write_plan(rendered, out_dir: str | Path) -> list[Path]:
+    """Write a rendered serving export into ``out_dir`` the way the training exports are
+    written (export.write): staged in a temporary folder that takes the place of ``out_dir``
+    in one rename, so a failure leaves the old folder or the new one, never a mix (files were
+    replaced one by one: a failure between them lost the previous export's first file)."""
+    from ..export import write
+    return write(rendered, out_dir, known=set(SERVE_EXPORT_FILES))
+
+
+def export_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
+                out_dir: str | Path, cluster: Cluster, max_len: int,
+                notes_: list[str] = ()) -> list[Path]:
+    """Write ``launch_<engine>.sh`` and ``plan.json`` into ``out_dir``, whole or not at all."""
+    return write_plan(render_plan(engine, plan, model, model_id, cluster, max_len, notes_),
+                      out_dir)

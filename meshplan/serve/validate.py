@@ -18,7 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import InputError, NoPlanFits
+from ..errors import InputError, NoPlanFits, require_choice
 from ..runs_csv import TRUST_GRADES, count, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
@@ -33,7 +33,8 @@ REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
 DEFAULT_MAX_SEQS = 2048
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MEM_UTIL = 0.90
-MAX_SIM_REQUESTS = 3000  # offline rows: steady state is reached well before this
+MAX_SIM_REQUESTS = 3000
+LATENCY_STATS = ("mean", "median")  # what the simulated TTFT / TPOT are reduced with  # offline rows: steady state is reached well before this
 
 
 @dataclass
@@ -93,13 +94,14 @@ def predict_row(r: dict) -> ServeRow:
     tp, pp = _i(r, "tp", 1), _i(r, "pp", 1)
     dp, ep = _i(r, "attn_dp", 1), _i(r, "ep", 1)
     cluster = make_cluster(f"{n}x{r['gpu']}")
+    util = _f(r, "gpu_mem_util")  # (0 was taken as blank: the default, without a word)
     per = tp * pp * dp
     if n % per:
         raise InputError(f"row {r['id']}: num_gpus", n, f"must be a multiple of tp*pp*attn_dp ({per})")
     pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per,
                 max_num_seqs=_i(r, "max_num_seqs", DEFAULT_MAX_SEQS),
                 max_batched_tokens=_i(r, "max_batched_tokens", DEFAULT_MAX_TOKENS),
-                gpu_mem_util=_f(r, "gpu_mem_util") or DEFAULT_MEM_UTIL)
+                gpu_mem_util=DEFAULT_MEM_UTIL if util is None else util)
     engine = (r.get("engine") or "").lower()
     sched = "trtllm" if "tensorrt" in engine or "trt" in engine else (
         "sglang" if "sglang" in engine else "vllm")
@@ -116,8 +118,10 @@ def predict_row(r: dict) -> ServeRow:
     row = ServeRow(r["id"], r.get("trust", ""), r["model"], f"{n}x{r['gpu']}", plan.describe(),
                    f"concurrency {conc}" if conc else f"rate {rate:g}/s", _m(r, "measured_output_tokens_per_s_per_gpu"),
                    measured_ttft_ms=_m(r, "measured_ttft_ms"), measured_tpot_ms=_m(r, "measured_tpot_ms"))
+    # blank: the mean; another statistic (p99) was compared as the mean without a word
+    stat = _checked(r, "latency_stat", lambda row, k: require_choice(
+        k, (row.get(k) or "mean").strip(), LATENCY_STATS))
     res = simulate(model, cluster, plan, traffic)
-    stat = (r.get("latency_stat") or "mean").strip().lower()
 
     # closed loop: the first wave (all clients starting at once) is the benchmark's warm-up
     skip = conc or 0

@@ -10,7 +10,9 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..errors import InputError, did_you_mean, require_positive_int, require_positive_number
+from ..errors import (InputError, did_you_mean, require_plain_text, require_positive_int,
+                      require_positive_number)
+from ..inputs import read_input
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
@@ -93,13 +95,20 @@ class Cluster:
 
 def gpu_from_dict(d: dict, name: str) -> GPU:
     """A GPU from a TOML table: peak_tflops = {bf16 = ...}, memory_gib or memory_gb, ..."""
-    known = {f.name for f in fields(GPU)} | {
-        "peak_tflops", "memory_gb", "memory_gib", "memory_tb_per_s", "scaleup_gb_per_s",
-        "nic_gbps"}
+    # the keys this function reads: every GPU field, in the units of a datasheet (the byte
+    # and FLOP fields of the GPU class under their own names were taken and ignored, as
+    # were the latencies and the compute capability)
+    known = {"peak_tflops", "memory_gb", "memory_gib", "memory_tb_per_s", "scaleup_gb_per_s",
+             "gpus_per_node", "scaleup_domain", "nic_gbps", "scaleup_latency_s",
+             "scaleout_latency_s", "generation", "power_limit_w", "compute_capability",
+             "source"}
     for k in d:
         if k not in known:
             raise InputError(f"gpu.{name}.{k}", d[k], "unknown key; known: " + ", ".join(sorted(known)))
     f = f"gpu.{name}"
+    if "memory_gib" in d and "memory_gb" in d:  # memory_gib was taken, memory_gb ignored
+        raise InputError(f"{f}.memory_gb", d["memory_gb"], f"contradicts memory_gib = "
+                         f"{d['memory_gib']!r} (the same field); give one of them")
 
     def num(key: str, default: object = ..., allow_zero: bool = False) -> float:
         if key not in d:
@@ -115,6 +124,10 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
     if not isinstance(peaks, dict) or not peaks:
         raise InputError(f"{f}.peak_tflops", peaks, "a table of TFLOP/s per precision, "
                          "e.g. {bf16 = 989, fp8 = 1979}")
+    for k, v in peaks.items():  # a misspelt precision ("fp08") was kept and never read
+        if k not in PRECISIONS:
+            raise InputError(f"{f}.peak_tflops.{k}", v, "unknown precision; allowed: "
+                             + ", ".join(PRECISIONS))
     peak = {k: require_positive_number(f"{f}.peak_tflops.{k}", v) * 1e12 for k, v in peaks.items()}
     if "bf16" not in peak and "fp16" not in peak:  # every step and listing reads the 16-bit peak
         raise InputError(f"{f}.peak_tflops", peaks, "needs bf16 (or fp16) TFLOP/s, e.g. "
@@ -134,8 +147,11 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
         gpus_per_node=per_node,
         scaleup_domain=count("scaleup_domain", per_node),
         nic_bytes_per_s=num("nic_gbps", 400) / 8 * 1e9,
+        scaleup_latency_s=num("scaleup_latency_s", GPU.scaleup_latency_s, allow_zero=True),
+        scaleout_latency_s=num("scaleout_latency_s", GPU.scaleout_latency_s, allow_zero=True),
         generation=generation,
         power_limit_w=num("power_limit_w", 0, allow_zero=True),
+        compute_capability=num("compute_capability", 0, allow_zero=True),
         source=str(d.get("source", "user file")),
     )
 
@@ -143,7 +159,7 @@ def gpu_from_dict(d: dict, name: str) -> GPU:
 def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
     """User GPUs: ``[gpu.NAME]`` tables (see examples/my_gpus.toml)."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8").removeprefix("\ufeff"))
+        data = tomllib.loads(read_input(path, "gpu_file").decode("utf-8").removeprefix("\ufeff"))
     except IsADirectoryError:
         raise InputError("gpu_file", str(path), "is a directory; give a TOML file") from None
     except OSError as e:
@@ -162,6 +178,7 @@ def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
             # --gpus takes COUNTxNAME, and '+' joins pools there (--gpus 8xA+8xB)
             raise InputError("gpu_file", name, "a [gpu.NAME] name must be non-empty, without "
                              "spaces and without '+' (it joins pools in --gpus A+B)")
+        require_plain_text("gpu_file", name)  # the name goes into scripts and listings
     return {name: gpu_from_dict(d, name) for name, d in table.items()}
 
 

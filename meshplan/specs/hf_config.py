@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError
-from .model import ModelSpec
+from ..inputs import read_input
+from .model import ModelSpec, check_rope_scaling
 
 FAMILIES: dict[str, Callable[[str, dict], ModelSpec]] = {}
 
@@ -112,13 +113,7 @@ def _rope_scaling(cfg: dict) -> str:
     if not isinstance(v, dict):
         raise InputError("config.json:rope_scaling", v, "must be an object such as "
                          '{"rope_type": "llama3", "factor": 8.0, ...} or null')
-    kind = v.get("rope_type", v.get("type"))
-    if not isinstance(kind, str):
-        raise InputError("config.json:rope_scaling.rope_type", kind, "must name the scaling "
-                         "(llama3, yarn, linear, dynamic, ...)")
-    for k, x in v.items():
-        if isinstance(x, float) and not math.isfinite(x):
-            raise InputError(f"config.json:rope_scaling.{k}", x, "must be a finite number")
+    check_rope_scaling("config.json:rope_scaling", v)
     return json.dumps(v, sort_keys=True)
 
 
@@ -537,6 +532,12 @@ def max_context(cfg: dict) -> int:
     """The longest sequence (prompt + output) an engine serves from this config; 0 unknown."""
     def size(v):
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+    for k in CONTEXT_KEYS:  # -1 or "big" was taken as no length given: never refused
+        v = cfg.get(k)
+        if v is not None and size(v) is None and not (
+                isinstance(v, float) and v.is_integer() and v > 0):
+            raise InputError(f"config.json:{k}", v, "must be a positive integer (the longest "
+                             "sequence; null or left out when unknown)")
     found = [v for k in CONTEXT_KEYS if (v := size(cfg.get(k))) is not None]
     if not found:
         return 0
@@ -598,23 +599,41 @@ def _config_error(e: InputError) -> InputError:
     return InputError(f"config.json:{field}", e.value, allowed)
 
 
+def _once_each(pairs: list) -> dict:
+    """A JSON object whose keys are each given once: json keeps the last of two, so a
+    config.json naming hidden_size twice was read as whichever came last."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise InputError(f"config.json:{k}", v, f"given twice (first {out[k]!r}); "
+                             "a key may appear once in an object")
+        out[k] = v
+    return out
+
+
 def model_from_hf_file(path: str | Path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
     try:
-        text = p.read_text(encoding="utf-8").removeprefix("\ufeff")
+        text = read_input(p, "model").decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise InputError("model", str(path), "not a text file (not UTF-8 JSON)") from None
     except OSError as e:
         raise InputError("model", str(path), f"cannot read file ({e.strerror})") from None
+    # the model's name is its folder's (or file's): bytes that are not UTF-8 in it (a file
+    # name from another locale) are written as \xNN, so the scripts it goes into can be
+    name = p.parent.name if p.name == "config.json" else p.stem
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError("model", str(path),
-                         f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
-    try:
-        return model_from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem)
+        try:
+            cfg = json.loads(text, object_pairs_hook=_once_each)
+        except json.JSONDecodeError as e:
+            raise InputError("model", str(path), f"not valid JSON (line {e.lineno} column "
+                             f"{e.colno}: {e.msg})") from None
+        except RecursionError:  # [[[[...: json's decoder recurses once per level
+            raise InputError("model", str(path), "not valid JSON (nested too deeply)") from None
+        return model_from_hf_dict(cfg, name=name)
     except InputError as e:
         # name the file the user gave where it is not called config.json
         if p.name != "config.json" and e.field.startswith("config.json"):

@@ -6,6 +6,8 @@ totals and against ``sum(p.numel())`` of a model built on the meta device in the
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -39,6 +41,46 @@ UNGATED_ACTS = ("gelu", "relu", "relu2")
 MODEL_SIZE_CAPS = {"layers": 2**14, "hidden": 2**21, "ffn": 2**23, "moe_expert_ffn": 2**23,
                    "vocab": 2**25, "moe_experts": 2**16}
 
+
+
+# The numbers of a rope_scaling object that meshplan reads (the Megatron and torchtitan
+# exports write them, max_context scales by the factor): each a finite number > 0 where
+# given (True: >= 0, as transformers' and Megatron's default mscale_all_dim 0 is). A
+# negative factor was written into --rope-scaling-factor; a text one ended the torchtitan
+# export in a traceback.
+ROPE_NUMBERS = {"factor": False, "low_freq_factor": False, "high_freq_factor": False,
+                "original_max_position_embeddings": False, "beta_fast": False,
+                "beta_slow": False, "mscale": True, "mscale_all_dim": True,
+                "attention_factor": False}
+# the scalings transformers requires a factor for (modeling_rope_utils.py validation); the
+# exports read rope_scaling["factor"] for llama3 (a KeyError traceback without it)
+ROPE_NEEDS_FACTOR = ("linear", "dynamic", "yarn", "llama3")
+
+
+def check_rope_scaling(field: str, v: dict) -> None:
+    """The rule for a rope_scaling object, wherever it comes from (a config.json, a
+    scenario's inline model): its kind named, its numbers finite and in range, a factor
+    where the kind needs one. ``field`` names it in the error (``config.json:rope_scaling``)."""
+    kind = v.get("rope_type", v.get("type"))
+    if not isinstance(kind, str):
+        raise InputError(f"{field}.rope_type", kind, "must name the scaling "
+                         "(llama3, yarn, linear, dynamic, ...)")
+    for k, x in v.items():
+        if isinstance(x, float) and not math.isfinite(x):
+            raise InputError(f"{field}.{k}", x, "must be a finite number")
+    if kind in ROPE_NEEDS_FACTOR and v.get("factor") is None:
+        raise InputError(f"{field}.factor", None, f"missing; {kind} scaling needs it "
+                         "(e.g. \"factor\": 8.0)")
+    for k, zero_ok in ROPE_NUMBERS.items():
+        x = v.get(k)
+        if x is None:
+            continue
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 \
+                or (x == 0 and not zero_ok):
+            raise InputError(f"{field}.{k}", x, "must be a finite number "
+                             + (">= 0" if zero_ok else "> 0"))
+        if k == "original_max_position_embeddings" and not float(x).is_integer():
+            raise InputError(f"{field}.{k}", x, "must be a positive integer")
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -196,6 +238,16 @@ class ModelSpec:
                            require_choice("moe_score", self.moe_score, MOE_SCORES))
         if not isinstance(self.rope_scaling, str):
             raise InputError("rope_scaling", self.rope_scaling, "must be JSON text ('' for none)")
+        if self.rope_scaling:  # (a scenario's inline model gives the text itself)
+            try:
+                rs = json.loads(self.rope_scaling)
+            except (json.JSONDecodeError, RecursionError):
+                raise InputError("rope_scaling", self.rope_scaling, "must be JSON text of an "
+                                 "object ('' for none)") from None
+            if not isinstance(rs, dict):
+                raise InputError("rope_scaling", self.rope_scaling, "must be JSON text of an "
+                                 "object ('' for none)")
+            check_rope_scaling("rope_scaling", rs)
         object.__setattr__(self, "mlp", require_choice("mlp", self.mlp, MLP_KINDS))
         object.__setattr__(self, "norm", require_choice("norm", self.norm, NORM_KINDS))
         object.__setattr__(self, "position",

@@ -11,6 +11,8 @@ unchanged homogeneous path.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -60,9 +62,9 @@ class PoolCluster:
         if not self.inter_pool_bytes_per_s:
             object.__setattr__(self, "inter_pool_bytes_per_s",
                                min(p.cluster.nic_bytes_per_s for p in self.pools))
-        if not (self.inter_pool_bytes_per_s > 0):
+        if not 0 < self.inter_pool_bytes_per_s < math.inf:  # nan, inf, 0, negative
             raise InputError("--inter-pool-gbps", self.inter_pool_bytes_per_s * 8 / 1e9,
-                             "must be positive")
+                             "must be a finite number > 0")
         if not self.inter_pool_latency_s:
             object.__setattr__(self, "inter_pool_latency_s",
                                max(p.gpu.scaleout_latency_s for p in self.pools))

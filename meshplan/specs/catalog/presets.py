@@ -69,6 +69,10 @@ def preset(name: str) -> ModelSpec:
 
 def load_model(name_or_path: str) -> ModelSpec:
     """A preset by name, or a HuggingFace config.json (file or folder holding one)."""
+    if not str(name_or_path).strip():  # an unset shell variable: Path("") is the current
+        # folder, whose config.json was read (or "model='.': cannot read file")
+        raise InputError("model", name_or_path, "must name a preset or a config.json; presets: "
+                         + ", ".join(preset_names()))
     p = Path(name_or_path)
     if name_or_path.strip().lower() in preset_names():
         return preset(name_or_path)
