@@ -372,6 +372,11 @@ CASES = [
      ["validate", "{d}/b.csv"], "num_gpus"),
     ("validate-csv-is-dir", {"d.csv/.keep": ""}, ["validate", "{d}/d.csv"], "csv="),
     ("run-bad-steps", {}, ["run", "--steps", "0"], "steps=0"),
+    # a model whose states alone exceed the host's memory (a 405B model needs ~6 TiB): the
+    # ranks allocated until a worker was killed, exit 1
+    ("run-model-too-big-for-host", {}, ["run", "--model", "llama3.1-405b", "--device", "cpu",
+                                        "--seq-len", "128", "--global-batch", "2"],
+     "--device='cpu'"),
     ("run-bad-plan", {}, ["run", "--tp", "3"], "tp=3"),
     # refused by AdamW / torchrun on the workers ("the run failed", exit 1), or a traceback
     ("run-lr-negative", {}, ["run", "--lr", "-1"], "lr=-1"),

@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--steps", args.steps,
                          f"the checkpoint is after step {int(meta['step']) + 1} of the run; "
                          f"give more steps than that to train on from it")
+    if device == "cpu" and args.nnodes == 1:
+        _check_host_memory(sc.model)
     cluster = None
     if args.gpus:
         cluster = make_cluster(args.gpus)
@@ -170,6 +172,28 @@ def run(args: argparse.Namespace) -> int:
         print("note: meshplan's runtime does not run " + ", ".join(not_run) + "; the plan "
               "ran and was predicted without " + ("it" if len(not_run) == 1 else "them"))
     return 0
+
+
+# Bytes per parameter the runtime's ranks hold at the least, summed over the ranks: an fp32
+# weight, its fp32 gradient and AdamW's two fp32 moments (sharding spreads them over the ranks,
+# replication only adds copies), before any activation.
+STATE_BYTES_PER_PARAM = 16
+
+
+def _check_host_memory(model) -> None:
+    """Refuse (one line, exit 2) a CPU run whose model states alone exceed this machine's
+    memory: the ranks would allocate until the kernel kills a worker (exit 1), or swap."""
+    import os
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no such figure on this platform
+        return
+    need = STATE_BYTES_PER_PARAM * model.total_params()
+    if need > total:
+        raise InputError("--device", "cpu", f"{model.name}'s weights, gradients and AdamW "
+                         f"states alone need {need / 2**30:,.0f} GiB over the ranks; this "
+                         f"machine has {total / 2**30:,.0f} GiB (a smaller model, or "
+                         "--device cuda on GPUs)")
 
 
 def _make_folder(flag: str, path: str, what: str) -> None:
