@@ -130,7 +130,7 @@ def _cohere_common(cfg: dict, layers: int) -> dict:
     return dict(layers=layers, hidden=_pos(cfg, "hidden_size", 8192), heads=heads,
                 kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 ffn=_pos(cfg, "intermediate_size", 22528), vocab=_pos(cfg, "vocab_size", 256000),
-                norm="layernorm_nobias", parallel_block=True,
+                norm="layernorm_nobias", parallel_block=True, rope_interleaved=True,
                 qkv_bias=_bool(cfg, "attention_bias", False), qk_norm=qk, qk_norm_full=qk,
                 **common)
 
@@ -211,7 +211,7 @@ def _ernie_common(cfg: dict) -> dict:
     return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 head_dim=_head_dim(cfg), vocab=_pos(cfg, "vocab_size", 103424),
-                linear_bias=_bool(cfg, "use_bias", False), **common)
+                linear_bias=_bool(cfg, "use_bias", False), rope_interleaved=True, **common)
 
 
 @_family("ernie4_5")

@@ -84,6 +84,10 @@ class ModelSpec:
     rope_theta: float = 10000.0  # rotary base
     rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
     rope_fraction: float = 1.0  # share of each head's dims that rotate (GPT-NeoX: 0.25)
+    # rotary pairs (2i, 2i+1) of each head, as the checkpoint's q/k rows are laid out (ERNIE
+    # 4.5, GLM-4, Cohere in transformers), instead of (i, i + d/2) (rotate_half: Llama, Qwen,
+    # Mistral). MLA's rotary part is always interleaved (DeepSeek's checkpoints)
+    rope_interleaved: bool = False
     max_context: int = 0  # longest sequence served (hf_config.max_context); 0 unknown
     checkpoint_quant: str = ""  # the checkpoint's quantization_config.quant_method (fp8, mxfp4)
     norm_eps: float = 1e-5
@@ -165,6 +169,7 @@ class ModelSpec:
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
+                  "rope_interleaved",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
                   "moe_shared_gate", "embedding_norm", "norms_after_blocks",
                   "activation_multipliers"):
