@@ -174,6 +174,7 @@ def _dbrx(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=_pos(ffn, "ffn_hidden_size", 3584),
         moe_aux_loss_coef=_float(ffn, "moe_loss_weight", 0.01, allow_zero=True),
         rope_theta=_float(attn, "rope_theta", 10000.0), norm_eps=1e-5,
+        qkv_clip=_float(attn, "clip_qkv", 0.0, allow_zero=True),
     )
 
 
@@ -197,6 +198,7 @@ def _phimoe(name: str, cfg: dict) -> ModelSpec:
         moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 6400),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
+        moe_sparsemixer=True,  # PhimoeSparseMoeBlock always routes by sparsemixer
         **_window(cfg, layers, 0), **common,
     )
 
