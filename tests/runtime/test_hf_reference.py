@@ -8,7 +8,7 @@ it ignored rope_scaling (Llama 3.1's llama3 bands; DeepSeek-V3's YaRN frequencie
 mscale^2 on MLA's softmax scale). Logits moved by 30-60% (relative norm) on these configs.
 
 Truth: ``data/hf_reference.json``, written by ``data/make_hf_reference.py`` with transformers
-4.57.1 (LlamaForCausalLM, Qwen2/Qwen3/Qwen3Moe, MixtralForCausalLM, Ernie4_5ForCausalLM,
+4.57.1 (LlamaForCausalLM, Qwen2/Qwen3/Qwen3Moe, MixtralForCausalLM, Ernie4_5ForCausalLM, Phi3,
 DeepseekV2/V3ForCausalLM, eager attention, float64 weights) from the weights ``runtime_model``
 below builds, names mapped by hand. transformers computes its rotary angles in float32, so the
 two agree to ~2e-7 rather than float64's 1e-15; the old runtime was off by 0.3-0.6.
@@ -44,6 +44,8 @@ CASES = {
         rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
         original_max_position_embeddings=16)),
     "qwen3": dict(model_type="qwen3", head_dim=16, rope_theta=1e6),
+    # half of each head rotates (rotate_half within the rotary part), fused qkv / gate_up
+    "phi3-partial": dict(model_type="phi3", partial_rotary_factor=0.5, pad_token_id=0),
     "qwen3-moe-norm": dict(model_type="qwen3_moe", head_dim=16, num_experts=8,
                            num_experts_per_tok=2, moe_intermediate_size=32,
                            norm_topk_prob=True),

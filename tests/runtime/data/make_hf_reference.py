@@ -25,7 +25,7 @@ from tests.runtime.test_hf_reference import (CASES, POSITIONS, hf_config, loss_o
 CLASSES = {"llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM",
            "qwen3_moe": "Qwen3MoeForCausalLM", "mixtral": "MixtralForCausalLM",
            "deepseek_v3": "DeepseekV3ForCausalLM", "qwen2": "Qwen2ForCausalLM",
-           "ernie4_5": "Ernie4_5ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM"}
+           "ernie4_5": "Ernie4_5ForCausalLM", "phi3": "Phi3ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM"}
 
 
 def _router64(self, hidden_states):  # DeepseekV3TopkRouter.forward without the fp32 cast
@@ -66,6 +66,10 @@ def runtime_value(key, rt, spec):
         return rt[pre + "attention_norm.weight"]
     if rest.startswith("post_attention_layernorm"):
         return rt[pre + "ffn_norm.weight"]
+    if rest.startswith("self_attn.qkv_proj."):  # Phi-3's fused [q; k; v]
+        return torch.cat([rt[pre + f"attention.w{n}.weight"] for n in "qkv"])
+    if rest.startswith("mlp.gate_up_proj."):  # Phi-3's fused [gate; up]
+        return torch.cat([rt[pre + f"feed_forward.{n}.weight"] for n in ("w1", "w3")])
     for a, b in ATTN.items():
         if rest.startswith(a + "."):
             return rt[pre + b + rest[len(a):]]
