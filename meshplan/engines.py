@@ -213,8 +213,8 @@ def model_features_unbuilt(model) -> str:
     window attention, GeGLU or quick-GELU gates, clamped gated-MLP inputs, attention sinks,
     post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
     layers, an embedding norm, non-parametric LayerNorm, norms after the blocks, ReLU /
-    squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse Attention ('' when
-    the model has none)."""
+    squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse Attention, DBRX's
+    q/k/v clamp, PhiMoE's SparseMixer router ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -225,6 +225,10 @@ def model_features_unbuilt(model) -> str:
         out.append(f"gated-MLP inputs clamped at {model.glu_clamp:g}")
     if model.attention_sinks:
         out.append("attention sinks")
+    if model.qkv_clip:
+        out.append(f"q/k/v clamped at {model.qkv_clip:g} (DBRX clip_qkv)")
+    if model.moe_sparsemixer:
+        out.append("SparseMixer routing (PhiMoE)")
     if model.extra_layer_norms:
         out.append("post-attention/post-MLP norms" if not model.parallel_block
                    else "a second norm in the parallel block")

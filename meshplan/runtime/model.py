@@ -46,6 +46,18 @@ def check_buildable(spec: ModelSpec) -> None:
     if spec.position != "rope":
         raise InputError("model", spec.name, "the runtime builds rotary-position models only "
                          f"(position={spec.position!r} is not supported)")
+    kind, rs = _rope_kind(spec)
+    if kind not in ROPE_SCALINGS:
+        raise InputError("rope_scaling", kind, "the runtime builds rotary scaling "
+                         + ", ".join(ROPE_SCALINGS) + " only")
+    need = {"linear": ("factor",), "default": (),
+            "llama3": ("factor", "low_freq_factor", "high_freq_factor",
+                       "original_max_position_embeddings"),
+            "yarn": ("factor", "original_max_position_embeddings")}[kind]
+    for key in need:
+        if not isinstance(rs.get(key), (int, float)) or isinstance(rs.get(key), bool):
+            raise InputError(f"rope_scaling.{key}", rs.get(key),
+                             f"the runtime's {kind} rotary scaling needs a number here")
 
 
 def make_norm(spec: ModelSpec, width: int) -> nn.Module:
@@ -54,21 +66,116 @@ def make_norm(spec: ModelSpec, width: int) -> nn.Module:
     return nn.RMSNorm(width, eps=spec.norm_eps)
 
 
-def rope_cos_sin(positions: torch.Tensor, dim: int, dtype: torch.dtype, theta: float):
-    """cos, sin of shape [s, dim/2] for the given integer positions at rotary base ``theta``
-    (RoFormer eq. 34; the model's own base, ModelSpec.rope_theta)."""
-    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64,
-                                        device=positions.device) / dim))
+# rotary scalings the runtime builds, as transformers' modeling_rope_utils.py computes them
+ROPE_SCALINGS = ("default", "linear", "llama3", "yarn")
+
+
+def _rope_kind(spec: ModelSpec) -> tuple[str, dict]:
+    from ..engines import rope_scaling
+    rs = rope_scaling(spec)
+    return str(rs.get("rope_type", rs.get("type", "default"))), rs
+
+
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature, 0.1 mscale ln(s) + 1 (Peng et al. 2023, eq. 22;
+    DeepSeek-V3's yarn_get_mscale; 1 for s <= 1)."""
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def rope_inv_freq(spec: ModelSpec, dim: int) -> tuple[list[float], float]:
+    """(inverse frequencies [dim/2], factor on cos and sin) of the model's rotary embedding
+    over ``dim`` rotating dims at base ModelSpec.rope_theta, with its rope_scaling: linear
+    (positions / factor), llama3 (Llama 3.1's wavelength bands) or yarn (Peng et al. 2023:
+    NTK-by-parts ramp between beta_fast and beta_slow, cos/sin times the mscale ratio), as
+    transformers' _compute_*_parameters (modeling_rope_utils.py, 4.57) compute them. Plain
+    Python floats (float64), so the model can be built under FakeTensorMode or on meta."""
+    kind, rs = _rope_kind(spec)
+    base = spec.rope_theta
+    inv = [1.0 / base ** (i / dim) for i in range(0, dim, 2)]
+    if kind == "default":
+        return inv, 1.0
+    factor = float(rs["factor"])
+    if kind == "linear":
+        return [f / factor for f in inv], 1.0
+    old = float(rs["original_max_position_embeddings"])
+    if kind == "llama3":
+        low, high = float(rs["low_freq_factor"]), float(rs["high_freq_factor"])
+        out = []
+        for f in inv:
+            wavelen = 2 * math.pi / f
+            if wavelen < old / high:  # high frequencies kept
+                out.append(f)
+            elif wavelen > old / low:  # low frequencies interpolated
+                out.append(f / factor)
+            else:  # between: smooth blend
+                smooth = (old / wavelen - low) / (high - low)
+                out.append((1 - smooth) * f / factor + smooth * f)
+        return out, 1.0
+    # yarn
+    attn = rs.get("attention_factor")
+    ms, ms_all = rs.get("mscale"), rs.get("mscale_all_dim")
+    if attn is None:
+        attn = (yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all) if ms and ms_all
+                else yarn_mscale(factor))
+    beta_fast, beta_slow = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+    def corr(rot):  # the dim that turns ``rot`` times over the original context
+        return dim * math.log(old / (rot * 2 * math.pi)) / (2 * math.log(base))
+    lo, hi = corr(beta_fast), corr(beta_slow)
+    if rs.get("truncate", True):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, dim - 1)
+    if lo == hi:
+        hi += 0.001
+    out = []
+    for i, f in enumerate(inv):
+        extrapolate = 1 - min(max((i - lo) / (hi - lo), 0.0), 1.0)
+        out.append(f / factor * (1 - extrapolate) + f * extrapolate)
+    return out, float(attn)
+
+
+def mla_softmax_scale(spec: ModelSpec) -> float:
+    """MLA's attention scale: 1/sqrt(qk head dim), times yarn_mscale(factor, mscale_all_dim)^2
+    under YaRN (DeepSeek-V3's DeepseekV3Attention.softmax_scale; 1.87x for V3's factor 40)."""
+    scale = (spec.qk_nope_head_dim + spec.qk_rope_head_dim) ** -0.5
+    kind, rs = _rope_kind(spec)
+    if kind == "yarn" and rs.get("mscale_all_dim"):
+        m = yarn_mscale(float(rs["factor"]), float(rs["mscale_all_dim"]))
+        scale *= m * m
+    return scale
+
+
+def rope_cos_sin(positions: torch.Tensor, dim: int, dtype: torch.dtype, theta=10000.0,
+                 freqs: tuple[list[float], float] | None = None):
+    """cos, sin of shape [s, dim/2] for the given integer positions (RoFormer eq. 34) at
+    rotary base ``theta``, or from ``freqs`` (rope_inv_freq: the model's base and scaling)."""
+    if freqs is None:
+        inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64,
+                                            device=positions.device) / dim))
+        mul = 1.0
+    else:
+        inv = torch.tensor(freqs[0], dtype=torch.float64, device=positions.device)
+        mul = freqs[1]
     ang = positions.to(torch.float64)[:, None] * inv[None, :]
-    return ang.cos().to(dtype), ang.sin().to(dtype)
+    return (ang.cos() * mul).to(dtype), (ang.sin() * mul).to(dtype)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate pairs (x[2i], x[2i+1]) of the last dim; x is [b, heads, s, d]."""
+    """Rotate pairs (x[2i], x[2i+1]) of the last dim (interleaved: DeepSeek's checkpoints,
+    transformers' DeepseekV3 rope_interleave); x is [b, heads, s, d]."""
     x1, x2 = x[..., 0::2], x[..., 1::2]
     r1 = x1 * cos - x2 * sin
     r2 = x1 * sin + x2 * cos
     return torch.stack((r1, r2), dim=-1).flatten(-2)
+
+
+def apply_rope_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[i], x[i + d/2]) of the last dim (rotate_half: the layout of Llama,
+    Qwen, Mistral/Mixtral checkpoints in transformers, whose conversion permutes Meta's
+    interleaved q/k rows); x is [b, heads, s, d]."""
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
 
 def local_causal_attention(q, k, v, q_pos, k_pos, scale):
@@ -86,10 +193,13 @@ class Attention(nn.Module):
         super().__init__()
         h, d = spec.hidden, spec.head_dim
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, d
-        self.theta = spec.rope_theta
         # partial rotary (ModelSpec.rope_fraction): the first dims of each head rotate, the
         # rest pass through (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor)
         self.rotary = 2 * int(d * spec.rope_fraction / 2)
+        # the model's base and rope_scaling; pairs as the checkpoint holds q and k: (i, i +
+        # rotary/2) (rotate_half) or (2i, 2i+1) (ModelSpec.rope_interleaved)
+        self.freqs = rope_inv_freq(spec, self.rotary)
+        self.rope_fn = apply_rope if spec.rope_interleaved else apply_rope_half
         self.wq = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
         self.wk = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
         self.wv = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
@@ -114,13 +224,13 @@ class Attention(nn.Module):
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         pos = positions if positions is not None else torch.arange(s, device=x.device)
-        cos, sin = rope_cos_sin(pos, self.rotary, q.dtype, self.theta)
+        cos, sin = rope_cos_sin(pos, self.rotary, q.dtype, freqs=self.freqs)
         r = self.rotary
         if r == self.head_dim:
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            q, k = self.rope_fn(q, cos, sin), self.rope_fn(k, cos, sin)
         else:
-            q = torch.cat([apply_rope(q[..., :r], cos, sin), q[..., r:]], dim=-1)
-            k = torch.cat([apply_rope(k[..., :r], cos, sin), k[..., r:]], dim=-1)
+            q = torch.cat([self.rope_fn(q[..., :r], cos, sin), q[..., r:]], dim=-1)
+            k = torch.cat([self.rope_fn(k[..., :r], cos, sin), k[..., r:]], dim=-1)
         rep = q.shape[1] // k.shape[1]  # local heads per local kv head (TP shards both)
         if rep > 1:
             k = k.repeat_interleave(rep, dim=1)
@@ -146,7 +256,9 @@ class MLAttention(nn.Module):
         self.heads = spec.heads
         self.nope, self.rope, self.vdim = spec.qk_nope_head_dim, spec.qk_rope_head_dim, spec.v_head_dim
         self.kv_lora = spec.kv_lora_rank
-        self.theta = spec.rope_theta
+        # DeepSeek's checkpoints rotate interleaved pairs; YaRN also scales the softmax
+        self.freqs = rope_inv_freq(spec, self.rope)
+        self.scale = mla_softmax_scale(spec)
         qk = self.nope + self.rope
         if spec.q_lora_rank:
             self.wq_a = nn.Linear(h, spec.q_lora_rank, bias=False)
@@ -178,7 +290,7 @@ class MLAttention(nn.Module):
             q = q.view(b, s, -1, qk).transpose(1, 2)  # local heads under TP
             kv = self.wkv_b(c_kv).view(b, s, -1, self.nope + self.vdim).transpose(1, 2)
             k_nope, v = kv.split([self.nope, self.vdim], dim=-1)
-            cos, sin = rope_cos_sin(pos, self.rope, q.dtype, self.theta)
+            cos, sin = rope_cos_sin(pos, self.rope, q.dtype, freqs=self.freqs)
             q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
             q = torch.cat([q_nope, apply_rope(q_pe, cos, sin)], dim=-1)
             k_pe = apply_rope(k_pe.unsqueeze(1), cos, sin).expand(-1, k_nope.shape[1], -1, -1)
@@ -187,7 +299,7 @@ class MLAttention(nn.Module):
         def core(qkv):
             with recomputed():
                 out = checkpointed("core_attn", functools.partial(attend, self.core), *qkv,
-                                   positions, 1.0 / math.sqrt(qk))
+                                   positions, self.scale)
                 return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
         return discarded("mla_up_proj", up_proj, core, q_in, c_kv, k_pe)

@@ -46,7 +46,7 @@ def _glm4(name: str, cfg: dict) -> ModelSpec:
     older THUDM/glm-4-9b files are model_type chatglm (not read)."""
     common = _common(cfg, eps_default=1.5625e-07)
     return ModelSpec(name=name, **_shape(cfg), qkv_bias=_bool(cfg, "attention_bias", True),
-                     extra_layer_norms=2,
+                     extra_layer_norms=2, rope_interleaved=True,
                      rope_fraction=_float(cfg, "partial_rotary_factor", 0.5), **common)
 
 

@@ -130,7 +130,7 @@ def _cohere_common(cfg: dict, layers: int) -> dict:
     return dict(layers=layers, hidden=_pos(cfg, "hidden_size", 8192), heads=heads,
                 kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 ffn=_pos(cfg, "intermediate_size", 22528), vocab=_pos(cfg, "vocab_size", 256000),
-                norm="layernorm_nobias", parallel_block=True,
+                norm="layernorm_nobias", parallel_block=True, rope_interleaved=True,
                 qkv_bias=_bool(cfg, "attention_bias", False), qk_norm=qk, qk_norm_full=qk,
                 **common)
 
@@ -174,6 +174,7 @@ def _dbrx(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=_pos(ffn, "ffn_hidden_size", 3584),
         moe_aux_loss_coef=_float(ffn, "moe_loss_weight", 0.01, allow_zero=True),
         rope_theta=_float(attn, "rope_theta", 10000.0), norm_eps=1e-5,
+        qkv_clip=_float(attn, "clip_qkv", 0.0, allow_zero=True),
     )
 
 
@@ -197,6 +198,7 @@ def _phimoe(name: str, cfg: dict) -> ModelSpec:
         moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 6400),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
+        moe_sparsemixer=True,  # PhimoeSparseMoeBlock always routes by sparsemixer
         **_window(cfg, layers, 0), **common,
     )
 
@@ -211,7 +213,7 @@ def _ernie_common(cfg: dict) -> dict:
     return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 head_dim=_head_dim(cfg), vocab=_pos(cfg, "vocab_size", 103424),
-                linear_bias=_bool(cfg, "use_bias", False), **common)
+                linear_bias=_bool(cfg, "use_bias", False), rope_interleaved=True, **common)
 
 
 @_family("ernie4_5")

@@ -126,6 +126,10 @@ class ModelSpec:
     rope_theta: float = 10000.0  # rotary base
     rope_scaling: str = ""  # the config's rope_scaling object as canonical JSON; "" = none
     rope_fraction: float = 1.0  # share of each head's dims that rotate (GPT-NeoX: 0.25)
+    # rotary pairs (2i, 2i+1) of each head, as the checkpoint's q/k rows are laid out (ERNIE
+    # 4.5, GLM-4, Cohere in transformers), instead of (i, i + d/2) (rotate_half: Llama, Qwen,
+    # Mistral). MLA's rotary part is always interleaved (DeepSeek's checkpoints)
+    rope_interleaved: bool = False
     max_context: int = 0  # longest sequence served (hf_config.max_context); 0 unknown
     checkpoint_quant: str = ""  # the checkpoint's quantization_config.quant_method (fp8, mxfp4)
     norm_eps: float = 1e-5
@@ -145,6 +149,13 @@ class ModelSpec:
     # the up projection to [-value, value] (GPT-OSS config ``swiglu_limit`` 7.0); 0 = none
     glu_clamp: float = 0.0
     attention_sinks: bool = False  # one learned sink logit per head and layer (GPT-OSS)
+    # q, k and v clamped to [-value, value] after their projection (DBRX attn_config
+    # clip_qkv 8: modeling_dbrx.py DbrxAttention); 0 = none. No weights or FLOPs to speak of
+    qkv_clip: float = 0.0
+    # PhiMoE's SparseMixer router (modeling_phimoe.py sparsemixer: each of the top-2 experts is
+    # picked and weighted by a softmax over the scores within a jitter band of the best, not
+    # the top-k of one softmax); same router weights and FLOPs
+    moe_sparsemixer: bool = False
     # norms per layer beyond the pre-norm(s) (Gemma 2/3: 2 post-norms; Falcon-40B/180B's
     # parallel block: 1, its ln_mlp beside ln_attn)
     extra_layer_norms: int = 0
@@ -201,12 +212,13 @@ class ModelSpec:
                              f"at most moe_groups ({self.moe_groups})")
         for f in ("rope_theta", "norm_eps", "rope_fraction", "moe_routed_scale"):
             object.__setattr__(self, f, require_positive_number(f, getattr(self, f)))
-        for f in ("moe_aux_loss_coef", "glu_clamp"):
+        for f in ("moe_aux_loss_coef", "glu_clamp", "qkv_clip"):
             object.__setattr__(self, f, require_positive_number(f, getattr(self, f),
                                                                 allow_zero=True))
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
+                  "rope_interleaved", "moe_sparsemixer",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
                   "moe_shared_gate", "embedding_norm", "norms_after_blocks",
                   "activation_multipliers"):

@@ -168,9 +168,9 @@ def test_attention_uses_the_models_rotary_base_fraction_and_norm_eps():
     q = attn.q_norm(attn.wq(x).view(1, 3, -1, d).transpose(1, 2))
     p = torch.arange(3, dtype=torch.float64)[:, None]
     ang = p * spec.rope_theta ** (-torch.arange(0, r, 2, dtype=torch.float64) / r)
-    x1, x2 = q[..., 0:r:2], q[..., 1:r:2]
-    rot = torch.stack([x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()],
-                      dim=-1).flatten(-2)
+    # pairs (i, i + r/2), rotate_half, as Llama/Qwen checkpoints in transformers hold q and k
+    x1, x2 = q[..., : r // 2], q[..., r // 2 : r]
+    rot = torch.cat([x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()], dim=-1)
     assert torch.allclose(seen["q"][..., :r], rot)
     assert torch.equal(seen["q"][..., r:], q[..., r:])  # the other half passes through
 
