@@ -307,3 +307,20 @@ def test_granite_multipliers_are_refused_by_the_exports_they_would_be_lost_in():
     assert m.total_params() == plain.total_params()
     assert "multipliers (Granite)" in model_features_unbuilt(m)
     assert model_features_unbuilt(plain) == ""
+
+
+def test_ernie_exports_interleaved_rotary_pairs_to_megatron():
+    """Bug: ERNIE 4.5 rotates interleaved pairs (2i, 2i+1; the runtime checks it against
+    transformers, tests/runtime/test_hf_reference.py) but the Megatron export left Megatron's
+    default rotate-half pairing; Llama keeps the default."""
+    from meshplan.export.megatron import megatron_args
+    from meshplan.plan import Plan
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.specs.catalog.presets import preset
+    from meshplan.specs.workload import Workload
+
+    for model, want in ((model_from_hf_dict(ERNIE_03B, "ernie"), True),
+                        (preset("llama3.1-8b"), False)):
+        sc = Scenario(model, make_cluster("8xH100-SXM-80GB"), Workload(4096, 64), Plan(dp=8))
+        flags = dict(megatron_args(sc)[0])
+        assert ("--rotary-interleaved" in flags) is want, model.name

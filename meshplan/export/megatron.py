@@ -103,6 +103,8 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         add("--rotary-base", int(m.rope_theta))
         if m.rope_fraction != 1:
             add("--rotary-percent", m.rope_fraction)
+        if m.rope_interleaved and not m.is_mla:  # pairs (2i, 2i+1), not (i, i + d/2)
+            add("--rotary-interleaved")  # TransformerConfig.rotary_interleaved
         rs = rope_scaling(m)
         if rs.get("rope_type", rs.get("type")) == "llama3":
             add("--use-rope-scaling")
