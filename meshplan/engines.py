@@ -1,6 +1,7 @@
 """What each training engine can run: the one place the exporters and the search read.
 
     engine_violations(engine, plan, model, workload, cluster=None) -> list[Violation]
+    cluster_plan_violations(engine, plan, cluster) -> list[Violation]
     scenario_violations(engine, model, workload, cluster=None) -> list[Violation]
     search_hints(engine) -> dict            # how the search walks only runnable plans
 
@@ -305,7 +306,20 @@ def plan_violations(engine: str, plan, model, workload) -> list[Violation]:
 def engine_violations(engine: str, plan, model, workload, cluster=None) -> list[Violation]:
     """Every reason ``engine`` cannot run ``plan`` for this model and workload (empty: it can)."""
     return scenario_violations(engine, model, workload, cluster) + \
-        plan_violations(engine, plan, model, workload)
+        plan_violations(engine, plan, model, workload) + \
+        (cluster_plan_violations(engine, plan, cluster) if cluster is not None else [])
+
+
+def cluster_plan_violations(engine: str, plan, cluster) -> list[Violation]:
+    """What the engine refuses in this plan on this cluster: Megatron-LM's DeepEP backend
+    (written where the NVLink domain is one node) on expert groups DeepEP has no config for
+    (the search does not offer them: space.moe_comm_knobs)."""
+    from .cost.dispatcher_buffers import deepep_group_refusal
+
+    if _engine(engine) != "megatron":
+        return []
+    why = deepep_group_refusal(plan.moe_dispatcher, plan.ep, plan.etp, cluster.scaleup_domain)
+    return [Violation("moe_dispatcher", plan.moe_dispatcher, why)] if why else []
 
 
 def _common(engine: str, p) -> list[Violation]:

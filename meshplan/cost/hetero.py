@@ -33,6 +33,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.pools import PoolCluster
 from ..specs.workload import Workload
+from .memory import OUTSIDE_ALLOCATOR
 from .flops import model_flops_per_token
 from .step import Estimate, estimate
 
@@ -149,7 +150,8 @@ def _sim_memory(parts: dict, peak_act_bytes: float) -> dict:
     p = dict(parts)
     if "activations" in p:
         old = p["activations"]
-        alloc_old = sum(v for k, v in p.items() if k not in ("allocator_fragmentation", "cuda_context"))
+        alloc_old = sum(v for k, v in p.items()
+                        if k != "allocator_fragmentation" and k not in OUTSIDE_ALLOCATOR)
         p["activations"] = peak_act_bytes
         if "allocator_fragmentation" in p and alloc_old > 0:
             p["allocator_fragmentation"] *= (alloc_old - old + peak_act_bytes) / alloc_old

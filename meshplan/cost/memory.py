@@ -25,7 +25,8 @@ fp32 as Megatron-LM (``accumulate_allreduce_grads_in_fp32``) and torchtitan (FSD
 Activations: the layer's saved tensors (ops.py, after Korthikanti et al. 2022) times the
 schedule's micro-batches in flight (pipeline.py), plus the working set of one layer's
 backward, plus the last stage's logits. On top: communication buffers, the caching
-allocator's fragmentation, and the CUDA context (efficiency.HostCosts).
+allocator's fragmentation, the CUDA context (efficiency.HostCosts), and the buffers a
+token dispatcher allocates outside PyTorch (DeepEP, dispatcher_buffers.py).
 
 What must fit and what is reported differ. PyTorch's caching allocator keeps freed blocks
 cached and, once split, a cached block cannot serve a larger request, so what it has
@@ -46,6 +47,9 @@ from ..plan import Plan
 from .efficiency import HOST
 
 PARAM_BYTES = 2
+# parts PyTorch's caching allocator does not hold: not in its reserved figure, never
+# fragmented by it (the CUDA context; DeepEP's cudaMalloc'd and NVSHMEM buffers)
+OUTSIDE_ALLOCATOR = ("cuda_context", "dispatcher_buffers")
 FP32_PARAM_BYTES = 4
 GRAD_BYTES = 4
 FP16_GRAD_BYTES = 2  # fp16 gradients (module docstring)
@@ -114,7 +118,8 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
                  capacity_bytes: float = float("inf"),
                  fp16_grads: bool = False, fp32_weights: bool = False,
                  grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True,
-                 pipeline_buffer_bytes: float = 0.0) -> dict[str, float]:
+                 pipeline_buffer_bytes: float = 0.0,
+                 dispatcher_buffer_bytes: float = 0.0) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
@@ -127,7 +132,9 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
     bf16 grad reduce). ``keeps_master`` False: the optimizer has no master copy
     (Workload.keeps_master), so under zero 3 the 16-bit shard itself is kept.
     ``pipeline_buffer_bytes``: stage-boundary buffers the pipeline engine keeps beyond
-    Megatron's (pipeline_buffers.py), a named part of their own."""
+    Megatron's (pipeline_buffers.py), a named part of their own.
+    ``dispatcher_buffer_bytes``: what the MoE token dispatcher allocates outside PyTorch's
+    allocator (dispatcher_buffers.py), outside the fragmented and reserved bytes."""
     weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
                                        fp16_grads, fp32_weights, grad_buffer_bytes,
                                        keeps_master)
@@ -146,6 +153,8 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         allocated -= weights + grads + opt
     parts["allocator_fragmentation"] = HOST.allocator_fragmentation * allocated
     parts["cuda_context"] = HOST.runtime_reserved_bytes
+    if dispatcher_buffer_bytes:
+        parts["dispatcher_buffers"] = dispatcher_buffer_bytes
     return cap_fragmentation(parts, capacity_bytes)
 
 
@@ -178,5 +187,6 @@ def cap_fragmentation(parts: dict[str, float], capacity_bytes: float) -> dict[st
 
 
 def reserved_bytes(parts: dict[str, float]) -> float:
-    """What PyTorch reports as reserved (everything except the CUDA context)."""
-    return sum(v for k, v in parts.items() if k != "cuda_context")
+    """What PyTorch reports as reserved (everything its allocator holds: all parts but
+    OUTSIDE_ALLOCATOR)."""
+    return sum(v for k, v in parts.items() if k not in OUTSIDE_ALLOCATOR)

@@ -28,6 +28,7 @@ from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
 from .ops import ACT, Shard, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
+from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
 from .stragglers import straggler_s, straggler_units
@@ -471,6 +472,9 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss, m)
 
     memory_of: dict = {}  # pipeline rank -> its Breakdown, computed once
+    dispatcher_bytes = (dispatcher_buffer_bytes(model.hidden, plan.moe_dispatcher, plan.ep,
+                                                plan.etp, cluster.scaleup_domain)
+                        if model.is_moe else 0.0)
 
     def rank_memory(r: int) -> Breakdown:
         if r in memory_of:
@@ -494,7 +498,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             pipeline_buffer_bytes=pipeline_buffer_bytes(
                 workload.framework, plan.pp, r, state.in_flight, p2p_bytes,
                 p2p_split(workload.framework, plan.tp, plan.sequence_parallel) > 1,
-                input_kept_by_layer=plan.recompute == "full")))
+                input_kept_by_layer=plan.recompute == "full"),
+            dispatcher_buffer_bytes=dispatcher_bytes))
         return memory_of[r]
 
     # ranks holding the same layers differ only in micro-batches in flight: the one with the

@@ -69,7 +69,7 @@ def _all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dic
                         for s in opts("schedule", SCHEDULES):
                             for ep, etp, knobs in [(e, t, k) for e, t in experts for k in
                                                    moe_comm_knobs(model, cluster, engine,
-                                                                  pins, e)]:
+                                                                  pins, e, t)]:
                                 for z in opts("zero", (0, 1, 2, 3)):
                                     for rc in opts("recompute", ("full",) if pins.get("recompute_layers")
                                                    else ("none", "selective", "full")

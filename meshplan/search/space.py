@@ -14,6 +14,7 @@ from ..plan import MULTI_CHUNK_SCHEDULES, V_SCHEDULES
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from ..specs.workload import Workload
+from ..cost.dispatcher_buffers import deepep_group_refusal
 
 # Limits of the space (not pruning theorems; a pin goes beyond them): tp and etp within one
 # scale-up domain, cp <= MAX_CP, pp <= MAX_PP, vpp <= MAX_VPP, micro-batches up to
@@ -99,7 +100,7 @@ def degree_choices(model: ModelSpec, cluster: Cluster, workload: Workload,
                     continue
                 for ep, etp in expert_choices(model, dp * cp * tp, tp, pins,
                                               cluster.domain_size):
-                    for knobs in moe_comm_knobs(model, cluster, engine, pins, ep):
+                    for knobs in moe_comm_knobs(model, cluster, engine, pins, ep, etp):
                         yield Degrees(tp, cp, pp, dp, ep, etp, knobs)
 
 
@@ -123,7 +124,7 @@ DEEPEP_MIN_COMPUTE_CAPABILITY = 9.0
 
 
 def moe_comm_knobs(model: ModelSpec, cluster: Cluster, engine: str | None, pins: dict,
-                   ep: int) -> list[tuple]:
+                   ep: int, etp: int = 1) -> list[tuple]:
     """Rule 8's settings of a degree point with expert-parallel degree ``ep`` on ``engine``:
     ((field, value), ...) per setting, the framework's default first (() where the knobs are
     not searched, or pinned: the plan's base fields hold them)."""
@@ -136,6 +137,10 @@ def moe_comm_knobs(model: ModelSpec, cluster: Cluster, engine: str | None, pins:
         dispatchers += [d for d in ("alltoall", "deepep") if d not in dispatchers
                         and (d != "deepep" or cluster.gpu.compute_capability
                              >= DEEPEP_MIN_COMPUTE_CAPABILITY)]
+        # DeepEP's normal kernels run the expert group sizes they have a config for
+        # (cost/dispatcher_buffers.py; the engine's limits refuse the rest on the cluster)
+        dispatchers = [d for d in dispatchers
+                       if not deepep_group_refusal(d, ep, etp, cluster.scaleup_domain)]
     overlaps = [pins.get("ep_comm_overlap", default["ep_comm_overlap"])]
     if "ep_comm_overlap" not in pins:
         overlaps.append(not overlaps[0])
