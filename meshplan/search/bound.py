@@ -92,8 +92,9 @@ plan fits when the bytes its tensors hold (held_bytes: all parts but the allocat
 which PyTorch frees before it fails) fit. The same held bytes with the layers' working set
 alone are no larger (memory_parts grows with it), so when any such rank's exceed the GPU's
 capacity the plan does not fit. (estimate() also takes the first and last ranks as candidates
-and adds the stage-boundary buffers of DeepSpeed / Aleph Alpha, cost/pipeline_buffers.py, and
-Aleph Alpha's buffered logits: all only add to the peak, so the floor stays a floor.)
+and adds the stage-boundary buffers of DeepSpeed / Aleph Alpha, cost/pipeline_buffers.py,
+Aleph Alpha's buffered logits and DeepEP's buffers, cost/dispatcher_buffers.py: all only add
+to the peak, so the floor stays a floor.)
 
 Lemma O (the expert all-to-all overlap). estimate() overlaps a plan's expert all-to-all
 when the plan says so or its schedule is DualPipeV; the overlap only hides all-to-all time
