@@ -33,6 +33,20 @@ def test_pinned_nim_latency():
     assert r.predicted_ttft_ms == pytest.approx(406.77, rel=0.20)
 
 
+@pytest.mark.parametrize("engine, scheduler", [
+    ("tensorrt-llm (NIM)", "trtllm"), ("TensorRT-LLM", "trtllm"), ("vLLM", "vllm"),
+    ("sglang", "sglang")])
+def test_engine_picks_the_scheduler(engine, scheduler, monkeypatch):
+    """The engine column's first word picks the scheduler the row is simulated with."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(plan.scheduler) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        predict_row(dict(_row(1)) | {"engine": engine})
+    assert seen == [scheduler]
+
+
 def test_bad_csv(tmp_path):
     f = tmp_path / "x.csv"
     f.write_text("id,model\n1,llama3.1-8b\n")
@@ -55,6 +69,10 @@ def test_bad_csv(tmp_path):
     ("gpu_mem_util", "0", "gpu_mem_util=0.0"),  # was taken as blank: the default 0.9
     ("latency_stat", "p99", "latency_stat='p99'"),  # was compared as the mean
     ("model", "", "model=''"),  # was Path(''), the current folder's config.json
+    # an engine whose scheduler is not modelled, or none: was simulated as vLLM without a word
+    ("engine", "lmdeploy", "row 1: engine='lmdeploy'"),
+    ("engine", "TGI", "row 1: engine='TGI'"),
+    ("engine", "", "row 1: engine=''"),
 ])
 def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value, needle):
     """A bad value in one row of a serving CSV makes that row fail with the field named,
