@@ -378,3 +378,23 @@ def test_request_larger_than_cache_is_one_line_error():
     plan = agg(gpu_mem_util=0.22)  # ~0.36 GiB of cache: ~3,000 tokens for Llama 3.1 8B
     with pytest.raises(InputError, match="KV cache|kv cache"):
         simulate(L8, H100, plan, synthetic(1, Lengths(1000, 1000), Lengths(5000, 5000), 1.0))
+
+
+def test_keeps_up_is_not_fooled_by_the_drain():
+    """A light load on a short trace keeps up, though its last request finishes one E2E
+    (~12 s) after the last arrival (~60 s): 1 req/s x 2,000 output tokens is 2,000 tok/s
+    against one H100's >25,000 (256 running requests, a step no longer than ~10 ms).
+    It was judged by requests / makespan against the arrival rate, which counts the drain
+    as lost throughput: 60 / 72 s < 0.9 req/s, so the plan dropped off the Pareto front
+    and behind plans with shorter outputs. A load of 50 req/s x 2,000 tokens (100,000
+    tok/s) exceeds what one H100 can decode at all (256 requests per step of at least the
+    weights' 16 GB over 3.35 TB/s: < 54,000 tok/s) and still does not keep up."""
+    from meshplan.serve.search import Candidate, keeps_up
+
+    one = make_cluster("1xH100-SXM-80GB")
+    light = synthetic(60, Lengths(200, 200), Lengths(2000, 2000), rate_per_s=1.0, seed=3)
+    r = simulate(L8, one, agg(), light)
+    assert r.makespan_s - light.requests[-1].arrival_s > 5  # the drain this is about
+    assert keeps_up(Candidate(agg(), r), light)
+    heavy = synthetic(60, Lengths(200, 200), Lengths(2000, 2000), rate_per_s=50.0, seed=3)
+    assert not keeps_up(Candidate(agg(), simulate(L8, one, agg(), heavy)), heavy)
