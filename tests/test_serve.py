@@ -398,3 +398,23 @@ def test_keeps_up_is_not_fooled_by_the_drain():
     assert keeps_up(Candidate(agg(), r), light)
     heavy = synthetic(60, Lengths(200, 200), Lengths(2000, 2000), rate_per_s=50.0, seed=3)
     assert not keeps_up(Candidate(agg(), simulate(L8, one, agg(), heavy)), heavy)
+
+
+@pytest.mark.parametrize("name, numel", [
+    ("gpt2", 124_439_808),          # sum(p.numel()) of transformers' GPT2LMHeadModel (gpt2)
+    ("llama3.2-1b", 1_235_814_400),  # meta-llama/Llama-3.2-1B safetensors parameter count
+])
+def test_tied_embeddings_are_held_once(name, numel):
+    """A model whose output layer is its input embedding (tie_word_embeddings) holds that
+    matrix once on one GPU (vLLM's ParallelLMHead.tie_weights shares embed_tokens' tensor);
+    the serving memory counted it twice (gpt2 +31%, Llama 3.2 1B +21%), which shrank the
+    KV cache by the same bytes. With pp=2 the last stage holds its own copy."""
+    from meshplan.serve.memory import weight_bytes_per_gpu
+
+    m = load_model(name)
+    assert m.tied_embeddings
+    assert weight_bytes_per_gpu(m, Pool(), "bf16") == pytest.approx(2 * numel, rel=1e-6)
+    # two stages hold numel + vocab x hidden between them (a copy each): the fuller at
+    # least half of that, in 2-byte weights
+    two = weight_bytes_per_gpu(m, Pool(pp=2), "bf16")
+    assert two >= numel + m.vocab * m.hidden

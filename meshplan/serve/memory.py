@@ -129,7 +129,10 @@ def _shard(pool: Pool) -> Shard:
 
 
 def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> float:
-    """Weights on the fullest GPU: its pipeline stage's layers plus embedding or output layer."""
+    """Weights on the fullest GPU: its pipeline stage's layers plus embedding or output layer.
+    A tied output layer (tie_word_embeddings) on the embedding's own stage is the same
+    tensor (vLLM LlamaForCausalLM: lm_head.tie_weights(model.embed_tokens), vllm/model_executor/
+    models/llama.py), held once; on a later stage the last rank builds its own copy."""
     s = _shard(pool)
     dense = layer_ops(model, False, s)
     moe = layer_ops(model, True, s) if model.is_moe else None
@@ -139,6 +142,8 @@ def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> flo
     stages = [sum(params[i:i + stage]) for i in range(0, model.layers, stage)]
     stages[0] += embedding_ops(model, s).params
     stages[-1] += head_ops(model, s).params
+    if model.tied_embeddings and len(stages) == 1:
+        stages[0] -= model.vocab * model.hidden / pool.tp
     return max(stages) * DTYPE_BYTES[weight_dtype]
 
 
