@@ -6,7 +6,7 @@ from ..cost import compute
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel
-from .memory import weight_bytes_per_gpu
+from .memory import decode_read_bytes, weight_bytes_per_gpu
 from .search import GOODPUT_PLANS, Candidate, SearchResult, headroom
 from .simulate import percentile
 from .traffic import Traffic
@@ -80,7 +80,8 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
     st = sm.decode_step(round(b), round(ctx))
     dev = compute.device(cluster.gpu, "fp8" if plan.weight_dtype == "fp8" else "bf16")
     wbytes = weight_bytes_per_gpu(model, pool, plan.weight_dtype)
-    read_s = wbytes / dev.hbm_bytes_per_s
+    rbytes = decode_read_bytes(model, pool, plan.weight_dtype)  # no embedding lookup
+    read_s = rbytes / dev.hbm_bytes_per_s
     bound = "bandwidth-bound" if read_s >= 0.6 * st.gemm_s else "compute-bound"
     comm = st.tp_comm_s + st.ep_comm_s + st.pp_comm_s
     tot = st.total_s
@@ -89,7 +90,9 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
         weights_note = (f"{wbytes / GiB:.1f} GiB of weights per GPU, of which a step reads the"
                         " shared part and only the experts its tokens pick")
     else:
-        weights_note = f"reading {wbytes / GiB:.1f} GiB per GPU alone takes {read_s * 1e3:.1f} ms"
+        where = "per GPU" if pool.pp == 1 else f"per GPU over its {pool.pp} stages in turn"
+        weights_note = (f"reading {rbytes / GiB:.1f} GiB of weights {where}, the"
+                        f" embedding lookup aside, alone takes {read_s * 1e3:.1f} ms")
     out.append(
         f"decode is {bound} at batch {b:.0f} per engine (context ~{ctx:.0f} tokens): a step takes"
         f" {tot * 1e3:.1f} ms = weights and GEMMs {st.gemm_s * 1e3:.1f} ms"

@@ -147,6 +147,16 @@ def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> flo
     return max(stages) * DTYPE_BYTES[weight_dtype]
 
 
+def decode_read_bytes(model: ModelSpec, pool: Pool, weight_dtype: str) -> float:
+    """Weight bytes one decode step of a dense model reads on one GPU of each pipeline stage,
+    summed over the stages (a step passes them in turn): every layer and the output layer,
+    but not the input embedding, of which it gathers one row per token."""
+    s = _shard(pool)
+    per_layer = [layer_ops(model, model.layer_is_moe(i), s) for i in range(model.layers)]
+    params = sum(o.params + o.expert_params for o in per_layer) + head_ops(model, s).params
+    return params * DTYPE_BYTES[weight_dtype]
+
+
 def activation_bytes(model: ModelSpec, pool: Pool) -> float:
     """Peak transient activations of one forward pass at the token budget (the engine
     profiles a dummy batch of max_batched_tokens to size the cache): the widest layer's
