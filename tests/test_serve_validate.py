@@ -94,3 +94,14 @@ def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value,
     assert summary["errors"] == 1 and needle in rows[0].error, rows[0].error
     assert main(["validate-serve", str(f)]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_row_with_more_cells_than_the_header_fails(tmp_path):
+    """An unquoted comma in a free-text cell shifts every cell after it; the training runs
+    CSV and the trace reader refuse such a row, validate-serve predicted it (an unquoted
+    comma in the last column: the extra cells were dropped without a word)."""
+    lines = CSV.read_text().splitlines()
+    f = tmp_path / "s.csv"
+    f.write_text(lines[0] + "\n" + lines[1].replace(",30000,", ",50,") + ",one,two\n")
+    rows, s = validate_serving(f)
+    assert s["errors"] == 1 and "2 more non-blank field(s) than the header" in rows[0].error

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
-from ..runs_csv import TRUST_GRADES, count, measured, number, read_csv
+from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
@@ -109,6 +109,8 @@ def _engine(r: dict, k: str) -> str:
 
 
 def predict_row(r: dict) -> ServeRow:
+    if r.get(EXTRA_FIELDS):  # more cells than the header: every value after it is shifted
+        raise InputError("row", r.get("id"), r[EXTRA_FIELDS])
     model = load_model(r["model"])
     n = _i(r, "num_gpus")
     tp, pp = _i(r, "tp", 1), _i(r, "pp", 1)
