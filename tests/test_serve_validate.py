@@ -105,3 +105,18 @@ def test_a_row_with_more_cells_than_the_header_fails(tmp_path):
     f.write_text(lines[0] + "\n" + lines[1].replace(",30000,", ",50,") + ",one,two\n")
     rows, s = validate_serving(f)
     assert s["errors"] == 1 and "2 more non-blank field(s) than the header" in rows[0].error
+
+
+def test_concurrency_and_rate_together_fail(tmp_path):
+    """A closed loop and an open loop at once: the row was simulated at concurrency 5 and
+    its rate of 3/s dropped without a word; meshplan serve refuses the same pair."""
+    import csv
+
+    r = dict(_row(1)) | {"num_requests": "50", "concurrency": "5", "rate_per_s": "3"}
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(r))
+        w.writeheader()
+        w.writerow(r)
+    rows, s = validate_serving(f)
+    assert s["errors"] == 1 and "row 1: rate_per_s='3'" in rows[0].error, rows[0].error

@@ -130,6 +130,9 @@ def predict_row(r: dict) -> ServeRow:
                      scheduler=sched)
     conc = _i(r, "concurrency")
     rate_s = (r.get("rate_per_s") or "").strip().lower()
+    if conc and rate_s:  # the closed loop was simulated and the rate dropped without a word
+        raise InputError(f"row {r['id']}: rate_per_s", rate_s, f"concurrency is {conc}: give"
+                         " concurrency (closed loop) or rate_per_s (open loop), not both")
     rate = math.inf if rate_s in ("inf", "") and not conc else _m(r, "rate_per_s")
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
     il, ol = _i(r, "input_len"), _i(r, "output_len")
