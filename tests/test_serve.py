@@ -418,3 +418,24 @@ def test_tied_embeddings_are_held_once(name, numel):
     # least half of that, in 2-byte weights
     two = weight_bytes_per_gpu(m, Pool(pp=2), "bf16")
     assert two >= numel + m.vocab * m.hidden
+
+
+def test_one_output_token_ranks_by_ttft_and_leaves_the_front_empty():
+    """Requests of one output token never decode: they have no TPOT and no tokens/s per
+    user. Without an SLO the ranking keyed on TPOT p90, NaN for every plan, so the sort
+    kept the generation order; the Pareto front, comparing NaNs, held every plan; the
+    explanation printed 'nan ms' and a decode step at batch 1."""
+    from meshplan.serve.explain import explain
+    from meshplan.serve.search import SLO, search
+
+    two = make_cluster("2xH100-SXM-80GB")
+    tr = synthetic(60, Lengths(500, 3000), Lengths(1, 1), rate_per_s=20.0, seed=2)
+    res = search(L8, two, tr, SLO(), disaggregated=False)
+    full = [c for c in res.ranked if c.plan.gpus == 2]  # whole-cluster plans rank first
+    assert res.ranked[:len(full)] == full
+    ttft = [percentile(c.result.ttft_s, 90) for c in full]
+    assert ttft == sorted(ttft)
+    assert res.front == []
+    lines = explain(L8, two, tr, res)
+    assert not any("nan" in line for line in lines), lines
+    assert not any(line.startswith("decode is") for line in lines)

@@ -27,9 +27,10 @@ def decode_batch(c: Candidate) -> float:
 
 def _lat(c: Candidate, q: float) -> str:
     r = c.result
-    return (f"TTFT p{q:g} {percentile(r.ttft_s, q) * 1e3:.0f} ms, TPOT p{q:g} "
-            f"{percentile(r.tpot_s, q) * 1e3:.1f} ms, {r.output_tokens_per_s_per_gpu():.0f} output"
-            f" tok/s/GPU")
+    tpot = (f"TPOT p{q:g} {percentile(r.tpot_s, q) * 1e3:.1f} ms" if r.tpot_s else
+            "no TPOT (one output token per request)")
+    return (f"TTFT p{q:g} {percentile(r.ttft_s, q) * 1e3:.0f} ms, {tpot},"
+            f" {r.output_tokens_per_s_per_gpu():.0f} output tok/s/GPU")
 
 
 def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool = False) -> str:
@@ -56,6 +57,10 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
         return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
                 " search's preference when both meet the SLO")
     q = slo.percentile
+    if slo.ttft_s is None and slo.tpot_s is None and not w.result.tpot_s:
+        return (f"{tie}ranked first by the lowest TTFT p{q:g} ({percentile(w.result.ttft_s, q) * 1e3:.0f}"
+                f" ms against {percentile(nxt.result.ttft_s, q) * 1e3:.0f} ms for #2; no SLO given,"
+                " and no request decodes)")
     if slo.ttft_s is None and slo.tpot_s is None:
         return (f"{tie}ranked first by the lowest TPOT p{q:g} ({percentile(w.result.tpot_s, q) * 1e3:.1f}"
                 f" ms against {percentile(nxt.result.tpot_s, q) * 1e3:.1f} ms for #2; no SLO given)")
@@ -69,11 +74,23 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
         return ["no plan could be simulated: " + "; ".join(sorted({c.error for c in res.infeasible}))[:300]]
     w = res.ranked[0]
     q = res.slo.percentile
-    plan, pool = w.plan, w.plan.decode
+    plan = w.plan
     out = [f"#1 {plan.describe()}: {_lat(w, q)}"
            + ("" if w.meets(res.slo) else f" (misses {res.slo.describe()})")]
     if len(res.ranked) > 1:
         out.append(_why_first(w, res.ranked[1], res, min_gpus))
+    if not w.result.tpot_s:  # every request ends at its first token: nothing decodes
+        out.append("no request decodes (one output token each): TTFT is the whole latency")
+    else:
+        out += _decode_lines(model, cluster, traffic, w)
+    out += _prefill_and_others(model, cluster, traffic, res, w)
+    return out
+
+
+def _decode_lines(model: ModelSpec, cluster: Cluster, traffic: Traffic,
+                  w: Candidate) -> list[str]:
+    """The winner's decode step, part by part, and what its tensor parallelism costs."""
+    plan, pool, out = w.plan, w.plan.decode, []
     sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
     b = decode_batch(w)
     ctx = traffic.mean_input + traffic.mean_output / 2
@@ -103,6 +120,13 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
         out.append(f"tp{pool.tp} splits the weights and the KV cache over {pool.tp} GPUs' memory"
                    f" bandwidth; its {2 * model.layers} all-reduces per step cost"
                    f" {st.tp_comm_s * 1e3:.1f} ms at this batch")
+    return out
+
+
+def _prefill_and_others(model: ModelSpec, cluster: Cluster, traffic: Traffic,
+                        res: SearchResult, w: Candidate) -> list[str]:
+    """A lone prefill on the winner, then the runners-up and the best plan of the other kind."""
+    plan, q, out = w.plan, res.slo.percentile, []
     pre = StepModel(model, cluster, plan.prefill, plan.weight_dtype, plan.kv_dtype)
     ps = pre.prefill_step(round(traffic.mean_input))
     out.append(f"a {traffic.mean_input:.0f}-token prefill alone takes {ps.total_s * 1e3:.0f} ms on"

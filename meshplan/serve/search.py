@@ -191,7 +191,9 @@ def goodputs(model: ModelSpec, cluster: Cluster, plans: list[ServePlan], traffic
 
 def pareto(cands: list[Candidate]) -> list[Candidate]:
     """Plans no other plan beats on both output tokens/s per GPU and tokens/s per user."""
-    pts = [c for c in cands if c.ok]
+    # a plan none of whose requests decodes has no tokens/s per user (NaN compares false
+    # both ways, so every such plan sat on the front)
+    pts = [c for c in cands if c.ok and c.result.tpot_s]
     front = []
     for c in pts:
         x, y = c.result.tokens_per_s_per_user(), c.result.output_tokens_per_s_per_gpu()
@@ -222,9 +224,13 @@ def headroom(c: Candidate, slo: SLO) -> float:
     parts = []
     if slo.ttft_s is not None:
         parts.append(percentile(r.ttft_s, q) / slo.ttft_s)
-    if slo.tpot_s is not None:
+    if slo.tpot_s is not None and r.tpot_s:  # (no request decodes: no TPOT to hold)
         parts.append(percentile(r.tpot_s, q) / slo.tpot_s)
-    return max(parts) if parts else percentile(r.tpot_s, q)
+    if parts:
+        return max(parts)
+    # no target: the TPOT; with one output token per request, the only latency, TTFT (a NaN
+    # key left the sort's order to the order the plans were generated in)
+    return percentile(r.tpot_s, q) if r.tpot_s else percentile(r.ttft_s, q)
 
 
 def keeps_up(c: Candidate, traffic: Traffic) -> bool:
