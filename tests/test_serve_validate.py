@@ -69,6 +69,9 @@ def test_bad_csv(tmp_path):
     ("gpu_mem_util", "0", "gpu_mem_util=0.0"),  # was taken as blank: the default 0.9
     ("latency_stat", "p99", "latency_stat='p99'"),  # was compared as the mean
     ("model", "", "model=''"),  # was Path(''), the current folder's config.json
+    # checked by the plan or the catalogs, which do not know the row: now named too
+    ("weight_dtype", "int4", "row 1: weight_dtype='int4'"),
+    ("gpu", "H999", "row 1: gpu='H999'"),
     # an engine whose scheduler is not modelled, or none: was simulated as vLLM without a word
     ("engine", "lmdeploy", "row 1: engine='lmdeploy'"),
     ("engine", "TGI", "row 1: engine='TGI'"),

@@ -178,8 +178,10 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
         try:
             out.append(predict_row(r))
         except (InputError, NoPlanFits) as e:
+            # every row's error names its row (the plan's and the catalogs' checks do not)
+            msg = str(e) if str(e).startswith("row ") else f"row {r.get('id', '?')}: {e}"
             out.append(ServeRow(r.get("id", "?"), r.get("trust", ""), r.get("model", ""),
-                                f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=str(e)))
+                                f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=msg))
     summary = {"rows": len(out), "errors": sum(1 for x in out if x.error)}
     for k in ("tps", "ttft_ms", "tpot_ms"):
         errs = sorted(abs(e) for x in out if x.trust in tuple(trust) and (e := x.err(k)) is not None)
