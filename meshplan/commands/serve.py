@@ -304,7 +304,8 @@ def _run(args) -> int:
     for line in explain(model, cluster, traffic, res, args.min_gpus):
         print("  " + line)
     if any(c.goodput_rps is not None for c in top):
-        print("\ngoodput (DistServe: highest Poisson rate with 90% of requests within the SLOs)")
+        print(f"\ngoodput (DistServe: highest Poisson rate with {slo.percentile:g}% of requests"
+              " within the SLOs)")
         for i, c in enumerate(top, 1):
             if c.goodput_rps is not None:
                 print(f"  #{i}: {c.goodput_rps:.2f} req/s ({c.goodput_rps / c.plan.gpus:.3f} req/s"

@@ -51,7 +51,8 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
             later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"
                      " sooner" if headroom(nxt, slo) < headroom(w, slo) else "")
             return (f"ranked first by goodput per GPU among the search's best {GOODPUT_PLANS}"
-                    f" (DistServe: the highest request rate served with 90% of requests inside"
+                    f" (DistServe: the highest request rate served with {slo.percentile:g}% of"
+                    " requests inside"
                     f" the SLO): {gw:.3f} req/s per GPU against {gn:.3f} for #2{later}")
     if w.plan.gpus != nxt.plan.gpus:
         return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
