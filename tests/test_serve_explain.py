@@ -75,3 +75,20 @@ def test_decode_read_excludes_the_embedding_lookup():
     gemm_ms, gib, read_ms = map(float, m.groups())
     assert gib == pytest.approx((8_030_261_248 - 128_256 * 4_096) * 2 / 2**30, abs=0.05)
     assert read_ms <= gemm_ms
+
+
+def test_moe_decode_read_counts_the_picked_experts():
+    """A MoE decode step reads the shared weights and only the experts its tokens pick: for
+    one token, the model's active parameters less the input embedding (Qwen3-30B-A3B:
+    top-8 of 128 experts). The explanation said 'bandwidth-bound' for any MoE batch under
+    64, with no read to compare the GEMMs against."""
+    from meshplan.serve.memory import decode_read_bytes
+    from meshplan.serve.spec import Pool
+    from meshplan.specs.catalog.presets import load_model
+
+    m = load_model("qwen3-30b-a3b")
+    want = (m.active_params() - m.vocab * m.hidden) * 2
+    assert decode_read_bytes(m, Pool(), "bf16", 1) == pytest.approx(want, rel=1e-3)
+    # 10,000 tokens pick every expert: all weights but the embedding
+    every = (m.total_params() - m.vocab * m.hidden) * 2
+    assert decode_read_bytes(m, Pool(), "bf16", 10_000) == pytest.approx(every, rel=1e-3)

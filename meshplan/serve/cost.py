@@ -43,7 +43,7 @@ from ..cost.efficiency import NETWORK
 from ..cost.ops import MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .memory import kv_bytes_per_token_layer, window_pairs
+from .memory import experts_touched_share, kv_bytes_per_token_layer, window_pairs
 from .spec import Pool
 
 
@@ -182,12 +182,10 @@ class StepModel:
 
     def _expert_gemm_s(self, mm: MatMul, T: int) -> float:
         m = self.model
-        tokens = T * self.pool.attn_dp  # tokens entering the MoE group
-        # each token misses a given expert with probability 1 - k/E (its k picks are
-        # distinct: top-k), so a share 1 - (1 - k/E)^tokens is touched (k experts for one
-        # token; the picks were taken as independent draws, 1 - (1 - 1/E)^(tokens k): 3.81
-        # of gpt-oss's 4 for one token)
-        touched = mm.count * (1.0 - (1.0 - m.moe_topk / m.moe_experts) ** tokens)
+        # the tokens of every attention-DP rank enter the MoE group; each picks k distinct
+        # experts (memory.experts_touched_share; the picks were taken as independent draws,
+        # 1 - (1 - 1/E)^(tokens k): 3.81 of gpt-oss's 4 for one token)
+        touched = mm.count * experts_touched_share(m, T * self.pool.attn_dp)
         if touched <= 0:
             return 0.0
         rows = mm.m * mm.count  # this rank's token copies

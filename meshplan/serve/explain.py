@@ -6,7 +6,7 @@ from ..cost import compute
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel
-from .memory import decode_read_bytes, weight_bytes_per_gpu
+from .memory import decode_read_bytes, experts_touched_share, weight_bytes_per_gpu
 from .search import GOODPUT_PLANS, Candidate, SearchResult, headroom
 from .simulate import percentile
 from .traffic import Traffic
@@ -98,19 +98,20 @@ def _decode_lines(model: ModelSpec, cluster: Cluster, traffic: Traffic,
     st = sm.decode_step(round(b), round(ctx))
     dev = compute.device(cluster.gpu, "fp8" if plan.weight_dtype == "fp8" else "bf16")
     wbytes = weight_bytes_per_gpu(model, pool, plan.weight_dtype)
-    rbytes = decode_read_bytes(model, pool, plan.weight_dtype)  # no embedding lookup
+    # what the step reads: no embedding lookup, of the routed experts those the batch picks
+    rbytes = decode_read_bytes(model, pool, plan.weight_dtype, round(b))
     read_s = rbytes / dev.hbm_bytes_per_s
     bound = "bandwidth-bound" if read_s >= 0.6 * st.gemm_s else "compute-bound"
     comm = st.tp_comm_s + st.ep_comm_s + st.pp_comm_s
     tot = st.total_s
-    if model.is_moe:  # only the experts this batch's tokens pick are read
-        bound = "bandwidth-bound" if st.gemm_s > 0 and b < 64 else bound
-        weights_note = (f"{wbytes / GiB:.1f} GiB of weights per GPU, of which a step reads the"
-                        " shared part and only the experts its tokens pick")
-    else:
-        where = "per GPU" if pool.pp == 1 else f"per GPU over its {pool.pp} stages in turn"
-        weights_note = (f"reading {rbytes / GiB:.1f} GiB of weights {where}, the"
-                        f" embedding lookup aside, alone takes {read_s * 1e3:.1f} ms")
+    where = "per GPU" if pool.pp == 1 else f"per GPU over its {pool.pp} stages in turn"
+    picked = ""
+    if model.is_moe:  # (it said bandwidth-bound below batch 64 whatever the step's reads)
+        n = experts_touched_share(model, round(b) * pool.attn_dp) * model.moe_experts
+        picked = (f" (of {wbytes / GiB:.1f} GiB held: the routed experts its tokens pick, ~{n:.0f}"
+                  f" of {model.moe_experts} per layer)")
+    weights_note = (f"reading {rbytes / GiB:.1f} GiB of weights {where}{picked}, the"
+                    f" embedding lookup aside, alone takes {read_s * 1e3:.1f} ms")
     out.append(
         f"decode is {bound} at batch {b:.0f} per engine (context ~{ctx:.0f} tokens): a step takes"
         f" {tot * 1e3:.1f} ms = weights and GEMMs {st.gemm_s * 1e3:.1f} ms"
