@@ -478,3 +478,16 @@ def test_one_token_reads_exactly_topk_experts(name):
     want = E * (1 - (1 - k / E) ** T)
     got16 = sum(sm._expert_gemm_s(mm, T) for mm in experts)
     assert got16 == pytest.approx(want * one_expert / dev.hbm_bytes_per_s, rel=0.03)
+
+
+@pytest.mark.parametrize("arrival, needle", [
+    ("", "arrival_s=''"),        # was taken as 0: the request moved to the trace's start
+    ("inf", "a finite number"),  # was refused as if negative ('arrival_s >= 0')
+])
+def test_trace_arrival_blank_or_infinite_is_refused(tmp_path, arrival, needle):
+    f = tmp_path / "t.csv"
+    f.write_text(f"arrival_s,input_len,output_len\n0,100,10\n{arrival},100,10\n")
+    with pytest.raises(InputError, match="trace line 3") as e:
+        load_trace(f)
+    assert needle in str(e.value)
+    assert load_trace(f, concurrency=2).concurrency == 2  # closed loop: arrivals unused
