@@ -330,7 +330,7 @@ CASES = [
     ("serve-past-learned-positions", {}, ["serve", "--model", "gpt2", "--gpus", "8xH100-SXM-80GB",
                                           "--input-len", "1000:3000", "--output-len", "100",
                                           "--rate", "5"],
-     "a request of 3,099 tokens (prompt + output): at most 1,024 for gpt2: its learned"),
+     "a request of 3,100 tokens (prompt + output): at most 1,024 for gpt2: its learned"),
     ("hf-hidden-float", {"c/config.json": hf("").replace('"hidden_size": 256', '"hidden_size": 256.5')},
      ["plan", "--model", "{d}/c", *W], "hidden_size=256.5"),
     ("hf-rope-theta-string", {"c/config.json": hf(', "rope_theta": "500000"')},

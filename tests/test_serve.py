@@ -383,3 +383,116 @@ def test_request_larger_than_cache_is_one_line_error():
     plan = agg(gpu_mem_util=0.22)  # ~0.36 GiB of cache: ~3,000 tokens for Llama 3.1 8B
     with pytest.raises(InputError, match="KV cache|kv cache"):
         simulate(L8, H100, plan, synthetic(1, Lengths(1000, 1000), Lengths(5000, 5000), 1.0))
+
+
+def test_keeps_up_is_not_fooled_by_the_drain():
+    """A light load on a short trace keeps up, though its last request finishes one E2E
+    (~12 s) after the last arrival (~60 s): 1 req/s x 2,000 output tokens is 2,000 tok/s
+    against one H100's >25,000 (256 running requests, a step no longer than ~10 ms).
+    It was judged by requests / makespan against the arrival rate, which counts the drain
+    as lost throughput: 60 / 72 s < 0.9 req/s, so the plan dropped off the Pareto front
+    and behind plans with shorter outputs. A load of 50 req/s x 2,000 tokens (100,000
+    tok/s) exceeds what one H100 can decode at all (256 requests per step of at least the
+    weights' 16 GB over 3.35 TB/s: < 54,000 tok/s) and still does not keep up."""
+    from meshplan.serve.search import Candidate, keeps_up
+
+    one = make_cluster("1xH100-SXM-80GB")
+    light = synthetic(60, Lengths(200, 200), Lengths(2000, 2000), rate_per_s=1.0, seed=3)
+    r = simulate(L8, one, agg(), light)
+    assert r.makespan_s - light.requests[-1].arrival_s > 5  # the drain this is about
+    assert keeps_up(Candidate(agg(), r), light)
+    heavy = synthetic(60, Lengths(200, 200), Lengths(2000, 2000), rate_per_s=50.0, seed=3)
+    assert not keeps_up(Candidate(agg(), simulate(L8, one, agg(), heavy)), heavy)
+
+
+@pytest.mark.parametrize("name, numel", [
+    ("gpt2", 124_439_808),          # sum(p.numel()) of transformers' GPT2LMHeadModel (gpt2)
+    ("llama3.2-1b", 1_235_814_400),  # meta-llama/Llama-3.2-1B safetensors parameter count
+])
+def test_tied_embeddings_are_held_once(name, numel):
+    """A model whose output layer is its input embedding (tie_word_embeddings) holds that
+    matrix once on one GPU (vLLM's ParallelLMHead.tie_weights shares embed_tokens' tensor);
+    the serving memory counted it twice (gpt2 +31%, Llama 3.2 1B +21%), which shrank the
+    KV cache by the same bytes. With pp=2 the last stage holds its own copy."""
+    from meshplan.serve.memory import weight_bytes_per_gpu
+
+    m = load_model(name)
+    assert m.tied_embeddings
+    assert weight_bytes_per_gpu(m, Pool(), "bf16") == pytest.approx(2 * numel, rel=1e-6)
+    # two stages hold numel + vocab x hidden between them (a copy each): the fuller at
+    # least half of that, in 2-byte weights
+    two = weight_bytes_per_gpu(m, Pool(pp=2), "bf16")
+    assert two >= numel + m.vocab * m.hidden
+
+
+def test_one_output_token_ranks_by_ttft_and_leaves_the_front_empty():
+    """Requests of one output token never decode: they have no TPOT and no tokens/s per
+    user. Without an SLO the ranking keyed on TPOT p90, NaN for every plan, so the sort
+    kept the generation order; the Pareto front, comparing NaNs, held every plan; the
+    explanation printed 'nan ms' and a decode step at batch 1."""
+    from meshplan.serve.explain import explain
+    from meshplan.serve.search import SLO, search
+
+    two = make_cluster("2xH100-SXM-80GB")
+    tr = synthetic(60, Lengths(500, 3000), Lengths(1, 1), rate_per_s=20.0, seed=2)
+    res = search(L8, two, tr, SLO(), disaggregated=False)
+    full = [c for c in res.ranked if c.plan.gpus == 2]  # whole-cluster plans rank first
+    assert res.ranked[:len(full)] == full
+    ttft = [percentile(c.result.ttft_s, 90) for c in full]
+    assert ttft == sorted(ttft)
+    assert res.front == []
+    lines = explain(L8, two, tr, res)
+    assert not any("nan" in line for line in lines), lines
+    assert not any(line.startswith("decode is") for line in lines)
+
+
+def test_goodput_holds_the_slos_percentile():
+    """Goodput is the highest rate at which the SLO holds; an SLO stated at p99 asks 99% of
+    requests inside the targets (DistServe's attainment target is the SLO's own). It was
+    bisected at 90% whatever the percentile, so at the reported p99 goodput only ~90% of
+    requests met the targets: the capacity read high."""
+    from meshplan.serve.search import SLO, goodput
+
+    one = make_cluster("1xH100-SXM-80GB")
+    tr = synthetic(300, Lengths(1000, 1000), Lengths(100, 100), rate_per_s=5.0, seed=4)
+    slo = SLO(ttft_s=0.1, tpot_s=0.012, percentile=99.0)
+    g = goodput(L8, one, agg(), tr, slo)
+    r = simulate(L8, one, agg(), tr.with_rate(g))
+    assert r.attainment(slo.ttft_s, slo.tpot_s) >= 0.99
+
+
+@pytest.mark.parametrize("name", ["gpt-oss-20b", "mixtral-8x7b", "qwen3-30b-a3b"])
+def test_one_token_reads_exactly_topk_experts(name):
+    """A token's router picks top-k DISTINCT experts, so T tokens touch on average
+    E (1 - (1 - k/E)^T) experts (uniform routing), k for one token. The model took the
+    T k picks as independent draws with replacement, E (1 - (1 - 1/E)^(T k)): at T = 1,
+    3.81 of gpt-oss-20b's 4 experts, 1.88 of Mixtral's 2 (expert reads 5-6% low)."""
+    from meshplan.cost.ops import Shard, layer_ops
+
+    m = load_model(name)
+    one = make_cluster("1xH100-SXM-80GB")
+    sm = StepModel(m, one, Pool(), "bf16", "bf16")
+    dev = compute.device(one.gpu, "bf16")
+    ops = layer_ops(m, True, Shard(seq=1, micro_batch=1, tp=1, ep=1, etp=1))
+    experts = [mm for mm in ops.matmuls if mm.name.startswith("expert_")]
+    got = sum(sm._expert_gemm_s(mm, 1) for mm in experts)
+    one_expert = sum(mm.n * mm.k * 2 for mm in experts)  # bytes of one expert, bf16
+    assert got == pytest.approx(m.moe_topk * one_expert / dev.hbm_bytes_per_s, rel=0.01)
+    # and the expected count for a batch: E (1 - (1 - k/E)^T)
+    E, k, T = m.moe_experts, m.moe_topk, 16
+    want = E * (1 - (1 - k / E) ** T)
+    got16 = sum(sm._expert_gemm_s(mm, T) for mm in experts)
+    assert got16 == pytest.approx(want * one_expert / dev.hbm_bytes_per_s, rel=0.03)
+
+
+@pytest.mark.parametrize("arrival, needle", [
+    ("", "arrival_s=''"),        # was taken as 0: the request moved to the trace's start
+    ("inf", "a finite number"),  # was refused as if negative ('arrival_s >= 0')
+])
+def test_trace_arrival_blank_or_infinite_is_refused(tmp_path, arrival, needle):
+    f = tmp_path / "t.csv"
+    f.write_text(f"arrival_s,input_len,output_len\n0,100,10\n{arrival},100,10\n")
+    with pytest.raises(InputError, match="trace line 3") as e:
+        load_trace(f)
+    assert needle in str(e.value)
+    assert load_trace(f, concurrency=2).concurrency == 2  # closed loop: arrivals unused

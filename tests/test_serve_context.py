@@ -57,3 +57,14 @@ def test_cli_refuses_a_config_json_by_its_own_context(tmp_path):
     p = _serve("--model", str(tmp_path / "config.json"), "--gpus", "1xH100-SXM-80GB",
                "--input-len", "4000", "--output-len", "200", "--rate", "1", "--requests", "20")
     assert p.returncode == 2 and "4,096" in p.stderr, p.stderr
+
+
+def test_cli_refuses_a_range_whose_upper_end_is_longer_than_the_context():
+    """1000:131000 prompts with 100 output tokens: a request of 131,100 tokens is in the
+    stated traffic, over Llama 3.1's 131,072, though three draws fall short of it."""
+    p = _serve("--model", "llama3.1-8b", "--gpus", "1xH100-SXM-80GB", "--input-len",
+               "1000:131000", "--output-len", "100", "--rate", "1", "--requests", "3",
+               "--plan", "tp1x1", "--no-goodput")
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    line, = p.stderr.strip().splitlines()
+    assert "131,100" in line and "131,072" in line

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from meshplan.serve.explain import _why_first
 from meshplan.serve.search import SLO
 
@@ -50,3 +52,43 @@ def test_a_goodput_tie_falls_through_to_the_headroom():
     slo = SLO(tpot_s=0.05)
     line = why(cand(30, 25, goodput=6.84), cand(30, 40, goodput=6.84), slo)
     assert line.startswith("goodput per GPU ties with #2 (0.855 req/s); ranked first: furthest")
+
+
+def test_decode_read_excludes_the_embedding_lookup():
+    """'reading N GiB ... takes T ms' is what a decode step reads: every weight but the
+    input embedding, of which it gathers one row per token. Llama 3.1 8B in bf16 on one
+    H100: (8,030,261,248 - 128,256 x 4,096) x 2 bytes = 13.98 GiB; it said 15.0 GiB (the
+    memory held), and 'GEMMs 5.1 ms' beside 'reading ... alone takes 5.4 ms', a GEMM
+    faster than its own weight read."""
+    import re
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "meshplan", "serve", "--model", "llama3.1-8b", "--gpus",
+         "1xH100-SXM-80GB", "--input-len", "1000", "--output-len", "200", "--rate", "5",
+         "--plan", "tp1x1", "--requests", "100", "--no-goodput"],
+        capture_output=True, text=True, check=True).stdout
+    m = re.search(r"weights and GEMMs ([\d.]+) ms .*?reading ([\d.]+) GiB.*? takes ([\d.]+) ms",
+                  out)
+    assert m, out
+    gemm_ms, gib, read_ms = map(float, m.groups())
+    assert gib == pytest.approx((8_030_261_248 - 128_256 * 4_096) * 2 / 2**30, abs=0.05)
+    assert read_ms <= gemm_ms
+
+
+def test_moe_decode_read_counts_the_picked_experts():
+    """A MoE decode step reads the shared weights and only the experts its tokens pick: for
+    one token, the model's active parameters less the input embedding (Qwen3-30B-A3B:
+    top-8 of 128 experts). The explanation said 'bandwidth-bound' for any MoE batch under
+    64, with no read to compare the GEMMs against."""
+    from meshplan.serve.memory import decode_read_bytes
+    from meshplan.serve.spec import Pool
+    from meshplan.specs.catalog.presets import load_model
+
+    m = load_model("qwen3-30b-a3b")
+    want = (m.active_params() - m.vocab * m.hidden) * 2
+    assert decode_read_bytes(m, Pool(), "bf16", 1) == pytest.approx(want, rel=1e-3)
+    # 10,000 tokens pick every expert: all weights but the embedding
+    every = (m.total_params() - m.vocab * m.hidden) * 2
+    assert decode_read_bytes(m, Pool(), "bf16", 10_000) == pytest.approx(every, rel=1e-3)

@@ -33,6 +33,20 @@ def test_pinned_nim_latency():
     assert r.predicted_ttft_ms == pytest.approx(406.77, rel=0.20)
 
 
+@pytest.mark.parametrize("engine, scheduler", [
+    ("tensorrt-llm (NIM)", "trtllm"), ("TensorRT-LLM", "trtllm"), ("vLLM", "vllm"),
+    ("sglang", "sglang")])
+def test_engine_picks_the_scheduler(engine, scheduler, monkeypatch):
+    """The engine column's first word picks the scheduler the row is simulated with."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(plan.scheduler) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        predict_row(dict(_row(1)) | {"engine": engine})
+    assert seen == [scheduler]
+
+
 def test_bad_csv(tmp_path):
     f = tmp_path / "x.csv"
     f.write_text("id,model\n1,llama3.1-8b\n")
@@ -55,6 +69,13 @@ def test_bad_csv(tmp_path):
     ("gpu_mem_util", "0", "gpu_mem_util=0.0"),  # was taken as blank: the default 0.9
     ("latency_stat", "p99", "latency_stat='p99'"),  # was compared as the mean
     ("model", "", "model=''"),  # was Path(''), the current folder's config.json
+    # checked by the plan or the catalogs, which do not know the row: now named too
+    ("weight_dtype", "int4", "row 1: weight_dtype='int4'"),
+    ("gpu", "H999", "row 1: gpu='H999'"),
+    # an engine whose scheduler is not modelled, or none: was simulated as vLLM without a word
+    ("engine", "lmdeploy", "row 1: engine='lmdeploy'"),
+    ("engine", "TGI", "row 1: engine='TGI'"),
+    ("engine", "", "row 1: engine=''"),
 ])
 def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value, needle):
     """A bad value in one row of a serving CSV makes that row fail with the field named,
@@ -76,3 +97,29 @@ def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value,
     assert summary["errors"] == 1 and needle in rows[0].error, rows[0].error
     assert main(["validate-serve", str(f)]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_row_with_more_cells_than_the_header_fails(tmp_path):
+    """An unquoted comma in a free-text cell shifts every cell after it; the training runs
+    CSV and the trace reader refuse such a row, validate-serve predicted it (an unquoted
+    comma in the last column: the extra cells were dropped without a word)."""
+    lines = CSV.read_text().splitlines()
+    f = tmp_path / "s.csv"
+    f.write_text(lines[0] + "\n" + lines[1].replace(",30000,", ",50,") + ",one,two\n")
+    rows, s = validate_serving(f)
+    assert s["errors"] == 1 and "2 more non-blank field(s) than the header" in rows[0].error
+
+
+def test_concurrency_and_rate_together_fail(tmp_path):
+    """A closed loop and an open loop at once: the row was simulated at concurrency 5 and
+    its rate of 3/s dropped without a word; meshplan serve refuses the same pair."""
+    import csv
+
+    r = dict(_row(1)) | {"num_requests": "50", "concurrency": "5", "rate_per_s": "3"}
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(r))
+        w.writeheader()
+        w.writerow(r)
+    rows, s = validate_serving(f)
+    assert s["errors"] == 1 and "row 1: rate_per_s='3'" in rows[0].error, rows[0].error

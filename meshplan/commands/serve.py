@@ -193,7 +193,12 @@ def _run(args) -> int:
         from ..export.trace import check_output_file
         check_output_file("--png", args.png, ".png")
     traffic = _traffic(args)
-    longest = max(r.input_len + r.output_len for r in traffic.requests)
+    # the longest request the stated traffic holds: a trace's longest, or the ranges' upper
+    # ends (a request of both is in the stated traffic, though the draws may have missed
+    # it; servers sized to the draws would refuse it)
+    longest = (max(r.input_len + r.output_len for r in traffic.requests) if args.trace else
+               parse_lengths("--input-len", args.input_len).hi
+               + parse_lengths("--output-len", args.output_len).hi)
     check_context(model, longest, "--trace" if args.trace else "--input-len + --output-len",
                   args.trace or f"{args.input_len} + {args.output_len}",
                   f"a request of {longest:,} tokens (prompt + output): ")
@@ -299,7 +304,8 @@ def _run(args) -> int:
     for line in explain(model, cluster, traffic, res, args.min_gpus):
         print("  " + line)
     if any(c.goodput_rps is not None for c in top):
-        print("\ngoodput (DistServe: highest Poisson rate with 90% of requests within the SLOs)")
+        print(f"\ngoodput (DistServe: highest Poisson rate with {slo.percentile:g}% of requests"
+              " within the SLOs)")
         for i, c in enumerate(top, 1):
             if c.goodput_rps is not None:
                 print(f"  #{i}: {c.goodput_rps:.2f} req/s ({c.goodput_rps / c.plan.gpus:.3f} req/s"

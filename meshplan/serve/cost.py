@@ -7,7 +7,8 @@ The same kernels as training at inference shapes, composed per layer:
   HBM roofline. At decode sizes the weights dominate the bytes, so a step is bound by reading
   them; a fused MoE kernel runs the touched experts' GEMMs as one grouped kernel.
 - MoE experts: only the experts some token picked are read; with T tokens routed top-k
-  over E experts the expected share touched is 1 - (1 - 1/E)^(T k).
+  (k distinct experts each) over E experts, uniformly, the expected share touched is
+  1 - (1 - k/E)^T.
 - Attention: decode reads each request's cached K/V (MLA: the latent) once per layer;
   max(bytes / bandwidth, FLOPs / attention FLOP/s). MLA decodes in the absorbed form
   (DeepSeek-V2 sec. 2.1.2: scores against the kv_lora_rank latent plus the RoPE key).
@@ -42,7 +43,7 @@ from ..cost.efficiency import NETWORK
 from ..cost.ops import MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .memory import kv_bytes_per_token_layer, window_pairs
+from .memory import experts_touched_share, kv_bytes_per_token_layer, window_pairs
 from .spec import Pool
 
 
@@ -181,8 +182,10 @@ class StepModel:
 
     def _expert_gemm_s(self, mm: MatMul, T: int) -> float:
         m = self.model
-        routed = T * m.moe_topk * self.pool.attn_dp  # token copies entering the MoE group
-        touched = mm.count * (1.0 - (1.0 - 1.0 / m.moe_experts) ** routed)
+        # the tokens of every attention-DP rank enter the MoE group; each picks k distinct
+        # experts (memory.experts_touched_share; the picks were taken as independent draws,
+        # 1 - (1 - 1/E)^(tokens k): 3.81 of gpt-oss's 4 for one token)
+        touched = mm.count * experts_touched_share(m, T * self.pool.attn_dp)
         if touched <= 0:
             return 0.0
         rows = mm.m * mm.count  # this rank's token copies

@@ -6,7 +6,7 @@ from ..cost import compute
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel
-from .memory import weight_bytes_per_gpu
+from .memory import decode_read_bytes, experts_touched_share, weight_bytes_per_gpu
 from .search import GOODPUT_PLANS, Candidate, SearchResult, headroom
 from .simulate import percentile
 from .traffic import Traffic
@@ -27,9 +27,10 @@ def decode_batch(c: Candidate) -> float:
 
 def _lat(c: Candidate, q: float) -> str:
     r = c.result
-    return (f"TTFT p{q:g} {percentile(r.ttft_s, q) * 1e3:.0f} ms, TPOT p{q:g} "
-            f"{percentile(r.tpot_s, q) * 1e3:.1f} ms, {r.output_tokens_per_s_per_gpu():.0f} output"
-            f" tok/s/GPU")
+    tpot = (f"TPOT p{q:g} {percentile(r.tpot_s, q) * 1e3:.1f} ms" if r.tpot_s else
+            "no TPOT (one output token per request)")
+    return (f"TTFT p{q:g} {percentile(r.ttft_s, q) * 1e3:.0f} ms, {tpot},"
+            f" {r.output_tokens_per_s_per_gpu():.0f} output tok/s/GPU")
 
 
 def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool = False) -> str:
@@ -50,12 +51,17 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
             later = ("; at the offered rate #2 runs further inside the SLO, but it saturates"
                      " sooner" if headroom(nxt, slo) < headroom(w, slo) else "")
             return (f"ranked first by goodput per GPU among the search's best {GOODPUT_PLANS}"
-                    f" (DistServe: the highest request rate served with 90% of requests inside"
+                    f" (DistServe: the highest request rate served with {slo.percentile:g}% of"
+                    " requests inside"
                     f" the SLO): {gw:.3f} req/s per GPU against {gn:.3f} for #2{later}")
     if w.plan.gpus != nxt.plan.gpus:
         return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
                 " search's preference when both meet the SLO")
     q = slo.percentile
+    if slo.ttft_s is None and slo.tpot_s is None and not w.result.tpot_s:
+        return (f"{tie}ranked first by the lowest TTFT p{q:g} ({percentile(w.result.ttft_s, q) * 1e3:.0f}"
+                f" ms against {percentile(nxt.result.ttft_s, q) * 1e3:.0f} ms for #2; no SLO given,"
+                " and no request decodes)")
     if slo.ttft_s is None and slo.tpot_s is None:
         return (f"{tie}ranked first by the lowest TPOT p{q:g} ({percentile(w.result.tpot_s, q) * 1e3:.1f}"
                 f" ms against {percentile(nxt.result.tpot_s, q) * 1e3:.1f} ms for #2; no SLO given)")
@@ -69,27 +75,43 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
         return ["no plan could be simulated: " + "; ".join(sorted({c.error for c in res.infeasible}))[:300]]
     w = res.ranked[0]
     q = res.slo.percentile
-    plan, pool = w.plan, w.plan.decode
+    plan = w.plan
     out = [f"#1 {plan.describe()}: {_lat(w, q)}"
            + ("" if w.meets(res.slo) else f" (misses {res.slo.describe()})")]
     if len(res.ranked) > 1:
         out.append(_why_first(w, res.ranked[1], res, min_gpus))
+    if not w.result.tpot_s:  # every request ends at its first token: nothing decodes
+        out.append("no request decodes (one output token each): TTFT is the whole latency")
+    else:
+        out += _decode_lines(model, cluster, traffic, w)
+    out += _prefill_and_others(model, cluster, traffic, res, w)
+    return out
+
+
+def _decode_lines(model: ModelSpec, cluster: Cluster, traffic: Traffic,
+                  w: Candidate) -> list[str]:
+    """The winner's decode step, part by part, and what its tensor parallelism costs."""
+    plan, pool, out = w.plan, w.plan.decode, []
     sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
     b = decode_batch(w)
     ctx = traffic.mean_input + traffic.mean_output / 2
     st = sm.decode_step(round(b), round(ctx))
     dev = compute.device(cluster.gpu, "fp8" if plan.weight_dtype == "fp8" else "bf16")
     wbytes = weight_bytes_per_gpu(model, pool, plan.weight_dtype)
-    read_s = wbytes / dev.hbm_bytes_per_s
+    # what the step reads: no embedding lookup, of the routed experts those the batch picks
+    rbytes = decode_read_bytes(model, pool, plan.weight_dtype, round(b))
+    read_s = rbytes / dev.hbm_bytes_per_s
     bound = "bandwidth-bound" if read_s >= 0.6 * st.gemm_s else "compute-bound"
     comm = st.tp_comm_s + st.ep_comm_s + st.pp_comm_s
     tot = st.total_s
-    if model.is_moe:  # only the experts this batch's tokens pick are read
-        bound = "bandwidth-bound" if st.gemm_s > 0 and b < 64 else bound
-        weights_note = (f"{wbytes / GiB:.1f} GiB of weights per GPU, of which a step reads the"
-                        " shared part and only the experts its tokens pick")
-    else:
-        weights_note = f"reading {wbytes / GiB:.1f} GiB per GPU alone takes {read_s * 1e3:.1f} ms"
+    where = "per GPU" if pool.pp == 1 else f"per GPU over its {pool.pp} stages in turn"
+    picked = ""
+    if model.is_moe:  # (it said bandwidth-bound below batch 64 whatever the step's reads)
+        n = experts_touched_share(model, round(b) * pool.attn_dp) * model.moe_experts
+        picked = (f" (of {wbytes / GiB:.1f} GiB held: the routed experts its tokens pick, ~{n:.0f}"
+                  f" of {model.moe_experts} per layer)")
+    weights_note = (f"reading {rbytes / GiB:.1f} GiB of weights {where}{picked}, the"
+                    f" embedding lookup aside, alone takes {read_s * 1e3:.1f} ms")
     out.append(
         f"decode is {bound} at batch {b:.0f} per engine (context ~{ctx:.0f} tokens): a step takes"
         f" {tot * 1e3:.1f} ms = weights and GEMMs {st.gemm_s * 1e3:.1f} ms"
@@ -100,6 +122,13 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
         out.append(f"tp{pool.tp} splits the weights and the KV cache over {pool.tp} GPUs' memory"
                    f" bandwidth; its {2 * model.layers} all-reduces per step cost"
                    f" {st.tp_comm_s * 1e3:.1f} ms at this batch")
+    return out
+
+
+def _prefill_and_others(model: ModelSpec, cluster: Cluster, traffic: Traffic,
+                        res: SearchResult, w: Candidate) -> list[str]:
+    """A lone prefill on the winner, then the runners-up and the best plan of the other kind."""
+    plan, q, out = w.plan, res.slo.percentile, []
     pre = StepModel(model, cluster, plan.prefill, plan.weight_dtype, plan.kv_dtype)
     ps = pre.prefill_step(round(traffic.mean_input))
     out.append(f"a {traffic.mean_input:.0f}-token prefill alone takes {ps.total_s * 1e3:.0f} ms on"

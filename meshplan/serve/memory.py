@@ -129,7 +129,10 @@ def _shard(pool: Pool) -> Shard:
 
 
 def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> float:
-    """Weights on the fullest GPU: its pipeline stage's layers plus embedding or output layer."""
+    """Weights on the fullest GPU: its pipeline stage's layers plus embedding or output layer.
+    A tied output layer (tie_word_embeddings) on the embedding's own stage is the same
+    tensor (vLLM LlamaForCausalLM: lm_head.tie_weights(model.embed_tokens), vllm/model_executor/
+    models/llama.py), held once; on a later stage the last rank builds its own copy."""
     s = _shard(pool)
     dense = layer_ops(model, False, s)
     moe = layer_ops(model, True, s) if model.is_moe else None
@@ -139,7 +142,32 @@ def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> flo
     stages = [sum(params[i:i + stage]) for i in range(0, model.layers, stage)]
     stages[0] += embedding_ops(model, s).params
     stages[-1] += head_ops(model, s).params
+    if model.tied_embeddings and len(stages) == 1:
+        stages[0] -= model.vocab * model.hidden / pool.tp
     return max(stages) * DTYPE_BYTES[weight_dtype]
+
+
+def experts_touched_share(model: ModelSpec, tokens: float) -> float:
+    """Expected share of the routed experts that ``tokens`` tokens pick, each top-k (k
+    distinct experts), routing uniform: a token misses a given expert with probability
+    1 - k/E, so the share is 1 - (1 - k/E)^tokens (k/E for one token)."""
+    if not model.is_moe or tokens <= 0:
+        return 0.0
+    return 1.0 - (1.0 - model.moe_topk / model.moe_experts) ** tokens
+
+
+def decode_read_bytes(model: ModelSpec, pool: Pool, weight_dtype: str,
+                      tokens: float = 1.0) -> float:
+    """Weight bytes one decode step of ``tokens`` tokens per engine reads on one GPU of each
+    pipeline stage, summed over the stages (a step passes them in turn): every layer and
+    the output layer, of the routed experts only those the tokens of all attention-DP
+    ranks pick, and not the input embedding, of which it gathers one row per token."""
+    s = _shard(pool)
+    share = experts_touched_share(model, tokens * pool.attn_dp)
+    per_layer = [layer_ops(model, model.layer_is_moe(i), s) for i in range(model.layers)]
+    params = (sum(o.params + share * o.expert_params for o in per_layer)
+              + head_ops(model, s).params)
+    return params * DTYPE_BYTES[weight_dtype]
 
 
 def activation_bytes(model: ModelSpec, pool: Pool) -> float:

@@ -158,13 +158,17 @@ def load_trace(path: str | Path, prefix_share: float = 0.0,
     for i, r in enumerate(rows, start=2):
         if r.get(EXTRA_FIELDS):  # its cells are not where the header says
             raise InputError("trace", str(path), r[EXTRA_FIELDS])
+        if not concurrency and not r.get("arrival_s"):  # (a blank cell was taken as 0)
+            raise InputError(f"trace line {i}: arrival_s", "", "blank; every request of an"
+                             " open-loop trace needs its arrival (seconds, >= 0)")
         try:
-            a = float(r.get("arrival_s") or 0.0) if not concurrency else 0.0
+            a = float(r["arrival_s"]) if not concurrency else 0.0
             li, lo = int(r["input_len"]), int(r["output_len"])
         except (TypeError, ValueError):
             raise InputError(f"trace line {i}", r, "arrival_s must be a number, lengths integers") from None
         if li < 1 or lo < 1 or a < 0 or not math.isfinite(a):
-            raise InputError(f"trace line {i}", r, "lengths must be >= 1 and arrival_s >= 0")
+            raise InputError(f"trace line {i}", r, "lengths must be >= 1 and arrival_s a finite"
+                             " number >= 0")
         reqs.append((a, li, lo))
     reqs.sort(key=lambda x: x[0])
     t0 = reqs[0][0]

@@ -1,7 +1,9 @@
 """Published serving runs -> simulated predictions -> error table (the serving schema).
 
 Columns (any order; unknown columns ignored; blank = not stated by the source):
-id, source, trust (A/B/C as in the training schema), engine, engine_version, model (a
+id, source, trust (A/B/C as in the training schema), engine (vllm, sglang or tensorrt-llm,
+optionally followed by a note in parentheses: it picks the scheduler simulated, ENGINES;
+any other engine, or a blank, fails the row), engine_version, model (a
 meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, attn_dp,
 weight_dtype, kv_dtype (bf16/fp8), input_len, output_len, num_requests, concurrency (closed
 loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
@@ -15,11 +17,12 @@ row. Engine limits a source does not print take one default for all rows.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
-from ..runs_csv import TRUST_GRADES, count, measured, number, read_csv
+from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
@@ -34,6 +37,12 @@ DEFAULT_MAX_SEQS = 2048
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MEM_UTIL = 0.90
 MAX_SIM_REQUESTS = 3000
+# The engine column -> the scheduler simulated (spec.SCHEDULERS). Only engines whose
+# admission policy is modelled: vLLM V1 and SGLang allocate KV blocks as tokens are computed
+# and preempt by recompute; TensorRT-LLM reserves the whole request (GUARANTEED_NO_EVICT).
+# Other engines (TGI, LMDeploy, ...) were simulated as vLLM without a word; now refused.
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "trtllm": "trtllm",
+           "trt-llm": "trtllm", "tensorrt_llm": "trtllm"}
 LATENCY_STATS = ("mean", "median")  # what the simulated TTFT / TPOT are reduced with  # offline rows: steady state is reached well before this
 
 
@@ -88,7 +97,20 @@ def _i(r: dict, k: str, default: int | None = None) -> int | None:
     return default if v is None else v
 
 
+def _engine(r: dict, k: str) -> str:
+    """The scheduler for the row's engine: its first word ("tensorrt-llm (NIM)" is
+    TensorRT-LLM) must name an engine of ENGINES."""
+    raw = (r.get(k) or "").strip()
+    name = re.split(r"[\s(]", raw.lower(), maxsplit=1)[0]
+    if name not in ENGINES:
+        raise InputError(k, raw, "the scheduler simulated depends on the engine; allowed: "
+                         + ", ".join(ENGINES) + " (optionally followed by a note in parentheses)")
+    return ENGINES[name]
+
+
 def predict_row(r: dict) -> ServeRow:
+    if r.get(EXTRA_FIELDS):  # more cells than the header: every value after it is shifted
+        raise InputError("row", r.get("id"), r[EXTRA_FIELDS])
     model = load_model(r["model"])
     n = _i(r, "num_gpus")
     tp, pp = _i(r, "tp", 1), _i(r, "pp", 1)
@@ -102,14 +124,15 @@ def predict_row(r: dict) -> ServeRow:
                 max_num_seqs=_i(r, "max_num_seqs", DEFAULT_MAX_SEQS),
                 max_batched_tokens=_i(r, "max_batched_tokens", DEFAULT_MAX_TOKENS),
                 gpu_mem_util=DEFAULT_MEM_UTIL if util is None else util)
-    engine = (r.get("engine") or "").lower()
-    sched = "trtllm" if "tensorrt" in engine or "trt" in engine else (
-        "sglang" if "sglang" in engine else "vllm")
+    sched = _checked(r, "engine", _engine)
     plan = ServePlan((pool,), (r.get("weight_dtype") or "bf16").strip(),
                      (r.get("kv_dtype") or r.get("weight_dtype") or "bf16").strip(),
                      scheduler=sched)
     conc = _i(r, "concurrency")
     rate_s = (r.get("rate_per_s") or "").strip().lower()
+    if conc and rate_s:  # the closed loop was simulated and the rate dropped without a word
+        raise InputError(f"row {r['id']}: rate_per_s", rate_s, f"concurrency is {conc}: give"
+                         " concurrency (closed loop) or rate_per_s (open loop), not both")
     rate = math.inf if rate_s in ("inf", "") and not conc else _m(r, "rate_per_s")
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
     il, ol = _i(r, "input_len"), _i(r, "output_len")
@@ -155,8 +178,10 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
         try:
             out.append(predict_row(r))
         except (InputError, NoPlanFits) as e:
+            # every row's error names its row (the plan's and the catalogs' checks do not)
+            msg = str(e) if str(e).startswith("row ") else f"row {r.get('id', '?')}: {e}"
             out.append(ServeRow(r.get("id", "?"), r.get("trust", ""), r.get("model", ""),
-                                f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=str(e)))
+                                f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=msg))
     summary = {"rows": len(out), "errors": sum(1 for x in out if x.error)}
     for k in ("tps", "ttft_ms", "tpot_ms"):
         errs = sorted(abs(e) for x in out if x.trust in tuple(trust) and (e := x.err(k)) is not None)
