@@ -203,7 +203,7 @@ class Attention(nn.Module):
         self.wq = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
         self.wk = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
         self.wv = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
-        self.wo = nn.Linear(spec.heads * d, h, bias=False)
+        self.wo = nn.Linear(spec.heads * d, h, bias=spec.o_bias)
         if spec.qk_norm:
             self.q_norm = make_norm(spec, d)
             self.k_norm = make_norm(spec, d)

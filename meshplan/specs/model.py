@@ -104,6 +104,9 @@ class ModelSpec:
     norm: str = "rmsnorm"
     linear_bias: bool = False  # biases on every linear layer (GPT-2, GPT-3, GPT-NeoX)
     qkv_bias: bool = False  # biases on q, k, v only (Qwen2)
+    # a bias on the attention output projection too (LlamaAttention / Qwen3Attention /
+    # GraniteAttention: o_proj takes attention_bias like q, k, v; Qwen2's o_proj has none)
+    o_bias: bool = False
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
     position: str = "rope"
     max_position: int = 0  # learned position table size (position == "learned")
@@ -217,7 +220,7 @@ class ModelSpec:
                                                                 allow_zero=True))
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
-        for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
+        for f in ("tied_embeddings", "linear_bias", "qkv_bias", "o_bias", "qk_norm", "moe_router_bias",
                   "rope_interleaved", "moe_sparsemixer",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
                   "moe_shared_gate", "embedding_norm", "norms_after_blocks",
@@ -404,8 +407,8 @@ class ModelSpec:
         p += h * qkv + self.attn_out_dim * h
         if self.linear_bias:
             p += qkv + h
-        elif self.qkv_bias:
-            p += qkv
+        else:
+            p += qkv * self.qkv_bias + h * self.o_bias
         if self.qk_norm_full:
             p += self.norm_params(self.q_dim) + self.norm_params(self.kv_dim)
         elif self.qk_norm:
