@@ -63,6 +63,17 @@ def default_names(rows: list[dict]) -> list[str]:
     return [n for n in names if n in known]
 
 
+def split_trust_c(rows: list[dict], include: bool) -> tuple[list[dict], list[str]]:
+    """(rows to fit on, ids of the trust-C rows left out): a C row's figure or layout is a
+    guess (docs/validation.md), so by default it does not move the constants; ``include``
+    keeps every row."""
+    if include:
+        return rows, []
+    low = [r for r in rows if str(r.get("trust", "")).strip().upper() == "C"]
+    return ([r for r in rows if str(r.get("trust", "")).strip().upper() != "C"],
+            [str(r.get("id", "")) for r in low])
+
+
 def usable_rows(rows: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     """(rows a fit can score, [(id, why not)] for the others): a row that cannot be
     predicted (validate's reasons, field named) or has no measured tokens/s per GPU (nor a
@@ -171,6 +182,10 @@ def run_from_runs(args) -> int:
     for col, near in runs_csv.unread_measured_columns(header):
         print(f"note: column {col!r} is not read (not a column of the schema, so its figures "
               f"are not fitted on): did you mean {near}?")
+    every, low = split_trust_c(every, getattr(args, "include_trust_c", False))
+    if low:
+        print(f"rows of trust C (weak: chart reading, unknown layout) left out of the fit "
+              f"({len(low)}; --include-trust-c fits on them too): {', '.join(low)}")
     rows, dropped = usable_rows(every)
     if dropped:
         print(f"rows not used ({len(dropped)}):")
