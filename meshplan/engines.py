@@ -214,7 +214,8 @@ def model_features_unbuilt(model) -> str:
     post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
     layers, an embedding norm, non-parametric LayerNorm, norms after the blocks, ReLU /
     squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse Attention, DBRX's
-    q/k/v clamp, PhiMoE's SparseMixer router ('' when the model has none)."""
+    q/k/v clamp, PhiMoE's SparseMixer router, Llama 4's L2 q/k norm, chunked attention and
+    router-scaled expert inputs ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -229,6 +230,12 @@ def model_features_unbuilt(model) -> str:
         out.append(f"q/k/v clamped at {model.qkv_clip:g} (DBRX clip_qkv)")
     if model.moe_sparsemixer:
         out.append("SparseMixer routing (PhiMoE)")
+    if model.qk_l2_norm:
+        out.append("a weightless L2 q/k norm (Llama 4)")
+    if model.attention_chunk:
+        out.append(f"chunked attention ({model.attention_chunk}-key chunks, Llama 4)")
+    if model.moe_input_scaled:
+        out.append("expert inputs scaled by the router weight (Llama 4)")
     if model.extra_layer_norms:
         out.append("post-attention/post-MLP norms" if not model.parallel_block
                    else "a second norm in the parallel block")
