@@ -279,6 +279,11 @@ def _megatron_model(m) -> list[Violation]:
     if unbuilt:
         out.append(Violation("model", m.name, f"meshplan's Megatron-LM export does not write "
                              f"{unbuilt}"))
+    if m.o_bias and not m.linear_bias:
+        out.append(Violation("model", m.name, "a bias on the attention output projection "
+                             "without MLP biases (Llama/Qwen3 attention_bias): Megatron-LM's "
+                             "--add-qkv-bias covers q, k and v, --add-bias-linear every "
+                             "linear layer"))
     if m.position == "rope" and not float(m.rope_theta).is_integer():
         out.append(Violation("model", m.name, f"rope_theta {m.rope_theta} is not an integer "
                              "(Megatron's --rotary-base is an int)"))

@@ -43,3 +43,15 @@ def test_runtime_builds_the_o_proj_bias(mt, o_bias, qk_norm):
     m = build_model(spec, seed=0, dtype=torch.float32)
     assert sum(p.numel() for p in m.parameters()) == hf_count(o_bias=o_bias, qk_norm=qk_norm)
     assert (m.layers["0"].attention.wo.bias is not None) == o_bias
+
+
+def test_megatron_export_refuses_the_o_proj_bias_it_cannot_write():
+    """Megatron-LM has --add-qkv-bias (q, k, v) and --add-bias-linear (every linear layer):
+    nothing for o_proj alone, so the export would have dropped it; Qwen2 stays exportable."""
+    from meshplan.engines import engine_violations
+    from meshplan.plan import Plan
+    from meshplan.specs.workload import Workload
+    for mt, refused in (("llama", True), ("qwen3", True), ("qwen2", False)):
+        spec = model_from_hf_dict(dict(CFG, model_type=mt, head_dim=16), mt)
+        v = engine_violations("megatron", Plan(), spec, Workload(128, 8))
+        assert any("output projection" in x.allowed for x in v) == refused, v
