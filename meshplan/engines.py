@@ -215,7 +215,8 @@ def model_features_unbuilt(model) -> str:
     post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
     layers, an embedding norm, non-parametric LayerNorm, norms after the blocks, ReLU /
     squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse Attention, DBRX's
-    q/k/v clamp, PhiMoE's SparseMixer router ('' when the model has none)."""
+    q/k/v clamp, PhiMoE's SparseMixer router, Llama 4's L2 q/k norm, chunked attention and
+    router-scaled expert inputs ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -230,6 +231,12 @@ def model_features_unbuilt(model) -> str:
         out.append(f"q/k/v clamped at {model.qkv_clip:g} (DBRX clip_qkv)")
     if model.moe_sparsemixer:
         out.append("SparseMixer routing (PhiMoE)")
+    if model.qk_l2_norm:
+        out.append("a weightless L2 q/k norm (Llama 4)")
+    if model.attention_chunk:
+        out.append(f"chunked attention ({model.attention_chunk}-key chunks, Llama 4)")
+    if model.moe_input_scaled:
+        out.append("expert inputs scaled by the router weight (Llama 4)")
     if model.extra_layer_norms:
         out.append("post-attention/post-MLP norms" if not model.parallel_block
                    else "a second norm in the parallel block")
@@ -273,6 +280,11 @@ def _megatron_model(m) -> list[Violation]:
     if unbuilt:
         out.append(Violation("model", m.name, f"meshplan's Megatron-LM export does not write "
                              f"{unbuilt}"))
+    if m.o_bias and not m.linear_bias:
+        out.append(Violation("model", m.name, "a bias on the attention output projection "
+                             "without MLP biases (Llama/Qwen3 attention_bias): Megatron-LM's "
+                             "--add-qkv-bias covers q, k and v, --add-bias-linear every "
+                             "linear layer"))
     if m.position == "rope" and not float(m.rope_theta).is_integer():
         out.append(Violation("model", m.name, f"rope_theta {m.rope_theta} is not an integer "
                              "(Megatron's --rotary-base is an int)"))

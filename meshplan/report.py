@@ -235,6 +235,16 @@ def closest_text(r: SearchResult) -> list[str]:
     return out
 
 
+def _not_simulated(e: Estimate) -> str:
+    """Why a plan of the search's top has no simulated step (its closed form ranks it)."""
+    from .pipeline.from_cost import RERANK_MAX_STAGE_MICROBATCHES, simulated_size
+    n = simulated_size(e)
+    if n > RERANK_MAX_STAGE_MICROBATCHES:
+        return (f"pipeline too long to simulate ({n:,} stage x micro-batch pairs > "
+                f"{RERANK_MAX_STAGE_MICROBATCHES:,})")
+    return "not among the plans the simulation re-ranked (--rerank)"
+
+
 def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dict:
     # each plan's "interval" is around its closed-form step_time_s, as `meshplan predict
     # --json` gives it; a simulated plan also carries the interval around its simulated
@@ -251,7 +261,9 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
         "top": [estimate_json(e, closed[e.plan])
                 | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s,
                     "simulated_interval": ivs[e.plan].to_json()}
-                   if e.plan in r.simulated else {}) for e in r.top],
+                   if e.plan in r.simulated else {"simulated_step_time_s": None,
+                                                   "not_simulated": _not_simulated(e)})
+                for e in r.top],
         "ranked_by": getattr(r, "ranked_by", "") or ("simulated step time" if r.simulated
                                                      else "step time"),
         "notes": list(getattr(r, "notes", [])),

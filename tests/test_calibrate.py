@@ -415,3 +415,41 @@ def test_cv_folds_never_split_a_source_or_a_repeated_configuration():
     rows = [row(i, "a", 8, str(1 + i / 10)) for i in range(3)]
     fold, how = cv_folds(rows, 5)
     assert sorted(fold) == [0, 1, 2] and how.startswith("3-fold by row")
+
+
+def _with_trust_c_rows(tmp_path):
+    """The six planner-made rows (GEMMs 1.25x the defaults) graded A, and two rows of trust
+    C measured at 0.4x the planner's own speed (a misread chart)."""
+    path = _runs_csv(tmp_path, 1.25)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["trust"] = "A"
+    for i in range(2):
+        c = dict(rows[i], id=f"c{i}", source=f"chart{i}", trust="C")
+        c["measured_tokens_per_s_per_gpu"] = repr(float(rows[i]["measured_tokens_per_s_per_gpu"])
+                                                  / 1.25 * 0.4)
+        rows.append(c)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def test_from_runs_leaves_trust_c_rows_out_unless_asked(tmp_path, capsys):
+    """calibrate --from-runs fitted on trust-C rows too (weak figures moved the constants).
+    Now they are left out, counted and named; --include-trust-c fits on all 8."""
+    path = _with_trust_c_rows(tmp_path)
+    out = tmp_path / "fit.toml"
+    assert main(["calibrate", "--from-runs", str(path), "--out", str(out), "--force"]) == 0
+    text = capsys.readouterr().out
+    assert "left out of the fit (2; --include-trust-c fits on them too): c0, c1" in text
+    assert "on 6 measured runs" in text
+    c = tomllib.loads(out.read_text())["constants"]
+    assert math.isclose(c["EFFICIENCY.hopper.matmul_bf16"],
+                        efficiency.EFFICIENCY["hopper"].matmul_bf16 * 1.25, rel_tol=0.02)
+    assert main(["calibrate", "--from-runs", str(path), "--out", str(out), "--force",
+                 "--include-trust-c"]) == 0
+    text = capsys.readouterr().out
+    assert "trust C" not in text and "on 8 measured runs" in text

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .. import profile, runs_csv
 from ..errors import InputError
+from ..terminal import say
 from ..validate import predict_rows, prepare, read_rows
 
 FACTORS = (0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4)
@@ -61,6 +62,17 @@ def default_names(rows: list[dict]) -> list[str]:
     names.append("NETWORK.tp_overlap")
     known = set(profile.known_names())
     return [n for n in names if n in known]
+
+
+def split_trust_c(rows: list[dict], include: bool) -> tuple[list[dict], list[str]]:
+    """(rows to fit on, ids of the trust-C rows left out): a C row's figure or layout is a
+    guess (docs/validation.md), so by default it does not move the constants; ``include``
+    keeps every row."""
+    if include:
+        return rows, []
+    low = [r for r in rows if str(r.get("trust", "")).strip().upper() == "C"]
+    return ([r for r in rows if str(r.get("trust", "")).strip().upper() != "C"],
+            [str(r.get("id", "")) for r in low])
 
 
 def usable_rows(rows: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -169,13 +181,17 @@ def run_from_runs(args) -> int:
                          "capped at the row count)")
     every, header = runs_csv.read_rows_and_header(args.from_runs)
     for col, near in runs_csv.unread_measured_columns(header):
-        print(f"note: column {col!r} is not read (not a column of the schema, so its figures "
+        say(f"note: column {col!r} is not read (not a column of the schema, so its figures "
               f"are not fitted on): did you mean {near}?")
+    every, low = split_trust_c(every, getattr(args, "include_trust_c", False))
+    if low:
+        say(f"rows of trust C (weak: chart reading, unknown layout) left out of the fit "
+              f"({len(low)}; --include-trust-c fits on them too): {', '.join(low)}")
     rows, dropped = usable_rows(every)
     if dropped:
-        print(f"rows not used ({len(dropped)}):")
+        say(f"rows not used ({len(dropped)}):")
         for rid, why in dropped:
-            print(f"  {rid:>4} {why}")
+            say(f"  {rid:>4} {why}")
     if len(rows) < 2:
         raise InputError("--from-runs", args.from_runs,
                          f"needs at least 2 rows that can be predicted and have a measured "
@@ -184,23 +200,23 @@ def run_from_runs(args) -> int:
     names = default_names(rows)
     if not names:
         raise InputError("--from-runs", args.from_runs, "no constant of efficiency.py to fit")
-    print(f"fitting {', '.join(names)} on {len(rows)} measured runs")
+    say(f"fitting {', '.join(names)} on {len(rows)} measured runs")
     before, after, how = cross_validate(rows, names, args.folds)
     consts = fit(rows, names)
     insample = [math.expm1(e) for e in log_errors(rows, consts)]
-    print(f"tokens/s per GPU error (max(pred/meas, meas/pred) - 1), cross-validated {how}:")
+    say(f"tokens/s per GPU error (max(pred/meas, meas/pred) - 1), cross-validated {how}:")
     for label, xs in (("defaults", before), ("refitted (CV)", after), ("refitted (in-sample)",
                                                                       insample)):
         if xs:
-            print(f"  {label:<22} median {statistics.median(xs):6.1%}   90th percentile "
+            say(f"  {label:<22} median {statistics.median(xs):6.1%}   90th percentile "
                   f"{_pct(xs, 0.9):6.1%}   ({len(xs)} rows)")
     from .fit import _value
 
     for n in names:
-        print(f"  {n:<36} {_value(n):.4g} -> {consts[n]:.4g}")
+        say(f"  {n:<36} {_value(n):.4g} -> {consts[n]:.4g}")
     worse = statistics.median(after) >= statistics.median(before)
     if worse:
-        print("the refit does not lower the cross-validated error: the defaults predict runs "
+        say("the refit does not lower the cross-validated error: the defaults predict runs "
               "like these at least as well" + ("" if getattr(args, "force", False) else
                                                " (no profile written; --force writes it)"))
     if args.out and (not worse or getattr(args, "force", False)):
@@ -214,5 +230,5 @@ def run_from_runs(args) -> int:
             meta["generation"] = gens.pop()
         from ..export.trace import atomic_write
         atomic_write(Path(args.out), profile.to_toml(meta, consts))  # whole or not at all
-        print(f"wrote {args.out}")
+        say(f"wrote {args.out}")
     return 0

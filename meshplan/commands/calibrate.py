@@ -193,5 +193,8 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="--from-runs: write the profile even when the refit does not lower "
                         "the cross-validated error")
+    p.add_argument("--include-trust-c", action="store_true",
+                   help="--from-runs: fit on rows of trust C too (left out by default: a "
+                        "chart reading or an unknown layout)")
     p.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: test stand-in
     p.set_defaults(func=_run)

@@ -13,6 +13,7 @@ from .. import profile
 from ..errors import require_nonneg_int
 from ..progress import activity
 from ..ranking import format_lines
+from ..terminal import say
 from ..validate import validate
 from ._profile import add_profile_arg, apply_profile_arg
 
@@ -52,7 +53,7 @@ def _run(args) -> int:
     if args.json:
         print(json.dumps({"rows": [r.to_json() for r in results], "summary": summary}, indent=2))
         return 1 if summary["errors"] else 0
-    print(f"{'id':>4} {'tr':<2} {'model':<22} {'GPUs':<24}{'measured':>10}{'predicted':>10}"
+    say(f"{'id':>4} {'tr':<2} {'model':<22} {'GPUs':<24}{'measured':>10}{'predicted':>10}"
           f"{'p10-p90':>16}{'err':>8}{'mem meas':>9}{'mem pred':>9}{'err':>8}  plan (chosen knobs)")
     for r in results:
         if r.error:
@@ -61,41 +62,41 @@ def _run(args) -> int:
         ivs = f"{iv[0]:.0f}-{iv[1]:.0f}" if iv else "-"
         flag = ("  [does not fit]" if r.predicted_oom else
                 "  [may not fit]" if r.predicted_may_not_fit else "")
-        print(f"{r.id:>4} {r.trust:<2} {r.model[:22]:<22} {r.gpus[:23]:<24}"
+        say(f"{r.id:>4} {r.trust:<2} {r.model[:22]:<22} {r.gpus[:23]:<24}"
               f"{_fmt(r.measured_tokens_per_s_per_gpu, '10.1f')}"
               f"{_fmt(r.predicted_tokens_per_s_per_gpu, '10.1f')}{ivs:>16}"
               f"{_err(r.tokens_error):>8}"
               f"{_fmt(r.measured_peak_mem_gib, '9.1f')}{_fmt(r.predicted_peak_mem_gib, '9.1f')}"
               f"{_err(r.memory_error):>8}  {r.plan}{flag}")
         for note in r.notes:
-            print(f"{'':>8}note: {note}")
+            say(f"{'':>8}note: {note}")
     s = summary
     if s["errors"]:
-        print()
-        print(f"rows not scored ({s['errors']}):")
+        say()
+        say(f"rows not scored ({s['errors']}):")
         for r in results:
             if r.error:
-                print(f"{r.id:>4} {r.model[:22]:<22} {r.error}")
-    print()
+                say(f"{r.id:>4} {r.model[:22]:<22} {r.error}")
+    say()
     for rid, n in s.get("duplicate_ids", {}).items():
-        print(f"note: id {rid!r} names {n} rows (each is predicted and scored; give each row "
+        say(f"note: id {rid!r} names {n} rows (each is predicted and scored; give each row "
               "its own id to tell them apart)")
     for c in s.get("columns_not_read", []):
-        print(f"note: column {c['column']!r} is not read (not a column of the schema, so its "
+        say(f"note: column {c['column']!r} is not read (not a column of the schema, so its "
               f"figures are not scored): did you mean {c['did_you_mean']}?")
-    print(f"rows {s['rows']}, predicted {s['predicted']}, not scored {s['errors']}")
+    say(f"rows {s['rows']}, predicted {s['predicted']}, not scored {s['errors']}")
     if s["tokens_median_abs_error"] is not None:
-        print(f"tokens/s per GPU, trust A/B ({s['tokens_rows_trust_ab']} rows): median |error| "
+        say(f"tokens/s per GPU, trust A/B ({s['tokens_rows_trust_ab']} rows): median |error| "
               f"{s['tokens_median_abs_error']:.1%}, 90th percentile {s['tokens_p90_abs_error']:.1%}")
     if s["memory_median_abs_error"] is not None:
-        print(f"peak memory, trust A/B ({s['memory_rows_trust_ab']} rows): median |error| "
+        say(f"peak memory, trust A/B ({s['memory_rows_trust_ab']} rows): median |error| "
               f"{s['memory_median_abs_error']:.1%}, 90th percentile {s['memory_p90_abs_error']:.1%}")
     if s["memory_rows_all"] > s["memory_rows_trust_ab"]:  # grade-C rows: shown apart, never alone
-        print(f"peak memory, every trust grade ({s['memory_rows_all']} rows): median |error| "
+        say(f"peak memory, every trust grade ({s['memory_rows_all']} rows): median |error| "
               f"{s['memory_median_abs_error_all']:.1%}, 90th percentile "
               f"{s['memory_p90_abs_error_all']:.1%}")
     if s["tokens_interval_coverage"] is not None:
-        print(f"10-90% interval coverage (target ~80%): tokens/s {_pct(s['tokens_interval_coverage'])}"
+        say(f"10-90% interval coverage (target ~80%): tokens/s {_pct(s['tokens_interval_coverage'])}"
               f" of {s['tokens_interval_rows']} rows (residual model refitted without each "
               f"source: {_pct(s['tokens_interval_coverage_loso'])})"
               + (f", peak memory {_pct(s['memory_interval_coverage'])} of "
@@ -104,30 +105,30 @@ def _run(args) -> int:
                  f"{_pct(s['memory_interval_coverage_loso'])} of "
                  f"{s['memory_interval_rows_loso']} rows)"
                  if s.get("memory_interval_rows_loso") else ""))
-    print(f"out-of-memory verdicts agreeing: {s['oom_rows_agreeing']} of {s['oom_rows']}"
+    say(f"out-of-memory verdicts agreeing: {s['oom_rows_agreeing']} of {s['oom_rows']}"
           + (f"; runs that went out of memory flagged (does not fit / may not fit): "
              f"{s['oom_flagged']} of {s['oom_measured']}" if s["oom_measured"] else "")
           + (f"; 'may not fit': {s['may_not_fit']}" if s["may_not_fit"] else ""))
     if s["search_compared"]:
-        print(f"search's best plan predicted at least as fast as the published plan: "
+        say(f"search's best plan predicted at least as fast as the published plan: "
               f"{s['search_at_least_as_fast']} of {s['search_compared']} rows")
     if s["per_source"]:
         consts = "the profile's constants" if profile.active() else "shipped constants"
-        print(f"per source: rows, median |error| tokens/s ({consts}), 10-90% coverage "
+        say(f"per source: rows, median |error| tokens/s ({consts}), 10-90% coverage "
               "with the residual model left out for the source")
         for src, d in s["per_source"].items():
-            print(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
+            say(f"  {d.get('rows', 0):>3}  {_pct(d.get('tokens_median_abs_error')):>6}  "
                   f"{_pct(d.get('loso_interval_coverage')):>6}  {src}")
     if s.get("pools"):
         _print_pools(s["pools"])
     for line in format_lines(s["ranking"]):
-        print(line)
+        say(line)
     return 1 if s["errors"] else 0
 
 
 def _print_pools(p: dict) -> None:
     """Mixed-GPU rows (validate_pools.py): per source, and the throughput ratios."""
-    print(f"mixed GPU pools: {p['scored']} of {p['rows']} rows scored, tokens/s per GPU "
+    say(f"mixed GPU pools: {p['scored']} of {p['rows']} rows scored, tokens/s per GPU "
           f"median |error| {_pct(p['tokens_median_abs_error'])}")
     for src, d in p["per_source"].items():
         best = (f", pool search's best at least as fast as the published plan: "
@@ -135,14 +136,14 @@ def _print_pools(p: dict) -> None:
                 if d["search_compared"] else "")
         ratio = (f", ratio to baseline row median |error| {_pct(d['ratio_median_abs_error'])} "
                  f"({d['ratio_rows']} rows)" if d["ratio_rows"] else "")
-        print(f"  {d['rows']:>3}  median |error| {_pct(d['tokens_median_abs_error'])} "
+        say(f"  {d['rows']:>3}  median |error| {_pct(d['tokens_median_abs_error'])} "
               f"(median signed {_err(d['tokens_median_error'])}){ratio}{best}  {src}")
     for r in p["ratios"]:
         if "error_ratio" in r:
-            print(f"  ratio {r['id']} / {r['baseline_id']}: measured {r['measured']:.3f}, "
+            say(f"  ratio {r['id']} / {r['baseline_id']}: measured {r['measured']:.3f}, "
                   f"predicted {r['predicted']:.3f} ({_err(r['error_ratio'])})")
         else:
-            print(f"  ratio {r['id']} / {r['baseline_id']}: {r['error']}")
+            say(f"  ratio {r['id']} / {r['baseline_id']}: {r['error']}")
 
 
 def register(sub) -> None:

@@ -29,6 +29,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..specs.model import ModelSpec
+from .expert_bias import count_load
 from .recompute import checkpointed, discarded, kept, recomputed, run_block
 
 INIT_STD = 0.02
@@ -203,7 +204,7 @@ class Attention(nn.Module):
         self.wq = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
         self.wk = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
         self.wv = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
-        self.wo = nn.Linear(spec.heads * d, h, bias=False)
+        self.wo = nn.Linear(spec.heads * d, h, bias=spec.o_bias)
         if spec.qk_norm:
             self.q_norm = make_norm(spec, d)
             self.k_norm = make_norm(spec, d)
@@ -382,6 +383,9 @@ class MoE(nn.Module):
         self.sigmoid_router = spec.moe_score == "sigmoid"
         if spec.moe_router_bias:
             self.register_buffer("expert_bias", torch.zeros(spec.moe_experts), persistent=True)
+            # tokens routed to each expert this step (expert_bias.py updates the bias from it)
+            self.register_buffer("expert_load", torch.zeros(spec.moe_experts, dtype=torch.int64),
+                                 persistent=False)
         self.groups, self.group_topk = spec.moe_groups, spec.moe_group_topk
         self.topk_norm, self.routed_scale = spec.moe_topk_norm, spec.moe_routed_scale
         self.experts = GroupedExperts(spec)
@@ -406,6 +410,8 @@ class MoE(nn.Module):
             choice = choice.masked_fill(~keep.bool().repeat_interleave(g.shape[-1], dim=1),
                                         float("-inf"))
         idx = torch.topk(choice, self.topk, dim=-1).indices
+        if hasattr(self, "expert_load"):
+            count_load(self, idx)
         w = scores.gather(-1, idx)
         if self.topk_norm:
             w = w / w.sum(dim=-1, keepdim=True)

@@ -27,6 +27,7 @@ from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining import schedules as S
 
 from ..errors import InputError
+from .expert_bias import not_counted
 from ..pipeline.schedules import check_inputs, schedule_for_plan
 from ..plan import Plan
 
@@ -123,11 +124,20 @@ def not_a_view(loss_fn):
     return loss
 
 
+class _Stage(PipelineStage):
+    """A PipelineStage whose metadata inference (one forward on placeholder tensors at the
+    first step) does not count as routed tokens (expert_bias.py)."""
+
+    def _forward_metadata_inference(self, *args, **kwargs):
+        with not_counted():
+            return super()._forward_metadata_inference(*args, **kwargs)
+
+
 def build_schedule(plan: Plan, modules: list, chunk_ids: list[int], device, pp_group,
                    n_microbatches: int, loss_fn, source: str = ""):
     check_schedule(plan, n_microbatches, source)
     loss_fn = not_a_view(loss_fn)
-    stages = [PipelineStage(m, c, plan.num_chunks, device, group=pp_group)
+    stages = [_Stage(m, c, plan.num_chunks, device, group=pp_group)
               for m, c in zip(modules, chunk_ids)]
     if schedule_source(plan, source) == "meshplan":
         return _runtime_schedule(plan, stages, n_microbatches, loss_fn), stages

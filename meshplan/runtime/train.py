@@ -21,6 +21,7 @@ from ..specs.model import ModelSpec
 from .context_parallel import apply_cp, check_cp
 from .data import cp_positions, global_batch, local_slice
 from .data_parallel import apply_dp, grad_sync, reduce_grads, uses_fsdp
+from .expert_bias import update_expert_bias
 from .expert_parallel import apply_ep
 from .mesh import build_meshes
 from .model import build_model, cross_entropy
@@ -167,10 +168,17 @@ class Trainer:
         reduce_grads(self.params, plan, self.meshes, self.expert_params, self.tp_partial)
         for opt in self.optimizers:
             opt.step()
+        update_expert_bias(self.parts, self._load_groups())
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self.step_times_s.append(time.perf_counter() - t0)
         return loss
+
+    def _load_groups(self) -> list:
+        """The groups over which a stage's expert loads are summed (expert_bias.py)."""
+        plan = self.cfg.plan
+        return ([self.meshes.group("dp_cp")] if plan.dp * plan.cp > 1 else []) + \
+            ([self.meshes.tp.get_group()] if plan.tp > 1 else [])
 
     def _accumulate(self, x, y) -> float:
         m = self.parts[0]
@@ -224,6 +232,7 @@ class Trainer:
                     g = g.full_tensor()
                 out[name] = (val.detach().float().cpu().clone(),
                              None if g is None else g.detach().float().cpu().clone())
+            out |= expert_biases(m)
         return out
 
 
@@ -240,10 +249,18 @@ def reference_run(cfg: RunConfig, steps: int | None = None):
         loss = cross_entropy(out, y)
         loss.backward()
         opt.step()
+        update_expert_bias([model])
         losses.append(float(loss.detach()))
     state = {n: (p.detach().float().clone(), None if p.grad is None else p.grad.detach().float().clone())
-             for n, p in model.named_parameters()}
+             for n, p in model.named_parameters()} | expert_biases(model)
     return losses, state
+
+
+def expert_biases(model) -> dict:
+    """name -> (score-correction bias, None) of each MoE layer that has one: a buffer, but
+    compared as the parameters are (expert_bias.py moves it every step)."""
+    return {n: (b.detach().float().cpu().clone(), None) for n, b in model.named_buffers()
+            if n.endswith("expert_bias")}
 
 
 def rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:

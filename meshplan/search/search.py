@@ -254,6 +254,13 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
             break
         keep = max(top_k, rerank_k) + lost
     top = [estimate(model, cluster, workload, p) for _, _, p in fits[:top_k]]
+    if simulate:
+        # a pp=1 plan has no pipeline to re-rank it by (no bubble, no transfers): its
+        # simulation is its closed-form step, but the plans shown carry it all the same, as
+        # `meshplan simulate` gives it (plan --json's simulated_step_time_s)
+        from ..pipeline.from_cost import rerank
+        sims, _ = rerank([e for e in top if e.plan.pp == 1 and e.plan not in simulated])
+        simulated = dict(simulated) | {s.plan: s for s in sims}
     pareto_plans, best_mem = [], float("inf")
     for step, mem, plan in fits:
         if mem < best_mem:

@@ -236,14 +236,14 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
 def llama_biases(cfg: dict) -> dict:
     """qkv_bias and linear_bias of a Llama-style config (LlamaAttention / GraniteAttention: q,
     k, v and o take attention_bias; LlamaMLP / GraniteMLP: gate, up and down take mlp_bias):
-    both are ModelSpec's linear_bias; attention_bias alone counts the q, k and v biases (o's,
-    h per layer, is not); MLP biases without attention biases are refused."""
+    both are ModelSpec's linear_bias; attention_bias alone is qkv_bias and o_bias (q, k, v
+    and o biases); MLP biases without attention biases are refused."""
     attn = _bool(cfg, "attention_bias", False)
     mlp = _bool(cfg, "mlp_bias", False)
     if mlp and not attn:
         raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
                          "are not modelled (Llama and Granite checkpoints have neither)")
-    return dict(qkv_bias=attn, linear_bias=attn and mlp)
+    return dict(qkv_bias=attn, o_bias=attn, linear_bias=attn and mlp)
 
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
@@ -253,8 +253,10 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
     biases = llama_biases(cfg)
-    if mt == "qwen2":  # Qwen2Attention: q, k and v always have biases
+    if mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
         biases["qkv_bias"] = True
+    if mt in ("qwen2", "mistral", "phi3"):  # their o_proj is built with bias=False
+        biases["o_bias"] = False
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)

@@ -86,7 +86,9 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
     listed ``moe_layers``), top-k routed experts plus one shared expert of the same width;
     dense layers use ``intermediate_size_mlp``. Its q/k norm is a weightless L2 norm and its
     chunked attention (attention_chunk_size) is not modelled (full causal attention); its NoPE
-    layers are counted (nope_layers: the exports and the runtime refuse them)."""
+    layers are counted (nope_layers). The L2 norm, the chunks and the router weight on the
+    expert inputs are named (qk_l2_norm, attention_chunk, moe_input_scaled) so that the exports
+    and the runtime refuse them, with or without NoPE layers."""
     layers = _pos(cfg, "num_hidden_layers")
     heads = _pos(cfg, "num_attention_heads")
     expert_ffn = _pos(cfg, "intermediate_size")
@@ -116,7 +118,8 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=expert_ffn, moe_shared_experts=1, moe_shared_ffn=expert_ffn,
         moe_dense_layers=dense, moe_layer_freq=freq, moe_score="sigmoid", moe_topk_norm=False,
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
-        nope_layers=layers - chunked, **common,
+        nope_layers=layers - chunked, qk_l2_norm=_bool(cfg, "use_qk_norm", True) and chunked > 0,
+        attention_chunk=chunk if chunked else 0, moe_input_scaled=True, **common,
     )
 
 

@@ -79,8 +79,8 @@ def _granite_attention(cfg: dict) -> dict:
 def _granite(name: str, cfg: dict) -> ModelSpec:
     """IBM Granite 3.x dense (configuration_granite.py, modeling_granite.py): a Llama whose
     embedding_multiplier, residual_multiplier, attention_multiplier and logits_scaling scale
-    activations (no weights). attention_bias puts biases on q, k, v and o (o's is not
-    counted: h per layer); mlp_bias (only with attention_bias) on the MLP."""
+    activations (no weights). attention_bias puts biases on q, k, v and o (qkv_bias,
+    o_bias); mlp_bias (only with attention_bias) on the MLP."""
     return ModelSpec(name=name, ffn=_pos(cfg, "intermediate_size", 11008),
                      **_granite_attention(cfg), **_common(cfg))
 

@@ -104,6 +104,9 @@ class ModelSpec:
     norm: str = "rmsnorm"
     linear_bias: bool = False  # biases on every linear layer (GPT-2, GPT-3, GPT-NeoX)
     qkv_bias: bool = False  # biases on q, k, v only (Qwen2)
+    # a bias on the attention output projection too (LlamaAttention / Qwen3Attention /
+    # GraniteAttention: o_proj takes attention_bias like q, k, v; Qwen2's o_proj has none)
+    o_bias: bool = False
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
     position: str = "rope"
     max_position: int = 0  # learned position table size (position == "learned")
@@ -174,6 +177,13 @@ class ModelSpec:
     # layers whose attention uses no rotary positions (SmolLM3's no_rope_layers); same
     # weights and FLOPs
     nope_layers: int = 0
+    # Llama 4 (modeling_llama4.py), none with weights or FLOPs to speak of: a weightless L2
+    # norm of q and k per head on the RoPE layers (use_qk_norm), attention within
+    # attention_chunk_size-key chunks on those layers (0 = none), and the router's sigmoid
+    # weight multiplying each routed expert's input (Llama4TextMoe), not its output
+    qk_l2_norm: bool = False
+    attention_chunk: int = 0
+    moe_input_scaled: bool = False
     # each layer's two norms sit on the outputs of attention and MLP, before the residual
     # add, instead of on their inputs (OLMo 2/3, EXAONE 4: Olmo2DecoderLayer); same weights
     # and FLOPs
@@ -196,7 +206,7 @@ class ModelSpec:
                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_experts",
                   "moe_topk", "moe_expert_ffn", "moe_shared_experts", "moe_shared_ffn",
                   "moe_dense_layers", "sliding_window", "sliding_layers", "extra_layer_norms",
-                  "nope_layers", "dsa_topk"):
+                  "nope_layers", "dsa_topk", "attention_chunk"):
             require_nonneg_int(f, getattr(self, f))
         require_positive_int("moe_layer_freq", self.moe_layer_freq)
         for f, cap in MODEL_SIZE_CAPS.items():
@@ -217,8 +227,8 @@ class ModelSpec:
                                                                 allow_zero=True))
         if self.rope_fraction > 1:
             raise InputError("rope_fraction", self.rope_fraction, "must be in (0, 1]")
-        for f in ("tied_embeddings", "linear_bias", "qkv_bias", "qk_norm", "moe_router_bias",
-                  "rope_interleaved", "moe_sparsemixer",
+        for f in ("tied_embeddings", "linear_bias", "qkv_bias", "o_bias", "qk_norm", "moe_router_bias",
+                  "rope_interleaved", "moe_sparsemixer", "qk_l2_norm", "moe_input_scaled",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
                   "moe_shared_gate", "embedding_norm", "norms_after_blocks",
                   "activation_multipliers"):
@@ -404,8 +414,8 @@ class ModelSpec:
         p += h * qkv + self.attn_out_dim * h
         if self.linear_bias:
             p += qkv + h
-        elif self.qkv_bias:
-            p += qkv
+        else:
+            p += qkv * self.qkv_bias + h * self.o_bias
         if self.qk_norm_full:
             p += self.norm_params(self.q_dim) + self.norm_params(self.kv_dim)
         elif self.qk_norm:
