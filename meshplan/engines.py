@@ -439,6 +439,12 @@ def _torchtitan(p, m, w) -> list[Violation]:
         # n_kv_heads" (its TP shards wk / wv by whole heads; no KV-head replication)
         out.append(Violation("tp", p.tp, f"torchtitan's tensor parallelism splits whole kv "
                              f"heads: tp must divide the kv heads ({m.kv_heads})"))
+    if p.pp > 1 and m.tied_embeddings:
+        # torchtitan 0.3 models/common/decoder.py update_from_config: "Weight tying is not
+        # supported with Pipeline Parallel." (the embedding and the output sit on other stages)
+        out.append(Violation("pp", p.pp, "torchtitan does not pipeline a model with tied "
+                             "embeddings (weight tying is not supported with pipeline "
+                             "parallel); use pp=1"))
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))

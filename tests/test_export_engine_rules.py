@@ -247,6 +247,25 @@ def test_torchtitan_deepseek_async_tp_compiles_the_model(tmp_path):
     assert cfg.compile.enable_async_tensor_parallel and "model" in cfg.compile.components
 
 
+def test_torchtitan_tied_embeddings_with_pp_refused(tmp_path):
+    """Bug: Llama 3.2 1B (tied embeddings) with pp 2 was exported; torchtitan's
+    update_from_config raises "Weight tying is not supported with Pipeline Parallel"."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    from test_export_engines import _load_job
+    export(scenario("llama3.2-1b", "16xH100-SXM-80GB", 4096, 64, dp=16, zero=3),
+           "torchtitan", tmp_path / "pp1")
+    cfg = _load_job(tmp_path / "pp1")
+    cfg.parallelism.pipeline_parallel_degree = 2  # torchtitan's own verdict on pp 2
+    with pytest.raises(NotImplementedError, match="Weight tying"):
+        cfg.model_spec.model.update_from_config(config=cfg)
+    sc = scenario("llama3.2-1b", "16xH100-SXM-80GB", 4096, 64, dp=8, pp=2, zero=3)
+    v = engine_violations("torchtitan", sc.plan, sc.model, sc.workload, sc.cluster)
+    assert [x.field for x in v] == ["pp"], v
+    with pytest.raises(UnsupportedByEngine):
+        export(sc, "torchtitan", tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 def test_torchtitan_rope_table_is_torchtitans():
     """engines.TORCHTITAN_ROPE_MAX equals the registered flavours' RoPE length."""
     pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
