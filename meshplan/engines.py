@@ -414,7 +414,9 @@ def _megatron_overlaps(p, w) -> list[Violation]:
         # 1857-1861 (pp > 1 needs virtual stages), 1871-1879 (no full recomputation, no
         # recompute method or layer count); Megatron-LM main transformer_config.py ~3002:
         # no "moe" in recompute_modules
-        why = ("pp > 1 without virtual stages (vpp)" if p.pp > 1 and p.vpp == 1 else
+        # 1862-1865: "only supported with expert model parallelism" (ep > 1)
+        why = ("ep = 1 (no expert all-to-all to overlap)" if p.ep == 1 else
+               "pp > 1 without virtual stages (vpp)" if p.pp > 1 and p.vpp == 1 else
                "full recomputation" if p.recompute == "full" else
                "'moe' in recompute_modules" if "moe" in p.recompute_modules.split("+") else "")
         if why:

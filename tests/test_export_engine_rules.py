@@ -193,12 +193,14 @@ EPO = dict(dp=16, tp=2, ep=8, ep_comm_overlap=True)
 @pytest.mark.parametrize("gpus,plan,core_refuses", [
     ("32xH100-SXM-80GB", dict(EPO, recompute="full"), True),
     ("64xH100-SXM-80GB", dict(EPO, pp=2), True),
+    ("32xH100-SXM-80GB", dict(EPO, ep=1), True),
     # megatron-core 0.16.1 takes it; Megatron-LM main transformer_config.py ~3002 refuses
     ("32xH100-SXM-80GB", dict(EPO, recompute="selective", recompute_modules="moe"), False),
 ])
 def test_megatron_ep_overlap_limits(gpus, plan, core_refuses, tmp_path):
     """Bug: --overlap-moe-expert-parallel-comm was written with full recomputation, with
-    pp > 1 without virtual stages, and with 'moe' recomputed, which Megatron-Core refuses."""
+    pp > 1 without virtual stages, with 'moe' recomputed, and with ep 1, which Megatron-Core
+    refuses."""
     sc = scenario("qwen3-30b-a3b", gpus, 4096, 256, **plan)
     if core_refuses:
         pytest.importorskip("megatron.core", reason="megatron-core not installed")
