@@ -162,6 +162,14 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
                                  f"{entry[0]} {entry[2]} flavour holds RoPE for at most {cap} "
                                  "positions (update_from_config refuses longer training "
                                  f"sequences); use seq_len <= {cap}"))
+        if (entry and entry[1] == "llama3_405b" and cluster is not None
+                and cluster.gpu.generation in ("volta", "ampere")):
+            # the job starts from llama3_405b(), whose Float8LinearConverter is built when it is
+            # called and refuses GPUs below SM89 (components/quantization/float8.py:85-96)
+            out.append(Violation("gpu", cluster.gpu.name, "torchtitan's llama3_405b() base "
+                                 "config builds Float8LinearConverter, which refuses GPUs "
+                                 "below SM89 / gfx942 even for a bf16 run; use Hopper, Ada, "
+                                 "Blackwell or MI300 and newer"))
     if engine == "megatron":
         out += _megatron_model(model)
     if engine == "megatron" and prec == "fp8" and workload.fp8_recipe == "rowwise":

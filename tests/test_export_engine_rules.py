@@ -268,6 +268,26 @@ def test_torchtitan_tied_embeddings_with_pp_refused(tmp_path):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+def test_torchtitan_405b_on_ampere_refused(tmp_path):
+    """Bug: a bf16 Llama 3.1 405B plan on A100s was exported; the job starts from torchtitan's
+    llama3_405b(), whose Float8LinearConverter refuses any GPU below SM89 (this machine has
+    none either), so every rank fails before training."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    import torch
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9):
+        pytest.skip("needs a machine without an SM89+ GPU, as an A100 node is")
+    from torchtitan.models.llama3.config_registry import llama3_405b
+    with pytest.raises(ValueError, match="SM89"):
+        llama3_405b()
+    sc = scenario("llama3.1-405b", "128xA100-SXM-80GB", 4096, 128, dp=2, tp=8, pp=8, zero=3)
+    v = engine_violations("torchtitan", sc.plan, sc.model, sc.workload, sc.cluster)
+    assert [x.field for x in v] == ["gpu"], v
+    with pytest.raises(UnsupportedByEngine):
+        export(sc, "torchtitan", tmp_path / "out")
+    sc = scenario("llama3.1-405b", "128xH100-SXM-80GB", 4096, 128, dp=2, tp=8, pp=8, zero=3)
+    assert engine_violations("torchtitan", sc.plan, sc.model, sc.workload, sc.cluster) == []
+
+
 def test_torchtitan_rope_table_is_torchtitans():
     """engines.TORCHTITAN_ROPE_MAX equals the registered flavours' RoPE length."""
     pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
