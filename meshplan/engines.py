@@ -163,6 +163,14 @@ def scenario_violations(engine: str, model, workload, cluster=None) -> list[Viol
                                  f"{entry[0]} {entry[2]} flavour holds RoPE for at most {cap} "
                                  "positions (update_from_config refuses longer training "
                                  f"sequences); use seq_len <= {cap}"))
+        if (entry and entry[1] == "llama3_405b" and cluster is not None
+                and cluster.gpu.generation in ("volta", "ampere")):
+            # the job starts from llama3_405b(), whose Float8LinearConverter is built when it is
+            # called and refuses GPUs below SM89 (components/quantization/float8.py:85-96)
+            out.append(Violation("gpu", cluster.gpu.name, "torchtitan's llama3_405b() base "
+                                 "config builds Float8LinearConverter, which refuses GPUs "
+                                 "below SM89 / gfx942 even for a bf16 run; use Hopper, Ada, "
+                                 "Blackwell or MI300 and newer"))
     if engine == "megatron":
         out += _megatron_model(model)
     if engine == "megatron" and prec == "fp8" and workload.fp8_recipe == "rowwise":
@@ -440,7 +448,9 @@ def _megatron_overlaps(p, w) -> list[Violation]:
         # 1857-1861 (pp > 1 needs virtual stages), 1871-1879 (no full recomputation, no
         # recompute method or layer count); Megatron-LM main transformer_config.py ~3002:
         # no "moe" in recompute_modules
-        why = ("pp > 1 without virtual stages (vpp)" if p.pp > 1 and p.vpp == 1 else
+        # 1862-1865: "only supported with expert model parallelism" (ep > 1)
+        why = ("ep = 1 (no expert all-to-all to overlap)" if p.ep == 1 else
+               "pp > 1 without virtual stages (vpp)" if p.pp > 1 and p.vpp == 1 else
                "full recomputation" if p.recompute == "full" else
                "'moe' in recompute_modules" if "moe" in p.recompute_modules.split("+") else "")
         if why:
@@ -465,6 +475,12 @@ def _torchtitan(p, m, w) -> list[Violation]:
         # n_kv_heads" (its TP shards wk / wv by whole heads; no KV-head replication)
         out.append(Violation("tp", p.tp, f"torchtitan's tensor parallelism splits whole kv "
                              f"heads: tp must divide the kv heads ({m.kv_heads})"))
+    if p.pp > 1 and m.tied_embeddings:
+        # torchtitan 0.3 models/common/decoder.py update_from_config: "Weight tying is not
+        # supported with Pipeline Parallel." (the embedding and the output sit on other stages)
+        out.append(Violation("pp", p.pp, "torchtitan does not pipeline a model with tied "
+                             "embeddings (weight tying is not supported with pipeline "
+                             "parallel); use pp=1"))
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))

@@ -193,12 +193,14 @@ EPO = dict(dp=16, tp=2, ep=8, ep_comm_overlap=True)
 @pytest.mark.parametrize("gpus,plan,core_refuses", [
     ("32xH100-SXM-80GB", dict(EPO, recompute="full"), True),
     ("64xH100-SXM-80GB", dict(EPO, pp=2), True),
+    ("32xH100-SXM-80GB", dict(EPO, ep=1), True),
     # megatron-core 0.16.1 takes it; Megatron-LM main transformer_config.py ~3002 refuses
     ("32xH100-SXM-80GB", dict(EPO, recompute="selective", recompute_modules="moe"), False),
 ])
 def test_megatron_ep_overlap_limits(gpus, plan, core_refuses, tmp_path):
     """Bug: --overlap-moe-expert-parallel-comm was written with full recomputation, with
-    pp > 1 without virtual stages, and with 'moe' recomputed, which Megatron-Core refuses."""
+    pp > 1 without virtual stages, with 'moe' recomputed, and with ep 1, which Megatron-Core
+    refuses."""
     sc = scenario("qwen3-30b-a3b", gpus, 4096, 256, **plan)
     if core_refuses:
         pytest.importorskip("megatron.core", reason="megatron-core not installed")
@@ -245,6 +247,45 @@ def test_torchtitan_deepseek_async_tp_compiles_the_model(tmp_path):
     assert engine_violations("torchtitan", sc.plan, sc.model, sc.workload) == []
     cfg = _tt_job(sc, tmp_path)
     assert cfg.compile.enable_async_tensor_parallel and "model" in cfg.compile.components
+
+
+def test_torchtitan_tied_embeddings_with_pp_refused(tmp_path):
+    """Bug: Llama 3.2 1B (tied embeddings) with pp 2 was exported; torchtitan's
+    update_from_config raises "Weight tying is not supported with Pipeline Parallel"."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    from test_export_engines import _load_job
+    export(scenario("llama3.2-1b", "16xH100-SXM-80GB", 4096, 64, dp=16, zero=3),
+           "torchtitan", tmp_path / "pp1")
+    cfg = _load_job(tmp_path / "pp1")
+    cfg.parallelism.pipeline_parallel_degree = 2  # torchtitan's own verdict on pp 2
+    with pytest.raises(NotImplementedError, match="Weight tying"):
+        cfg.model_spec.model.update_from_config(config=cfg)
+    sc = scenario("llama3.2-1b", "16xH100-SXM-80GB", 4096, 64, dp=8, pp=2, zero=3)
+    v = engine_violations("torchtitan", sc.plan, sc.model, sc.workload, sc.cluster)
+    assert [x.field for x in v] == ["pp"], v
+    with pytest.raises(UnsupportedByEngine):
+        export(sc, "torchtitan", tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_torchtitan_405b_on_ampere_refused(tmp_path):
+    """Bug: a bf16 Llama 3.1 405B plan on A100s was exported; the job starts from torchtitan's
+    llama3_405b(), whose Float8LinearConverter refuses any GPU below SM89 (this machine has
+    none either), so every rank fails before training."""
+    pytest.importorskip("torchtitan.config", reason="torchtitan not installed")
+    import torch
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9):
+        pytest.skip("needs a machine without an SM89+ GPU, as an A100 node is")
+    from torchtitan.models.llama3.config_registry import llama3_405b
+    with pytest.raises(ValueError, match="SM89"):
+        llama3_405b()
+    sc = scenario("llama3.1-405b", "128xA100-SXM-80GB", 4096, 128, dp=2, tp=8, pp=8, zero=3)
+    v = engine_violations("torchtitan", sc.plan, sc.model, sc.workload, sc.cluster)
+    assert [x.field for x in v] == ["gpu"], v
+    with pytest.raises(UnsupportedByEngine):
+        export(sc, "torchtitan", tmp_path / "out")
+    sc = scenario("llama3.1-405b", "128xH100-SXM-80GB", 4096, 128, dp=2, tp=8, pp=8, zero=3)
+    assert engine_violations("torchtitan", sc.plan, sc.model, sc.workload, sc.cluster) == []
 
 
 def test_torchtitan_rope_table_is_torchtitans():
