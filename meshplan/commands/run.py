@@ -120,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         meta = checkpoint.check(latest)
     elif args.resume:
         raise InputError("--resume", True, "needs --checkpoint-dir or a checkpoint PATH")
+    if meta is not None:
+        checkpoint.check_same_data(meta, cfg)
     if meta is not None and args.steps <= int(meta["step"]) + 1:
         # --steps counts from the run's start: the checkpoint holds steps 0..step done
         raise InputError("--steps", args.steps,

@@ -132,6 +132,31 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and "needs --checkpoint-dir" in r.stderr
 
 
+def test_resume_refuses_another_data_stream(tmp_path):
+    """The batches of step s are a function of (data, seed, seq_len, global_batch): a resume
+    under another value trained on other batches than the run it continues and printed the
+    two runs' losses as one history (before: exit 0). Now one line naming the field, exit 2,
+    before any worker starts; the same values still resume."""
+    ck = tmp_path / "ck"
+    _run(_cfg(Plan(), steps=2), ckpt_dir=str(ck), ckpt_every=2)
+    step = checkpoint.latest(ck)
+    meta = checkpoint.check(step)
+    assert meta["data_stream"] == {"data": "synthetic", "seed": 0, "seq_len": 16,
+                                   "global_batch": 8}
+    base = ("run", "--model", "tiny-llama", "--device", "cpu", "--steps", "3",
+            "--resume", str(step))
+    for extra, field in ((("--seed", "7"), "seed=7"), (("--data", "corpus"), "data='corpus'"),
+                         (("--seq-len", "32"), "seq_len=32"),
+                         (("--global-batch", "4"), "global_batch=4")):
+        args = {"--seq-len": "16", "--global-batch": "8"} | dict([extra])
+        r = _cli(*base, *[x for kv in args.items() for x in kv],
+                 "--out", str(tmp_path / "out"))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+        assert field in r.stderr and "the checkpoint was trained with" in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+    checkpoint.check_same_data(meta, _cfg(Plan(), steps=3))  # same stream: accepted
+
+
 def test_run_refuses_zero_sizes_and_another_gpu_count():
     """--seq-len 0 and --global-batch 0 were taken for the defaults (64, 8); --gpus with
     another count than the plan's ranks was predicted for the plan's count without a word."""
