@@ -121,7 +121,8 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
     _run(_cfg(Plan(dp=2), steps=2), ckpt_dir=str(ck), ckpt_every=2)
     step = checkpoint.latest(ck)
     assert step is not None and step.name == "step-1"
-    base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu")
+    base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu",
+            "--lr", "5e-4")  # the checkpoint's (a resume under another lr is refused)
     r = _cli(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "--steps=2: the checkpoint is after step 2" in r.stderr
@@ -135,7 +136,9 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
 def test_resume_refuses_another_data_stream(tmp_path):
     """The batches of step s are a function of (data, seed, seq_len, global_batch): a resume
     under another value trained on other batches than the run it continues and printed the
-    two runs' losses as one history (before: exit 0). Now one line naming the field, exit 2,
+    two runs' losses as one history (before: exit 0). Likewise --lr: the load restores the
+    optimizer's param_groups, so the resumed run went on at the checkpoint's lr whatever
+    --lr said (before: exit 0, ran at 5e-4 when given 1e-2). Now one line naming the field, exit 2,
     before any worker starts; the same values still resume."""
     ck = tmp_path / "ck"
     _run(_cfg(Plan(), steps=2), ckpt_dir=str(ck), ckpt_every=2)
@@ -143,16 +146,18 @@ def test_resume_refuses_another_data_stream(tmp_path):
     meta = checkpoint.check(step)
     assert meta["data_stream"] == {"data": "synthetic", "seed": 0, "seq_len": 16,
                                    "global_batch": 8}
+    assert meta["optimizer"] == {"lr": 5e-4}
     base = ("run", "--model", "tiny-llama", "--device", "cpu", "--steps", "3",
             "--resume", str(step))
     for extra, field in ((("--seed", "7"), "seed=7"), (("--data", "corpus"), "data='corpus'"),
                          (("--seq-len", "32"), "seq_len=32"),
-                         (("--global-batch", "4"), "global_batch=4")):
+                         (("--global-batch", "4"), "global_batch=4"),
+                         (("--lr", "0.01"), "lr=0.01")):
         args = {"--seq-len": "16", "--global-batch": "8"} | dict([extra])
         r = _cli(*base, *[x for kv in args.items() for x in kv],
                  "--out", str(tmp_path / "out"))
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
-        assert field in r.stderr and "the checkpoint was trained with" in r.stderr, r.stderr
+        assert field in r.stderr and "the checkpoint" in r.stderr, r.stderr
         assert not (tmp_path / "out").exists()
     checkpoint.check_same_data(meta, _cfg(Plan(), steps=3))  # same stream: accepted
 
