@@ -70,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime.train import RunConfig, as_run
 
     sc = _scenario(args)
+    # a scenario's [cluster] sizes the plan as `predict`/`plan` size it (dp inferred from its
+    # GPU count when not stated, the world checked against it); before, run took dp=1 and
+    # ran, and predicted, another plan on fewer ranks than `predict --scenario` printed
     try:
-        plan = plan_from_args(args, sc, on_cluster=False)
+        plan = plan_from_args(args, sc, on_cluster=sc.cluster is not None and not args.gpus)
     except InputError as e:
-        if e.field != "plan":
+        if e.field != "plan" or e.value is not None:  # only "no plan given" falls to Plan()
             raise
         from ..plan import Plan
         plan = Plan()

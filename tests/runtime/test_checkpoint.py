@@ -162,6 +162,22 @@ def test_resume_refuses_another_data_stream(tmp_path):
     checkpoint.check_same_data(meta, _cfg(Plan(), steps=3))  # same stream: accepted
 
 
+def test_run_sizes_a_scenario_plan_on_its_cluster_as_predict_does(tmp_path):
+    """[cluster] 4 GPUs, [plan] tp=2: `predict --scenario` prints dp2 tp2; `run` ran dp1 tp2
+    on 2 ranks and predicted for 2 GPUs (before: plan dp1, exit 0). Now it runs the plan
+    predict prints."""
+    sc = tmp_path / "sc.toml"
+    body = ('[model]\npreset = "tiny-llama"\n[cluster]\ngpus = "4xH100-SXM-80GB"\n'
+            '[workload]\nseq_len = 16\nglobal_batch = 4\n[plan]\n')
+    sc.write_text(body + "tp = 2\n")
+    r = _cli("run", "--scenario", str(sc), "--steps", "1", "--device", "cpu", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert (res["plan"]["dp"], res["plan"]["tp"]) == (2, 2)
+    p = _cli("predict", "--scenario", str(sc), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["plan"]["dp"] == 2
+
+
 def test_run_refuses_zero_sizes_and_another_gpu_count():
     """--seq-len 0 and --global-batch 0 were taken for the defaults (64, 8); --gpus with
     another count than the plan's ranks was predicted for the plan's count without a word."""
