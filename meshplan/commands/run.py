@@ -70,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime.train import RunConfig, as_run
 
     sc = _scenario(args)
+    # a scenario's [cluster] sizes the plan as `predict`/`plan` size it (dp inferred from its
+    # GPU count when not stated, the world checked against it); before, run took dp=1 and
+    # ran, and predicted, another plan on fewer ranks than `predict --scenario` printed
     try:
-        plan = plan_from_args(args, sc, on_cluster=False)
+        plan = plan_from_args(args, sc, on_cluster=sc.cluster is not None and not args.gpus)
     except InputError as e:
-        if e.field != "plan":
+        if e.field != "plan" or e.value is not None:  # only "no plan given" falls to Plan()
             raise
         from ..plan import Plan
         plan = Plan()
@@ -120,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         meta = checkpoint.check(latest)
     elif args.resume:
         raise InputError("--resume", True, "needs --checkpoint-dir or a checkpoint PATH")
+    if meta is not None:
+        checkpoint.check_same_data(meta, cfg)
     if meta is not None and args.steps <= int(meta["step"]) + 1:
         # --steps counts from the run's start: the checkpoint holds steps 0..step done
         raise InputError("--steps", args.steps,

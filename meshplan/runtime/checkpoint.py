@@ -51,11 +51,47 @@ def save(trainer, root: str | Path, step: int, history: list[float]) -> Path:
     dist.barrier()
     if dist.get_rank() == 0:
         (tmp / META).write_text(json.dumps({"step": step, "losses": history,
-                                            "plan": trainer.cfg.plan.to_dict()}))
+                                            "plan": trainer.cfg.plan.to_dict(),
+                                            "data_stream": data_stream(trainer.cfg),
+                                            "optimizer": {k: getattr(trainer.cfg, k)
+                                                          for k in OPTIMIZER}}))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
     dist.barrier()
     return final
+
+
+# What decides the batches of step s (data.py: a pure function of seed and step, shaped by
+# seq_len and global_batch): a resume under other values trains on other batches than the
+# run it continues, and its loss history would splice two runs together.
+DATA_STREAM = ("data", "seed", "seq_len", "global_batch")
+
+
+# AdamW's hyper-parameters live in the optimizer state's param_groups, which a load restores:
+# a resume under another --lr ran silently at the checkpoint's (weight decay and epsilon are
+# restored the same way; `run` has no flag for them)
+OPTIMIZER = ("lr",)
+
+
+def data_stream(cfg) -> dict:
+    return {k: getattr(cfg, k) for k in DATA_STREAM}
+
+
+def check_same_data(meta: dict, cfg) -> None:
+    """InputError naming the first field of the data stream a resume would change
+    (checkpoints written before the stream was recorded are not checked)."""
+    saved = meta.get("data_stream") or {}
+    for k in DATA_STREAM:
+        if k in saved and saved[k] != getattr(cfg, k):
+            raise InputError(k, getattr(cfg, k),
+                             f"the checkpoint was trained with {k}={saved[k]!r}; resume with "
+                             f"the same {k} (the batches of each step depend on it)")
+    saved = meta.get("optimizer") or {}
+    for k in OPTIMIZER:
+        if k in saved and saved[k] != getattr(cfg, k):
+            raise InputError(k, getattr(cfg, k),
+                             f"the checkpoint's optimizer state carries {k}={saved[k]!r}, which "
+                             f"a resume restores; resume with the same {k}")
 
 
 def latest(root: str | Path) -> Path | None:

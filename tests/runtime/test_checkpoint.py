@@ -121,7 +121,8 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
     _run(_cfg(Plan(dp=2), steps=2), ckpt_dir=str(ck), ckpt_every=2)
     step = checkpoint.latest(ck)
     assert step is not None and step.name == "step-1"
-    base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu")
+    base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu",
+            "--lr", "5e-4")  # the checkpoint's (a resume under another lr is refused)
     r = _cli(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "--steps=2: the checkpoint is after step 2" in r.stderr
@@ -130,6 +131,51 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
     assert "cannot be loaded into this model and plan (RuntimeError: Missing key" in r.stderr
     r = _cli(*base, "--model", "tiny-llama", "--checkpoint-every", "1")
     assert r.returncode == 2 and "needs --checkpoint-dir" in r.stderr
+
+
+def test_resume_refuses_another_data_stream(tmp_path):
+    """The batches of step s are a function of (data, seed, seq_len, global_batch): a resume
+    under another value trained on other batches than the run it continues and printed the
+    two runs' losses as one history (before: exit 0). Likewise --lr: the load restores the
+    optimizer's param_groups, so the resumed run went on at the checkpoint's lr whatever
+    --lr said (before: exit 0, ran at 5e-4 when given 1e-2). Now one line naming the field, exit 2,
+    before any worker starts; the same values still resume."""
+    ck = tmp_path / "ck"
+    _run(_cfg(Plan(), steps=2), ckpt_dir=str(ck), ckpt_every=2)
+    step = checkpoint.latest(ck)
+    meta = checkpoint.check(step)
+    assert meta["data_stream"] == {"data": "synthetic", "seed": 0, "seq_len": 16,
+                                   "global_batch": 8}
+    assert meta["optimizer"] == {"lr": 5e-4}
+    base = ("run", "--model", "tiny-llama", "--device", "cpu", "--steps", "3",
+            "--resume", str(step))
+    for extra, field in ((("--seed", "7"), "seed=7"), (("--data", "corpus"), "data='corpus'"),
+                         (("--seq-len", "32"), "seq_len=32"),
+                         (("--global-batch", "4"), "global_batch=4"),
+                         (("--lr", "0.01"), "lr=0.01")):
+        args = {"--seq-len": "16", "--global-batch": "8"} | dict([extra])
+        r = _cli(*base, *[x for kv in args.items() for x in kv],
+                 "--out", str(tmp_path / "out"))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+        assert field in r.stderr and "the checkpoint" in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+    checkpoint.check_same_data(meta, _cfg(Plan(), steps=3))  # same stream: accepted
+
+
+def test_run_sizes_a_scenario_plan_on_its_cluster_as_predict_does(tmp_path):
+    """[cluster] 4 GPUs, [plan] tp=2: `predict --scenario` prints dp2 tp2; `run` ran dp1 tp2
+    on 2 ranks and predicted for 2 GPUs (before: plan dp1, exit 0). Now it runs the plan
+    predict prints."""
+    sc = tmp_path / "sc.toml"
+    body = ('[model]\npreset = "tiny-llama"\n[cluster]\ngpus = "4xH100-SXM-80GB"\n'
+            '[workload]\nseq_len = 16\nglobal_batch = 4\n[plan]\n')
+    sc.write_text(body + "tp = 2\n")
+    r = _cli("run", "--scenario", str(sc), "--steps", "1", "--device", "cpu", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert (res["plan"]["dp"], res["plan"]["tp"]) == (2, 2)
+    p = _cli("predict", "--scenario", str(sc), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["plan"]["dp"] == 2
 
 
 def test_run_refuses_zero_sizes_and_another_gpu_count():
