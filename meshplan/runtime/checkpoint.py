@@ -80,18 +80,15 @@ def data_stream(cfg) -> dict:
 def check_same_data(meta: dict, cfg) -> None:
     """InputError naming the first field of the data stream a resume would change
     (checkpoints written before the stream was recorded are not checked)."""
-    saved = meta.get("data_stream") or {}
-    for k in DATA_STREAM:
-        if k in saved and saved[k] != getattr(cfg, k):
-            raise InputError(k, getattr(cfg, k),
-                             f"the checkpoint was trained with {k}={saved[k]!r}; resume with "
-                             f"the same {k} (the batches of each step depend on it)")
-    saved = meta.get("optimizer") or {}
-    for k in OPTIMIZER:
-        if k in saved and saved[k] != getattr(cfg, k):
-            raise InputError(k, getattr(cfg, k),
-                             f"the checkpoint's optimizer state carries {k}={saved[k]!r}, which "
-                             f"a resume restores; resume with the same {k}")
+    for section, fields, why in (
+            ("data_stream", DATA_STREAM, "the checkpoint was trained with {k}={v!r}; resume "
+             "with the same {k} (the batches of each step depend on it)"),
+            ("optimizer", OPTIMIZER, "the checkpoint's optimizer state carries {k}={v!r}, "
+             "which a resume restores; resume with the same {k}")):
+        saved = meta.get(section) or {}
+        for k in fields:
+            if k in saved and saved[k] != getattr(cfg, k):
+                raise InputError(k, getattr(cfg, k), why.format(k=k, v=saved[k]))
 
 
 def latest(root: str | Path) -> Path | None:
