@@ -250,7 +250,16 @@ def one_rank_group():
            "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
+    # DeepSpeed's torch backend JIT-compiles its CPU shared-memory all-reduce op
+    # (deepspeed/comm/torch.py build_shm_op: about 1-2 min of C++ on a clean machine, CI's
+    # case) for inference_all_reduce only; the config classes never call it
+    backend = importlib.import_module("deepspeed.comm.torch")  # deepspeed.comm.torch is torch
+    build_shm_op = backend.build_shm_op
+    backend.build_shm_op = lambda: None
+    try:
+        deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
+    finally:
+        backend.build_shm_op = build_shm_op
     yield
     if tdist.is_initialized():
         tdist.destroy_process_group()
