@@ -24,7 +24,11 @@ The same kernels as training at inference shapes, composed per layer:
   n-1 peers' buffers after a barrier (two link latencies plus (n-1) x buffer / link
   bandwidth), or two-shot (four latencies plus 2(n-1)/n x buffer / bandwidth); the ring of
   cost/collectives.py beyond 8 MiB or across nodes.
-- MoE expert parallel: dispatch and combine all-to-alls (cost/collectives.py).
+- MoE expert parallel: dispatch and combine all-to-alls (cost/collectives.py), only with
+  attention data parallelism. Expert parallel over the tensor-parallel ranks alone (tp = ep,
+  attn_dp = 1) moves no tokens: every rank holds the same tokens after attention, runs its
+  own experts on them, and the expert outputs are summed by the MoE layer's tensor-parallel
+  all-reduce, the one a dense MLP has (already in the two all-reduces per layer).
 - Pipeline parallel: one point-to-point send of the hidden states per stage boundary.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
   the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps).
@@ -173,9 +177,23 @@ class StepModel:
         return g, stream, self._ep_a2a_s(ops) if moe else 0.0
 
     def _ep_a2a_s(self, ops) -> float:
-        """The expert all-to-alls of one MoE layer (``ops``: its layer_ops)."""
+        """The expert all-to-alls of one MoE layer (``ops``: its layer_ops).
+
+        None without attention data parallelism: both engines then reduce the expert
+        outputs with the tensor-parallel all-reduce instead (``tp_comm``, two per layer).
+        vLLM: FusedMoEParallelConfig.use_all2all_kernels is ``use_ep and (dp_size > 1 or
+        pcp_size > 1 or is_sequence_parallel)``, and sequence-parallel MoE needs dp > 1
+        (vllm/model_executor/layers/fused_moe/config.py; vllm/config/parallel.py
+        use_sequence_parallel_moe); without them FusedMoE.maybe_all_reduce_tensor_model_parallel
+        all-reduces the output (vllm/model_executor/layers/fused_moe/layer.py). SGLang: with
+        the default --moe-a2a-backend none the StandardDispatcher only remaps the top-k ids to
+        the rank's local experts, no communication
+        (python/sglang/srt/layers/moe/token_dispatcher/standard.py), and the MoE block
+        all-reduces the expert outputs over the expert-parallel group, the same GPUs as tp
+        (moe_expert_parallel_all_reduce in Qwen3MoeSparseMoeBlock.forward_normal,
+        python/sglang/srt/models/qwen3_moe.py)."""
         p = self.pool
-        if p.ep <= 1:
+        if p.ep <= 1 or p.attn_dp <= 1:
             return 0.0
         pl = collectives.placement(((p.ep, 1),), self.cluster.domain_size)
         return ops.ep_alltoalls * collectives.all_to_all_s(self.cluster, pl, ops.ep_send_bytes)

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..specs.hardware import Cluster
+from ..specs.hardware import GPU
 from ..specs.model import ModelSpec
+from .memory import serve_memory
 from .spec import Pool, ServePlan
 
 ENGINES = ("vllm", "sglang")
@@ -95,7 +97,40 @@ def servers(engine: str, plan: ServePlan, cluster: Cluster) -> list[Server]:
     return out
 
 
-def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> list[str]:
+def _mem_meaning(engine: str) -> str:
+    """Whose meaning a memory fraction has: SGLang's --mem-fraction-static, or vLLM's
+    --gpu-memory-utilization (TensorRT-LLM's plans are simulated with vLLM's, serve/memory.py)."""
+    return "sglang" if engine == "sglang" else "vllm"
+
+
+def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec,
+                      gpu: GPU) -> float:
+    """The value of ``engine``'s memory flag that gives each GPU the KV cache the plan was
+    simulated with. ``pool.gpu_mem_util`` has the meaning of ``plan.scheduler``'s engine
+    (serve/memory.py): passed as it is when the engines agree, else converted:
+    - to SGLang's --mem-fraction-static, the static share (weights + KV cache) of the memory
+      free before the weights load: (weights + kv) / (memory - runtime), which leaves
+      outside it the activations and vLLM's unused (1 - util) x memory;
+    - to vLLM's --gpu-memory-utilization, everything the engine holds over the memory:
+      (weights + activations + runtime + kv) / memory.
+    Rounded down to 4 decimals: at most 1e-4 of the memory less cache, never less room for
+    the activations than simulated."""
+    if _mem_meaning(engine) == _mem_meaning(plan.scheduler):
+        return pool.gpu_mem_util
+    mem = serve_memory(model, gpu, pool, plan.weight_dtype, plan.kv_dtype,
+                       scheduler=plan.scheduler)
+    if engine == "sglang":
+        x = (mem.weights_bytes + mem.kv_bytes) / (gpu.memory_bytes - mem.runtime_bytes)
+    else:
+        x = (mem.weights_bytes + mem.activation_bytes + mem.runtime_bytes
+             + mem.kv_bytes) / gpu.memory_bytes
+    return max(1e-4, min(1.0, int(x * 1e4) / 1e4))
+
+
+def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
+              mem_fraction: float | None = None) -> list[str]:
+    """``mem_fraction``: --gpu-memory-utilization (default ``pool.gpu_mem_util``; commands()
+    passes ``memory_flag_value``)."""
     a = ["vllm", "serve", model_id, "--tensor-parallel-size", str(pool.tp)]
     if pool.pp > 1:
         a += ["--pipeline-parallel-size", str(pool.pp)]
@@ -111,7 +146,8 @@ def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> list[
     a += ["--max-num-seqs", str(pool.max_num_seqs),
           "--max-num-batched-tokens", str(pool.max_batched_tokens),
           "--max-model-len", str(max_len),
-          "--gpu-memory-utilization", f"{pool.gpu_mem_util:g}",
+          "--gpu-memory-utilization",
+          f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}",
           "--enable-chunked-prefill"]
     if plan.weight_dtype == "fp8":
         a += ["--quantization", "fp8"]
@@ -119,7 +155,10 @@ def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> list[
     return a
 
 
-def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> list[str]:
+def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
+                mem_fraction: float | None = None) -> list[str]:
+    """``mem_fraction``: --mem-fraction-static, SGLang's meaning (default
+    ``pool.gpu_mem_util`` as it is; commands() passes ``memory_flag_value``)."""
     # SGLang's --tp-size is the replica's GPU count; attention DP splits it into groups
     a = ["python", "-m", "sglang.launch_server", "--model-path", model_id,
          "--tp-size", str(pool.tp * pool.attn_dp)]
@@ -136,7 +175,8 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> lis
     a += ["--max-running-requests", str(pool.max_num_seqs * pool.attn_dp),
           "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp),
           "--context-length", str(max_len),
-          "--mem-fraction-static", f"{pool.gpu_mem_util:g}"]
+          "--mem-fraction-static",
+          f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}"]
     if pool.role == "both":
         # the simulator mixes decode tokens and prefill chunks in one step; SGLang does only
         # with --enable-mixed-chunk (arg_groups/fields/schedule.py:208-211, off by default;
@@ -151,13 +191,15 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int) -> lis
     return a
 
 
-def server_args(engine: str, s: Server, plan: ServePlan, model_id: str, max_len: int) -> list[str]:
+def server_args(engine: str, s: Server, plan: ServePlan, model_id: str, max_len: int,
+                mem_fraction: float | None = None) -> list[str]:
     if engine == "vllm":  # vLLM's server binds every interface by default
-        return vllm_args(s.pool, plan, model_id, max_len) + ["--port", str(s.port)]
+        return vllm_args(s.pool, plan, model_id, max_len, mem_fraction) + ["--port", str(s.port)]
     # SGLang's HTTP server, and a prefill server's bootstrap server with it, bind --host,
     # 127.0.0.1 by default (arg_groups/fields/serving.py:65, managers/disagg_service.py:46-47):
     # the router and decode servers on other nodes could not reach them
-    a = sglang_args(s.pool, plan, model_id, max_len) + ["--host", "0.0.0.0", "--port", str(s.port)]
+    a = sglang_args(s.pool, plan, model_id, max_len, mem_fraction) + ["--host", "0.0.0.0",
+                                                                      "--port", str(s.port)]
     if s.pool.role == "prefill":
         a += ["--disaggregation-bootstrap-port", str(s.bootstrap_port)]
     return a
@@ -223,8 +265,9 @@ def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, clus
     placed = servers(engine, plan, cluster)
     for s in placed:
         env = ["env", "CUDA_VISIBLE_DEVICES=" + ",".join(map(str, s.gpus))]
+        mem = memory_flag_value(engine, s.pool, plan, model, cluster.gpu)
         out.append((f"{s.pool.role} replica {s.index} on node {s.node}",
-                    env + server_args(engine, s, plan, model_id, max_len)))
+                    env + server_args(engine, s, plan, model_id, max_len, mem)))
     if engine == "sglang":
         router = ["python", "-m", "sglang_router.launch_router"]
         if plan.disaggregated:

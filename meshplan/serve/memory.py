@@ -25,6 +25,20 @@ a full pool and a window pool of ``swa_full_tokens_ratio`` (0.8) x as many token
 sgl-project/sglang commit 001ccef0072a4537d4ec6bdd50a73e6feb2c907d); that split is not modelled.
 Weights per GPU come from the same per-layer parameter split as training (cost/ops.py's
 ``layer_ops`` params: column/row-parallel linears over tp, routed experts over ep or tp).
+
+What ``Pool.gpu_mem_util`` means depends on the engine (``serve_memory``'s ``scheduler``):
+- vLLM ``--gpu-memory-utilization`` (and, as modelled, TensorRT-LLM): the share of the GPU
+  the engine may use for everything, so the KV cache gets util x memory - weights -
+  activations - runtime.
+- SGLang ``--mem-fraction-static``: "the fraction of the memory used for static allocation
+  (model weights and KV cache memory pool)" (its help text). The KV pool is the free memory
+  after loading the weights less (1 - fraction) of the free memory measured before loading
+  them (KVCacheConfigurator._profile_available_bytes, python/sglang/srt/mem_cache/
+  kv_cache_configurator.py; ModelRunner.profile_max_num_token in model_runner_kv_cache_mixin.py
+  before it: ``rest = available - total * (1 - mem_fraction_static)``). That first free
+  figure is taken after the CUDA context and the communicators exist, so with
+  pre = memory - runtime the pool is fraction x pre - weights, and the activations (and
+  CUDA graphs) must fit in the (1 - fraction) x pre left outside it.
 """
 
 from __future__ import annotations
@@ -196,27 +210,54 @@ class ServeMemory:
     kv_bytes: float
     kv_tokens: int
     block_tokens: int
+    # SGLang: activations beyond the (1 - mem_fraction_static) share left outside the static
+    # pool (the engine would run out of memory in a forward pass); 0 for vLLM's meaning,
+    # whose budget already takes the activations out of the cache
+    activation_shortfall_bytes: float = 0.0
 
     @property
     def fits(self) -> bool:
-        return self.kv_tokens >= self.block_tokens
+        return self.kv_tokens >= self.block_tokens and self.activation_shortfall_bytes <= 0
 
     def to_dict(self) -> dict:
         return {"budget_gib": self.total_bytes / GiB, "weights_gib": self.weights_bytes / GiB,
                 "activations_gib": self.activation_bytes / GiB,
                 "runtime_gib": self.runtime_bytes / GiB, "kv_cache_gib": self.kv_bytes / GiB,
-                "kv_tokens_per_replica": self.kv_tokens}
+                "kv_tokens_per_replica": self.kv_tokens,
+                "activation_shortfall_gib": self.activation_shortfall_bytes / GiB}
+
+    def why_not(self) -> str:
+        """Why the plan does not fit (empty if it does)."""
+        if self.activation_shortfall_bytes > 0:
+            return (f"activations of {self.activation_bytes / GiB:.1f} GiB per GPU do not fit in"
+                    f" the {(self.activation_bytes - self.activation_shortfall_bytes) / GiB:.1f}"
+                    " GiB SGLang leaves outside --mem-fraction-static's static pool")
+        if not self.fits:
+            return (f"weights {self.weights_bytes / GiB:.1f} GiB per GPU leave no KV cache in"
+                    f" {self.total_bytes / GiB:.1f} GiB")
+        return ""
 
 
 def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_dtype: str,
-                 block_tokens: int = BLOCK_TOKENS) -> ServeMemory:
-    budget = gpu.memory_bytes * pool.gpu_mem_util
+                 block_tokens: int = BLOCK_TOKENS, scheduler: str = "vllm") -> ServeMemory:
+    """One GPU's memory with ``pool.gpu_mem_util`` read as ``scheduler``'s engine reads its
+    memory flag (module docstring): SGLang's --mem-fraction-static for "sglang", vLLM's
+    --gpu-memory-utilization otherwise. ``total_bytes`` is the budget the fraction gives:
+    everything (vLLM) or weights plus KV cache (SGLang)."""
     w = weight_bytes_per_gpu(model, pool, weight_dtype)
     act = activation_bytes(model, pool)
     # CUDA context + library workspaces, and communication buffers (cost/efficiency.py HOST)
     runtime = HOST.runtime_reserved_bytes + (HOST.comm_buffer_bytes if pool.tp * pool.attn_dp > 1
                                              else 0.0)
-    kv = max(0.0, budget - w - act - runtime)
+    shortfall = 0.0
+    if scheduler == "sglang":
+        pre_load = max(0.0, gpu.memory_bytes - runtime)
+        budget = pre_load * pool.gpu_mem_util
+        kv = max(0.0, budget - w)
+        shortfall = max(0.0, act - (pre_load - budget))
+    else:
+        budget = gpu.memory_bytes * pool.gpu_mem_util
+        kv = max(0.0, budget - w - act - runtime)
     per_token = kv_bytes_per_token(model, pool.tp, kv_dtype, ceil(model.layers / pool.pp))
     tokens = int(kv // per_token) // block_tokens * block_tokens * pool.attn_dp
-    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens)
+    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens, shortfall)

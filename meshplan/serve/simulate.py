@@ -568,11 +568,10 @@ def percentile(xs: list[float], q: float) -> float:
 
 def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan,
                  role: str, start: int, decode_group: bool = True) -> list[_Engine]:
-    mem = serve_memory(model, cluster.gpu, pool, plan.weight_dtype, plan.kv_dtype)
+    mem = serve_memory(model, cluster.gpu, pool, plan.weight_dtype, plan.kv_dtype,
+                       scheduler=plan.scheduler)
     if not mem.fits:
-        raise InputError("plan", plan.describe(),
-                         f"does not fit: weights {mem.weights_bytes / 2**30:.1f} GiB per GPU leave"
-                         f" no KV cache in {mem.total_bytes / 2**30:.1f} GiB")
+        raise InputError("plan", plan.describe(), f"does not fit: {mem.why_not()}")
     step = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
     # one engine per (replica, pipeline slot, attention-DP rank); they share the cache
     per_replica = pool.pp * pool.attn_dp

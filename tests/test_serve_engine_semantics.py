@@ -1,0 +1,133 @@
+"""Serving: what vLLM and SGLang do, as their sources say, priced and exported so.
+
+- Expert parallel over the tensor-parallel GPUs without attention data parallelism
+  (tp = ep, attn_dp = 1): every rank holds the same tokens after attention; vLLM
+  (fused_moe/config.py use_all2all_kernels needs dp > 1) and SGLang (StandardDispatcher,
+  the default --moe-a2a-backend none) dispatch nothing and sum the expert outputs with one
+  all-reduce over the 8 GPUs, as a dense MLP's tensor-parallel all-reduce.
+- SGLang's --mem-fraction-static is "the fraction of the memory used for static allocation
+  (model weights and KV cache memory pool)": its KV pool is the free memory after the
+  weights load less (1 - fraction) x the free memory before they load
+  (KVCacheConfigurator._profile_available_bytes, sglang/srt/mem_cache/
+  kv_cache_configurator.py). vLLM's --gpu-memory-utilization is the share of the whole GPU
+  for weights, activations, runtime and cache together.
+"""
+
+import re
+
+import pytest
+
+from meshplan.cost.efficiency import HOST
+from meshplan.errors import InputError
+from meshplan.scenario import make_cluster
+from meshplan.serve.cost import StepModel, all_reduce_small_s
+from meshplan.serve.export import commands
+from meshplan.serve.memory import serve_memory, weight_bytes_per_gpu
+from meshplan.serve.simulate import simulate
+from meshplan.serve.spec import Pool, ServePlan
+from meshplan.serve.traffic import Lengths, synthetic
+from meshplan.specs.catalog.presets import load_model
+
+QWEN = load_model("qwen3-235b-a22b")
+L8 = load_model("llama3.1-8b")
+L70 = load_model("llama3.1-70b")
+H100 = make_cluster("8xH100-SXM-80GB")
+GiB = 2**30
+
+
+@pytest.mark.parametrize("tokens", [1, 64, 2048])
+def test_tp_ep_without_attention_dp_is_two_all_reduces_per_layer(tokens):
+    """tp8 ep8, no attention DP: the communication of a step is two all-reduces of
+    tokens x hidden 16-bit activations per layer (attention output, MoE output), no
+    expert all-to-all; the same as tp8 without expert parallel."""
+    sm = StepModel(QWEN, H100, Pool(tp=8, ep=8), "fp8", "fp8")
+    st = sm.step(tokens, tokens)
+    ar = all_reduce_small_s(H100, 8, 2 * tokens * QWEN.hidden)
+    assert st.ep_comm_s == 0
+    assert st.tp_comm_s == pytest.approx(2 * QWEN.layers * ar)
+    plain = StepModel(QWEN, H100, Pool(tp=8), "fp8", "fp8").step(tokens, tokens)
+    assert st.tp_comm_s + st.ep_comm_s == pytest.approx(plain.tp_comm_s + plain.ep_comm_s)
+
+
+def test_attention_dp_keeps_the_expert_all_to_all():
+    """With attention DP each rank brings its own tokens: the dispatch/combine stays."""
+    st = StepModel(QWEN, H100, Pool(tp=1, attn_dp=8, ep=8), "fp8", "fp8").step(64, 64)
+    assert st.ep_comm_s > 0 and st.tp_comm_s == 0
+
+
+# ---- SGLang's --mem-fraction-static ----------------------------------------------------------
+
+def _sglang_pool_bytes(fraction, memory, runtime, weights):
+    """SGLang's KV pool: free after load minus (1 - fraction) x free before load, the free
+    memory before load being the GPU's less the CUDA context and communicators."""
+    pre_load = memory - runtime
+    return (pre_load - weights) - pre_load * (1 - fraction)
+
+
+@pytest.mark.parametrize("tp,fraction", [(1, 0.85), (4, 0.9)])
+def test_sglang_memory_check_uses_the_static_fraction(tp, fraction):
+    pool = Pool(tp=tp, gpu_mem_util=fraction)
+    m = serve_memory(L70 if tp > 1 else L8, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
+    runtime = HOST.runtime_reserved_bytes + (HOST.comm_buffer_bytes if tp > 1 else 0)
+    w = weight_bytes_per_gpu(L70 if tp > 1 else L8, pool, "bf16")
+    assert m.runtime_bytes == runtime and m.weights_bytes == w
+    assert m.kv_bytes == pytest.approx(_sglang_pool_bytes(fraction, 80 * GiB, runtime, w))
+    # the activations are outside the static pool, not taken out of the cache
+    assert m.activation_shortfall_bytes == 0 and m.fits
+
+
+def test_sglang_fraction_leaving_no_room_for_activations_does_not_fit():
+    """--mem-fraction-static 0.99 leaves 0.01 x ~78.5 GiB = 0.8 GiB for a 16k-token forward
+    pass: SGLang would run out of memory there; vLLM's 0.99 takes the activations out of
+    the cache instead."""
+    pool = Pool(tp=1, gpu_mem_util=0.99, max_batched_tokens=16384, max_num_seqs=256)
+    m = serve_memory(L8, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
+    assert m.activation_bytes > 0.01 * (80 * GiB - m.runtime_bytes)
+    assert not m.fits and m.activation_shortfall_bytes == pytest.approx(
+        m.activation_bytes - 0.01 * (80 * GiB - m.runtime_bytes))
+    assert serve_memory(L8, H100.gpu, pool, "bf16", "bf16").fits
+    plan = ServePlan((pool,), scheduler="sglang")
+    traffic = synthetic(4, Lengths(100, 100), Lengths(10, 10), rate_per_s=None, concurrency=2)
+    with pytest.raises(InputError, match="mem-fraction-static"):
+        simulate(L8, H100, plan, traffic)
+
+
+def _flag(argv, name):
+    return float(argv[argv.index(name) + 1])
+
+
+@pytest.mark.parametrize("util", [0.9, 0.8])
+def test_sglang_export_gives_the_simulated_kv_cache(util):
+    """A plan simulated with vLLM's meaning (the serve command's) exported for SGLang: the
+    --mem-fraction-static written gives, by SGLang's formula, the KV cache the simulation
+    used (to 1e-4 of the memory) and leaves at least the activations outside the pool."""
+    pool = Pool(tp=4, gpu_mem_util=util)
+    plan = ServePlan((pool,), "fp8", "fp8")
+    sim = serve_memory(L70, H100.gpu, pool, "fp8", "fp8")
+    argv = commands("sglang", plan, L70, "org/x", H100, 2300)[0][1]
+    f = _flag(argv, "--mem-fraction-static")
+    got = _sglang_pool_bytes(f, 80 * GiB, sim.runtime_bytes, sim.weights_bytes)
+    assert sim.kv_bytes - 1e-4 * 80 * GiB <= got <= sim.kv_bytes
+    assert (1 - f) * (80 * GiB - sim.runtime_bytes) >= sim.activation_bytes
+
+
+def test_memory_flags_pass_through_when_the_meanings_agree():
+    pool = Pool(tp=4, gpu_mem_util=0.87)
+    vllm = commands("vllm", ServePlan((pool,)), L70, "org/x", H100, 2300)[0][1]
+    assert _flag(vllm, "--gpu-memory-utilization") == 0.87
+    sgl = commands("sglang", ServePlan((pool,), scheduler="sglang"), L70, "org/x", H100,
+                   2300)[0][1]
+    assert _flag(sgl, "--mem-fraction-static") == 0.87
+
+
+def test_vllm_export_of_an_sglang_plan_gives_its_kv_cache():
+    """The other way: a plan read with SGLang's meaning exported for vLLM, whose budget
+    is weights + activations + runtime + cache over the whole GPU."""
+    pool = Pool(tp=4, gpu_mem_util=0.85)
+    plan = ServePlan((pool,), scheduler="sglang")
+    sim = serve_memory(L70, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
+    argv = commands("vllm", plan, L70, "org/x", H100, 2300)[0][1]
+    u = _flag(argv, "--gpu-memory-utilization")
+    got = u * 80 * GiB - sim.weights_bytes - sim.activation_bytes - sim.runtime_bytes
+    assert sim.kv_bytes - 1e-4 * 80 * GiB <= got <= sim.kv_bytes
+    assert re.fullmatch(r"0\.\d{1,4}", argv[argv.index("--gpu-memory-utilization") + 1])
