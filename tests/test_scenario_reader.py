@@ -1,0 +1,44 @@
+"""Every command that takes --scenario reads it through one function (commands/_common.py
+scenario_from_args, then plan_from_args): a scenario one command refuses, every command
+refuses, in the same one line (exit 2), and before anything runs (no rank is started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from meshplan.cli import main
+
+TINY = ('[model]\npreset = "tiny-llama"\n[cluster]\ngpus = "4xH100-SXM-80GB"\n'
+        '[workload]\nseq_len = 16\nglobal_batch = 8\n')
+# the stated dp (2) disagrees with the cluster (4 GPUs): predict refuses it
+DP_MISMATCH = TINY + "[plan]\ndp = 2\n"
+REFUSAL = "dp*cp*tp*pp = 2*1*1*1 = 2 must equal the number of GPUs (4)"
+RUNTIME = ["--steps", "1", "--device", "cpu"]
+
+
+def _refusal(argv, capsys) -> str:
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err.strip()
+
+
+def _write(tmp_path, body: str) -> str:
+    p = tmp_path / "sc.toml"
+    p.write_text(body)
+    return str(p)
+
+
+def test_predict_refuses_a_stated_dp_that_disagrees_with_the_cluster(tmp_path, capsys):
+    err = _refusal(["predict", "--scenario", _write(tmp_path, DP_MISMATCH)], capsys)
+    assert REFUSAL in err and err.startswith("meshplan predict: error: plan=")
+
+
+def test_run_refuses_the_scenario_predict_refuses(tmp_path, capsys):
+    """Before: run replaced the stated dp=2 by the cluster's 4 and trained dp4, exit 0."""
+    sc = _write(tmp_path, DP_MISMATCH)
+    err = _refusal(["run", "--scenario", sc, *RUNTIME, "--out", str(tmp_path / "out")], capsys)
+    assert REFUSAL in err and err.startswith("meshplan run: error: plan=")
+    assert not (tmp_path / "out").exists()  # refused before the run made its folders
+
