@@ -42,3 +42,36 @@ def test_run_refuses_the_scenario_predict_refuses(tmp_path, capsys):
     assert REFUSAL in err and err.startswith("meshplan run: error: plan=")
     assert not (tmp_path / "out").exists()  # refused before the run made its folders
 
+
+def test_dryrun_refuses_the_scenario_predict_refuses(tmp_path, capsys):
+    """Before: dryrun read the file run's old way and built the plan on its own world (dp2,
+    2 ranks) whatever the scenario's 4 GPUs said, exit 0."""
+    err = _refusal(["dryrun", "--scenario", _write(tmp_path, DP_MISMATCH)], capsys)
+    assert REFUSAL in err and err.startswith("meshplan dryrun: error: plan=")
+
+
+POOLS = ('[model]\npreset = "tiny-llama"\n[cluster]\npools = [{gpus = "2xH100-SXM-80GB"}, '
+         '{gpus = "2xA100-SXM-80GB"}]\n[workload]\nseq_len = 16\nglobal_batch = 8\n'
+         '[plan]\ndp = 2\n')
+
+
+def _commands(tmp_path) -> dict:
+    return {"predict": [], "simulate": [], "run": RUNTIME, "dryrun": [],
+            "export": ["--to", "megatron", "--out", str(tmp_path / "ex")]}
+
+
+@pytest.mark.parametrize("body, needle", [
+    (DP_MISMATCH, REFUSAL),
+    # run took the first pool as the cluster and ran; predict refuses pools
+    (POOLS, "cluster.pools=2: pools are planned by `meshplan plan`"),
+], ids=["dp-disagrees-with-cluster", "several-pools"])
+def test_every_command_taking_a_scenario_refuses_it_alike(tmp_path, capsys, body, needle):
+    sc = _write(tmp_path, body)
+    errs = {}
+    for cmd, extra in _commands(tmp_path).items():
+        err = _refusal([cmd, "--scenario", sc, *extra], capsys)
+        assert err.startswith(f"meshplan {cmd}: error: "), err
+        errs[cmd] = err.split(": error: ", 1)[1]
+    assert needle in errs["predict"]
+    assert len(set(errs.values())) == 1, errs
+    assert not (tmp_path / "ex").exists()

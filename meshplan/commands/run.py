@@ -9,9 +9,7 @@ from pathlib import Path
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..progress import activity
 from ._common import add_plan_args, plan_from_args, scenario_from_args
-from ..scenario import Scenario, load_scenario, make_cluster
-from ..specs.catalog.presets import load_model
-from ..specs.workload import Workload
+from ..scenario import Scenario, make_cluster
 
 GiB = 2**30
 
@@ -47,19 +45,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_plan_args(p)
     p.set_defaults(func=run)
-
-
-# dryrun's reader until it reads through scenario_from_args too
-def _scenario(args) -> Scenario:
-    sc = load_scenario(args.scenario) if args.scenario else None
-    model = load_model(args.model) if args.model else (sc.model if sc else load_model("tiny-llama"))
-    w = sc.workload if sc else None
-    # (`is None`, not `or`: --seq-len 0 is refused by Workload, not taken for the default)
-    seq = args.seq_len if args.seq_len is not None else (w.seq_len if w else 64)
-    gb = args.global_batch if args.global_batch is not None else (w.global_batch if w else 8)
-    workload = Workload(seq, gb, w.precision if w else "bf16")
-    cluster = sc.cluster if sc else None
-    return Scenario(model, cluster, workload, sc.plan if sc else None)
 
 
 def run(args: argparse.Namespace) -> int:
