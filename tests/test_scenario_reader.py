@@ -75,3 +75,24 @@ def test_every_command_taking_a_scenario_refuses_it_alike(tmp_path, capsys, body
     assert needle in errs["predict"]
     assert len(set(errs.values())) == 1, errs
     assert not (tmp_path / "ex").exists()
+
+
+@pytest.mark.parametrize("flag, needle", [
+    ("--seq-len", "seq_len=0: must be a positive integer"),
+    ("--global-batch", "global_batch=0: must be a positive integer"),
+    ("--global-batch-tokens", "global_batch_tokens=0: must be a positive integer"),
+    ("--gpus-per-node", "gpus_per_node=0: must be a positive integer"),
+    ("--nic-gbps", "nic_gbps_per_gpu=0"),
+])
+@pytest.mark.parametrize("with_scenario", [True, False], ids=["scenario", "flags"])
+def test_a_zero_flag_is_refused_with_or_without_a_scenario(tmp_path, capsys, flag, needle,
+                                                           with_scenario):
+    """Before: on top of --scenario a 0 was read as "not given" (`or`) and the file's value
+    predicted without a word, exit 0; without --scenario the same flag was refused (and
+    --global-batch-tokens 0 was asked for as a missing --global-batch)."""
+    given = (["--scenario", _write(tmp_path, TINY)] if with_scenario else
+             ["--model", "tiny-llama", "--gpus", "4xH100-SXM-80GB", "--seq-len", "16"]
+             + ([] if flag == "--global-batch-tokens" else ["--global-batch", "8"]))
+    given = [a for i, a in enumerate(given) if a != flag and (i == 0 or given[i - 1] != flag)]
+    err = _refusal(["predict", *given, "--dp", "4", flag, "0"], capsys)
+    assert needle in err, err

@@ -150,16 +150,19 @@ def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenar
         one_pool = sc.pools if sc.pools is not None and not gpus else None
         model = load_model(args.model) if args.model else sc.model
         cluster = sc.cluster
-        if gpus or per_node or nic:
+        # (`is not None`, not `or`, here and below: a 0 given on top of the file is refused
+        # as it is without the file, not taken for "not given")
+        if gpus or per_node is not None or nic is not None:
             cluster = make_cluster(gpus or f"{sc.cluster.num_gpus}x{sc.cluster.gpu.name}",
-                                   gpus_per_node=per_node or sc.cluster.gpus_per_node,
+                                   gpus_per_node=(per_node if per_node is not None
+                                                  else sc.cluster.gpus_per_node),
                                    nic_gbps_per_gpu=nic, gpu_file=_flag(args, "gpu_file"))
         w = sc.workload
-        seq = args.seq_len or w.seq_len
+        seq = args.seq_len if args.seq_len is not None else w.seq_len
         _check_batch_flags(args, seq)
-        gb = args.global_batch or w.global_batch
+        gb = args.global_batch if args.global_batch is not None else w.global_batch
         tokens = _flag(args, "global_batch_tokens")
-        if tokens and args.global_batch is None:
+        if tokens is not None and args.global_batch is None:
             gb = Workload.from_tokens(seq, tokens).global_batch
         # flags override; what the scenario's [workload] says beyond them (framework,
         # compiled_loss, attention_kernel, optimizer, fp8_recipe) is kept
@@ -189,7 +192,7 @@ def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenar
     default = "bf16" if cluster is None or "bf16" in cluster.gpu.peak_flops else "fp16"
     precision = _flag(args, "precision") or default
     _check_recipe_flag(recipe, precision)
-    if tokens:
+    if tokens is not None:
         workload = Workload.from_tokens(seq, tokens, precision=precision,
                                         fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
     elif gb is not None:
