@@ -96,3 +96,33 @@ def test_a_zero_flag_is_refused_with_or_without_a_scenario(tmp_path, capsys, fla
     given = [a for i, a in enumerate(given) if a != flag and (i == 0 or given[i - 1] != flag)]
     err = _refusal(["predict", *given, "--dp", "4", flag, "0"], capsys)
     assert needle in err, err
+
+
+def _predicted_plan(argv, capsys) -> dict:
+    import json
+    assert main(["predict", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["plan"]
+
+
+def _run_config(argv, out, capsys) -> dict:
+    """The configuration `run` hands its workers, without starting one: --nnodes 2 prints
+    each node's torchrun command and writes the config into --out."""
+    import json
+    assert main(["run", *argv, "--nnodes", "2", "--out", str(out) + "/"]) == 0, \
+        capsys.readouterr().err
+    capsys.readouterr()
+    return json.loads((out / "meshplan-run.json").read_text())
+
+
+@pytest.mark.parametrize("how", ["scenario", "flags"])
+def test_run_trains_the_plan_predict_prints(tmp_path, capsys, how):
+    """The plan is sized on the cluster of --scenario or --gpus as predict sizes it (dp
+    inferred from 4 GPUs over tp 2). Before, `run --tp 2 --gpus 4x...` kept dp 1 and refused
+    the 4 GPUs, where `predict` with the same flags printed dp2 tp2."""
+    argv = (["--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n")] if how == "scenario"
+            else ["--model", "tiny-llama", "--gpus", "4xH100-SXM-80GB", "--seq-len", "16",
+                  "--global-batch", "8", "--tp", "2"])
+    cfg = _run_config(argv, tmp_path / "out", capsys)
+    assert cfg["plan"] == _predicted_plan(argv, capsys)
+    assert (cfg["plan"]["dp"], cfg["plan"]["tp"]) == (2, 2)
+    assert (cfg["seq_len"], cfg["global_batch"]) == (16, 8)

@@ -13,11 +13,12 @@ GiB = 2**30
 def register(sub) -> None:
     p = sub.add_parser("dryrun", help="per-rank peak memory of the real model on fake tensors "
                        "(needs meshplan[run])", description=__doc__)
-    p.add_argument("--scenario")
+    p.add_argument("--scenario", help="TOML file with [model], [cluster], [workload] (and [plan])")
     p.add_argument("--model")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--global-batch", type=int)
-    p.add_argument("--gpus", help="COUNTxGPU for the cost model's breakdown")
+    p.add_argument("--gpus", help="COUNTxGPU: the cluster the plan is sized on (dp inferred when not "
+                   "stated) and the cost model's breakdown is for, as predict's --gpus")
     p.add_argument("--dtype", choices=("fp32", "bf16", "bf16-mixed"), default=None,
                    help="default: bf16-mixed (fp32 master, bf16 compute) when the workload's "
                    "precision is bf16, else fp32")

@@ -21,7 +21,8 @@ def register(sub) -> None:
     p.add_argument("--model", help="preset or config.json (default tiny-llama)")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--global-batch", type=int)
-    p.add_argument("--gpus", help="COUNTxGPU for the planner's prediction, e.g. 8xH100-SXM-80GB")
+    p.add_argument("--gpus", help="COUNTxGPU, e.g. 8xH100-SXM-80GB: the cluster the plan is sized on (dp inferred "
+                   "when not stated) and predicted for, as predict's --gpus")
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
