@@ -4,6 +4,8 @@ refuses, in the same one line (exit 2), and before anything runs (no rank is sta
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from meshplan.cli import main
@@ -126,3 +128,29 @@ def test_run_trains_the_plan_predict_prints(tmp_path, capsys, how):
     assert cfg["plan"] == _predicted_plan(argv, capsys)
     assert (cfg["plan"]["dp"], cfg["plan"]["tp"]) == (2, 2)
     assert (cfg["seq_len"], cfg["global_batch"]) == (16, 8)
+
+
+def test_a_cluster_flag_on_top_of_a_scenario_keeps_the_rest_of_its_cluster(tmp_path, capsys):
+    """--gpus-per-node on top of --scenario rebuilt the cluster from the GPU name alone: the
+    file's nic_gbps_per_gpu (100) and scaleup_domain went back to the GPU's defaults (400)
+    without a word, and a GPU of the file's gpu_file became unknown (refused)."""
+    from meshplan.commands._common import scenario_from_args
+    from meshplan.cli import build_parser
+
+    def cluster(argv):
+        return scenario_from_args(build_parser().parse_args(["predict", *argv])).cluster
+
+    sc = _write(tmp_path, TINY.replace('gpus = "4xH100-SXM-80GB"\n', 'gpus = "16xH100-SXM-80GB"\n'
+                                       'nic_gbps_per_gpu = 100\nscaleup_domain = 4\n'))
+    c = cluster(["--scenario", sc, "--gpus-per-node", "4"])
+    assert (c.num_gpus, c.gpus_per_node, c.scaleup_domain) == (16, 4, 4)
+    assert c.nic_bytes_per_s == 100 / 8 * 1e9
+    c = cluster(["--scenario", sc, "--gpus", "8xH100-SXM-80GB", "--nic-gbps", "200"])
+    assert (c.num_gpus, c.scaleup_domain, c.nic_bytes_per_s) == (8, 4, 200 / 8 * 1e9)
+    (tmp_path / "my_gpus.toml").write_text(
+        (Path(__file__).resolve().parents[1] / "examples" / "my_gpus.toml").read_text())
+    gf = tmp_path / "gf.toml"
+    gf.write_text(TINY.replace('gpus = "4xH100-SXM-80GB"\n', 'gpus = "16xH100-PCIe-80GB"\n'
+                               'gpu_file = "my_gpus.toml"\n'))
+    for extra in (["--gpus-per-node", "4"], ["--gpus", "8xH100-PCIe-80GB"]):
+        assert cluster(["--scenario", str(gf), *extra]).gpu.name == "H100-PCIe-80GB"

@@ -134,6 +134,26 @@ def scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenari
     return replace(sc, workload=workload)
 
 
+def _cluster_on_top(sc: Scenario, gpus, per_node, nic, gpu_file) -> dict:
+    """make_cluster's arguments for the scenario's cluster with the flags given on top: each
+    flag replaces what it names (--gpus the type and count), the rest of the [cluster] table
+    (NIC, scale-up domain, gpu_file) is kept."""
+    table = dict(sc.cluster_stated) or {  # (a one-pool scenario: the pool's cluster)
+        "gpus": f"{sc.cluster.num_gpus}x{sc.cluster.gpu.name}",
+        "gpus_per_node": sc.cluster.gpus_per_node}
+    if gpus:
+        for k in ("gpu", "num_gpus"):
+            table.pop(k, None)
+        table["gpus"] = gpus
+    if per_node is not None:
+        table["gpus_per_node"] = per_node
+    if nic is not None:
+        table["nic_gbps_per_gpu"] = nic
+    if gpu_file:
+        table["gpu_file"] = gpu_file
+    return table
+
+
 def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenario:
     recipe = getattr(args, "fp8_recipe", None) or ""  # "" = the scenario's, else the engine's
     grads = getattr(args, "grad_reduce_dtype", None)  # None = the scenario's, else fp32
@@ -153,10 +173,8 @@ def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenar
         # (`is not None`, not `or`, here and below: a 0 given on top of the file is refused
         # as it is without the file, not taken for "not given")
         if gpus or per_node is not None or nic is not None:
-            cluster = make_cluster(gpus or f"{sc.cluster.num_gpus}x{sc.cluster.gpu.name}",
-                                   gpus_per_node=(per_node if per_node is not None
-                                                  else sc.cluster.gpus_per_node),
-                                   nic_gbps_per_gpu=nic, gpu_file=_flag(args, "gpu_file"))
+            cluster = make_cluster(**_cluster_on_top(sc, gpus, per_node, nic,
+                                                     _flag(args, "gpu_file")))
         w = sc.workload
         seq = args.seq_len if args.seq_len is not None else w.seq_len
         _check_batch_flags(args, seq)
@@ -173,7 +191,8 @@ def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenar
                            # bf16 comparison drops it
                            fp8_recipe=recipe or (w.fp8_recipe if precision == "fp8" else ""),
                            grad_reduce_dtype=grads or w.grad_reduce_dtype)
-        return Scenario(model, cluster, workload, sc.plan, one_pool, plan_stated=sc.plan_stated)
+        return Scenario(model, cluster, workload, sc.plan, one_pool, plan_stated=sc.plan_stated,
+                        cluster_stated=sc.cluster_stated)
     defaults = LOCAL_DEFAULTS if local else {}
     given = {k: _flag(args, k) if _flag(args, k) is not None else defaults.get(k)
              for k in ("model", "gpus", "seq_len", "global_batch")}
