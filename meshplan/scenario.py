@@ -49,6 +49,10 @@ class Scenario:
     # (``profile = "my_cluster.toml"``, what `--export meshplan` writes when a profile is in
     # use); the commands apply it unless --profile names one (commands/_profile.py)
     profile: str = field(default="", compare=False)
+    # the [cluster] table as make_cluster takes it (gpu_file resolved against the file), so
+    # a flag given on top (--gpus-per-node, --gpus, --nic-gbps) replaces what it names and
+    # keeps the rest (NIC, scale-up domain, the file's own GPU types). Provenance, as above
+    cluster_stated: tuple = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # FP8 training needs FP8 tensor cores on every GPU that runs it (Hopper, Ada,
@@ -224,6 +228,8 @@ def load_scenario(path: str | Path) -> Scenario:
         if k not in allowed:
             raise InputError(f"cluster.{k}", c[k], "allowed: " + ", ".join(sorted(allowed)))
     cluster = pools.pools[0].cluster if pools else make_cluster(gpu_file=gf, **c)
+    cluster_stated = () if pools else tuple(sorted({**c, "gpu_file": gf}.items(),
+                                                   key=lambda kv: kv[0]))
     w = dict(data["workload"])
     known = {f.name for f in fields(Workload)} | {"global_batch_tokens"}
     for k, v in w.items():
@@ -253,4 +259,4 @@ def load_scenario(path: str | Path) -> Scenario:
                                  "\"3\")")
     plan = Plan.from_dict(data["plan"]) if isinstance(data.get("plan"), dict) else None
     stated = frozenset(ALIASES.get(k, k) for k in data["plan"]) if plan else frozenset()
-    return Scenario(model, cluster, workload, plan, pools, stated, prof)
+    return Scenario(model, cluster, workload, plan, pools, stated, prof, cluster_stated)

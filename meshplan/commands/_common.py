@@ -67,7 +67,7 @@ def plan_overrides(args: argparse.Namespace) -> dict:
 
 def _check_batch_flags(args: argparse.Namespace, seq_len: int | None) -> None:
     """--global-batch and --global-batch-tokens together must name the same batch."""
-    gb, tokens = args.global_batch, args.global_batch_tokens
+    gb, tokens = _flag(args, "global_batch"), _flag(args, "global_batch_tokens")
     if gb is not None and tokens is not None and (seq_len is None or gb * seq_len != tokens):
         raise InputError("--global-batch-tokens", tokens,
                          f"contradicts --global-batch {gb} (x seq_len {seq_len} = "
@@ -108,19 +108,53 @@ def check_engine(engine: str | None, sc: Scenario, plan: Plan) -> None:
         check(engine, replace(sc, plan=plan))
 
 
-def scenario_from_args(args: argparse.Namespace) -> Scenario:
+# What the runtime commands (run, dryrun) take when neither --scenario nor a flag names it:
+# a model and batch small enough for CPU ranks; no cluster (no prediction) unless --gpus
+LOCAL_DEFAULTS = {"model": "tiny-llama", "seq_len": 64, "global_batch": 8}
+
+
+def _flag(args: argparse.Namespace, name: str):
+    """A scenario flag's value, None when not given or when the command has no such flag
+    (run and dryrun take fewer scenario flags than predict)."""
+    return getattr(args, name, None)
+
+
+def scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenario:
     """The scenario from --scenario, with any flags given on top overriding it, its workload
     as the engine of ``engine_of(args)`` runs it (engines.run_by). (A cluster of several
-    pools is read by commands/_pools.py, for `meshplan plan` only.)"""
+    pools is read by commands/_pools.py, for `meshplan plan` only.) Every command that takes
+    --scenario reads it here. ``local`` (run, dryrun): without --scenario the model, seq_len
+    and global_batch default to LOCAL_DEFAULTS and the cluster is optional (None without
+    --gpus: the plan runs on this machine's devices, with no prediction)."""
     from ..engines import run_by
-    sc = _scenario_from_args(args)
+    sc = _scenario_from_args(args, local)
     workload = run_by(engine_of(args), sc.workload)
     if workload is sc.workload:
         return sc
     return replace(sc, workload=workload)
 
 
-def _scenario_from_args(args: argparse.Namespace) -> Scenario:
+def _cluster_on_top(sc: Scenario, gpus, per_node, nic, gpu_file) -> dict:
+    """make_cluster's arguments for the scenario's cluster with the flags given on top: each
+    flag replaces what it names (--gpus the type and count), the rest of the [cluster] table
+    (NIC, scale-up domain, gpu_file) is kept."""
+    table = dict(sc.cluster_stated) or {  # (a one-pool scenario: the pool's cluster)
+        "gpus": f"{sc.cluster.num_gpus}x{sc.cluster.gpu.name}",
+        "gpus_per_node": sc.cluster.gpus_per_node}
+    if gpus:
+        for k in ("gpu", "num_gpus"):
+            table.pop(k, None)
+        table["gpus"] = gpus
+    if per_node is not None:
+        table["gpus_per_node"] = per_node
+    if nic is not None:
+        table["nic_gbps_per_gpu"] = nic
+    if gpu_file:
+        table["gpu_file"] = gpu_file
+    return table
+
+
+def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenario:
     recipe = getattr(args, "fp8_recipe", None) or ""  # "" = the scenario's, else the engine's
     grads = getattr(args, "grad_reduce_dtype", None)  # None = the scenario's, else fp32
     if args.scenario:
@@ -128,50 +162,61 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
         from ._profile import apply_scenario_profile
         apply_scenario_profile(args, sc.profile,
                                sc.cluster.gpu if sc.cluster is not None else None)
-        if sc.pools is not None and len(sc.pools.pools) > 1 and not args.gpus:
+        gpus, per_node, nic = (_flag(args, k) for k in ("gpus", "gpus_per_node", "nic_gbps"))
+        if sc.pools is not None and len(sc.pools.pools) > 1 and not gpus:
             raise InputError("cluster.pools", len(sc.pools.pools),
                              "pools are planned by `meshplan plan`; this command takes one GPU type")
         # one pool is an ordinary cluster (docs/pools.md); it is kept for its price
-        one_pool = sc.pools if sc.pools is not None and not args.gpus else None
+        one_pool = sc.pools if sc.pools is not None and not gpus else None
         model = load_model(args.model) if args.model else sc.model
         cluster = sc.cluster
-        if args.gpus or args.gpus_per_node or args.nic_gbps:
-            cluster = make_cluster(args.gpus or f"{sc.cluster.num_gpus}x{sc.cluster.gpu.name}",
-                                   gpus_per_node=args.gpus_per_node or sc.cluster.gpus_per_node,
-                                   nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
+        # (`is not None`, not `or`, here and below: a 0 given on top of the file is refused
+        # as it is without the file, not taken for "not given")
+        if gpus or per_node is not None or nic is not None:
+            cluster = make_cluster(**_cluster_on_top(sc, gpus, per_node, nic,
+                                                     _flag(args, "gpu_file")))
         w = sc.workload
-        seq = args.seq_len or w.seq_len
+        seq = args.seq_len if args.seq_len is not None else w.seq_len
         _check_batch_flags(args, seq)
-        gb = args.global_batch or w.global_batch
-        if args.global_batch_tokens and args.global_batch is None:
-            gb = Workload.from_tokens(seq, args.global_batch_tokens).global_batch
+        gb = args.global_batch if args.global_batch is not None else w.global_batch
+        tokens = _flag(args, "global_batch_tokens")
+        if tokens is not None and args.global_batch is None:
+            gb = Workload.from_tokens(seq, tokens).global_batch
         # flags override; what the scenario's [workload] says beyond them (framework,
         # compiled_loss, attention_kernel, optimizer, fp8_recipe) is kept
-        precision = args.precision or w.precision
+        precision = _flag(args, "precision") or w.precision
         _check_recipe_flag(recipe, precision)
         workload = replace(w, seq_len=seq, global_batch=gb, precision=precision,
                            # the scenario's recipe belongs to its fp8 runs: a --precision
                            # bf16 comparison drops it
                            fp8_recipe=recipe or (w.fp8_recipe if precision == "fp8" else ""),
                            grad_reduce_dtype=grads or w.grad_reduce_dtype)
-        return Scenario(model, cluster, workload, sc.plan, one_pool, plan_stated=sc.plan_stated)
-    for name in ("model", "gpus", "seq_len"):
-        if getattr(args, name) is None:
+        return Scenario(model, cluster, workload, sc.plan, one_pool, plan_stated=sc.plan_stated,
+                        cluster_stated=sc.cluster_stated)
+    defaults = LOCAL_DEFAULTS if local else {}
+    given = {k: _flag(args, k) if _flag(args, k) is not None else defaults.get(k)
+             for k in ("model", "gpus", "seq_len", "global_batch")}
+    for name in ("model", "seq_len") + (() if local else ("gpus",)):
+        if given[name] is None:
             raise InputError("--" + name.replace("_", "-"), None, "required (or give --scenario)")
-    model = load_model(args.model)
-    cluster = make_cluster(args.gpus, gpus_per_node=args.gpus_per_node,
-                           nic_gbps_per_gpu=args.nic_gbps, gpu_file=args.gpu_file)
-    _check_batch_flags(args, args.seq_len)
+    model = load_model(given["model"])
+    cluster = None  # local: the plan runs on this machine's devices, nothing to predict for
+    if given["gpus"] is not None:
+        cluster = make_cluster(given["gpus"], gpus_per_node=_flag(args, "gpus_per_node"),
+                               nic_gbps_per_gpu=_flag(args, "nic_gbps"),
+                               gpu_file=_flag(args, "gpu_file"))
+    seq, gb, tokens = given["seq_len"], given["global_batch"], _flag(args, "global_batch_tokens")
+    _check_batch_flags(args, seq)
     # without --precision: bf16, or fp16 on parts without bf16 tensor cores (Volta, Turing)
-    default = "bf16" if "bf16" in cluster.gpu.peak_flops else "fp16"
-    _check_recipe_flag(recipe, args.precision or default)
-    if args.global_batch_tokens:
-        workload = Workload.from_tokens(args.seq_len, args.global_batch_tokens,
-                                        precision=args.precision or default,
+    default = "bf16" if cluster is None or "bf16" in cluster.gpu.peak_flops else "fp16"
+    precision = _flag(args, "precision") or default
+    _check_recipe_flag(recipe, precision)
+    if tokens is not None:
+        workload = Workload.from_tokens(seq, tokens, precision=precision,
                                         fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
-    elif args.global_batch is not None:
-        workload = Workload(args.seq_len, args.global_batch, args.precision or default,
-                            fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
+    elif gb is not None:
+        workload = Workload(seq, gb, precision, fp8_recipe=recipe,
+                            grad_reduce_dtype=grads or "fp32")
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
     return Scenario(model, cluster, workload, None)
@@ -192,15 +237,19 @@ def _inferred_dp(plan: Plan, num_gpus: int) -> int:
     return num_gpus // model_parallel if num_gpus % model_parallel == 0 else 1
 
 
-def plan_from_args(args: argparse.Namespace, sc: Scenario, on_cluster: bool = True) -> Plan:
+def plan_from_args(args: argparse.Namespace, sc: Scenario, on_cluster: bool = True,
+                   default_plan: bool = False) -> Plan:
     """A full plan: the scenario's [plan] table (or --plan LABEL) with flags on top, checked
     by the one validity rule (meshplan/validity.py) against the scenario's model, workload
-    and, when ``on_cluster``, its number of GPUs (run and dryrun use the plan's own world)."""
+    and, when ``on_cluster`` and the scenario has a cluster, its number of GPUs (dp inferred
+    from it when not stated). Without a cluster (run, dryrun on local devices) the plan runs
+    on its own world. ``default_plan`` (run): no plan given is Plan()'s defaults, sized on the
+    cluster as any plan, instead of refused."""
     base = sc.plan.to_dict() if sc.plan else {}
     if getattr(args, "plan_label", None) is not None:
         base = {}  # a label is a whole plan: it replaces the scenario's [plan]
     base.update(plan_overrides(args))
-    if not base:
+    if not base and not default_plan:
         raise InputError("plan", None, "give the plan with --dp/--tp/--pp/... or a [plan] table")
     plan = Plan.from_dict(base)
     if on_cluster and sc.cluster is not None and "dp" not in plan_stated(args, sc):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._common import add_plan_args, plan_from_args
-from .run import _scenario
+from ._common import add_plan_args, plan_from_args, scenario_from_args
 
 GiB = 2**30
 
@@ -14,11 +13,12 @@ GiB = 2**30
 def register(sub) -> None:
     p = sub.add_parser("dryrun", help="per-rank peak memory of the real model on fake tensors "
                        "(needs meshplan[run])", description=__doc__)
-    p.add_argument("--scenario")
+    p.add_argument("--scenario", help="TOML file with [model], [cluster], [workload] (and [plan])")
     p.add_argument("--model")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--global-batch", type=int)
-    p.add_argument("--gpus", help="COUNTxGPU for the cost model's breakdown")
+    p.add_argument("--gpus", help="COUNTxGPU: the cluster the plan is sized on (dp inferred when not "
+                   "stated) and the cost model's breakdown is for, as predict's --gpus")
     p.add_argument("--dtype", choices=("fp32", "bf16", "bf16-mixed"), default=None,
                    help="default: bf16-mixed (fp32 master, bf16 compute) when the workload's "
                    "precision is bf16, else fp32")
@@ -37,17 +37,16 @@ def run(args: argparse.Namespace) -> int:
     require_torch()
     from ..runtime.dryrun import agreement, dryrun
     from ..runtime.train import RunConfig
-    from ..scenario import make_cluster
 
-    sc = _scenario(args)
-    plan = plan_from_args(args, sc, on_cluster=False)
+    # the scenario and plan as `predict` and `run` read them (commands/_common.py): the
+    # cluster of --scenario or --gpus sizes the plan and is checked against it, before the
+    # (minutes long) dry run; before, dryrun read the file as run did, its own way, and
+    # sized the scenario's plan on the plan's world whatever its [cluster] said
+    sc = scenario_from_args(args, local=True)
+    plan = plan_from_args(args, sc)
     cfg = RunConfig(sc.model, plan, seq_len=sc.workload.seq_len,
                     global_batch=sc.workload.global_batch, dtype=args.dtype or default_dtype(sc))
-    gpus = args.gpus or (f"{plan.world_size}x{sc.cluster.gpu.name}" if sc.cluster else None)
-    cluster = make_cluster(gpus) if gpus else None
-    if cluster is not None:  # checked before the (minutes long) dry run, not after it
-        from ..validity import check_plan
-        check_plan(sc.model, sc.workload, plan, cluster.num_gpus)
+    cluster = sc.cluster
     measured = dryrun(cfg)
     pred = None
     if cluster is not None:

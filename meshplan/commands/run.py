@@ -8,10 +8,8 @@ from pathlib import Path
 
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..progress import activity
-from ._common import add_plan_args, plan_from_args
-from ..scenario import Scenario, load_scenario, make_cluster
-from ..specs.catalog.presets import load_model
-from ..specs.workload import Workload
+from ._common import add_plan_args, plan_from_args, scenario_from_args
+from ..scenario import Scenario, make_cluster
 
 GiB = 2**30
 
@@ -23,7 +21,8 @@ def register(sub) -> None:
     p.add_argument("--model", help="preset or config.json (default tiny-llama)")
     p.add_argument("--seq-len", type=int)
     p.add_argument("--global-batch", type=int)
-    p.add_argument("--gpus", help="COUNTxGPU for the planner's prediction, e.g. 8xH100-SXM-80GB")
+    p.add_argument("--gpus", help="COUNTxGPU, e.g. 8xH100-SXM-80GB: the cluster the plan is sized on (dp inferred "
+                   "when not stated) and predicted for, as predict's --gpus")
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
@@ -49,18 +48,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _scenario(args) -> Scenario:
-    sc = load_scenario(args.scenario) if args.scenario else None
-    model = load_model(args.model) if args.model else (sc.model if sc else load_model("tiny-llama"))
-    w = sc.workload if sc else None
-    # (`is None`, not `or`: --seq-len 0 is refused by Workload, not taken for the default)
-    seq = args.seq_len if args.seq_len is not None else (w.seq_len if w else 64)
-    gb = args.global_batch if args.global_batch is not None else (w.global_batch if w else 8)
-    workload = Workload(seq, gb, w.precision if w else "bf16")
-    cluster = sc.cluster if sc else None
-    return Scenario(model, cluster, workload, sc.plan if sc else None)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..runtime.launch import require_torch
     require_torch()
@@ -69,17 +56,12 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime import checkpoint, orchestrate
     from ..runtime.train import RunConfig, as_run
 
-    sc = _scenario(args)
-    # a scenario's [cluster] sizes the plan as `predict`/`plan` size it (dp inferred from its
-    # GPU count when not stated, the world checked against it); before, run took dp=1 and
-    # ran, and predicted, another plan on fewer ranks than `predict --scenario` printed
-    try:
-        plan = plan_from_args(args, sc, on_cluster=sc.cluster is not None and not args.gpus)
-    except InputError as e:
-        if e.field != "plan" or e.value is not None:  # only "no plan given" falls to Plan()
-            raise
-        from ..plan import Plan
-        plan = Plan()
+    # the scenario and plan as `predict` reads them (commands/_common.py): the cluster of
+    # --scenario or --gpus sizes the plan (dp inferred when not stated, the world checked
+    # against it, a stated dp that disagrees refused); before, run read the file its own
+    # way, dropped which plan fields it stated and ran a dp that `predict` refused
+    sc = scenario_from_args(args, local=True)
+    plan = plan_from_args(args, sc, default_plan=True)
     plan, not_run = as_run(plan)
     device = args.device
     if args.nnodes > 1:
@@ -132,15 +114,8 @@ def run(args: argparse.Namespace) -> int:
                          f"give more steps than that to train on from it")
     if device == "cpu" and args.nnodes == 1:
         _check_host_memory(sc.model)
-    cluster = None
-    if args.gpus:
-        cluster = make_cluster(args.gpus)
-        if cluster.num_gpus != plan.world_size:  # as dryrun: a prediction for another count
-            raise InputError("--gpus", args.gpus, f"the plan runs on {plan.world_size} ranks; "
-                             f"give {plan.world_size}x{cluster.gpu.name}")
-    elif sc.cluster is not None:
-        cluster = sc.cluster
-    elif device == "cuda" and torch.cuda.is_available():
+    cluster = sc.cluster  # (--gpus or the scenario's: plan_from_args checked its count)
+    if cluster is None and device == "cuda" and torch.cuda.is_available():
         cluster = _local_cluster(torch, plan.world_size)
     # the folders the run writes, made now (the run makes them anyway): one that cannot be
     # was a FileNotFoundError traceback (--out) or a failure on every worker, exit 1

@@ -185,7 +185,7 @@ def test_run_refuses_zero_sizes_and_another_gpu_count():
         r = _cli("run", "--dp", "2", flag, "0")
         assert r.returncode == 2 and "must be a positive integer" in r.stderr, r.stderr
     r = _cli("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
-    assert r.returncode == 2 and "give 2xH100-SXM-80GB" in r.stderr, r.stderr
+    assert r.returncode == 2 and "must equal the number of GPUs (8)" in r.stderr, r.stderr
 
 
 def test_run_predicts_the_configuration_it_runs():

@@ -1,0 +1,156 @@
+"""Every command that takes --scenario reads it through one function (commands/_common.py
+scenario_from_args, then plan_from_args): a scenario one command refuses, every command
+refuses, in the same one line (exit 2), and before anything runs (no rank is started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from meshplan.cli import main
+
+TINY = ('[model]\npreset = "tiny-llama"\n[cluster]\ngpus = "4xH100-SXM-80GB"\n'
+        '[workload]\nseq_len = 16\nglobal_batch = 8\n')
+# the stated dp (2) disagrees with the cluster (4 GPUs): predict refuses it
+DP_MISMATCH = TINY + "[plan]\ndp = 2\n"
+REFUSAL = "dp*cp*tp*pp = 2*1*1*1 = 2 must equal the number of GPUs (4)"
+RUNTIME = ["--steps", "1", "--device", "cpu"]
+
+
+def _refusal(argv, capsys) -> str:
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err.strip()
+
+
+def _write(tmp_path, body: str) -> str:
+    p = tmp_path / "sc.toml"
+    p.write_text(body)
+    return str(p)
+
+
+def test_predict_refuses_a_stated_dp_that_disagrees_with_the_cluster(tmp_path, capsys):
+    err = _refusal(["predict", "--scenario", _write(tmp_path, DP_MISMATCH)], capsys)
+    assert REFUSAL in err and err.startswith("meshplan predict: error: plan=")
+
+
+def test_run_refuses_the_scenario_predict_refuses(tmp_path, capsys):
+    """Before: run replaced the stated dp=2 by the cluster's 4 and trained dp4, exit 0."""
+    sc = _write(tmp_path, DP_MISMATCH)
+    err = _refusal(["run", "--scenario", sc, *RUNTIME, "--out", str(tmp_path / "out")], capsys)
+    assert REFUSAL in err and err.startswith("meshplan run: error: plan=")
+    assert not (tmp_path / "out").exists()  # refused before the run made its folders
+
+
+def test_dryrun_refuses_the_scenario_predict_refuses(tmp_path, capsys):
+    """Before: dryrun read the file run's old way and built the plan on its own world (dp2,
+    2 ranks) whatever the scenario's 4 GPUs said, exit 0."""
+    err = _refusal(["dryrun", "--scenario", _write(tmp_path, DP_MISMATCH)], capsys)
+    assert REFUSAL in err and err.startswith("meshplan dryrun: error: plan=")
+
+
+POOLS = ('[model]\npreset = "tiny-llama"\n[cluster]\npools = [{gpus = "2xH100-SXM-80GB"}, '
+         '{gpus = "2xA100-SXM-80GB"}]\n[workload]\nseq_len = 16\nglobal_batch = 8\n'
+         '[plan]\ndp = 2\n')
+
+
+def _commands(tmp_path) -> dict:
+    return {"predict": [], "simulate": [], "run": RUNTIME, "dryrun": [],
+            "export": ["--to", "megatron", "--out", str(tmp_path / "ex")]}
+
+
+@pytest.mark.parametrize("body, needle", [
+    (DP_MISMATCH, REFUSAL),
+    # run took the first pool as the cluster and ran; predict refuses pools
+    (POOLS, "cluster.pools=2: pools are planned by `meshplan plan`"),
+], ids=["dp-disagrees-with-cluster", "several-pools"])
+def test_every_command_taking_a_scenario_refuses_it_alike(tmp_path, capsys, body, needle):
+    sc = _write(tmp_path, body)
+    errs = {}
+    for cmd, extra in _commands(tmp_path).items():
+        err = _refusal([cmd, "--scenario", sc, *extra], capsys)
+        assert err.startswith(f"meshplan {cmd}: error: "), err
+        errs[cmd] = err.split(": error: ", 1)[1]
+    assert needle in errs["predict"]
+    assert len(set(errs.values())) == 1, errs
+    assert not (tmp_path / "ex").exists()
+
+
+@pytest.mark.parametrize("flag, needle", [
+    ("--seq-len", "seq_len=0: must be a positive integer"),
+    ("--global-batch", "global_batch=0: must be a positive integer"),
+    ("--global-batch-tokens", "global_batch_tokens=0: must be a positive integer"),
+    ("--gpus-per-node", "gpus_per_node=0: must be a positive integer"),
+    ("--nic-gbps", "nic_gbps_per_gpu=0"),
+])
+@pytest.mark.parametrize("with_scenario", [True, False], ids=["scenario", "flags"])
+def test_a_zero_flag_is_refused_with_or_without_a_scenario(tmp_path, capsys, flag, needle,
+                                                           with_scenario):
+    """Before: on top of --scenario a 0 was read as "not given" (`or`) and the file's value
+    predicted without a word, exit 0; without --scenario the same flag was refused (and
+    --global-batch-tokens 0 was asked for as a missing --global-batch)."""
+    given = (["--scenario", _write(tmp_path, TINY)] if with_scenario else
+             ["--model", "tiny-llama", "--gpus", "4xH100-SXM-80GB", "--seq-len", "16"]
+             + ([] if flag == "--global-batch-tokens" else ["--global-batch", "8"]))
+    given = [a for i, a in enumerate(given) if a != flag and (i == 0 or given[i - 1] != flag)]
+    err = _refusal(["predict", *given, "--dp", "4", flag, "0"], capsys)
+    assert needle in err, err
+
+
+def _predicted_plan(argv, capsys) -> dict:
+    import json
+    assert main(["predict", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["plan"]
+
+
+def _run_config(argv, out, capsys) -> dict:
+    """The configuration `run` hands its workers, without starting one: --nnodes 2 prints
+    each node's torchrun command and writes the config into --out."""
+    import json
+    assert main(["run", *argv, "--nnodes", "2", "--out", str(out) + "/"]) == 0, \
+        capsys.readouterr().err
+    capsys.readouterr()
+    return json.loads((out / "meshplan-run.json").read_text())
+
+
+@pytest.mark.parametrize("how", ["scenario", "flags"])
+def test_run_trains_the_plan_predict_prints(tmp_path, capsys, how):
+    """The plan is sized on the cluster of --scenario or --gpus as predict sizes it (dp
+    inferred from 4 GPUs over tp 2). Before, `run --tp 2 --gpus 4x...` kept dp 1 and refused
+    the 4 GPUs, where `predict` with the same flags printed dp2 tp2."""
+    argv = (["--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n")] if how == "scenario"
+            else ["--model", "tiny-llama", "--gpus", "4xH100-SXM-80GB", "--seq-len", "16",
+                  "--global-batch", "8", "--tp", "2"])
+    cfg = _run_config(argv, tmp_path / "out", capsys)
+    assert cfg["plan"] == _predicted_plan(argv, capsys)
+    assert (cfg["plan"]["dp"], cfg["plan"]["tp"]) == (2, 2)
+    assert (cfg["seq_len"], cfg["global_batch"]) == (16, 8)
+
+
+def test_a_cluster_flag_on_top_of_a_scenario_keeps_the_rest_of_its_cluster(tmp_path, capsys):
+    """--gpus-per-node on top of --scenario rebuilt the cluster from the GPU name alone: the
+    file's nic_gbps_per_gpu (100) and scaleup_domain went back to the GPU's defaults (400)
+    without a word, and a GPU of the file's gpu_file became unknown (refused)."""
+    from meshplan.commands._common import scenario_from_args
+    from meshplan.cli import build_parser
+
+    def cluster(argv):
+        return scenario_from_args(build_parser().parse_args(["predict", *argv])).cluster
+
+    sc = _write(tmp_path, TINY.replace('gpus = "4xH100-SXM-80GB"\n', 'gpus = "16xH100-SXM-80GB"\n'
+                                       'nic_gbps_per_gpu = 100\nscaleup_domain = 4\n'))
+    c = cluster(["--scenario", sc, "--gpus-per-node", "4"])
+    assert (c.num_gpus, c.gpus_per_node, c.scaleup_domain) == (16, 4, 4)
+    assert c.nic_bytes_per_s == 100 / 8 * 1e9
+    c = cluster(["--scenario", sc, "--gpus", "8xH100-SXM-80GB", "--nic-gbps", "200"])
+    assert (c.num_gpus, c.scaleup_domain, c.nic_bytes_per_s) == (8, 4, 200 / 8 * 1e9)
+    (tmp_path / "my_gpus.toml").write_text(
+        (Path(__file__).resolve().parents[1] / "examples" / "my_gpus.toml").read_text())
+    gf = tmp_path / "gf.toml"
+    gf.write_text(TINY.replace('gpus = "4xH100-SXM-80GB"\n', 'gpus = "16xH100-PCIe-80GB"\n'
+                               'gpu_file = "my_gpus.toml"\n'))
+    for extra in (["--gpus-per-node", "4"], ["--gpus", "8xH100-PCIe-80GB"]):
+        assert cluster(["--scenario", str(gf), *extra]).gpu.name == "H100-PCIe-80GB"
