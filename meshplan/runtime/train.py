@@ -71,8 +71,12 @@ class RunConfig:
 
     def check(self, world_size: int | None = None) -> None:
         from ..specs.workload import Workload
+        from .model import check_buildable
         w = Workload(self.seq_len, self.global_batch)
         self.plan.validate(self.spec, w, world_size)
+        # a model the runtime cannot build is refused here, before any worker starts (it
+        # was refused by every rank, after torchrun's start: 10 s for one line)
+        check_buildable(self.spec)
         check_dtype(self.dtype)
         require_positive_number("lr", self.lr)  # AdamW refuses it on every rank otherwise
         check_schedule(self.plan, self.n_microbatches, self.schedule_source)

@@ -15,6 +15,8 @@ from meshplan.runtime.train import RunConfig, reference_run
 from meshplan.runtime.worker import run_worker, config_to_json
 from meshplan.specs.catalog.presets import preset
 
+from .in_process import cli as _refused
+
 pytestmark = pytest.mark.slow
 
 
@@ -104,11 +106,11 @@ def test_crash_restart_resumes_without_losing_or_repeating_a_step(tmp_path):
 
 
 def test_cli_bad_inputs_are_one_line_exit_2(tmp_path):
-    r = _cli("run", "--dp", "2", "--global-batch", "3")
+    r = _refused("run", "--dp", "2", "--global-batch", "3")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    r = _cli("run", "--model", "gpt2", "--steps", "1")
+    r = _refused("run", "--model", "gpt2", "--steps", "1")
     assert r.returncode == 2 and "linear bias" in r.stderr
-    r = _cli("run", "--resume", str(tmp_path / "missing"))
+    r = _refused("run", "--resume", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no such checkpoint" in r.stderr
 
 
@@ -123,13 +125,13 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
     assert step is not None and step.name == "step-1"
     base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu",
             "--lr", "5e-4")  # the checkpoint's (a resume under another lr is refused)
-    r = _cli(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
+    r = _refused(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "--steps=2: the checkpoint is after step 2" in r.stderr
-    r = _cli(*base, "--model", "tiny-moe", "--steps", "3", "--resume", str(step))
+    r = _refused(*base, "--model", "tiny-moe", "--steps", "3", "--resume", str(step))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "cannot be loaded into this model and plan (RuntimeError: Missing key" in r.stderr
-    r = _cli(*base, "--model", "tiny-llama", "--checkpoint-every", "1")
+    r = _refused(*base, "--model", "tiny-llama", "--checkpoint-every", "1")
     assert r.returncode == 2 and "needs --checkpoint-dir" in r.stderr
 
 
@@ -154,7 +156,7 @@ def test_resume_refuses_another_data_stream(tmp_path):
                          (("--global-batch", "4"), "global_batch=4"),
                          (("--lr", "0.01"), "lr=0.01")):
         args = {"--seq-len": "16", "--global-batch": "8"} | dict([extra])
-        r = _cli(*base, *[x for kv in args.items() for x in kv],
+        r = _refused(*base, *[x for kv in args.items() for x in kv],
                  "--out", str(tmp_path / "out"))
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
         assert field in r.stderr and "the checkpoint" in r.stderr, r.stderr
@@ -182,9 +184,9 @@ def test_run_refuses_zero_sizes_and_another_gpu_count():
     """--seq-len 0 and --global-batch 0 were taken for the defaults (64, 8); --gpus with
     another count than the plan's ranks was predicted for the plan's count without a word."""
     for flag in ("--seq-len", "--global-batch"):
-        r = _cli("run", "--dp", "2", flag, "0")
+        r = _refused("run", "--dp", "2", flag, "0")
         assert r.returncode == 2 and "must be a positive integer" in r.stderr, r.stderr
-    r = _cli("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
+    r = _refused("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
     assert r.returncode == 2 and "must equal the number of GPUs (8)" in r.stderr, r.stderr
 
 

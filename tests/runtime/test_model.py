@@ -130,14 +130,9 @@ def test_expert_mesh_folds_etp_innermost_as_megatron_does():
 
 def test_cli_refuses_ulysses_when_heads_do_not_split_over_cp():
     """tiny-llama has 4 heads: tp2 leaves 2 per rank, which cp4 cannot split."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-    e = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    r = subprocess.run([sys.executable, "-m", "meshplan.cli", "run", "--tp", "2", "--cp", "4",
-                        "--cp-kind", "all_to_all", "--seq-len", "16", "--steps", "1"],
-                       capture_output=True, text=True, env=e, timeout=120)
+    from .in_process import cli
+    r = cli("run", "--tp", "2", "--cp", "4", "--cp-kind", "all_to_all", "--seq-len", "16",
+            "--steps", "1")
     assert r.returncode == 2, r.stderr[-2000:]
     assert len(r.stderr.strip().splitlines()) == 1 and "cp=4" in r.stderr, r.stderr
 

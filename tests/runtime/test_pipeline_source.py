@@ -16,6 +16,8 @@ from meshplan.pipeline.schedules import schedule_for_plan
 from meshplan.plan import Plan
 from meshplan.runtime import pipeline as P
 
+from .in_process import cli  # refusals, in this process
+
 S = pytest.importorskip("torch.distributed.pipelining.schedules")
 
 
@@ -98,6 +100,7 @@ def test_runtime_executes_meshplans_lists(name, pp, vpp, m):
     assert rt.stage_index_to_group_rank == {s: sched.stage_to_rank(s) for s in range(pp * vpp)}
 
 
+
 def _cli(*args):
     import os
     import subprocess
@@ -127,11 +130,11 @@ def test_cli_runs_a_zb_h1_plan_end_to_end(tmp_path):
 
 
 def test_cli_refuses_bad_microbatch_counts_and_sources_in_one_line():
-    r = _cli("--pp", "2", "--vpp", "2", "--global-batch", "5")
+    r = cli("run", "--pp", "2", "--vpp", "2", "--global-batch", "5")
     # the one validity rule (meshplan/validity.py) refuses it before torch is asked
     assert r.returncode == 2 and "gives 5 micro-batches" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    r = _cli("--pp", "2", "--schedule", "zb_h1", "--schedule-source", "torch")
+    r = cli("run", "--pp", "2", "--schedule", "zb_h1", "--schedule-source", "torch")
     assert r.returncode == 2 and "no class for zb_h1" in r.stderr, r.stderr
 
 
