@@ -97,17 +97,12 @@ def servers(engine: str, plan: ServePlan, cluster: Cluster) -> list[Server]:
     return out
 
 
-def _mem_meaning(engine: str) -> str:
-    """Whose meaning a memory fraction has: SGLang's --mem-fraction-static, or vLLM's
-    --gpu-memory-utilization (TensorRT-LLM's plans are simulated with vLLM's, serve/memory.py)."""
-    return "sglang" if engine == "sglang" else "vllm"
-
-
 def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec,
                       gpu: GPU) -> float:
     """The value of ``engine``'s memory flag that gives each GPU the KV cache the plan was
     simulated with. ``pool.gpu_mem_util`` has the meaning of ``plan.scheduler``'s engine
-    (serve/memory.py): passed as it is when the engines agree, else converted:
+    (serve/memory.py; a TensorRT-LLM plan's is its free_gpu_memory_fraction): passed as it
+    is when the engines agree, else converted from the simulated split:
     - to SGLang's --mem-fraction-static, the static share (weights + KV cache) of the memory
       free before the weights load: (weights + kv) / (memory - runtime), which leaves
       outside it the activations and vLLM's unused (1 - util) x memory;
@@ -115,7 +110,9 @@ def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec
       (weights + activations + runtime + kv) / memory.
     Rounded down to 4 decimals: at most 1e-4 of the memory less cache, never less room for
     the activations than simulated."""
-    if _mem_meaning(engine) == _mem_meaning(plan.scheduler):
+    # each scheduler reads the share with its own engine's meaning (vLLM, SGLang and
+    # TensorRT-LLM all differ): only the same engine passes it through
+    if engine == plan.scheduler:
         return pool.gpu_mem_util
     mem = serve_memory(model, gpu, pool, plan.weight_dtype, plan.kv_dtype,
                        scheduler=plan.scheduler)
