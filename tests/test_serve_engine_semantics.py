@@ -18,6 +18,7 @@
   i.e. fraction x (memory - weights - activations - runtime).
 """
 
+import json
 import re
 
 import pytest
@@ -26,7 +27,7 @@ from meshplan.cost.efficiency import HOST
 from meshplan.errors import InputError
 from meshplan.scenario import make_cluster
 from meshplan.serve.cost import StepModel, all_reduce_small_s
-from meshplan.serve.export import commands
+from meshplan.serve.export import commands, render_plan
 from meshplan.serve.memory import (activation_bytes, kv_bytes_per_token, serve_memory,
                                    weight_bytes_per_gpu)
 from meshplan.serve.simulate import simulate
@@ -213,3 +214,38 @@ def test_trtllm_plan_exported_for_sglang_gives_trtllms_kv_cache():
     f = _flag(commands("sglang", plan, L70, "org/x", H100, 2300)[0][1], "--mem-fraction-static")
     got = _sglang_pool_bytes(f, 80 * GiB, _runtime(pool), weight_bytes_per_gpu(L70, pool, "fp8"))
     assert kv - 1e-4 * 80 * GiB <= got <= kv
+
+
+# ---- plan.json states the launch line's memory share ----------------------------------------
+
+def _exported(engine, plan, model=L70):
+    r = render_plan(engine, plan, model, "org/x", H100, 2300)
+    return json.loads(r.files["plan.json"]), r.files[f"launch_{engine}.sh"]
+
+
+@pytest.mark.parametrize("engine,scheduler,flag", [
+    ("sglang", "vllm", "--mem-fraction-static"),       # serve's plans, converted for SGLang
+    ("vllm", "trtllm", "--gpu-memory-utilization"),     # a TensorRT-LLM plan, for vLLM
+    ("vllm", "vllm", "--gpu-memory-utilization"),       # passed through
+    ("sglang", "sglang", "--mem-fraction-static")])
+def test_plan_json_gives_the_launch_lines_memory_share(engine, scheduler, flag):
+    """plan.json and the launch line show one number for the engine's memory flag, and
+    plan.json says whose meaning it has; the simulated share stays beside it."""
+    pool = Pool(tp=4, gpu_mem_util=0.9)
+    plan = ServePlan((pool,), "fp8", "fp8", scheduler=scheduler)
+    d, script = _exported(engine, plan)
+    words = script.split()
+    p = d["pools"][0]
+    assert p["memory_flag"] == flag and p["gpu_mem_util"] == float(words[words.index(flag) + 1])
+    assert p["simulated_gpu_mem_util"] == 0.9
+    assert d["gpu_mem_util_meaning"].split(":")[0].endswith(flag)
+    assert d["scheduler"] == scheduler and d["engine"] == engine
+    assert (p["gpu_mem_util"] == 0.9) == (engine == scheduler)
+
+
+def test_serve_plan_json_names_the_meaning_of_its_share():
+    """The plan's own JSON (serve --json's "plan") names whose meaning gpu_mem_util has."""
+    for sched, flag in (("vllm", "--gpu-memory-utilization"), ("sglang", "--mem-fraction-static"),
+                        ("trtllm", "free_gpu_memory_fraction")):
+        d = ServePlan((Pool(),), scheduler=sched).to_dict()
+        assert d["scheduler"] == sched and flag in d["gpu_mem_util_meaning"]
