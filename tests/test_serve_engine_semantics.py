@@ -11,8 +11,14 @@
   (KVCacheConfigurator._profile_available_bytes, sglang/srt/mem_cache/
   kv_cache_configurator.py). vLLM's --gpu-memory-utilization is the share of the whole GPU
   for weights, activations, runtime and cache together.
+- TensorRT-LLM's kv_cache_config.free_gpu_memory_fraction is the share of the memory free
+  after the weights, a profiled forward pass and the runtime: its KV cache is
+  (total - peak + temporary_kv) x fraction (KvCacheCreator._cal_max_memory,
+  tensorrt_llm/_torch/pyexecutor/_util.py, NVIDIA/TensorRT-LLM commit 0004396720054fd8),
+  i.e. fraction x (memory - weights - activations - runtime).
 """
 
+import json
 import re
 
 import pytest
@@ -21,8 +27,9 @@ from meshplan.cost.efficiency import HOST
 from meshplan.errors import InputError
 from meshplan.scenario import make_cluster
 from meshplan.serve.cost import StepModel, all_reduce_small_s
-from meshplan.serve.export import commands
-from meshplan.serve.memory import serve_memory, weight_bytes_per_gpu
+from meshplan.serve.export import commands, render_plan
+from meshplan.serve.memory import (activation_bytes, kv_bytes_per_token, serve_memory,
+                                   weight_bytes_per_gpu)
 from meshplan.serve.simulate import simulate
 from meshplan.serve.spec import Pool, ServePlan
 from meshplan.serve.traffic import Lengths, synthetic
@@ -131,3 +138,114 @@ def test_vllm_export_of_an_sglang_plan_gives_its_kv_cache():
     got = u * 80 * GiB - sim.weights_bytes - sim.activation_bytes - sim.runtime_bytes
     assert sim.kv_bytes - 1e-4 * 80 * GiB <= got <= sim.kv_bytes
     assert re.fullmatch(r"0\.\d{1,4}", argv[argv.index("--gpu-memory-utilization") + 1])
+
+
+# ---- TensorRT-LLM's free_gpu_memory_fraction -------------------------------------------------
+
+def _runtime(pool):
+    return HOST.runtime_reserved_bytes + (HOST.comm_buffer_bytes if pool.tp * pool.attn_dp > 1
+                                          else 0)
+
+
+def _trtllm_kv_bytes(model, pool, dtype, memory=80 * GiB):
+    """TensorRT-LLM's KV cache: fraction x (memory - peak), the peak being the weights, the
+    profiled forward pass's activations and what lives outside torch (CUDA context, NCCL)."""
+    peak = weight_bytes_per_gpu(model, pool, dtype) + activation_bytes(model, pool) + _runtime(pool)
+    return pool.gpu_mem_util * (memory - peak)
+
+
+@pytest.mark.parametrize("model,tp,fraction", [(L8, 1, 0.95), (L70, 2, 0.9), (L70, 4, 0.5)])
+def test_trtllm_kv_cache_is_the_fraction_of_the_free_memory(model, tp, fraction):
+    pool = Pool(tp=tp, gpu_mem_util=fraction)
+    m = serve_memory(model, H100.gpu, pool, "fp8", "fp8", scheduler="trtllm")
+    kv = _trtllm_kv_bytes(model, pool, "fp8")
+    assert m.kv_bytes == pytest.approx(kv, rel=1e-12)
+    per_token = kv_bytes_per_token(model, tp, "fp8")
+    assert m.kv_tokens == int(kv // per_token) // 16 * 16
+    # not vLLM's reading, fraction x memory - weights - activations - runtime: the
+    # (1 - fraction) TensorRT-LLM leaves unused is a share of the free memory only
+    vllm = serve_memory(model, H100.gpu, pool, "fp8", "fp8", scheduler="vllm")
+    held = m.weights_bytes + m.activation_bytes + m.runtime_bytes
+    assert m.kv_bytes - vllm.kv_bytes == pytest.approx((1 - fraction) * held, rel=1e-9)
+
+
+def test_trtllm_fraction_fits_where_vllms_share_would_not():
+    """Llama 3.1 70B fp8 on one H100: weights, activations and runtime take ~68.6 GiB of 80.
+    vLLM's 0.85 (68 GiB for everything) leaves no cache; TensorRT-LLM's 0.85 of the ~11.4
+    GiB free leaves ~9.7 GiB, and the plan runs."""
+    pool = Pool(tp=1, gpu_mem_util=0.85)
+    assert not serve_memory(L70, H100.gpu, pool, "fp8", "fp8", scheduler="vllm").fits
+    m = serve_memory(L70, H100.gpu, pool, "fp8", "fp8", scheduler="trtllm")
+    assert m.fits and m.kv_bytes == pytest.approx(_trtllm_kv_bytes(L70, pool, "fp8"))
+    plan = ServePlan((pool,), "fp8", "fp8", scheduler="trtllm")
+    traffic = synthetic(4, Lengths(100, 100), Lengths(10, 10), rate_per_s=None, concurrency=2)
+    assert simulate(L70, H100, plan, traffic).output_tokens_per_s_per_gpu() > 0
+
+
+def test_trtllm_without_free_memory_does_not_fit_and_says_why():
+    pool = Pool(tp=1, gpu_mem_util=0.9)  # Llama 3.1 70B bf16: 131 GiB of weights on 80
+    m = serve_memory(L70, H100.gpu, pool, "bf16", "bf16", scheduler="trtllm")
+    assert m.kv_bytes == 0 and not m.fits
+    assert "free_gpu_memory_fraction" in m.why_not()
+
+
+def test_unknown_scheduler_is_refused():
+    with pytest.raises(InputError, match="scheduler"):
+        serve_memory(L8, H100.gpu, Pool(), "bf16", "bf16", scheduler="tgi")
+
+
+@pytest.mark.parametrize("fraction", [0.95, 0.9])
+def test_trtllm_plan_exported_for_vllm_gives_trtllms_kv_cache(fraction):
+    """A plan simulated as TensorRT-LLM (validate-serve's rows) exported for vLLM: the
+    --gpu-memory-utilization written gives, by vLLM's formula, TensorRT-LLM's cache."""
+    pool = Pool(tp=2, gpu_mem_util=fraction)
+    plan = ServePlan((pool,), "fp8", "fp8", scheduler="trtllm")
+    kv = _trtllm_kv_bytes(L70, pool, "fp8")
+    u = _flag(commands("vllm", plan, L70, "org/x", H100, 2300)[0][1], "--gpu-memory-utilization")
+    got = (u * 80 * GiB - weight_bytes_per_gpu(L70, pool, "fp8") - activation_bytes(L70, pool)
+           - _runtime(pool))
+    assert kv - 1e-4 * 80 * GiB <= got <= kv
+
+
+def test_trtllm_plan_exported_for_sglang_gives_trtllms_kv_cache():
+    pool = Pool(tp=2, gpu_mem_util=0.95)
+    plan = ServePlan((pool,), "fp8", "fp8", scheduler="trtllm")
+    kv = _trtllm_kv_bytes(L70, pool, "fp8")
+    f = _flag(commands("sglang", plan, L70, "org/x", H100, 2300)[0][1], "--mem-fraction-static")
+    got = _sglang_pool_bytes(f, 80 * GiB, _runtime(pool), weight_bytes_per_gpu(L70, pool, "fp8"))
+    assert kv - 1e-4 * 80 * GiB <= got <= kv
+
+
+# ---- plan.json states the launch line's memory share ----------------------------------------
+
+def _exported(engine, plan, model=L70):
+    r = render_plan(engine, plan, model, "org/x", H100, 2300)
+    return json.loads(r.files["plan.json"]), r.files[f"launch_{engine}.sh"]
+
+
+@pytest.mark.parametrize("engine,scheduler,flag", [
+    ("sglang", "vllm", "--mem-fraction-static"),       # serve's plans, converted for SGLang
+    ("vllm", "trtllm", "--gpu-memory-utilization"),     # a TensorRT-LLM plan, for vLLM
+    ("vllm", "vllm", "--gpu-memory-utilization"),       # passed through
+    ("sglang", "sglang", "--mem-fraction-static")])
+def test_plan_json_gives_the_launch_lines_memory_share(engine, scheduler, flag):
+    """plan.json and the launch line show one number for the engine's memory flag, and
+    plan.json says whose meaning it has; the simulated share stays beside it."""
+    pool = Pool(tp=4, gpu_mem_util=0.9)
+    plan = ServePlan((pool,), "fp8", "fp8", scheduler=scheduler)
+    d, script = _exported(engine, plan)
+    words = script.split()
+    p = d["pools"][0]
+    assert p["memory_flag"] == flag and p["gpu_mem_util"] == float(words[words.index(flag) + 1])
+    assert p["simulated_gpu_mem_util"] == 0.9
+    assert d["gpu_mem_util_meaning"].split(":")[0].endswith(flag)
+    assert d["scheduler"] == scheduler and d["engine"] == engine
+    assert (p["gpu_mem_util"] == 0.9) == (engine == scheduler)
+
+
+def test_serve_plan_json_names_the_meaning_of_its_share():
+    """The plan's own JSON (serve --json's "plan") names whose meaning gpu_mem_util has."""
+    for sched, flag in (("vllm", "--gpu-memory-utilization"), ("sglang", "--mem-fraction-static"),
+                        ("trtllm", "free_gpu_memory_fraction")):
+        d = ServePlan((Pool(),), scheduler=sched).to_dict()
+        assert d["scheduler"] == sched and flag in d["gpu_mem_util_meaning"]

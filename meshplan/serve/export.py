@@ -24,10 +24,11 @@ from ..specs.hardware import Cluster
 from ..specs.hardware import GPU
 from ..specs.model import ModelSpec
 from .memory import serve_memory
-from .spec import Pool, ServePlan
+from .spec import MEM_UTIL_MEANINGS, Pool, ServePlan
 
 ENGINES = ("vllm", "sglang")
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+MEMORY_FLAGS = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static"}
 BASE_PORT = 8000  # the first replica's HTTP port on each node; the SGLang router one below
 # SGLang 0.5.23 with attention DP takes ports derived from --port on the same host: port + 233
 # and the 6 after it (ZMQ_TCP_PORT_DELTA, NUM_DERIVED_PORTS; sglang/srt/server_args.py:728,
@@ -97,17 +98,12 @@ def servers(engine: str, plan: ServePlan, cluster: Cluster) -> list[Server]:
     return out
 
 
-def _mem_meaning(engine: str) -> str:
-    """Whose meaning a memory fraction has: SGLang's --mem-fraction-static, or vLLM's
-    --gpu-memory-utilization (TensorRT-LLM's plans are simulated with vLLM's, serve/memory.py)."""
-    return "sglang" if engine == "sglang" else "vllm"
-
-
 def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec,
                       gpu: GPU) -> float:
     """The value of ``engine``'s memory flag that gives each GPU the KV cache the plan was
     simulated with. ``pool.gpu_mem_util`` has the meaning of ``plan.scheduler``'s engine
-    (serve/memory.py): passed as it is when the engines agree, else converted:
+    (serve/memory.py; a TensorRT-LLM plan's is its free_gpu_memory_fraction): passed as it
+    is when the engines agree, else converted from the simulated split:
     - to SGLang's --mem-fraction-static, the static share (weights + KV cache) of the memory
       free before the weights load: (weights + kv) / (memory - runtime), which leaves
       outside it the activations and vLLM's unused (1 - util) x memory;
@@ -115,7 +111,9 @@ def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec
       (weights + activations + runtime + kv) / memory.
     Rounded down to 4 decimals: at most 1e-4 of the memory less cache, never less room for
     the activations than simulated."""
-    if _mem_meaning(engine) == _mem_meaning(plan.scheduler):
+    # each scheduler reads the share with its own engine's meaning (vLLM, SGLang and
+    # TensorRT-LLM all differ): only the same engine passes it through
+    if engine == plan.scheduler:
         return pool.gpu_mem_util
     mem = serve_memory(model, gpu, pool, plan.weight_dtype, plan.kv_dtype,
                        scheduler=plan.scheduler)
@@ -146,7 +144,7 @@ def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
     a += ["--max-num-seqs", str(pool.max_num_seqs),
           "--max-num-batched-tokens", str(pool.max_batched_tokens),
           "--max-model-len", str(max_len),
-          "--gpu-memory-utilization",
+          MEMORY_FLAGS["vllm"],
           f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}",
           "--enable-chunked-prefill"]
     if plan.weight_dtype == "fp8":
@@ -175,7 +173,7 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
     a += ["--max-running-requests", str(pool.max_num_seqs * pool.attn_dp),
           "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp),
           "--context-length", str(max_len),
-          "--mem-fraction-static",
+          MEMORY_FLAGS["sglang"],
           f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}"]
     if pool.role == "both":
         # the simulator mixes decode tokens and prefill chunks in one step; SGLang does only
@@ -317,6 +315,24 @@ def check_out(out_dir: str | Path) -> Path:
     return check_out_dir(out_dir, set(SERVE_EXPORT_FILES))
 
 
+def plan_json(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
+              cluster: Cluster) -> dict:
+    """plan.json: the plan as exported for ``engine``. Each pool's ``gpu_mem_util`` is the
+    value of the engine's memory flag on the launch line (``memory_flag``, converted by
+    ``memory_flag_value`` when the plan was simulated with another engine's meaning), and
+    ``gpu_mem_util_meaning`` says what that number is to the engine; the share the plan was
+    simulated with stays as ``simulated_gpu_mem_util``, meaning
+    ``simulated_gpu_mem_util_meaning`` (the ``scheduler``'s)."""
+    d = plan.to_dict()
+    for pool, p in zip(plan.pools, d["pools"]):
+        p["simulated_gpu_mem_util"] = p["gpu_mem_util"]
+        p["gpu_mem_util"] = memory_flag_value(engine, pool, plan, model, cluster.gpu)
+        p["memory_flag"] = MEMORY_FLAGS[engine]
+    d["simulated_gpu_mem_util_meaning"] = d["gpu_mem_util_meaning"]
+    d["gpu_mem_util_meaning"] = MEM_UTIL_MEANINGS[engine]
+    return d | {"engine": engine, "model": model_id}
+
+
 def render_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
                 cluster: Cluster, max_len: int, notes_: list[str] = ()):
     """The files of a serving export (``launch_<engine>.sh`` and ``plan.json``), computed
@@ -326,7 +342,7 @@ def render_plan(engine: str, plan: ServePlan, model: ModelSpec, model_id: str,
     from ..export import Rendered
     text = script_text(engine, plan, model, model_id, cluster, max_len, notes_)
     files = {f"launch_{engine}.sh": text,
-             "plan.json": json.dumps(plan.to_dict() | {"engine": engine, "model": model_id},
+             "plan.json": json.dumps(plan_json(engine, plan, model, model_id, cluster),
                                      indent=2) + "\n"}
     return Rendered(engine, files, executable={f"launch_{engine}.sh"})
 

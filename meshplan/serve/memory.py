@@ -27,9 +27,20 @@ Weights per GPU come from the same per-layer parameter split as training (cost/o
 ``layer_ops`` params: column/row-parallel linears over tp, routed experts over ep or tp).
 
 What ``Pool.gpu_mem_util`` means depends on the engine (``serve_memory``'s ``scheduler``):
-- vLLM ``--gpu-memory-utilization`` (and, as modelled, TensorRT-LLM): the share of the GPU
-  the engine may use for everything, so the KV cache gets util x memory - weights -
-  activations - runtime.
+- vLLM ``--gpu-memory-utilization``: the share of the GPU the engine may use for everything,
+  so the KV cache gets util x memory - weights - activations - runtime.
+- TensorRT-LLM ``kv_cache_config.free_gpu_memory_fraction`` (trtllm-serve / trtllm-bench
+  ``--kv_cache_free_gpu_memory_fraction``; "Default is 90%", KvCacheConfig in
+  tensorrt_llm/llmapi/llm_args.py): the share of the memory still FREE once the weights are
+  loaded and a dummy batch of max_num_tokens has run. KvCacheCreator.configure_kv_cache_capacity
+  and _cal_max_memory (tensorrt_llm/_torch/pyexecutor/_util.py, NVIDIA/TensorRT-LLM commit
+  0004396720054fd8e205cbf616f21f0b57c6b412; ``cal_max_tokens`` in the same file in earlier
+  releases, same form) take peak = torch's peak allocation (weights, the temporary KV cache of
+  the dummy run, activations) + what is used outside torch (CUDA context, NCCL, CUDA graphs),
+  and size the cache ``(total - peak + temporary_kv) * fraction``, i.e. fraction x (memory -
+  weights - activations - runtime). The TensorRT engine path (C++ KV cache manager) takes
+  the same fraction of cudaMemGetInfo's free memory after the engine, its activation
+  workspace included, is loaded. The (1 - fraction) of the free memory is left unused.
 - SGLang ``--mem-fraction-static``: "the fraction of the memory used for static allocation
   (model weights and KV cache memory pool)" (its help text). The KV pool is the free memory
   after loading the weights less (1 - fraction) of the free memory measured before loading
@@ -48,9 +59,10 @@ from math import ceil
 
 from ..cost.efficiency import HOST
 from ..cost.ops import Shard, embedding_ops, head_ops, layer_ops
+from ..errors import require_choice
 from ..specs.hardware import GPU
 from ..specs.model import ModelSpec
-from .spec import DTYPE_BYTES, Pool
+from .spec import DTYPE_BYTES, SCHEDULERS, Pool
 
 GiB = 2**30
 # vLLM's default KV block (PagedAttention paper: 16 tokens per block); SGLang pages hold 1.
@@ -211,9 +223,10 @@ class ServeMemory:
     kv_tokens: int
     block_tokens: int
     # SGLang: activations beyond the (1 - mem_fraction_static) share left outside the static
-    # pool (the engine would run out of memory in a forward pass); 0 for vLLM's meaning,
-    # whose budget already takes the activations out of the cache
+    # pool (the engine would run out of memory in a forward pass); 0 for vLLM's and
+    # TensorRT-LLM's meanings, whose budgets already take the activations out of the cache
     activation_shortfall_bytes: float = 0.0
+    scheduler: str = "vllm"  # whose meaning gpu_mem_util was read with
 
     @property
     def fits(self) -> bool:
@@ -232,6 +245,11 @@ class ServeMemory:
             return (f"activations of {self.activation_bytes / GiB:.1f} GiB per GPU do not fit in"
                     f" the {(self.activation_bytes - self.activation_shortfall_bytes) / GiB:.1f}"
                     " GiB SGLang leaves outside --mem-fraction-static's static pool")
+        if not self.fits and self.scheduler == "trtllm":
+            held = self.weights_bytes + self.activation_bytes + self.runtime_bytes
+            return (f"weights, activations and runtime of {held / GiB:.1f} GiB per GPU leave"
+                    f" {self.kv_bytes / GiB:.2f} GiB of KV cache (TensorRT-LLM's"
+                    " free_gpu_memory_fraction of the free memory), less than one block")
         if not self.fits:
             return (f"weights {self.weights_bytes / GiB:.1f} GiB per GPU leave no KV cache in"
                     f" {self.total_bytes / GiB:.1f} GiB")
@@ -241,9 +259,11 @@ class ServeMemory:
 def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_dtype: str,
                  block_tokens: int = BLOCK_TOKENS, scheduler: str = "vllm") -> ServeMemory:
     """One GPU's memory with ``pool.gpu_mem_util`` read as ``scheduler``'s engine reads its
-    memory flag (module docstring): SGLang's --mem-fraction-static for "sglang", vLLM's
-    --gpu-memory-utilization otherwise. ``total_bytes`` is the budget the fraction gives:
-    everything (vLLM) or weights plus KV cache (SGLang)."""
+    memory flag (module docstring): SGLang's --mem-fraction-static for "sglang",
+    TensorRT-LLM's free_gpu_memory_fraction for "trtllm", vLLM's --gpu-memory-utilization
+    for "vllm". ``total_bytes`` is the budget the fraction gives: everything (vLLM), weights
+    plus KV cache (SGLang), the KV cache alone (TensorRT-LLM)."""
+    scheduler = require_choice("scheduler", scheduler, SCHEDULERS)
     w = weight_bytes_per_gpu(model, pool, weight_dtype)
     act = activation_bytes(model, pool)
     # CUDA context + library workspaces, and communication buffers (cost/efficiency.py HOST)
@@ -255,9 +275,13 @@ def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_d
         budget = pre_load * pool.gpu_mem_util
         kv = max(0.0, budget - w)
         shortfall = max(0.0, act - (pre_load - budget))
+    elif scheduler == "trtllm":
+        # the fraction of what is free after the weights, the profiled forward pass and the
+        # runtime (KvCacheCreator._cal_max_memory; module docstring)
+        budget = kv = pool.gpu_mem_util * max(0.0, gpu.memory_bytes - w - act - runtime)
     else:
         budget = gpu.memory_bytes * pool.gpu_mem_util
         kv = max(0.0, budget - w - act - runtime)
     per_token = kv_bytes_per_token(model, pool.tp, kv_dtype, ceil(model.layers / pool.pp))
     tokens = int(kv // per_token) // block_tokens * block_tokens * pool.attn_dp
-    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens, shortfall)
+    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens, shortfall, scheduler)

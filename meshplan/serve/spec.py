@@ -28,6 +28,16 @@ TIERS = ("scale-up", "scale-out")
 # computed and preempt (recompute) when the cache runs out; trtllm reserves the whole
 # request at admission and never evicts (its default GUARANTEED_NO_EVICT policy).
 SCHEDULERS = ("vllm", "sglang", "trtllm")
+# What Pool.gpu_mem_util means to each engine (serve/memory.py derives the KV cache from it
+# so); JSON output names it, since the three give different caches for one number.
+MEM_UTIL_MEANINGS = {
+    "vllm": "vLLM --gpu-memory-utilization: share of the whole GPU memory for weights,"
+            " activations, runtime and KV cache together",
+    "sglang": "SGLang --mem-fraction-static: share, for weights and KV pool, of the GPU memory"
+              " free before the weights load",
+    "trtllm": "TensorRT-LLM kv_cache_config.free_gpu_memory_fraction: share, for the KV cache,"
+              " of the GPU memory free after the weights, activations and runtime",
+}
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 
 
@@ -42,7 +52,9 @@ class Pool:
     replicas: int = 1
     max_num_seqs: int = 256  # running requests per replica (vLLM default 256 before V1 tuning)
     max_batched_tokens: int = 8192  # tokens per iteration: chunked-prefill budget
-    gpu_mem_util: float = 0.90  # share of GPU memory the engine may use (vLLM default 0.9)
+    # the engine's memory share, read with the plan's scheduler's meaning (MEM_UTIL_MEANINGS;
+    # 0.9 is vLLM's and TensorRT-LLM's default)
+    gpu_mem_util: float = 0.90
     role: str = "both"
 
     def __post_init__(self) -> None:
@@ -135,7 +147,9 @@ class ServePlan:
         return {"kind": "disaggregated" if self.disaggregated else "aggregated",
                 "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype,
                 "kv_tier": self.kv_tier if self.disaggregated else None,
-                "gpus": self.gpus, "pools": [p.to_dict() for p in self.pools]}
+                "gpus": self.gpus, "scheduler": self.scheduler,
+                "gpu_mem_util_meaning": MEM_UTIL_MEANINGS[self.scheduler],
+                "pools": [p.to_dict() for p in self.pools]}
 
     def with_pools(self, *pools: Pool) -> "ServePlan":
         return replace(self, pools=tuple(pools))

@@ -35,6 +35,9 @@ REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
 # offline benchmarks size it from memory (trtllm-bench), and the common 8192-token budget.
 DEFAULT_MAX_SEQS = 2048
 DEFAULT_MAX_TOKENS = 8192
+# a blank gpu_mem_util: 0.9, read with the row's engine's meaning (serve/memory.py), the
+# default of both vLLM's --gpu-memory-utilization and TensorRT-LLM's
+# free_gpu_memory_fraction (KvCacheConfig, tensorrt_llm/llmapi/llm_args.py: "Default is 90%")
 DEFAULT_MEM_UTIL = 0.90
 MAX_SIM_REQUESTS = 3000
 # The engine column -> the scheduler simulated (spec.SCHEDULERS). Only engines whose
