@@ -1,8 +1,9 @@
 """A meshplan command run in the test's own process: (exit code, stdout, stderr) as a
 subprocess.CompletedProcess. The runtime tests share one pytest worker, which has imported
 torch.distributed once; a subprocess pays that import (4-8 s on the 2-core machine) again per
-call. Refusals are checked this way; a few tests (test_checkpoint's crash restart, the
-end-to-end runs) still go through a real process, which is what a user's shell runs."""
+call. Refusals are checked this way, and `run` commands whose workers torchrun starts as
+processes of their own anyway; test_checkpoint's crash restart and the dry run's CLI test
+still go through a real process, which is what a user's shell runs."""
 
 import contextlib
 import io

@@ -15,7 +15,7 @@ from meshplan.runtime.train import RunConfig, reference_run
 from meshplan.runtime.worker import run_worker, config_to_json
 from meshplan.specs.catalog.presets import preset
 
-from .in_process import cli as _refused
+from .in_process import cli as _in_process
 
 pytestmark = pytest.mark.slow
 
@@ -106,11 +106,11 @@ def test_crash_restart_resumes_without_losing_or_repeating_a_step(tmp_path):
 
 
 def test_cli_bad_inputs_are_one_line_exit_2(tmp_path):
-    r = _refused("run", "--dp", "2", "--global-batch", "3")
+    r = _in_process("run", "--dp", "2", "--global-batch", "3")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    r = _refused("run", "--model", "gpt2", "--steps", "1")
+    r = _in_process("run", "--model", "gpt2", "--steps", "1")
     assert r.returncode == 2 and "linear bias" in r.stderr
-    r = _refused("run", "--resume", str(tmp_path / "missing"))
+    r = _in_process("run", "--resume", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no such checkpoint" in r.stderr
 
 
@@ -125,13 +125,13 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path):
     assert step is not None and step.name == "step-1"
     base = ("run", "--seq-len", "16", "--global-batch", "8", "--dp", "2", "--device", "cpu",
             "--lr", "5e-4")  # the checkpoint's (a resume under another lr is refused)
-    r = _refused(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
+    r = _in_process(*base, "--model", "tiny-llama", "--steps", "2", "--resume", str(step))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "--steps=2: the checkpoint is after step 2" in r.stderr
-    r = _refused(*base, "--model", "tiny-moe", "--steps", "3", "--resume", str(step))
+    r = _in_process(*base, "--model", "tiny-moe", "--steps", "3", "--resume", str(step))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "cannot be loaded into this model and plan (RuntimeError: Missing key" in r.stderr
-    r = _refused(*base, "--model", "tiny-llama", "--checkpoint-every", "1")
+    r = _in_process(*base, "--model", "tiny-llama", "--checkpoint-every", "1")
     assert r.returncode == 2 and "needs --checkpoint-dir" in r.stderr
 
 
@@ -156,7 +156,7 @@ def test_resume_refuses_another_data_stream(tmp_path):
                          (("--global-batch", "4"), "global_batch=4"),
                          (("--lr", "0.01"), "lr=0.01")):
         args = {"--seq-len": "16", "--global-batch": "8"} | dict([extra])
-        r = _refused(*base, *[x for kv in args.items() for x in kv],
+        r = _in_process(*base, *[x for kv in args.items() for x in kv],
                  "--out", str(tmp_path / "out"))
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
         assert field in r.stderr and "the checkpoint" in r.stderr, r.stderr
@@ -172,11 +172,11 @@ def test_run_sizes_a_scenario_plan_on_its_cluster_as_predict_does(tmp_path):
     body = ('[model]\npreset = "tiny-llama"\n[cluster]\ngpus = "4xH100-SXM-80GB"\n'
             '[workload]\nseq_len = 16\nglobal_batch = 4\n[plan]\n')
     sc.write_text(body + "tp = 2\n")
-    r = _cli("run", "--scenario", str(sc), "--steps", "1", "--device", "cpu", "--json")
+    r = _in_process("run", "--scenario", str(sc), "--steps", "1", "--device", "cpu", "--json")
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)
     assert (res["plan"]["dp"], res["plan"]["tp"]) == (2, 2)
-    p = _cli("predict", "--scenario", str(sc), "--json")
+    p = _in_process("predict", "--scenario", str(sc), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["plan"]["dp"] == 2
 
 
@@ -184,9 +184,9 @@ def test_run_refuses_zero_sizes_and_another_gpu_count():
     """--seq-len 0 and --global-batch 0 were taken for the defaults (64, 8); --gpus with
     another count than the plan's ranks was predicted for the plan's count without a word."""
     for flag in ("--seq-len", "--global-batch"):
-        r = _refused("run", "--dp", "2", flag, "0")
+        r = _in_process("run", "--dp", "2", flag, "0")
         assert r.returncode == 2 and "must be a positive integer" in r.stderr, r.stderr
-    r = _refused("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
+    r = _in_process("run", "--dp", "2", "--gpus", "8xH100-SXM-80GB")
     assert r.returncode == 2 and "must equal the number of GPUs (8)" in r.stderr, r.stderr
 
 
@@ -194,12 +194,12 @@ def test_run_predicts_the_configuration_it_runs():
     """Knobs the runtime does not implement (tpo here) are named and left out of the
     prediction beside the measurement: the runtime's figures compare with `predict` of the
     plan as run, not of the label given (tpo made the prediction faster than what ran)."""
-    r = _cli("run", "--model", "tiny-llama", "--seq-len", "32", "--global-batch", "8",
+    r = _in_process("run", "--model", "tiny-llama", "--seq-len", "32", "--global-batch", "8",
              "--steps", "2", "--device", "cpu", "--plan", "dp1 tp2 pp1 zero1 mb1 sp tpo",
              "--gpus", "2xH100-SXM-80GB", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["not_run"] == ["tpo (TP communication overlap)"] and not d["plan"]["tp_comm_overlap"]
-    p = _cli("predict", "--model", "tiny-llama", "--seq-len", "32", "--global-batch", "8",
+    p = _in_process("predict", "--model", "tiny-llama", "--seq-len", "32", "--global-batch", "8",
              "--gpus", "2xH100-SXM-80GB", "--plan", "dp1 tp2 pp1 zero1 mb1 sp", "--json")
     assert d["predicted"]["step_time_s"] == json.loads(p.stdout)["step_time_s"]

@@ -13,6 +13,8 @@ from meshplan.runtime.dryrun import dryrun
 from meshplan.runtime.train import RunConfig
 from meshplan.specs.catalog.presets import preset
 
+from .in_process import cli
+
 pytestmark = pytest.mark.slow
 GiB = 2**30
 
@@ -138,10 +140,9 @@ def test_offload_dry_run_reports_host_bytes():
 ])
 def test_dryrun_refusals_are_one_line_exit_2(args, needle):
     """A rank's InputError reaches the command as itself (it was a 40-line RuntimeError
-    traceback, exit 1); a --gpus count that does not match is refused before the dry run."""
-    e = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    r = subprocess.run([sys.executable, "-m", "meshplan.cli", "dryrun", "--seq-len", "64",
-                        "--global-batch", "8", *args], capture_output=True, text=True, env=e,
-                       timeout=300)
+    traceback, exit 1: the tied-embeddings case is refused by the rank that builds the
+    split); a model the runtime cannot build and a --gpus count that does not match are
+    refused before the dry run. In this process (tests/runtime/in_process.py)."""
+    r = cli("dryrun", "--seq-len", "64", "--global-batch", "8", *args)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
     assert needle in r.stderr
