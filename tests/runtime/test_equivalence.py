@@ -1,11 +1,12 @@
 """Every layout the runtime supports computes what one process computes.
 
-Each case trains 3 optimizer steps with AdamW on forked gloo ranks and compares, against a
-single-process run of the same model, weights and batches: the loss of every step, and
-after the last step every parameter and its gradient, gathered to full size (fp32 on CPU;
-relative difference ||a-b||/||b|| at most 1e-5, see train.rel_diff). Adam's epsilon is
-1e-6: with 1e-8, elements whose gradient is near epsilon amplify last-bit differences of an
-equally exact summation order (documented in the README, "Running a plan for real").
+Each case trains 3 optimizer steps with AdamW on forked gloo ranks (on the batch of
+crash_retry.global_batch) and compares, against a single-process run of the same model,
+weights and batches: the loss of every step, and after the last step every parameter and its
+gradient, gathered to full size (fp32 on CPU; relative difference ||a-b||/||b|| at most 1e-5,
+see train.rel_diff). Adam's epsilon is 1e-6: with 1e-8, elements whose gradient is near
+epsilon amplify last-bit differences of an equally exact summation order (documented in the
+README, "Running a plan for real").
 """
 
 import pytest
@@ -14,7 +15,7 @@ from meshplan.plan import Plan
 from meshplan.runtime.train import RunConfig
 from meshplan.specs.catalog.presets import preset
 
-from .crash_retry import equivalence
+from .crash_retry import equivalence, global_batch
 
 pytestmark = pytest.mark.slow
 TOL = 1e-5
@@ -88,8 +89,8 @@ def _run(model: str, fields: dict):
     fields = dict(fields)
     source = fields.pop("schedule_source", "")  # RunConfig's, not a Plan field
     plan = Plan(**fields)
-    cfg = RunConfig(preset(model), plan, seq_len=16, global_batch=8, steps=3, lr=5e-4,
-                    adam_eps=1e-6, schedule_source=source)
+    cfg = RunConfig(preset(model), plan, seq_len=16, global_batch=global_batch(plan), steps=3,
+                    lr=5e-4, adam_eps=1e-6, schedule_source=source)
     rep = equivalence(cfg, plan.world_size)
     assert rep.loss_rel <= TOL, rep
     assert rep.param_rel <= TOL, rep
@@ -118,6 +119,7 @@ def test_one_expert_per_rank_is_sharded_over_edp_along_hidden():
                                  moe_groups=2, moe_group_topk=2)  # groups divide experts
     for fields in (dict(dp=4, ep=2, zero=3), dict(dp=2, tp=2, ep=2, zero=1)):
         plan = Plan(**fields)
-        cfg = RunConfig(spec, plan, seq_len=16, global_batch=8, steps=3, lr=5e-4, adam_eps=1e-6)
+        cfg = RunConfig(spec, plan, seq_len=16, global_batch=global_batch(plan), steps=3,
+                        lr=5e-4, adam_eps=1e-6)
         rep = equivalence(cfg, plan.world_size)
         assert max(rep.loss_rel, rep.param_rel, rep.grad_rel) <= TOL, rep

@@ -19,7 +19,7 @@ from meshplan.runtime.model import MoE, build_model
 from meshplan.runtime.train import RunConfig
 from meshplan.specs.catalog.presets import preset
 
-from .crash_retry import equivalence
+from .crash_retry import equivalence, global_batch
 
 
 def test_one_update_is_the_closed_form_on_the_routed_counts():
@@ -50,8 +50,8 @@ def test_one_update_is_the_closed_form_on_the_routed_counts():
 @pytest.mark.parametrize("fields", [dict(dp=2, ep=2, zero=3), dict(cp=2, tp=2, ep=2), dict(pp=2)])
 def test_biases_agree_with_one_process_across_ranks(fields):
     plan = Plan(**fields)
-    cfg = RunConfig(preset("tiny-moe"), plan, seq_len=16, global_batch=8, steps=3, lr=5e-4,
-                    adam_eps=1e-6)
+    cfg = RunConfig(preset("tiny-moe"), plan, seq_len=16, global_batch=global_batch(plan),
+                    steps=3, lr=5e-4, adam_eps=1e-6)
     rep = equivalence(cfg, plan.world_size)
     assert rep.param_rel <= 1e-5, rep
     assert rep.loss_rel <= 1e-5, rep

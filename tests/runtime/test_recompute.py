@@ -69,11 +69,11 @@ PARALLEL = {  # selective recomputation under the wrappers it must compose with
 def test_selective_recompute_matches_single_process(case):
     from meshplan.plan import Plan
     from meshplan.runtime.train import RunConfig
-    from .crash_retry import equivalence
+    from .crash_retry import equivalence, global_batch
     model, fields = PARALLEL[case]
     plan = Plan(**fields, recompute="selective")
-    cfg = RunConfig(preset(model), plan, seq_len=16, global_batch=8, steps=3, lr=5e-4,
-                    adam_eps=1e-6)
+    cfg = RunConfig(preset(model), plan, seq_len=16, global_batch=global_batch(plan), steps=3,
+                    lr=5e-4, adam_eps=1e-6)
     rep = equivalence(cfg, plan.world_size)
     assert max(rep.loss_rel, rep.param_rel, rep.grad_rel) <= 1e-5, rep
     assert not rep.missing_grads, rep

@@ -12,7 +12,7 @@ import pytest
 
 from meshplan.plan import Plan
 from meshplan.runtime.train import RunConfig
-from .crash_retry import equivalence
+from .crash_retry import equivalence, global_batch
 from meshplan.specs.catalog.presets import preset
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,8 @@ CASES = {  # tiny-llama: 4 heads, 2 kv heads
 def test_head_layouts_match_single_process(case):
     spec, fields = CASES[case]
     plan = Plan(**fields)
-    cfg = RunConfig(spec, plan, seq_len=16, global_batch=8, steps=3, lr=5e-4, adam_eps=1e-6)
+    cfg = RunConfig(spec, plan, seq_len=16, global_batch=global_batch(plan), steps=3, lr=5e-4,
+                    adam_eps=1e-6)
     rep = equivalence(cfg, plan.world_size)
     assert max(rep.loss_rel, rep.param_rel, rep.grad_rel) <= 1e-5, rep
     assert not rep.missing_grads, rep
