@@ -130,6 +130,28 @@ def test_run_trains_the_plan_predict_prints(tmp_path, capsys, how):
     assert (cfg["seq_len"], cfg["global_batch"]) == (16, 8)
 
 
+@pytest.mark.parametrize("slash", ["", "/"], ids=["no-slash", "slash"])
+def test_run_nnodes_out_is_always_a_folder(tmp_path, capsys, slash):
+    """--out is a folder (its help): a new one without a trailing slash was written as the
+    nodes' config file itself; now the folder is made and the config goes inside it."""
+    out = tmp_path / "new" / "out"
+    argv = ["run", "--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n"), "--nnodes", "2",
+            "--out", str(out) + slash]
+    assert main(argv) == 0, capsys.readouterr().err
+    conf = str(out / "meshplan-run.json")
+    assert out.is_dir() and (out / "meshplan-run.json").is_file()
+    assert conf in capsys.readouterr().out  # the commands printed read it there
+
+
+def test_run_nnodes_refused_before_out_is_made(tmp_path, capsys):
+    """A node count that does not divide the ranks is refused before --out is created."""
+    out = tmp_path / "out"
+    err = _refusal(["run", "--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n"),
+                    "--nnodes", "3", "--out", str(out)], capsys)
+    assert "nnodes=3: must divide the plan's world size (4)" in err
+    assert not out.exists()
+
+
 def test_a_cluster_flag_on_top_of_a_scenario_keeps_the_rest_of_its_cluster(tmp_path, capsys):
     """--gpus-per-node on top of --scenario rebuilt the cluster from the GPU name alone: the
     file's nic_gbps_per_gpu (100) and scaleup_domain went back to the GPU's defaults (400)
