@@ -176,3 +176,36 @@ def test_a_cluster_flag_on_top_of_a_scenario_keeps_the_rest_of_its_cluster(tmp_p
                                'gpu_file = "my_gpus.toml"\n'))
     for extra in (["--gpus-per-node", "4"], ["--gpus", "8xH100-PCIe-80GB"]):
         assert cluster(["--scenario", str(gf), *extra]).gpu.name == "H100-PCIe-80GB"
+
+
+def test_a_cluster_flag_on_top_of_a_one_pool_scenario_keeps_what_the_pool_stated(tmp_path):
+    """A [cluster] of one pool is an ordinary cluster (docs/pools.md), but a cluster flag on
+    top rebuilt it from the pool's GPU name alone: the pool's own nic_gbps_per_gpu (100) and
+    scaleup_domain (4) went back to the GPU's defaults (400, the node), and a GPU of the
+    file's gpu_file became unknown (refused)."""
+    from meshplan.commands._common import scenario_from_args
+    from meshplan.cli import build_parser
+
+    def cluster(argv):
+        return scenario_from_args(build_parser().parse_args(["predict", *argv])).cluster
+
+    one_pool = ('[cluster]\npools = [{gpus = "16xH100-SXM-80GB", nic_gbps_per_gpu = 100, '
+                'scaleup_domain = 4, price = 2.0}]\n')
+    sc = _write(tmp_path, TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n', one_pool))
+    c = cluster(["--scenario", sc, "--gpus-per-node", "4"])
+    assert (c.num_gpus, c.gpus_per_node, c.scaleup_domain) == (16, 4, 4)
+    assert c.nic_bytes_per_s == 100 / 8 * 1e9
+    c = cluster(["--scenario", sc, "--nic-gbps", "200"])
+    assert (c.gpus_per_node, c.scaleup_domain, c.nic_bytes_per_s) == (8, 4, 200 / 8 * 1e9)
+    # the node size given for every pool holds for the one pool too
+    sc = _write(tmp_path, TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n',
+                                       '[cluster]\ngpus_per_node = 4\npools = '
+                                       '[{gpus = "16xH100-SXM-80GB"}]\n'))
+    assert cluster(["--scenario", sc, "--nic-gbps", "200"]).gpus_per_node == 4
+    (tmp_path / "my_gpus.toml").write_text(
+        (Path(__file__).resolve().parents[1] / "examples" / "my_gpus.toml").read_text())
+    gf = tmp_path / "gf.toml"
+    gf.write_text(TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n',
+                               '[cluster]\ngpu_file = "my_gpus.toml"\n'
+                               'pools = [{gpus = "16xH100-PCIe-80GB", price = 2.0}]\n'))
+    assert cluster(["--scenario", str(gf), "--gpus-per-node", "4"]).gpu.name == "H100-PCIe-80GB"
