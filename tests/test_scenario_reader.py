@@ -209,3 +209,38 @@ def test_a_cluster_flag_on_top_of_a_one_pool_scenario_keeps_what_the_pool_stated
                                '[cluster]\ngpu_file = "my_gpus.toml"\n'
                                'pools = [{gpus = "16xH100-PCIe-80GB", price = 2.0}]\n'))
     assert cluster(["--scenario", str(gf), "--gpus-per-node", "4"]).gpu.name == "H100-PCIe-80GB"
+
+
+def test_export_carries_the_scenario_predict_reads(tmp_path, capsys, monkeypatch):
+    """export rebuilt the Scenario from model, cluster, workload and plan alone: what the
+    file stated (plan_stated, cluster_stated), its pool and its profile were dropped. Now the
+    scenario export renders is predict's, and what it writes is the plan predict prints."""
+    import json
+
+    from meshplan.cli import build_parser
+    from meshplan.commands import export as export_cmd
+    from meshplan.commands._common import plan_from_args, scenario_from_args
+    from meshplan.scenario import load_scenario
+
+    one_pool = ('[cluster]\npools = [{gpus = "4xH100-SXM-80GB", nic_gbps_per_gpu = 100, '
+                'price = 2.0}]\n')
+    sc_path = _write(tmp_path, TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n', one_pool)
+                     + "[plan]\ntp = 2\nzero = 1\n")
+    rendered = []
+    real = export_cmd.render
+    monkeypatch.setattr(export_cmd, "render", lambda sc, to: rendered.append(sc) or real(sc, to))
+    out = tmp_path / "ex"
+    assert main(["export", sc_path, "--to", "meshplan", "--out", str(out)]) == 0
+    args = build_parser().parse_args(["predict", "--scenario", sc_path])
+    want = scenario_from_args(args)
+    (got,) = rendered
+    assert got.plan == plan_from_args(args, want)
+    assert (got.plan_stated, got.cluster_stated, got.profile) == (
+        want.plan_stated, want.cluster_stated, want.profile) and got.plan_stated
+    assert got.pools == want.pools and got.pools is not None
+    capsys.readouterr()
+    assert main(["predict", "--scenario", sc_path, "--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)
+    written = load_scenario(out / "plan.toml")
+    assert written.plan.to_dict() == pred["plan"] and pred["plan"]["dp"] == 2
+    assert written.cluster.num_gpus == 4 and "on 4 x H100-SXM-80GB" in pred["scenario"]
