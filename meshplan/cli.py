@@ -22,6 +22,22 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
+        # A blank value (--scenario "", --out=, an unset shell variable) is refused here, for
+        # every argument of every command: the commands test `if args.x` / `args.x or ...`,
+        # which read it as not given (the file's, the default's or nothing) without a word
+        if len(arg_strings) == 1 and not arg_strings[0].strip():
+            name = action.option_strings[-1] if action.option_strings else (
+                action.metavar or action.dest)
+            what = ("one of " + ", ".join(map(str, action.choices)) if action.choices
+                    else action.metavar if action.option_strings and action.metavar
+                    else "a value")
+            e = InputError(name, arg_strings[0], f"is blank; give {what}" + (
+                f" or leave {name} out" if action.option_strings else ""))
+            e.prog = self.prog  # "meshplan export": _main prints it as any InputError
+            raise e
+        return super()._get_values(action, arg_strings)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="meshplan", description=__doc__.splitlines()[0])
@@ -61,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     forget_all()  # the files the previous command in this process read
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except InputError as e:  # a blank value (_Parser._get_values)
+        print(f"{getattr(e, 'prog', 'meshplan')}: error: {e}", file=sys.stderr)
+        return 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -118,6 +118,16 @@ def make_cluster(gpus: str | None = None, gpu: str | None = None, num_gpus: int 
                    scaleup_domain=scaleup_domain or 0)
 
 
+def pool_cluster_args(t: dict, gpus_per_node: int | None, nic_gbps_per_gpu: float | None,
+                      gpu_file: str | Path | None) -> dict:
+    """make_cluster's arguments for one pool table: the pool's own keys, else the node size
+    and NIC given for every pool (price is the pool's, not its cluster's)."""
+    args = {"gpus": str(t["gpus"]), "gpus_per_node": t.get("gpus_per_node", gpus_per_node),
+            "nic_gbps_per_gpu": t.get("nic_gbps_per_gpu", nic_gbps_per_gpu),
+            "scaleup_domain": t.get("scaleup_domain"), "gpu_file": gpu_file}
+    return {k: v for k, v in args.items() if v is not None}
+
+
 def make_pools(gpus: str, gpus_per_node: int | None = None,
                nic_gbps_per_gpu: float | None = None, gpu_file: str | Path | None = None,
                inter_pool_gbps: float | None = None, prices: dict[str, float] | None = None,
@@ -137,9 +147,7 @@ def make_pools(gpus: str, gpus_per_node: int | None = None,
                 raise InputError(f"cluster.pools[{i}].{k}", t[k], "allowed: " + ", ".join(sorted(allowed)))
         if "+" in str(t["gpus"]):
             raise InputError(f"cluster.pools[{i}].gpus", t["gpus"], "one COUNTxGPU per pool")
-        c = make_cluster(str(t["gpus"]), gpus_per_node=t.get("gpus_per_node", gpus_per_node),
-                         nic_gbps_per_gpu=t.get("nic_gbps_per_gpu", nic_gbps_per_gpu),
-                         scaleup_domain=t.get("scaleup_domain"), gpu_file=gpu_file)
+        c = make_cluster(**pool_cluster_args(t, gpus_per_node, nic_gbps_per_gpu, gpu_file))
         if "price" in t:
             own = {c.gpu.name: check_usd(f"cluster.pools[{i}].price", t["price"])}
         else:
@@ -217,8 +225,9 @@ def load_scenario(path: str | Path) -> Scenario:
         tables = c.pop("pools")
         if not isinstance(tables, list) or not tables:
             raise InputError("cluster.pools", tables, "a list of pool tables [{gpus = ...}, ...]")
-        pools = make_pools("", c.pop("gpus_per_node", None), c.pop("nic_gbps_per_gpu", None),
-                           gf, c.pop("inter_pool_gbps", None), pool_tables=tables)
+        per_node, nic = c.pop("gpus_per_node", None), c.pop("nic_gbps_per_gpu", None)
+        pools = make_pools("", per_node, nic, gf, c.pop("inter_pool_gbps", None),
+                           pool_tables=tables)
         if c:
             k = next(iter(c))
             raise InputError(f"cluster.{k}", c[k], "with pools allowed: pools, gpus_per_node, "
@@ -228,8 +237,14 @@ def load_scenario(path: str | Path) -> Scenario:
         if k not in allowed:
             raise InputError(f"cluster.{k}", c[k], "allowed: " + ", ".join(sorted(allowed)))
     cluster = pools.pools[0].cluster if pools else make_cluster(gpu_file=gf, **c)
-    cluster_stated = () if pools else tuple(sorted({**c, "gpu_file": gf}.items(),
-                                                   key=lambda kv: kv[0]))
+    if pools is None:
+        stated = {**c, "gpu_file": gf}
+    elif len(pools.pools) == 1:  # one pool is an ordinary cluster: its table, as stated
+        stated = pool_cluster_args(tables[0], per_node, nic, gf)
+    else:  # (--gpus replaces the pools: what was given for every pool still holds)
+        stated = {k: v for k, v in (("gpus_per_node", per_node), ("nic_gbps_per_gpu", nic),
+                                    ("gpu_file", gf)) if v is not None}
+    cluster_stated = tuple(sorted(stated.items(), key=lambda kv: kv[0]))
     w = dict(data["workload"])
     known = {f.name for f in fields(Workload)} | {"global_batch_tokens"}
     for k, v in w.items():

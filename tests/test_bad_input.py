@@ -506,7 +506,7 @@ CASES = [
      ["simulate", *M, *W, "--dp", "4", "--pp", "2", "--png", "{d}/a.png", "--mem-png",
       "{d}/a.png"], "is also --png"),
     # --model "" (an unset shell variable) was Path(""): the current folder's config.json
-    ("model-empty", {}, ["plan", "--model", "", *W], "model='': must name a preset"),
+    ("model-empty", {}, ["plan", "--model", "", *W], "--model='': is blank; give a value or"),
     # a folder named like an export file is not a previous export: replacing it deleted it
     # and what it held
     ("out-holds-a-folder-named-like-an-export-file", {"out/plan.toml/data.txt": "mine"},
@@ -597,6 +597,46 @@ CASES = [
                           '"original_max_position_embeddings": "big"}')},
      ["export", "--model", "{d}/c", *W, "--plan", "dp8 tp1 pp1 zero3 mb1", "--to", "torchtitan",
       "--out", "{d}/ex"], "rope_scaling.original_max_position_embeddings='big'"),
+    # a blank value (an unset shell variable) was read as not given (`if args.x`, `args.x or
+    # ...`): the file's value, the default or nothing, exit 0; refused by the parser now, for
+    # every flag of every command (cli._Parser), as `--out ""` was by export alone
+    *[(f"blank-{argv[0]}-{argv[argv.index('') - 1].lstrip('-')}", {"s.toml": GOOD_SCENARIO},
+       argv, f"{argv[argv.index('') - 1]}='': is blank; give") for argv in [
+        ["predict", "--scenario", "", *M, *W, "--dp", "8"],
+        ["predict", "--scenario", "{d}/s.toml", "--model", ""],
+        ["predict", "--scenario", "{d}/s.toml", "--gpus", ""],
+        ["predict", "--scenario", "{d}/s.toml", "--gpu-file", ""],
+        ["predict", "--scenario", "{d}/s.toml", "--fp8-recipe", ""],
+        ["predict", "--scenario", "{d}/s.toml", "--recompute-modules", ""],
+        ["predict", "--scenario", "{d}/s.toml", "--profile", ""],
+        ["simulate", "--scenario", "{d}/s.toml", "--png", ""],
+        ["simulate", "--scenario", "{d}/s.toml", "--trace", ""],
+        ["plan", *M, *W, "--out", ""],
+        ["plan", *M, *W, "--price", ""],
+        ["export", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex",
+         "--gpus", ""],
+        ["run", "--nnodes", "2", "--dp", "2", "--out", ""],
+        ["run", "--nnodes", "2", "--dp", "2", "--master", ""],
+        ["run", "--dp", "1", "--checkpoint-dir", ""],
+        ["dryrun", "--gpus", ""],
+        ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "100", "--output-len", "10",
+         "--rate", "1", "--plan", ""],
+        ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "100", "--output-len", "10",
+         "--rate", "1", "--trace", ""],
+        ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len", "100", "--output-len", "10",
+         "--rate", "1", "--model-id", ""],
+        ["validate", "{d}/s.toml", "--profile", ""],
+    ]],
+    ("blank-export-positional", {"s.toml": GOOD_SCENARIO},
+     ["export", "", "--scenario", "{d}/s.toml", "--to", "megatron", "--out", "{d}/ex"],
+     "PLAN.toml='': is blank; give a value"),
+    # --inter-pool-gbps 0 on top of a pools scenario was read as not given (the file's link)
+    ("inter-pool-gbps-zero-on-a-pools-scenario",
+     {"p.toml": '[model]\npreset = "llama3.1-8b"\n[cluster]\npools = [{gpus = '
+                '"8xH100-SXM-80GB"}, {gpus = "8xA100-SXM-80GB"}]\n[workload]\nseq_len = 4096\n'
+                'global_batch = 32\n'},
+     ["plan", "--scenario", "{d}/p.toml", "--inter-pool-gbps", "0"],
+     "inter_pool_gbps=0.0: must be a finite number > 0"),
 ]
 
 

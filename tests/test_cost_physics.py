@@ -206,3 +206,34 @@ def test_heldout_accuracy_does_not_regress():
     assert s["tokens_rows_trust_ab"] >= 179
     assert s["tokens_median_abs_error"] <= 0.12
     assert s["tokens_p90_abs_error"] <= 0.40
+
+
+def test_tp_past_a_bridged_pair_is_charged_at_the_slower_tier():
+    """H100 PCIe with NVLink bridge pairs (examples/my_gpus.toml, scaleup_domain 2): a tp2
+    group sits in one pair (NVLink), a tp4 group spans two pairs and crosses the slower tier
+    (the cost model's scale-out link, the NIC's 200 Gb/s). Closed forms for an 8 GiB buffer,
+    where bandwidth dominates (a pipeline fill and hops add < 0.5%):
+      tp2 ring inside the pair: 2(n-1)/n S = S over NVLink:  S / (nvlink * scaleup)
+      tp4, two pairs: ring 2*3/4 S, half of it on the NIC: 0.75 S / (nic * scaleout); tree,
+      two domains: each sends S/g = S/2 on its NIC: S / 2 / (nic * scaleout * tree); NCCL
+      (and the model) takes the faster."""
+    from meshplan.cost.collectives import all_reduce_algo_s, all_reduce_s, group_placement
+    from meshplan.cost.efficiency import NETWORK
+
+    c = make_cluster("8xH100-PCIe-80GB", gpu_file=ROOT / "examples" / "my_gpus.toml")
+    S = float(2**33)
+    nvlink, nic = c.gpu.scaleup_bytes_per_s, c.nic_bytes_per_s
+    assert nic == 200 / 8 * 1e9
+    tp2, tp4 = group_placement(c, (2, 1)), group_placement(c, (4, 1))
+    assert (tp2.tier, tp4.tier, tp4.per_node, tp4.nodes) == ("scale-up", "scale-out", 2, 2)
+    assert all_reduce_s(c, tp2, S) == pytest.approx(S / (nvlink * NETWORK.scaleup), rel=5e-3)
+    ring = 0.75 * S / (nic * NETWORK.scaleout)
+    tree = S / 2 / (nic * NETWORK.scaleout * NETWORK.tree)
+    assert all_reduce_algo_s(c, tp4, S, "ring") == pytest.approx(ring, rel=5e-3)
+    assert all_reduce_s(c, tp4, S) == pytest.approx(min(ring, tree), rel=5e-3)
+    # the step reports the tp axis on the tier it crosses
+    wl = Workload(seq_len=2048, global_batch=8)
+    model = preset("llama3.1-8b")
+    tiers = {tp: next(a.tier for a in estimate(model, c, wl, Plan(dp=8 // tp, tp=tp)).comm
+                      if a.axis == "tp") for tp in (2, 4)}
+    assert tiers == {2: "scale-up", 4: "scale-out"}

@@ -130,6 +130,28 @@ def test_run_trains_the_plan_predict_prints(tmp_path, capsys, how):
     assert (cfg["seq_len"], cfg["global_batch"]) == (16, 8)
 
 
+@pytest.mark.parametrize("slash", ["", "/"], ids=["no-slash", "slash"])
+def test_run_nnodes_out_is_always_a_folder(tmp_path, capsys, slash):
+    """--out is a folder (its help): a new one without a trailing slash was written as the
+    nodes' config file itself; now the folder is made and the config goes inside it."""
+    out = tmp_path / "new" / "out"
+    argv = ["run", "--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n"), "--nnodes", "2",
+            "--out", str(out) + slash]
+    assert main(argv) == 0, capsys.readouterr().err
+    conf = str(out / "meshplan-run.json")
+    assert out.is_dir() and (out / "meshplan-run.json").is_file()
+    assert conf in capsys.readouterr().out  # the commands printed read it there
+
+
+def test_run_nnodes_refused_before_out_is_made(tmp_path, capsys):
+    """A node count that does not divide the ranks is refused before --out is created."""
+    out = tmp_path / "out"
+    err = _refusal(["run", "--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n"),
+                    "--nnodes", "3", "--out", str(out)], capsys)
+    assert "nnodes=3: must divide the plan's world size (4)" in err
+    assert not out.exists()
+
+
 def test_a_cluster_flag_on_top_of_a_scenario_keeps_the_rest_of_its_cluster(tmp_path, capsys):
     """--gpus-per-node on top of --scenario rebuilt the cluster from the GPU name alone: the
     file's nic_gbps_per_gpu (100) and scaleup_domain went back to the GPU's defaults (400)
@@ -154,3 +176,71 @@ def test_a_cluster_flag_on_top_of_a_scenario_keeps_the_rest_of_its_cluster(tmp_p
                                'gpu_file = "my_gpus.toml"\n'))
     for extra in (["--gpus-per-node", "4"], ["--gpus", "8xH100-PCIe-80GB"]):
         assert cluster(["--scenario", str(gf), *extra]).gpu.name == "H100-PCIe-80GB"
+
+
+def test_a_cluster_flag_on_top_of_a_one_pool_scenario_keeps_what_the_pool_stated(tmp_path):
+    """A [cluster] of one pool is an ordinary cluster (docs/pools.md), but a cluster flag on
+    top rebuilt it from the pool's GPU name alone: the pool's own nic_gbps_per_gpu (100) and
+    scaleup_domain (4) went back to the GPU's defaults (400, the node), and a GPU of the
+    file's gpu_file became unknown (refused)."""
+    from meshplan.commands._common import scenario_from_args
+    from meshplan.cli import build_parser
+
+    def cluster(argv):
+        return scenario_from_args(build_parser().parse_args(["predict", *argv])).cluster
+
+    one_pool = ('[cluster]\npools = [{gpus = "16xH100-SXM-80GB", nic_gbps_per_gpu = 100, '
+                'scaleup_domain = 4, price = 2.0}]\n')
+    sc = _write(tmp_path, TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n', one_pool))
+    c = cluster(["--scenario", sc, "--gpus-per-node", "4"])
+    assert (c.num_gpus, c.gpus_per_node, c.scaleup_domain) == (16, 4, 4)
+    assert c.nic_bytes_per_s == 100 / 8 * 1e9
+    c = cluster(["--scenario", sc, "--nic-gbps", "200"])
+    assert (c.gpus_per_node, c.scaleup_domain, c.nic_bytes_per_s) == (8, 4, 200 / 8 * 1e9)
+    # the node size given for every pool holds for the one pool too
+    sc = _write(tmp_path, TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n',
+                                       '[cluster]\ngpus_per_node = 4\npools = '
+                                       '[{gpus = "16xH100-SXM-80GB"}]\n'))
+    assert cluster(["--scenario", sc, "--nic-gbps", "200"]).gpus_per_node == 4
+    (tmp_path / "my_gpus.toml").write_text(
+        (Path(__file__).resolve().parents[1] / "examples" / "my_gpus.toml").read_text())
+    gf = tmp_path / "gf.toml"
+    gf.write_text(TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n',
+                               '[cluster]\ngpu_file = "my_gpus.toml"\n'
+                               'pools = [{gpus = "16xH100-PCIe-80GB", price = 2.0}]\n'))
+    assert cluster(["--scenario", str(gf), "--gpus-per-node", "4"]).gpu.name == "H100-PCIe-80GB"
+
+
+def test_export_carries_the_scenario_predict_reads(tmp_path, capsys, monkeypatch):
+    """export rebuilt the Scenario from model, cluster, workload and plan alone: what the
+    file stated (plan_stated, cluster_stated), its pool and its profile were dropped. Now the
+    scenario export renders is predict's, and what it writes is the plan predict prints."""
+    import json
+
+    from meshplan.cli import build_parser
+    from meshplan.commands import export as export_cmd
+    from meshplan.commands._common import plan_from_args, scenario_from_args
+    from meshplan.scenario import load_scenario
+
+    one_pool = ('[cluster]\npools = [{gpus = "4xH100-SXM-80GB", nic_gbps_per_gpu = 100, '
+                'price = 2.0}]\n')
+    sc_path = _write(tmp_path, TINY.replace('[cluster]\ngpus = "4xH100-SXM-80GB"\n', one_pool)
+                     + "[plan]\ntp = 2\nzero = 1\n")
+    rendered = []
+    real = export_cmd.render
+    monkeypatch.setattr(export_cmd, "render", lambda sc, to: rendered.append(sc) or real(sc, to))
+    out = tmp_path / "ex"
+    assert main(["export", sc_path, "--to", "meshplan", "--out", str(out)]) == 0
+    args = build_parser().parse_args(["predict", "--scenario", sc_path])
+    want = scenario_from_args(args)
+    (got,) = rendered
+    assert got.plan == plan_from_args(args, want)
+    assert (got.plan_stated, got.cluster_stated, got.profile) == (
+        want.plan_stated, want.cluster_stated, want.profile) and got.plan_stated
+    assert got.pools == want.pools and got.pools is not None
+    capsys.readouterr()
+    assert main(["predict", "--scenario", sc_path, "--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)
+    written = load_scenario(out / "plan.toml")
+    assert written.plan.to_dict() == pred["plan"] and pred["plan"]["dp"] == 2
+    assert written.cluster.num_gpus == 4 and "on 4 x H100-SXM-80GB" in pred["scenario"]

@@ -2,6 +2,8 @@
 
 import json
 
+from pathlib import Path
+
 import pytest
 
 from meshplan.errors import InputError
@@ -126,6 +128,17 @@ def test_nvlink_domain_follows_the_node_given():
     assert make_cluster("144xGB200", gpus_per_node=4).domain_size == 72
     assert make_cluster("144xGB200", gpus_per_node=8).domain_size == 72
     assert make_cluster("16xH100-SXM-80GB", gpus_per_node=4, scaleup_domain=8).domain_size == 8
+
+
+def test_a_domain_smaller_than_the_node_stays_as_stated():
+    """examples/my_gpus.toml's H100 PCIe: NVLink bridges join pairs (scaleup_domain = 2), the
+    other pairs talk over PCIe. Cluster widened a fabric that ends inside the node to the
+    whole node (domain 8). Now the stated pairs stay pairs, within the node given."""
+    gf = Path(__file__).resolve().parents[1] / "examples" / "my_gpus.toml"
+    assert make_cluster("8xH100-PCIe-80GB", gpu_file=gf).domain_size == 2
+    assert make_cluster("16xH100-PCIe-80GB", gpus_per_node=4, gpu_file=gf).domain_size == 2
+    assert make_cluster("8xH100-PCIe-80GB", gpus_per_node=1, gpu_file=gf).domain_size == 1
+    assert make_cluster("8xH100-PCIe-80GB", scaleup_domain=8, gpu_file=gf).domain_size == 8
 
 
 def test_cluster_parse_and_errors():

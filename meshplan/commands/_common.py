@@ -138,7 +138,7 @@ def _cluster_on_top(sc: Scenario, gpus, per_node, nic, gpu_file) -> dict:
     """make_cluster's arguments for the scenario's cluster with the flags given on top: each
     flag replaces what it names (--gpus the type and count), the rest of the [cluster] table
     (NIC, scale-up domain, gpu_file) is kept."""
-    table = dict(sc.cluster_stated) or {  # (a one-pool scenario: the pool's cluster)
+    table = dict(sc.cluster_stated) or {  # (a Scenario built in code, without a file)
         "gpus": f"{sc.cluster.num_gpus}x{sc.cluster.gpu.name}",
         "gpus_per_node": sc.cluster.gpus_per_node}
     if gpus:

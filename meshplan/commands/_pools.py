@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 
 from ..engines import LIMITED_ENGINES, search_hints
-from ..errors import InputError
+from ..errors import InputError, require_positive_number
 from ..report import scenario_line
 from ..scenario import Scenario, gpu_catalog, load_scenario, make_pools
 from ..search.objective import (OBJECTIVES, Goal, Outcome, fmt_duration, fmt_usd,
@@ -87,9 +87,11 @@ def pooled_scenario(args) -> Scenario | None:
         pc = from_file.pools
         pools = tuple(Pool(p.cluster, price_of(p.name, prices)) if p.name in prices else p
                       for p in pc.pools)
-        link = (args.inter_pool_gbps / 8 * 1e9) if getattr(args, "inter_pool_gbps", None) \
-            else pc.inter_pool_bytes_per_s
-        given = pc.inter_pool_given or bool(getattr(args, "inter_pool_gbps", None))
+        flag = getattr(args, "inter_pool_gbps", None)  # (is not None: a 0 is refused, as
+        link = pc.inter_pool_bytes_per_s               # without --scenario, not "not given")
+        if flag is not None:
+            link = require_positive_number("inter_pool_gbps", flag) / 8 * 1e9
+        given = pc.inter_pool_given or flag is not None
         pc = replace(pc, pools=pools, inter_pool_bytes_per_s=link, inter_pool_given=given)
     else:
         pc = make_pools(gpus, args.gpus_per_node, args.nic_gbps, args.gpu_file,

@@ -7,10 +7,10 @@ writes); scenario and plan flags may be given instead of it, or on top of it.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from ..errors import InputError
 from ..export import ENGINES, render, write
-from ..scenario import Scenario
 from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
@@ -23,7 +23,9 @@ def _export(args) -> int:
     prof = apply_profile_arg(args)
     sc = scenario_from_args(args)
     check_generation(prof, sc.cluster.gpu)
-    sc = Scenario(sc.model, sc.cluster, sc.workload, plan_from_args(args, sc))
+    # the scenario predict reads, with its plan: what the file stated (plan_stated,
+    # cluster_stated), its pool and its profile travel with it (they were dropped)
+    sc = replace(sc, plan=plan_from_args(args, sc))
     rendered = render(sc, args.to)
     for path in write(rendered, args.out):
         print(path)

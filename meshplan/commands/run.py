@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
                          f"give more steps than that to train on from it")
     if device == "cpu" and args.nnodes == 1:
         _check_host_memory(sc.model)
+    if args.nnodes > 1:  # refused before any folder is made
+        orchestrate.check_nnodes(plan.world_size, args.nnodes)
     cluster = sc.cluster  # (--gpus or the scenario's: plan_from_args checked its count)
     if cluster is None and device == "cuda" and torch.cuda.is_available():
         cluster = _local_cluster(torch, plan.world_size)
@@ -122,19 +124,16 @@ def run(args: argparse.Namespace) -> int:
     # (--checkpoint-dir naming a file, or a folder under /proc)
     if args.checkpoint_dir:
         _make_folder("--checkpoint-dir", args.checkpoint_dir, "the checkpoints")
-    if args.out and args.nnodes == 1:
+    if args.out is not None:  # a folder whatever --nnodes (its help says so)
         _make_folder("--out", args.out, "the workers' result files")
     run_opts = {"device": device, "ckpt_dir": args.checkpoint_dir,
                 "ckpt_every": args.checkpoint_every, "resume": args.resume,
                 "measure_memory": True}
     if args.nnodes > 1:
         import os
-        # --out is a folder (its help says so): the nodes' config goes inside it
-        out = Path(args.out) if args.out else None
-        if out is not None and (out.is_dir() or args.out.endswith(os.sep)):
-            out.mkdir(parents=True, exist_ok=True)
-            out = out / "meshplan-run.json"
-        conf = os.path.abspath(out or "meshplan-run.json")
+        # --out is a folder (made above): the nodes' config goes inside it. Before, a new
+        # --out without a trailing slash was written as the config file itself
+        conf = os.path.abspath(Path(args.out or ".") / "meshplan-run.json")
         for n, cmd in enumerate(orchestrate.node_commands(cfg, dict(run_opts, out="."),
                                                           args.nnodes, args.master, args.port, conf)):
             print(f"# node {n}\n{cmd}")

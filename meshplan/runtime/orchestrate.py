@@ -142,12 +142,17 @@ def _split_error(text: str) -> tuple[str, object, str]:
     return d["field"], d["value"], d["allowed"]
 
 
+def check_nnodes(world: int, nnodes: int) -> None:
+    """Refuse a node count that does not divide the plan's ranks (each node runs as many)."""
+    if world % nnodes:
+        raise InputError("nnodes", nnodes, f"must divide the plan's world size ({world})")
+
+
 def node_commands(cfg: RunConfig, run: dict, nnodes: int, master: str, port: int,
                   conf_path: str) -> list[str]:
     """The command to start on each node of a multi-machine run."""
     world = cfg.plan.world_size
-    if world % nnodes:
-        raise InputError("nnodes", nnodes, f"must divide the plan's world size ({world})")
+    check_nnodes(world, nnodes)
     Path(conf_path).write_text(config_to_json(cfg, **run))
     return [format_command(torchrun_command(world // nnodes, nnodes, n, master, port, [conf_path]))
             for n in range(nnodes)]

@@ -73,10 +73,13 @@ class Cluster:
             raise InputError("nic_gbps_per_gpu", self.nic_bytes_per_s * 8 / 1e9, "must be positive")
         if not self.scaleup_domain:
             # a fabric that ends at the GPU's usual node (HGX boards, MI300X platforms) ends
-            # at the node given; one that spans nodes (NVL72) keeps its size
-            spans_nodes = self.gpu.scaleup_domain > self.gpu.gpus_per_node
+            # at the node given; one that spans nodes (NVL72) keeps its size; one smaller
+            # than the node (PCIe H100s joined in pairs by NVLink bridges: the other pairs
+            # talk over PCIe) keeps its size too, within the node given
+            dom, usual = self.gpu.scaleup_domain, self.gpu.gpus_per_node
             object.__setattr__(self, "scaleup_domain",
-                               max(self.gpu.scaleup_domain, self.gpus_per_node) if spans_nodes
+                               max(dom, self.gpus_per_node) if dom > usual
+                               else min(dom, self.gpus_per_node) if dom < usual
                                else self.gpus_per_node)
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise InputError("num_gpus", self.num_gpus,
