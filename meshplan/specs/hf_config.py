@@ -233,17 +233,26 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     return _regular_moe_layers(sorted(set(idx)), layers, "config.json:moe_layers", raw)
 
 
+def attention_biases(cfg: dict, default: bool = False) -> dict:
+    """qkv_bias and o_bias of an attention class whose q, k, v AND o_proj are all built with
+    ``bias=config.attention_bias`` (transformers' LlamaAttention and the classes copied from
+    it: Qwen3, Qwen3-MoE, OLMo 2, OLMoE, Granite, GraniteMoE, Gemma 1-3, Llama 4, Cohere 1-2,
+    PhiMoE). The one place a family's attention_bias becomes biases; a family whose class
+    builds something else (Mistral, Phi-3: none; Qwen2: q, k, v only) does not call it."""
+    attn = _bool(cfg, "attention_bias", default)
+    return dict(qkv_bias=attn, o_bias=attn)
+
+
 def llama_biases(cfg: dict) -> dict:
-    """qkv_bias and linear_bias of a Llama-style config (LlamaAttention / GraniteAttention: q,
-    k, v and o take attention_bias; LlamaMLP / GraniteMLP: gate, up and down take mlp_bias):
-    both are ModelSpec's linear_bias; attention_bias alone is qkv_bias and o_bias (q, k, v
-    and o biases); MLP biases without attention biases are refused."""
-    attn = _bool(cfg, "attention_bias", False)
+    """qkv_bias, o_bias and linear_bias of a config whose MLP also reads mlp_bias (LlamaMLP /
+    GraniteMLP: gate, up and down take mlp_bias) on top of attention_biases: both flags are
+    ModelSpec's linear_bias; MLP biases without attention biases are refused."""
+    biases = attention_biases(cfg)
     mlp = _bool(cfg, "mlp_bias", False)
-    if mlp and not attn:
+    if mlp and not biases["qkv_bias"]:
         raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
                          "are not modelled (Llama and Granite checkpoints have neither)")
-    return dict(qkv_bias=attn, o_bias=attn, linear_bias=attn and mlp)
+    return dict(biases, linear_bias=biases["qkv_bias"] and mlp)
 
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
@@ -252,11 +261,14 @@ def llama_biases(cfg: dict) -> dict:
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
-    biases = llama_biases(cfg)
-    if mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
-        biases["qkv_bias"] = True
-    if mt in ("qwen2", "mistral", "phi3"):  # their o_proj is built with bias=False
-        biases["o_bias"] = False
+    if mt in ("mistral", "phi3"):
+        # MistralAttention / Phi3Attention and their MLPs build every projection with
+        # bias=False: attention_bias and mlp_bias are not read
+        biases = {}
+    elif mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
+        biases = dict(llama_biases(cfg), qkv_bias=True, o_bias=False)
+    else:
+        biases = llama_biases(cfg)
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)

@@ -1,0 +1,56 @@
+"""Which biases (and norms) a config.json's flags give each family: exactly the parameters
+transformers' own modeling code builds for it.
+
+Two checks per rule: a closed form (what the flag adds, written out by hand, runs
+everywhere) and ``sum(p.numel())`` of transformers' model built from the same tiny config
+on the meta device (skipped where transformers is not installed: it is not a meshplan
+dependency). The rules were read from transformers 5.24's modeling_*.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from meshplan.errors import InputError
+from meshplan.specs.hf_config import model_from_hf_dict
+
+# hidden 64, 4 heads of 16, 2 kv heads: q 64 + k 32 + v 32 = 128 qkv bias elements, o 64
+TINY = dict(vocab_size=97, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, intermediate_size=96,
+            max_position_embeddings=256, pad_token_id=0)
+LAYERS, QKV, HIDDEN, FFN = 4, 128, 64, 96
+MOE = dict(num_local_experts=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48)
+
+
+def count(mt: str, **flags) -> int:
+    return model_from_hf_dict(dict(TINY, model_type=mt, **flags), mt).total_params()
+
+
+def hf_count(mt: str, **flags) -> int:
+    """Parameters of transformers' AutoModelForCausalLM for the same config (tied weights
+    once; buffers such as a score-correction bias are not parameters)."""
+    torch = pytest.importorskip("torch", reason="torch is needed to build the HF model")
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is not installed: the HF-built count is skipped "
+        "(the closed-form test of the same rule still runs)")
+    cfg = transformers.AutoConfig.for_model(mt, **TINY, **flags)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---- Mistral and Phi-3 build no bias at all (MistralAttention / Phi3Attention: q, k, v,
+# o / qkv_proj, o_proj with bias=False; their MLPs bias=False); the flags are not read
+NO_BIAS_FLAGS = [dict(attention_bias=True), dict(attention_bias=False),
+                 dict(attention_bias=True, mlp_bias=True), dict(mlp_bias=True)]
+
+
+@pytest.mark.parametrize("mt", ["mistral", "phi3"])
+@pytest.mark.parametrize("flags", NO_BIAS_FLAGS, ids=lambda f: ",".join(f))
+def test_mistral_phi3_attention_bias_builds_nothing(mt, flags):
+    assert count(mt, **flags) == count(mt)
+
+
+@pytest.mark.parametrize("mt", ["mistral", "phi3"])
+@pytest.mark.parametrize("flags", NO_BIAS_FLAGS, ids=lambda f: ",".join(f))
+def test_mistral_phi3_count_equals_transformers(mt, flags):
+    assert count(mt, **flags) == hf_count(mt, **flags)
