@@ -54,3 +54,35 @@ def test_mistral_phi3_attention_bias_builds_nothing(mt, flags):
 @pytest.mark.parametrize("flags", NO_BIAS_FLAGS, ids=lambda f: ",".join(f))
 def test_mistral_phi3_count_equals_transformers(mt, flags):
     assert count(mt, **flags) == hf_count(mt, **flags)
+
+
+# ---- mlp_bias is read by LlamaMLP and GraniteMLP only: Qwen2, Qwen3, OLMo 2 and GraniteMoE
+# build their MLPs (experts) with bias=False whatever it says; Qwen2's attention biases are
+# fixed (q, k, v always, o never), the others' follow attention_bias (q, k, v and o)
+MLP_BIAS_IGNORED = {"qwen2": 0, "qwen3": LAYERS * (QKV + HIDDEN),
+                    "olmo2": LAYERS * (QKV + HIDDEN), "granitemoe": LAYERS * (QKV + HIDDEN)}
+
+
+@pytest.mark.parametrize("mt", sorted(MLP_BIAS_IGNORED))
+def test_mlp_bias_not_read_where_the_mlp_has_none(mt):
+    extra = dict(MOE) if mt == "granitemoe" else {}
+    both = count(mt, attention_bias=True, mlp_bias=True, **extra)
+    assert both == count(mt, attention_bias=True, **extra)
+    assert both - count(mt, **extra) == MLP_BIAS_IGNORED[mt]
+    assert count(mt, mlp_bias=True, **extra) == count(mt, **extra)  # not refused either
+
+
+@pytest.mark.parametrize("mt", sorted(MLP_BIAS_IGNORED))
+def test_mlp_bias_ignored_count_equals_transformers(mt):
+    extra = dict(MOE) if mt == "granitemoe" else {}
+    for flags in (dict(attention_bias=True, mlp_bias=True), dict(mlp_bias=True)):
+        assert count(mt, **flags, **extra) == hf_count(mt, **flags, **extra), flags
+
+
+@pytest.mark.parametrize("mt", ["llama", "granite"])
+def test_llama_granite_mlp_bias_counts_every_mlp_bias(mt):
+    """LlamaMLP / GraniteMLP: gate, up and down take mlp_bias (2 * ffn + hidden per layer)."""
+    mlp = count(mt, attention_bias=True, mlp_bias=True) - count(mt, attention_bias=True)
+    assert mlp == LAYERS * (2 * FFN + HIDDEN)
+    assert count(mt, attention_bias=True, mlp_bias=True) == \
+        hf_count(mt, attention_bias=True, mlp_bias=True)

@@ -266,9 +266,11 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         # bias=False: attention_bias and mlp_bias are not read
         biases = {}
     elif mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
-        biases = dict(llama_biases(cfg), qkv_bias=True, o_bias=False)
-    else:
+        biases = dict(qkv_bias=True)
+    elif mt == "llama":  # LlamaMLP is the only one of these MLPs that reads mlp_bias
         biases = llama_biases(cfg)
+    else:  # Qwen3, OLMo 2: attention_bias on q, k, v and o; MLP bias=False
+        biases = attention_biases(cfg)
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)

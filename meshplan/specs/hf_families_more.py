@@ -9,8 +9,8 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
-                        _qwen2_window, _window, llama_biases, qwen_moe_layer_pattern,
-                        require_object)
+                        _qwen2_window, _window, attention_biases, llama_biases,
+                        qwen_moe_layer_pattern, require_object)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -66,12 +66,15 @@ GRANITE_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention
                        "logits_scaling")
 
 
-def _granite_attention(cfg: dict) -> dict:
+def _granite_attention(cfg: dict, mlp_bias: bool) -> dict:
+    """Granite's shared fields; ``mlp_bias``: the MLP reads mlp_bias (GraniteMLP does,
+    GraniteMoE's experts have no bias)."""
     heads = _pos(cfg, "num_attention_heads")
     multipliers = any(_float(cfg, k, 1.0) != 1.0 for k in GRANITE_MULTIPLIERS)
     return dict(layers=_pos(cfg, "num_hidden_layers", 32), hidden=_pos(cfg, "hidden_size", 4096),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
-                vocab=_pos(cfg, "vocab_size", 32000), **llama_biases(cfg),
+                vocab=_pos(cfg, "vocab_size", 32000),
+                **(llama_biases(cfg) if mlp_bias else attention_biases(cfg)),
                 activation_multipliers=multipliers)
 
 
@@ -82,7 +85,7 @@ def _granite(name: str, cfg: dict) -> ModelSpec:
     activations (no weights). attention_bias puts biases on q, k, v and o (qkv_bias,
     o_bias); mlp_bias (only with attention_bias) on the MLP."""
     return ModelSpec(name=name, ffn=_pos(cfg, "intermediate_size", 11008),
-                     **_granite_attention(cfg), **_common(cfg))
+                     **_granite_attention(cfg, mlp_bias=True), **_common(cfg))
 
 
 @_family("granitemoe")
@@ -96,7 +99,7 @@ def _granitemoe(name: str, cfg: dict) -> ModelSpec:
         moe_experts=_pos(cfg, "num_local_experts", 8), moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 11008),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
-        **_granite_attention(cfg), **_common(cfg))
+        **_granite_attention(cfg, mlp_bias=False), **_common(cfg))
 
 
 @_family("starcoder2")
