@@ -86,3 +86,22 @@ def test_llama_granite_mlp_bias_counts_every_mlp_bias(mt):
     assert mlp == LAYERS * (2 * FFN + HIDDEN)
     assert count(mt, attention_bias=True, mlp_bias=True) == \
         hf_count(mt, attention_bias=True, mlp_bias=True)
+
+
+# ---- Cohere, Cohere2 and PhiMoE: q, k, v AND o_proj take attention_bias (CohereAttention,
+# Cohere2Attention, PhimoeAttention: o_proj = nn.Linear(..., bias=config.attention_bias));
+# the o_proj bias (hidden per layer) was left out
+O_BIAS_FAMILIES = {"cohere": {}, "cohere2": {}, "phimoe": MOE}
+
+
+@pytest.mark.parametrize("mt", sorted(O_BIAS_FAMILIES))
+def test_attention_bias_counts_q_k_v_and_o(mt):
+    extra = O_BIAS_FAMILIES[mt]
+    assert count(mt, attention_bias=True, **extra) - count(mt, **extra) == \
+        LAYERS * (QKV + HIDDEN)
+
+
+@pytest.mark.parametrize("mt", sorted(O_BIAS_FAMILIES))
+def test_attention_bias_count_equals_transformers(mt):
+    extra = O_BIAS_FAMILIES[mt]
+    assert count(mt, attention_bias=True, **extra) == hf_count(mt, attention_bias=True, **extra)

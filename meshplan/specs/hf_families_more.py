@@ -125,7 +125,8 @@ def _cohere_common(cfg: dict, layers: int) -> dict:
     """Command R family (modeling_cohere.py / modeling_cohere2.py): one LayerNorm without
     bias (CohereLayerNorm) per layer feeding attention and MLP in parallel; SwiGLU MLP; tied
     embeddings; optional q/k LayerNorm of shape (heads, head_dim) (use_qk_norm: per-head
-    weights, so q_dim + kv_dim of them). logit_scale multiplies the logits (no weight)."""
+    weights, so q_dim + kv_dim of them). logit_scale multiplies the logits (no weight).
+    attention_bias puts biases on q, k, v and o (CohereAttention / Cohere2Attention)."""
     heads = _pos(cfg, "num_attention_heads", 64)
     common = _common(cfg, eps_key="layer_norm_eps", eps_default=1e-5)
     common["tied_embeddings"] = _bool(cfg, "tie_word_embeddings", True)
@@ -134,7 +135,7 @@ def _cohere_common(cfg: dict, layers: int) -> dict:
                 kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 ffn=_pos(cfg, "intermediate_size", 22528), vocab=_pos(cfg, "vocab_size", 256000),
                 norm="layernorm_nobias", parallel_block=True, rope_interleaved=True,
-                qkv_bias=_bool(cfg, "attention_bias", False), qk_norm=qk, qk_norm_full=qk,
+                **attention_biases(cfg), qk_norm=qk, qk_norm_full=qk,
                 **common)
 
 
@@ -185,9 +186,9 @@ def _dbrx(name: str, cfg: dict) -> ModelSpec:
 def _phimoe(name: str, cfg: dict) -> ModelSpec:
     """Phi-3.5-MoE (configuration_phimoe.py, modeling_phimoe.py): LayerNorm with bias, every
     layer MoE (router without bias, num_local_experts SwiGLU experts of intermediate_size).
-    attention_bias puts biases on q, k, v and o, and lm_head_bias one on the output layer;
-    the o_proj and lm_head biases are not counted (hidden per layer + vocab: 163,136
-    parameters of Phi-3.5-MoE's 41.9B)."""
+    attention_bias puts biases on q, k, v and o (PhimoeAttention; counted), and lm_head_bias
+    one on the output layer, which is not counted (vocab: 32,064 parameters of Phi-3.5-MoE's
+    41.9B)."""
     heads = _pos(cfg, "num_attention_heads", 32)
     layers = _pos(cfg, "num_hidden_layers", 32)
     common = _common(cfg, eps_default=1e-5)
@@ -195,8 +196,7 @@ def _phimoe(name: str, cfg: dict) -> ModelSpec:
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size", 4096), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", 8), ffn=0,
-        vocab=_pos(cfg, "vocab_size", 32064), norm="layernorm",
-        qkv_bias=_bool(cfg, "attention_bias", False),
+        vocab=_pos(cfg, "vocab_size", 32064), norm="layernorm", **attention_biases(cfg),
         moe_experts=_pos(cfg, "num_local_experts", 16),
         moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 6400),
