@@ -91,7 +91,12 @@ def test_llama_granite_mlp_bias_counts_every_mlp_bias(mt):
 # ---- Cohere, Cohere2 and PhiMoE: q, k, v AND o_proj take attention_bias (CohereAttention,
 # Cohere2Attention, PhimoeAttention: o_proj = nn.Linear(..., bias=config.attention_bias));
 # the o_proj bias (hidden per layer) was left out
-O_BIAS_FAMILIES = {"cohere": {}, "cohere2": {}, "phimoe": MOE}
+O_BIAS_FAMILIES = {"cohere": {}, "cohere2": {}, "phimoe": MOE,
+                   # the same rule, found by the sweep: Gemma counted q, k, v only, Gemma 2
+                   # and 3 and Qwen3-MoE no attention bias at all, Llama 4 and OLMoE no o_proj
+                   # bias (GemmaAttention ... Qwen3MoeAttention, OlmoeAttention)
+                   "gemma": {}, "gemma2": {}, "gemma3_text": {}, "llama4_text": MOE,
+                   "olmoe": MOE, "qwen3_moe": MOE}
 
 
 @pytest.mark.parametrize("mt", sorted(O_BIAS_FAMILIES))

@@ -361,6 +361,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         head_dim=_head_dim(cfg),
         ffn=_int(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
+        **attention_biases(cfg),  # Qwen3MoeAttention: q, k, v and o take attention_bias
         qk_norm=True,
         moe_experts=_pos(cfg, "num_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),

@@ -51,7 +51,7 @@ def _olmoe(name: str, cfg: dict) -> ModelSpec:
     return ModelSpec(
         name=name, layers=_pos(cfg, "num_hidden_layers", 16), hidden=_pos(cfg, "hidden_size", 2048),
         heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads), ffn=0,
-        vocab=_pos(cfg, "vocab_size", 50304), qkv_bias=_bool(cfg, "attention_bias", False),
+        vocab=_pos(cfg, "vocab_size", 50304), **attention_biases(cfg),  # OlmoeAttention
         qk_norm=True, qk_norm_full=True,
         moe_experts=_pos(cfg, "num_experts", 64), moe_topk=_pos(cfg, "num_experts_per_tok", 8),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 2048),
