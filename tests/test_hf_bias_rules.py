@@ -110,3 +110,16 @@ def test_attention_bias_counts_q_k_v_and_o(mt):
 def test_attention_bias_count_equals_transformers(mt):
     extra = O_BIAS_FAMILIES[mt]
     assert count(mt, attention_bias=True, **extra) == hf_count(mt, attention_bias=True, **extra)
+
+
+# ---- Cohere2Attention builds no q/k norm (Cohere's does, per head, with use_qk_norm):
+# use_qk_norm on a cohere2 config added q_dim + kv_dim norm weights per layer
+def test_cohere2_use_qk_norm_builds_nothing():
+    assert count("cohere2", use_qk_norm=True) == count("cohere2")
+    # CohereAttention: q_norm over (4 heads, 16) and k_norm over (2 kv heads, 16), weights only
+    assert count("cohere", use_qk_norm=True) - count("cohere") == LAYERS * (64 + 32)
+
+
+@pytest.mark.parametrize("mt", ["cohere", "cohere2"])
+def test_use_qk_norm_count_equals_transformers(mt):
+    assert count(mt, use_qk_norm=True) == hf_count(mt, use_qk_norm=True)

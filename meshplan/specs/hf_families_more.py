@@ -121,16 +121,16 @@ def _starcoder2(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-def _cohere_common(cfg: dict, layers: int) -> dict:
+def _cohere_common(cfg: dict, layers: int, qk: bool) -> dict:
     """Command R family (modeling_cohere.py / modeling_cohere2.py): one LayerNorm without
     bias (CohereLayerNorm) per layer feeding attention and MLP in parallel; SwiGLU MLP; tied
     embeddings; optional q/k LayerNorm of shape (heads, head_dim) (use_qk_norm: per-head
-    weights, so q_dim + kv_dim of them). logit_scale multiplies the logits (no weight).
+    weights, so q_dim + kv_dim of them; ``qk``). logit_scale multiplies the logits (no
+    weight).
     attention_bias puts biases on q, k, v and o (CohereAttention / Cohere2Attention)."""
     heads = _pos(cfg, "num_attention_heads", 64)
     common = _common(cfg, eps_key="layer_norm_eps", eps_default=1e-5)
     common["tied_embeddings"] = _bool(cfg, "tie_word_embeddings", True)
-    qk = _bool(cfg, "use_qk_norm", False)
     return dict(layers=layers, hidden=_pos(cfg, "hidden_size", 8192), heads=heads,
                 kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 ffn=_pos(cfg, "intermediate_size", 22528), vocab=_pos(cfg, "vocab_size", 256000),
@@ -142,17 +142,19 @@ def _cohere_common(cfg: dict, layers: int) -> dict:
 @_family("cohere")
 def _cohere(name: str, cfg: dict) -> ModelSpec:
     """Command R / R+ (configuration_cohere.py)."""
-    return ModelSpec(name=name, **_cohere_common(cfg, _pos(cfg, "num_hidden_layers", 40)))
+    return ModelSpec(name=name, **_cohere_common(cfg, _pos(cfg, "num_hidden_layers", 40),
+                                                 qk=_bool(cfg, "use_qk_norm", False)))
 
 
 @_family("cohere2")
 def _cohere2(name: str, cfg: dict) -> ModelSpec:
     """Command R7B / A (configuration_cohere2.py): Cohere's block with a 4,096-key window on
-    three layers of every four (sliding_window_pattern 4; layer_types when listed)."""
+    three layers of every four (sliding_window_pattern 4; layer_types when listed).
+    Cohere2Attention has no q/k norm: use_qk_norm is not read (Cohere2Config has none)."""
     layers = _pos(cfg, "num_hidden_layers", 40)
     pattern = _pos(cfg, "sliding_window_pattern", 4)
     return ModelSpec(name=name, **_window(cfg, layers, 4096, _alternating(layers, pattern)),
-                     **_cohere_common(cfg, layers))
+                     **_cohere_common(cfg, layers, qk=False))
 
 
 @_family("dbrx")
