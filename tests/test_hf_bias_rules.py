@@ -123,3 +123,18 @@ def test_cohere2_use_qk_norm_builds_nothing():
 @pytest.mark.parametrize("mt", ["cohere", "cohere2"])
 def test_use_qk_norm_count_equals_transformers(mt):
     assert count(mt, use_qk_norm=True) == hf_count(mt, use_qk_norm=True)
+
+
+# ---- MiniMaxM2Attention always builds q_norm (heads * head_dim) and k_norm (kv_heads *
+# head_dim) RMSNorms: use_qk_norm false (or another qk_norm_type) dropped weights HF builds
+MINIMAX = dict(MOE, rotary_dim=8, use_routing_bias=False)
+
+
+@pytest.mark.parametrize("flags", [dict(use_qk_norm=False), dict(qk_norm_type="per_head")],
+                         ids=lambda f: ",".join(f))
+def test_minimax_m2_always_counts_its_q_k_norms(flags):
+    assert count("minimax_m2", **MINIMAX, **flags) == count("minimax_m2", **MINIMAX)
+    spec = model_from_hf_dict(dict(TINY, model_type="minimax_m2", **MINIMAX, **flags))
+    no_norms = spec.with_(qk_norm=False, qk_norm_full=False).total_params()
+    assert spec.total_params() - no_norms == LAYERS * (64 + 32)
+    assert count("minimax_m2", **MINIMAX, **flags) == hf_count("minimax_m2", **MINIMAX, **flags)
