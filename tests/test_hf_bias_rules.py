@@ -138,3 +138,33 @@ def test_minimax_m2_always_counts_its_q_k_norms(flags):
     no_norms = spec.with_(qk_norm=False, qk_norm_full=False).total_params()
     assert spec.total_params() - no_norms == LAYERS * (64 + 32)
     assert count("minimax_m2", **MINIMAX, **flags) == hf_count("minimax_m2", **MINIMAX, **flags)
+
+
+# ---- biases ModelSpec cannot hold are refused, not miscounted: GPT-NeoX and gpt-oss build
+# their MLP / expert biases whatever attention_bias says (attention_bias false dropped them
+# all: linear_bias), DeepSeek's MLA takes attention_bias on q_a_proj, kv_a_proj_with_mqa and
+# o_proj and V2's dense MLPs mlp_bias (neither was counted)
+MLA = dict(MOE, n_routed_experts=4, n_shared_experts=1, kv_lora_rank=32, q_lora_rank=48,
+           qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, first_k_dense_replace=1,
+           n_group=2, topk_group=1)
+REFUSED = [("gpt_neox", dict(attention_bias=False), "config.json:attention_bias"),
+           ("gpt_oss", dict(MOE, attention_bias=False), "config.json:attention_bias"),
+           ("deepseek_v2", dict(MLA, attention_bias=True), "config.json:attention_bias"),
+           ("deepseek_v3", dict(MLA, attention_bias=True), "config.json:attention_bias"),
+           ("deepseek_v2", dict(MLA, mlp_bias=True), "config.json:mlp_bias")]
+
+
+@pytest.mark.parametrize("mt,flags,field", REFUSED, ids=[f"{r[0]}-{r[2][12:]}" for r in REFUSED])
+def test_biases_not_modelled_are_refused(mt, flags, field):
+    with pytest.raises(InputError) as e:
+        count(mt, **flags)
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize("mt,flags", [("gpt_neox", {}), ("gpt_oss", MOE), ("deepseek_v2", MLA),
+                                      ("deepseek_v3", dict(MLA, mlp_bias=True))])
+def test_what_stays_allowed_equals_transformers(mt, flags):
+    """The default files still read; DeepseekV3MLP has no mlp_bias (not read). V3's
+    score-correction bias is a buffer in transformers, a parameter in meshplan's count."""
+    extra = 4 * (LAYERS - 1) if mt == "deepseek_v3" else 0
+    assert count(mt, **flags) == hf_count(mt, **flags) + extra

@@ -395,6 +395,15 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
     # multiple of the frequency from first_k_dense_replace on
     freq = _int(cfg, "moe_layer_freq", 1) or 1
     first_k = _int(cfg, "first_k_dense_replace", 0) if routed else 0
+    # DeepseekV2Attention / V3's: attention_bias puts biases on q_a_proj, kv_a_proj_with_mqa
+    # and o_proj; DeepseekV2MLP reads mlp_bias (dense layers and shared experts, not the
+    # routed ones). Neither is modelled for MLA (every DeepSeek / Kimi / GLM-5 file: false).
+    if _bool(cfg, "attention_bias", False):
+        raise InputError("config.json:attention_bias", True, "biases on the MLA projections "
+                         "(q_a_proj, kv_a_proj_with_mqa, o_proj) are not modelled")
+    if not v3 and _bool(cfg, "mlp_bias", False):
+        raise InputError("config.json:mlp_bias", True, "biases on the dense and shared-expert "
+                         "MLPs only are not modelled")
     first_moe = -(-first_k // freq) * freq
     return ModelSpec(
         name=name,
@@ -447,6 +456,17 @@ def _gpt2(name: str, cfg: dict) -> ModelSpec:
     )
 
 
+def _gpt_neox_bias(cfg: dict) -> bool:
+    """GPTNeoXAttention: query_key_value and dense take attention_bias (default true);
+    GPTNeoXMLP's dense_h_to_4h and dense_4h_to_h always have biases. ModelSpec's linear_bias
+    is every bias; attention_bias false (MLP biases alone) is refused."""
+    if not _bool(cfg, "attention_bias", True):
+        raise InputError("config.json:attention_bias", False, "an attention without biases "
+                         "next to GPTNeoXMLP's (always built) MLP biases is not modelled; "
+                         "allowed: true (every Pythia / GPT-NeoX file)")
+    return True
+
+
 @_family("gpt_neox")
 def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
@@ -462,7 +482,7 @@ def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
         tied_embeddings=_bool(cfg, "tie_word_embeddings", False),
         norm="layernorm",
         norm_eps=_float(cfg, "layer_norm_eps", 1e-5),
-        linear_bias=_bool(cfg, "attention_bias", True),
+        linear_bias=_gpt_neox_bias(cfg),
         rope_theta=_float(cfg, "rotary_emb_base", 10000.0, "rope_theta"),
         rope_scaling=_rope_scaling(cfg),
         rope_fraction=_float(cfg, "rotary_pct", 0.25),

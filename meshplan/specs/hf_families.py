@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int,
                         _moe_layer_pattern, _pos, _str, _window, attention_biases)
+from ..errors import InputError
 from .model import ModelSpec
 
 
@@ -23,13 +24,20 @@ def _gpt_oss(name: str, cfg: dict) -> ModelSpec:
     ``(up + 1) * gate * sigmoid(gate * 1.702)``)."""
     layers = _pos(cfg, "num_hidden_layers")
     heads = _pos(cfg, "num_attention_heads")
+    # GptOssAttention: q, k, v and o take attention_bias; GptOssExperts' gate_up and down
+    # biases and the router's are always built. linear_bias is every bias: attention without
+    # biases next to biased experts is not modelled
+    if not _bool(cfg, "attention_bias", True):
+        raise InputError("config.json:attention_bias", False, "an attention without biases "
+                         "next to GptOssExperts' (always built) expert biases is not "
+                         "modelled; allowed: true (the gpt-oss files)")
     common = _common(cfg, eps_default=1e-5)
     common["rope_theta"] = _float(cfg, "rope_theta", 150000.0)
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size"), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
         head_dim=_pos(cfg, "head_dim", 64), ffn=0, vocab=_pos(cfg, "vocab_size"),
-        linear_bias=_bool(cfg, "attention_bias", True), attention_sinks=True,
+        linear_bias=True, attention_sinks=True,
         gated_act="quick_gelu", glu_clamp=_float(cfg, "swiglu_limit", 7.0, allow_zero=True),
         moe_experts=_pos(cfg, "num_local_experts"), moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "intermediate_size"), moe_router_bias=True,
