@@ -15,10 +15,10 @@ def _minimax_m2(name: str, cfg: dict) -> ModelSpec:
     """MiniMax-M2 / M2.1 / M2.5 (modeling_minimax_m2.py): GQA attention with head_dim given,
     RMSNorm over the whole q and k projections (qk_norm_full; MiniMaxM2Attention always
     builds them: the hub files' use_qk_norm true, qk_norm_type "per_layer" are not read, as
-    transformers does not read them), rotary on rotary_dim of each head; every layer MoE: a bias-free router with
-    a sigmoid score and a selection bias (e_score_correction_bias: use_routing_bias) over
-    num_local_experts SwiGLU experts of intermediate_size, no shared expert
-    (shared_intermediate_size 0). The checkpoint's multi-token-prediction modules (use_mtp)
+    transformers does not read them), rotary on rotary_dim of each head; every layer MoE: a
+    bias-free router with a sigmoid score and a selection bias (e_score_correction_bias:
+    use_routing_bias) over num_local_experts SwiGLU experts of intermediate_size, no shared
+    expert (shared_intermediate_size 0). The checkpoint's multi-token-prediction modules (use_mtp)
     are not part of the transformers model and are not counted."""
     heads = _pos(cfg, "num_attention_heads")
     head_dim = _head_dim(cfg)
