@@ -168,3 +168,22 @@ def test_what_stays_allowed_equals_transformers(mt, flags):
     score-correction bias is a buffer in transformers, a parameter in meshplan's count."""
     extra = 4 * (LAYERS - 1) if mt == "deepseek_v3" else 0
     assert count(mt, **flags) == hf_count(mt, **flags) + extra
+
+
+# ---- ERNIE 4.5 MoE: use_bias puts biases on attention, the dense and shared MLPs and
+# lm_head, not on Ernie4_5_MoeExperts: linear_bias counted expert biases HF never builds
+ERNIE_MOE = dict(moe_num_experts=4, moe_k=2, moe_intermediate_size=48, moe_num_shared_experts=1)
+
+
+def test_ernie_moe_use_bias_is_refused():
+    with pytest.raises(InputError) as e:
+        count("ernie4_5_moe", use_bias=True, **ERNIE_MOE)
+    assert e.value.field == "config.json:use_bias"
+
+
+def test_ernie_without_biases_equals_transformers():
+    assert count("ernie4_5_moe", **ERNIE_MOE) == hf_count("ernie4_5_moe", **ERNIE_MOE)
+    # the dense model's use_bias (q, k, v, o and the MLP; its lm_head has none) still counts
+    assert count("ernie4_5", use_bias=True) == hf_count("ernie4_5", use_bias=True)
+    assert count("ernie4_5", use_bias=True) - count("ernie4_5") == \
+        LAYERS * (QKV + HIDDEN + 2 * FFN + HIDDEN)

@@ -213,8 +213,8 @@ def _ernie_common(cfg: dict) -> dict:
     common = _common(cfg, eps_default=1e-5)
     common["tied_embeddings"] = _bool(cfg, "tie_word_embeddings", True)
     common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
-    # use_bias: biases on q, k, v, o, the MLPs (experts included) and the output layer (the
-    # last, vocab, is not counted)
+    # use_bias: biases on q, k, v, o and the MLP (Ernie4_5Attention / Ernie4_5MLP; the dense
+    # model's lm_head has none); ERNIE 4.5 MoE refuses it (its experts have none)
     return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 head_dim=_head_dim(cfg), vocab=_pos(cfg, "vocab_size", 103424),
@@ -237,6 +237,11 @@ def _ernie4_5_moe(name: str, cfg: dict) -> ModelSpec:
     moe_intermediate_size and moe_num_shared_experts shared ones fused into one MLP of
     their summed width. The multi-token-prediction layer is not modelled."""
     base = _ernie_common(cfg)
+    if base["linear_bias"]:
+        # Ernie4_5_MoeExperts (gate_up_proj, down_proj) have no bias while attention, the dense
+        # and shared MLPs and lm_head take use_bias: linear_bias would count expert biases
+        raise InputError("config.json:use_bias", True, "biases everywhere but on the routed "
+                         "experts are not modelled (the ERNIE 4.5 MoE files: false)")
     layers = base["layers"]
     start = _int(cfg, "moe_layer_start_index", 1)
     end = cfg.get("moe_layer_end_index", -1)
