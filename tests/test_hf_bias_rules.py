@@ -32,7 +32,7 @@ def hf_count(mt: str, **flags) -> int:
     transformers = pytest.importorskip(
         "transformers", reason="transformers is not installed: the HF-built count is skipped "
         "(the closed-form test of the same rule still runs)")
-    cfg = transformers.AutoConfig.for_model(mt, **TINY, **flags)
+    cfg = transformers.AutoConfig.for_model(mt, **dict(TINY, **flags))
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     return sum(p.numel() for p in model.parameters())
@@ -187,3 +187,26 @@ def test_ernie_without_biases_equals_transformers():
     assert count("ernie4_5", use_bias=True) == hf_count("ernie4_5", use_bias=True)
     assert count("ernie4_5", use_bias=True) - count("ernie4_5") == \
         LAYERS * (QKV + HIDDEN + 2 * FFN + HIDDEN)
+
+
+# ---- the output layer's bias (vocab elements, tied or not): PhiForCausalLM always builds
+# one, PhimoeForCausalLM with lm_head_bias; it was left out of the count
+@pytest.mark.parametrize("mt,flags", [("phi", dict(num_key_value_heads=4)),
+                                      ("phi", dict(num_key_value_heads=4,
+                                                   tie_word_embeddings=True)),
+                                      ("phimoe", dict(MOE, lm_head_bias=True))])
+def test_output_layer_bias_counted(mt, flags):
+    spec = model_from_hf_dict(dict(TINY, model_type=mt, **flags))
+    assert spec.output_bias
+    assert spec.total_params() - spec.with_(output_bias=False).total_params() == 97
+    assert spec.total_params() == hf_count(mt, **flags)
+
+
+def test_output_layer_bias_in_the_last_stage_params():
+    """The cost model's head (last stage) holds the bias too, vocab-parallel like the weight."""
+    from meshplan.cost.ops import Shard, head_ops
+    spec = model_from_hf_dict(dict(TINY, model_type="phimoe", **MOE, lm_head_bias=True))
+    for tp in (1, 2):
+        shard = Shard(seq=128, micro_batch=1, tp=tp)
+        without = head_ops(spec.with_(output_bias=False), shard).params
+        assert head_ops(spec, shard).params - without == 97 / tp

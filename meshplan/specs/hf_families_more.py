@@ -188,9 +188,8 @@ def _dbrx(name: str, cfg: dict) -> ModelSpec:
 def _phimoe(name: str, cfg: dict) -> ModelSpec:
     """Phi-3.5-MoE (configuration_phimoe.py, modeling_phimoe.py): LayerNorm with bias, every
     layer MoE (router without bias, num_local_experts SwiGLU experts of intermediate_size).
-    attention_bias puts biases on q, k, v and o (PhimoeAttention; counted), and lm_head_bias
-    one on the output layer, which is not counted (vocab: 32,064 parameters of Phi-3.5-MoE's
-    41.9B)."""
+    attention_bias puts biases on q, k, v and o (PhimoeAttention), and lm_head_bias one on
+    the output layer (output_bias)."""
     heads = _pos(cfg, "num_attention_heads", 32)
     layers = _pos(cfg, "num_hidden_layers", 32)
     common = _common(cfg, eps_default=1e-5)
@@ -199,6 +198,7 @@ def _phimoe(name: str, cfg: dict) -> ModelSpec:
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size", 4096), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", 8), ffn=0,
         vocab=_pos(cfg, "vocab_size", 32064), norm="layernorm", **attention_biases(cfg),
+        output_bias=_bool(cfg, "lm_head_bias", False),
         moe_experts=_pos(cfg, "num_local_experts", 16),
         moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 6400),
