@@ -221,10 +221,10 @@ def model_features_unbuilt(model) -> str:
     """Model features that meshplan's exports and runtime do not write or build: sliding-
     window attention, GeGLU or quick-GELU gates, clamped gated-MLP inputs, attention sinks,
     post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
-    layers, an embedding norm, non-parametric LayerNorm, norms after the blocks, ReLU /
-    squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse Attention, DBRX's
-    q/k/v clamp, PhiMoE's SparseMixer router, Llama 4's L2 q/k norm, chunked attention and
-    router-scaled expert inputs ('' when the model has none)."""
+    layers, an embedding norm, an output-layer bias, non-parametric LayerNorm, norms after
+    the blocks, ReLU / squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse
+    Attention, DBRX's q/k/v clamp, PhiMoE's SparseMixer router, Llama 4's L2 q/k norm,
+    chunked attention and router-scaled expert inputs ('' when the model has none)."""
     out = []
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_layers} layers, "
@@ -260,6 +260,8 @@ def model_features_unbuilt(model) -> str:
         out.append(f"layers without rotary positions ({model.nope_layers} NoPE layers)")
     if model.embedding_norm:
         out.append("an embedding LayerNorm")
+    if model.output_bias:
+        out.append("an output-layer bias")
     if model.norm == "layernorm_noparams":
         out.append("non-parametric LayerNorm")
     if model.norms_after_blocks:

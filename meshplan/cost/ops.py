@@ -582,6 +582,8 @@ def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     ops.stream_bytes = T * V * 12 + ACT * s.stream_tokens * h * 2
     ops.saved_bytes = _linear_in(ACT * s.stream_tokens * h, s)
     ops.params = model.norm_params(h) + (model.vocab * h / s.tp)
+    if model.output_bias:  # vocab-parallel like the weight
+        ops.params += model.vocab / s.tp
     ops.tp_buffer_bytes = ACT * T * h
     ops.tp_collectives = 1 if s.tp > 1 else 0  # all-gather of the sequence-parallel input
     return ops

@@ -233,17 +233,26 @@ def _moe_layer_pattern(cfg: dict, layers: int, step: int) -> tuple[int, int]:
     return _regular_moe_layers(sorted(set(idx)), layers, "config.json:moe_layers", raw)
 
 
+def attention_biases(cfg: dict, default: bool = False) -> dict:
+    """qkv_bias and o_bias of an attention class whose q, k, v AND o_proj are all built with
+    ``bias=config.attention_bias`` (transformers' LlamaAttention and the classes copied from
+    it: Qwen3, Qwen3-MoE, OLMo 2, OLMoE, Granite, GraniteMoE, Gemma 1-3, Llama 4, Cohere 1-2,
+    PhiMoE). The one place a family's attention_bias becomes biases; a family whose class
+    builds something else (Mistral, Phi-3: none; Qwen2: q, k, v only) does not call it."""
+    attn = _bool(cfg, "attention_bias", default)
+    return dict(qkv_bias=attn, o_bias=attn)
+
+
 def llama_biases(cfg: dict) -> dict:
-    """qkv_bias and linear_bias of a Llama-style config (LlamaAttention / GraniteAttention: q,
-    k, v and o take attention_bias; LlamaMLP / GraniteMLP: gate, up and down take mlp_bias):
-    both are ModelSpec's linear_bias; attention_bias alone is qkv_bias and o_bias (q, k, v
-    and o biases); MLP biases without attention biases are refused."""
-    attn = _bool(cfg, "attention_bias", False)
+    """qkv_bias, o_bias and linear_bias of a config whose MLP also reads mlp_bias (LlamaMLP /
+    GraniteMLP: gate, up and down take mlp_bias) on top of attention_biases: both flags are
+    ModelSpec's linear_bias; MLP biases without attention biases are refused."""
+    biases = attention_biases(cfg)
     mlp = _bool(cfg, "mlp_bias", False)
-    if mlp and not attn:
+    if mlp and not biases["qkv_bias"]:
         raise InputError("config.json:mlp_bias", True, "MLP biases without attention biases "
                          "are not modelled (Llama and Granite checkpoints have neither)")
-    return dict(qkv_bias=attn, o_bias=attn, linear_bias=attn and mlp)
+    return dict(biases, linear_bias=biases["qkv_bias"] and mlp)
 
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
@@ -252,11 +261,16 @@ def llama_biases(cfg: dict) -> dict:
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
-    biases = llama_biases(cfg)
-    if mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
-        biases["qkv_bias"] = True
-    if mt in ("qwen2", "mistral", "phi3"):  # their o_proj is built with bias=False
-        biases["o_bias"] = False
+    if mt in ("mistral", "phi3"):
+        # MistralAttention / Phi3Attention and their MLPs build every projection with
+        # bias=False: attention_bias and mlp_bias are not read
+        biases = {}
+    elif mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
+        biases = dict(qkv_bias=True)
+    elif mt == "llama":  # LlamaMLP is the only one of these MLPs that reads mlp_bias
+        biases = llama_biases(cfg)
+    else:  # Qwen3, OLMo 2: attention_bias on q, k, v and o; MLP bias=False
+        biases = attention_biases(cfg)
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)
@@ -347,6 +361,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         head_dim=_head_dim(cfg),
         ffn=_int(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
+        **attention_biases(cfg),  # Qwen3MoeAttention: q, k, v and o take attention_bias
         qk_norm=True,
         moe_experts=_pos(cfg, "num_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),
@@ -380,6 +395,15 @@ def _deepseek(name: str, cfg: dict) -> ModelSpec:
     # multiple of the frequency from first_k_dense_replace on
     freq = _int(cfg, "moe_layer_freq", 1) or 1
     first_k = _int(cfg, "first_k_dense_replace", 0) if routed else 0
+    # DeepseekV2Attention / V3's: attention_bias puts biases on q_a_proj, kv_a_proj_with_mqa
+    # and o_proj; DeepseekV2MLP reads mlp_bias (dense layers and shared experts, not the
+    # routed ones). Neither is modelled for MLA (every DeepSeek / Kimi / GLM-5 file: false).
+    if _bool(cfg, "attention_bias", False):
+        raise InputError("config.json:attention_bias", True, "biases on the MLA projections "
+                         "(q_a_proj, kv_a_proj_with_mqa, o_proj) are not modelled")
+    if not v3 and _bool(cfg, "mlp_bias", False):
+        raise InputError("config.json:mlp_bias", True, "biases on the dense and shared-expert "
+                         "MLPs only are not modelled")
     first_moe = -(-first_k // freq) * freq
     return ModelSpec(
         name=name,
@@ -432,6 +456,17 @@ def _gpt2(name: str, cfg: dict) -> ModelSpec:
     )
 
 
+def _gpt_neox_bias(cfg: dict) -> bool:
+    """GPTNeoXAttention: query_key_value and dense take attention_bias (default true);
+    GPTNeoXMLP's dense_h_to_4h and dense_4h_to_h always have biases. ModelSpec's linear_bias
+    is every bias; attention_bias false (MLP biases alone) is refused."""
+    if not _bool(cfg, "attention_bias", True):
+        raise InputError("config.json:attention_bias", False, "an attention without biases "
+                         "next to GPTNeoXMLP's (always built) MLP biases is not modelled; "
+                         "allowed: true (every Pythia / GPT-NeoX file)")
+    return True
+
+
 @_family("gpt_neox")
 def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
@@ -447,7 +482,7 @@ def _gpt_neox(name: str, cfg: dict) -> ModelSpec:
         tied_embeddings=_bool(cfg, "tie_word_embeddings", False),
         norm="layernorm",
         norm_eps=_float(cfg, "layer_norm_eps", 1e-5),
-        linear_bias=_bool(cfg, "attention_bias", True),
+        linear_bias=_gpt_neox_bias(cfg),
         rope_theta=_float(cfg, "rotary_emb_base", 10000.0, "rope_theta"),
         rope_scaling=_rope_scaling(cfg),
         rope_fraction=_float(cfg, "rotary_pct", 0.25),

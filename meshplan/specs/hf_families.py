@@ -9,7 +9,8 @@ counts are checked in tests/test_hf_families.py.
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int,
-                        _moe_layer_pattern, _pos, _str, _window)
+                        _moe_layer_pattern, _pos, _str, _window, attention_biases)
+from ..errors import InputError
 from .model import ModelSpec
 
 
@@ -23,13 +24,20 @@ def _gpt_oss(name: str, cfg: dict) -> ModelSpec:
     ``(up + 1) * gate * sigmoid(gate * 1.702)``)."""
     layers = _pos(cfg, "num_hidden_layers")
     heads = _pos(cfg, "num_attention_heads")
+    # GptOssAttention: q, k, v and o take attention_bias; GptOssExperts' gate_up and down
+    # biases and the router's are always built. linear_bias is every bias: attention without
+    # biases next to biased experts is not modelled
+    if not _bool(cfg, "attention_bias", True):
+        raise InputError("config.json:attention_bias", False, "an attention without biases "
+                         "next to GptOssExperts' (always built) expert biases is not "
+                         "modelled; allowed: true (the gpt-oss files)")
     common = _common(cfg, eps_default=1e-5)
     common["rope_theta"] = _float(cfg, "rope_theta", 150000.0)
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size"), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
         head_dim=_pos(cfg, "head_dim", 64), ffn=0, vocab=_pos(cfg, "vocab_size"),
-        linear_bias=_bool(cfg, "attention_bias", True), attention_sinks=True,
+        linear_bias=True, attention_sinks=True,
         gated_act="quick_gelu", glu_clamp=_float(cfg, "swiglu_limit", 7.0, allow_zero=True),
         moe_experts=_pos(cfg, "num_local_experts"), moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "intermediate_size"), moe_router_bias=True,
@@ -45,6 +53,9 @@ def _gemma_common(cfg: dict, layers: int, vocab: int = 256000) -> dict:
                 kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 head_dim=_pos(cfg, "head_dim", 256), ffn=_pos(cfg, "intermediate_size"),
                 vocab=_pos(cfg, "vocab_size", vocab),
+                # GemmaAttention, Gemma2Attention, Gemma3Attention: q, k, v and o take
+                # attention_bias (false in every Gemma file)
+                **attention_biases(cfg),
                 # GemmaMLP: gate_proj / up_proj / down_proj with hidden_activation
                 # "gelu_pytorch_tanh" (GeGLU); RMSNorm weights are (1 + w), same count
                 gated_act="gelu_tanh",
@@ -55,8 +66,7 @@ def _gemma_common(cfg: dict, layers: int, vocab: int = 256000) -> dict:
 
 @_family("gemma")
 def _gemma(name: str, cfg: dict) -> ModelSpec:
-    return ModelSpec(name=name, qkv_bias=_bool(cfg, "attention_bias", False),
-                     **_gemma_common(cfg, _pos(cfg, "num_hidden_layers")))
+    return ModelSpec(name=name, **_gemma_common(cfg, _pos(cfg, "num_hidden_layers")))
 
 
 @_family("gemma2")
@@ -113,7 +123,7 @@ def _llama4(name: str, cfg: dict) -> ModelSpec:
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size"), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=_head_dim(cfg),
         ffn=_pos(cfg, "intermediate_size_mlp", 16384) if (dense or freq > 1) else 0,
-        vocab=_pos(cfg, "vocab_size"), qkv_bias=_bool(cfg, "attention_bias", False),
+        vocab=_pos(cfg, "vocab_size"), **attention_biases(cfg),  # Llama4TextAttention
         moe_experts=_pos(cfg, "num_local_experts"), moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=expert_ffn, moe_shared_experts=1, moe_shared_ffn=expert_ffn,
         moe_dense_layers=dense, moe_layer_freq=freq, moe_score="sigmoid", moe_topk_norm=False,

@@ -194,8 +194,8 @@ def _phi(name: str, cfg: dict) -> ModelSpec:
     """Phi-1 / Phi-1.5 / Phi-2 (configuration_phi.py, modeling_phi.py): one LayerNorm
     (with bias) feeding attention and MLP in parallel, biases on q/k/v/dense and fc1/fc2,
     a GELU MLP of intermediate_size, rotary on partial_rotary_factor of each head, optional
-    per-head q/k LayerNorms (qk_layernorm), untied output layer. The lm_head bias (vocab
-    weights: 51,200 of Phi-2's 2.78B) is not counted."""
+    per-head q/k LayerNorms (qk_layernorm), untied output layer with a bias (PhiForCausalLM:
+    lm_head bias=True; output_bias, vocab weights)."""
     heads = _pos(cfg, "num_attention_heads", 32)
     common = _common(cfg, eps_key="layer_norm_eps", eps_default=1e-5)
     return ModelSpec(
@@ -206,7 +206,7 @@ def _phi(name: str, cfg: dict) -> ModelSpec:
         mlp="gelu", ungated_act=_act(cfg, "hidden_act", "gelu_new",
                                      {"gelu_new": "gelu", "gelu": "gelu",
                                       "gelu_pytorch_tanh": "gelu"}),
-        norm="layernorm", linear_bias=True, parallel_block=True,
+        norm="layernorm", linear_bias=True, parallel_block=True, output_bias=True,
         qk_norm=_bool(cfg, "qk_layernorm", False),
         rope_fraction=_float(cfg, "partial_rotary_factor", 0.5), **common,
     )

@@ -9,8 +9,8 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
-                        _qwen2_window, _window, llama_biases, qwen_moe_layer_pattern,
-                        require_object)
+                        _qwen2_window, _window, attention_biases, llama_biases,
+                        qwen_moe_layer_pattern, require_object)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -51,7 +51,7 @@ def _olmoe(name: str, cfg: dict) -> ModelSpec:
     return ModelSpec(
         name=name, layers=_pos(cfg, "num_hidden_layers", 16), hidden=_pos(cfg, "hidden_size", 2048),
         heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads), ffn=0,
-        vocab=_pos(cfg, "vocab_size", 50304), qkv_bias=_bool(cfg, "attention_bias", False),
+        vocab=_pos(cfg, "vocab_size", 50304), **attention_biases(cfg),  # OlmoeAttention
         qk_norm=True, qk_norm_full=True,
         moe_experts=_pos(cfg, "num_experts", 64), moe_topk=_pos(cfg, "num_experts_per_tok", 8),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 2048),
@@ -66,12 +66,15 @@ GRANITE_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention
                        "logits_scaling")
 
 
-def _granite_attention(cfg: dict) -> dict:
+def _granite_attention(cfg: dict, mlp_bias: bool) -> dict:
+    """Granite's shared fields; ``mlp_bias``: the MLP reads mlp_bias (GraniteMLP does,
+    GraniteMoE's experts have no bias)."""
     heads = _pos(cfg, "num_attention_heads")
     multipliers = any(_float(cfg, k, 1.0) != 1.0 for k in GRANITE_MULTIPLIERS)
     return dict(layers=_pos(cfg, "num_hidden_layers", 32), hidden=_pos(cfg, "hidden_size", 4096),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
-                vocab=_pos(cfg, "vocab_size", 32000), **llama_biases(cfg),
+                vocab=_pos(cfg, "vocab_size", 32000),
+                **(llama_biases(cfg) if mlp_bias else attention_biases(cfg)),
                 activation_multipliers=multipliers)
 
 
@@ -82,7 +85,7 @@ def _granite(name: str, cfg: dict) -> ModelSpec:
     activations (no weights). attention_bias puts biases on q, k, v and o (qkv_bias,
     o_bias); mlp_bias (only with attention_bias) on the MLP."""
     return ModelSpec(name=name, ffn=_pos(cfg, "intermediate_size", 11008),
-                     **_granite_attention(cfg), **_common(cfg))
+                     **_granite_attention(cfg, mlp_bias=True), **_common(cfg))
 
 
 @_family("granitemoe")
@@ -96,7 +99,7 @@ def _granitemoe(name: str, cfg: dict) -> ModelSpec:
         moe_experts=_pos(cfg, "num_local_experts", 8), moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 11008),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
-        **_granite_attention(cfg), **_common(cfg))
+        **_granite_attention(cfg, mlp_bias=False), **_common(cfg))
 
 
 @_family("starcoder2")
@@ -118,37 +121,40 @@ def _starcoder2(name: str, cfg: dict) -> ModelSpec:
     )
 
 
-def _cohere_common(cfg: dict, layers: int) -> dict:
+def _cohere_common(cfg: dict, layers: int, qk: bool) -> dict:
     """Command R family (modeling_cohere.py / modeling_cohere2.py): one LayerNorm without
     bias (CohereLayerNorm) per layer feeding attention and MLP in parallel; SwiGLU MLP; tied
     embeddings; optional q/k LayerNorm of shape (heads, head_dim) (use_qk_norm: per-head
-    weights, so q_dim + kv_dim of them). logit_scale multiplies the logits (no weight)."""
+    weights, so q_dim + kv_dim of them; ``qk``). logit_scale multiplies the logits (no
+    weight).
+    attention_bias puts biases on q, k, v and o (CohereAttention / Cohere2Attention)."""
     heads = _pos(cfg, "num_attention_heads", 64)
     common = _common(cfg, eps_key="layer_norm_eps", eps_default=1e-5)
     common["tied_embeddings"] = _bool(cfg, "tie_word_embeddings", True)
-    qk = _bool(cfg, "use_qk_norm", False)
     return dict(layers=layers, hidden=_pos(cfg, "hidden_size", 8192), heads=heads,
                 kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 ffn=_pos(cfg, "intermediate_size", 22528), vocab=_pos(cfg, "vocab_size", 256000),
                 norm="layernorm_nobias", parallel_block=True, rope_interleaved=True,
-                qkv_bias=_bool(cfg, "attention_bias", False), qk_norm=qk, qk_norm_full=qk,
+                **attention_biases(cfg), qk_norm=qk, qk_norm_full=qk,
                 **common)
 
 
 @_family("cohere")
 def _cohere(name: str, cfg: dict) -> ModelSpec:
     """Command R / R+ (configuration_cohere.py)."""
-    return ModelSpec(name=name, **_cohere_common(cfg, _pos(cfg, "num_hidden_layers", 40)))
+    return ModelSpec(name=name, **_cohere_common(cfg, _pos(cfg, "num_hidden_layers", 40),
+                                                 qk=_bool(cfg, "use_qk_norm", False)))
 
 
 @_family("cohere2")
 def _cohere2(name: str, cfg: dict) -> ModelSpec:
     """Command R7B / A (configuration_cohere2.py): Cohere's block with a 4,096-key window on
-    three layers of every four (sliding_window_pattern 4; layer_types when listed)."""
+    three layers of every four (sliding_window_pattern 4; layer_types when listed).
+    Cohere2Attention has no q/k norm: use_qk_norm is not read (Cohere2Config has none)."""
     layers = _pos(cfg, "num_hidden_layers", 40)
     pattern = _pos(cfg, "sliding_window_pattern", 4)
     return ModelSpec(name=name, **_window(cfg, layers, 4096, _alternating(layers, pattern)),
-                     **_cohere_common(cfg, layers))
+                     **_cohere_common(cfg, layers, qk=False))
 
 
 @_family("dbrx")
@@ -182,9 +188,8 @@ def _dbrx(name: str, cfg: dict) -> ModelSpec:
 def _phimoe(name: str, cfg: dict) -> ModelSpec:
     """Phi-3.5-MoE (configuration_phimoe.py, modeling_phimoe.py): LayerNorm with bias, every
     layer MoE (router without bias, num_local_experts SwiGLU experts of intermediate_size).
-    attention_bias puts biases on q, k, v and o, and lm_head_bias one on the output layer;
-    the o_proj and lm_head biases are not counted (hidden per layer + vocab: 163,136
-    parameters of Phi-3.5-MoE's 41.9B)."""
+    attention_bias puts biases on q, k, v and o (PhimoeAttention), and lm_head_bias one on
+    the output layer (output_bias)."""
     heads = _pos(cfg, "num_attention_heads", 32)
     layers = _pos(cfg, "num_hidden_layers", 32)
     common = _common(cfg, eps_default=1e-5)
@@ -192,8 +197,8 @@ def _phimoe(name: str, cfg: dict) -> ModelSpec:
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size", 4096), heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", 8), ffn=0,
-        vocab=_pos(cfg, "vocab_size", 32064), norm="layernorm",
-        qkv_bias=_bool(cfg, "attention_bias", False),
+        vocab=_pos(cfg, "vocab_size", 32064), norm="layernorm", **attention_biases(cfg),
+        output_bias=_bool(cfg, "lm_head_bias", False),
         moe_experts=_pos(cfg, "num_local_experts", 16),
         moe_topk=_pos(cfg, "num_experts_per_tok", 2),
         moe_expert_ffn=_pos(cfg, "intermediate_size", 6400),
@@ -208,8 +213,8 @@ def _ernie_common(cfg: dict) -> dict:
     common = _common(cfg, eps_default=1e-5)
     common["tied_embeddings"] = _bool(cfg, "tie_word_embeddings", True)
     common["rope_theta"] = _float(cfg, "rope_theta", 500000.0)
-    # use_bias: biases on q, k, v, o, the MLPs (experts included) and the output layer (the
-    # last, vocab, is not counted)
+    # use_bias: biases on q, k, v, o and the MLP (Ernie4_5Attention / Ernie4_5MLP; the dense
+    # model's lm_head has none); ERNIE 4.5 MoE refuses it (its experts have none)
     return dict(layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
                 heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads),
                 head_dim=_head_dim(cfg), vocab=_pos(cfg, "vocab_size", 103424),
@@ -232,6 +237,11 @@ def _ernie4_5_moe(name: str, cfg: dict) -> ModelSpec:
     moe_intermediate_size and moe_num_shared_experts shared ones fused into one MLP of
     their summed width. The multi-token-prediction layer is not modelled."""
     base = _ernie_common(cfg)
+    if base["linear_bias"]:
+        # Ernie4_5_MoeExperts (gate_up_proj, down_proj) have no bias while attention, the dense
+        # and shared MLPs and lm_head take use_bias: linear_bias would count expert biases
+        raise InputError("config.json:use_bias", True, "biases everywhere but on the routed "
+                         "experts are not modelled (the ERNIE 4.5 MoE files: false)")
     layers = base["layers"]
     start = _int(cfg, "moe_layer_start_index", 1)
     end = cfg.get("moe_layer_end_index", -1)

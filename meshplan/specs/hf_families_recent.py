@@ -13,24 +13,23 @@ from .model import ModelSpec
 @_family("minimax_m2")
 def _minimax_m2(name: str, cfg: dict) -> ModelSpec:
     """MiniMax-M2 / M2.1 / M2.5 (modeling_minimax_m2.py): GQA attention with head_dim given,
-    RMSNorm over the whole q and k projections (use_qk_norm, qk_norm_type "per_layer":
-    qk_norm_full), rotary on rotary_dim of each head; every layer MoE: a bias-free router with
-    a sigmoid score and a selection bias (e_score_correction_bias: use_routing_bias) over
-    num_local_experts SwiGLU experts of intermediate_size, no shared expert
-    (shared_intermediate_size 0). The checkpoint's multi-token-prediction modules (use_mtp)
+    RMSNorm over the whole q and k projections (qk_norm_full; MiniMaxM2Attention always
+    builds them: the hub files' use_qk_norm true, qk_norm_type "per_layer" are not read, as
+    transformers does not read them), rotary on rotary_dim of each head; every layer MoE: a
+    bias-free router with a sigmoid score and a selection bias (e_score_correction_bias:
+    use_routing_bias) over num_local_experts SwiGLU experts of intermediate_size, no shared
+    expert (shared_intermediate_size 0). The checkpoint's multi-token-prediction modules (use_mtp)
     are not part of the transformers model and are not counted."""
     heads = _pos(cfg, "num_attention_heads")
     head_dim = _head_dim(cfg)
     expert_ffn = _pos(cfg, "intermediate_size")
-    qk_norm = _bool(cfg, "use_qk_norm", True)
     rotary = _int(cfg, "rotary_dim", 0)
     common = _common(cfg)
     return ModelSpec(
         name=name, layers=_pos(cfg, "num_hidden_layers"), hidden=_pos(cfg, "hidden_size"),
         heads=heads, kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=head_dim,
         ffn=expert_ffn, vocab=_pos(cfg, "vocab_size"),
-        qk_norm=qk_norm, qk_norm_full=qk_norm and _str(cfg, "qk_norm_type", "per_layer")
-        == "per_layer",
+        qk_norm=True, qk_norm_full=True,
         rope_fraction=(rotary / head_dim if rotary and head_dim else 1.0),
         moe_experts=_pos(cfg, "num_local_experts"), moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=expert_ffn,

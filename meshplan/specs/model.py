@@ -174,6 +174,9 @@ class ModelSpec:
     # a norm on the embedding output before the first layer (BLOOM's
     # word_embeddings_layernorm): norm_params(hidden) more weights, no matrix
     embedding_norm: bool = False
+    # a bias on the output layer, vocab elements, tied or not (PhiForCausalLM's lm_head;
+    # PhiMoE's with lm_head_bias); not written by the exports nor built by the runtime
+    output_bias: bool = False
     # layers whose attention uses no rotary positions (SmolLM3's no_rope_layers); same
     # weights and FLOPs
     nope_layers: int = 0
@@ -230,8 +233,8 @@ class ModelSpec:
         for f in ("tied_embeddings", "linear_bias", "qkv_bias", "o_bias", "qk_norm", "moe_router_bias",
                   "rope_interleaved", "moe_sparsemixer", "qk_l2_norm", "moe_input_scaled",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
-                  "moe_shared_gate", "embedding_norm", "norms_after_blocks",
-                  "activation_multipliers"):
+                  "moe_shared_gate", "embedding_norm", "output_bias",
+                  "norms_after_blocks", "activation_multipliers"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
@@ -461,7 +464,7 @@ class ModelSpec:
 
     def embedding_params(self) -> int:
         """Input embedding (+ learned positions, + the embedding norm) and the untied output
-        layer."""
+        layer (+ its bias)."""
         p = self.vocab * self.hidden
         if self.position == "learned":
             p += self.max_position * self.hidden
@@ -469,6 +472,8 @@ class ModelSpec:
             p += self.norm_params(self.hidden)
         if not self.tied_embeddings:
             p += self.vocab * self.hidden
+        if self.output_bias:
+            p += self.vocab
         return p
 
     def total_params(self) -> int:
