@@ -134,12 +134,16 @@ def _rebind(name: str, old, new) -> None:
 
 
 def _clear_caches() -> None:
+    """Forget every cached result that may have read a constant; a function marked
+    ``reads_no_constant`` (pure arithmetic, e.g. stragglers.expected_max_normal) keeps its
+    cache: calibrate --from-runs applies and restores a profile a few hundred times."""
     for mname, m in list(sys.modules.items()):
         if not mname.startswith("meshplan.") or m is None:
             continue
         for obj in list(vars(m).values()):
             clear = getattr(obj, "cache_clear", None)
-            if callable(clear) and getattr(obj, "__module__", None) == mname:
+            if (callable(clear) and getattr(obj, "__module__", None) == mname
+                    and not getattr(obj, "reads_no_constant", False)):
                 clear()
 
 
