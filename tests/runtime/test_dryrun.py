@@ -1,5 +1,7 @@
-"""Dry run: the real 8B model on 64 fake ranks, memory from MemTracker against closed forms."""
+"""Dry run: real models' layers (Llama 3.1 8B, Mixtral 8x7B; 4 layers each) on 64 fake ranks,
+memory from MemTracker against closed forms."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -17,17 +19,24 @@ from .in_process import cli
 
 pytestmark = pytest.mark.slow
 GiB = 2**30
+# the real models' layer shapes with 4 of their layers (2 per stage at pp2, 1 at pp4): the
+# fake-tensor dry run's time grows with the layers (32 layers: 7.9 s, 4: 1.6 s alone), the
+# per-parameter closed forms and the agreement with the cost model do not depend on them
+LLAMA8B = dataclasses.replace(preset("llama3.1-8b"), layers=4)
+MIXTRAL = dataclasses.replace(preset("mixtral-8x7b"), layers=4)
 
 
 def test_llama8b_on_64_ranks_optimizer_state_matches_the_closed_form():
     """AdamW keeps 2 states per parameter in the parameter dtype (bf16 here), sharded over
     dp*tp: each stage holds 2 * 2 bytes * (its parameters) / 32."""
-    spec = preset("llama3.1-8b")
+    spec = LLAMA8B
     plan = Plan(dp=8, tp=4, pp=2, zero=3)
     mem = dryrun(RunConfig(spec, plan, seq_len=2048, global_batch=16, dtype="bf16"))
     assert len(mem) == 2
-    stage_params = [16 * spec.dense_layer_params() + spec.vocab * spec.hidden,
-                    16 * spec.dense_layer_params() + spec.vocab * spec.hidden + spec.hidden]
+    per_stage = spec.layers // 2
+    stage_params = [per_stage * spec.dense_layer_params() + spec.vocab * spec.hidden,
+                    per_stage * spec.dense_layer_params() + spec.vocab * spec.hidden
+                    + spec.hidden]
     for m, n in zip(mem, stage_params):
         assert abs(m["Optstate"] - 2 * 2 * n / 32) / (4 * n / 32) < 0.01
         # FSDP zero3 under a pipeline: the shards, plus the stage's layers that backward has
@@ -64,16 +73,16 @@ def _agree(spec, plan, recompute, **kw):
 
 @pytest.mark.parametrize("recompute", ["none", "full"])
 def test_llama8b_zero1_pp2_model_states_agree_with_the_cost_model(recompute):
-    """Llama-3.1-8B, dp8 tp4 pp2 zero1, bf16-mixed, 64 fake ranks: weights (bf16, gathered:
-    2 B/param of the stage after tp) and optimizer states (fp32 master + two moments,
-    12 B/param sharded over dp) agree with cost/memory.py within 3% (measured: exact to
-    0.1%). Gradients are not compared: the fp32 gradients FSDP2 accumulates unsharded under
-    zero 1 live outside ``.grad`` and MemTracker files them as Temp; checked here as
-    Temp (its peak) >= the cost model's 4 B/param. Activations: stage 0 (1F1B holds 2 micro-batches)
-    Activation within 25% of the cost model with recompute none; with full recompute
-    the runtime holds more than the cost model (the recomputed layer, fp32 loss
+    """Llama-3.1-8B (4 layers), dp8 tp4 pp2 zero1, bf16-mixed, 64 fake ranks: weights (bf16,
+    gathered: 2 B/param of the stage after tp) and optimizer states (fp32 master + two
+    moments, 12 B/param sharded over dp) agree with cost/memory.py within 3% (measured: exact
+    to 0.1%). Gradients are not compared: the fp32 gradients FSDP2 accumulates unsharded
+    under zero 1 live outside ``.grad`` and MemTracker files them as Temp; checked here as
+    Temp (its peak) >= the cost model's 4 B/param. Activations: stage 0 (1F1B holds 2
+    micro-batches) Activation within 25% of the cost model with recompute none; with full
+    recompute the runtime holds more than the cost model (the recomputed layer, fp32 loss
     temporaries), pinned as at most 25x (see the report)."""
-    mem, agree = _agree(preset("llama3.1-8b"), Plan(dp=8, tp=4, pp=2, zero=1), recompute,
+    mem, agree = _agree(LLAMA8B, Plan(dp=8, tp=4, pp=2, zero=1), recompute,
                         seq_len=2048, global_batch=16)
     for m, a in zip(mem, agree):
         for cat in ("weights", "optimizer_states"):
@@ -89,10 +98,10 @@ def test_llama8b_zero1_pp2_model_states_agree_with_the_cost_model(recompute):
 
 
 def test_moe_dry_run_with_balanced_routing_and_ep():
-    """Mixtral-8x7B, dp8 tp2 pp4 ep8 zero1 on 64 fake ranks: MoE runs under fake tensors
-    (balanced routing). Routed experts are sharded over their own data-parallel group
+    """Mixtral-8x7B (4 layers), dp8 tp2 pp4 ep8 zero1 on 64 fake ranks: MoE runs under fake
+    tensors (balanced routing). Routed experts are sharded over their own data-parallel group
     (edp = 2) as the cost model assumes: optimizer states (AdamW + fp32 master) agree."""
-    spec = preset("mixtral-8x7b")
+    spec = MIXTRAL
     mem, agree = _agree(spec, Plan(dp=8, tp=2, pp=4, ep=8, zero=1), "none",
                         seq_len=1024, global_batch=32)
     assert len(mem) == 4
