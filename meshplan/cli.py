@@ -25,7 +25,9 @@ class _Parser(argparse.ArgumentParser):
     def _get_values(self, action: argparse.Action, arg_strings: list[str]):
         # A blank value (--scenario "", --out=, an unset shell variable) is refused here, for
         # every argument of every command: the commands test `if args.x` / `args.x or ...`,
-        # which read it as not given (the file's, the default's or nothing) without a word
+        # which read it as not given (the file's, the default's or nothing) without a word.
+        # (_get_values is argparse's private hook, called once per argument and value list in
+        # Python 3.11-3.13; tests/test_bad_input.py's blank cases fail if that changes)
         if len(arg_strings) == 1 and not arg_strings[0].strip():
             name = action.option_strings[-1] if action.option_strings else (
                 action.metavar or action.dest)
@@ -33,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
                     else action.metavar if action.option_strings and action.metavar
                     else "a value")
             e = InputError(name, arg_strings[0], f"is blank; give {what}" + (
-                f" or leave {name} out" if action.option_strings else ""))
+                f" or leave {name} out" if action.option_strings and not action.required
+                else ""))
             e.prog = self.prog  # "meshplan export": _main prints it as any InputError
             raise e
         return super()._get_values(action, arg_strings)
