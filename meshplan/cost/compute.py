@@ -141,12 +141,25 @@ def wide_head_factor(dev: Device, d_qk: float, d_v: float, backward: bool = Fals
     pad = 1.0
     if kernel == "fa2" and d_v < d_qk:
         pad, d_v = (d_qk + d_v) / (2.0 * d_qk), d_qk
-    shapes = {tuple(float(x) for x in key.split("x")): rates for key, rates in table.items()}
+    shapes = _measured_shapes(kernel, table)
     # nearest measured shape, counting a change of d_qk - d_v too (a uniform head takes a
     # uniform entry)
     near = min(shapes, key=lambda sh: (abs(sh[0] - d_qk) + abs(sh[1] - d_v)
                                        + abs((sh[0] - sh[1]) - (d_qk - d_v)), sh))
     return shapes[near][1 if backward else 0] * pad
+
+
+_SHAPES: dict = {}  # kernel -> (its WIDE_HEAD_ATTENTION table, that table's shapes)
+
+
+def _measured_shapes(kernel: str, table: dict) -> dict:
+    """``table``'s "QKxV" keys as (d_qk, d_v) -> rates, parsed once per table (the search
+    asks for thousands of layer shapes)."""
+    hit = _SHAPES.get(kernel)
+    if hit is None or hit[0] is not table:
+        hit = _SHAPES[kernel] = (table, {tuple(float(x) for x in key.split("x")): rates
+                                         for key, rates in table.items()})
+    return hit[1]
 
 
 def reference_attention_fraction(gpu: GPU, measured: float, head_dim: float,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
@@ -117,6 +118,13 @@ def unreplayed(ops: LayerOps, engine: str) -> list:
     return [mm for mm in ops.matmuls if mm.name in XLA_UNREPLAYED_GEMMS]
 
 
+def sorts_by_local_expert(model: ModelSpec, shard: Shard, dispatcher: str) -> bool:
+    """Whether ``dispatcher`` sorts the received tokens again by local expert
+    (sort_by_local_expert): the one way the dispatcher shapes a layer's operations."""
+    local = model.moe_experts / shard.ep
+    return not (dispatcher != "alltoall" or shard.ep == 1 or local <= 1)
+
+
 def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
                          dispatcher: str) -> LayerOps:
     """Megatron-Core's all-to-all dispatcher permutes twice on each side when a rank holds
@@ -128,8 +136,7 @@ def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
     copy's hidden state, on top of the first permutation and the final unpermutation that
     ops.moe_ops counts. DeepEP-class dispatchers (flex) receive tokens already laid out per
     rank and permute once on each side."""
-    local = model.moe_experts / shard.ep
-    if dispatcher != "alltoall" or shard.ep == 1 or local <= 1:
+    if not sorts_by_local_expert(model, shard, dispatcher):
         return ops
     rows = expert_rows(ops)
     ops.stream_bytes += 2 * 2 * ACT * rows * model.hidden  # sort + unsort, read + write
@@ -172,8 +179,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
     """(the layer's operations, the device, their times): what layer_cost reads that does
     not depend on recomputation, placements or overlap. Cached: the search asks for the same
     layer shape under many placements and recomputation settings (DeepSeek-V3 on 2,048
-    H800: 13,710 distinct layer_cost calls, 6,543 distinct shapes). The results are
-    immutable."""
+    H800 with --engine megatron: 12,435 distinct layer_cost calls, 7,257 distinct
+    layer_core calls, 5,877 distinct shapes). The results are immutable."""
     if kind == "embedding":
         ops = embedding_ops(model, shard)
     elif kind == "head":
@@ -207,8 +214,68 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
     engine's own selective recomputation); ``attention_kernel``: the attention kernel class
     the run states (Workload.attention_kernel; "" = the engine's default)."""
+    if kind != "moe":  # only the MoE layer has an expert all-to-all (ops.moe_ops)
+        moe_dispatcher, ep_overlap = "alltoall", False
+    c = layer_core(model, cluster, kind, shard, recompute, places.tp, places.cp, places.etp,
+                   tp_overlap, precision, cp_kind, engine,
+                   moe_dispatcher if kind == "moe"
+                   and sorts_by_local_expert(model, shard, moe_dispatcher) else "",
+                   modules, attention_kernel)
+    ep_wire = ep_hidden = ep_fwd = 0.0
+    if c.ops.ep_alltoalls and places.ep.size > 1:
+        ep_wire, ep_hidden, ep_fwd = _ep_times(model, cluster, c, places.ep, recompute,
+                                               moe_dispatcher, ep_overlap, modules,
+                                               precision, engine)
+    tp_wire, tp_hidden, gather, passes = c.tp_wire, c.tp_hidden, c.gather, c.passes
+    t, ops = c.t, c.ops
+    return LayerCost(
+        fwd_compute_s=t.fwd_s, bwd_input_compute_s=t.bwd_input_s,
+        bwd_weight_compute_s=t.bwd_weight_s, recompute_s=c.rc,
+        tp_wire_s=tp_wire, tp_exposed_s=tp_wire - tp_hidden,
+        cp_wire_s=c.cp_wire, cp_exposed_s=c.cp_wire - c.cp_hidden,
+        ep_wire_s=ep_wire, ep_exposed_s=ep_wire - ep_hidden,
+        hidden_comm_s=tp_hidden + c.cp_hidden + ep_hidden,
+        saved_bytes=c.saved, working_bytes=c.working,
+        params=ops.params, expert_params=ops.expert_params,
+        model_flops=c.model_flops, hw_flops=c.hw_flops,
+        fwd_exposed_s=(tp_wire - gather - tp_hidden) / passes + ep_fwd + c.cp_fwd_exposed
+        + gather)
+
+
+class LayerCore(NamedTuple):
+    """What layer_cost computes before the expert all-to-all (layer_core)."""
+
+    ops: LayerOps
+    dev: object
+    t: object  # compute.OpTimes
+    rc: float
+    passes: int
+    saved: float
+    working: float
+    ep_again: bool
+    tp_wire: float
+    tp_hidden: float
+    gather: float
+    cp_wire: float
+    cp_hidden: float
+    cp_fwd_exposed: float
+    model_flops: float
+    hw_flops: float
+
+
+@lru_cache(maxsize=1 << 15)
+def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
+               tp_place: Placement, cp_place: Placement, etp_place: Placement,
+               tp_overlap: bool, precision: str, cp_kind: str, engine: str,
+               sort_dispatcher: str, modules: str, attention_kernel: str) -> LayerCore:
+    """layer_cost less the expert all-to-all: compute, recomputation, memory, TP and CP
+    communication and FLOPs, which neither the expert-parallel placement, nor the expert
+    overlap, nor the dispatcher change, except through the dispatcher's second permutation
+    (``sort_dispatcher``: the dispatcher where sorts_by_local_expert, else ""). Cached apart:
+    the search prices each MoE layer under every setting of rule 8's knobs
+    (search/space.py moe_comm_knobs), and those share this part."""
     ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
-                                  moe_dispatcher, attention_kernel)
+                                  sort_dispatcher, attention_kernel)
     # attention scores a device without flash-class kernels keeps (attention_memory.py;
     # compute.device decides, materialises_scores); fp32: softmax output 4 + dropout mask 1
     # + dropout output 4 bytes per score
@@ -261,13 +328,13 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved = ops.saved_bytes + ops.recomputable_bytes + scores
         working = 0.0
     # TP: one set of collectives per pass (forward, backward, recomputed forward)
-    tp_pass = _tp_time(cluster, places.tp, ops, shard.sp)
-    if ops.etp_buffer_bytes and places.etp.size > 1:
-        tp_pass += 2 * all_gather_s(cluster, places.etp, ops.etp_buffer_bytes)
+    tp_pass = _tp_time(cluster, tp_place, ops, shard.sp)
+    if ops.etp_buffer_bytes and etp_place.size > 1:
+        tp_pass += 2 * all_gather_s(cluster, etp_place, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
     gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
-    if ops.tp_gather_bytes and places.tp.size > 1:
-        gather = all_gather_s(cluster, places.tp, ops.tp_gather_bytes)
+    if ops.tp_gather_bytes and tp_place.size > 1:
+        gather = all_gather_s(cluster, tp_place, ops.tp_gather_bytes)
         tp_wire += gather
     # Only sequence-parallel TP can be overlapped: Megatron/TE's --tp-comm-overlap and
     # torchtitan's async TP split SP's all-gather / reduce-scatter into chunks pipelined with
@@ -279,10 +346,10 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     # CP ring: (cp-1) K/V blocks forward, K/V plus their gradients backward, each step
     # overlapped with the attention block it feeds; Ulysses all-to-all is not overlapped.
     cp_wire = cp_hidden = cp_fwd_exposed = 0.0
-    if places.cp.size > 1 and kind in ("dense", "moe"):
-        n = places.cp.size
+    if cp_place.size > 1 and kind in ("dense", "moe"):
+        n = cp_place.size
         if cp_kind == "ring":
-            step = p2p_s(cluster, places.cp.nodes > 1, ops.cp_kv_bytes)
+            step = p2p_s(cluster, cp_place.nodes > 1, ops.cp_kv_bytes)
             fwd_c, bwd_c = (n - 1) * step, 2 * (n - 1) * step
             attn_f = t.attn_fwd_s
             attn_b = attn_f * (ATTN_BWD_FLOP_RATIO
@@ -292,30 +359,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             cp_hidden = min(fwd_c, attn_f) * (passes - 1) + min(bwd_c, attn_b)
             cp_fwd_exposed = fwd_c - min(fwd_c, attn_f)
         else:
-            a2a = all_to_all_s(cluster, places.cp, ops.cp_a2a_bytes)
+            a2a = all_to_all_s(cluster, cp_place, ops.cp_a2a_bytes)
             cp_wire = a2a * (passes - 1) + a2a
             cp_fwd_exposed = a2a
-    # EP: dispatch + combine forward, their mirror images backward (the backward of the
-    # combine is dispatch-shaped, the backward of the dispatch combine-shaped)
-    ep_wire = ep_hidden = ep_fwd = 0.0
-    if ops.ep_alltoalls and places.ep.size > 1:
-        tokens = ops.ep_send_bytes / (ACT * model.moe_topk * model.hidden)
-        d = exchange_s(cluster, places.ep, model, tokens, moe_dispatcher,
-                       dispatch_bytes_per_element(moe_dispatcher, precision, engine))
-        c = exchange_s(cluster, places.ep, model, tokens, moe_dispatcher,
-                       BF16_BYTES_PER_ELEMENT)
-        ep_fwd = d + c
-        ep_wire = ep_fwd * (3 if recompute == "selective" and modules and ep_again else passes)
-        if ep_overlap:
-            # two micro-batches interleaved: the forward's all-to-alls run under the other
-            # micro-batch's backward compute, the backward's (recomputed forward included)
-            # under its forward compute (DeepSeek-V3 report sec. 3.2.1, Fig. 4; Megatron-Core
-            # --overlap-moe-expert-parallel-comm)
-            bwd_comp = t.bwd_input_s + t.bwd_weight_s + rc
-            exp_f = max(0.0, ep_fwd - bwd_comp)
-            exp_b = max(0.0, ep_wire - ep_fwd - t.fwd_s)
-            ep_hidden = ep_wire - exp_f - exp_b
-            ep_fwd = exp_f
     mm_flops = sum(mm.flops for mm in ops.matmuls)
     model_flops = 3 * (mm_flops + ops.attn_model_flops)
     hw_flops = 3 * mm_flops + 3.5 * ops.attn_fwd_flops
@@ -329,18 +375,36 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":
         hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
-    return LayerCost(
-        fwd_compute_s=t.fwd_s, bwd_input_compute_s=t.bwd_input_s,
-        bwd_weight_compute_s=t.bwd_weight_s, recompute_s=rc,
-        tp_wire_s=tp_wire, tp_exposed_s=tp_wire - tp_hidden,
-        cp_wire_s=cp_wire, cp_exposed_s=cp_wire - cp_hidden,
-        ep_wire_s=ep_wire, ep_exposed_s=ep_wire - ep_hidden,
-        hidden_comm_s=tp_hidden + cp_hidden + ep_hidden,
-        saved_bytes=saved, working_bytes=working,
-        params=ops.params, expert_params=ops.expert_params,
-        model_flops=model_flops, hw_flops=hw_flops,
-        fwd_exposed_s=(tp_wire - gather - tp_hidden) / passes + ep_fwd + cp_fwd_exposed
-        + gather)
+    return LayerCore(ops, dev, t, rc, passes, saved, working, ep_again, tp_wire, tp_hidden,
+                     gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops)
+
+
+def _ep_times(model: ModelSpec, cluster: Cluster, c: LayerCore, place: Placement,
+              recompute: str, moe_dispatcher: str, ep_overlap: bool, modules: str,
+              precision: str, engine: str) -> tuple[float, float, float]:
+    """(wire, hidden, forward-exposed) seconds of the MoE layer's expert all-to-alls over
+    ``place``, the layer's other parts being ``c``."""
+    ops, t, rc, passes, ep_again = c.ops, c.t, c.rc, c.passes, c.ep_again
+    ep_hidden = 0.0
+    # EP: dispatch + combine forward, their mirror images backward (the backward of the
+    # combine is dispatch-shaped, the backward of the dispatch combine-shaped)
+    tokens = ops.ep_send_bytes / (ACT * model.moe_topk * model.hidden)
+    d = exchange_s(cluster, place, model, tokens, moe_dispatcher,
+                   dispatch_bytes_per_element(moe_dispatcher, precision, engine))
+    comb = exchange_s(cluster, place, model, tokens, moe_dispatcher, BF16_BYTES_PER_ELEMENT)
+    ep_fwd = d + comb
+    ep_wire = ep_fwd * (3 if recompute == "selective" and modules and ep_again else passes)
+    if ep_overlap:
+        # two micro-batches interleaved: the forward's all-to-alls run under the other
+        # micro-batch's backward compute, the backward's (recomputed forward included)
+        # under its forward compute (DeepSeek-V3 report sec. 3.2.1, Fig. 4; Megatron-Core
+        # --overlap-moe-expert-parallel-comm)
+        bwd_comp = t.bwd_input_s + t.bwd_weight_s + rc
+        exp_f = max(0.0, ep_fwd - bwd_comp)
+        exp_b = max(0.0, ep_wire - ep_fwd - t.fwd_s)
+        ep_hidden = ep_wire - exp_f - exp_b
+        ep_fwd = exp_f
+    return ep_wire, ep_hidden, ep_fwd
 
 
 _clear_layer_cost = layer_cost.cache_clear
@@ -350,6 +414,7 @@ def _clear_layer_caches() -> None:
     """layer_cost.cache_clear() also forgets the layer shapes' operations and times (callers
     clear it after changing a constant of the cost model)."""
     _clear_layer_cost()
+    layer_core.cache_clear()
     layer_ops_times.cache_clear()
 
 

@@ -180,6 +180,12 @@ class Estimate:
         return f"{k.removesuffix('_s').replace('_', ' ')} ({share:.0%} of the step)"
 
 
+def placement_key(plan: Plan) -> tuple:
+    """The Plan fields placements() reads: plans equal in these have the same placements."""
+    return (plan.tp, plan.cp, plan.dp, plan.pp, plan.ep, plan.etp, plan.hsdp_shard,
+            plan.order)
+
+
 def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
     st = plan.axis_stride
     dom = cluster.domain_size

@@ -150,8 +150,8 @@ from ..cost.layer import CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
-from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placements,
-                         training_shard)
+from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placement_key,
+                         placements, training_shard)
 from ..errors import InputError
 from ..plan import V_SCHEDULES, Plan
 from ..specs.hardware import Cluster
@@ -253,6 +253,7 @@ class Bounds:
         self._pc: dict = {}
         self._totals: dict = {}
         self._pl: dict = {}
+        self._pl_of: dict = {}  # step.placement_key -> placements
         self._zplans: dict = {}
         self._in_flight: dict = {}
         self._vec: dict = {}
@@ -263,7 +264,13 @@ class Bounds:
     def placements(self, layout: Plan) -> dict:
         pl = self._pl.get(id(layout))
         if pl is None:
-            pl = self._pl[id(layout)] = (layout, placements(layout, self.cluster))
+            # shared by the layouts placements() does not tell apart (e.g. the points that
+            # differ in rule 8's knobs alone, space.moe_comm_knobs); read, never changed
+            key = placement_key(layout)
+            shared = self._pl_of.get(key)
+            if shared is None:
+                shared = self._pl_of[key] = placements(layout, self.cluster)
+            pl = self._pl[id(layout)] = (layout, shared)
         return pl[1]
 
     def zero_plans(self, layout: Plan) -> list[Plan]:
