@@ -14,7 +14,9 @@ exactly when the list is not empty, with its first entry, and ``meshplan plan --
 Sources per engine (versions the exports target):
 - Megatron-LM (megatron/training/arguments.py, validate_args; main as of 2026-08): 1F1B and
   interleaved 1F1B only; rank orders tp-cp-ep-dp-pp or tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping);
-  expert parallelism not with fp16; --tp-comm-overlap needs --sequence-parallel; the CPU
+  expert parallelism with fp16 too (validate_args' "Expert parallelism is not supported with
+  fp16 training" was removed by Megatron-LM 4193f3aa, 2025-12, in core_v0.16.0 and main);
+  --tp-comm-overlap needs --sequence-parallel; the CPU
   optimizer offload is Adam only; HSDP only through the distributed optimizer's instances.
 - torchtitan 0.3 (torchtitan/config/job_config.py, distributed/parallel_dims.py): bf16/fp32
   only; FSDP2 (no ZeRO-1 when anything is sharded); ring context parallelism; no expert
@@ -385,9 +387,6 @@ def _megatron(p, m, w) -> list[Violation]:
         out.append(Violation("hsdp_shard", p.hsdp_shard,
                              "meshplan writes HSDP for Megatron only with the distributed "
                              "optimizer (zero=1, --num-distributed-optimizer-instances)"))
-    if w.precision == "fp16" and p.ep > 1:
-        out.append(Violation("ep", p.ep, "expert parallelism is not supported with fp16 "
-                             "training (validate_args); use bf16"))
     if p.tp_comm_overlap and not p.sequence_parallel:
         out.append(Violation("tp_comm_overlap", True, "--tp-comm-overlap needs sequence parallelism"))
     if w.optimizer == "sgd" and p.offload_optimizer:
