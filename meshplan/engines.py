@@ -1,7 +1,7 @@
 """What each training engine can run: the one place the exporters and the search read.
 
     engine_violations(engine, plan, model, workload, cluster=None) -> list[Violation]
-    cluster_plan_violations(engine, plan, cluster) -> list[Violation]
+    cluster_plan_violations(engine, plan, cluster, workload=None) -> list[Violation]
     scenario_violations(engine, model, workload, cluster=None) -> list[Violation]
     search_hints(engine) -> dict            # how the search walks only runnable plans
 
@@ -331,19 +331,52 @@ def engine_violations(engine: str, plan, model, workload, cluster=None) -> list[
     """Every reason ``engine`` cannot run ``plan`` for this model and workload (empty: it can)."""
     return scenario_violations(engine, model, workload, cluster) + \
         plan_violations(engine, plan, model, workload) + \
-        (cluster_plan_violations(engine, plan, cluster) if cluster is not None else [])
+        (cluster_plan_violations(engine, plan, cluster, workload) if cluster is not None else [])
 
 
-def cluster_plan_violations(engine: str, plan, cluster) -> list[Violation]:
+def cluster_plan_violations(engine: str, plan, cluster, workload=None) -> list[Violation]:
     """What the engine refuses in this plan on this cluster: Megatron-LM's DeepEP backend
     (written where the NVLink domain is one node) on expert groups DeepEP has no config for
-    (the search does not offer them: space.moe_comm_knobs)."""
+    (the search does not offer them: space.moe_comm_knobs); with the workload, Megatron's
+    FP8 recipe on this GPU (the default differs by generation) against the plan's
+    recomputed modules."""
     from .cost.dispatcher_buffers import deepep_group_refusal
 
     if _engine(engine) != "megatron":
         return []
+    out = []
     why = deepep_group_refusal(plan.moe_dispatcher, plan.ep, plan.etp, cluster.scaleup_domain)
-    return [Violation("moe_dispatcher", plan.moe_dispatcher, why)] if why else []
+    if why:
+        out.append(Violation("moe_dispatcher", plan.moe_dispatcher, why))
+    if workload is not None:
+        out += _megatron_fp8_recompute(plan, workload, cluster.gpu.generation)
+    return out
+
+
+def _megatron_fp8_recompute(p, w, generation: str) -> list[Violation]:
+    # megatron/core/transformer/transformer_config.py:1241-1247 at megatron-core 0.16.1
+    # (2001-2006 at Megatron-LM d98e8a64), TransformerConfig.__post_init__: with fp8 and
+    # recompute_modules holding "moe_act" or "layernorm", fp8_recipe == "delayed" raises
+    # "Delayed scaling does not support moe_act and layernorm recompute for fp8" (their
+    # output-discarding recompute re-quantises the output). The recipe is the one the export
+    # writes: the workload's, else Megatron's default on this generation (cost/fp8_recipe.py)
+    from .cost import fp8_recipe
+
+    mods = set(p.recompute_modules.split("+")) & {"moe_act", "layernorm"}
+    if not mods or p.recompute != "selective" or w.precision != "fp8":
+        return []
+    try:
+        r = fp8_recipe.resolve("fp8", w.fp8_recipe, "megatron", generation)
+    except InputError:
+        return []  # the recipe does not run on this GPU: refused as such elsewhere
+    if r is None or fp8_recipe.MEGATRON_FLAG.get(r.name) != "delayed":
+        return []
+    named = "" if w.fp8_recipe else f" (Megatron's default on {generation})"
+    return [Violation("recompute_modules", p.recompute_modules,
+                      f"Megatron-Core refuses {'/'.join(sorted(mods))} recompute with the "
+                      f"fp8 recipe delayed{named}: TransformerConfig's \"Delayed scaling does "
+                      "not support moe_act and layernorm recompute for fp8\"; use --fp8-recipe "
+                      "tensorwise (or blockwise / mxfp8), or leave those modules out")]
 
 
 def _common(engine: str, p) -> list[Violation]:

@@ -219,6 +219,54 @@ def test_megatron_ep_overlap_kept_where_megatron_runs_it():
     assert cfg.overlap_moe_expert_parallel_comm
 
 
+
+@pytest.mark.parametrize("gpus,recipe,modules,core_refuses", [
+    ("32xH100-SXM-80GB", "", "layernorm+moe_act", True),  # Megatron's default on Hopper: delayed
+    ("32xH100-SXM-80GB", "delayed", "moe_act", True),
+    ("32xH100-SXM-80GB", "delayed", "layernorm", True),
+    ("32xH100-SXM-80GB", "tensorwise", "layernorm+moe_act", False),
+    ("32xH100-SXM-80GB", "", "core_attn", False),
+    ("32xB200", "", "layernorm+moe_act", False),  # mxfp8 on Blackwell
+])
+def test_megatron_fp8_delayed_with_output_discarding_recompute(gpus, recipe, modules,
+                                                               core_refuses, tmp_path,
+                                                               monkeypatch):
+    """Bug: an fp8 plan recomputing moe_act or layernorm was exported with --fp8-recipe
+    delayed (named, or Megatron's default on Hopper), which Megatron-Core's TransformerConfig
+    refuses ("Delayed scaling does not support moe_act and layernorm recompute for fp8")."""
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    import megatron.core.transformer.transformer_config as tc
+    from test_export_engines import megatron_transformer_config
+    from meshplan.plan import Plan
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.specs.catalog.presets import load_model
+    from meshplan.specs.workload import Workload
+
+    monkeypatch.setattr(tc, "is_te_min_version", lambda *a, **k: True)  # a run has TE 2.6+
+    sc = Scenario(load_model("qwen3-30b-a3b"), make_cluster(gpus),
+                  Workload(4096, 256, "fp8", fp8_recipe=recipe),
+                  Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules=modules))
+    argv = flatten(megatron_args(sc)[0])
+    if core_refuses:
+        with pytest.raises(ValueError, match="Delayed scaling does not support"):
+            megatron_transformer_config(argv)
+        _refused(sc, "recompute_modules", tmp_path)
+    else:
+        megatron_transformer_config(argv)
+        assert engine_violations("megatron", sc.plan, sc.model, sc.workload, sc.cluster) == []
+
+
+def test_search_for_megatron_leaves_out_delayed_fp8_with_moe_act():
+    """The search for Megatron walks only plans it can export: on Hopper (delayed FP8 by
+    default) no moe_act / layernorm rung."""
+    from meshplan.search.search import _engine_filter
+    from meshplan.plan import Plan
+    from collections import Counter
+    sc = scenario("qwen3-30b-a3b", "32xH100-SXM-80GB", 4096, 256, "fp8", dp=32)
+    ok = _engine_filter("megatron", sc.model, sc.workload, Counter(), {}, sc.cluster)
+    assert not ok(Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="moe_act"))
+    assert ok(Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="moe"))
+
 # ---- torchtitan: the Trainer's own checks ----------------------------------------------------
 def _tt_job(sc, tmp_path):
     """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
