@@ -420,6 +420,19 @@ def _megatron(p, m, w) -> list[Violation]:
         out.append(Violation("hsdp_shard", p.hsdp_shard,
                              "meshplan writes HSDP for Megatron only with the distributed "
                              "optimizer (zero=1, --num-distributed-optimizer-instances)"))
+    elif p.zero == 1 and p.hsdp_shard and m.is_moe:
+        # megatron/core/parallel_state.py:1263-1265 at megatron-core 0.16.1 (1447-1449 at
+        # Megatron-LM d98e8a64), initialize_model_parallel: "Expert data parallel size should
+        # be divisible by partial DistOpt shard factor" -- the expert weights' data-parallel
+        # group, dp*cp*tp / (ep*etp) ranks, is split into the same number of optimizer
+        # instances as the dense one
+        instances, edp = p.dp * p.cp // p.hsdp_shard, p.dp * p.cp * p.tp // (p.ep * p.etp)
+        if edp % instances:
+            out.append(Violation("hsdp_shard", p.hsdp_shard, f"gives {instances} distributed-"
+                                 f"optimizer instances (--num-distributed-optimizer-instances); "
+                                 f"Megatron splits the expert data-parallel group ({edp} ranks: "
+                                 f"dp*cp*tp / (ep*etp)) into as many and needs them to divide "
+                                 "it; use a larger hsdp_shard or a smaller ep*etp"))
     if p.tp_comm_overlap and not p.sequence_parallel:
         out.append(Violation("tp_comm_overlap", True, "--tp-comm-overlap needs sequence parallelism"))
     if w.optimizer == "sgd" and p.offload_optimizer:

@@ -267,6 +267,59 @@ def test_search_for_megatron_leaves_out_delayed_fp8_with_moe_act():
     assert not ok(Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="moe_act"))
     assert ok(Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="moe"))
 
+
+def megatron_parallel_state(world: int, tp: int, pp: int, cp: int, ep: int, etp: int,
+                            instances: int, order: str = "tp-cp-ep-dp-pp") -> str:
+    """Megatron-Core's initialize_model_parallel (megatron/core/parallel_state.py) run for
+    ``world`` ranks with the process groups stubbed: "" when it builds the groups, else the
+    assertion it fails."""
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    import torch.distributed as dist
+    from megatron.core import parallel_state as ps
+
+    saved = (dist.is_initialized, dist.get_world_size, dist.get_rank, ps.create_group)
+    dist.is_initialized = lambda: True
+    dist.get_world_size = lambda group=None: world
+    dist.get_rank = lambda group=None: 0
+    ps.create_group = lambda *a, **k: object()
+    try:
+        ps.initialize_model_parallel(
+            tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+            context_parallel_size=cp, expert_model_parallel_size=ep,
+            expert_tensor_parallel_size=etp, num_distributed_optimizer_instances=instances,
+            create_gloo_process_groups=False, order=order)
+        return ""
+    except AssertionError as e:
+        return str(e)
+    finally:
+        dist.is_initialized, dist.get_world_size, dist.get_rank, ps.create_group = saved
+        ps.destroy_model_parallel()
+
+
+@pytest.mark.parametrize("plan,core_refuses", [
+    (dict(dp=16, ep=8, zero=1, hsdp_shard=4), True),  # 2 expert-dp ranks, 4 instances
+    (dict(dp=8, tp=2, ep=16, zero=1, hsdp_shard=4), True),  # 1 expert-dp rank, 2 instances
+    (dict(dp=16, ep=4, zero=1, hsdp_shard=8), False),
+    (dict(dp=8, tp=2, ep=4, etp=2, zero=1, hsdp_shard=4), False),
+])
+def test_megatron_hsdp_instances_divide_the_expert_data_parallel_group(plan, core_refuses,
+                                                                       tmp_path):
+    """Bug: a MoE plan with the distributed optimizer's HSDP (zero 1, hsdp_shard) was
+    exported with --num-distributed-optimizer-instances not dividing the expert
+    data-parallel group, which Megatron-Core's initialize_model_parallel refuses."""
+    sc = scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 256, **plan)
+    p = sc.plan
+    why = megatron_parallel_state(p.world_size, p.tp, p.pp, p.cp, p.ep, p.etp,
+                                  p.dp * p.cp // p.hsdp_shard)
+    assert bool(why) == core_refuses, why
+    if core_refuses:
+        assert "Expert data parallel size should be divisible" in why
+        _refused(sc, "hsdp_shard", tmp_path)
+    else:
+        assert engine_violations("megatron", p, sc.model, sc.workload, sc.cluster) == []
+        ns = parse_megatron(flatten(megatron_args(sc)[0]))
+        assert int(ns.num_distributed_optimizer_instances) == p.dp * p.cp // p.hsdp_shard
+
 # ---- torchtitan: the Trainer's own checks ----------------------------------------------------
 def _tt_job(sc, tmp_path):
     """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
