@@ -320,6 +320,27 @@ def test_megatron_hsdp_instances_divide_the_expert_data_parallel_group(plan, cor
         ns = parse_megatron(flatten(megatron_args(sc)[0]))
         assert int(ns.num_distributed_optimizer_instances) == p.dp * p.cp // p.hsdp_shard
 
+
+@pytest.mark.parametrize("plan,core_refuses", [
+    (dict(dp=4, tp=2, pp=2, ep=8, order="tp-cp-pp-dp"), True),  # expert dp 1, dense dp 4
+    (dict(dp=4, tp=2, pp=2, ep=2, order="tp-cp-pp-dp"), False),  # ep*etp == tp*cp
+    (dict(dp=4, tp=2, pp=2, ep=8), False),  # the default order ends in pp
+])
+def test_megatron_tp_pp_dp_mapping_with_experts(plan, core_refuses, tmp_path):
+    """Bug: --use-tp-pp-dp-mapping was written for a pipelined MoE plan whose expert
+    data-parallel size differs from the dense one, which initialize_model_parallel refuses."""
+    sc = scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 256, **plan)
+    p = sc.plan
+    tp_pp_dp = "--use-tp-pp-dp-mapping" in flatten(megatron_args(sc)[0])
+    why = megatron_parallel_state(p.world_size, p.tp, p.pp, p.cp, p.ep, p.etp, 1,
+                                  "tp-cp-ep-pp-dp" if tp_pp_dp else "tp-cp-ep-dp-pp")
+    assert bool(why) == core_refuses, why
+    if core_refuses:
+        assert "data parallel size of the attention and moe layers must be the same" in why
+        _refused(sc, "order", tmp_path)
+    else:
+        assert engine_violations("megatron", p, sc.model, sc.workload, sc.cluster) == []
+
 # ---- torchtitan: the Trainer's own checks ----------------------------------------------------
 def _tt_job(sc, tmp_path):
     """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
