@@ -538,6 +538,13 @@ def _torchtitan(p, m, w) -> list[Violation]:
         out.append(Violation("pp", p.pp, "torchtitan does not pipeline a model with tied "
                              "embeddings (weight tying is not supported with pipeline "
                              "parallel); use pp=1"))
+    div = (p.tp if p.sequence_parallel else 1) * (2 * p.cp if p.cp > 1 else 1)
+    if w.seq_len % div:
+        # torchtitan/trainer.py:306-315 at torchtitan 0.3.0 (Trainer.__init__): "Training
+        # sequence length must be divisible by (tp if sequence parallel) * 2*cp"; stricter
+        # than validity.py's seq_len % 2cp and (seq_len / cp) % tp (1040 on tp 8, cp 2)
+        out.append(Violation("seq_len", w.seq_len, f"torchtitan's Trainer needs seq_len "
+                             f"divisible by {div} (tp with sequence parallelism times 2*cp)"))
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))

@@ -341,6 +341,7 @@ def test_megatron_tp_pp_dp_mapping_with_experts(plan, core_refuses, tmp_path):
     else:
         assert engine_violations("megatron", p, sc.model, sc.workload, sc.cluster) == []
 
+
 # ---- torchtitan: the Trainer's own checks ----------------------------------------------------
 def _tt_job(sc, tmp_path):
     """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
@@ -448,6 +449,33 @@ def test_torchtitan_seq_len_beyond_the_flavours_rope_refused(name, seq, cap, pla
     with pytest.raises(UnsupportedByEngine):
         export(over, "torchtitan", tmp_path / "refused")
 
+
+
+@pytest.mark.parametrize("seq,plan,refused", [
+    # 1040 % (8 * 2*2): refused, though 1040 % 2cp == 0 and (1040 / cp) % tp == 0 (Plan's rules)
+    (1040, dict(dp=1, tp=8, cp=2, zero=3), True),
+    (1040, dict(dp=1, tp=8, cp=2, zero=3, sequence_parallel=False), False),
+    (4100, dict(dp=8, cp=2, zero=3), False),  # 4100 % 4 == 0
+    (4096, dict(dp=1, tp=8, cp=2, zero=3), False),
+])
+def test_torchtitan_seq_len_divisible_for_sp_and_cp(seq, plan, refused, tmp_path):
+    """Bug: jobs were exported whose seq_len torchtitan's Trainer refuses: it must divide by
+    (tp with sequence parallelism) * 2*cp (torchtitan/trainer.py:306-315 at 0.3.0, in
+    Trainer.__init__ after the process groups start; the rule is read from the parsed job)."""
+    sc = scenario("llama3.1-8b", "16xH100-SXM-80GB", seq, 64, **plan)
+    p = sc.plan
+    if refused:
+        v = engine_violations("torchtitan", p, sc.model, sc.workload, sc.cluster)
+        assert v and v[0].field == "seq_len", v
+        with pytest.raises(UnsupportedByEngine):
+            export(sc, "torchtitan", tmp_path / "out")
+        return
+    from torchtitan.distributed.parallel_dims import ParallelDims
+    cfg = _tt_job(sc, tmp_path)
+    dims = ParallelDims.from_config(cfg.parallelism, p.world_size)
+    div = (dims.tp if cfg.parallelism.enable_sequence_parallel else 1) * \
+        (2 * dims.cp if dims.cp > 1 else 1)
+    assert cfg.training.seq_len % div == 0
 
 # ---- DeepSpeed: the config deepspeed.initialize builds for a real run ------------------------
 @pytest.mark.parametrize("args,plan", [
