@@ -433,16 +433,21 @@ def _megatron(p, m, w) -> list[Violation]:
                                  f"Megatron splits the expert data-parallel group ({edp} ranks: "
                                  f"dp*cp*tp / (ep*etp)) into as many and needs them to divide "
                                  "it; use a larger hsdp_shard or a smaller ep*etp"))
-    if (m.is_moe and p.pp > 1 and p.ep * p.etp != p.tp * p.cp
+    # the expert group ep*etp Megatron builds: the plan's for a MoE model; ep 1 and etp = tp
+    # (validate_args' default, megatron/training/arguments.py:587-588 at d98e8a64) for a dense one
+    expert = p.ep * p.etp if m.is_moe else p.tp
+    if (p.pp > 1 and expert != p.tp * p.cp
             and not _layout_ok(p, "tp-cp-dp-pp") and _layout_ok(p, "tp-cp-pp-dp")):
         # megatron/core/parallel_state.py:808-812 at megatron-core 0.16.1 (898-902 at
         # Megatron-LM d98e8a64), initialize_model_parallel with --use-tp-pp-dp-mapping (order
         # tp-cp-ep-pp-dp): "When not using pp-last rank ordering, the data parallel size of the
-        # attention and moe layers must be the same", i.e. dp*cp*tp / (ep*etp) == dp
+        # attention and moe layers must be the same", i.e. dp*cp*tp / (ep*etp) == dp: with
+        # context parallelism a dense model fails it too
         out.append(Violation("order", p.order, f"Megatron's tp-cp-pp-dp mapping "
-                             "(--use-tp-pp-dp-mapping) with pipeline and MoE layers needs the "
-                             f"expert group ep*etp ({p.ep * p.etp}) to equal tp*cp "
-                             f"({p.tp * p.cp}); use the default order tp-cp-dp-pp"))
+                             "(--use-tp-pp-dp-mapping) with pipeline parallelism needs the "
+                             f"expert group ep*etp ({expert}{'' if m.is_moe else ', etp = tp'}) "
+                             f"to equal tp*cp ({p.tp * p.cp}); use the default order "
+                             "tp-cp-dp-pp"))
     if p.tp_comm_overlap and not p.sequence_parallel:
         out.append(Violation("tp_comm_overlap", True, "--tp-comm-overlap needs sequence parallelism"))
     if w.optimizer == "sgd" and p.offload_optimizer:

@@ -321,19 +321,26 @@ def test_megatron_hsdp_instances_divide_the_expert_data_parallel_group(plan, cor
         assert int(ns.num_distributed_optimizer_instances) == p.dp * p.cp // p.hsdp_shard
 
 
-@pytest.mark.parametrize("plan,core_refuses", [
-    (dict(dp=4, tp=2, pp=2, ep=8, order="tp-cp-pp-dp"), True),  # expert dp 1, dense dp 4
-    (dict(dp=4, tp=2, pp=2, ep=2, order="tp-cp-pp-dp"), False),  # ep*etp == tp*cp
-    (dict(dp=4, tp=2, pp=2, ep=8), False),  # the default order ends in pp
+@pytest.mark.parametrize("model,plan,core_refuses", [
+    ("qwen3-30b-a3b", dict(dp=4, tp=2, pp=2, ep=8, order="tp-cp-pp-dp"), True),  # expert dp 1
+    ("qwen3-30b-a3b", dict(dp=4, tp=2, pp=2, ep=2, order="tp-cp-pp-dp"), False),  # ep*etp == tp*cp
+    ("qwen3-30b-a3b", dict(dp=4, tp=2, pp=2, ep=8), False),  # the default order ends in pp
+    # a dense model: Megatron's expert groups are ep 1, etp = tp, so cp > 1 breaks it
+    ("llama3.1-8b", dict(dp=4, pp=2, cp=2, order="tp-cp-pp-dp"), True),
+    ("llama3.1-8b", dict(dp=4, tp=2, pp=2, order="tp-cp-pp-dp"), False),
 ])
-def test_megatron_tp_pp_dp_mapping_with_experts(plan, core_refuses, tmp_path):
-    """Bug: --use-tp-pp-dp-mapping was written for a pipelined MoE plan whose expert
-    data-parallel size differs from the dense one, which initialize_model_parallel refuses."""
-    sc = scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 256, **plan)
+def test_megatron_tp_pp_dp_mapping_with_experts(model, plan, core_refuses, tmp_path):
+    """Bug: --use-tp-pp-dp-mapping was written for a pipelined plan whose expert
+    data-parallel size (MoE, or a dense model with context parallelism) differs from the
+    dense one, which initialize_model_parallel refuses."""
+    sc = scenario(model, "16xH100-SXM-80GB", 4096, 256, **plan)
     p = sc.plan
-    tp_pp_dp = "--use-tp-pp-dp-mapping" in flatten(megatron_args(sc)[0])
-    why = megatron_parallel_state(p.world_size, p.tp, p.pp, p.cp, p.ep, p.etp, 1,
-                                  "tp-cp-ep-pp-dp" if tp_pp_dp else "tp-cp-ep-dp-pp")
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    etp = int(ns.expert_tensor_parallel_size or p.tp)  # validate_args' default: tp
+    ep = int(ns.expert_model_parallel_size or 1)
+    why = megatron_parallel_state(p.world_size, p.tp, p.pp, p.cp, ep, etp, 1,
+                                  "tp-cp-ep-pp-dp" if ns.use_tp_pp_dp_mapping
+                                  else "tp-cp-ep-dp-pp")
     assert bool(why) == core_refuses, why
     if core_refuses:
         assert "data parallel size of the attention and moe layers must be the same" in why
