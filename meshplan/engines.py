@@ -1,7 +1,7 @@
 """What each training engine can run: the one place the exporters and the search read.
 
     engine_violations(engine, plan, model, workload, cluster=None) -> list[Violation]
-    cluster_plan_violations(engine, plan, cluster) -> list[Violation]
+    cluster_plan_violations(engine, plan, cluster, workload=None) -> list[Violation]
     scenario_violations(engine, model, workload, cluster=None) -> list[Violation]
     search_hints(engine) -> dict            # how the search walks only runnable plans
 
@@ -14,7 +14,9 @@ exactly when the list is not empty, with its first entry, and ``meshplan plan --
 Sources per engine (versions the exports target):
 - Megatron-LM (megatron/training/arguments.py, validate_args; main as of 2026-08): 1F1B and
   interleaved 1F1B only; rank orders tp-cp-ep-dp-pp or tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping);
-  expert parallelism not with fp16; --tp-comm-overlap needs --sequence-parallel; the CPU
+  expert parallelism with fp16 too (validate_args' "Expert parallelism is not supported with
+  fp16 training" was removed by Megatron-LM 4193f3aa, 2025-12, in core_v0.16.0 and main);
+  --tp-comm-overlap needs --sequence-parallel; the CPU
   optimizer offload is Adam only; HSDP only through the distributed optimizer's instances.
 - torchtitan 0.3 (torchtitan/config/job_config.py, distributed/parallel_dims.py): bf16/fp32
   only; FSDP2 (no ZeRO-1 when anything is sharded); ring context parallelism; no expert
@@ -329,19 +331,52 @@ def engine_violations(engine: str, plan, model, workload, cluster=None) -> list[
     """Every reason ``engine`` cannot run ``plan`` for this model and workload (empty: it can)."""
     return scenario_violations(engine, model, workload, cluster) + \
         plan_violations(engine, plan, model, workload) + \
-        (cluster_plan_violations(engine, plan, cluster) if cluster is not None else [])
+        (cluster_plan_violations(engine, plan, cluster, workload) if cluster is not None else [])
 
 
-def cluster_plan_violations(engine: str, plan, cluster) -> list[Violation]:
+def cluster_plan_violations(engine: str, plan, cluster, workload=None) -> list[Violation]:
     """What the engine refuses in this plan on this cluster: Megatron-LM's DeepEP backend
     (written where the NVLink domain is one node) on expert groups DeepEP has no config for
-    (the search does not offer them: space.moe_comm_knobs)."""
+    (the search does not offer them: space.moe_comm_knobs); with the workload, Megatron's
+    FP8 recipe on this GPU (the default differs by generation) against the plan's
+    recomputed modules."""
     from .cost.dispatcher_buffers import deepep_group_refusal
 
     if _engine(engine) != "megatron":
         return []
+    out = []
     why = deepep_group_refusal(plan.moe_dispatcher, plan.ep, plan.etp, cluster.scaleup_domain)
-    return [Violation("moe_dispatcher", plan.moe_dispatcher, why)] if why else []
+    if why:
+        out.append(Violation("moe_dispatcher", plan.moe_dispatcher, why))
+    if workload is not None:
+        out += _megatron_fp8_recompute(plan, workload, cluster.gpu.generation)
+    return out
+
+
+def _megatron_fp8_recompute(p, w, generation: str) -> list[Violation]:
+    # megatron/core/transformer/transformer_config.py:1241-1247 at megatron-core 0.16.1
+    # (2001-2006 at Megatron-LM d98e8a64), TransformerConfig.__post_init__: with fp8 and
+    # recompute_modules holding "moe_act" or "layernorm", fp8_recipe == "delayed" raises
+    # "Delayed scaling does not support moe_act and layernorm recompute for fp8" (their
+    # output-discarding recompute re-quantises the output). The recipe is the one the export
+    # writes: the workload's, else Megatron's default on this generation (cost/fp8_recipe.py)
+    from .cost import fp8_recipe
+
+    mods = set(p.recompute_modules.split("+")) & {"moe_act", "layernorm"}
+    if not mods or p.recompute != "selective" or w.precision != "fp8":
+        return []
+    try:
+        r = fp8_recipe.resolve("fp8", w.fp8_recipe, "megatron", generation)
+    except InputError:
+        return []  # the recipe does not run on this GPU: refused as such elsewhere
+    if r is None or fp8_recipe.MEGATRON_FLAG.get(r.name) != "delayed":
+        return []
+    named = "" if w.fp8_recipe else f" (Megatron's default on {generation})"
+    return [Violation("recompute_modules", p.recompute_modules,
+                      f"Megatron-Core refuses {'/'.join(sorted(mods))} recompute with the "
+                      f"fp8 recipe delayed{named}: TransformerConfig's \"Delayed scaling does "
+                      "not support moe_act and layernorm recompute for fp8\"; use --fp8-recipe "
+                      "tensorwise (or blockwise / mxfp8), or leave those modules out")]
 
 
 def _common(engine: str, p) -> list[Violation]:
@@ -385,9 +420,34 @@ def _megatron(p, m, w) -> list[Violation]:
         out.append(Violation("hsdp_shard", p.hsdp_shard,
                              "meshplan writes HSDP for Megatron only with the distributed "
                              "optimizer (zero=1, --num-distributed-optimizer-instances)"))
-    if w.precision == "fp16" and p.ep > 1:
-        out.append(Violation("ep", p.ep, "expert parallelism is not supported with fp16 "
-                             "training (validate_args); use bf16"))
+    elif p.zero == 1 and p.hsdp_shard and m.is_moe:
+        # megatron/core/parallel_state.py:1263-1265 at megatron-core 0.16.1 (1447-1449 at
+        # Megatron-LM d98e8a64), initialize_model_parallel: "Expert data parallel size should
+        # be divisible by partial DistOpt shard factor" -- the expert weights' data-parallel
+        # group, dp*cp*tp / (ep*etp) ranks, is split into the same number of optimizer
+        # instances as the dense one
+        instances, edp = p.dp * p.cp // p.hsdp_shard, p.dp * p.cp * p.tp // (p.ep * p.etp)
+        if edp % instances:
+            out.append(Violation("hsdp_shard", p.hsdp_shard, f"gives {instances} distributed-"
+                                 f"optimizer instances (--num-distributed-optimizer-instances); "
+                                 f"Megatron splits the expert data-parallel group ({edp} ranks: "
+                                 f"dp*cp*tp / (ep*etp)) into as many and needs them to divide "
+                                 "it; use a larger hsdp_shard or a smaller ep*etp"))
+    # the expert group ep*etp Megatron builds: the plan's for a MoE model; ep 1 and etp = tp
+    # (validate_args' default, megatron/training/arguments.py:587-588 at d98e8a64) for a dense one
+    expert = p.ep * p.etp if m.is_moe else p.tp
+    if (p.pp > 1 and expert != p.tp * p.cp
+            and not _layout_ok(p, "tp-cp-dp-pp") and _layout_ok(p, "tp-cp-pp-dp")):
+        # megatron/core/parallel_state.py:808-812 at megatron-core 0.16.1 (898-902 at
+        # Megatron-LM d98e8a64), initialize_model_parallel with --use-tp-pp-dp-mapping (order
+        # tp-cp-ep-pp-dp): "When not using pp-last rank ordering, the data parallel size of the
+        # attention and moe layers must be the same", i.e. dp*cp*tp / (ep*etp) == dp: with
+        # context parallelism a dense model fails it too
+        out.append(Violation("order", p.order, f"Megatron's tp-cp-pp-dp mapping "
+                             "(--use-tp-pp-dp-mapping) with pipeline parallelism needs the "
+                             f"expert group ep*etp ({expert}{'' if m.is_moe else ', etp = tp'}) "
+                             f"to equal tp*cp ({p.tp * p.cp}); use the default order "
+                             "tp-cp-dp-pp"))
     if p.tp_comm_overlap and not p.sequence_parallel:
         out.append(Violation("tp_comm_overlap", True, "--tp-comm-overlap needs sequence parallelism"))
     if w.optimizer == "sgd" and p.offload_optimizer:
@@ -483,6 +543,13 @@ def _torchtitan(p, m, w) -> list[Violation]:
         out.append(Violation("pp", p.pp, "torchtitan does not pipeline a model with tied "
                              "embeddings (weight tying is not supported with pipeline "
                              "parallel); use pp=1"))
+    div = (p.tp if p.sequence_parallel else 1) * (2 * p.cp if p.cp > 1 else 1)
+    if w.seq_len % div:
+        # torchtitan/trainer.py:306-315 at torchtitan 0.3.0 (Trainer.__init__): "Training
+        # sequence length must be divisible by (tp if sequence parallel) * 2*cp"; stricter
+        # than validity.py's seq_len % 2cp and (seq_len / cp) % tp (1040 on tp 8, cp 2)
+        out.append(Violation("seq_len", w.seq_len, f"torchtitan's Trainer needs seq_len "
+                             f"divisible by {div} (tp with sequence parallelism times 2*cp)"))
     if p.etp > 1:
         out.append(Violation("etp", p.etp, "torchtitan has no expert tensor parallelism (experts "
                              "are not split over TP ranks; EP borrows FSDP and TP ranks)"))

@@ -32,6 +32,9 @@ MEGATRON = [
           recompute_modules="layernorm+mla_up_proj+moe_act")),
     ("gpt2-learned-ln", ("gpt2", "8xA100-SXM-80GB", 1024, 64, "fp16"), dict(dp=8, zero=0)),
     ("gpt3-blackwell-fp8", ("gpt3-175b", "64xB200", 2048, 512, "fp8"), dict(dp=2, tp=8, pp=4, vpp=3)),
+    # expert parallelism in fp16: Megatron-LM 4193f3aa (core_v0.16.0) removed validate_args'
+    # "Expert parallelism is not supported with fp16 training"; meshplan still refused it
+    ("mixtral-fp16-ep", ("mixtral-8x7b", "16xA100-SXM-80GB", 4096, 64, "fp16"), dict(dp=16, ep=8)),
 ]
 
 TORCHTITAN = [

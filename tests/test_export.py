@@ -211,7 +211,6 @@ REFUSED = [
     ("megatron", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=4, pp=4, vpp=2, schedule="zb_v"), "schedule"),
     ("megatron", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=4, pp=4, schedule="gpipe"), "schedule"),
     ("megatron", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=4, tp=2, pp=2, order="dp-tp-cp-pp"), "order"),
-    ("megatron", ("mixtral-8x7b", "16xH100-SXM-80GB", 4096, 64, "fp16"), dict(dp=16, ep=8), "ep"),
     ("megatron", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=3, hsdp_shard=8), "hsdp_shard"),
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=16, zero=1), "zero"),
     ("torchtitan", ("llama3.1-8b", "16xH100-SXM-80GB", 8192, 64), dict(dp=8, pp=2, schedule="zb_h1", zero=3), "schedule"),

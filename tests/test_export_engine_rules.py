@@ -219,6 +219,136 @@ def test_megatron_ep_overlap_kept_where_megatron_runs_it():
     assert cfg.overlap_moe_expert_parallel_comm
 
 
+
+@pytest.mark.parametrize("gpus,recipe,modules,core_refuses", [
+    ("32xH100-SXM-80GB", "", "layernorm+moe_act", True),  # Megatron's default on Hopper: delayed
+    ("32xH100-SXM-80GB", "delayed", "moe_act", True),
+    ("32xH100-SXM-80GB", "delayed", "layernorm", True),
+    ("32xH100-SXM-80GB", "tensorwise", "layernorm+moe_act", False),
+    ("32xH100-SXM-80GB", "", "core_attn", False),
+    ("32xB200", "", "layernorm+moe_act", False),  # mxfp8 on Blackwell
+])
+def test_megatron_fp8_delayed_with_output_discarding_recompute(gpus, recipe, modules,
+                                                               core_refuses, tmp_path,
+                                                               monkeypatch):
+    """Bug: an fp8 plan recomputing moe_act or layernorm was exported with --fp8-recipe
+    delayed (named, or Megatron's default on Hopper), which Megatron-Core's TransformerConfig
+    refuses ("Delayed scaling does not support moe_act and layernorm recompute for fp8")."""
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    import megatron.core.transformer.transformer_config as tc
+    from test_export_engines import megatron_transformer_config
+    from meshplan.plan import Plan
+    from meshplan.scenario import Scenario, make_cluster
+    from meshplan.specs.catalog.presets import load_model
+    from meshplan.specs.workload import Workload
+
+    monkeypatch.setattr(tc, "is_te_min_version", lambda *a, **k: True)  # a run has TE 2.6+
+    sc = Scenario(load_model("qwen3-30b-a3b"), make_cluster(gpus),
+                  Workload(4096, 256, "fp8", fp8_recipe=recipe),
+                  Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules=modules))
+    argv = flatten(megatron_args(sc)[0])
+    if core_refuses:
+        with pytest.raises(ValueError, match="Delayed scaling does not support"):
+            megatron_transformer_config(argv)
+        _refused(sc, "recompute_modules", tmp_path)
+    else:
+        megatron_transformer_config(argv)
+        assert engine_violations("megatron", sc.plan, sc.model, sc.workload, sc.cluster) == []
+
+
+def test_search_for_megatron_leaves_out_delayed_fp8_with_moe_act():
+    """The search for Megatron walks only plans it can export: on Hopper (delayed FP8 by
+    default) no moe_act / layernorm rung."""
+    from meshplan.search.search import _engine_filter
+    from meshplan.plan import Plan
+    from collections import Counter
+    sc = scenario("qwen3-30b-a3b", "32xH100-SXM-80GB", 4096, 256, "fp8", dp=32)
+    ok = _engine_filter("megatron", sc.model, sc.workload, Counter(), {}, sc.cluster)
+    assert not ok(Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="moe_act"))
+    assert ok(Plan(dp=16, tp=2, ep=8, recompute="selective", recompute_modules="moe"))
+
+
+def megatron_parallel_state(world: int, tp: int, pp: int, cp: int, ep: int, etp: int,
+                            instances: int, order: str = "tp-cp-ep-dp-pp") -> str:
+    """Megatron-Core's initialize_model_parallel (megatron/core/parallel_state.py) run for
+    ``world`` ranks with the process groups stubbed: "" when it builds the groups, else the
+    assertion it fails."""
+    pytest.importorskip("megatron.core", reason="megatron-core not installed")
+    import torch.distributed as dist
+    from megatron.core import parallel_state as ps
+
+    saved = (dist.is_initialized, dist.get_world_size, dist.get_rank, ps.create_group)
+    dist.is_initialized = lambda: True
+    dist.get_world_size = lambda group=None: world
+    dist.get_rank = lambda group=None: 0
+    ps.create_group = lambda *a, **k: object()
+    try:
+        ps.initialize_model_parallel(
+            tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+            context_parallel_size=cp, expert_model_parallel_size=ep,
+            expert_tensor_parallel_size=etp, num_distributed_optimizer_instances=instances,
+            create_gloo_process_groups=False, order=order)
+        return ""
+    except AssertionError as e:
+        return str(e)
+    finally:
+        dist.is_initialized, dist.get_world_size, dist.get_rank, ps.create_group = saved
+        ps.destroy_model_parallel()
+
+
+@pytest.mark.parametrize("plan,core_refuses", [
+    (dict(dp=16, ep=8, zero=1, hsdp_shard=4), True),  # 2 expert-dp ranks, 4 instances
+    (dict(dp=8, tp=2, ep=16, zero=1, hsdp_shard=4), True),  # 1 expert-dp rank, 2 instances
+    (dict(dp=16, ep=4, zero=1, hsdp_shard=8), False),
+    (dict(dp=8, tp=2, ep=4, etp=2, zero=1, hsdp_shard=4), False),
+])
+def test_megatron_hsdp_instances_divide_the_expert_data_parallel_group(plan, core_refuses,
+                                                                       tmp_path):
+    """Bug: a MoE plan with the distributed optimizer's HSDP (zero 1, hsdp_shard) was
+    exported with --num-distributed-optimizer-instances not dividing the expert
+    data-parallel group, which Megatron-Core's initialize_model_parallel refuses."""
+    sc = scenario("qwen3-30b-a3b", "16xH100-SXM-80GB", 4096, 256, **plan)
+    p = sc.plan
+    why = megatron_parallel_state(p.world_size, p.tp, p.pp, p.cp, p.ep, p.etp,
+                                  p.dp * p.cp // p.hsdp_shard)
+    assert bool(why) == core_refuses, why
+    if core_refuses:
+        assert "Expert data parallel size should be divisible" in why
+        _refused(sc, "hsdp_shard", tmp_path)
+    else:
+        assert engine_violations("megatron", p, sc.model, sc.workload, sc.cluster) == []
+        ns = parse_megatron(flatten(megatron_args(sc)[0]))
+        assert int(ns.num_distributed_optimizer_instances) == p.dp * p.cp // p.hsdp_shard
+
+
+@pytest.mark.parametrize("model,plan,core_refuses", [
+    ("qwen3-30b-a3b", dict(dp=4, tp=2, pp=2, ep=8, order="tp-cp-pp-dp"), True),  # expert dp 1
+    ("qwen3-30b-a3b", dict(dp=4, tp=2, pp=2, ep=2, order="tp-cp-pp-dp"), False),  # ep*etp == tp*cp
+    ("qwen3-30b-a3b", dict(dp=4, tp=2, pp=2, ep=8), False),  # the default order ends in pp
+    # a dense model: Megatron's expert groups are ep 1, etp = tp, so cp > 1 breaks it
+    ("llama3.1-8b", dict(dp=4, pp=2, cp=2, order="tp-cp-pp-dp"), True),
+    ("llama3.1-8b", dict(dp=4, tp=2, pp=2, order="tp-cp-pp-dp"), False),
+])
+def test_megatron_tp_pp_dp_mapping_with_experts(model, plan, core_refuses, tmp_path):
+    """Bug: --use-tp-pp-dp-mapping was written for a pipelined plan whose expert
+    data-parallel size (MoE, or a dense model with context parallelism) differs from the
+    dense one, which initialize_model_parallel refuses."""
+    sc = scenario(model, "16xH100-SXM-80GB", 4096, 256, **plan)
+    p = sc.plan
+    ns = parse_megatron(flatten(megatron_args(sc)[0]))
+    etp = int(ns.expert_tensor_parallel_size or p.tp)  # validate_args' default: tp
+    ep = int(ns.expert_model_parallel_size or 1)
+    why = megatron_parallel_state(p.world_size, p.tp, p.pp, p.cp, ep, etp, 1,
+                                  "tp-cp-ep-pp-dp" if ns.use_tp_pp_dp_mapping
+                                  else "tp-cp-ep-dp-pp")
+    assert bool(why) == core_refuses, why
+    if core_refuses:
+        assert "data parallel size of the attention and moe layers must be the same" in why
+        _refused(sc, "order", tmp_path)
+    else:
+        assert engine_violations("megatron", p, sc.model, sc.workload, sc.cluster) == []
+
+
 # ---- torchtitan: the Trainer's own checks ----------------------------------------------------
 def _tt_job(sc, tmp_path):
     """The exported job as torchtitan's ConfigManager parses it (Trainer.Config's
@@ -326,6 +456,33 @@ def test_torchtitan_seq_len_beyond_the_flavours_rope_refused(name, seq, cap, pla
     with pytest.raises(UnsupportedByEngine):
         export(over, "torchtitan", tmp_path / "refused")
 
+
+
+@pytest.mark.parametrize("seq,plan,refused", [
+    # 1040 % (8 * 2*2): refused, though 1040 % 2cp == 0 and (1040 / cp) % tp == 0 (Plan's rules)
+    (1040, dict(dp=1, tp=8, cp=2, zero=3), True),
+    (1040, dict(dp=1, tp=8, cp=2, zero=3, sequence_parallel=False), False),
+    (4100, dict(dp=8, cp=2, zero=3), False),  # 4100 % 4 == 0
+    (4096, dict(dp=1, tp=8, cp=2, zero=3), False),
+])
+def test_torchtitan_seq_len_divisible_for_sp_and_cp(seq, plan, refused, tmp_path):
+    """Bug: jobs were exported whose seq_len torchtitan's Trainer refuses: it must divide by
+    (tp with sequence parallelism) * 2*cp (torchtitan/trainer.py:306-315 at 0.3.0, in
+    Trainer.__init__ after the process groups start; the rule is read from the parsed job)."""
+    sc = scenario("llama3.1-8b", "16xH100-SXM-80GB", seq, 64, **plan)
+    p = sc.plan
+    if refused:
+        v = engine_violations("torchtitan", p, sc.model, sc.workload, sc.cluster)
+        assert v and v[0].field == "seq_len", v
+        with pytest.raises(UnsupportedByEngine):
+            export(sc, "torchtitan", tmp_path / "out")
+        return
+    from torchtitan.distributed.parallel_dims import ParallelDims
+    cfg = _tt_job(sc, tmp_path)
+    dims = ParallelDims.from_config(cfg.parallelism, p.world_size)
+    div = (dims.tp if cfg.parallelism.enable_sequence_parallel else 1) * \
+        (2 * dims.cp if dims.cp > 1 else 1)
+    assert cfg.training.seq_len % div == 0
 
 # ---- DeepSpeed: the config deepspeed.initialize builds for a real run ------------------------
 @pytest.mark.parametrize("args,plan", [

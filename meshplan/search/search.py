@@ -65,7 +65,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..cost import Estimate, estimate, fp8_recipe
-from ..engines import (ENGINE_NAMES, framework_zeros, UnsupportedByEngine, plan_violations, scenario_violations,
+from ..engines import (ENGINE_NAMES, cluster_plan_violations, framework_zeros, UnsupportedByEngine,
+                       plan_violations, scenario_violations,
                        search_hints)
 from .. import framework_defaults
 from ..errors import InputError
@@ -162,15 +163,17 @@ def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
 
 
 def _engine_filter(engine: str | None, model: ModelSpec, workload: Workload, rejected: Counter,
-                   first: dict):
-    """A function plan -> True when ``engine`` can run it (counting the refusals by field;
-    ``first`` keeps the first refusal of each field)."""
+                   first: dict, cluster: Cluster | None = None):
+    """A function plan -> True when ``engine`` can run it on ``cluster`` (counting the
+    refusals by field; ``first`` keeps the first refusal of each field)."""
     if engine is None:
         return lambda plan: True
     name = ENGINE_NAMES[engine]
 
     def ok(plan: Plan) -> bool:
         v = plan_violations(engine, plan, model, workload)
+        if not v and cluster is not None:  # e.g. Megatron's FP8 recipe on this GPU against
+            v = cluster_plan_violations(engine, plan, cluster, workload)  # recomputed modules
         if v:
             rejected[f"{name} cannot run {v[0].field}={v[0].value}"] += 1
             first.setdefault(v[0].field, v[0])
@@ -218,7 +221,7 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
     while True:
         rejected: Counter = Counter()
         refusals: dict = {}
-        runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals)
+        runs_on_engine = _engine_filter(engine, model, workload, rejected, refusals, cluster)
         walk = Walk(model, cluster, workload, pins, zeros, rcs, keep, engine, rejected,
                     runs_on_engine,
                     lambda tp: _base_fields(pins, tp, engine_defaults, engine or workload.framework,
