@@ -8,15 +8,15 @@ tp communication overlap
 and the MoE dispatcher as the workload's framework runs them (framework_defaults), the other
 overlaps on, ring context parallelism, no HSDP, no offload, the default rank order) are held alike here;
 with an ``engine`` named, the MoE communication knobs take every setting search.py's rule 8
-gives them (space.moe_comm_knobs) and plans the engine refuses (engines.plan_violations) are
-left out, as the search leaves them out.
+gives them (space.moe_comm_knobs) and plans the engine refuses (engines.plan_violations and,
+on the cluster, cluster_plan_violations) are left out, as the search leaves them out.
 """
 
 from __future__ import annotations
 
 from ..cost import Estimate, estimate
 from ..framework_defaults import plan_defaults, tp_comm_overlap
-from ..engines import plan_violations
+from ..engines import cluster_plan_violations, plan_violations
 from ..errors import InputError
 from ..plan import SCHEDULES, Plan
 from ..specs.hardware import Cluster
@@ -30,7 +30,8 @@ def all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict
     """Every valid plan (pinned knobs held at their pinned value) that ``engine`` runs."""
     pins = pins or {}
     for p in _all_plans(model, cluster, workload, pins, engine):
-        if engine is None or not plan_violations(engine, p, model, workload):
+        if engine is None or not (plan_violations(engine, p, model, workload)
+                                  or cluster_plan_violations(engine, p, cluster, workload)):
             yield p
 
 
