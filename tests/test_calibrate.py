@@ -177,6 +177,15 @@ def _coll_worker(rank, world, q, port):
     dist.destroy_process_group()
 
 
+def _write_rows(path, rows: list[dict]):
+    """``rows`` as a runs CSV at ``path`` (the first row's keys the header); returns path."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
 def _runs_csv(tmp_path, factor):
     """Measured runs made by the planner itself with GEMMs `factor` x faster than the
     defaults: a refit must find it and lower the cross-validated error. An 8B model, so the
@@ -198,11 +207,7 @@ def _runs_csv(tmp_path, factor):
     for r, p in zip(rows, res):
         r["measured_tokens_per_s_per_gpu"] = repr(p.predicted_tokens_per_s_per_gpu)
     path = tmp_path / "runs.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
+    return _write_rows(path, rows)
 
 
 def test_from_runs_refit_lowers_cv_error(tmp_path, capsys):
@@ -430,11 +435,7 @@ def _with_trust_c_rows(tmp_path):
         c["measured_tokens_per_s_per_gpu"] = repr(float(rows[i]["measured_tokens_per_s_per_gpu"])
                                                   / 1.25 * 0.4)
         rows.append(c)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
+    return _write_rows(path, rows)
 
 
 def test_from_runs_leaves_trust_c_rows_out_unless_asked(tmp_path, capsys):

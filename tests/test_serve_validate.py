@@ -1,5 +1,6 @@
 """Serving validation: the CSV reader, and pinned published values with stated tolerances."""
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,16 @@ CSV = Path(__file__).resolve().parents[1] / "bench" / "data" / "serving_runs.csv
 
 def _row(i):
     return next(r for r in load_rows(CSV) if r["id"] == str(i))
+
+
+def _one_row_csv(tmp_path, row: dict) -> Path:
+    """A serving CSV holding ``row`` alone, its keys the header."""
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(row))
+        w.writeheader()
+        w.writerow(row)
+    return f
 
 
 @pytest.mark.parametrize("row_id,tol", [
@@ -80,19 +91,13 @@ def test_bad_csv(tmp_path):
 def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value, needle):
     """A bad value in one row of a serving CSV makes that row fail with the field named,
     as the training runs CSV does (meshplan/runs_csv.py); the command still exits 0."""
-    import csv
-
     from meshplan.cli import main
 
     r = dict(_row(1)) | {"id": "1", "num_requests": "50", "concurrency": ""}
     if col == "rate_per_s":
         r["concurrency"] = ""
     r[col] = value
-    f = tmp_path / "s.csv"
-    with open(f, "w", newline="") as fh:
-        w = csv.DictWriter(fh, list(r))
-        w.writeheader()
-        w.writerow(r)
+    f = _one_row_csv(tmp_path, r)
     rows, summary = validate_serving(f)
     assert summary["errors"] == 1 and needle in rows[0].error, rows[0].error
     assert main(["validate-serve", str(f)]) == 0
@@ -113,13 +118,7 @@ def test_a_row_with_more_cells_than_the_header_fails(tmp_path):
 def test_concurrency_and_rate_together_fail(tmp_path):
     """A closed loop and an open loop at once: the row was simulated at concurrency 5 and
     its rate of 3/s dropped without a word; meshplan serve refuses the same pair."""
-    import csv
-
     r = dict(_row(1)) | {"num_requests": "50", "concurrency": "5", "rate_per_s": "3"}
-    f = tmp_path / "s.csv"
-    with open(f, "w", newline="") as fh:
-        w = csv.DictWriter(fh, list(r))
-        w.writeheader()
-        w.writerow(r)
+    f = _one_row_csv(tmp_path, r)
     rows, s = validate_serving(f)
     assert s["errors"] == 1 and "row 1: rate_per_s='3'" in rows[0].error, rows[0].error
