@@ -185,6 +185,31 @@ def test_gpu_for_device_names(name, mem_bytes, gpu_id):
     assert gpu_for_device(name, mem_bytes) == gpu_id
 
 
+@pytest.mark.parametrize("typed,gpu_id", [
+    # what nvidia-smi / torch.cuda.get_device_name / rocm-smi print (the names above), and
+    # how people write them from a spec sheet
+    ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"), ("A100-SXM4-40GB", "A100-SXM-40GB"),
+    ("NVIDIA H100 80GB HBM3", "H100-SXM-80GB"), ("H100 SXM5 80GB", "H100-SXM-80GB"),
+    ("Tesla V100-SXM2-32GB", "V100-SXM-32GB"), ("AMD Instinct MI300X", "MI300X"),
+    ("NVIDIA H200", "H200-SXM-141GB"), ("NVIDIA B200", "B200"), ("B300 288GB", "B300"),
+    ("h100-sxm-80gb", "H100-SXM-80GB"),
+    # not one part: two sizes and no figure, a size the catalog's part does not have,
+    # PCIe / NVL boards, parts outside the catalog
+    ("H100", None), ("A100", None), ("V100", None), ("Tesla V100-SXM2-16GB", None),
+    ("NVIDIA H100 PCIe", None), ("H100 NVL 94GB", None), ("NVIDIA GH200 480GB", None),
+    ("NVIDIA GeForce RTX 4090", None),
+])
+def test_gpu_names_as_the_vendor_tools_print_them(typed, gpu_id):
+    """``--gpus 8xNVIDIA A100-SXM4-80GB`` is the catalog's A100-SXM-80GB; a name that does
+    not pin one part is refused as before (with the near catalog ids)."""
+    from meshplan.specs.hardware import parse_gpus
+    if gpu_id is None:
+        with pytest.raises(InputError, match="known GPUs: "):
+            parse_gpus(f"8x{typed}", GPUS)
+    else:
+        assert parse_gpus(f"8x{typed}", GPUS) == (8, GPUS[gpu_id])
+
+
 def test_blackwell_ultra_runs_what_blackwell_cannot_hold():
     """The same plan: on B300 (270 GB) it fits where B200 (179 GB) does not; B300 runs it
     within 3% of B200 (same dense peaks; measured large-GEMM rates 1,769 and 1,745 TFLOP/s),

@@ -188,7 +188,8 @@ def load_gpu_toml(path: str | Path) -> dict[str, GPU]:
 # The largest cluster meshplan plans for: 2**20 GPUs (5x the largest announced training
 # clusters of 2025, ~200k GPUs); the search over its divisors still answers in seconds.
 MAX_GPUS = 2**20
-_GPUS_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S+)\s*$", re.I)
+# the name may hold spaces, as nvidia-smi prints it ("8xNVIDIA H100 80GB HBM3")
+_GPUS_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S.*?)\s*$", re.I)
 
 
 def parse_gpus(text: str, catalog: dict[str, GPU]) -> tuple[int, GPU]:
@@ -212,6 +213,10 @@ def lookup_gpu(name: str, catalog: dict[str, GPU]) -> GPU:
         raise InputError("gpu", name, "expected a GPU name, e.g. \"H100-SXM-80GB\"; known GPUs: "
                          + ", ".join(catalog))
     key = {k.lower(): k for k in catalog}.get(name.strip().lower())
+    if key is None:  # a name as nvidia-smi / torch / rocm-smi print it ("A100-SXM4-80GB")
+        from .catalog.gpus import gpu_for_name
+        key = gpu_for_name(name)
+        key = key if key in catalog else None
     if key is None:
         raise InputError("gpu", name, did_you_mean(name, catalog) + "known GPUs: "
                          + ", ".join(catalog))

@@ -8,6 +8,7 @@ bandwidth per GPU (one NIC per GPU unless said otherwise).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ..hardware import GPU
@@ -208,3 +209,32 @@ def gpu_for_device(name: str, memory_bytes: int) -> str | None:
             return "H100-SXM-96GB-500W" if memory_bytes > 88 * GiB else "H100-SXM-80GB"
         return "A100-SXM-80GB" if memory_bytes > 48 * GiB else "A100-SXM-40GB"
     return None
+
+
+# A memory figure in a GPU's name ("80GB", "141 GB", "40GiB"): vendors print the marketed size.
+_MEMORY_IN_NAME = re.compile(r"(\d+(?:\.\d+)?)\s*GI?B", re.I)
+# How far the figure in a name may lie from the part's reported memory and still name it:
+# the marketed sizes run up to 7% above what the device reports (B300 "288GB" is 270 GiB,
+# B200 "192GB" at launch is 179 GiB); V100 16GB (-50%) is another part.
+NAME_MEMORY_TOLERANCE = 0.10
+
+
+def gpu_for_name(name: str) -> str | None:
+    """The catalog id of a GPU named as the vendors' tools print it ("NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB", "AMD Instinct MI300X", "H100 SXM5 80GB"),
+    or None when the name does not pin one part: ``gpu_for_device``'s rules with the memory
+    figure the name carries. V100, A100 and H100 need the figure (each comes in more than one
+    size: 16/32, 40/80, 80/94/96 GB); a figure
+    more than NAME_MEMORY_TOLERANCE from the part's memory (V100 16GB) names another part."""
+    if not isinstance(name, str):
+        return None
+    figures = _MEMORY_IN_NAME.findall(name)
+    gib = float(figures[0]) if len(figures) == 1 else None
+    upper = name.upper()
+    if gib is None and any(k in upper for k in ("V100", "A100", "H100")):
+        return None
+    gpu_id = gpu_for_device(name, int((gib or 0) * GiB))
+    if gpu_id is None or gib is None:
+        return gpu_id
+    part = GPUS[gpu_id].memory_bytes / GiB
+    return gpu_id if abs(gib - part) <= NAME_MEMORY_TOLERANCE * part else None
