@@ -572,7 +572,7 @@ def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan
                        scheduler=plan.scheduler)
     if not mem.fits:
         raise InputError("plan", plan.describe(), f"does not fit: {mem.why_not()}")
-    step = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+    step = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype, plan.scheduler)
     # one engine per (replica, pipeline slot, attention-DP rank); they share the cache
     per_replica = pool.pp * pool.attn_dp
     kv = mem.kv_tokens // per_replica
