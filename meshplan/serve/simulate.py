@@ -471,7 +471,8 @@ class _Team:
     """The engines of one attention data-parallel replica (one per DP rank). They step in
     lockstep, as SGLang's and TensorRT-LLM's attention DP and vLLM's data-parallel expert
     parallelism run them: every iteration each rank schedules its own requests, the MoE
-    layers' all-to-all joins all ranks every layer (an idle rank runs a dummy batch), so
+    layers' collective (all-to-all; TensorRT-LLM's all-gather and reduce-scatter) joins all
+    ranks every layer (an idle rank runs a dummy batch), so
     the iteration ends for all of them at once (StepModel.lockstep_step_s)."""
 
     def __init__(self, members: list[_Engine]):
