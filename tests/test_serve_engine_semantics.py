@@ -20,9 +20,11 @@
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
+from meshplan.cost import collectives
 from meshplan.cost.efficiency import HOST
 from meshplan.errors import InputError
 from meshplan.scenario import make_cluster
@@ -60,6 +62,63 @@ def test_attention_dp_keeps_the_expert_all_to_all():
     """With attention DP each rank brings its own tokens: the dispatch/combine stays."""
     st = StepModel(QWEN, H100, Pool(tp=1, attn_dp=8, ep=8), "fp8", "fp8").step(64, 64)
     assert st.ep_comm_s > 0 and st.tp_comm_s == 0
+
+
+@pytest.mark.parametrize("tokens,wdtype,x_bytes", [(1, "fp8", 1), (187, "fp8", 1),
+                                                   (256, "bf16", 2)])
+def test_trtllm_attention_dp_moe_gathers_then_reduce_scatters(tokens, wdtype, x_bytes):
+    """TensorRT-LLM (PyTorch backend, CutlassFusedMoE, the v1.0-era
+    tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py): select_alltoall_method_type
+    gives NotEnabled when moe_ep_size <= top_k (Qwen3: ep 8, top-8) and, on Hopper, without
+    MNNVL or TRTLLM_CAN_USE_DEEP_EP; the layer then runs no all-to-all. forward_chunk
+    quantizes each rank's tokens to FP8 (static_quantize_e4m3_per_tensor, FP8 qdq
+    checkpoints; unquantized: bf16) and all-gathers them with their top-k int32 expert ids
+    and fp32 weights; every rank runs its experts on all ranks' tokens;
+    reducescatter_or_allreduce reduce-scatters the bf16 outputs over the whole gathered
+    buffer. vLLM and SGLang keep the dispatch/combine all-to-all."""
+    pool = Pool(tp=1, attn_dp=8, ep=8)
+    trt = StepModel(QWEN, H100, pool, wdtype, "fp8", scheduler="trtllm").step(tokens, tokens)
+    pl = collectives.placement(((8, 1),), H100.domain_size)
+    rows = 8 * tokens  # every DP rank brings ``tokens``
+    gather = collectives.all_gather_s(
+        H100, pl, rows * (QWEN.hidden * x_bytes + QWEN.moe_topk * (4 + 4)))
+    scatter = collectives.reduce_scatter_s(H100, pl, rows * QWEN.hidden * 2)
+    assert trt.ep_comm_s == pytest.approx(QWEN.num_moe_layers * (gather + scatter))
+    a2a = collectives.all_to_all_s(H100, pl, 2 * tokens * QWEN.moe_topk * QWEN.hidden)
+    for sched in ("vllm", "sglang"):
+        other = StepModel(QWEN, H100, pool, wdtype, "fp8", scheduler=sched).step(tokens, tokens)
+        assert other.ep_comm_s == pytest.approx(QWEN.num_moe_layers * 2 * a2a)
+    # the rest of the step is the engines' common model
+    assert trt.gemm_s == other.gemm_s and trt.attention_s == other.attention_s
+
+
+def test_trtllm_lockstep_gathers_every_ranks_tokens_once():
+    """One busy attention-DP rank of two: TensorRT-LLM's all-gather / reduce-scatter move
+    the batch of all ranks (4000 rows, priced as 2000 per rank), not the busiest rank's
+    tokens on every rank as the all-to-all's wait for the largest sender is priced."""
+    q3 = load_model("qwen3-30b-a3b")
+    cl = make_cluster("2xH100-SXM-80GB")
+    pool = Pool(tp=1, attn_dp=2, ep=2)
+    alone = [(4000, 1, 0.0, 4000 * 4001 / 2, 0.0, 1)]
+    trt = StepModel(q3, cl, pool, "bf16", "bf16", scheduler="trtllm")
+    experts, comm = trt._moe_shared(4000)
+    assert trt.lockstep_step_s(alone) == pytest.approx(
+        trt.prefill_step(4000).total_s - experts - comm + sum(trt._moe_shared(2000)), rel=1e-9)
+    vllm = StepModel(q3, cl, pool, "bf16", "bf16")
+    experts, a2a = vllm._moe_shared(4000)
+    assert vllm.lockstep_step_s(alone) == pytest.approx(
+        vllm.prefill_step(4000).total_s - experts + vllm._moe_shared(2000)[0], rel=1e-9)
+
+def test_simulated_trtllm_engines_price_trtllms_moe_communication():
+    """simulate() builds each engine's step model with the plan's scheduler."""
+    plan = ServePlan((Pool(tp=1, attn_dp=8, ep=8),), "fp8", "fp8", scheduler="trtllm")
+    traffic = synthetic(8, Lengths(64, 64), Lengths(4, 4), rate_per_s=None, concurrency=8)
+    trt = simulate(QWEN, H100, plan, traffic)
+    vllm = simulate(QWEN, H100, replace(plan, scheduler="vllm"), traffic)
+    sm = StepModel(QWEN, H100, plan.pools[0], "fp8", "fp8", scheduler="trtllm")
+    assert sm.step(8, 8).ep_comm_s < StepModel(QWEN, H100, plan.pools[0], "fp8",
+                                               "fp8").step(8, 8).ep_comm_s
+    assert trt.makespan_s < vllm.makespan_s
 
 
 # ---- SGLang's --mem-fraction-static ----------------------------------------------------------

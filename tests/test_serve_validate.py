@@ -122,3 +122,42 @@ def test_concurrency_and_rate_together_fail(tmp_path):
     f = _one_row_csv(tmp_path, r)
     rows, s = validate_serving(f)
     assert s["errors"] == 1 and "row 1: rate_per_s='3'" in rows[0].error, rows[0].error
+
+
+@pytest.mark.parametrize("row_id,plan", [
+    # Qwen3-235B FP8, 8x H200 (140 GiB each), 2048/2048, fraction 0.95, --tp 8: engine
+    # 235.09e9 B = 218.95 GiB, cache (1120 - 218.95) x 0.95 = 855.99 GiB, 2 x 94 layers x
+    # max(8, 4) kv heads x 128 x 1 B = 1.7929e-4 GiB a token -> 1165.6 requests of 4096
+    # tokens -> batch 256 x ceil(1165.6 / 256) = 1280; tokens 1165.6 x 2 = 2331 -> 2560,
+    # then (chunked prefill off) max(2560, 2048 + 1280) = 3328
+    (75, "seqs1280 tok3328"),
+    # Llama 3.1 8B FP8, 1x H100 (80 GiB), 128/128: 4409.6 requests, capped at 4096; tokens
+    # min(4096 x 2, 32768) = 8192 -> 8192; max(8192, 128 + 4096) = 8192
+    (1, "seqs4096 tok8192"),
+])
+def test_trtllm_bench_limits_are_its_own_heuristic(row_id, plan):
+    """An offline TensorRT-LLM row without printed limits runs with what trtllm-bench sets
+    when --max_batch_size / --max_num_tokens are not given (get_settings ->
+    get_benchmark_engine_settings -> calc_engine_setting / finetune_setting,
+    tensorrt_llm/bench/build/tuning.py; with chunked prefill off, the default, max_num_tokens
+    is raised to max ISL + max batch, tensorrt_llm/bench/benchmark/utils/general.py), not
+    one 2048 / 8192 for every row. Hand-computed values above."""
+    r = predict_row(_row(row_id))
+    assert plan in r.plan, r.plan
+
+
+def test_stated_limits_and_closed_loop_rows_keep_the_defaults():
+    """A row that prints its limits keeps them; a closed-loop (NIM) row is not trtllm-bench."""
+    r = dict(_row(75), max_num_seqs="512", max_batched_tokens="4096")
+    assert "seqs512 tok4096" in predict_row(r).plan
+    assert "seqs2048 tok8192" in predict_row(_row(81)).plan
+
+
+def test_trtllm_bench_without_room_for_the_cache_is_a_row_error(tmp_path):
+    """Llama 3.1 405B FP8 (378 GiB) on one 80 GiB H100: trtllm-bench's calc_engine_setting
+    raises (no KV cache); the row fails naming the field and the numbers, no traceback."""
+    r = dict(_row(41)) | {"num_gpus": "1", "tp": "1"}
+    rows, summary = validate_serving(_one_row_csv(tmp_path, r))
+    assert summary["errors"] == 1
+    assert rows[0].error.startswith("row 41: num_gpus=1") and "KV cache" in rows[0].error, \
+        rows[0].error

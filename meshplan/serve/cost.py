@@ -25,7 +25,8 @@ The same kernels as training at inference shapes, composed per layer:
   bandwidth), or two-shot (four latencies plus 2(n-1)/n x buffer / bandwidth); the ring of
   cost/collectives.py beyond 8 MiB or across nodes.
 - MoE expert parallel: dispatch and combine all-to-alls (cost/collectives.py), only with
-  attention data parallelism. Expert parallel over the tensor-parallel ranks alone (tp = ep,
+  attention data parallelism; TensorRT-LLM all-gathers the tokens and reduce-scatters the
+  outputs instead (``_ep_comm_s``). Expert parallel over the tensor-parallel ranks alone (tp = ep,
   attn_dp = 1) moves no tokens: every rank holds the same tokens after attention, runs its
   own experts on them, and the expert outputs are summed by the MoE layer's tensor-parallel
   all-reduce, the one a dense MLP has (already in the two all-reduces per layer).
@@ -44,7 +45,7 @@ from math import ceil
 
 from ..cost import collectives, compute
 from ..cost.efficiency import NETWORK
-from ..cost.ops import MatMul, Shard, head_ops, layer_ops
+from ..cost.ops import ACT, MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .memory import experts_touched_share, kv_bytes_per_token_layer, window_pairs
@@ -133,8 +134,12 @@ class StepModel:
     """
 
     def __init__(self, model: ModelSpec, cluster: Cluster, pool: Pool, weight_dtype: str,
-                 kv_dtype: str):
+                 kv_dtype: str, scheduler: str = "vllm"):
         self.model, self.cluster, self.pool = model, cluster, pool
+        self.scheduler = scheduler  # the engine (spec.SCHEDULERS): how its MoE communicates
+        # bytes per element of the MoE input TensorRT-LLM gathers: FP8 checkpoints quantize it
+        # before the all-gather (_ep_comm_s), unquantized ones gather the 16-bit activations
+        self.moe_gather_elem_bytes = 1 if weight_dtype == "fp8" else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if weight_dtype == "fp8" else "bf16")
         self.kv_dtype = kv_dtype
         self.stage_layers = ceil(model.layers / pool.pp)
@@ -174,10 +179,27 @@ class StepModel:
             else:
                 g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
         stream = ops.stream_bytes / self.dev.hbm_bytes_per_s
-        return g, stream, self._ep_a2a_s(ops) if moe else 0.0
+        return g, stream, self._ep_comm_s(ops, T) if moe else 0.0
 
-    def _ep_a2a_s(self, ops) -> float:
-        """The expert all-to-alls of one MoE layer (``ops``: its layer_ops).
+    def _ep_comm_s(self, ops, T: int) -> float:
+        """The expert-parallel communication of one MoE layer (``ops``: its layer_ops for
+        ``T`` tokens per attention-DP rank).
+
+        TensorRT-LLM (PyTorch backend, CutlassFusedMoE, its default MoE backend;
+        tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py as of v1.0): with
+        attention DP it runs an all-to-all only where select_alltoall_method_type finds MNNVL
+        (GB200 NVL) or DeepEP enabled by TRTLLM_CAN_USE_DEEP_EP, and never when
+        moe_ep_size <= top_k. Otherwise forward_chunk quantizes each rank's tokens (FP8 qdq
+        checkpoints: static_quantize_e4m3_per_tensor, 1 byte an element; unquantized: 16-bit),
+        all-gathers them with their top-k expert ids (int32) and weights (float32) over the
+        attention-DP group, every rank runs its experts on all ranks' tokens, and
+        reducescatter_or_allreduce reduce-scatters the 16-bit outputs of the whole gathered
+        batch back to their ranks. Priced so here (MNNVL and DeepEP are not modelled);
+        FP8 block-scale checkpoints (DeepSeek's) quantize inside the kernel and gather 16-bit
+        tokens, which weight_dtype "fp8" does not tell apart (taken as per-tensor, the
+        ModelOpt checkpoints).
+
+        vLLM and SGLang: dispatch and combine all-to-alls of 16-bit token copies.
 
         None without attention data parallelism: both engines then reduce the expert
         outputs with the tensor-parallel all-reduce instead (``tp_comm``, two per layer).
@@ -196,6 +218,12 @@ class StepModel:
         if p.ep <= 1 or p.attn_dp <= 1:
             return 0.0
         pl = collectives.placement(((p.ep, 1),), self.cluster.domain_size)
+        if self.scheduler == "trtllm":
+            m, rows = self.model, p.attn_dp * T  # the gathered batch: every rank's tokens
+            route_bytes = m.moe_topk * (4 + 4)  # int32 expert id + float32 weight per pick
+            gathered = rows * (m.hidden * self.moe_gather_elem_bytes + route_bytes)
+            return (collectives.all_gather_s(self.cluster, pl, gathered)
+                    + collectives.reduce_scatter_s(self.cluster, pl, rows * m.hidden * ACT))
         return ops.ep_alltoalls * collectives.all_to_all_s(self.cluster, pl, ops.ep_send_bytes)
 
     def _expert_gemm_s(self, mm: MatMul, T: int) -> float:
@@ -239,7 +267,7 @@ class StepModel:
         ops = layer_ops(self.model, True, s)
         experts = sum(self._expert_gemm_s(mm, T) for mm in ops.matmuls
                       if mm.name.startswith("expert_"))
-        return self.n_moe * p.pp * experts, self.n_moe * p.pp * self._ep_a2a_s(ops)
+        return self.n_moe * p.pp * experts, self.n_moe * p.pp * self._ep_comm_s(ops, T)
 
     def lockstep_step_s(self, ranks: list[tuple]) -> float:
         """One iteration of an attention-DP replica whose busy ranks bring ``ranks`` (each
@@ -249,8 +277,9 @@ class StepModel:
         pipeline-parallel traffic, host) runs side by side and the slowest rank sets the
         pace; the routed experts run once on all ranks' tokens (``step`` prices them as if
         every rank brought the same tokens, so the mean rank's tokens give their time); the
-        all-to-all waits for the rank that sends the most. With equal ranks this is
-        ``step_s`` of one of them."""
+        all-to-all waits for the rank that sends the most, while TensorRT-LLM's all-gather
+        and reduce-scatter move every rank's tokens once (the mean rank's tokens times the
+        ranks, ``_ep_comm_s``). With equal ranks this is ``step_s`` of one of them."""
         own = 0.0
         total = most = 0
         for args in ranks:
@@ -259,8 +288,9 @@ class StepModel:
             own = max(own, self.step_s(*args) - experts - a2a)
             total += T
             most = max(most, T)
-        experts = self._moe_shared(ceil(total / self.pool.attn_dp))[0]
-        return own + experts + self._moe_shared(most)[1]
+        mean = ceil(total / self.pool.attn_dp)
+        comm = self._moe_shared(mean if self.scheduler == "trtllm" else most)[1]
+        return own + self._moe_shared(mean)[0] + comm
 
     # ---- one iteration -------------------------------------------------------------------
     def step(self, tokens: int, seqs: int, decode_ctx_tokens: float = 0.0,

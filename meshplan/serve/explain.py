@@ -92,7 +92,7 @@ def _decode_lines(model: ModelSpec, cluster: Cluster, traffic: Traffic,
                   w: Candidate) -> list[str]:
     """The winner's decode step, part by part, and what its tensor parallelism costs."""
     plan, pool, out = w.plan, w.plan.decode, []
-    sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+    sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype, plan.scheduler)
     b = decode_batch(w)
     ctx = traffic.mean_input + traffic.mean_output / 2
     st = sm.decode_step(round(b), round(ctx))
@@ -129,7 +129,8 @@ def _prefill_and_others(model: ModelSpec, cluster: Cluster, traffic: Traffic,
                         res: SearchResult, w: Candidate) -> list[str]:
     """A lone prefill on the winner, then the runners-up and the best plan of the other kind."""
     plan, q, out = w.plan, res.slo.percentile, []
-    pre = StepModel(model, cluster, plan.prefill, plan.weight_dtype, plan.kv_dtype)
+    pre = StepModel(model, cluster, plan.prefill, plan.weight_dtype, plan.kv_dtype,
+                    plan.scheduler)
     ps = pre.prefill_step(round(traffic.mean_input))
     out.append(f"a {traffic.mean_input:.0f}-token prefill alone takes {ps.total_s * 1e3:.0f} ms on"
                f" one {'prefill ' if plan.disaggregated else ''}replica (GEMMs"

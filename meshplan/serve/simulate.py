@@ -471,7 +471,8 @@ class _Team:
     """The engines of one attention data-parallel replica (one per DP rank). They step in
     lockstep, as SGLang's and TensorRT-LLM's attention DP and vLLM's data-parallel expert
     parallelism run them: every iteration each rank schedules its own requests, the MoE
-    layers' all-to-all joins all ranks every layer (an idle rank runs a dummy batch), so
+    layers' collective (all-to-all; TensorRT-LLM's all-gather and reduce-scatter) joins all
+    ranks every layer (an idle rank runs a dummy batch), so
     the iteration ends for all of them at once (StepModel.lockstep_step_s)."""
 
     def __init__(self, members: list[_Engine]):
@@ -572,7 +573,7 @@ def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan
                        scheduler=plan.scheduler)
     if not mem.fits:
         raise InputError("plan", plan.describe(), f"does not fit: {mem.why_not()}")
-    step = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+    step = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype, plan.scheduler)
     # one engine per (replica, pipeline slot, attention-DP rank); they share the cache
     per_replica = pool.pp * pool.attn_dp
     kv = mem.kv_tokens // per_replica

@@ -7,7 +7,9 @@ any other engine, or a blank, fails the row), engine_version, model (a
 meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, attn_dp,
 weight_dtype, kv_dtype (bf16/fp8), input_len, output_len, num_requests, concurrency (closed
 loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
-max_batched_tokens, gpu_mem_util, measured_output_tokens_per_s_per_gpu, measured_ttft_ms,
+max_batched_tokens (blank: offline TensorRT-LLM rows take trtllm-bench's own limits,
+serve/trtllm_bench.py; other rows 2048 and 8192), gpu_mem_util,
+measured_output_tokens_per_s_per_gpu, measured_ttft_ms,
 measured_tpot_ms, latency_stat (mean or median), derivation.
 
 The rows are predicted with the same constants as everything else; nothing is fitted per
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
@@ -28,11 +30,13 @@ from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
 from .spec import Pool, ServePlan
 from .traffic import Lengths, synthetic
+from .trtllm_bench import engine_settings
 
 REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
             "measured_output_tokens_per_s_per_gpu")
-# Unstated engine limits (same for every row): a large running-request cap, as the
-# offline benchmarks size it from memory (trtllm-bench), and the common 8192-token budget.
+# Unstated engine limits: offline TensorRT-LLM rows (trtllm-bench throughput) take what
+# trtllm-bench derives from the model, the GPUs and the row's lengths (serve/trtllm_bench.py);
+# every other row a large running-request cap and the common 8192-token budget.
 DEFAULT_MAX_SEQS = 2048
 DEFAULT_MAX_TOKENS = 8192
 # a blank gpu_mem_util: 0.9, read with the row's engine's meaning (serve/memory.py), the
@@ -123,14 +127,10 @@ def predict_row(r: dict) -> ServeRow:
     per = tp * pp * dp
     if n % per:
         raise InputError(f"row {r['id']}: num_gpus", n, f"must be a multiple of tp*pp*attn_dp ({per})")
-    pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per,
-                max_num_seqs=_i(r, "max_num_seqs", DEFAULT_MAX_SEQS),
-                max_batched_tokens=_i(r, "max_batched_tokens", DEFAULT_MAX_TOKENS),
-                gpu_mem_util=DEFAULT_MEM_UTIL if util is None else util)
+    util = DEFAULT_MEM_UTIL if util is None else util
     sched = _checked(r, "engine", _engine)
-    plan = ServePlan((pool,), (r.get("weight_dtype") or "bf16").strip(),
-                     (r.get("kv_dtype") or r.get("weight_dtype") or "bf16").strip(),
-                     scheduler=sched)
+    wdtype = (r.get("weight_dtype") or "bf16").strip()
+    kvdtype = (r.get("kv_dtype") or r.get("weight_dtype") or "bf16").strip()
     conc = _i(r, "concurrency")
     rate_s = (r.get("rate_per_s") or "").strip().lower()
     if conc and rate_s:  # the closed loop was simulated and the rate dropped without a word
@@ -139,6 +139,17 @@ def predict_row(r: dict) -> ServeRow:
     rate = math.inf if rate_s in ("inf", "") and not conc else _m(r, "rate_per_s")
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
     il, ol = _i(r, "input_len"), _i(r, "output_len")
+    seqs, tokens = _i(r, "max_num_seqs"), _i(r, "max_batched_tokens")
+    pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per,
+                max_num_seqs=seqs or DEFAULT_MAX_SEQS,
+                max_batched_tokens=tokens or DEFAULT_MAX_TOKENS, gpu_mem_util=util)
+    plan = ServePlan((pool,), wdtype, kvdtype, scheduler=sched)  # (checks the dtypes)
+    if sched == "trtllm" and rate == math.inf and not (seqs and tokens):
+        # TensorRT-LLM offline = trtllm-bench throughput: its own limits (serve/trtllm_bench.py),
+        # --tp counting the attention-DP ranks (tp 8 with enable_attention_dp)
+        bench = engine_settings(model, cluster.gpu, tp * dp, pp, il, ol, util, wdtype, kvdtype)
+        plan = plan.with_pools(replace(pool, max_num_seqs=seqs or bench[0],
+                                       max_batched_tokens=tokens or bench[1]))
     traffic = synthetic(nreq, Lengths(il, il), Lengths(ol, ol), rate_per_s=None if conc else rate,
                         concurrency=conc)
     row = ServeRow(r["id"], r.get("trust", ""), r["model"], f"{n}x{r['gpu']}", plan.describe(),
