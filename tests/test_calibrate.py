@@ -223,6 +223,25 @@ def test_from_runs_refit_lowers_cv_error(tmp_path, capsys):
                         efficiency.EFFICIENCY["hopper"].matmul_bf16 * 1.25, rel_tol=0.02)
 
 
+def test_from_runs_says_when_a_share_stops_at_its_ceiling(tmp_path, capsys):
+    """Runs measured 1.5x faster than the defaults predict ask for GEMMs above the whole
+    peak (the default share is 0.8): the fit stops at 1.0, the cap, and the report says the
+    constant is at its ceiling; runs made with a share of 0.88 (1.1x) say nothing of it."""
+    assert DEFAULT_MM * 1.1 < 1.0
+    for factor, speedup, flagged in ((1.0, 1.5, True), (1.1, 1.0, False)):
+        path = _runs_csv(tmp_path, factor)
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:
+            r["measured_tokens_per_s_per_gpu"] = repr(
+                float(r["measured_tokens_per_s_per_gpu"]) * speedup)
+        _write_rows(path, rows)
+        assert main(["calibrate", "--from-runs", str(path), "--folds", "2"]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines()
+                    if x.strip().startswith("EFFICIENCY.hopper.matmul_bf16"))
+        assert line.rstrip().endswith("(at its ceiling)") is flagged, line
+
+
 def test_validate_uses_the_profile_in_every_worker(tmp_path, capsys):
     import json
 

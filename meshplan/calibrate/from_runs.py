@@ -107,6 +107,14 @@ def _score(rows, consts) -> float:
     return sum(e) / len(e) if e else math.inf
 
 
+def at_ceiling(names: list[str], consts: dict[str, float]) -> list[str]:
+    """The fitted constants that ``fit`` stopped at 1.0, the cap of a share (it caps the
+    constants that start at or below 1.0)."""
+    from .fit import _value
+
+    return [n for n in names if float(_value(n)) <= 1.0 and consts.get(n, 0.0) >= 1.0]
+
+
 def fit(rows: list[dict], names: list[str], passes: int = 2) -> dict[str, float]:
     from .fit import _value
 
@@ -213,7 +221,12 @@ def run_from_runs(args) -> int:
     from .fit import _value
 
     for n in names:
-        say(f"  {n:<36} {_value(n):.4g} -> {consts[n]:.4g}")
+        say(f"  {n:<36} {_value(n):.4g} -> {consts[n]:.4g}"
+            + ("   (at its ceiling)" if n in at_ceiling(names, consts) else ""))
+    if at_ceiling(names, consts):
+        say("  a constant at its ceiling is a share of a peak (1 = all of it: the datasheet's, "
+            "or the part's measured rate) and stopped there: the runs ask for at least that "
+            "much, so what else they differ in from the model is left to the other constants")
     worse = statistics.median(after) >= statistics.median(before)
     if worse:
         say("the refit does not lower the cross-validated error: the defaults predict runs "
