@@ -148,3 +148,23 @@ def test_live_engine_parser_accepts_exports(engine):
             ns = p.parse_args(argv[start:])
             tp = ns.tensor_parallel_size if engine == "vllm" else ns.tp_size
             assert tp == plan.pools[0].tp * (1 if engine == "vllm" else plan.pools[0].attn_dp)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_cli_export_when_nothing_fits_says_why(tmp_path, engine):
+    """gpt3-175b's 350 GB of bf16 weights exceed 8 x 40 GB: no plan fits, and with or without
+    --export the command says so (NoPlanFits, exit 1). With --export it said "no plan on this
+    cluster can be exported: " and no reason (the engine refused nothing: there was nothing
+    to refuse), exit 2, as if the engine were at fault."""
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", "--model",
+                               "gpt3-175b", "--gpus", "8xA100-SXM-40GB", "--input-len", "1000",
+                               "--output-len", "100", "--rate", "1", "--requests", "20",
+                               "--jobs", "1", *extra], capture_output=True, text=True,
+                              timeout=120)
+    plain = run()
+    assert plain.returncode == 1 and "no serving plan fits" in plain.stderr
+    out = tmp_path / "x"
+    p = run("--export", engine, "--out", str(out))
+    assert (p.returncode, p.stderr) == (plain.returncode, plain.stderr)
+    assert not out.exists()

@@ -235,7 +235,9 @@ def _run(args) -> int:
                     plans.append(pl)
                 except InputError as e:
                     refused.add(e.allowed)
-            if not plans:
+            # no candidate at all (nothing fits memory): the search says so (NoPlanFits);
+            # this line is for plans that fit but the engine cannot launch
+            if not plans and refused:
                 raise InputError("--export", args.export, "no plan on this cluster can be "
                                  "exported: " + "; ".join(sorted(refused))[:400])
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,
