@@ -305,8 +305,10 @@ def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
     n = cluster.num_gpus
 
     def order(cs: list[Candidate], tr: Traffic) -> list[Candidate]:
-        if min_gpus:
-            return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr), c.plan.gpus,
+        if min_gpus:  # fewest GPUs among the plans meeting the SLO; the rest, the closest
+            # to it first (a plan missing it on fewer GPUs is no cheaper way to meet it)
+            return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr),
+                                             c.plan.gpus if c.meets(slo) else 0,
                                              headroom(c, slo)))
         return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr),
                                          c.plan.gpus != n, headroom(c, slo)))
