@@ -168,3 +168,26 @@ def test_cli_export_when_nothing_fits_says_why(tmp_path, engine):
     p = run("--export", engine, "--out", str(out))
     assert (p.returncode, p.stderr) == (plain.returncode, plain.stderr)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_quantization_flag_never_contradicts_the_checkpoint(engine):
+    """vLLM and SGLang take the quantization method from the checkpoint's
+    quantization_config and stop at start-up when --quantization names another one
+    ("Quantization method specified in the model config (mxfp4) does not match the
+    quantization method specified in the `quantization` argument (fp8)":
+    ModelConfig._verify_quantization in vllm/config/model.py, vllm-project/vllm commit
+    0052a5b8, and in sglang python/sglang/srt/configs/model_config.py, where fp8 is
+    compatible with no other method). --weights fp8 on gpt-oss (an mxfp4 checkpoint) wrote
+    --quantization fp8: a launch line that cannot start."""
+    one = make_cluster("1xH100-SXM-80GB")
+    oss = load_model("gpt-oss-20b")
+    assert oss.checkpoint_quant == "mxfp4"
+    plan = ServePlan((Pool(tp=1),), "fp8", "fp8")
+    for _, argv in commands(engine, plan, oss, "openai/gpt-oss-20b", one, 600):
+        assert "--quantization" not in argv
+    # a checkpoint without its own quantization still gets the flag the plan was simulated with
+    llama = load_model("llama3.1-8b")
+    assert not llama.checkpoint_quant
+    argv = commands(engine, plan, llama, "meta-llama/Llama-3.1-8B", one, 600)[0][1]
+    assert argv[argv.index("--quantization") + 1] == "fp8"
