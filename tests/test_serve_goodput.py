@@ -22,3 +22,17 @@ def test_goodput_of_a_short_trace_stays_under_the_prefill_compute_roofline():
     g = goodput(model, cluster, plan, tr, SLO(ttft_s=1.0, tpot_s=0.05, percentile=90.0))
     roofline_rps = 8 * cluster.gpu.flops("bf16") / (1000 * 2 * model.active_params())
     assert 0 < g <= roofline_rps
+
+
+def test_goodput_is_finite_when_the_trace_fits_the_deployment_at_once():
+    """50 short requests on eight llama3.1-8b replicas all run at once whatever their rate,
+    so the bisection doubled the rate past 100,000 req/s and reported an infinite goodput
+    (mixtral-8x22b on 72 GB200s, 300 requests, did the same). The bound is the compute of
+    every request's prompt and decode tokens: 2 x params FLOPs per token at the bf16 peak."""
+    model = load_model("llama3.1-8b")
+    cluster = make_cluster("8xH100-SXM-80GB")
+    plan = ServePlan((Pool(tp=1, replicas=8),))
+    tr = synthetic(50, Lengths(100, 100), Lengths(50, 50), rate_per_s=10.0, seed=0)
+    g = goodput(model, cluster, plan, tr, SLO(ttft_s=1.0, tpot_s=0.05, percentile=90.0))
+    tokens = 100 + 49  # prompt, then one decode token per output token after the first
+    assert 0 < g <= 8 * cluster.gpu.flops("bf16") / (tokens * 2 * model.active_params())

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError, NoPlanFits
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
+from .cost import StepModel
 from .memory import serve_memory
 from .simulate import SimResult, percentile, simulate
 from .spec import Pool, ServePlan
@@ -158,6 +159,37 @@ def evaluate(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traff
         return Candidate(plan, None, str(e))
 
 
+def capacity_rps(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic) -> float:
+    """An upper bound on the request rate ``plan`` sustains on ``traffic``'s lengths, from
+    the iterations the simulator runs: each engine (replica x pipeline slot x attention-DP
+    rank, as simulate builds them) computes at most ``max_batched_tokens`` tokens per
+    iteration, of which at most ``max_num_seqs`` (per slot) are decode tokens, and an
+    iteration of T tokens takes at least StepModel.step_s(T, ...) with no attention context
+    (more context, more requests or more logits rows only add time). A request needs its
+    prompt less the shared prefix (at least one token) computed, and one decode token per
+    output token after the first: on the prefill pool (aggregated: the one pool) the
+    prompts, plus the decodes when the same pool runs them; on the decode pool the decodes."""
+    reqs = traffic.requests
+    prefix = int(traffic.prefix_share * traffic.mean_input)  # simulate's shared prefix
+    prompt = sum(max(1, r.input_len - prefix) for r in reqs) / len(reqs)
+    decode = sum(r.output_len - 1 for r in reqs) / len(reqs)
+
+    def tokens_per_s(pool: Pool, cap: int) -> float:
+        engines = pool.replicas * pool.pp * pool.attn_dp
+        sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+        return engines * cap / sm.step_s(cap, 1, logits=1)
+
+    bounds = []
+    for pool in plan.pools:
+        seqs = max(1, pool.max_num_seqs // pool.pp)  # per pipeline slot, as simulate runs it
+        if pool.role != "decode":  # prompt tokens, with the decodes on the same pool
+            work = prompt + (decode if pool.role == "both" else 0.0)
+            bounds.append(tokens_per_s(pool, pool.max_batched_tokens) / work)
+        if pool.role != "prefill" and decode > 0:
+            bounds.append(tokens_per_s(pool, min(seqs, pool.max_batched_tokens)) / decode)
+    return min(bounds)
+
+
 def goodput(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffic, slo: SLO,
             attainment: float | None = None, iters: int = 7) -> float:
     """DistServe's goodput: the highest Poisson rate at which ``attainment`` of requests
@@ -165,20 +197,14 @@ def goodput(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: Traffi
     SLO's percentile (p90: 90%, DistServe's usual target; p99: 99%), so the plan holds its
     SLO at its goodput (it was 90% whatever the percentile).
 
-    A rate above the plan's capacity is never good: queueing theory's stability condition
+    A rate above ``capacity_rps`` is never good: queueing theory's stability condition
     (arrivals below the service rate, else the queue grows without bound and every later
-    request misses TTFT). The capacity is the completion rate with every request waiting at
-    t=0 (requests / makespan: the plan saturated, its drain included, so it reads low if
-    anything). Without that bound a short trace's burst, drained inside the TTFT target,
-    passed at any rate: 200 requests gave llama3.1-8b on tp8 H100 775 req/s, 157% of the
-    bf16 compute its prompts need (tests/test_serve_goodput.py)."""
+    request misses TTFT). Without that bound a short trace's burst, drained inside the TTFT
+    target, passed at any rate: 200 requests gave llama3.1-8b on tp8 H100 775 req/s, 157% of
+    the bf16 compute its prompts need (tests/test_serve_goodput.py)."""
     if attainment is None:
         attainment = slo.percentile / 100
-    try:
-        sat = simulate(model, cluster, plan, traffic.with_rate(math.inf))
-        capacity = len(sat.arrival_s) / sat.makespan_s if sat.makespan_s > 0 else math.inf
-    except InputError:
-        return 0.0
+    capacity = capacity_rps(model, cluster, plan, traffic)
 
     def good(rate: float) -> bool:
         if rate > capacity:
