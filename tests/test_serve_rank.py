@@ -20,3 +20,29 @@ def test_min_gpus_with_no_plan_meeting_the_slo_ranks_the_closest_first():
     res = search(model, cluster, tr, slo, min_gpus=True, disaggregated=False)
     assert not any(c.meets(slo) for c in res.ranked)
     assert headroom(res.ranked[0], slo) == min(headroom(c, slo) for c in res.ranked)
+
+
+def test_a_plan_meeting_the_slo_holds_it_for_that_share_of_requests():
+    """"SLO yes" took each target's percentile alone (TTFT p90 and TPOT p90 within target),
+    while the "attain" column beside it and the goodput bisection count the requests within
+    BOTH targets (DistServe's attainment). With the targets at the plan's own p90s only 81% of
+    requests met both: the table read "SLO yes, attain 81%", and the goodput (the highest rate
+    holding the SLO) came out at 3.1 req/s for a plan "meeting" it at 4. Now a plan meets the
+    SLO when both hold, and goodput bisects on the same rule (search.holds)."""
+    from meshplan.serve.search import Candidate, goodput
+    from meshplan.serve.simulate import percentile, simulate
+    from meshplan.serve.spec import Pool, ServePlan
+
+    model = load_model("llama3.1-8b")
+    one = make_cluster("1xH100-SXM-80GB")
+    plan = ServePlan((Pool(tp=1),))
+    tr = synthetic(400, Lengths(200, 3000), Lengths(50, 400), rate_per_s=4.0, seed=0)
+    r = simulate(model, one, plan, tr)
+    met = []
+    for scale in (1.001, 1.5):
+        slo = SLO(percentile(r.ttft_s, 90) * scale, percentile(r.tpot_s, 90) * scale, 90.0)
+        if Candidate(plan, r).meets(slo):
+            met.append(scale)
+            assert r.attainment(slo.ttft_s, slo.tpot_s) >= 0.9
+            assert goodput(model, one, plan, tr, slo) >= 4.0
+    assert met == [1.5]  # 50% slack on each target holds for 90% of requests on both
