@@ -360,7 +360,10 @@ def test_cli_serve_json_is_strict_json(extra):
 @pytest.mark.parametrize("extra,field", [
     (("--plan", "tp3x1"), "tp"), (("--ttft-p90", "soon"), "--ttft-p90"),
     (("--rate", "-1"), "--rate"), (("--plan", "tp1dp2ep2x1"), "ep"),
-    (("--gpus", "2xB999"), "gpu")])
+    (("--gpus", "2xB999"), "gpu"),
+    # a TPOT target where every request has one output token: no time per output token to
+    # hold; the ranking read its headroom as "0% of the target" from the TTFT in seconds
+    (("--output-len", "1"), "--tpot-p90")])
 def test_cli_bad_input_one_line_exit_2(extra, field):
     rc, out, err = run(*BASE, *extra)
     assert rc == 2 and err.count("\n") == 1 and field in err and "Traceback" not in err

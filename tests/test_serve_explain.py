@@ -92,3 +92,23 @@ def test_moe_decode_read_counts_the_picked_experts():
     # 10,000 tokens pick every expert: all weights but the embedding
     every = (m.total_params() - m.vocab * m.hidden) * 2
     assert decode_read_bytes(m, Pool(), "bf16", 10_000) == pytest.approx(every, rel=1e-3)
+
+
+@pytest.mark.parametrize("min_gpus", [False, True])
+def test_when_no_plan_meets_the_slo_the_line_does_not_say_it_does(min_gpus):
+    """Neither plan meets TPOT <= 1 ms: the line said "the fewest GPUs meeting the SLO (1
+    against 2)" under --min-gpus (qwen3-30b-a3b on 8xMI325X, whose table showed SLO "no" on
+    every row) and "furthest inside the SLO ... at 2260% of the target" without it."""
+    slo = SLO(tpot_s=0.001)
+    a, b = cand(30, 14.3, gpus=2, ok=False), cand(30, 22.6, gpus=1 if min_gpus else 2, ok=False)
+    line = _why_first(a, b, SimpleNamespace(slo=slo), min_gpus=min_gpus)
+    assert "meeting the SLO" not in line and "inside the SLO" not in line
+    assert "no plan meets" in line and "closest to it" in line
+    assert "1430% of the target against 2260%" in line
+
+
+def test_when_no_plan_meets_the_whole_cluster_preference_is_named():
+    slo = SLO(tpot_s=0.001)
+    line = why(cand(30, 22.6, gpus=8, ok=False), cand(30, 14.3, gpus=4, ok=False), slo)
+    assert "no plan meets" in line and "whole cluster (8 GPUs against 4" in line
+    assert "2260% of the target against 1430%" in line

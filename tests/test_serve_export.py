@@ -148,3 +148,46 @@ def test_live_engine_parser_accepts_exports(engine):
             ns = p.parse_args(argv[start:])
             tp = ns.tensor_parallel_size if engine == "vllm" else ns.tp_size
             assert tp == plan.pools[0].tp * (1 if engine == "vllm" else plan.pools[0].attn_dp)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_cli_export_when_nothing_fits_says_why(tmp_path, engine):
+    """gpt3-175b's 350 GB of bf16 weights exceed 8 x 40 GB: no plan fits, and with or without
+    --export the command says so (NoPlanFits, exit 1). With --export it said "no plan on this
+    cluster can be exported: " and no reason (the engine refused nothing: there was nothing
+    to refuse), exit 2, as if the engine were at fault."""
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", "--model",
+                               "gpt3-175b", "--gpus", "8xA100-SXM-40GB", "--input-len", "1000",
+                               "--output-len", "100", "--rate", "1", "--requests", "20",
+                               "--jobs", "1", *extra], capture_output=True, text=True,
+                              timeout=120)
+    plain = run()
+    assert plain.returncode == 1 and "no serving plan fits" in plain.stderr
+    out = tmp_path / "x"
+    p = run("--export", engine, "--out", str(out))
+    assert (p.returncode, p.stderr) == (plain.returncode, plain.stderr)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_quantization_flag_never_contradicts_the_checkpoint(engine):
+    """vLLM and SGLang take the quantization method from the checkpoint's
+    quantization_config and stop at start-up when --quantization names another one
+    ("Quantization method specified in the model config (mxfp4) does not match the
+    quantization method specified in the `quantization` argument (fp8)":
+    ModelConfig._verify_quantization in vllm/config/model.py, vllm-project/vllm commit
+    0052a5b8, and in sglang python/sglang/srt/configs/model_config.py, where fp8 is
+    compatible with no other method). --weights fp8 on gpt-oss (an mxfp4 checkpoint) wrote
+    --quantization fp8: a launch line that cannot start."""
+    one = make_cluster("1xH100-SXM-80GB")
+    oss = load_model("gpt-oss-20b")
+    assert oss.checkpoint_quant == "mxfp4"
+    plan = ServePlan((Pool(tp=1),), "fp8", "fp8")
+    for _, argv in commands(engine, plan, oss, "openai/gpt-oss-20b", one, 600):
+        assert "--quantization" not in argv
+    # a checkpoint without its own quantization still gets the flag the plan was simulated with
+    llama = load_model("llama3.1-8b")
+    assert not llama.checkpoint_quant
+    argv = commands(engine, plan, llama, "meta-llama/Llama-3.1-8B", one, 600)[0][1]
+    assert argv[argv.index("--quantization") + 1] == "fp8"

@@ -203,6 +203,11 @@ def _run(args) -> int:
                   args.trace or f"{args.input_len} + {args.output_len}",
                   f"a request of {longest:,} tokens (prompt + output): ")
     slo = _slo(args)
+    if slo.tpot_s is not None and all(r.output_len == 1 for r in traffic.requests):
+        pct = f"{slo.percentile:g}"
+        raise InputError(f"--tpot-p{pct}", getattr(args, f"tpot_p{pct}"), "every request has"
+                         " one output token, so there is no time per output token to hold;"
+                         " drop the TPOT target or give --output-len above 1")
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
     if not args.plan:  # the search sizes each plan's batch itself: refuse, do not ignore
@@ -235,7 +240,9 @@ def _run(args) -> int:
                     plans.append(pl)
                 except InputError as e:
                     refused.add(e.allowed)
-            if not plans:
+            # no candidate at all (nothing fits memory): the search says so (NoPlanFits);
+            # this line is for plans that fit but the engine cannot launch
+            if not plans and refused:
                 raise InputError("--export", args.export, "no plan on this cluster can be "
                                  "exported: " + "; ".join(sorted(refused))[:400])
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,

@@ -39,6 +39,17 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
     slo = res.slo
     if w.meets(slo) != nxt.meets(slo):
         return f"ranked first: it meets {slo.describe()} and #2 does not"
+    if not w.meets(slo) and (slo.ttft_s is not None or slo.tpot_s is not None):
+        # neither meets it: both orders rank the rest by headroom (after the whole-cluster
+        # preference without --min-gpus); no sentence about meeting the SLO applies
+        q = slo.percentile
+        rule = "as the closest to it"
+        if not min_gpus and w.plan.gpus != nxt.plan.gpus:
+            rule = (f"on the whole cluster ({w.plan.gpus} GPUs against {nxt.plan.gpus} for #2,"
+                    " the search's preference)")
+        return (f"no plan meets {slo.describe()}: ranked first {rule}; its worst p{q:g} latency"
+                f" at {headroom(w, slo):.0%} of the target against {headroom(nxt, slo):.0%}"
+                " for #2")
     if min_gpus and w.plan.gpus != nxt.plan.gpus:
         return f"ranked first: the fewest GPUs meeting the SLO ({w.plan.gpus} against {nxt.plan.gpus})"
     tie = ""

@@ -50,6 +50,18 @@ SGLANG_PORT_CEILING = 22000
 FP8_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
 
 
+def quantization_args(plan: ServePlan, checkpoint_quant: str = "") -> list[str]:
+    """``--quantization fp8`` for --weights fp8, unless the checkpoint declares another method
+    in its quantization_config: both engines take the method from the checkpoint and stop at
+    start-up when --quantization names a different one (ModelConfig._verify_quantization:
+    vllm/config/model.py, vllm-project/vllm commit 0052a5b818980ce8a0477706aaf9f75bd5af72cd;
+    python/sglang/srt/configs/model_config.py, whose compatible methods pair no other method
+    with fp8). ``notes`` says the checkpoint's method is what the engines load."""
+    if plan.weight_dtype == "fp8" and checkpoint_quant in ("", "fp8"):
+        return ["--quantization", "fp8"]
+    return []
+
+
 def _refuse(engine: str, why: str) -> None:
     raise InputError("export", engine, why)
 
@@ -126,9 +138,10 @@ def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec
 
 
 def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
-              mem_fraction: float | None = None) -> list[str]:
+              mem_fraction: float | None = None, checkpoint_quant: str = "") -> list[str]:
     """``mem_fraction``: --gpu-memory-utilization (default ``pool.gpu_mem_util``; commands()
-    passes ``memory_flag_value``)."""
+    passes ``memory_flag_value``). ``checkpoint_quant``: ModelSpec.checkpoint_quant
+    (``quantization_args``)."""
     a = ["vllm", "serve", model_id, "--tensor-parallel-size", str(pool.tp)]
     if pool.pp > 1:
         a += ["--pipeline-parallel-size", str(pool.pp)]
@@ -147,16 +160,16 @@ def vllm_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
           MEMORY_FLAGS["vllm"],
           f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}",
           "--enable-chunked-prefill"]
-    if plan.weight_dtype == "fp8":
-        a += ["--quantization", "fp8"]
+    a += quantization_args(plan, checkpoint_quant)
     a += ["--kv-cache-dtype", "fp8" if plan.kv_dtype == "fp8" else "auto"]
     return a
 
 
 def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
-                mem_fraction: float | None = None) -> list[str]:
+                mem_fraction: float | None = None, checkpoint_quant: str = "") -> list[str]:
     """``mem_fraction``: --mem-fraction-static, SGLang's meaning (default
-    ``pool.gpu_mem_util`` as it is; commands() passes ``memory_flag_value``)."""
+    ``pool.gpu_mem_util`` as it is; commands() passes ``memory_flag_value``).
+    ``checkpoint_quant``: ModelSpec.checkpoint_quant (``quantization_args``)."""
     # SGLang's --tp-size is the replica's GPU count; attention DP splits it into groups
     a = ["python", "-m", "sglang.launch_server", "--model-path", model_id,
          "--tp-size", str(pool.tp * pool.attn_dp)]
@@ -180,8 +193,7 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
         # with --enable-mixed-chunk (arg_groups/fields/schedule.py:208-211, off by default;
         # managers/scheduler.py:1376)
         a += ["--enable-mixed-chunk"]
-    if plan.weight_dtype == "fp8":
-        a += ["--quantization", "fp8"]
+    a += quantization_args(plan, checkpoint_quant)
     a += ["--kv-cache-dtype", "fp8_e4m3" if plan.kv_dtype == "fp8" else "auto"]
     if pool.role != "both":
         a += ["--disaggregation-mode", pool.role, "--disaggregation-transfer-backend",
@@ -190,14 +202,15 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
 
 
 def server_args(engine: str, s: Server, plan: ServePlan, model_id: str, max_len: int,
-                mem_fraction: float | None = None) -> list[str]:
+                mem_fraction: float | None = None, checkpoint_quant: str = "") -> list[str]:
     if engine == "vllm":  # vLLM's server binds every interface by default
-        return vllm_args(s.pool, plan, model_id, max_len, mem_fraction) + ["--port", str(s.port)]
+        return vllm_args(s.pool, plan, model_id, max_len, mem_fraction,
+                         checkpoint_quant) + ["--port", str(s.port)]
     # SGLang's HTTP server, and a prefill server's bootstrap server with it, bind --host,
     # 127.0.0.1 by default (arg_groups/fields/serving.py:65, managers/disagg_service.py:46-47):
     # the router and decode servers on other nodes could not reach them
-    a = sglang_args(s.pool, plan, model_id, max_len, mem_fraction) + ["--host", "0.0.0.0",
-                                                                      "--port", str(s.port)]
+    a = sglang_args(s.pool, plan, model_id, max_len, mem_fraction, checkpoint_quant) + [
+        "--host", "0.0.0.0", "--port", str(s.port)]
     if s.pool.role == "prefill":
         a += ["--disaggregation-bootstrap-port", str(s.bootstrap_port)]
     return a
@@ -250,7 +263,9 @@ def notes(plan: ServePlan, model: ModelSpec, model_id: str, preset: bool) -> lis
         # replaces the flag's, and with no flag the config's method is used)
         out.append(f"the checkpoint's weights are {q} (its config's quantization_config) and"
                    f" the engines load them so; this plan was simulated with {plan.weight_dtype}"
-                   " weights" + (": rerun with --weights fp8" if q == "fp8" else ""))
+                   " weights" + (": rerun with --weights fp8" if q == "fp8" else "")
+                   + ("; the launch lines leave out --quantization fp8, which both engines"
+                      f" refuse for a {q} checkpoint" if plan.weight_dtype == "fp8" else ""))
     return out
 
 
@@ -265,7 +280,8 @@ def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, clus
         env = ["env", "CUDA_VISIBLE_DEVICES=" + ",".join(map(str, s.gpus))]
         mem = memory_flag_value(engine, s.pool, plan, model, cluster.gpu)
         out.append((f"{s.pool.role} replica {s.index} on node {s.node}",
-                    env + server_args(engine, s, plan, model_id, max_len, mem)))
+                    env + server_args(engine, s, plan, model_id, max_len, mem,
+                                      model.checkpoint_quant)))
     if engine == "sglang":
         router = ["python", "-m", "sglang_router.launch_router"]
         if plan.disaggregated:
