@@ -46,3 +46,30 @@ def test_a_plan_meeting_the_slo_holds_it_for_that_share_of_requests():
             assert r.attainment(slo.ttft_s, slo.tpot_s) >= 0.9
             assert goodput(model, one, plan, tr, slo) >= 4.0
     assert met == [1.5]  # 50% slack on each target holds for 90% of requests on both
+
+
+def test_offline_without_an_slo_ranks_by_throughput():
+    """Every request at once (--rate inf) with no target is the offline max-throughput
+    benchmark: the plans rank by output tokens/s per GPU. They ranked by the lowest TPOT p90,
+    which there only says how the batch was cut: gpt-oss-20b on 4 MI355X put first a plan at
+    a third of the best plan's throughput. With a rate (online) the TPOT order stays."""
+    from meshplan.serve.explain import explain
+    from meshplan.serve.search import headroom, search
+
+    model = load_model("llama3.1-8b")
+    cluster = make_cluster("4xH100-SXM-80GB")
+    offline = synthetic(200, Lengths(1000, 1000), Lengths(200, 200), rate_per_s=float("inf"),
+                        seed=0)
+    assert offline.offline
+    res = search(model, cluster, offline, SLO(), disaggregated=False)
+    whole = [c for c in res.ranked if c.plan.gpus == 4]
+    tps = [c.result.output_tokens_per_s_per_gpu() for c in whole]
+    assert tps == sorted(tps, reverse=True) and len(set(tps)) > 1
+    assert min(headroom(c, SLO()) for c in whole) < headroom(whole[0], SLO())  # TPOT differs
+    why = explain(model, cluster, offline, res)[1]
+    assert why.startswith("ranked first by output tokens/s per GPU"), why
+    online = synthetic(200, Lengths(1000, 1000), Lengths(200, 200), rate_per_s=2.0, seed=0)
+    assert not online.offline
+    res = search(model, cluster, online, SLO(), disaggregated=False)
+    whole = [c for c in res.ranked if c.plan.gpus == 4]
+    assert [headroom(c, SLO()) for c in whole] == sorted(headroom(c, SLO()) for c in whole)

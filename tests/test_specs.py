@@ -268,3 +268,9 @@ def test_amd_fp8_gemm_rates_follow_amds_measured_fp8_over_bf16():
     assert bf16["MI355X"] == pytest.approx(1565.0e12)
     # (the ratio of fractions: MI300X's fp8 peak, 2,614.9, is not exactly twice 1,307.4)
     assert fp8["MI355X"] / bf16["MI355X"] == pytest.approx(1273 / 708, rel=1e-4)
+
+
+def test_an_amd_cluster_names_its_links_infinity_fabric():
+    """MI300X-class GPUs are linked by AMD Infinity Fabric; the cluster line said NVLink."""
+    assert "Infinity Fabric domain 8," in make_cluster("16xMI300X").describe()
+    assert "NVLink domain 8," in make_cluster("16xH100-SXM-80GB").describe()

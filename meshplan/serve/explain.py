@@ -33,7 +33,8 @@ def _lat(c: Candidate, q: float) -> str:
             f" {r.output_tokens_per_s_per_gpu():.0f} output tok/s/GPU")
 
 
-def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool = False) -> str:
+def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool = False,
+               offline: bool = False) -> str:
     """The rule that put ``w`` ahead of ``nxt``, in the order the ranking applies them
     (search.search's order, then the goodput re-rank of commands/serve.py)."""
     slo = res.slo
@@ -69,6 +70,11 @@ def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool =
         return (f"{tie}ranked first: {w.plan.gpus} GPUs against {nxt.plan.gpus} for #2, the"
                 " search's preference when both meet the SLO")
     q = slo.percentile
+    if slo.ttft_s is None and slo.tpot_s is None and offline:  # search.rank_value
+        return (f"{tie}ranked first by output tokens/s per GPU"
+                f" ({w.result.output_tokens_per_s_per_gpu():.0f} against"
+                f" {nxt.result.output_tokens_per_s_per_gpu():.0f} for #2; no SLO given and every"
+                " request sent at once: the offline max-throughput case)")
     if slo.ttft_s is None and slo.tpot_s is None and not w.result.tpot_s:
         return (f"{tie}ranked first by the lowest TTFT p{q:g} ({percentile(w.result.ttft_s, q) * 1e3:.0f}"
                 f" ms against {percentile(nxt.result.ttft_s, q) * 1e3:.0f} ms for #2; no SLO given,"
@@ -90,7 +96,7 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
     out = [f"#1 {plan.describe()}: {_lat(w, q)}"
            + ("" if w.meets(res.slo) else f" (misses {res.slo.describe()})")]
     if len(res.ranked) > 1:
-        out.append(_why_first(w, res.ranked[1], res, min_gpus))
+        out.append(_why_first(w, res.ranked[1], res, min_gpus, traffic.offline))
     if not w.result.tpot_s:  # every request ends at its first token: nothing decodes
         out.append("no request decodes (one output token each): TTFT is the whole latency")
     else:

@@ -286,6 +286,16 @@ def headroom(c: Candidate, slo: SLO) -> float:
     return percentile(r.tpot_s, q) if r.tpot_s else percentile(r.ttft_s, q)
 
 
+def rank_value(c: Candidate, slo: SLO, traffic: Traffic) -> float:
+    """The last key of the search's order (lower ranks first): ``headroom``; but with no
+    target and every request sent at once (``Traffic.offline``: the offline max-throughput
+    benchmark, where TPOT only says how the batch was cut) the output tokens/s per GPU,
+    highest first."""
+    if slo.ttft_s is None and slo.tpot_s is None and traffic.offline:
+        return -c.result.output_tokens_per_s_per_gpu()
+    return headroom(c, slo)
+
+
 def keeps_up(c: Candidate, traffic: Traffic) -> bool:
     """Whether the plan serves the offered load instead of queueing without bound: over the
     middle 80% of the trace it finishes requests at 90% or more of the rate they arrive
@@ -328,7 +338,7 @@ def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
     """Simulate every candidate on the first SCREEN_REQUESTS requests, then the best ones
     (and the Pareto front) on the whole trace. Plans meeting the SLO rank first; among them,
     without ``min_gpus``, those using the whole cluster, furthest inside the SLO first; with
-    it, the fewest GPUs first. ``jobs``: worker processes for the simulations (0: one per
+    it, the fewest GPUs first (``rank_value``: offline with no SLO, the highest throughput). ``jobs``: worker processes for the simulations (0: one per
     CPU); the result does not depend on it."""
     plans = plans if plans is not None else candidate_plans(
         model, cluster, weight_dtype, kv_dtype, disaggregated, all_sizes=True)
@@ -342,9 +352,9 @@ def search(model: ModelSpec, cluster: Cluster, traffic: Traffic, slo: SLO,
             # to it first (a plan missing it on fewer GPUs is no cheaper way to meet it)
             return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr),
                                              c.plan.gpus if c.meets(slo) else 0,
-                                             headroom(c, slo)))
+                                             rank_value(c, slo, tr)))
         return sorted(cs, key=lambda c: (not c.meets(slo), not keeps_up(c, tr),
-                                         c.plan.gpus != n, headroom(c, slo)))
+                                         c.plan.gpus != n, rank_value(c, slo, tr)))
 
     screen = _subset(traffic, SCREEN_REQUESTS)
     cands = pool_map(evaluate, [(model, cluster, p, screen) for p in plans], jobs)

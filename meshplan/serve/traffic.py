@@ -94,6 +94,15 @@ class Traffic:
         return self.concurrency is not None
 
     @property
+    def offline(self) -> bool:
+        """Every request arrives at once (``--rate inf``, or a trace whose arrivals are all
+        equal): the offline max-throughput benchmark, with no latency to keep."""
+        if self.closed_loop:
+            return False
+        first = self.requests[0].arrival_s
+        return all(r.arrival_s == first for r in self.requests)
+
+    @property
     def mean_input(self) -> float:
         return sum(r.input_len for r in self.requests) / len(self.requests)
 

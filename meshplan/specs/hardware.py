@@ -91,8 +91,10 @@ class Cluster:
         return min(self.scaleup_domain, self.num_gpus)
 
     def describe(self) -> str:
+        # AMD Instinct parts (CDNA) link their GPUs with Infinity Fabric, not NVLink
+        link = "Infinity Fabric" if self.gpu.generation.startswith("cdna") else "NVLink"
         return (f"{self.num_gpus} x {self.gpu.name} ({self.gpus_per_node} per node, "
-                f"NVLink domain {self.domain_size}, NIC {self.nic_bytes_per_s * 8 / 1e9:.0f} Gb/s"
+                f"{link} domain {self.domain_size}, NIC {self.nic_bytes_per_s * 8 / 1e9:.0f} Gb/s"
                 " per GPU)")
 
 
