@@ -324,3 +324,16 @@ def test_ernie_exports_interleaved_rotary_pairs_to_megatron():
         sc = Scenario(model, make_cluster("8xH100-SXM-80GB"), Workload(4096, 64), Plan(dp=8))
         flags = dict(megatron_args(sc)[0])
         assert ("--rotary-interleaved" in flags) is want, model.name
+
+
+def test_qwen3_moe_reads_the_expert_count_transformers5_writes():
+    """Qwen3MoeConfig (transformers 5) holds num_local_experts, num_experts being its alias
+    (attribute_map), and save_pretrained writes num_local_experts: such a file was refused
+    as missing num_experts. Either name gives the model; two different values are refused."""
+    saved = {k: v for k, v in QWEN3_MOE_5.items() if k != "num_experts"}
+    saved["num_local_experts"] = 128
+    assert model_from_hf_dict(saved) == model_from_hf_dict(QWEN3_MOE_5)
+    assert model_from_hf_dict(dict(QWEN3_MOE_5, num_local_experts=128)).moe_experts == 128
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(dict(QWEN3_MOE_5, num_local_experts=64))
+    assert e.value.field == "config.json:num_local_experts"

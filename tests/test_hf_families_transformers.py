@@ -10,8 +10,11 @@ import pytest
 
 from meshplan.specs.hf_config import model_from_hf_dict
 
+import json
+
 import test_hf_families_dense as D
 import test_hf_families_legacy as L
+import test_hf_families_more as M
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -33,18 +36,37 @@ CASES = {
                             layer_types=LAYER_TYPES_LLLG), 0),
     "exaone-4.0-1.2b": (dict(D.EXAONE4_1B, sliding_window_pattern=4,
                              layer_types=["full_attention"] * 30), 0),
+    "qwen3-30b-a3b-5-layers": (M.QWEN3_MOE_5, 0),
 }
+
+
+def hf_config(cfg: dict):
+    kwargs = {k: v for k, v in cfg.items() if k != "model_type"}
+    try:
+        return transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
+    except ValueError:
+        pytest.skip(f"transformers {transformers.__version__} has no {cfg['model_type']}")
+
+
+def built_params(hf_cfg) -> int:
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf_cfg)
+    return sum(p.numel() for p in model.parameters())  # tied weights once
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_counts_equal_transformers_meta_build(name):
     cfg, uncounted = CASES[name]
-    kwargs = {k: v for k, v in cfg.items() if k != "model_type"}
-    try:
-        hf_cfg = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
-    except ValueError:
-        pytest.skip(f"transformers {transformers.__version__} has no {cfg['model_type']}")
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf_cfg)
-    built = sum(p.numel() for p in model.parameters())  # tied weights once
-    assert model_from_hf_dict(cfg).total_params() + uncounted == built
+    assert model_from_hf_dict(cfg).total_params() + uncounted == built_params(hf_config(cfg))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_file_transformers_saves_counts_the_same(name):
+    """The config.json a run fine-tuned with this transformers writes (save_pretrained:
+    to_json_string) reads as the same model: transformers 5 writes an attribute's own
+    name, not the alias the hub file used (Qwen3MoeConfig: num_local_experts for
+    num_experts, which was refused as missing)."""
+    cfg, uncounted = CASES[name]
+    hf_cfg = hf_config(cfg)
+    saved = json.loads(hf_cfg.to_json_string(use_diff=False))
+    assert model_from_hf_dict(saved).total_params() + uncounted == built_params(hf_cfg)

@@ -71,6 +71,18 @@ def _pos(cfg: dict, key: str, default: Any = ..., *alts: str) -> int:
     return v
 
 
+def _aliased_pos(cfg: dict, key: str, alias: str) -> int:
+    """A size a file may spell two ways: a config class's ``attribute_map`` makes transformers
+    read either, and its ``save_pretrained`` writes the attribute's own name (Qwen3MoeConfig,
+    transformers 5: ``num_experts`` is an alias of ``num_local_experts``, so a file saved
+    by transformers 5 holds only the latter). Both given and different is refused."""
+    if key in cfg and alias in cfg and cfg[key] != cfg[alias] \
+            and None not in (cfg[key], cfg[alias]):
+        raise InputError(f"config.json:{alias}", cfg[alias], f"differs from {key} "
+                         f"({cfg[key]!r}); give one, or the same value in both")
+    return _pos(cfg, key, ..., alias)
+
+
 def _head_dim(cfg: dict) -> int:
     """``head_dim`` where the file gives one (it must then be positive: transformers uses it
     as written), else 0: hidden / heads (ModelSpec)."""
@@ -363,7 +375,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         vocab=_pos(cfg, "vocab_size"),
         **attention_biases(cfg),  # Qwen3MoeAttention: q, k, v and o take attention_bias
         qk_norm=True,
-        moe_experts=_pos(cfg, "num_experts"),
+        moe_experts=_aliased_pos(cfg, "num_experts", "num_local_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "moe_intermediate_size"),
         moe_dense_layers=dense,
