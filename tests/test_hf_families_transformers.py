@@ -12,6 +12,7 @@ from meshplan.specs.hf_config import model_from_hf_dict
 
 import json
 
+import test_hf_families as F
 import test_hf_families_dense as D
 import test_hf_families_legacy as L
 import test_hf_families_more as M
@@ -37,6 +38,11 @@ CASES = {
     "exaone-4.0-1.2b": (dict(D.EXAONE4_1B, sliding_window_pattern=4,
                              layer_types=["full_attention"] * 30), 0),
     "qwen3-30b-a3b-5-layers": (M.QWEN3_MOE_5, 0),
+    # the score-correction bias (one per routed expert and MoE layer) is a buffer in
+    # transformers (Glm4MoeTopkRouter.register_buffer), a parameter in meshplan's count
+    "glm-4.5-air-4-layers": (dict(F.GLM45_AIR, num_hidden_layers=4), -3 * 128),
+    # no head_dim in the file: Glm4MoeAttention takes hidden_size // num_attention_heads
+    "glm4_moe-without-head_dim": (F.GLM45_AIR_NO_HEAD_DIM, -3 * 128),
 }
 
 
