@@ -51,6 +51,59 @@ QWEN3_30B_A3B_TEXT = {"head_dim": 128, "hidden_size": 2048, "intermediate_size":
                       "num_hidden_layers": 48, "num_key_value_heads": 4, "vocab_size": 151936,
                       "decoder_sparse_step": 1, "mlp_only_layers": []}
 
+# Ministral3Config's documented defaults (transformers 5.24 configuration_ministral3.py,
+# checkpoint mistralai/Ministral-3-8B-Base-2512), rope_parameters as its __post_init__
+# writes them; Ministral 3 and Devstral 2 files put this under a mistral3 text_config
+MINISTRAL3_8B = {"model_type": "ministral3", "vocab_size": 131072, "hidden_size": 4096,
+                 "intermediate_size": 14336, "num_hidden_layers": 34,
+                 "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                 "max_position_embeddings": 262144, "rms_norm_eps": 1e-5,
+                 "tie_word_embeddings": False, "sliding_window": None,
+                 "rope_parameters": {"type": "yarn", "rope_theta": 1000000.0, "factor": 16.0,
+                                     "original_max_position_embeddings": 16384,
+                                     "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "mscale_all_dim": 1.0, "mscale": 1.0,
+                                     "llama_4_scaling_beta": 0.1}}
+# Ministral-8B-Instruct-2410's shapes with MinistralConfig's layer_types (every other
+# layer sliding), cut to 4 layers
+MINISTRAL_8B_4 = {"model_type": "ministral", "vocab_size": 131072, "hidden_size": 4096,
+                  "intermediate_size": 12288, "num_hidden_layers": 4, "num_attention_heads": 32,
+                  "num_key_value_heads": 8, "head_dim": 128, "sliding_window": 32768,
+                  "layer_types": ["sliding_attention", "full_attention"] * 2,
+                  "rope_theta": 100000000.0}
+
+
+def test_ministral3_is_a_mistral_text_model():
+    """Ministral3ForCausalLM (modeling_ministral3.py): Mistral's layer (no biases, SwiGLU,
+    RMSNorm), head_dim 128 unless the file says otherwise, no window by default, yarn
+    rotary with a position-dependent query scale (llama_4_scaling_beta: no parameters).
+    It was refused as an unknown model_type, also under a mistral3 wrapper."""
+    m = model_from_hf_dict(MINISTRAL3_8B)
+    h, f, q, kv, layers, v = 4096, 14336, 32 * 128, 8 * 128, 34, 131072
+    per_layer = h * (q + 2 * kv) + q * h + 3 * h * f + 2 * h
+    assert m.total_params() == layers * per_layer + h + 2 * v * h
+    assert (m.sliding_window, m.head_dim, m.rope_theta) == (0, 128, 1e6)
+    assert json.loads(m.rope_scaling)["type"] == "yarn"
+    no_head_dim = {k: v for k, v in MINISTRAL3_8B.items() if k != "head_dim"}
+    assert model_from_hf_dict(no_head_dim) == m  # Ministral3Config: head_dim 128
+    wrapped = model_from_hf_dict({"model_type": "mistral3", "text_config": MINISTRAL3_8B})
+    assert wrapped.total_params() == m.total_params()
+    assert "vision tower is not modelled" in wrapped.description
+    assert "llama_4_scaling_beta 0.1) is not modelled" in wrapped.description
+    assert "llama_4_scaling_beta" in m.description
+
+
+def test_ministral_window_follows_layer_types():
+    m = model_from_hf_dict(MINISTRAL_8B_4)
+    assert (m.sliding_window, m.sliding_layers) == (32768, 2)
+    assert m.total_params() == model_from_hf_dict(
+        dict(MINISTRAL_8B_4, model_type="mistral")).total_params()
+    # MinistralConfig: without layer_types every layer slides (the window defaults to 4096)
+    plain = {k: v for k, v in MINISTRAL_8B_4.items() if k not in ("layer_types",
+                                                                  "sliding_window")}
+    assert model_from_hf_dict(plain).sliding_window == 4096
+    assert model_from_hf_dict(plain).sliding_layers == 4
+
 
 def test_minimax_m2_counts_and_structure():
     m = model_from_hf_dict(MINIMAX_M25)

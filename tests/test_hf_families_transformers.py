@@ -16,6 +16,7 @@ import test_hf_families as F
 import test_hf_families_dense as D
 import test_hf_families_legacy as L
 import test_hf_families_more as M
+import test_hf_families_recent as R
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -43,6 +44,8 @@ CASES = {
     "glm-4.5-air-4-layers": (dict(F.GLM45_AIR, num_hidden_layers=4), -3 * 128),
     # no head_dim in the file: Glm4MoeAttention takes hidden_size // num_attention_heads
     "glm4_moe-without-head_dim": (F.GLM45_AIR_NO_HEAD_DIM, -3 * 128),
+    "ministral-3-8b-4-layers": (dict(R.MINISTRAL3_8B, num_hidden_layers=4), 0),
+    "ministral-8b-4-layers": (R.MINISTRAL_8B_4, 0),
 }
 
 

@@ -1,6 +1,6 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
-Families: llama, mistral, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
+Families: llama, mistral, ministral, ministral3, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
 kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe
 (hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
 phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
@@ -269,13 +269,19 @@ def llama_biases(cfg: dict) -> dict:
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
 # config.json leaves a field out).
-@_family("llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2")
+# the Mistral family's text models: Ministral 8B (ministral: a window on the layer_types
+# layers) and Ministral 3 / Devstral 2 (ministral3, under a mistral3 wrapper's text_config)
+MISTRALS = ("mistral", "ministral", "ministral3")
+
+
+@_family("llama", "qwen2", "qwen3", "phi3", "olmo2", *MISTRALS)
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
-    if mt in ("mistral", "phi3"):
-        # MistralAttention / Phi3Attention and their MLPs build every projection with
-        # bias=False: attention_bias and mlp_bias are not read
+    if mt in (*MISTRALS, "phi3"):
+        # MistralAttention / MinistralAttention / Ministral3Attention / Phi3Attention and
+        # their MLPs build every projection with bias=False: attention_bias and mlp_bias
+        # are not read
         biases = {}
     elif mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
         biases = dict(qkv_bias=True)
@@ -286,10 +292,12 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)
-    elif mt in ("mistral", "phi3"):
+    elif mt in (*MISTRALS, "phi3"):
         # MistralConfig's sliding_window defaults to 4096 (Mistral 7B v0.1); v0.2 and later
-        # write null. Phi3Config defaults to none; a file's own value is used.
-        window = _window(cfg, layers, 4096 if mt == "mistral" else 0)
+        # write null. MinistralConfig's too, on every layer unless layer_types says
+        # otherwise. Ministral3Config and Phi3Config default to none; a file's own value
+        # is used.
+        window = _window(cfg, layers, 4096 if mt in ("mistral", "ministral") else 0)
     else:
         window = dict(sliding_window=0, sliding_layers=0)
     return ModelSpec(
@@ -298,9 +306,11 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
-        # Qwen3Config declares head_dim = 128 (configuration_qwen3.py), not hidden / heads as
-        # the others (and Qwen3MoeConfig, which declares none) derive it
-        head_dim=_pos(cfg, "head_dim", 128) if mt == "qwen3" else _head_dim(cfg),
+        # Qwen3Config and Ministral3Config declare head_dim = 128 (configuration_qwen3.py,
+        # configuration_ministral3.py), not hidden / heads as the others (and
+        # Qwen3MoeConfig, which declares none) derive it
+        head_dim=(_pos(cfg, "head_dim", 128) if mt in ("qwen3", "ministral3")
+                  else _head_dim(cfg)),
         ffn=_pos(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
@@ -316,7 +326,22 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         norms_after_blocks=mt == "olmo2",
         **window,
         **_common(cfg), gated_act=_glu_act(cfg),
+        description=_query_scale_note(cfg),
     )
+
+
+def _query_scale_note(cfg: dict) -> str:
+    """Ministral 3's rope_parameters.llama_4_scaling_beta: Ministral3Attention multiplies the
+    queries by 1 + beta * log(1 + floor(position / original_max_position_embeddings))
+    (modeling_ministral3.py get_llama_4_attn_scale): no parameters and one multiply per
+    query element, named because nothing downstream applies it."""
+    rs = cfg.get("rope_scaling")
+    beta = rs.get("llama_4_scaling_beta") if isinstance(rs, dict) else None
+    if not beta:
+        return ""
+    return (f"the query scale past {rs.get('original_max_position_embeddings')} positions "
+            f"(llama_4_scaling_beta {beta}) is not modelled: no parameters, and the runtime "
+            "and exports do not apply it")
 
 
 @_family("mixtral")
