@@ -1,8 +1,11 @@
-"""The new families' parameter counts against ``sum(p.numel())`` of transformers' own model,
-built from the same config on the meta device (no memory, no weights). Skipped where
-transformers is not installed (it is not a meshplan dependency); run on transformers 5.24
-when these families were added: every count equal (Phi's lm_head bias counted since).
-InternLM2 is remote code (not in transformers) and is not built here."""
+"""Parameter counts against ``sum(p.numel())`` of transformers' own model, built from the
+same config on the meta device (no memory, no weights), for every family transformers
+has: released configs cut to a few layers (the widths stay real). Skipped where
+transformers is not installed (it is not a meshplan dependency); run on transformers 5.24:
+every count equal but for the stated differences (score-correction biases, which
+transformers keeps as buffers; DeepSeek Sparse Attention's indexer, not modelled). Each
+config is also read as transformers saves it (save_pretrained's JSON). InternLM2 is remote
+code (not in transformers) and is not built here."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 from meshplan.specs.hf_config import model_from_hf_dict
 
 import json
+from pathlib import Path
 
 import test_hf_families as F
 import test_hf_families_dense as D
@@ -47,6 +51,74 @@ CASES = {
     "ministral-3-8b-4-layers": (dict(R.MINISTRAL3_8B, num_hidden_layers=4), 0),
     "ministral-8b-4-layers": (R.MINISTRAL_8B_4, 0),
 }
+
+
+def cut(cfg: dict, layers: int, key: str = "num_hidden_layers") -> dict:
+    """A released config with fewer layers (the count is per layer plus the ends, so the
+    widths stay real); the lists and indices that name layers are cut with it."""
+    out = dict(cfg, **{key: layers})
+    if isinstance(cfg.get("layer_types"), list):
+        out["layer_types"] = cfg["layer_types"][:layers]
+    if isinstance(cfg.get("moe_layers"), list):  # Llama 4
+        out["moe_layers"] = [i for i in cfg["moe_layers"] if i < layers]
+    if "moe_layer_end_index" in cfg:  # ERNIE 4.5: MoE to the last layer
+        out["moe_layer_end_index"] = layers - 1
+    return out
+
+
+def data(name: str) -> dict:
+    return json.loads((Path(__file__).parent / "data" / "hf_configs" / name).read_text())
+
+
+def text_of(wrapped: dict) -> dict:
+    """The language model of a multimodal file: transformers' causal LM of text_config."""
+    return dict(wrapped["text_config"])
+
+
+# The other families' released configs, cut to a few layers: meshplan's count equals
+# transformers' own model except where a difference is stated (second element; negative
+# where meshplan counts more)
+CASES |= {
+    "llama-3.1-8b": (cut(data("llama-3.1-8b.json"), 2), 0),
+    "mistral-7b-v0.3": (cut(data("mistral-7b-v0.3.json"), 2), 0),
+    "mistral-nemo-12b": (cut(data("mistral-nemo-12b.json"), 2), 0),
+    "qwen2.5-0.5b": (cut(data("qwen2.5-0.5b.json"), 2), 0),
+    "qwen3-8b": (cut(data("qwen3-8b.json"), 2), 0),
+    "phi-4": (cut(data("phi-4.json"), 2), 0),
+    "olmo-2-7b": (cut(data("olmo-2-7b.json"), 2), 0),
+    "gemma-7b": (cut(F.GEMMA_7B, 2), 0), "gemma-2-9b": (cut(F.GEMMA2_9B, 4), 0),
+    # Gemma 3's language model (Gemma3ForCausalLM; the wrapper's vision tower is not counted)
+    "gemma-3-27b-text": (cut(text_of(data("gemma-3-27b.json")), 7), 0),
+    "llama-4-scout-text": (cut(text_of(F.LLAMA4_SCOUT) | {"model_type": "llama4_text"}, 4), 0),
+    "llama-4-maverick-text": (
+        cut(text_of(F.LLAMA4_MAVERICK) | {"model_type": "llama4_text"}, 4), 0),
+    "gpt-oss-120b": (cut(data("gpt-oss-120b.json"), 3), 0),
+    "qwen1.5-moe-a2.7b": (cut(M.QWEN15_MOE, 2), 0), "olmoe": (cut(M.OLMOE, 2), 0),
+    "granite-3-8b": (cut(M.GRANITE_8B, 2), 0), "granite-3-3b-moe": (cut(M.GRANITE_3B_MOE, 2), 0),
+    "starcoder2-3b": (cut(M.STARCODER2_3B, 2), 0), "command-r": (cut(M.COMMAND_R, 2), 0),
+    "command-r-plus": (cut(M.COMMAND_R_PLUS, 2), 0), "command-r7b": (cut(M.COMMAND_R7B, 4), 0),
+    "dbrx": (cut(M.DBRX, 2, "n_layers"), 0), "phi-3.5-moe": (cut(M.PHI35_MOE, 2), 0),
+    "ernie-4.5-21b-a3b": (cut(M.ERNIE_21B, 3), 0), "ernie-4.5-0.3b": (cut(M.ERNIE_03B, 2), 0),
+    "deepseek-v2-lite": (cut(data("deepseek-v2-lite.json"), 3), 0),
+    # score-correction biases: buffers in transformers (one per expert and MoE layer)
+    "minimax-m2.5": (cut(R.MINIMAX_M25, 2), -2 * 256),
+    # Kimi K2's file names model_type kimi_k2 and runs DeepSeek-V3's code
+    "kimi-k2": (cut(data("kimi-k2.json"), 3) | {"model_type": "deepseek_v3"}, -2 * 384),
+}
+
+
+def indexer_params(cfg: dict) -> int:
+    """DeepSeek Sparse Attention's indexer, per layer (modeling_deepseek_v32.py /
+    modeling_glm_moe_dsa.py): wq_b (q_lora_rank -> heads x head_dim), wk (hidden ->
+    head_dim), k_norm (a LayerNorm: weight and bias) and weights_proj (hidden -> heads).
+    meshplan charges dense MLA and says so in the description (hf_families_recent.DSA_NOTE)."""
+    nh, hd, h = cfg["index_n_heads"], cfg["index_head_dim"], cfg["hidden_size"]
+    return cfg["q_lora_rank"] * nh * hd + h * hd + 2 * hd + h * nh
+
+
+# the indexer (not counted) less the score-correction buffers (counted), 4 layers, 3 dense
+CASES |= {name: (cut(cfg, 4), 4 * indexer_params(cfg) - cfg["n_routed_experts"])
+          for name, cfg in (("deepseek-v3.2", R.DEEPSEEK_V32), ("glm-5", R.GLM5))}
 
 
 def hf_config(cfg: dict):
