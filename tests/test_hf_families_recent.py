@@ -104,6 +104,50 @@ def test_ministral_window_follows_layer_types():
     assert model_from_hf_dict(plain).sliding_window == 4096
     assert model_from_hf_dict(plain).sliding_layers == 4
 
+# GLM-4.7-Flash (zai-org/GLM-4.7-Flash config.json as mirrored in vLLM's glm4_moe_lite
+# config test; the same values are Glm4MoeLiteConfig's defaults in transformers 5.24)
+GLM47_FLASH = {"model_type": "glm4_moe_lite", "vocab_size": 154880, "hidden_size": 2048,
+               "intermediate_size": 10240, "moe_intermediate_size": 1536,
+               "num_hidden_layers": 47, "num_attention_heads": 20, "num_key_value_heads": 20,
+               "hidden_act": "silu", "rms_norm_eps": 1e-5, "attention_bias": False,
+               "max_position_embeddings": 202752, "rope_theta": 1000000.0,
+               "rope_scaling": None, "partial_rotary_factor": 1.0, "q_lora_rank": 768,
+               "kv_lora_rank": 512, "qk_nope_head_dim": 192, "qk_rope_head_dim": 64,
+               "v_head_dim": 256, "n_routed_experts": 64, "n_shared_experts": 1,
+               "num_experts_per_tok": 4, "norm_topk_prob": True, "routed_scaling_factor": 1.8,
+               "n_group": 1, "topk_group": 1, "topk_method": "noaux_tc",
+               "first_k_dense_replace": 1, "num_nextn_predict_layers": 1,
+               "tie_word_embeddings": False}
+
+
+def test_glm47_flash_is_deepseek_v3_shaped():
+    """glm4_moe_lite was refused as an unknown model_type. Its layer is DeepSeek-V3's (MLA,
+    sigmoid router with a score-correction bias, one shared expert, one dense layer first)."""
+    m = model_from_hf_dict(GLM47_FLASH)
+    assert m.total_params() == pytest.approx(30 * B, rel=0.01)  # "30B-A3B" (model card)
+    assert (m.moe_experts, m.moe_topk, m.moe_shared_experts, m.num_moe_layers) == (64, 4, 1, 46)
+    assert (m.q_lora_rank, m.kv_lora_rank, m.v_head_dim) == (768, 512, 256)
+    assert m.moe_router_bias and m.moe_score == "sigmoid" and m.moe_routed_scale == 1.8
+    # transformers 5 writes mlp_layer_types (and no first_k_dense_replace): the same model
+    types = ["dense"] + ["sparse"] * 46
+    saved = {k: v for k, v in GLM47_FLASH.items() if k != "first_k_dense_replace"}
+    assert model_from_hf_dict(dict(saved, mlp_layer_types=types)) == m
+    two = model_from_hf_dict(dict(saved, mlp_layer_types=["dense"] * 2 + ["sparse"] * 45))
+    assert two.num_moe_layers == 45
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(mlp_layer_types=["sparse", "dense"] + ["sparse"] * 45), "mlp_layer_types"),
+    (dict(mlp_layer_types=["dense", "sparse"] * 23 + ["sparse"]), "mlp_layer_types"),
+    (dict(mlp_layer_types=["dense"] * 47), "mlp_layer_types"),
+    (dict(mlp_layer_types=["dense"]), "mlp_layer_types"),
+    # transformers reads mlp_layer_types only: a first_k_dense_replace that says otherwise
+    (dict(first_k_dense_replace=3), "first_k_dense_replace")])
+def test_glm47_flash_layer_patterns_outside_the_model_are_refused(change, field):
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(dict(GLM47_FLASH, **change))
+    assert e.value.field == f"config.json:{field}"
+
 
 def test_minimax_m2_counts_and_structure():
     m = model_from_hf_dict(MINIMAX_M25)

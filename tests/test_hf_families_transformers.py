@@ -104,6 +104,7 @@ CASES |= {
     "minimax-m2.5": (cut(R.MINIMAX_M25, 2), -2 * 256),
     # Kimi K2's file names model_type kimi_k2 and runs DeepSeek-V3's code
     "kimi-k2": (cut(data("kimi-k2.json"), 3) | {"model_type": "deepseek_v3"}, -2 * 384),
+    "glm-4.7-flash": (cut(R.GLM47_FLASH, 4), -3 * 64),
 }
 
 
