@@ -194,7 +194,11 @@ def test_qwen3_vl_moe_is_read_as_its_language_model(wrapper, inner):
     ("qwen3_next", "linear-attention"), ("qwen3_5_moe", "linear-attention"),
     ("nemotron_h", "state-space"), ("falcon_h1", "state-space"),
     ("nemotron-nas", "block_configs"), ("gemma4", "per-layer head dims"),
-    ("mimo_v2_flash", "head counts")])
+    ("mimo_v2_flash", "head counts"), ("qwen3_5_text", "linear-attention"),
+    ("gemma4_text", "per-layer head dims"), ("kimi_linear", "delta-rule"),
+    ("olmo_hybrid", "linear-attention"), ("lfm2", "short-convolution"),
+    ("gemma3n", "AltUp"), ("gemma3n_text", "AltUp"), ("deepseek_v4", "hyper-connections"),
+    ("falcon_mamba", "state-space"), ("recurrent_gemma", "RG-LRU")])
 def test_known_architectures_outside_the_model_are_refused_with_the_reason(model_type, words):
     with pytest.raises(InputError) as e:
         model_from_hf_dict(dict(QWEN3_30B_A3B_TEXT, model_type=model_type))

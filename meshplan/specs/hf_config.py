@@ -546,6 +546,14 @@ _LINEAR_ATTENTION = ("hybrid linear-attention (Gated DeltaNet) layers are not mo
                      "meshplan prices softmax-attention layers only")
 _STATE_SPACE = ("state-space (Mamba) layers are not modelled; meshplan prices "
                 "softmax-attention layers only")
+_DELTA_ATTENTION = ("hybrid linear-attention (delta-rule) layers are not modelled; "
+                    "meshplan prices softmax-attention layers only")
+_SHORT_CONV = ("LFM2's short-convolution layers are not modelled; meshplan prices "
+               "softmax-attention layers only")
+_GEMMA4 = ("per-layer head dims and key/value heads (sliding vs full layers, keys shared "
+           "as values) are not modelled")
+_GEMMA3N = ("Gemma 3n's AltUp and LAuReL blocks, per-layer embeddings and key/value "
+            "caches shared across layers are not modelled")
 UNSUPPORTED = {
     "qwen3_next": _LINEAR_ATTENTION, "qwen3_5": _LINEAR_ATTENTION,
     "qwen3_5_moe": _LINEAR_ATTENTION,
@@ -555,8 +563,21 @@ UNSUPPORTED = {
     "granitemoehybrid": _STATE_SPACE, "bamba": _STATE_SPACE,
     "nemotron-nas": ("per-layer block_configs (layers without attention, FFN widths that "
                      "change layer by layer) are not modelled"),
-    "gemma4": ("per-layer head dims and key/value heads (sliding vs full layers, keys "
-               "shared as values) are not modelled"),
+    "gemma4": _GEMMA4, "gemma4_text": _GEMMA4,
+    # the text model types of wrappers refused above, named as such in a text-only file
+    "qwen3_5_text": _LINEAR_ATTENTION, "qwen3_5_moe_text": _LINEAR_ATTENTION,
+    # OlmoHybridGatedDeltaNet, KimiLinearDeltaAttention, BailingHybridDeltaAttention
+    "olmo_hybrid": _LINEAR_ATTENTION, "kimi_linear": _DELTA_ATTENTION,
+    "bailing_hybrid": _DELTA_ATTENTION,
+    "falcon_mamba": _STATE_SPACE, "zamba": _STATE_SPACE,
+    "recurrent_gemma": ("recurrent (RG-LRU) blocks are not modelled; meshplan prices "
+                        "softmax-attention layers only"),
+    "rwkv": "RWKV's recurrent time-mixing layers are not modelled",
+    "xlstm": "xLSTM's recurrent blocks are not modelled",
+    "lfm2": _SHORT_CONV, "lfm2_moe": _SHORT_CONV,
+    "gemma3n": _GEMMA3N, "gemma3n_text": _GEMMA3N,
+    "deepseek_v4": ("compressed attention (compress_ratios), hyper-connections (hc_mult) "
+                    "and hash-routed MoE layers (num_hash_layers) are not modelled"),
     "mimo_v2_flash": ("different head counts on sliding-window and full-attention layers "
                       "and value heads narrower than keys without MLA are not modelled"),
 }
