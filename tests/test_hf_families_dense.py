@@ -1,5 +1,5 @@
 """Dense Llama-shaped families (meshplan/specs/hf_families_dense.py): glm4, internlm2,
-nemotron, smollm3, olmo3, exaone4. Parameter counts against the published ones, the twist each adds
+nemotron, smollm3, olmo3, exaone4, seed_oss. Parameter counts against the published ones, the twist each adds
 (post-norms, squared-ReLU LayerNorm MLPs, NoPE layers, sliding layers), their refusal by the
 exports, and a plan per family through the CLI.
 
@@ -69,6 +69,16 @@ EXAONE4_1B = dict(EXAONE4_32B, hidden_size=2048, intermediate_size=4096, num_hid
                   num_attention_heads=32, head_dim=64, sliding_window=None,
                   sliding_window_pattern=None, tie_word_embeddings=True)
 
+# ByteDance-Seed/Seed-OSS-36B-Base config.json's shape fields (as mirrored in the Swift
+# MLX port's SeedOSS test configJSON); attention_bias / attention_out_bias / the dropouts
+# at SeedOssConfig's defaults, which the hub file repeats
+SEED_OSS_36B = {"model_type": "seed_oss", "hidden_size": 5120, "num_hidden_layers": 64,
+                "intermediate_size": 27648, "num_attention_heads": 80,
+                "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-6,
+                "vocab_size": 155136, "rope_theta": 10000000.0,
+                "rope_scaling": {"rope_type": "default"}, "max_position_embeddings": 524288,
+                "tie_word_embeddings": False}
+
 
 def _emb(m) -> int:
     return m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
@@ -81,6 +91,7 @@ TOTALS = [
     (INTERNLM2_7B, 7.74 * B, 0.005 * B, "hf.co/internlm/internlm2-7b: 7.74B params"),
     (INTERNLM2_20B, 19.9 * B, 0.05 * B, "hf.co/internlm/internlm2-20b: 19.9B params"),
     (SMOLLM3, 3.08 * B, 0.005 * B, "hf.co/HuggingFaceTB/SmolLM3-3B: 3.08B params"),
+    (SEED_OSS_36B, 36 * B, 0.5 * B, "hf.co/ByteDance-Seed/Seed-OSS-36B-Base: 36B"),
 ]
 
 
@@ -184,13 +195,13 @@ def test_exports_refuse_what_they_cannot_build(cfg, feature):
 
 
 def test_registered_and_internlm2_builds():
-    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4"):
+    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4", "seed_oss"):
         assert mt in FAMILIES
     assert model_features_unbuilt(model_from_hf_dict(INTERNLM2_7B)) == ""
 
 
 @pytest.mark.parametrize("cfg", [GLM4_9B, INTERNLM2_7B, NEMOTRON_15B, SMOLLM3, OLMO3_7B,
-                                 EXAONE4_1B],
+                                 EXAONE4_1B, SEED_OSS_36B],
                          ids=lambda c: c["model_type"])
 def test_cli_plans_each_family(cfg, tmp_path):
     path = tmp_path / "config.json"
@@ -200,3 +211,26 @@ def test_cli_plans_each_family(cfg, tmp_path):
                         "64", "--top", "1", "--rerank", "0"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_seed_oss_biases_each_where_its_flag_puts_them():
+    """SeedOssAttention: q, k, v take attention_bias (default true), o_proj
+    attention_out_bias (default false); SeedOssMLP mlp_bias. seed_oss was refused as an
+    unknown model_type."""
+    m = model_from_hf_dict(SEED_OSS_36B)
+    q, kv, h, f, layers = 80 * 128, 8 * 128, 5120, 27648, 64
+    assert m.head_dim == 128 and m.qkv_bias and not m.o_bias and not m.linear_bias
+    per_layer = h * (q + 2 * kv) + (q + 2 * kv) + q * h + 3 * h * f + 2 * h
+    assert m.total_params() == layers * per_layer + h + 2 * 155136 * h
+    out = model_from_hf_dict(dict(SEED_OSS_36B, attention_out_bias=True))
+    assert out.total_params() - m.total_params() == layers * h
+    none = model_from_hf_dict(dict(SEED_OSS_36B, attention_bias=False))
+    assert m.total_params() - none.total_params() == layers * (q + 2 * kv)
+    every = model_from_hf_dict(dict(SEED_OSS_36B, attention_out_bias=True, mlp_bias=True))
+    assert every.total_params() - out.total_params() == layers * (2 * f + h)
+    with pytest.raises(InputError) as e:  # MLP biases without the o_proj one
+        model_from_hf_dict(dict(SEED_OSS_36B, mlp_bias=True))
+    assert e.value.field == "config.json:mlp_bias"
+    assert "dropout (attention_dropout 0.1, residual_dropout 0.1)" in m.description
+    assert model_from_hf_dict(dict(SEED_OSS_36B, attention_dropout=0.0,
+                                   residual_dropout=0)).description == ""

@@ -105,6 +105,10 @@ CASES |= {
     # Kimi K2's file names model_type kimi_k2 and runs DeepSeek-V3's code
     "kimi-k2": (cut(data("kimi-k2.json"), 3) | {"model_type": "deepseek_v3"}, -2 * 384),
     "glm-4.7-flash": (cut(R.GLM47_FLASH, 4), -3 * 64),
+    "seed-oss-36b": (cut(D.SEED_OSS_36B, 2), 0),
+    "seed-oss-o-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True}, 0),
+    "seed-oss-every-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True,
+                                                      "mlp_bias": True}, 0),
 }
 
 

@@ -1,7 +1,7 @@
 """Dense Llama-shaped HuggingFace families with one twist each: glm4 (post-norms), internlm2
 (packed wqkv), nemotron (squared-ReLU MLP, LayerNorm), smollm3 (NoPE layers), olmo3
-(sliding layers, full-width q/k norms), exaone4 (sliding layers, NoPE global layers)
-(registered into hf_config.FAMILIES).
+(sliding layers, full-width q/k norms), exaone4 (sliding layers, NoPE global layers),
+seed_oss (q/k/v and o biases set apart) (registered into hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
 (src/transformers/models/<family>/; InternLM2's the remote configuration_internlm2.py its hub
@@ -11,8 +11,8 @@ are checked in tests/test_hf_families_dense.py.
 
 from __future__ import annotations
 
-from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _pos, _str,
-                        _window)
+from .hf_config import (_alternating, _bool, _common, _family, _float, _glu_act, _head_dim,
+                        _pos, _str, _window)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -163,3 +163,29 @@ def _exaone4(name: str, cfg: dict) -> ModelSpec:
     nope = layers - window["sliding_layers"] if window["sliding_window"] else 0
     return ModelSpec(name=name, **shape, qk_norm=True, norms_after_blocks=True,
                      nope_layers=nope, **window, **_common(cfg, eps_default=1e-5))
+
+
+@_family("seed_oss")
+def _seed_oss(name: str, cfg: dict) -> ModelSpec:
+    """Seed-OSS (configuration_seed_oss.py, modeling_seed_oss.py): a Llama whose q, k and v
+    take attention_bias (default true), o_proj attention_out_bias (default false) and the
+    MLP mlp_bias (default false); head_dim 128 and a rotary base of 1e7 unless the file
+    says otherwise. MLP biases are modelled with every attention bias only (linear_bias).
+    SeedOssConfig's dropouts (attention_dropout, residual_dropout: 0.1 by default and in
+    the Seed-OSS-36B files) are named as not modelled."""
+    qkv = _bool(cfg, "attention_bias", True)
+    o = _bool(cfg, "attention_out_bias", False)
+    mlp = _bool(cfg, "mlp_bias", False)
+    if mlp and not (qkv and o):
+        raise InputError("config.json:mlp_bias", True, "MLP biases are modelled with "
+                         "attention_bias and attention_out_bias both true only")
+    common = _common(cfg)
+    common["rope_theta"] = _float(cfg, "rope_theta", 1e7)
+    drops = {k: _float(cfg, k, 0.1, allow_zero=True)
+             for k in ("attention_dropout", "residual_dropout")}
+    note = ", ".join(f"{k} {v:g}" for k, v in drops.items() if v)
+    return ModelSpec(name=name, **dict(_shape(cfg), head_dim=_pos(cfg, "head_dim", 128)),
+                     qkv_bias=qkv and not mlp, o_bias=o and not mlp, linear_bias=mlp,
+                     gated_act=_glu_act(cfg), **common,
+                     description=(f"dropout ({note}) is not modelled: priced as without it"
+                                  if note else ""))
