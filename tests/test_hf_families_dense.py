@@ -1,5 +1,5 @@
 """Dense Llama-shaped families (meshplan/specs/hf_families_dense.py): glm4, internlm2,
-nemotron, smollm3, olmo3, exaone4, seed_oss. Parameter counts against the published ones, the twist each adds
+nemotron, smollm3, olmo3, exaone4, seed_oss, hunyuan_v1_dense. Parameter counts against the published ones, the twist each adds
 (post-norms, squared-ReLU LayerNorm MLPs, NoPE layers, sliding layers), their refusal by the
 exports, and a plan per family through the CLI.
 
@@ -78,6 +78,19 @@ SEED_OSS_36B = {"model_type": "seed_oss", "hidden_size": 5120, "num_hidden_layer
                 "vocab_size": 155136, "rope_theta": 10000000.0,
                 "rope_scaling": {"rope_type": "default"}, "max_position_embeddings": 524288,
                 "tie_word_embeddings": False}
+
+# tencent/Hunyuan-MT-7B config.json's model fields (as mirrored in the Swift MLX port's
+# HunyuanMT test fixture)
+HUNYUAN_MT_7B = {"model_type": "hunyuan_v1_dense", "attention_bias": False, "head_dim": 128,
+                 "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+                 "max_position_embeddings": 32768, "mlp_bias": False,
+                 "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+                 "rms_norm_eps": 1e-05,
+                 "rope_scaling": {"alpha": 100000.0, "beta_fast": 32, "beta_slow": 1,
+                                  "factor": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                  "type": "dynamic"},
+                 "rope_theta": 10000.0, "tie_word_embeddings": True, "use_cla": False,
+                 "use_qk_norm": True, "use_rotary_pos_emb": True, "vocab_size": 128256}
 
 
 def _emb(m) -> int:
@@ -195,13 +208,14 @@ def test_exports_refuse_what_they_cannot_build(cfg, feature):
 
 
 def test_registered_and_internlm2_builds():
-    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4", "seed_oss"):
+    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4", "seed_oss",
+               "hunyuan_v1_dense"):
         assert mt in FAMILIES
     assert model_features_unbuilt(model_from_hf_dict(INTERNLM2_7B)) == ""
 
 
 @pytest.mark.parametrize("cfg", [GLM4_9B, INTERNLM2_7B, NEMOTRON_15B, SMOLLM3, OLMO3_7B,
-                                 EXAONE4_1B, SEED_OSS_36B],
+                                 EXAONE4_1B, SEED_OSS_36B, HUNYUAN_MT_7B],
                          ids=lambda c: c["model_type"])
 def test_cli_plans_each_family(cfg, tmp_path):
     path = tmp_path / "config.json"
@@ -234,3 +248,19 @@ def test_seed_oss_biases_each_where_its_flag_puts_them():
     assert "dropout (attention_dropout 0.1, residual_dropout 0.1)" in m.description
     assert model_from_hf_dict(dict(SEED_OSS_36B, attention_dropout=0.0,
                                    residual_dropout=0)).description == ""
+
+
+def test_hunyuan_dense_per_head_qk_norms():
+    """HunYuanDenseV1Attention: q, k, v, o (attention_bias), query_layernorm and
+    key_layernorm over head_dim; HunYuanDenseV1MLP without biases; tied here.
+    hunyuan_v1_dense was refused as an unknown model_type."""
+    m = model_from_hf_dict(HUNYUAN_MT_7B)
+    q, kv, h, f, layers, d = 32 * 128, 8 * 128, 4096, 14336, 32, 128
+    per_layer = h * (q + 2 * kv) + q * h + 2 * d + 3 * h * f + 2 * h
+    assert m.total_params() == layers * per_layer + h + 128256 * h
+    biased = model_from_hf_dict(dict(HUNYUAN_MT_7B, attention_bias=True))
+    assert biased.total_params() - m.total_params() == layers * (q + 2 * kv + h)
+    for key, value in (("use_qk_norm", False), ("use_cla", True)):
+        with pytest.raises(InputError) as e:
+            model_from_hf_dict(dict(HUNYUAN_MT_7B, **{key: value}))
+        assert e.value.field == f"config.json:{key}"

@@ -13,6 +13,7 @@ import pytest
 
 from meshplan.specs.hf_config import model_from_hf_dict
 
+import copy
 import json
 from pathlib import Path
 
@@ -106,6 +107,8 @@ CASES |= {
     "kimi-k2": (cut(data("kimi-k2.json"), 3) | {"model_type": "deepseek_v3"}, -2 * 384),
     "glm-4.7-flash": (cut(R.GLM47_FLASH, 4), -3 * 64),
     "seed-oss-36b": (cut(D.SEED_OSS_36B, 2), 0),
+    "hunyuan-mt-7b": (cut(D.HUNYUAN_MT_7B, 2), 0),
+    "hunyuan-dense-biased": (cut(D.HUNYUAN_MT_7B, 2) | {"attention_bias": True}, 0),
     "seed-oss-o-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True}, 0),
     "seed-oss-every-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True,
                                                       "mlp_bias": True}, 0),
@@ -127,7 +130,9 @@ CASES |= {name: (cut(cfg, 4), 4 * indexer_params(cfg) - cfg["n_routed_experts"])
 
 
 def hf_config(cfg: dict):
-    kwargs = {k: v for k, v in cfg.items() if k != "model_type"}
+    # a copy: transformers writes into the nested rope objects it is given (rope_theta,
+    # rope_type), which are the other test modules' fixtures
+    kwargs = copy.deepcopy({k: v for k, v in cfg.items() if k != "model_type"})
     try:
         return transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
     except ValueError:

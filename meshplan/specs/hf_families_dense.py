@@ -1,7 +1,8 @@
 """Dense Llama-shaped HuggingFace families with one twist each: glm4 (post-norms), internlm2
 (packed wqkv), nemotron (squared-ReLU MLP, LayerNorm), smollm3 (NoPE layers), olmo3
 (sliding layers, full-width q/k norms), exaone4 (sliding layers, NoPE global layers),
-seed_oss (q/k/v and o biases set apart) (registered into hf_config.FAMILIES).
+seed_oss (q/k/v and o biases set apart), hunyuan_v1_dense (per-head q/k norms)
+(registered into hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
 (src/transformers/models/<family>/; InternLM2's the remote configuration_internlm2.py its hub
@@ -12,7 +13,7 @@ are checked in tests/test_hf_families_dense.py.
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _glu_act, _head_dim,
-                        _pos, _str, _window)
+                        _pos, _str, _window, attention_biases)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -189,3 +190,22 @@ def _seed_oss(name: str, cfg: dict) -> ModelSpec:
                      gated_act=_glu_act(cfg), **common,
                      description=(f"dropout ({note}) is not modelled: priced as without it"
                                   if note else ""))
+
+
+@_family("hunyuan_v1_dense")
+def _hunyuan_dense(name: str, cfg: dict) -> ModelSpec:
+    """Hunyuan dense (Hunyuan-7B, Hunyuan-MT; configuration_hunyuan_v1_dense.py,
+    modeling_hunyuan_v1_dense.py): a Llama with an RMSNorm over each head's queries and
+    keys (query_layernorm, key_layernorm), attention_bias on q, k, v and o, an MLP without
+    biases. transformers builds the q/k norms whatever use_qk_norm says and has no
+    cross-layer key/value sharing; the hub's remote code follows both flags, so a file
+    with use_qk_norm false or use_cla true is refused rather than read either way (the
+    released files: true, false)."""
+    if not _bool(cfg, "use_qk_norm", True):
+        raise InputError("config.json:use_qk_norm", False, "only true is modelled (the q/k "
+                         "norms transformers builds regardless)")
+    if _bool(cfg, "use_cla", False):
+        raise InputError("config.json:use_cla", True, "cross-layer key/value sharing is not "
+                         "modelled")
+    return ModelSpec(name=name, **_shape(cfg), **attention_biases(cfg), qk_norm=True,
+                     gated_act=_glu_act(cfg), **_common(cfg, eps_default=1e-5))
