@@ -1,5 +1,5 @@
 """Dense Llama-shaped families (meshplan/specs/hf_families_dense.py): glm4, internlm2,
-nemotron, smollm3, olmo3, exaone4, seed_oss, hunyuan_v1_dense. Parameter counts against the published ones, the twist each adds
+nemotron, smollm3, olmo3, exaone4, seed_oss, hunyuan_v1_dense, hunyuan_v1_moe. Parameter counts against the published ones, the twist each adds
 (post-norms, squared-ReLU LayerNorm MLPs, NoPE layers, sliding layers), their refusal by the
 exports, and a plan per family through the CLI.
 
@@ -91,6 +91,15 @@ HUNYUAN_MT_7B = {"model_type": "hunyuan_v1_dense", "attention_bias": False, "hea
                                   "type": "dynamic"},
                  "rope_theta": 10000.0, "tie_word_embeddings": True, "use_cla": False,
                  "use_qk_norm": True, "use_rotary_pos_emb": True, "vocab_size": 128256}
+
+# tencent/Hunyuan-A13B-Instruct config.json's shape and MoE fields (as mirrored in a
+# profiling tool's HUNYUAN_MOE_LIST_CONFIG; tied as the hub file)
+HUNYUAN_A13B = {"model_type": "hunyuan_v1_moe", "hidden_size": 4096, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                "intermediate_size": 3072, "vocab_size": 128167, "num_experts": 64,
+                "moe_intermediate_size": [3072] * 32, "moe_topk": [8] * 32,
+                "num_shared_expert": [1] * 32, "use_mixed_mlp_moe": True,
+                "use_qk_norm": True, "tie_word_embeddings": True}
 
 
 def _emb(m) -> int:
@@ -209,7 +218,7 @@ def test_exports_refuse_what_they_cannot_build(cfg, feature):
 
 def test_registered_and_internlm2_builds():
     for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4", "seed_oss",
-               "hunyuan_v1_dense"):
+               "hunyuan_v1_dense", "hunyuan_v1_moe"):
         assert mt in FAMILIES
     assert model_features_unbuilt(model_from_hf_dict(INTERNLM2_7B)) == ""
 
@@ -217,11 +226,11 @@ def test_registered_and_internlm2_builds():
 @pytest.mark.parametrize("cfg", [GLM4_9B, INTERNLM2_7B, NEMOTRON_15B, SMOLLM3, OLMO3_7B,
                                  EXAONE4_1B, SEED_OSS_36B, HUNYUAN_MT_7B],
                          ids=lambda c: c["model_type"])
-def test_cli_plans_each_family(cfg, tmp_path):
+def test_cli_plans_each_family(cfg, tmp_path, gpus="8xH100-SXM-80GB"):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     p = subprocess.run([sys.executable, "-m", "meshplan.cli", "plan", "--model", str(path),
-                        "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch",
+                        "--gpus", gpus, "--seq-len", "4096", "--global-batch",
                         "64", "--top", "1", "--rerank", "0"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
@@ -264,3 +273,26 @@ def test_hunyuan_dense_per_head_qk_norms():
         with pytest.raises(InputError) as e:
             model_from_hf_dict(dict(HUNYUAN_MT_7B, **{key: value}))
         assert e.value.field == f"config.json:{key}"
+
+
+def test_hunyuan_a13b_counts_and_per_layer_lists():
+    """HunYuanMoEV1Moe: a softmax router (hidden x experts, no bias), num_experts experts of
+    intermediate_size and one shared MLP of intermediate_size on every layer. Tencent's
+    card: 80B total, 13B active. hunyuan_v1_moe was refused as an unknown model_type."""
+    m = model_from_hf_dict(HUNYUAN_A13B)
+    assert m.total_params() == pytest.approx(80 * B, abs=0.5 * B)
+    assert m.active_params() == pytest.approx(13 * B, abs=0.5 * B)
+    assert (m.moe_experts, m.moe_topk, m.moe_shared_ffn, m.num_moe_layers) == (64, 8, 3072, 32)
+    h, f = 4096, 3072
+    assert m.moe_layer_params() - m.attention_params() - m.layer_norm_params() == \
+        h * 64 + 65 * 3 * h * f
+    for key, value in (("moe_topk", [8] * 31 + [4]), ("moe_topk", [8] * 3),
+                       ("moe_intermediate_size", [1536] * 32), ("num_shared_expert", 2),
+                       ("use_mixed_mlp_moe", False), ("num_experts", [64] * 32)):
+        with pytest.raises(InputError) as e:
+            model_from_hf_dict(dict(HUNYUAN_A13B, **{key: value}))
+        assert e.value.field == f"config.json:{key}", (key, value)
+
+
+def test_cli_plans_hunyuan_a13b(tmp_path):  # 80B: more than 8 GPUs hold
+    test_cli_plans_each_family(HUNYUAN_A13B, tmp_path, gpus="32xH100-SXM-80GB")

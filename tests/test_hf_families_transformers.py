@@ -58,8 +58,10 @@ def cut(cfg: dict, layers: int, key: str = "num_hidden_layers") -> dict:
     """A released config with fewer layers (the count is per layer plus the ends, so the
     widths stay real); the lists and indices that name layers are cut with it."""
     out = dict(cfg, **{key: layers})
-    if isinstance(cfg.get("layer_types"), list):
-        out["layer_types"] = cfg["layer_types"][:layers]
+    for per_layer in ("layer_types", "no_rope_layers", "mlp_layer_types",
+                      "moe_topk", "moe_intermediate_size", "num_shared_expert"):  # Hunyuan
+        if isinstance(cfg.get(per_layer), list):
+            out[per_layer] = cfg[per_layer][:layers]
     if isinstance(cfg.get("moe_layers"), list):  # Llama 4
         out["moe_layers"] = [i for i in cfg["moe_layers"] if i < layers]
     if "moe_layer_end_index" in cfg:  # ERNIE 4.5: MoE to the last layer
@@ -109,6 +111,7 @@ CASES |= {
     "seed-oss-36b": (cut(D.SEED_OSS_36B, 2), 0),
     "hunyuan-mt-7b": (cut(D.HUNYUAN_MT_7B, 2), 0),
     "hunyuan-dense-biased": (cut(D.HUNYUAN_MT_7B, 2) | {"attention_bias": True}, 0),
+    "hunyuan-a13b": (cut(D.HUNYUAN_A13B, 2), 0),
     "seed-oss-o-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True}, 0),
     "seed-oss-every-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True,
                                                       "mlp_bias": True}, 0),
