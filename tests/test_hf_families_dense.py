@@ -296,3 +296,14 @@ def test_hunyuan_a13b_counts_and_per_layer_lists():
 
 def test_cli_plans_hunyuan_a13b(tmp_path):  # 80B: more than 8 GPUs hold
     test_cli_plans_each_family(HUNYUAN_A13B, tmp_path, gpus="32xH100-SXM-80GB")
+
+
+@pytest.mark.parametrize("cfg", [HUNYUAN_MT_7B, HUNYUAN_A13B], ids=lambda c: c["model_type"])
+def test_hunyuan_qk_norms_after_rope_are_refused_by_the_exports(cfg):
+    """HunYuanDenseV1Attention normalises the queries and keys after apply_rotary_pos_emb;
+    the exports and the runtime build q/k norms before it (Qwen3's order) and would have
+    written another model."""
+    assert "q/k norms after the rotary embedding" in model_features_unbuilt(
+        model_from_hf_dict(cfg))
+    assert "rotary" not in model_features_unbuilt(
+        model_from_hf_dict(dict(cfg, model_type="qwen3", head_dim=128)))

@@ -207,14 +207,15 @@ def _hunyuan_dense(name: str, cfg: dict) -> ModelSpec:
 
 def _hunyuan_attention(cfg: dict) -> dict:
     """The attention both Hunyuan families share (HunYuanDenseV1Attention and
-    HunYuanMoEV1Attention are the same class)."""
+    HunYuanMoEV1Attention are the same class): its q/k norms apply to the rotated queries
+    and keys (qk_norm_after_rope), which the exports and the runtime refuse."""
     if not _bool(cfg, "use_qk_norm", True):
         raise InputError("config.json:use_qk_norm", False, "only true is modelled (the q/k "
                          "norms transformers builds regardless)")
     if _bool(cfg, "use_cla", False):
         raise InputError("config.json:use_cla", True, "cross-layer key/value sharing is not "
                          "modelled")
-    return dict(attention_biases(cfg), qk_norm=True)
+    return dict(attention_biases(cfg), qk_norm=True, qk_norm_after_rope=True)
 
 
 def _same_each_layer(cfg: dict, key: str, layers: int, default: int) -> int:
