@@ -13,6 +13,7 @@ import json
 import pytest
 
 from meshplan.cost.flops import matmul_params_per_token
+from meshplan.engines import model_features_unbuilt
 from meshplan.errors import InputError
 from meshplan.specs.hf_config import model_from_hf_dict, model_from_hf_file
 
@@ -91,6 +92,10 @@ def test_ministral3_is_a_mistral_text_model():
     assert "vision tower is not modelled" in wrapped.description
     assert "llama_4_scaling_beta 0.1) is not modelled" in wrapped.description
     assert "llama_4_scaling_beta" in m.description
+    # the exports and the runtime would build Mistral's attention without the scale
+    assert "llama_4_scaling_beta 0.1" in model_features_unbuilt(m)
+    plain = dict(MINISTRAL3_8B, rope_parameters={"rope_type": "default", "rope_theta": 1e6})
+    assert model_features_unbuilt(model_from_hf_dict(plain)) == ""
 
 
 def test_ministral_window_follows_layer_types():

@@ -335,14 +335,15 @@ def _query_scale_note(cfg: dict) -> str:
     """Ministral 3's rope_parameters.llama_4_scaling_beta: Ministral3Attention multiplies the
     queries by 1 + beta * log(1 + floor(position / original_max_position_embeddings))
     (modeling_ministral3.py get_llama_4_attn_scale): no parameters and one multiply per
-    query element, named because nothing downstream applies it."""
+    query element, priced as without it; the exports and the runtime refuse it
+    (engines.model_features_unbuilt)."""
     rs = cfg.get("rope_scaling")
     beta = rs.get("llama_4_scaling_beta") if isinstance(rs, dict) else None
     if not beta:
         return ""
     return (f"the query scale past {rs.get('original_max_position_embeddings')} positions "
-            f"(llama_4_scaling_beta {beta}) is not modelled: no parameters, and the runtime "
-            "and exports do not apply it")
+            f"(llama_4_scaling_beta {beta}) is not modelled: no parameters, and the exports "
+            "and the runtime refuse it")
 
 
 @_family("mixtral")
