@@ -112,6 +112,9 @@ CASES |= {
     "hunyuan-mt-7b": (cut(D.HUNYUAN_MT_7B, 2), 0),
     "hunyuan-dense-biased": (cut(D.HUNYUAN_MT_7B, 2) | {"attention_bias": True}, 0),
     "hunyuan-a13b": (cut(D.HUNYUAN_A13B, 2), 0),
+    "granite-4-attention-only": (M.GRANITE4_ATTENTION, 0),
+    "granite-4-attention-moe": (M.GRANITE4_ATTENTION | {
+        "num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 512}, 0),
     "seed-oss-o-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True}, 0),
     "seed-oss-every-bias": (cut(D.SEED_OSS_36B, 2) | {"attention_out_bias": True,
                                                       "mlp_bias": True}, 0),

@@ -3,7 +3,7 @@
 Families: llama, mistral, ministral, ministral3, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
 kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe
 (hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
-phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
+phimoe, ernie4_5, ernie4_5_moe, granitemoehybrid (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
 (hf_families_legacy.py); glm4, internlm2, nemotron, smollm3, olmo3, exaone4, seed_oss,
 hunyuan_v1_dense, hunyuan_v1_moe (hf_families_dense.py); minimax_m2, deepseek_v32, glm_moe_dsa, glm4_moe_lite
 (hf_families_recent.py);
@@ -561,7 +561,7 @@ UNSUPPORTED = {
     "minimax": "MiniMax-Text-01's lightning (linear) attention layers are not modelled",
     "nemotron_h": _STATE_SPACE, "falcon_h1": _STATE_SPACE, "jamba": _STATE_SPACE,
     "mamba": _STATE_SPACE, "mamba2": _STATE_SPACE, "zamba2": _STATE_SPACE,
-    "granitemoehybrid": _STATE_SPACE, "bamba": _STATE_SPACE,
+    "bamba": _STATE_SPACE,
     "nemotron-nas": ("per-layer block_configs (layers without attention, FFN widths that "
                      "change layer by layer) are not modelled"),
     "gemma4": _GEMMA4, "gemma4_text": _GEMMA4,
