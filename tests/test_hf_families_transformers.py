@@ -108,6 +108,10 @@ CASES |= {
     # Kimi K2's file names model_type kimi_k2 and runs DeepSeek-V3's code
     "kimi-k2": (cut(data("kimi-k2.json"), 3) | {"model_type": "deepseek_v3"}, -2 * 384),
     "glm-4.7-flash": (cut(R.GLM47_FLASH, 4), -3 * 64),
+    "glm-4.7-flash-no-q-lora": (cut(R.GLM47_FLASH, 4) | {"q_lora_rank": None}, -3 * 64),
+    "glm4_moe_lite-defaults": ({k: v for k, v in cut(R.GLM47_FLASH, 4).items() if k not in (
+        "q_lora_rank", "n_routed_experts", "n_shared_experts", "routed_scaling_factor",
+        "n_group", "topk_group", "num_experts_per_tok")}, -3 * 64),
     "seed-oss-36b": (cut(D.SEED_OSS_36B, 2), 0),
     "hunyuan-mt-7b": (cut(D.HUNYUAN_MT_7B, 2), 0),
     "hunyuan-dense-biased": (cut(D.HUNYUAN_MT_7B, 2) | {"attention_bias": True}, 0),

@@ -418,10 +418,37 @@ DEEPSEEK_TOPK_METHODS = ("greedy", "group_limited_greedy", "noaux_tc")
 
 # kimi_k2 (Kimi K2's config.json; architectures DeepseekV3ForCausalLM, auto_map to
 # DeepSeek-V3's modelling code) is DeepSeek-V3 with other sizes.
+# Keys whose default depends on which code reads the file: transformers' DeepseekV3Config
+# (256 routed experts, 1 shared, 3 dense layers, q_lora_rank 1536; DeepseekV2Config 64, 2, 0,
+# 1536) or the checkpoint's own configuration_deepseek.py (auto_map; these differ between
+# copies). They were read as 0 (a dense model, no shared expert, no q LoRA) when left out;
+# every released file gives them, so a file without them is refused (null q_lora_rank: none)
+DEEPSEEK_GIVEN = ("n_routed_experts", "q_lora_rank")
+DEEPSEEK_MOE_GIVEN = ("n_shared_experts", "first_k_dense_replace")
+
+
+def _deepseek_keys_given(cfg: dict) -> int:
+    """The routed expert count, once the keys whose default is ambiguous are in the file."""
+    for key in DEEPSEEK_GIVEN:
+        if key not in cfg:
+            raise InputError(f"config.json:{key}", None, "missing; its default differs between "
+                             "transformers' DeepseekV2Config / DeepseekV3Config and the "
+                             "checkpoints' own configuration_deepseek.py: give it "
+                             + ("(null for no q LoRA)" if key == "q_lora_rank" else
+                                "(0 for a dense model)"))
+    routed = _int(cfg, "n_routed_experts", 0)
+    for key in DEEPSEEK_MOE_GIVEN if routed else ():
+        if cfg.get(key) is None:
+            raise InputError(f"config.json:{key}", None, "missing; its default differs "
+                             "between transformers' DeepseekV2Config / DeepseekV3Config and "
+                             "the checkpoints' own configuration_deepseek.py: give it")
+    return routed
+
+
 @_family("deepseek_v2", "deepseek_v3", "kimi_k2")
 def _deepseek(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
-    routed = _int(cfg, "n_routed_experts", 0)
+    routed = _deepseek_keys_given(cfg)
     v3 = cfg.get("model_type") in ("deepseek_v3", "kimi_k2")
     # DeepSeek's MoEGate (modeling_deepseek.py): greedy and group_limited_greedy pick the top
     # k scores, noaux_tc adds the score-correction bias (moe_router_bias)

@@ -73,7 +73,8 @@ def _glm_moe_dsa(name: str, cfg: dict) -> ModelSpec:
 # Glm4MoeLiteConfig's defaults (transformers configuration_glm4_moe_lite.py) for the fields
 # DeepSeek-V3's reader would otherwise default to V3's own values
 GLM4_MOE_LITE_DEFAULTS = dict(n_routed_experts=64, n_shared_experts=1, num_experts_per_tok=4,
-                              moe_intermediate_size=1536, routed_scaling_factor=1.8,
+                              moe_intermediate_size=1536, q_lora_rank=768,
+                              routed_scaling_factor=1.8,
                               n_group=1, topk_group=1, norm_topk_prob=True,
                               topk_method="noaux_tc", scoring_func="sigmoid")
 
@@ -113,6 +114,10 @@ def _glm4_moe_lite(name: str, cfg: dict) -> ModelSpec:
     defaults and the dense layers from mlp_layer_types."""
     layers = _pos(cfg, "num_hidden_layers")
     dense = _glm4_moe_lite_dense_layers(cfg, layers)
-    given = {k: v for k, v in cfg.items() if v is not None}
-    return _deepseek(name, {**GLM4_MOE_LITE_DEFAULTS, **given, "model_type": "deepseek_v3",
-                            "first_k_dense_replace": dense, "moe_layer_freq": 1})
+    merged = dict(cfg, model_type="deepseek_v3", first_k_dense_replace=dense, moe_layer_freq=1)
+    for key, default in GLM4_MOE_LITE_DEFAULTS.items():
+        # absent or null takes GLM's default, but a null q_lora_rank means none (the
+        # attention's q_proj without the LoRA pair, as Glm4MoeLiteAttention builds it)
+        if merged.get(key) is None and not (key == "q_lora_rank" and key in cfg):
+            merged[key] = default
+    return _deepseek(name, merged)
