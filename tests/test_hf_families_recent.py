@@ -203,7 +203,8 @@ def test_qwen3_vl_moe_is_read_as_its_language_model(wrapper, inner):
     ("gemma4_text", "per-layer head dims"), ("kimi_linear", "delta-rule"),
     ("olmo_hybrid", "linear-attention"), ("lfm2", "short-convolution"),
     ("gemma3n", "AltUp"), ("gemma3n_text", "AltUp"), ("deepseek_v4", "hyper-connections"),
-    ("falcon_mamba", "state-space"), ("recurrent_gemma", "RG-LRU")])
+    ("falcon_mamba", "state-space"), ("recurrent_gemma", "RG-LRU"), ("apertus", "xIELU"),
+    ("longcat_flash", "zero-computation experts")])
 def test_known_architectures_outside_the_model_are_refused_with_the_reason(model_type, words):
     with pytest.raises(InputError) as e:
         model_from_hf_dict(dict(QWEN3_30B_A3B_TEXT, model_type=model_type))

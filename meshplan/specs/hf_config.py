@@ -606,6 +606,11 @@ UNSUPPORTED = {
     "gemma3n": _GEMMA3N, "gemma3n_text": _GEMMA3N,
     "deepseek_v4": ("compressed attention (compress_ratios), hyper-connections (hc_mult) "
                     "and hash-routed MoE layers (num_hash_layers) are not modelled"),
+    # ApertusMLP: up/down with the xIELU activation and its learned scalars (alpha_p, alpha_n)
+    "apertus": "the xIELU MLP activation and its learned per-layer scalars are not modelled",
+    # LongcatFlashExperts: zero_expert_num identity experts routed beside the real ones
+    "longcat_flash": ("zero-computation experts (a token-dependent number of active "
+                      "experts) are not modelled"),
     "mimo_v2_flash": ("different head counts on sliding-window and full-attention layers "
                       "and value heads narrower than keys without MLA are not modelled"),
 }
