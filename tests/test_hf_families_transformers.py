@@ -116,6 +116,10 @@ CASES |= {
     "hunyuan-mt-7b": (cut(D.HUNYUAN_MT_7B, 2), 0),
     "hunyuan-dense-biased": (cut(D.HUNYUAN_MT_7B, 2) | {"attention_bias": True}, 0),
     "hunyuan-a13b": (cut(D.HUNYUAN_A13B, 2), 0),
+    "stablelm-3b-4e1t": (cut(L.STABLELM_3B, 2), 0),
+    "stablelm-2-1.6b": (cut(L.STABLELM2_1_6B, 2), 0),
+    "stablelm-parallel-gqa": (cut(L.STABLELM2_1_6B, 2) | {"use_parallel_residual": True,
+                                                         "num_key_value_heads": 8}, 0),
     "granite-4-attention-only": (M.GRANITE4_ATTENTION, 0),
     "granite-4-attention-moe": (M.GRANITE4_ATTENTION | {
         "num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 512}, 0),

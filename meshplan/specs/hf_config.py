@@ -1,13 +1,13 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
-Families: llama, mistral, ministral, ministral3, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
-kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe
-(hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
-phimoe, ernie4_5, ernie4_5_moe, granitemoehybrid (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
-(hf_families_legacy.py); glm4, internlm2, nemotron, smollm3, olmo3, exaone4, seed_oss,
-hunyuan_v1_dense, hunyuan_v1_moe (hf_families_dense.py); minimax_m2, deepseek_v32, glm_moe_dsa, glm4_moe_lite
-(hf_families_recent.py);
-the multimodal wrappers in
+Families: llama, mistral, ministral, ministral3, phi3, olmo2, mixtral, qwen2, qwen3,
+qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2,
+gemma3_text, llama4_text, glm4_moe (hf_families.py); qwen2_moe, olmoe, granite, granitemoe,
+starcoder2, cohere, cohere2, dbrx, phimoe, ernie4_5, ernie4_5_moe, granitemoehybrid
+(hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo, stablelm (hf_families_legacy.py);
+glm4, internlm2, nemotron, smollm3, olmo3, exaone4, seed_oss, hunyuan_v1_dense,
+hunyuan_v1_moe (hf_families_dense.py); minimax_m2, deepseek_v32, glm_moe_dsa, glm4_moe_lite
+(hf_families_recent.py); the multimodal wrappers in
 TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
 Field names follow each family's ``configuration_*.py`` in transformers.
 """
