@@ -139,6 +139,9 @@ def test_glm47_flash_is_deepseek_v3_shaped():
     assert model_from_hf_dict(dict(saved, mlp_layer_types=types)) == m
     two = model_from_hf_dict(dict(saved, mlp_layer_types=["dense"] * 2 + ["sparse"] * 45))
     assert two.num_moe_layers == 45
+    # Glm4MoeLiteConfig's rms_norm_eps (1e-5), not DeepSeek-V3's 1e-6, when the file has none
+    assert model_from_hf_dict({k: v for k, v in GLM47_FLASH.items()
+                               if k != "rms_norm_eps"}).norm_eps == 1e-5
 
 
 @pytest.mark.parametrize("change, field", [

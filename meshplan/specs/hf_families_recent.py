@@ -74,7 +74,7 @@ def _glm_moe_dsa(name: str, cfg: dict) -> ModelSpec:
 # DeepSeek-V3's reader would otherwise default to V3's own values
 GLM4_MOE_LITE_DEFAULTS = dict(n_routed_experts=64, n_shared_experts=1, num_experts_per_tok=4,
                               moe_intermediate_size=1536, q_lora_rank=768,
-                              routed_scaling_factor=1.8,
+                              routed_scaling_factor=1.8, rms_norm_eps=1e-5,
                               n_group=1, topk_group=1, norm_topk_prob=True,
                               topk_method="noaux_tc", scoring_func="sigmoid")
 
