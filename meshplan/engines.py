@@ -224,7 +224,8 @@ def model_features_unbuilt(model) -> str:
     window attention, GeGLU or quick-GELU gates, clamped gated-MLP inputs, attention sinks,
     post-norms, parallel blocks, full-width q/k norms, a gated shared expert, ALiBi, NoPE
     layers, an embedding norm, an output-layer bias, non-parametric LayerNorm, norms after
-    the blocks, ReLU / squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse
+    the blocks, q/k norms after the rotary embedding, Ministral 3's query scale,
+    ReLU / squared-ReLU MLPs, Granite's activation multipliers, DeepSeek Sparse
     Attention, DBRX's q/k/v clamp, PhiMoE's SparseMixer router, Llama 4's L2 q/k norm,
     chunked attention and router-scaled expert inputs ('' when the model has none)."""
     out = []
@@ -268,6 +269,12 @@ def model_features_unbuilt(model) -> str:
         out.append("non-parametric LayerNorm")
     if model.norms_after_blocks:
         out.append("norms after attention/MLP instead of before (OLMo 2 block)")
+    if model.qk_norm_after_rope:
+        out.append("q/k norms after the rotary embedding (Hunyuan)")
+    beta = rope_scaling(model).get("llama_4_scaling_beta")
+    if beta:
+        out.append(f"a position-dependent query scale (llama_4_scaling_beta {beta:g}, "
+                   "Ministral 3)")
     if model.ungated_act != "gelu":
         out.append(f"{model.ungated_act} MLP activation")
     if model.activation_multipliers:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from meshplan.errors import InputError
-from meshplan.specs.hf_config import model_from_hf_file
+from meshplan.specs.hf_config import model_from_hf_dict, model_from_hf_file
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 
@@ -258,3 +258,23 @@ def test_transformers5_rope_parameters_without_a_rope_type(tmp_path):
     new.write_text(json.dumps(dict({k: v for k, v in cfg.items() if k != "rope_theta"},
                                    rope_parameters=dict(mrope, rope_theta=cfg["rope_theta"]))))
     assert model_from_hf_file(new) == model_from_hf_file(old).with_(name="b")
+
+
+
+@pytest.mark.parametrize("key", ["n_routed_experts", "q_lora_rank", "n_shared_experts",
+                                 "first_k_dense_replace"])
+def test_deepseek_keys_whose_default_is_ambiguous_must_be_given(key):
+    """transformers' DeepseekV3Config defaults to 256 routed experts, 1 shared, 3 dense
+    layers and q_lora_rank 1536 (DeepseekV2Config: 64, 2, 0, 1536); the reader took 0 for
+    each (a file without n_shared_experts was counted with no shared expert where
+    transformers builds one). A file without them is refused naming the key."""
+    cfg = json.loads((DATA / "deepseek-v2-lite.json").read_text())
+    model_from_hf_dict(cfg)  # the released file gives them all (q_lora_rank: null)
+    for model_type in ("deepseek_v2", "deepseek_v3"):
+        partial = {k: v for k, v in cfg.items() if k != key} | {"model_type": model_type}
+        with pytest.raises(InputError) as e:
+            model_from_hf_dict(partial)
+        assert e.value.field == f"config.json:{key}"
+    dense = dict(cfg, n_routed_experts=0)  # a dense file needs no MoE keys
+    del dense["n_shared_experts"], dense["first_k_dense_replace"]
+    assert model_from_hf_dict(dense).moe_experts == 0

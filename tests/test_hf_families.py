@@ -45,6 +45,9 @@ GLM45 = {"model_type": "glm4_moe", "hidden_size": 5120, "intermediate_size": 122
 GLM45_AIR = dict(GLM45, hidden_size=4096, intermediate_size=10944, moe_intermediate_size=1408,
                  num_hidden_layers=46, n_routed_experts=128, first_k_dense_replace=1,
                  use_qk_norm=False)  # zai-org/GLM-4.5-Air
+# GLM-4.5-Air's shapes cut to 4 layers, 64 heads and no head_dim in the file
+GLM45_AIR_NO_HEAD_DIM = {k: v for k, v in GLM45_AIR.items() if k != "head_dim"} | dict(
+    num_hidden_layers=4, num_attention_heads=64)
 
 
 def _non_embedding(m) -> int:
@@ -167,3 +170,15 @@ def test_llama4_chunked_attention_is_named_as_not_modelled():
     assert "on 24 of 48 layers" in model_from_hf_dict({"model_type": "llama4",
                                                        "text_config": given}).description
     assert "chunk" not in model_from_hf_dict(LLAMA4_SCOUT).description
+
+
+def test_glm4_moe_without_head_dim_takes_hidden_over_heads():
+    """Glm4MoeConfig declares no head_dim; Glm4MoeAttention uses hidden_size //
+    num_attention_heads when the file gives none (modeling_glm4_moe.py). 128 was assumed:
+    4,096 / 64 heads = 64-wide heads were counted (and priced) twice as wide."""
+    m = model_from_hf_dict(GLM45_AIR_NO_HEAD_DIM)
+    assert m.head_dim == 4096 // 64
+    assert m == model_from_hf_dict(dict(GLM45_AIR_NO_HEAD_DIM, head_dim=64))
+    with pytest.raises(InputError) as e:  # 4,096 / 96: give head_dim (as GLM-4.5's files do)
+        model_from_hf_dict(dict(GLM45_AIR_NO_HEAD_DIM, num_attention_heads=96))
+    assert e.value.field == "config.json:num_attention_heads"

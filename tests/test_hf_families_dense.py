@@ -1,5 +1,5 @@
 """Dense Llama-shaped families (meshplan/specs/hf_families_dense.py): glm4, internlm2,
-nemotron, smollm3, olmo3, exaone4. Parameter counts against the published ones, the twist each adds
+nemotron, smollm3, olmo3, exaone4, seed_oss, hunyuan_v1_dense, hunyuan_v1_moe. Parameter counts against the published ones, the twist each adds
 (post-norms, squared-ReLU LayerNorm MLPs, NoPE layers, sliding layers), their refusal by the
 exports, and a plan per family through the CLI.
 
@@ -69,6 +69,38 @@ EXAONE4_1B = dict(EXAONE4_32B, hidden_size=2048, intermediate_size=4096, num_hid
                   num_attention_heads=32, head_dim=64, sliding_window=None,
                   sliding_window_pattern=None, tie_word_embeddings=True)
 
+# ByteDance-Seed/Seed-OSS-36B-Base config.json's shape fields (as mirrored in the Swift
+# MLX port's SeedOSS test configJSON); attention_bias / attention_out_bias / the dropouts
+# at SeedOssConfig's defaults, which the hub file repeats
+SEED_OSS_36B = {"model_type": "seed_oss", "hidden_size": 5120, "num_hidden_layers": 64,
+                "intermediate_size": 27648, "num_attention_heads": 80,
+                "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-6,
+                "vocab_size": 155136, "rope_theta": 10000000.0,
+                "rope_scaling": {"rope_type": "default"}, "max_position_embeddings": 524288,
+                "tie_word_embeddings": False}
+
+# tencent/Hunyuan-MT-7B config.json's model fields (as mirrored in the Swift MLX port's
+# HunyuanMT test fixture)
+HUNYUAN_MT_7B = {"model_type": "hunyuan_v1_dense", "attention_bias": False, "head_dim": 128,
+                 "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+                 "max_position_embeddings": 32768, "mlp_bias": False,
+                 "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+                 "rms_norm_eps": 1e-05,
+                 "rope_scaling": {"alpha": 100000.0, "beta_fast": 32, "beta_slow": 1,
+                                  "factor": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                  "type": "dynamic"},
+                 "rope_theta": 10000.0, "tie_word_embeddings": True, "use_cla": False,
+                 "use_qk_norm": True, "use_rotary_pos_emb": True, "vocab_size": 128256}
+
+# tencent/Hunyuan-A13B-Instruct config.json's shape and MoE fields (as mirrored in a
+# profiling tool's HUNYUAN_MOE_LIST_CONFIG; tied as the hub file)
+HUNYUAN_A13B = {"model_type": "hunyuan_v1_moe", "hidden_size": 4096, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                "intermediate_size": 3072, "vocab_size": 128167, "num_experts": 64,
+                "moe_intermediate_size": [3072] * 32, "moe_topk": [8] * 32,
+                "num_shared_expert": [1] * 32, "use_mixed_mlp_moe": True,
+                "use_qk_norm": True, "tie_word_embeddings": True}
+
 
 def _emb(m) -> int:
     return m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
@@ -81,6 +113,7 @@ TOTALS = [
     (INTERNLM2_7B, 7.74 * B, 0.005 * B, "hf.co/internlm/internlm2-7b: 7.74B params"),
     (INTERNLM2_20B, 19.9 * B, 0.05 * B, "hf.co/internlm/internlm2-20b: 19.9B params"),
     (SMOLLM3, 3.08 * B, 0.005 * B, "hf.co/HuggingFaceTB/SmolLM3-3B: 3.08B params"),
+    (SEED_OSS_36B, 36 * B, 0.5 * B, "hf.co/ByteDance-Seed/Seed-OSS-36B-Base: 36B"),
 ]
 
 
@@ -184,19 +217,93 @@ def test_exports_refuse_what_they_cannot_build(cfg, feature):
 
 
 def test_registered_and_internlm2_builds():
-    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4"):
+    for mt in ("glm4", "internlm2", "nemotron", "smollm3", "olmo3", "exaone4", "seed_oss",
+               "hunyuan_v1_dense", "hunyuan_v1_moe"):
         assert mt in FAMILIES
     assert model_features_unbuilt(model_from_hf_dict(INTERNLM2_7B)) == ""
 
 
 @pytest.mark.parametrize("cfg", [GLM4_9B, INTERNLM2_7B, NEMOTRON_15B, SMOLLM3, OLMO3_7B,
-                                 EXAONE4_1B],
+                                 EXAONE4_1B, SEED_OSS_36B, HUNYUAN_MT_7B],
                          ids=lambda c: c["model_type"])
-def test_cli_plans_each_family(cfg, tmp_path):
+def test_cli_plans_each_family(cfg, tmp_path, gpus="8xH100-SXM-80GB"):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     p = subprocess.run([sys.executable, "-m", "meshplan.cli", "plan", "--model", str(path),
-                        "--gpus", "8xH100-SXM-80GB", "--seq-len", "4096", "--global-batch",
+                        "--gpus", gpus, "--seq-len", "4096", "--global-batch",
                         "64", "--top", "1", "--rerank", "0"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_seed_oss_biases_each_where_its_flag_puts_them():
+    """SeedOssAttention: q, k, v take attention_bias (default true), o_proj
+    attention_out_bias (default false); SeedOssMLP mlp_bias. seed_oss was refused as an
+    unknown model_type."""
+    m = model_from_hf_dict(SEED_OSS_36B)
+    q, kv, h, f, layers = 80 * 128, 8 * 128, 5120, 27648, 64
+    assert m.head_dim == 128 and m.qkv_bias and not m.o_bias and not m.linear_bias
+    per_layer = h * (q + 2 * kv) + (q + 2 * kv) + q * h + 3 * h * f + 2 * h
+    assert m.total_params() == layers * per_layer + h + 2 * 155136 * h
+    out = model_from_hf_dict(dict(SEED_OSS_36B, attention_out_bias=True))
+    assert out.total_params() - m.total_params() == layers * h
+    none = model_from_hf_dict(dict(SEED_OSS_36B, attention_bias=False))
+    assert m.total_params() - none.total_params() == layers * (q + 2 * kv)
+    every = model_from_hf_dict(dict(SEED_OSS_36B, attention_out_bias=True, mlp_bias=True))
+    assert every.total_params() - out.total_params() == layers * (2 * f + h)
+    with pytest.raises(InputError) as e:  # MLP biases without the o_proj one
+        model_from_hf_dict(dict(SEED_OSS_36B, mlp_bias=True))
+    assert e.value.field == "config.json:mlp_bias"
+    assert "dropout (attention_dropout 0.1, residual_dropout 0.1)" in m.description
+    assert model_from_hf_dict(dict(SEED_OSS_36B, attention_dropout=0.0,
+                                   residual_dropout=0)).description == ""
+
+
+def test_hunyuan_dense_per_head_qk_norms():
+    """HunYuanDenseV1Attention: q, k, v, o (attention_bias), query_layernorm and
+    key_layernorm over head_dim; HunYuanDenseV1MLP without biases; tied here.
+    hunyuan_v1_dense was refused as an unknown model_type."""
+    m = model_from_hf_dict(HUNYUAN_MT_7B)
+    q, kv, h, f, layers, d = 32 * 128, 8 * 128, 4096, 14336, 32, 128
+    per_layer = h * (q + 2 * kv) + q * h + 2 * d + 3 * h * f + 2 * h
+    assert m.total_params() == layers * per_layer + h + 128256 * h
+    biased = model_from_hf_dict(dict(HUNYUAN_MT_7B, attention_bias=True))
+    assert biased.total_params() - m.total_params() == layers * (q + 2 * kv + h)
+    for key, value in (("use_qk_norm", False), ("use_cla", True)):
+        with pytest.raises(InputError) as e:
+            model_from_hf_dict(dict(HUNYUAN_MT_7B, **{key: value}))
+        assert e.value.field == f"config.json:{key}"
+
+
+def test_hunyuan_a13b_counts_and_per_layer_lists():
+    """HunYuanMoEV1Moe: a softmax router (hidden x experts, no bias), num_experts experts of
+    intermediate_size and one shared MLP of intermediate_size on every layer. Tencent's
+    card: 80B total, 13B active. hunyuan_v1_moe was refused as an unknown model_type."""
+    m = model_from_hf_dict(HUNYUAN_A13B)
+    assert m.total_params() == pytest.approx(80 * B, abs=0.5 * B)
+    assert m.active_params() == pytest.approx(13 * B, abs=0.5 * B)
+    assert (m.moe_experts, m.moe_topk, m.moe_shared_ffn, m.num_moe_layers) == (64, 8, 3072, 32)
+    h, f = 4096, 3072
+    assert m.moe_layer_params() - m.attention_params() - m.layer_norm_params() == \
+        h * 64 + 65 * 3 * h * f
+    for key, value in (("moe_topk", [8] * 31 + [4]), ("moe_topk", [8] * 3),
+                       ("moe_intermediate_size", [1536] * 32), ("num_shared_expert", 2),
+                       ("use_mixed_mlp_moe", False), ("num_experts", [64] * 32)):
+        with pytest.raises(InputError) as e:
+            model_from_hf_dict(dict(HUNYUAN_A13B, **{key: value}))
+        assert e.value.field == f"config.json:{key}", (key, value)
+
+
+def test_cli_plans_hunyuan_a13b(tmp_path):  # 80B: more than 8 GPUs hold
+    test_cli_plans_each_family(HUNYUAN_A13B, tmp_path, gpus="32xH100-SXM-80GB")
+
+
+@pytest.mark.parametrize("cfg", [HUNYUAN_MT_7B, HUNYUAN_A13B], ids=lambda c: c["model_type"])
+def test_hunyuan_qk_norms_after_rope_are_refused_by_the_exports(cfg):
+    """HunYuanDenseV1Attention normalises the queries and keys after apply_rotary_pos_emb;
+    the exports and the runtime build q/k norms before it (Qwen3's order) and would have
+    written another model."""
+    assert "q/k norms after the rotary embedding" in model_features_unbuilt(
+        model_from_hf_dict(cfg))
+    assert "rotary" not in model_features_unbuilt(
+        model_from_hf_dict(dict(cfg, model_type="qwen3", head_dim=128)))

@@ -77,6 +77,17 @@ OLMO_7B = {"model_type": "olmo", "hidden_size": 4096, "intermediate_size": 11008
 OLMO_1B = dict(OLMO_7B, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                num_attention_heads=16, num_key_value_heads=16, tie_word_embeddings=True)
 
+# StableLmConfig's documented defaults (transformers 5.24 configuration_stablelm.py,
+# checkpoint stabilityai/stablelm-3b-4e1t), and StableLM 2 1.6B's shape on them
+STABLELM_3B = {"model_type": "stablelm", "vocab_size": 50304, "intermediate_size": 6912,
+               "hidden_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 32,
+               "num_key_value_heads": 32, "layer_norm_eps": 1e-5, "rope_theta": 10000,
+               "partial_rotary_factor": 0.25, "use_qkv_bias": False,
+               "use_parallel_residual": False, "qk_layernorm": False,
+               "tie_word_embeddings": False}
+STABLELM2_1_6B = dict(STABLELM_3B, vocab_size=100352, intermediate_size=5632,
+                      hidden_size=2048, num_hidden_layers=24, use_qkv_bias=True)
+
 
 def _emb(m) -> int:
     return m.vocab * m.hidden
@@ -217,11 +228,12 @@ def test_exports_refuse_what_they_cannot_build(cfg, feature):
 
 
 def test_registered():
-    for mt in ("bloom", "opt", "falcon", "mpt", "phi", "olmo"):
+    for mt in ("bloom", "opt", "falcon", "mpt", "phi", "olmo", "stablelm"):
         assert mt in FAMILIES
 
 
-@pytest.mark.parametrize("cfg", [BLOOM_7B1, OPT_13B, FALCON_7B, MPT_7B, PHI_2, OLMO_1B],
+@pytest.mark.parametrize("cfg", [BLOOM_7B1, OPT_13B, FALCON_7B, MPT_7B, PHI_2, OLMO_1B,
+                                 STABLELM2_1_6B],
                          ids=lambda c: c["model_type"])
 def test_cli_plans_each_family(cfg, tmp_path):
     path = tmp_path / "config.json"
@@ -247,3 +259,22 @@ def test_bad_fields_are_one_line_with_exit_2(cfg, field, tmp_path):
                         "64"], capture_output=True, text=True)
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and field in lines[0], p.stderr
+
+
+def test_stablelm_layernorms_partial_rotary_and_qkv_bias():
+    """StableLmDecoderLayer (modeling_stablelm.py): LayerNorms with bias (two a layer, one
+    with use_parallel_residual), SwiGLU without biases, q/k/v biases with use_qkv_bias,
+    rotary on a quarter of each head. stablelm was refused as an unknown model_type."""
+    m = model_from_hf_dict(STABLELM_3B)
+    h, f, layers = 2560, 6912, 32
+    assert m.total_params() == layers * (4 * h * h + 3 * h * f + 2 * 2 * h) + 2 * h \
+        + 2 * 50304 * h
+    assert m.rope_fraction == 0.25 and m.norm == "layernorm"
+    two = model_from_hf_dict(STABLELM2_1_6B)
+    assert two.total_params() == pytest.approx(1.6 * B, abs=0.05 * B)  # "1.6B" (its name)
+    assert two.qkv_bias and not two.o_bias
+    par = model_from_hf_dict(dict(STABLELM_3B, use_parallel_residual=True))
+    assert m.total_params() - par.total_params() == layers * 2 * h  # one LayerNorm fewer
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(dict(STABLELM_3B, qk_layernorm=True))
+    assert e.value.field == "config.json:qk_layernorm"

@@ -324,3 +324,54 @@ def test_ernie_exports_interleaved_rotary_pairs_to_megatron():
         sc = Scenario(model, make_cluster("8xH100-SXM-80GB"), Workload(4096, 64), Plan(dp=8))
         flags = dict(megatron_args(sc)[0])
         assert ("--rotary-interleaved" in flags) is want, model.name
+
+
+def test_qwen3_moe_reads_the_expert_count_transformers5_writes():
+    """Qwen3MoeConfig (transformers 5) holds num_local_experts, num_experts being its alias
+    (attribute_map), and save_pretrained writes num_local_experts: such a file was refused
+    as missing num_experts. Either name gives the model; two different values are refused."""
+    saved = {k: v for k, v in QWEN3_MOE_5.items() if k != "num_experts"}
+    saved["num_local_experts"] = 128
+    assert model_from_hf_dict(saved) == model_from_hf_dict(QWEN3_MOE_5)
+    assert model_from_hf_dict(dict(QWEN3_MOE_5, num_local_experts=128)).moe_experts == 128
+    with pytest.raises(InputError) as e:
+        model_from_hf_dict(dict(QWEN3_MOE_5, num_local_experts=64))
+    assert e.value.field == "config.json:num_local_experts"
+
+
+
+# An attention-only GraniteMoeHybrid config: Granite 4.0 Micro's layout (every layer_types
+# entry "attention", no experts, a shared MLP, rotary positions, Granite's multipliers) at
+# illustrative sizes, 4 layers
+GRANITE4_ATTENTION = {"model_type": "granitemoehybrid", "hidden_size": 2560,
+                      "num_hidden_layers": 4, "num_attention_heads": 40,
+                      "num_key_value_heads": 8, "shared_intermediate_size": 8192,
+                      "intermediate_size": 8192, "num_local_experts": 0,
+                      "num_experts_per_tok": 0, "vocab_size": 100352,
+                      "tie_word_embeddings": True, "position_embedding_type": "rope",
+                      "rope_theta": 10000000, "embedding_multiplier": 12,
+                      "residual_multiplier": 0.22, "attention_multiplier": 0.0078125,
+                      "logits_scaling": 10, "layer_types": ["attention"] * 4}
+
+
+def test_granite4_attention_only_is_read_and_mamba_layers_refused():
+    """GraniteMoeHybridDecoderLayer (modeling_granitemoehybrid.py): attention or Mamba-2,
+    a shared MLP of shared_intermediate_size on every layer, experts when
+    num_local_experts > 0. granitemoehybrid was refused whole as state-space, also for
+    Granite 4.0 Micro, whose layers are all attention."""
+    m = model_from_hf_dict(GRANITE4_ATTENTION)
+    h, s, q, kv = 2560, 8192, 2560, 8 * 64
+    assert m.total_params() == 4 * (h * (q + 2 * kv) + q * h + 3 * h * s + 2 * h) + h \
+        + 100352 * h
+    assert m.activation_multipliers and m.nope_layers == 0
+    moe = model_from_hf_dict(dict(GRANITE4_ATTENTION, num_local_experts=8,
+                                  num_experts_per_tok=2, intermediate_size=512))
+    assert (moe.moe_experts, moe.moe_shared_ffn, moe.moe_expert_ffn) == (8, s, 512)
+    assert moe.total_params() - m.total_params() == 4 * (h * 8 + 8 * 3 * h * 512)
+    nope = model_from_hf_dict(dict(GRANITE4_ATTENTION, position_embedding_type=None))
+    assert nope.nope_layers == 4  # no rotary embedding at all
+    for types in (["attention", "mamba"] * 2, None):
+        cfg = dict(GRANITE4_ATTENTION, layer_types=types)
+        with pytest.raises(InputError, match="Mamba") as e:
+            model_from_hf_dict(cfg)
+        assert e.value.field == "config.json:layer_types"

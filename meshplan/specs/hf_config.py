@@ -1,12 +1,13 @@
 """Build a ModelSpec from a HuggingFace ``config.json`` (read directly, no hub access).
 
-Families: llama, mistral, phi3, olmo2, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
-kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2, gemma3_text, llama4_text, glm4_moe
-(hf_families.py); qwen2_moe, olmoe, granite, granitemoe, starcoder2, cohere, cohere2, dbrx,
-phimoe, ernie4_5, ernie4_5_moe (hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo
-(hf_families_legacy.py); glm4, internlm2, nemotron, smollm3, olmo3, exaone4
-(hf_families_dense.py); minimax_m2, deepseek_v32, glm_moe_dsa (hf_families_recent.py);
-the multimodal wrappers in
+Families: llama, mistral, ministral, ministral3, phi3, olmo2, mixtral, qwen2, qwen3,
+qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, gpt2, gpt_neox; gpt_oss, gemma, gemma2,
+gemma3_text, llama4_text, glm4_moe (hf_families.py); qwen2_moe, olmoe, granite, granitemoe,
+starcoder2, cohere, cohere2, dbrx, phimoe, ernie4_5, ernie4_5_moe, granitemoehybrid
+(hf_families_more.py); bloom, opt, falcon, mpt, phi, olmo, stablelm (hf_families_legacy.py);
+glm4, internlm2, nemotron, smollm3, olmo3, exaone4, seed_oss, hunyuan_v1_dense,
+hunyuan_v1_moe (hf_families_dense.py); minimax_m2, deepseek_v32, glm_moe_dsa, glm4_moe_lite
+(hf_families_recent.py); the multimodal wrappers in
 TEXT_CONFIG_WRAPPERS are read as their language model (text_config).
 Field names follow each family's ``configuration_*.py`` in transformers.
 """
@@ -69,6 +70,18 @@ def _pos(cfg: dict, key: str, default: Any = ..., *alts: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise InputError(f"config.json:{key}", v, "must be a positive integer")
     return v
+
+
+def _aliased_pos(cfg: dict, key: str, alias: str) -> int:
+    """A size a file may spell two ways: a config class's ``attribute_map`` makes transformers
+    read either, and its ``save_pretrained`` writes the attribute's own name (Qwen3MoeConfig,
+    transformers 5: ``num_experts`` is an alias of ``num_local_experts``, so a file saved
+    by transformers 5 holds only the latter). Both given and different is refused."""
+    if key in cfg and alias in cfg and cfg[key] != cfg[alias] \
+            and None not in (cfg[key], cfg[alias]):
+        raise InputError(f"config.json:{alias}", cfg[alias], f"differs from {key} "
+                         f"({cfg[key]!r}); give one, or the same value in both")
+    return _pos(cfg, key, ..., alias)
 
 
 def _head_dim(cfg: dict) -> int:
@@ -257,13 +270,19 @@ def llama_biases(cfg: dict) -> dict:
 
 # Defaults are those of each family's configuration_*.py in transformers (used when a
 # config.json leaves a field out).
-@_family("llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2")
+# the Mistral family's text models: Ministral 8B (ministral: a window on the layer_types
+# layers) and Ministral 3 / Devstral 2 (ministral3, under a mistral3 wrapper's text_config)
+MISTRALS = ("mistral", "ministral", "ministral3")
+
+
+@_family("llama", "qwen2", "qwen3", "phi3", "olmo2", *MISTRALS)
 def _llama_like(name: str, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     heads = _pos(cfg, "num_attention_heads")
-    if mt in ("mistral", "phi3"):
-        # MistralAttention / Phi3Attention and their MLPs build every projection with
-        # bias=False: attention_bias and mlp_bias are not read
+    if mt in (*MISTRALS, "phi3"):
+        # MistralAttention / MinistralAttention / Ministral3Attention / Phi3Attention and
+        # their MLPs build every projection with bias=False: attention_bias and mlp_bias
+        # are not read
         biases = {}
     elif mt == "qwen2":  # Qwen2Attention: q, k and v always have biases, o_proj none
         biases = dict(qkv_bias=True)
@@ -274,10 +293,12 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
     layers = _pos(cfg, "num_hidden_layers")
     if mt in ("qwen2", "qwen3"):
         window = _qwen2_window(cfg, layers)
-    elif mt in ("mistral", "phi3"):
+    elif mt in (*MISTRALS, "phi3"):
         # MistralConfig's sliding_window defaults to 4096 (Mistral 7B v0.1); v0.2 and later
-        # write null. Phi3Config defaults to none; a file's own value is used.
-        window = _window(cfg, layers, 4096 if mt == "mistral" else 0)
+        # write null. MinistralConfig's too, on every layer unless layer_types says
+        # otherwise. Ministral3Config and Phi3Config default to none; a file's own value
+        # is used.
+        window = _window(cfg, layers, 4096 if mt in ("mistral", "ministral") else 0)
     else:
         window = dict(sliding_window=0, sliding_layers=0)
     return ModelSpec(
@@ -286,9 +307,11 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         hidden=_pos(cfg, "hidden_size"),
         heads=heads,
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
-        # Qwen3Config declares head_dim = 128 (configuration_qwen3.py), not hidden / heads as
-        # the others (and Qwen3MoeConfig, which declares none) derive it
-        head_dim=_pos(cfg, "head_dim", 128) if mt == "qwen3" else _head_dim(cfg),
+        # Qwen3Config and Ministral3Config declare head_dim = 128 (configuration_qwen3.py,
+        # configuration_ministral3.py), not hidden / heads as the others (and
+        # Qwen3MoeConfig, which declares none) derive it
+        head_dim=(_pos(cfg, "head_dim", 128) if mt in ("qwen3", "ministral3")
+                  else _head_dim(cfg)),
         ffn=_pos(cfg, "intermediate_size"),
         vocab=_pos(cfg, "vocab_size"),
         mlp="swiglu",
@@ -304,7 +327,23 @@ def _llama_like(name: str, cfg: dict) -> ModelSpec:
         norms_after_blocks=mt == "olmo2",
         **window,
         **_common(cfg), gated_act=_glu_act(cfg),
+        description=_query_scale_note(cfg),
     )
+
+
+def _query_scale_note(cfg: dict) -> str:
+    """Ministral 3's rope_parameters.llama_4_scaling_beta: Ministral3Attention multiplies the
+    queries by 1 + beta * log(1 + floor(position / original_max_position_embeddings))
+    (modeling_ministral3.py get_llama_4_attn_scale): no parameters and one multiply per
+    query element, priced as without it; the exports and the runtime refuse it
+    (engines.model_features_unbuilt)."""
+    rs = cfg.get("rope_scaling")
+    beta = rs.get("llama_4_scaling_beta") if isinstance(rs, dict) else None
+    if not beta:
+        return ""
+    return (f"the query scale past {rs.get('original_max_position_embeddings')} positions "
+            f"(llama_4_scaling_beta {beta}) is not modelled: no parameters, and the exports "
+            "and the runtime refuse it")
 
 
 @_family("mixtral")
@@ -363,7 +402,7 @@ def _qwen3_moe(name: str, cfg: dict) -> ModelSpec:
         vocab=_pos(cfg, "vocab_size"),
         **attention_biases(cfg),  # Qwen3MoeAttention: q, k, v and o take attention_bias
         qk_norm=True,
-        moe_experts=_pos(cfg, "num_experts"),
+        moe_experts=_aliased_pos(cfg, "num_experts", "num_local_experts"),
         moe_topk=_pos(cfg, "num_experts_per_tok"),
         moe_expert_ffn=_pos(cfg, "moe_intermediate_size"),
         moe_dense_layers=dense,
@@ -379,10 +418,37 @@ DEEPSEEK_TOPK_METHODS = ("greedy", "group_limited_greedy", "noaux_tc")
 
 # kimi_k2 (Kimi K2's config.json; architectures DeepseekV3ForCausalLM, auto_map to
 # DeepSeek-V3's modelling code) is DeepSeek-V3 with other sizes.
+# Keys whose default depends on which code reads the file: transformers' DeepseekV3Config
+# (256 routed experts, 1 shared, 3 dense layers, q_lora_rank 1536; DeepseekV2Config 64, 2, 0,
+# 1536) or the checkpoint's own configuration_deepseek.py (auto_map; these differ between
+# copies). They were read as 0 (a dense model, no shared expert, no q LoRA) when left out;
+# every released file gives them, so a file without them is refused (null q_lora_rank: none)
+DEEPSEEK_GIVEN = ("n_routed_experts", "q_lora_rank")
+DEEPSEEK_MOE_GIVEN = ("n_shared_experts", "first_k_dense_replace")
+
+
+def _deepseek_keys_given(cfg: dict) -> int:
+    """The routed expert count, once the keys whose default is ambiguous are in the file."""
+    for key in DEEPSEEK_GIVEN:
+        if key not in cfg:
+            raise InputError(f"config.json:{key}", None, "missing; its default differs between "
+                             "transformers' DeepseekV2Config / DeepseekV3Config and the "
+                             "checkpoints' own configuration_deepseek.py: give it "
+                             + ("(null for no q LoRA)" if key == "q_lora_rank" else
+                                "(0 for a dense model)"))
+    routed = _int(cfg, "n_routed_experts", 0)
+    for key in DEEPSEEK_MOE_GIVEN if routed else ():
+        if cfg.get(key) is None:
+            raise InputError(f"config.json:{key}", None, "missing; its default differs "
+                             "between transformers' DeepseekV2Config / DeepseekV3Config and "
+                             "the checkpoints' own configuration_deepseek.py: give it")
+    return routed
+
+
 @_family("deepseek_v2", "deepseek_v3", "kimi_k2")
 def _deepseek(name: str, cfg: dict) -> ModelSpec:
     heads = _pos(cfg, "num_attention_heads")
-    routed = _int(cfg, "n_routed_experts", 0)
+    routed = _deepseek_keys_given(cfg)
     v3 = cfg.get("model_type") in ("deepseek_v3", "kimi_k2")
     # DeepSeek's MoEGate (modeling_deepseek.py): greedy and group_limited_greedy pick the top
     # k scores, noaux_tc adds the score-correction bias (moe_router_bias)
@@ -508,17 +574,43 @@ _LINEAR_ATTENTION = ("hybrid linear-attention (Gated DeltaNet) layers are not mo
                      "meshplan prices softmax-attention layers only")
 _STATE_SPACE = ("state-space (Mamba) layers are not modelled; meshplan prices "
                 "softmax-attention layers only")
+_DELTA_ATTENTION = ("hybrid linear-attention (delta-rule) layers are not modelled; "
+                    "meshplan prices softmax-attention layers only")
+_SHORT_CONV = ("LFM2's short-convolution layers are not modelled; meshplan prices "
+               "softmax-attention layers only")
+_GEMMA4 = ("per-layer head dims and key/value heads (sliding vs full layers, keys shared "
+           "as values) are not modelled")
+_GEMMA3N = ("Gemma 3n's AltUp and LAuReL blocks, per-layer embeddings and key/value "
+            "caches shared across layers are not modelled")
 UNSUPPORTED = {
     "qwen3_next": _LINEAR_ATTENTION, "qwen3_5": _LINEAR_ATTENTION,
     "qwen3_5_moe": _LINEAR_ATTENTION,
     "minimax": "MiniMax-Text-01's lightning (linear) attention layers are not modelled",
     "nemotron_h": _STATE_SPACE, "falcon_h1": _STATE_SPACE, "jamba": _STATE_SPACE,
     "mamba": _STATE_SPACE, "mamba2": _STATE_SPACE, "zamba2": _STATE_SPACE,
-    "granitemoehybrid": _STATE_SPACE, "bamba": _STATE_SPACE,
+    "bamba": _STATE_SPACE,
     "nemotron-nas": ("per-layer block_configs (layers without attention, FFN widths that "
                      "change layer by layer) are not modelled"),
-    "gemma4": ("per-layer head dims and key/value heads (sliding vs full layers, keys "
-               "shared as values) are not modelled"),
+    "gemma4": _GEMMA4, "gemma4_text": _GEMMA4,
+    # the text model types of wrappers refused above, named as such in a text-only file
+    "qwen3_5_text": _LINEAR_ATTENTION, "qwen3_5_moe_text": _LINEAR_ATTENTION,
+    # OlmoHybridGatedDeltaNet, KimiLinearDeltaAttention, BailingHybridDeltaAttention
+    "olmo_hybrid": _LINEAR_ATTENTION, "kimi_linear": _DELTA_ATTENTION,
+    "bailing_hybrid": _DELTA_ATTENTION,
+    "falcon_mamba": _STATE_SPACE, "zamba": _STATE_SPACE,
+    "recurrent_gemma": ("recurrent (RG-LRU) blocks are not modelled; meshplan prices "
+                        "softmax-attention layers only"),
+    "rwkv": "RWKV's recurrent time-mixing layers are not modelled",
+    "xlstm": "xLSTM's recurrent blocks are not modelled",
+    "lfm2": _SHORT_CONV, "lfm2_moe": _SHORT_CONV,
+    "gemma3n": _GEMMA3N, "gemma3n_text": _GEMMA3N,
+    "deepseek_v4": ("compressed attention (compress_ratios), hyper-connections (hc_mult) "
+                    "and hash-routed MoE layers (num_hash_layers) are not modelled"),
+    # ApertusMLP: up/down with the xIELU activation and its learned scalars (alpha_p, alpha_n)
+    "apertus": "the xIELU MLP activation and its learned per-layer scalars are not modelled",
+    # LongcatFlashExperts: zero_expert_num identity experts routed beside the real ones
+    "longcat_flash": ("zero-computation experts (a token-dependent number of active "
+                      "experts) are not modelled"),
     "mimo_v2_flash": ("different head counts on sliding-window and full-attention layers "
                       "and value heads narrower than keys without MLA are not modelled"),
 }

@@ -144,7 +144,10 @@ def _glm4_moe(name: str, cfg: dict) -> ModelSpec:
     common = _common(cfg, eps_default=1e-5)
     return ModelSpec(
         name=name, layers=layers, hidden=_pos(cfg, "hidden_size"), heads=heads,
-        kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=_int(cfg, "head_dim", 128),
+        # Glm4MoeConfig declares no head_dim: Glm4MoeAttention takes the file's, else
+        # hidden_size // num_attention_heads (modeling_glm4_moe.py), not 128 (GLM-4.5's own
+        # value, which every GLM-4.5 / 4.6 file writes)
+        kv_heads=_pos(cfg, "num_key_value_heads", heads), head_dim=_head_dim(cfg),
         ffn=_pos(cfg, "intermediate_size"), vocab=_pos(cfg, "vocab_size"),
         qkv_bias=_bool(cfg, "attention_bias", False), qk_norm=_bool(cfg, "use_qk_norm", False),
         rope_fraction=_float(cfg, "partial_rotary_factor", 0.5),

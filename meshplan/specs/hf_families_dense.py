@@ -1,7 +1,8 @@
 """Dense Llama-shaped HuggingFace families with one twist each: glm4 (post-norms), internlm2
 (packed wqkv), nemotron (squared-ReLU MLP, LayerNorm), smollm3 (NoPE layers), olmo3
-(sliding layers, full-width q/k norms), exaone4 (sliding layers, NoPE global layers)
-(registered into hf_config.FAMILIES).
+(sliding layers, full-width q/k norms), exaone4 (sliding layers, NoPE global layers),
+seed_oss (q/k/v and o biases set apart), hunyuan_v1_dense (per-head q/k norms) and its
+MoE, hunyuan_v1_moe (registered into hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
 (src/transformers/models/<family>/; InternLM2's the remote configuration_internlm2.py its hub
@@ -11,8 +12,8 @@ are checked in tests/test_hf_families_dense.py.
 
 from __future__ import annotations
 
-from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _pos, _str,
-                        _window)
+from .hf_config import (_alternating, _bool, _common, _family, _float, _glu_act, _head_dim,
+                        _pos, _str, _window, attention_biases)
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -163,3 +164,98 @@ def _exaone4(name: str, cfg: dict) -> ModelSpec:
     nope = layers - window["sliding_layers"] if window["sliding_window"] else 0
     return ModelSpec(name=name, **shape, qk_norm=True, norms_after_blocks=True,
                      nope_layers=nope, **window, **_common(cfg, eps_default=1e-5))
+
+
+@_family("seed_oss")
+def _seed_oss(name: str, cfg: dict) -> ModelSpec:
+    """Seed-OSS (configuration_seed_oss.py, modeling_seed_oss.py): a Llama whose q, k and v
+    take attention_bias (default true), o_proj attention_out_bias (default false) and the
+    MLP mlp_bias (default false); head_dim 128 and a rotary base of 1e7 unless the file
+    says otherwise. MLP biases are modelled with every attention bias only (linear_bias).
+    SeedOssConfig's dropouts (attention_dropout, residual_dropout: 0.1 by default and in
+    the Seed-OSS-36B files) are named as not modelled."""
+    qkv = _bool(cfg, "attention_bias", True)
+    o = _bool(cfg, "attention_out_bias", False)
+    mlp = _bool(cfg, "mlp_bias", False)
+    if mlp and not (qkv and o):
+        raise InputError("config.json:mlp_bias", True, "MLP biases are modelled with "
+                         "attention_bias and attention_out_bias both true only")
+    common = _common(cfg)
+    common["rope_theta"] = _float(cfg, "rope_theta", 1e7)
+    drops = {k: _float(cfg, k, 0.1, allow_zero=True)
+             for k in ("attention_dropout", "residual_dropout")}
+    note = ", ".join(f"{k} {v:g}" for k, v in drops.items() if v)
+    return ModelSpec(name=name, **dict(_shape(cfg), head_dim=_pos(cfg, "head_dim", 128)),
+                     qkv_bias=qkv and not mlp, o_bias=o and not mlp, linear_bias=mlp,
+                     gated_act=_glu_act(cfg), **common,
+                     description=(f"dropout ({note}) is not modelled: priced as without it"
+                                  if note else ""))
+
+
+@_family("hunyuan_v1_dense")
+def _hunyuan_dense(name: str, cfg: dict) -> ModelSpec:
+    """Hunyuan dense (Hunyuan-7B, Hunyuan-MT; configuration_hunyuan_v1_dense.py,
+    modeling_hunyuan_v1_dense.py): a Llama with an RMSNorm over each head's queries and
+    keys (query_layernorm, key_layernorm), attention_bias on q, k, v and o, an MLP without
+    biases. transformers builds the q/k norms whatever use_qk_norm says and has no
+    cross-layer key/value sharing; the hub's remote code follows both flags, so a file
+    with use_qk_norm false or use_cla true is refused rather than read either way (the
+    released files: true, false)."""
+    return ModelSpec(name=name, **_hunyuan_attention(cfg), **_shape(cfg),
+                     gated_act=_glu_act(cfg), **_common(cfg, eps_default=1e-5))
+
+
+def _hunyuan_attention(cfg: dict) -> dict:
+    """The attention both Hunyuan families share (HunYuanDenseV1Attention and
+    HunYuanMoEV1Attention are the same class): its q/k norms apply to the rotated queries
+    and keys (qk_norm_after_rope), which the exports and the runtime refuse."""
+    if not _bool(cfg, "use_qk_norm", True):
+        raise InputError("config.json:use_qk_norm", False, "only true is modelled (the q/k "
+                         "norms transformers builds regardless)")
+    if _bool(cfg, "use_cla", False):
+        raise InputError("config.json:use_cla", True, "cross-layer key/value sharing is not "
+                         "modelled")
+    return dict(attention_biases(cfg), qk_norm=True, qk_norm_after_rope=True)
+
+
+def _same_each_layer(cfg: dict, key: str, layers: int, default: int) -> int:
+    """A positive integer, or a list of one per layer that repeats it (Hunyuan-A13B writes
+    moe_topk, moe_intermediate_size and num_shared_expert per layer); layers that differ are
+    not modelled."""
+    v = cfg.get(key)
+    if isinstance(v, list):
+        if len(v) != layers or len(set(map(repr, v))) != 1:
+            raise InputError(f"config.json:{key}", v if len(v) <= 8 else f"{len(v)} entries",
+                             f"must be one number, or {layers} equal ones (values that "
+                             "change from layer to layer are not modelled)")
+        return _pos({key: v[0]}, key)
+    return _pos(cfg, key, default)
+
+
+@_family("hunyuan_v1_moe")
+def _hunyuan_moe(name: str, cfg: dict) -> ModelSpec:
+    """Hunyuan MoE (Hunyuan-A13B; configuration_hunyuan_v1_moe.py, modeling_hunyuan_v1_moe.py):
+    the dense family's attention; every layer an MoE of num_experts SwiGLU experts of
+    intermediate_size under a bias-free softmax router whose top moe_topk weights are
+    renormalised (HunYuanMoEV1Gate), plus one shared MLP of intermediate_size
+    (HunYuanMoEV1MLP) added to their sum. transformers reads neither moe_intermediate_size
+    nor num_shared_expert (the hub files: intermediate_size and 1 on every layer): other
+    values are refused rather than read either way, as is use_mixed_mlp_moe false (no
+    shared MLP)."""
+    layers = _pos(cfg, "num_hidden_layers")
+    ffn = _pos(cfg, "intermediate_size")
+    for key, built in (("moe_intermediate_size", ffn), ("num_shared_expert", 1)):
+        if _same_each_layer(cfg, key, layers, built) != built:
+            raise InputError(f"config.json:{key}", cfg[key], f"must be {built} (what "
+                             "transformers builds: intermediate_size, one shared MLP)")
+    if not _bool(cfg, "use_mixed_mlp_moe", True):
+        raise InputError("config.json:use_mixed_mlp_moe", False, "only true (a shared MLP "
+                         "beside the experts, as transformers builds) is modelled")
+    if isinstance(cfg.get("num_experts"), list):  # HunYuanMoEV1Experts reads one number
+        raise InputError("config.json:num_experts", cfg["num_experts"], "must be one number")
+    return ModelSpec(name=name, **_hunyuan_attention(cfg), **_shape(cfg),
+                     moe_experts=_pos(cfg, "num_experts", 1),
+                     moe_topk=_same_each_layer(cfg, "moe_topk", layers, 1),
+                     moe_expert_ffn=ffn, moe_shared_experts=1, moe_shared_ffn=ffn,
+                     moe_topk_norm=True, gated_act=_glu_act(cfg),
+                     **_common(cfg, eps_default=1e-5))

@@ -1,5 +1,5 @@
 """GPT-style HuggingFace families of 2022-2023 (LayerNorm, non-gated MLPs, ALiBi or learned
-positions, parallel blocks): bloom, opt, falcon, mpt, phi, olmo (registered into
+positions, parallel blocks): bloom, opt, falcon, mpt, phi, olmo, stablelm (registered into
 hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
@@ -11,7 +11,7 @@ tests/test_hf_families_legacy.py.
 
 from __future__ import annotations
 
-from .hf_config import _bool, _common, _family, _float, _pos, _str, require_object
+from .hf_config import _bool, _common, _family, _float, _glu_act, _pos, _str, require_object
 from ..errors import InputError
 from .model import ModelSpec
 
@@ -227,4 +227,27 @@ def _olmo(name: str, cfg: dict) -> ModelSpec:
         kv_heads=_pos(cfg, "num_key_value_heads", heads),
         ffn=_pos(cfg, "intermediate_size", 11008), vocab=_pos(cfg, "vocab_size", 50304),
         norm="layernorm_noparams", **common,
+    )
+
+
+@_family("stablelm")
+def _stablelm(name: str, cfg: dict) -> ModelSpec:
+    """StableLM 3B-4E1T / StableLM 2 (configuration_stablelm.py, modeling_stablelm.py): a
+    Llama's SwiGLU MLP and GQA attention without biases but for q, k and v with
+    use_qkv_bias, LayerNorms with bias, rotary on partial_rotary_factor (0.25) of each head,
+    and with use_parallel_residual one LayerNorm feeding attention and MLP in parallel.
+    qk_layernorm (StableLmLayerNormPerHead: a bias-free LayerNorm per head) is refused."""
+    _refuse_if(cfg, "qk_layernorm", True, "per-head q/k LayerNorms (one per head, no bias) "
+               "are not modelled")
+    heads = _pos(cfg, "num_attention_heads", 32)
+    common = _common(cfg, eps_key="layer_norm_eps", eps_default=1e-5)
+    return ModelSpec(
+        name=name, layers=_pos(cfg, "num_hidden_layers", 32),
+        hidden=_pos(cfg, "hidden_size", 2560), heads=heads,
+        kv_heads=_pos(cfg, "num_key_value_heads", heads),
+        ffn=_pos(cfg, "intermediate_size", 6912), vocab=_pos(cfg, "vocab_size", 50304),
+        norm="layernorm", qkv_bias=_bool(cfg, "use_qkv_bias", False),
+        parallel_block=_bool(cfg, "use_parallel_residual", False),
+        rope_fraction=_float(cfg, "partial_rotary_factor", 0.25),
+        gated_act=_glu_act(cfg), **common,
     )

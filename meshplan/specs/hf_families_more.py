@@ -1,5 +1,6 @@
 """More HuggingFace families users bring: qwen2_moe, olmoe, granite, granitemoe, starcoder2,
-cohere, cohere2, dbrx, phimoe, ernie4_5, ernie4_5_moe (registered into hf_config.FAMILIES).
+cohere, cohere2, dbrx, phimoe, ernie4_5, ernie4_5_moe, granitemoehybrid (attention-only)
+(registered into hf_config.FAMILIES).
 
 Field names and defaults follow each family's ``configuration_<family>.py`` in transformers
 (src/transformers/models/<family>/); the weights that exist follow its ``modeling_*.py`` /
@@ -9,7 +10,7 @@ Field names and defaults follow each family's ``configuration_<family>.py`` in t
 from __future__ import annotations
 
 from .hf_config import (_alternating, _bool, _common, _family, _float, _head_dim, _int, _pos,
-                        _qwen2_window, _window, attention_biases, llama_biases,
+                        _qwen2_window, _str, _window, attention_biases, llama_biases,
                         qwen_moe_layer_pattern, require_object)
 from ..errors import InputError
 from .model import ModelSpec
@@ -100,6 +101,49 @@ def _granitemoe(name: str, cfg: dict) -> ModelSpec:
         moe_expert_ffn=_pos(cfg, "intermediate_size", 11008),
         moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True),
         **_granite_attention(cfg, mlp_bias=False), **_common(cfg))
+
+
+# a GraniteMoeHybrid layer type: attention (the hub files' "attention"; transformers 5 treats
+# every type but "linear_attention" so) or Mamba-2 ("mamba"; "linear_attention" in 5)
+GRANITE_HYBRID_ATTENTION = ("attention", "full_attention")
+GRANITE_HYBRID_MAMBA = ("mamba", "linear_attention")
+
+
+@_family("granitemoehybrid")
+def _granitemoehybrid(name: str, cfg: dict) -> ModelSpec:
+    """IBM Granite 4.0 (configuration_granitemoehybrid.py, modeling_granitemoehybrid.py):
+    Mamba-2 or attention layers (layer_types; Mamba on every layer when absent), each with
+    a shared SwiGLU MLP of shared_intermediate_size (GraniteMoeHybridMLP: input_linear
+    2 * s x hidden, output_linear) and, with num_local_experts > 0, GraniteMoE's router and
+    experts of intermediate_size; Granite's multipliers and attention. Rotary positions only
+    with position_embedding_type "rope" (otherwise every layer is NoPE). Modelled when every
+    layer is attention (Granite 4.0 Micro); a Mamba layer is refused."""
+    layers = _pos(cfg, "num_hidden_layers", 32)
+    types = cfg.get("layer_types", cfg.get("layers_block_type"))
+    if types is None:
+        types = ["mamba"] * layers
+    if not isinstance(types, list) or len(types) != layers or not all(
+            t in GRANITE_HYBRID_ATTENTION + GRANITE_HYBRID_MAMBA for t in types):
+        raise InputError("config.json:layer_types", types if not isinstance(types, list)
+                         else f"{len(types)} entries", f"must list {layers} entries, each "
+                         "'attention' or 'mamba'")
+    mamba = sum(t in GRANITE_HYBRID_MAMBA for t in types)
+    if mamba:
+        raise InputError("config.json:layer_types", f"{mamba} of {layers} layers Mamba",
+                         "state-space (Mamba) layers are not modelled; meshplan prices "
+                         "softmax-attention layers only (allowed: every layer 'attention', "
+                         "as Granite 4.0 Micro)")
+    shared = _pos(cfg, "shared_intermediate_size", 1024)
+    experts = _int(cfg, "num_local_experts", 8)
+    moe = dict(moe_experts=experts, moe_topk=_pos(cfg, "num_experts_per_tok", 2),
+               moe_expert_ffn=_pos(cfg, "intermediate_size", 11008),
+               moe_shared_experts=1, moe_shared_ffn=shared,
+               moe_aux_loss_coef=_float(cfg, "router_aux_loss_coef", 0.001, allow_zero=True)
+               ) if experts else {}
+    rope = _str(cfg, "position_embedding_type", "") == "rope"
+    return ModelSpec(name=name, ffn=0 if experts else shared, **moe,
+                     nope_layers=0 if rope else layers,
+                     **_granite_attention(cfg, mlp_bias=False), **_common(cfg))
 
 
 @_family("starcoder2")

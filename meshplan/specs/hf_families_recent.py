@@ -1,12 +1,14 @@
-"""HuggingFace families of 2025-2026 checkpoints: minimax_m2, deepseek_v32, glm_moe_dsa
-(registered into hf_config.FAMILIES); the Qwen3-VL wrappers are in hf_config's
+"""HuggingFace families of 2025-2026 checkpoints: minimax_m2, deepseek_v32, glm_moe_dsa,
+glm4_moe_lite (registered into hf_config.FAMILIES); the Qwen3-VL wrappers are in hf_config's
 TEXT_CONFIG_WRAPPERS. Field names follow each family's ``configuration_*.py`` in
 transformers; published parameter counts are checked in tests/test_hf_families_recent.py.
 """
 
 from __future__ import annotations
 
-from .hf_config import _bool, _common, _deepseek, _family, _float, _head_dim, _int, _pos, _str
+from .hf_config import (_bool, _common, _deepseek, _family, _float, _head_dim, _int, _pos,
+                        _regular_moe_layers, _str)
+from ..errors import InputError
 from .model import ModelSpec
 
 
@@ -66,3 +68,56 @@ def _glm_moe_dsa(name: str, cfg: dict) -> ModelSpec:
     plus the sparse-attention indexer; the rotary base sits in rope_parameters (read by
     hf_config._rope_parameters)."""
     return _with_dsa_note(_deepseek(name, dict(cfg, model_type="deepseek_v3")), cfg)
+
+
+# Glm4MoeLiteConfig's defaults (transformers configuration_glm4_moe_lite.py) for the fields
+# DeepSeek-V3's reader would otherwise default to V3's own values
+GLM4_MOE_LITE_DEFAULTS = dict(n_routed_experts=64, n_shared_experts=1, num_experts_per_tok=4,
+                              moe_intermediate_size=1536, q_lora_rank=768,
+                              routed_scaling_factor=1.8, rms_norm_eps=1e-5,
+                              n_group=1, topk_group=1, norm_topk_prob=True,
+                              topk_method="noaux_tc", scoring_func="sigmoid")
+
+
+def _glm4_moe_lite_dense_layers(cfg: dict, layers: int) -> int:
+    """Leading dense layers: Glm4MoeLiteDecoderLayer builds an MoE where mlp_layer_types[i] is
+    "sparse", the list defaulting to one dense layer then sparse ones. The hub file writes
+    first_k_dense_replace instead, which transformers does not read: one that disagrees
+    with the layer types is refused rather than read either way."""
+    types = cfg.get("mlp_layer_types")
+    if types is None:
+        dense = 1
+    else:
+        if not isinstance(types, list) or len(types) != layers \
+                or not all(t in ("dense", "sparse") for t in types):
+            raise InputError("config.json:mlp_layer_types", types if not isinstance(types, list)
+                             else f"{len(types)} entries", f"must list {layers} entries, each "
+                             "'dense' or 'sparse'")
+        idx = [i for i, t in enumerate(types) if t == "sparse"]
+        dense, freq = _regular_moe_layers(idx, layers, "config.json:mlp_layer_types", types)
+        if freq != 1:
+            raise InputError("config.json:mlp_layer_types", types, "only leading dense layers "
+                             "then sparse ones to the last are modelled")
+    given = cfg.get("first_k_dense_replace")
+    if given is not None and given != dense:
+        raise InputError("config.json:first_k_dense_replace", given, f"must match the "
+                         f"{dense} leading dense layer(s) transformers builds (mlp_layer_types)")
+    return dense
+
+
+@_family("glm4_moe_lite")
+def _glm4_moe_lite(name: str, cfg: dict) -> ModelSpec:
+    """GLM-4.7-Flash (modeling_glm4_moe_lite.py): DeepSeek-V3's layer (MLA with q_lora_rank,
+    kv_lora_rank and its own head dims, no attention biases; a sigmoid router with a
+    score-correction bias over n_routed_experts SwiGLU experts, n_shared_experts shared
+    ones of moe_intermediate_size each; dense layers of intermediate_size) with GLM's own
+    defaults and the dense layers from mlp_layer_types."""
+    layers = _pos(cfg, "num_hidden_layers")
+    dense = _glm4_moe_lite_dense_layers(cfg, layers)
+    merged = dict(cfg, model_type="deepseek_v3", first_k_dense_replace=dense, moe_layer_freq=1)
+    for key, default in GLM4_MOE_LITE_DEFAULTS.items():
+        # absent or null takes GLM's default, but a null q_lora_rank means none (the
+        # attention's q_proj without the LoRA pair, as Glm4MoeLiteAttention builds it)
+        if merged.get(key) is None and not (key == "q_lora_rank" and key in cfg):
+            merged[key] = default
+    return _deepseek(name, merged)

@@ -191,6 +191,9 @@ class ModelSpec:
     # add, instead of on their inputs (OLMo 2/3, EXAONE 4: Olmo2DecoderLayer); same weights
     # and FLOPs
     norms_after_blocks: bool = False
+    # the per-head q/k norms applied to the rotated queries and keys instead of before the
+    # rotary embedding (Hunyuan: HunYuanDenseV1Attention); same weights and FLOPs
+    qk_norm_after_rope: bool = False
     # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): an indexer picks this many keys per
     # query (0 = dense attention). Not priced: the cost model charges dense attention and the
     # model's description says so; the exports refuse it (engines.model_features_unbuilt)
@@ -234,7 +237,7 @@ class ModelSpec:
                   "rope_interleaved", "moe_sparsemixer", "qk_l2_norm", "moe_input_scaled",
                   "moe_topk_norm", "attention_sinks", "parallel_block", "qk_norm_full",
                   "moe_shared_gate", "embedding_norm", "output_bias",
-                  "norms_after_blocks", "activation_multipliers"):
+                  "norms_after_blocks", "activation_multipliers", "qk_norm_after_rope"):
             require_bool(f, getattr(self, f))
         object.__setattr__(self, "gated_act",
                            require_choice("gated_act", self.gated_act, GATED_ACTS))
