@@ -498,3 +498,20 @@ def test_trace_arrival_blank_or_infinite_is_refused(tmp_path, arrival, needle):
         load_trace(f)
     assert needle in str(e.value)
     assert load_trace(f, concurrency=2).concurrency == 2  # closed loop: arrivals unused
+
+
+def test_decode_attention_has_the_measured_per_call_floor():
+    """Batch 1 with a few cached tokens: the engine's decode-attention op takes ~6 us a
+    layer on H100 (NVIDIA AIConfigurator's TensorRT-LLM 1.2.0rc5 H100 table,
+    generation_attention_perf: 32 query / 4 KV heads, head dim 128, FP8 KV, 2-64 cached
+    tokens, batch 1-8: 5.9-6.4 us), not the 0.02 us its KV bytes take at HBM bandwidth."""
+    measured_s = 6.0e-6
+    two = make_cluster("2xH100-SXM-80GB")
+    sm = StepModel(L70, two, Pool(tp=2), "fp8", "fp8", scheduler="trtllm")
+    for batch in (1, 8):
+        per_layer = sm.decode_step(batch, 32).attention_s / L70.layers
+        assert per_layer == pytest.approx(measured_s, rel=0.1)
+    # no decode tokens, no decode-attention call: a pure prefill keeps its own cost
+    pre = sm.prefill_step(1000)
+    assert pre.attention_s == pytest.approx(
+        L70.layers * sm._layer_attn_s(1000, 0.0, 1000 * 1001 / 2, 0.0), rel=1e-12)

@@ -10,6 +10,7 @@ The same kernels as training at inference shapes, composed per layer:
   (k distinct experts each) over E experts, uniformly, the expected share touched is
   1 - (1 - k/E)^T.
 - Attention: decode reads each request's cached K/V (MLA: the latent) once per layer;
+  a fixed time per call (DECODE_ATTN_FLOOR_S, measured) plus
   max(bytes / bandwidth, FLOPs / attention FLOP/s). MLA decodes in the absorbed form
   (DeepSeek-V2 sec. 2.1.2: scores against the kv_lora_rank latent plus the RoPE key).
   Prefill chunks: causal flash attention over the chunk and the cached prefix.
@@ -76,6 +77,18 @@ HOST_PER_SEQ_S = 1.1e-6
 # direct reads) above. Larger buffers go to NCCL.
 ONE_SHOT_MAX_BYTES = 512 * 2**10
 CUSTOM_AR_MAX_BYTES = 8 * 2**20
+
+# Fixed time of one decode-attention call per layer, whatever the batch and context: the
+# engine's attention op (TensorRT-LLM's: RoPE and the KV-cache write, then the XQA / MMHA
+# generation kernel) at a handful of cached tokens. NVIDIA AIConfigurator's measured
+# TensorRT-LLM 1.2.0rc5 table for H100 SXM (ai-dynamo/aiconfigurator, aic-core/src/
+# aiconfigurator_core/systems/data/h100_sxm/attention/trtllm/1.2.0rc5/
+# generation_attention_perf.parquet; collector/trtllm/collect_attn.py times the op's forward
+# replayed in a CUDA graph): 32 query / 4 KV heads, head dim 128, FP8 KV cache (Llama 3 70B
+# at tp 2), 2 to 64 cached tokens: 5.9-6.4 us at batch 1, 2, 4 and 8 alike, where the KV
+# bytes (at most 0.5 MB) take 0.2 us at HBM bandwidth. The cached tokens' bytes (or FLOPs)
+# come on top (_layer_attn_s). No such table for other parts: the H100 figure stands in.
+DECODE_ATTN_FLOOR_S = 6.0e-6
 
 
 @dataclass(frozen=True)
@@ -334,11 +347,14 @@ class StepModel:
 
     def _layer_attn_s(self, tokens: int, decode_ctx_tokens: float, prefill_pairs: float,
                       prefill_ctx_tokens: float) -> float:
-        """Attention seconds of one layer: decode reads (memory- or FLOP-bound) plus prefill
-        chunks (FLOP-bound or reading their prefix and writing the new tokens' K/V)."""
+        """Attention seconds of one layer: decode reads (memory- or FLOP-bound, after the
+        call's fixed DECODE_ATTN_FLOOR_S) plus prefill chunks (FLOP-bound or reading their
+        prefix and writing the new tokens' K/V)."""
         kv_bytes = (decode_ctx_tokens + prefill_ctx_tokens + tokens) * self.kv_layer_bytes
         dec = max(decode_ctx_tokens * self.decode_attn_flops_per_ctx / self.attn_flops_s,
                   (decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
+        if decode_ctx_tokens > 0:  # one generation-attention call (DECODE_ATTN_FLOOR_S)
+            dec += DECODE_ATTN_FLOOR_S
         pre = max(prefill_pairs * self.prefill_attn_flops_per_pair / self.prefill_attn_flops_s,
                   (kv_bytes - decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
         return dec + pre
