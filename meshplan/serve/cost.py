@@ -21,9 +21,10 @@ The same kernels as training at inference shapes, composed per layer:
   keys (``window_pairs``), and the chunk reads min(a, w) of its a cached prefix tokens.
 - Tensor parallel: two all-reduces per layer of tokens x hidden 16-bit activations. Small
   messages are latency-bound; the engines use a one-shot custom all-reduce below a few MB
-  (vLLM csrc/custom_all_reduce.cuh, SGLang's port of it): one-shot, each rank reads the
-  n-1 peers' buffers after a barrier (two link latencies plus (n-1) x buffer / link
-  bandwidth), or two-shot (four latencies plus 2(n-1)/n x buffer / bandwidth); the ring of
+  (vLLM csrc/custom_all_reduce.cuh, SGLang's port of it; TensorRT-LLM's own): one-shot,
+  each rank reads the n-1 peers' buffers after a barrier (a measured fixed time,
+  CUSTOM_AR_FIXED_S, else two link latencies, plus (n-1) x buffer / link bandwidth), or
+  two-shot (the fixed part twice plus 2(n-1)/n x buffer / bandwidth); the ring of
   cost/collectives.py beyond 8 MiB or across nodes.
 - MoE expert parallel: dispatch and combine all-to-alls (cost/collectives.py), only with
   attention data parallelism; TensorRT-LLM all-gathers the tokens and reduce-scatters the
@@ -77,6 +78,22 @@ HOST_PER_SEQ_S = 1.1e-6
 # direct reads) above. Larger buffers go to NCCL.
 ONE_SHOT_MAX_BYTES = 512 * 2**10
 CUSTOM_AR_MAX_BYTES = 8 * 2**20
+# Measured time of one custom all-reduce of a tiny buffer (256 B), replayed in a CUDA graph,
+# by engine and GPU generation, for 2 / 4 / 8 GPUs of one NVLink node: NVIDIA AIConfigurator's
+# tables (ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/data/h100_sxm/
+# comm/<engine>/<version>/custom_allreduce_perf.parquet): TensorRT-LLM 1.2.0rc5 (its
+# custom all-reduce, implementation "trtllm") 3.11 / 3.20 / 3.47 us; vLLM 0.19.0 (its
+# custom all-reduce, backend "vllm_graph") 4.27 / 4.58 / 4.62 us. It is the one-shot kernel's
+# fixed part (the barriers and one read of the peers' flags and buffers); the bytes come on
+# top at link bandwidth. SGLang runs vLLM's kernel (its port). Where no table exists the
+# fixed part stays two link latencies (the GPU's scaleup_latency_s, NCCL's figure, which
+# gave 6.0 us on H100: 1.4-1.9x these). Two-shot pays the fixed part twice (two barrier
+# phases). A node size between the measured ones takes the next larger one's figure.
+CUSTOM_AR_FIXED_S = {
+    ("trtllm", "hopper"): {2: 3.11e-6, 4: 3.20e-6, 8: 3.47e-6},
+    ("vllm", "hopper"): {2: 4.27e-6, 4: 4.58e-6, 8: 4.62e-6},
+}
+CUSTOM_AR_KERNEL_OF = {"sglang": "vllm"}
 
 # Fixed time of one decode-attention call per layer, whatever the batch and context: the
 # engine's attention op (TensorRT-LLM's: RoPE and the KV-cache write, then the XQA / MMHA
@@ -119,8 +136,17 @@ def gemm_s(dev: compute.Device, m: float, n: float, k: float, count: float = 1.0
     return compute.gemm_time_s(dev, m, n, k, count)
 
 
-def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float) -> float:
-    """All-reduce as the serving engines run it inside a node (see module docstring)."""
+def custom_ar_fixed_s(cluster: Cluster, size: int, engine: str = "vllm") -> float:
+    """Fixed part of one one-shot custom all-reduce over ``size`` GPUs (CUSTOM_AR_FIXED_S)."""
+    table = CUSTOM_AR_FIXED_S.get((CUSTOM_AR_KERNEL_OF.get(engine, engine),
+                                   cluster.gpu.generation), {})
+    larger = [n for n in table if n >= size]
+    return table[min(larger)] if larger else 2 * cluster.gpu.scaleup_latency_s
+
+
+def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float,
+                       engine: str = "vllm") -> float:
+    """All-reduce as the serving ``engine`` runs it inside a node (see module docstring)."""
     if size <= 1 or buffer_bytes <= 0:
         return 0.0
     p = collectives.placement(((size, 1),), cluster.domain_size)
@@ -128,11 +154,11 @@ def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float) -> floa
     if p.nodes > 1 or buffer_bytes > CUSTOM_AR_MAX_BYTES:
         return ring
     link = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
-    lat = cluster.gpu.scaleup_latency_s
+    fixed = custom_ar_fixed_s(cluster, size, engine)
     if buffer_bytes <= ONE_SHOT_MAX_BYTES:
-        custom = 2 * lat + (size - 1) * buffer_bytes / link
+        custom = fixed + (size - 1) * buffer_bytes / link
     else:
-        custom = 4 * lat + 2 * (size - 1) / size * buffer_bytes / link
+        custom = 2 * fixed + 2 * (size - 1) / size * buffer_bytes / link
     return min(ring, custom)
 
 
@@ -260,7 +286,7 @@ class StepModel:
         hs = Shard(seq=max(logits, 1), micro_batch=1, tp=p.tp)
         for mm in head_ops(m, hs).matmuls:
             gemm += gemm_s(self.dev, logits, mm.n, mm.k)
-        ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden)
+        ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden, self.scheduler)
         tp_comm = 2 * m.layers * ar
         ep_comm = self.n_moe * p.pp * a_m
         pp_comm = 0.0
