@@ -33,12 +33,14 @@ def agg(tp=1, replicas=1, **kw):
 @pytest.mark.parametrize("wdtype,bytes_per_param", [("bf16", 2), ("fp8", 1)])
 def test_decode_is_weight_bytes_over_bandwidth(wdtype, bytes_per_param):
     """Batch 1, tiny context: the GEMMs of a decode step take the weights' bytes over the
-    achievable HBM bandwidth (the input embedding is a gather, not read whole), plus one
+    achievable HBM bandwidth (the input embedding is a gather, not read whole; the output
+    layer is 16-bit in FP8 checkpoints too, serve/memory.py OUTER_WEIGHT_DTYPE), plus one
     pipeline ramp per GEMM kernel (an HBM-bound GEMM still fills its CTAs' pipelines and runs
     their epilogue: cost/gemm.py)."""
     sm = StepModel(L8, H100, Pool(tp=1), wdtype, "bf16")
     dev = compute.device(H100.gpu, "fp8" if wdtype == "fp8" else "bf16")
-    read = (L8.total_params() - L8.vocab * L8.hidden) * bytes_per_param
+    read = (L8.total_params() - 2 * L8.vocab * L8.hidden) * bytes_per_param \
+        + L8.vocab * L8.hidden * 2
     kernels = L8.layers * len(layer_ops(L8, False, Shard(seq=1, micro_batch=1)).matmuls) + 1
     st = sm.decode_step(1, 1)
     assert st.gemm_s == pytest.approx(read / dev.hbm_bytes_per_s
@@ -533,3 +535,27 @@ def test_decode_attention_has_the_measured_per_call_floor():
     pre = sm.prefill_step(1000)
     assert pre.attention_s == pytest.approx(
         L70.layers * sm._layer_attn_s(1000, 0.0, 1000 * 1001 / 2, 0.0), rel=1e-12)
+
+
+def test_fp8_checkpoints_keep_embedding_and_output_layer_16_bit():
+    """An FP8 checkpoint quantizes only the linear layers inside the blocks (NVIDIA's
+    Llama-3.x-FP8 model cards; ModelOpt's export: exclude_modules ["lm_head"]): on Llama 3
+    70B at tp 2 the embedding and the output layer (128,256 x 8,192 each, split over 2) stay
+    at 2 bytes a weight, in memory, in what a decode step reads, and in the head GEMM."""
+    from meshplan.serve.memory import decode_read_bytes, weight_bytes_per_gpu
+    pool = Pool(tp=2)
+    vocab_half = 128256 * 8192 / 2
+    blocks = (L70.total_params() - 2 * 128256 * 8192) / 2
+    assert weight_bytes_per_gpu(L70, pool, "fp8") == pytest.approx(blocks + 2 * 2 * vocab_half,
+                                                                   rel=1e-3)
+    assert weight_bytes_per_gpu(L70, pool, "bf16") == pytest.approx(2 * blocks + 2 * 2 * vocab_half,
+                                                                    rel=1e-3)
+    assert decode_read_bytes(L70, pool, "fp8") == pytest.approx(blocks + 2 * vocab_half, rel=1e-3)
+    two = make_cluster("2xH100-SXM-80GB")
+    fp8 = StepModel(L70, two, pool, "fp8", "fp8").decode_step(1, 1)
+    bf16_head = compute.gemm_time_s(compute.device(two.gpu, "bf16"), 1, 128256 / 2, 8192)
+    fp8_head = compute.gemm_time_s(compute.device(two.gpu, "fp8"), 1, 128256 / 2, 8192)
+    layers = fp8.gemm_s - bf16_head
+    assert bf16_head > 1.8 * fp8_head  # (the head is weight-bound: twice the bytes)
+    assert layers == pytest.approx(StepModel(L70, two, pool, "fp8", "fp8")._tokens_part(1, 0)[0],
+                                   rel=1e-9)

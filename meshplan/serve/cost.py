@@ -50,7 +50,8 @@ from ..cost.efficiency import NETWORK
 from ..cost.ops import ACT, MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .memory import experts_touched_share, kv_bytes_per_token_layer, window_pairs
+from .memory import (OUTER_WEIGHT_DTYPE, experts_touched_share, kv_bytes_per_token_layer,
+                     window_pairs)
 from .spec import Pool
 
 
@@ -180,6 +181,8 @@ class StepModel:
         # before the all-gather (_ep_comm_s), unquantized ones gather the 16-bit activations
         self.moe_gather_elem_bytes = 1 if weight_dtype == "fp8" else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if weight_dtype == "fp8" else "bf16")
+        # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
+        self.head_dev = compute.device(cluster.gpu, OUTER_WEIGHT_DTYPE)
         self.kv_dtype = kv_dtype
         self.stage_layers = ceil(model.layers / pool.pp)
         # layers of each kind on one stage (stages alike, up to rounding)
@@ -285,7 +288,7 @@ class StepModel:
         # output layer over the rows that need logits (vocab split over tp)
         hs = Shard(seq=max(logits, 1), micro_batch=1, tp=p.tp)
         for mm in head_ops(m, hs).matmuls:
-            gemm += gemm_s(self.dev, logits, mm.n, mm.k)
+            gemm += gemm_s(self.head_dev, logits, mm.n, mm.k)
         ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden, self.scheduler)
         tp_comm = 2 * m.layers * ar
         ep_comm = self.n_moe * p.pp * a_m
