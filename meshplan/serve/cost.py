@@ -33,6 +33,9 @@ The same kernels as training at inference shapes, composed per layer:
   own experts on them, and the expert outputs are summed by the MoE layer's tensor-parallel
   all-reduce, the one a dense MLP has (already in the two all-reduces per layer).
 - Pipeline parallel: one point-to-point send of the hidden states per stage boundary.
+- Element-wise kernels (norms, activation, FP8 input quantization): their bytes at HBM
+  bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
+  they cost at decode sizes.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
   the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps).
 
@@ -95,6 +98,29 @@ CUSTOM_AR_FIXED_S = {
     ("vllm", "hopper"): {2: 4.27e-6, 4: 4.58e-6, 8: 4.62e-6},
 }
 CUSTOM_AR_KERNEL_OF = {"sglang": "vllm"}
+
+# Kernels of a layer besides its GEMMs, attention and all-reduces, each paying a fixed time
+# (KERNEL_FLOOR_S) before its bytes: two RMSNorms with the residual add fused in and the MLP
+# activation (TensorRT-LLM's LlamaDecoderLayer: input / post_attention / next-layer RMSNorm
+# (hidden, residual) with its fusions switched off, tensorrt_llm/_torch/models/modeling_llama.py;
+# vLLM's LlamaDecoderLayer: fused_add_rms_norm twice and SiluAndMul; NVIDIA AIConfigurator's
+# Llama generation step: add_norm_1, add_norm_2, act, aic-core/.../sdk/models/gpt.py).
+LAYER_ELEMENTWISE_KERNELS = 2 + 1
+# With FP8 weights the linears whose input comes 16-bit from a norm (qkv and the MLP's first
+# GEMM, or the MoE input) quantize it in a kernel of their own first: TensorRT-LLM's
+# FP8QDQLinearMethod.apply runs static_quantize_e4m3_per_tensor before cublas_scaled_mm
+# (tensorrt_llm/_torch/modules/linear.py; fused_moe quantizes its input alike); o_proj and the
+# MLP's second GEMM take FP8 from the attention kernel and the activation (AIConfigurator
+# marks them low_precision_input). Each reads 2 and writes 1 byte per element.
+FP8_INPUT_QUANT_KERNELS = 2
+FP8_QUANT_BYTES_PER_ELEM = ACT + 1
+# Fixed time of one small kernel inside the step's CUDA graph on H100: AIConfigurator's
+# measured TensorRT-LLM 1.2.0rc5 static FP8 quantize kernel (h100_sxm/quantize/trtllm/1.2.0rc5/
+# scale_matrix_perf.parquet: m = 1-8 rows of k = 32-65,536, replayed in a CUDA graph) takes
+# 2.67-3.22 us, median 2.75, where its bytes take at most 0.5 us. The same table at m = 256
+# (6 MB) gives 4.66 us, this floor plus its bytes at HBM bandwidth 4.8 us. No such table for
+# other parts: the H100 figure stands in.
+KERNEL_FLOOR_S = 2.75e-6
 
 # Fixed time of one decode-attention call per layer, whatever the batch and context: the
 # engine's attention op (TensorRT-LLM's: RoPE and the KV-cache write, then the XQA / MMHA
@@ -181,6 +207,9 @@ class StepModel:
         # before the all-gather (_ep_comm_s), unquantized ones gather the 16-bit activations
         self.moe_gather_elem_bytes = 1 if weight_dtype == "fp8" else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if weight_dtype == "fp8" else "bf16")
+        self.fp8_inputs = weight_dtype == "fp8"
+        self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
+            FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
         # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
         self.head_dev = compute.device(cluster.gpu, OUTER_WEIGHT_DTYPE)
         self.kv_dtype = kv_dtype
@@ -220,7 +249,10 @@ class StepModel:
                 g += self._expert_gemm_s(mm, T)
             else:
                 g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
-        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s
+        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s + self.layer_kernels * KERNEL_FLOOR_S
+        if self.fp8_inputs:  # the two FP8 input-quantize kernels (FP8_INPUT_QUANT_KERNELS)
+            stream += (FP8_INPUT_QUANT_KERNELS * FP8_QUANT_BYTES_PER_ELEM * T * m.hidden
+                       / self.dev.hbm_bytes_per_s)
         return g, stream, self._ep_comm_s(ops, T) if moe else 0.0
 
     def _ep_comm_s(self, ops, T: int) -> float:
