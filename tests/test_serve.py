@@ -84,25 +84,31 @@ def test_kv_capacity_arithmetic():
     assert dp.kv_tokens == int(dp.kv_bytes // 70_272) // 16 * 16 * 8
 
 
-@pytest.mark.parametrize("engine,gpus,elements,measured_us", [
+@pytest.mark.parametrize("engine,gpus,elements,measured_us,gpu", [
     # NVIDIA AIConfigurator's H100 SXM custom all-reduce tables (bf16 elements, CUDA graph):
     # TensorRT-LLM 1.2.0rc5 and vLLM 0.19.0 ("vllm_graph"), at sizes above the 256-byte
     # ones the fixed parts were read from (held out for the fixed part + bytes form)
-    ("trtllm", 2, 16384, 3.386), ("trtllm", 4, 16384, 3.719), ("trtllm", 8, 16384, 4.233),
-    ("trtllm", 2, 65536, 3.816), ("vllm", 2, 8192, 4.41), ("vllm", 8, 8192, 5.20),
-    ("sglang", 8, 8192, 5.20),  # SGLang runs vLLM's kernel
+    ("trtllm", 2, 16384, 3.386, "H100-SXM-80GB"), ("trtllm", 4, 16384, 3.719, "H100-SXM-80GB"),
+    ("trtllm", 8, 16384, 4.233, "H100-SXM-80GB"), ("trtllm", 2, 65536, 3.816, "H100-SXM-80GB"),
+    ("vllm", 2, 8192, 4.41, "H100-SXM-80GB"), ("vllm", 8, 8192, 5.20, "H100-SXM-80GB"),
+    ("sglang", 8, 8192, 5.20, "H100-SXM-80GB"),  # SGLang runs vLLM's kernel
+    # the same tables on B200 (TensorRT-LLM 1.2.0rc5, vLLM 0.19.0) and A100 (vLLM 0.14.0)
+    ("trtllm", 8, 16384, 5.77, "B200"), ("vllm", 8, 16384, 8.24, "B200"),
+    ("vllm", 8, 16384, 6.91, "A100-SXM-80GB"),
 ])
-def test_small_allreduce_matches_the_measured_custom_kernel(engine, gpus, elements, measured_us):
+def test_small_allreduce_matches_the_measured_custom_kernel(engine, gpus, elements,
+                                                            measured_us, gpu):
     """A decode-sized all-reduce inside one NVLink node takes the engine's measured custom
     kernel time (3-5 us on H100), not two NCCL link latencies (6 us and more)."""
-    cl = make_cluster(f"{gpus}xH100-SXM-80GB")
+    cl = make_cluster(f"{gpus}x{gpu}")
     t = all_reduce_small_s(cl, gpus, 2 * elements, engine)
     assert t * 1e6 == pytest.approx(measured_us, rel=0.12)
     assert all_reduce_small_s(H100, 1, 1e6) == 0
 
 
 def test_small_allreduce_without_a_table_keeps_two_link_latencies():
-    """A part with no measured custom all-reduce (A100 here) keeps 2 link latencies + bytes."""
+    """A part and engine without a usable measured custom all-reduce (TensorRT-LLM on A100)
+    keep 2 link latencies + bytes."""
     a100 = make_cluster("8xA100-SXM-80GB")
     lat = a100.gpu.scaleup_latency_s
     t = all_reduce_small_s(a100, 8, 2 * 8192, "trtllm")  # one decode token of hidden 8192

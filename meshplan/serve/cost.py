@@ -85,9 +85,13 @@ CUSTOM_AR_MAX_BYTES = 8 * 2**20
 # Measured time of one custom all-reduce of a tiny buffer (256 B), replayed in a CUDA graph,
 # by engine and GPU generation, for 2 / 4 / 8 GPUs of one NVLink node: NVIDIA AIConfigurator's
 # tables (ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/data/h100_sxm/
-# comm/<engine>/<version>/custom_allreduce_perf.parquet): TensorRT-LLM 1.2.0rc5 (its
-# custom all-reduce, implementation "trtllm") 3.11 / 3.20 / 3.47 us; vLLM 0.19.0 (its
-# custom all-reduce, backend "vllm_graph") 4.27 / 4.58 / 4.62 us. It is the one-shot kernel's
+# comm/<engine>/<version>/custom_allreduce_perf.parquet, and the same path under a100_sxm
+# and b200_sxm): on H100 TensorRT-LLM 1.2.0rc5 (its custom all-reduce, implementation
+# "trtllm") 3.11 / 3.20 / 3.47 us, vLLM 0.19.0 (its custom all-reduce, backend "vllm_graph")
+# 4.27 / 4.58 / 4.62 us; on B200 TensorRT-LLM 1.2.0rc5 4.49 / 4.55 / 4.82, vLLM 0.19.0
+# 6.60 / 7.08 / 7.49; on A100 vLLM 0.14.0 4.87 / 5.15 / 5.66 (TensorRT-LLM 1.0.0 on A100:
+# 3.80-4.37 us at 256 B but 8.0-8.4 us on 8 GPUs from 8 kB, which this fixed + bytes form
+# does not follow, so that pair keeps the fallback). It is the one-shot kernel's
 # fixed part (the barriers and one read of the peers' flags and buffers); the bytes come on
 # top at link bandwidth. SGLang runs vLLM's kernel (its port). Where no table exists the
 # fixed part stays two link latencies (the GPU's scaleup_latency_s, NCCL's figure, which
@@ -96,6 +100,9 @@ CUSTOM_AR_MAX_BYTES = 8 * 2**20
 CUSTOM_AR_FIXED_S = {
     ("trtllm", "hopper"): {2: 3.11e-6, 4: 3.20e-6, 8: 3.47e-6},
     ("vllm", "hopper"): {2: 4.27e-6, 4: 4.58e-6, 8: 4.62e-6},
+    ("trtllm", "blackwell"): {2: 4.49e-6, 4: 4.55e-6, 8: 4.82e-6},
+    ("vllm", "blackwell"): {2: 6.60e-6, 4: 7.08e-6, 8: 7.49e-6},
+    ("vllm", "ampere"): {2: 4.87e-6, 4: 5.15e-6, 8: 5.66e-6},
 }
 CUSTOM_AR_KERNEL_OF = {"sglang": "vllm"}
 
