@@ -118,7 +118,11 @@ LAYER_ELEMENTWISE_KERNELS = 2 + 1
 # FP8QDQLinearMethod.apply runs static_quantize_e4m3_per_tensor before cublas_scaled_mm
 # (tensorrt_llm/_torch/modules/linear.py; fused_moe quantizes its input alike); o_proj and the
 # MLP's second GEMM take FP8 from the attention kernel and the activation (AIConfigurator
-# marks them low_precision_input). Each reads 2 and writes 1 byte per element.
+# marks them low_precision_input). Each reads 2 and writes 1 byte per element. TensorRT-LLM
+# folds the norms and these quantizations into its all-reduce for tp > 1 and hidden > 4096
+# only on Blackwell: NVIDIA/TensorRT-LLM#6205 enabled the AR + residual + RMSNorm + FP8 quant
+# fusion in LlamaDecoderLayer, #7768 restricted it to SM >= 100 (a regression on H100/A100);
+# that Blackwell case is not modelled here.
 FP8_INPUT_QUANT_KERNELS = 2
 FP8_QUANT_BYTES_PER_ELEM = ACT + 1
 # Fixed time of one small kernel inside the step's CUDA graph on H100: AIConfigurator's
