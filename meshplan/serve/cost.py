@@ -10,6 +10,7 @@ The same kernels as training at inference shapes, composed per layer:
   (k distinct experts each) over E experts, uniformly, the expected share touched is
   1 - (1 - k/E)^T.
 - Attention: decode reads each request's cached K/V (MLA: the latent) once per layer;
+  a fixed time per call (DECODE_ATTN_FLOOR_S, measured) plus
   max(bytes / bandwidth, FLOPs / attention FLOP/s). MLA decodes in the absorbed form
   (DeepSeek-V2 sec. 2.1.2: scores against the kv_lora_rank latent plus the RoPE key).
   Prefill chunks: causal flash attention over the chunk and the cached prefix.
@@ -20,9 +21,10 @@ The same kernels as training at inference shapes, composed per layer:
   keys (``window_pairs``), and the chunk reads min(a, w) of its a cached prefix tokens.
 - Tensor parallel: two all-reduces per layer of tokens x hidden 16-bit activations. Small
   messages are latency-bound; the engines use a one-shot custom all-reduce below a few MB
-  (vLLM csrc/custom_all_reduce.cuh, SGLang's port of it): one-shot, each rank reads the
-  n-1 peers' buffers after a barrier (two link latencies plus (n-1) x buffer / link
-  bandwidth), or two-shot (four latencies plus 2(n-1)/n x buffer / bandwidth); the ring of
+  (vLLM csrc/custom_all_reduce.cuh, SGLang's port of it; TensorRT-LLM's own): one-shot,
+  each rank reads the n-1 peers' buffers after a barrier (a measured fixed time,
+  CUSTOM_AR_FIXED_S, else two link latencies, plus (n-1) x buffer / link bandwidth), or
+  two-shot (the fixed part twice plus 2(n-1)/n x buffer / bandwidth); the ring of
   cost/collectives.py beyond 8 MiB or across nodes.
 - MoE expert parallel: dispatch and combine all-to-alls (cost/collectives.py), only with
   attention data parallelism; TensorRT-LLM all-gathers the tokens and reduce-scatters the
@@ -31,6 +33,9 @@ The same kernels as training at inference shapes, composed per layer:
   own experts on them, and the expert outputs are summed by the MoE layer's tensor-parallel
   all-reduce, the one a dense MLP has (already in the two all-reduces per layer).
 - Pipeline parallel: one point-to-point send of the hidden states per stage boundary.
+- Element-wise kernels (norms, activation, FP8 input quantization): their bytes at HBM
+  bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
+  they cost at decode sizes.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
   the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps).
 
@@ -48,7 +53,8 @@ from ..cost.efficiency import NETWORK
 from ..cost.ops import ACT, MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
-from .memory import experts_touched_share, kv_bytes_per_token_layer, window_pairs
+from .memory import (OUTER_WEIGHT_DTYPE, experts_touched_share, kv_bytes_per_token_layer,
+                     window_pairs)
 from .spec import Pool
 
 
@@ -76,6 +82,68 @@ HOST_PER_SEQ_S = 1.1e-6
 # direct reads) above. Larger buffers go to NCCL.
 ONE_SHOT_MAX_BYTES = 512 * 2**10
 CUSTOM_AR_MAX_BYTES = 8 * 2**20
+# Measured time of one custom all-reduce of a tiny buffer (256 B), replayed in a CUDA graph,
+# by engine and GPU generation, for 2 / 4 / 8 GPUs of one NVLink node: NVIDIA AIConfigurator's
+# tables (ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/data/h100_sxm/
+# comm/<engine>/<version>/custom_allreduce_perf.parquet, and the same path under a100_sxm
+# and b200_sxm): on H100 TensorRT-LLM 1.2.0rc5 (its custom all-reduce, implementation
+# "trtllm") 3.11 / 3.20 / 3.47 us, vLLM 0.19.0 (its custom all-reduce, backend "vllm_graph")
+# 4.27 / 4.58 / 4.62 us; on B200 TensorRT-LLM 1.2.0rc5 4.49 / 4.55 / 4.82, vLLM 0.19.0
+# 6.60 / 7.08 / 7.49; on A100 vLLM 0.14.0 4.87 / 5.15 / 5.66 (TensorRT-LLM 1.0.0 on A100:
+# 3.80-4.37 us at 256 B but 8.0-8.4 us on 8 GPUs from 8 kB, which this fixed + bytes form
+# does not follow, so that pair keeps the fallback). It is the one-shot kernel's
+# fixed part (the barriers and one read of the peers' flags and buffers); the bytes come on
+# top at link bandwidth. SGLang runs vLLM's kernel (its port). Where no table exists the
+# fixed part stays two link latencies (the GPU's scaleup_latency_s, NCCL's figure, which
+# gave 6.0 us on H100: 1.4-1.9x these). Two-shot pays the fixed part twice (two barrier
+# phases). A node size between the measured ones takes the next larger one's figure.
+CUSTOM_AR_FIXED_S = {
+    ("trtllm", "hopper"): {2: 3.11e-6, 4: 3.20e-6, 8: 3.47e-6},
+    ("vllm", "hopper"): {2: 4.27e-6, 4: 4.58e-6, 8: 4.62e-6},
+    ("trtllm", "blackwell"): {2: 4.49e-6, 4: 4.55e-6, 8: 4.82e-6},
+    ("vllm", "blackwell"): {2: 6.60e-6, 4: 7.08e-6, 8: 7.49e-6},
+    ("vllm", "ampere"): {2: 4.87e-6, 4: 5.15e-6, 8: 5.66e-6},
+}
+CUSTOM_AR_KERNEL_OF = {"sglang": "vllm"}
+
+# Kernels of a layer besides its GEMMs, attention and all-reduces, each paying a fixed time
+# (KERNEL_FLOOR_S) before its bytes: two RMSNorms with the residual add fused in and the MLP
+# activation (TensorRT-LLM's LlamaDecoderLayer: input / post_attention / next-layer RMSNorm
+# (hidden, residual) with its fusions switched off, tensorrt_llm/_torch/models/modeling_llama.py;
+# vLLM's LlamaDecoderLayer: fused_add_rms_norm twice and SiluAndMul; NVIDIA AIConfigurator's
+# Llama generation step: add_norm_1, add_norm_2, act, aic-core/.../sdk/models/gpt.py).
+LAYER_ELEMENTWISE_KERNELS = 2 + 1
+# With FP8 weights the linears whose input comes 16-bit from a norm (qkv and the MLP's first
+# GEMM, or the MoE input) quantize it in a kernel of their own first: TensorRT-LLM's
+# FP8QDQLinearMethod.apply runs static_quantize_e4m3_per_tensor before cublas_scaled_mm
+# (tensorrt_llm/_torch/modules/linear.py; fused_moe quantizes its input alike); o_proj and the
+# MLP's second GEMM take FP8 from the attention kernel and the activation (AIConfigurator
+# marks them low_precision_input). Each reads 2 and writes 1 byte per element. TensorRT-LLM
+# folds the norms and these quantizations into its all-reduce for tp > 1 and hidden > 4096
+# only on Blackwell: NVIDIA/TensorRT-LLM#6205 enabled the AR + residual + RMSNorm + FP8 quant
+# fusion in LlamaDecoderLayer, #7768 restricted it to SM >= 100 (a regression on H100/A100);
+# that Blackwell case is not modelled here.
+FP8_INPUT_QUANT_KERNELS = 2
+FP8_QUANT_BYTES_PER_ELEM = ACT + 1
+# Fixed time of one small kernel inside the step's CUDA graph on H100: AIConfigurator's
+# measured TensorRT-LLM 1.2.0rc5 static FP8 quantize kernel (h100_sxm/quantize/trtllm/1.2.0rc5/
+# scale_matrix_perf.parquet: m = 1-8 rows of k = 32-65,536, replayed in a CUDA graph) takes
+# 2.67-3.22 us, median 2.75, where its bytes take at most 0.5 us. The same table at m = 256
+# (6 MB) gives 4.66 us, this floor plus its bytes at HBM bandwidth 4.8 us. No such table for
+# other parts: the H100 figure stands in.
+KERNEL_FLOOR_S = 2.75e-6
+
+# Fixed time of one decode-attention call per layer, whatever the batch and context: the
+# engine's attention op (TensorRT-LLM's: RoPE and the KV-cache write, then the XQA / MMHA
+# generation kernel) at a handful of cached tokens. NVIDIA AIConfigurator's measured
+# TensorRT-LLM 1.2.0rc5 table for H100 SXM (ai-dynamo/aiconfigurator, aic-core/src/
+# aiconfigurator_core/systems/data/h100_sxm/attention/trtllm/1.2.0rc5/
+# generation_attention_perf.parquet; collector/trtllm/collect_attn.py times the op's forward
+# replayed in a CUDA graph): 32 query / 4 KV heads, head dim 128, FP8 KV cache (Llama 3 70B
+# at tp 2), 2 to 64 cached tokens: 5.9-6.4 us at batch 1, 2, 4 and 8 alike, where the KV
+# bytes (at most 0.5 MB) take 0.2 us at HBM bandwidth. The cached tokens' bytes (or FLOPs)
+# come on top (_layer_attn_s). No such table for other parts: the H100 figure stands in.
+DECODE_ATTN_FLOOR_S = 6.0e-6
 
 
 @dataclass(frozen=True)
@@ -106,8 +174,17 @@ def gemm_s(dev: compute.Device, m: float, n: float, k: float, count: float = 1.0
     return compute.gemm_time_s(dev, m, n, k, count)
 
 
-def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float) -> float:
-    """All-reduce as the serving engines run it inside a node (see module docstring)."""
+def custom_ar_fixed_s(cluster: Cluster, size: int, engine: str = "vllm") -> float:
+    """Fixed part of one one-shot custom all-reduce over ``size`` GPUs (CUSTOM_AR_FIXED_S)."""
+    table = CUSTOM_AR_FIXED_S.get((CUSTOM_AR_KERNEL_OF.get(engine, engine),
+                                   cluster.gpu.generation), {})
+    larger = [n for n in table if n >= size]
+    return table[min(larger)] if larger else 2 * cluster.gpu.scaleup_latency_s
+
+
+def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float,
+                       engine: str = "vllm") -> float:
+    """All-reduce as the serving ``engine`` runs it inside a node (see module docstring)."""
     if size <= 1 or buffer_bytes <= 0:
         return 0.0
     p = collectives.placement(((size, 1),), cluster.domain_size)
@@ -115,11 +192,11 @@ def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float) -> floa
     if p.nodes > 1 or buffer_bytes > CUSTOM_AR_MAX_BYTES:
         return ring
     link = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
-    lat = cluster.gpu.scaleup_latency_s
+    fixed = custom_ar_fixed_s(cluster, size, engine)
     if buffer_bytes <= ONE_SHOT_MAX_BYTES:
-        custom = 2 * lat + (size - 1) * buffer_bytes / link
+        custom = fixed + (size - 1) * buffer_bytes / link
     else:
-        custom = 4 * lat + 2 * (size - 1) / size * buffer_bytes / link
+        custom = 2 * fixed + 2 * (size - 1) / size * buffer_bytes / link
     return min(ring, custom)
 
 
@@ -141,6 +218,11 @@ class StepModel:
         # before the all-gather (_ep_comm_s), unquantized ones gather the 16-bit activations
         self.moe_gather_elem_bytes = 1 if weight_dtype == "fp8" else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if weight_dtype == "fp8" else "bf16")
+        self.fp8_inputs = weight_dtype == "fp8"
+        self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
+            FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
+        # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
+        self.head_dev = compute.device(cluster.gpu, OUTER_WEIGHT_DTYPE)
         self.kv_dtype = kv_dtype
         self.stage_layers = ceil(model.layers / pool.pp)
         # layers of each kind on one stage (stages alike, up to rounding)
@@ -178,7 +260,10 @@ class StepModel:
                 g += self._expert_gemm_s(mm, T)
             else:
                 g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
-        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s
+        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s + self.layer_kernels * KERNEL_FLOOR_S
+        if self.fp8_inputs:  # the two FP8 input-quantize kernels (FP8_INPUT_QUANT_KERNELS)
+            stream += (FP8_INPUT_QUANT_KERNELS * FP8_QUANT_BYTES_PER_ELEM * T * m.hidden
+                       / self.dev.hbm_bytes_per_s)
         return g, stream, self._ep_comm_s(ops, T) if moe else 0.0
 
     def _ep_comm_s(self, ops, T: int) -> float:
@@ -246,8 +331,8 @@ class StepModel:
         # output layer over the rows that need logits (vocab split over tp)
         hs = Shard(seq=max(logits, 1), micro_batch=1, tp=p.tp)
         for mm in head_ops(m, hs).matmuls:
-            gemm += gemm_s(self.dev, logits, mm.n, mm.k)
-        ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden)
+            gemm += gemm_s(self.head_dev, logits, mm.n, mm.k)
+        ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden, self.scheduler)
         tp_comm = 2 * m.layers * ar
         ep_comm = self.n_moe * p.pp * a_m
         pp_comm = 0.0
@@ -334,11 +419,14 @@ class StepModel:
 
     def _layer_attn_s(self, tokens: int, decode_ctx_tokens: float, prefill_pairs: float,
                       prefill_ctx_tokens: float) -> float:
-        """Attention seconds of one layer: decode reads (memory- or FLOP-bound) plus prefill
-        chunks (FLOP-bound or reading their prefix and writing the new tokens' K/V)."""
+        """Attention seconds of one layer: decode reads (memory- or FLOP-bound, after the
+        call's fixed DECODE_ATTN_FLOOR_S) plus prefill chunks (FLOP-bound or reading their
+        prefix and writing the new tokens' K/V)."""
         kv_bytes = (decode_ctx_tokens + prefill_ctx_tokens + tokens) * self.kv_layer_bytes
         dec = max(decode_ctx_tokens * self.decode_attn_flops_per_ctx / self.attn_flops_s,
                   (decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
+        if decode_ctx_tokens > 0:  # one generation-attention call (DECODE_ATTN_FLOOR_S)
+            dec += DECODE_ATTN_FLOOR_S
         pre = max(prefill_pairs * self.prefill_attn_flops_per_pair / self.prefill_attn_flops_s,
                   (kv_bytes - decode_ctx_tokens * self.kv_layer_bytes) / self.dev.hbm_bytes_per_s)
         return dec + pre

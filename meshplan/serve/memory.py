@@ -154,6 +154,19 @@ def _shard(pool: Pool) -> Shard:
     return Shard(seq=1, micro_batch=1, tp=pool.tp, ep=pool.ep, etp=etp)
 
 
+# The input embedding and the output layer keep 16-bit weights in quantized checkpoints: an
+# FP8 checkpoint quantizes "only the weights and activations of the linear operators within
+# transformers blocks" (NVIDIA's model cards of nvidia/Llama-3.1-70B-Instruct-FP8,
+# Llama-3.3-70B-Instruct-FP8, Llama-3.1-405B-Instruct-FP8: TensorRT Model Optimizer), whose HF
+# export writes "exclude_modules": ["lm_head"] for FP8 (NVIDIA/TensorRT-Model-Optimizer
+# modelopt/torch/export/unified_export_hf.py; the embedding is no linear operator); AMD
+# Quark's FP8 checkpoints list lm_head in ignored_layers alike
+# (amd/Meta-Llama-3.1-70B-Instruct-FP8-KV config.json). Training's FP8 recipes keep the
+# output head 16-bit too (cost/fp8_recipe.py). The engines run the 16-bit head GEMM
+# (serve/cost.py).
+OUTER_WEIGHT_DTYPE = "bf16"
+
+
 def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> float:
     """Weights on the fullest GPU: its pipeline stage's layers plus embedding or output layer.
     A tied output layer (tie_word_embeddings) on the embedding's own stage is the same
@@ -163,14 +176,15 @@ def weight_bytes_per_gpu(model: ModelSpec, pool: Pool, weight_dtype: str) -> flo
     dense = layer_ops(model, False, s)
     moe = layer_ops(model, True, s) if model.is_moe else None
     per_layer = [(moe if model.layer_is_moe(i) else dense) for i in range(model.layers)]
+    wb, ob = DTYPE_BYTES[weight_dtype], DTYPE_BYTES[OUTER_WEIGHT_DTYPE]
     params = [o.params + o.expert_params for o in per_layer]
     stage = ceil(model.layers / pool.pp)
-    stages = [sum(params[i:i + stage]) for i in range(0, model.layers, stage)]
-    stages[0] += embedding_ops(model, s).params
-    stages[-1] += head_ops(model, s).params
+    stages = [sum(params[i:i + stage]) * wb for i in range(0, model.layers, stage)]
+    stages[0] += embedding_ops(model, s).params * ob
+    stages[-1] += head_ops(model, s).params * ob
     if model.tied_embeddings and len(stages) == 1:
-        stages[0] -= model.vocab * model.hidden / pool.tp
-    return max(stages) * DTYPE_BYTES[weight_dtype]
+        stages[0] -= model.vocab * model.hidden / pool.tp * ob
+    return max(stages)
 
 
 def experts_touched_share(model: ModelSpec, tokens: float) -> float:
@@ -191,9 +205,8 @@ def decode_read_bytes(model: ModelSpec, pool: Pool, weight_dtype: str,
     s = _shard(pool)
     share = experts_touched_share(model, tokens * pool.attn_dp)
     per_layer = [layer_ops(model, model.layer_is_moe(i), s) for i in range(model.layers)]
-    params = (sum(o.params + share * o.expert_params for o in per_layer)
-              + head_ops(model, s).params)
-    return params * DTYPE_BYTES[weight_dtype]
+    return (sum(o.params + share * o.expert_params for o in per_layer) * DTYPE_BYTES[weight_dtype]
+            + head_ops(model, s).params * DTYPE_BYTES[OUTER_WEIGHT_DTYPE])
 
 
 def activation_bytes(model: ModelSpec, pool: Pool) -> float:
