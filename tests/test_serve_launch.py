@@ -155,6 +155,19 @@ def test_fp8_weights_need_the_engines_compute_capability(engine, gpus, refused):
         assert run()
 
 
+def test_a_checkpoint_of_another_method_is_not_refused_for_a_flag_not_written():
+    """gpt-oss ships MXFP4 weights: --weights fp8 writes no --quantization fp8 for it (the
+    engines load the checkpoint's method; quantization_args), so the compute-capability rule
+    of --quantization fp8 does not apply; the same plan of an unquantized model is refused."""
+    plan, v100 = ServePlan((Pool(tp=8),), "fp8"), make_cluster("8xV100-SXM-32GB")
+    oss = load_model("gpt-oss-20b")
+    assert oss.checkpoint_quant == "mxfp4"
+    argv = [a for _, cmd in commands("vllm", plan, oss, "m", v100, 2300) for a in cmd]
+    assert "--quantization" not in argv
+    with pytest.raises(InputError, match="compute capability"):
+        commands("vllm", plan, load_model("llama3.1-8b"), "m", v100, 2300)
+
+
 def _serve(*args, cwd):
     return subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", *args],
                           capture_output=True, text=True, timeout=300, cwd=cwd)

@@ -231,12 +231,12 @@ def _run(args) -> int:
         from ..serve.export import check_expressible
         from ..serve.search import candidate_plans
         if plans:
-            check_expressible(args.export, plans[0], cluster)
+            check_expressible(args.export, plans[0], cluster, model.checkpoint_quant)
         else:
             plans, refused = [], set()
             for pl in candidate_plans(model, cluster, weights, kv, not args.aggregated_only):
                 try:
-                    check_expressible(args.export, pl, cluster)
+                    check_expressible(args.export, pl, cluster, model.checkpoint_quant)
                     plans.append(pl)
                 except InputError as e:
                     refused.add(e.allowed)

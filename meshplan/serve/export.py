@@ -216,7 +216,8 @@ def server_args(engine: str, s: Server, plan: ServePlan, model_id: str, max_len:
     return a
 
 
-def check_expressible(engine: str, plan: ServePlan, cluster: Cluster) -> None:
+def check_expressible(engine: str, plan: ServePlan, cluster: Cluster,
+                      checkpoint_quant: str = "") -> None:
     """InputError if ``engine`` cannot launch ``plan`` on ``cluster`` from the exported script;
     the search with --export keeps only the plans that pass."""
     if engine not in ENGINES:
@@ -234,7 +235,8 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster) -> None:
                 " (its KV connectors ship example proxies, no launcher): export with --export"
                 " sglang, or serve an aggregated plan")
     cc, need = cluster.gpu.compute_capability, FP8_MIN_CAPABILITY[engine]
-    if plan.weight_dtype == "fp8" and 0 < cc < need:
+    # (only where the flag is written: a checkpoint of another method loads as that method)
+    if quantization_args(plan, checkpoint_quant) and 0 < cc < need:
         _refuse(engine, f"--weights fp8 is --quantization fp8, which {ENGINE_NAMES[engine]} loads"
                 f" only from compute capability {need:g} on; {cluster.gpu.name} is {cc:g}: use"
                 " --weights bf16")
@@ -273,7 +275,7 @@ def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, clus
              max_len: int) -> list[tuple[str, list[str]]]:
     """(label, argv) per replica, then the router. Environment goes in front of the argv.
     ``max_len``: the longest request (prompt + output) the servers must take."""
-    check_expressible(engine, plan, cluster)
+    check_expressible(engine, plan, cluster, model.checkpoint_quant)
     out = []
     placed = servers(engine, plan, cluster)
     for s in placed:
