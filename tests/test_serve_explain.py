@@ -112,3 +112,26 @@ def test_when_no_plan_meets_the_whole_cluster_preference_is_named():
     line = why(cand(30, 22.6, gpus=8, ok=False), cand(30, 14.3, gpus=4, ok=False), slo)
     assert "no plan meets" in line and "whole cluster (8 GPUs against 4" in line
     assert "2260% of the target against 1430%" in line
+
+
+def test_keeping_up_with_the_load_is_said_when_it_decides():
+    """The search ranks a plan that keeps up with the offered rate (search.keeps_up: it
+    finishes requests at 90% or more of the rate they arrive) before one that does not,
+    right after meeting the SLO; 'why #1 wins' skipped that rule and named a later one."""
+    from meshplan.serve.search import keeps_up
+    from meshplan.serve.traffic import Lengths, synthetic
+
+    tr = synthetic(100, Lengths(100, 100), Lengths(10, 10), rate_per_s=1.0, seed=0)
+    arrive = [float(i) for i in range(100)]
+
+    def ran(finish):
+        c = cand(100, 10)
+        c.ok = True
+        c.result.arrival_s, c.result.finish_s = arrive, finish
+        return c
+
+    steady = ran([a + 1.0 for a in arrive])
+    behind = ran([2.0 * a + 1.0 for a in arrive])  # finishes at half the arrival rate
+    assert keeps_up(steady, tr) and not keeps_up(behind, tr)
+    line = _why_first(steady, behind, SimpleNamespace(slo=SLO()), traffic=tr)
+    assert line.startswith("ranked first: it keeps up with the offered load and #2 does not")

@@ -7,7 +7,7 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .cost import StepModel
 from .memory import decode_read_bytes, experts_touched_share, weight_bytes_per_gpu
-from .search import GOODPUT_PLANS, Candidate, SearchResult, headroom
+from .search import GOODPUT_PLANS, Candidate, SearchResult, headroom, keeps_up
 from .simulate import percentile
 from .traffic import Traffic
 
@@ -34,12 +34,18 @@ def _lat(c: Candidate, q: float) -> str:
 
 
 def _why_first(w: Candidate, nxt: Candidate, res: SearchResult, min_gpus: bool = False,
-               offline: bool = False) -> str:
+               traffic: Traffic | None = None) -> str:
     """The rule that put ``w`` ahead of ``nxt``, in the order the ranking applies them
-    (search.search's order, then the goodput re-rank of commands/serve.py)."""
+    (search.search's order, then the goodput re-rank of commands/serve.py). ``traffic``:
+    the trace ranked on (its keeps-up rule and offline order; None leaves them out)."""
     slo = res.slo
+    offline = traffic is not None and traffic.offline
     if w.meets(slo) != nxt.meets(slo):
         return f"ranked first: it meets {slo.describe()} and #2 does not"
+    if traffic is not None and keeps_up(w, traffic) != keeps_up(nxt, traffic):
+        return ("ranked first: it keeps up with the offered load and #2 does not (#2 finishes"
+                " requests at under 90% of the rate they arrive: its queue grows without bound,"
+                " so its latencies depend on the trace's length)")
     if not w.meets(slo) and (slo.ttft_s is not None or slo.tpot_s is not None):
         # neither meets it: both orders rank the rest by headroom (after the whole-cluster
         # preference without --min-gpus); no sentence about meeting the SLO applies
@@ -96,7 +102,7 @@ def explain(model: ModelSpec, cluster: Cluster, traffic: Traffic, res: SearchRes
     out = [f"#1 {plan.describe()}: {_lat(w, q)}"
            + ("" if w.meets(res.slo) else f" (misses {res.slo.describe()})")]
     if len(res.ranked) > 1:
-        out.append(_why_first(w, res.ranked[1], res, min_gpus, traffic.offline))
+        out.append(_why_first(w, res.ranked[1], res, min_gpus, traffic))
     if not w.result.tpot_s:  # every request ends at its first token: nothing decodes
         out.append("no request decodes (one output token each): TTFT is the whole latency")
     else:
