@@ -27,7 +27,7 @@ def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = No
         if s:
             out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s)
         elif stated is not None:
-            blank = engine_spread.blank_knobs(set(stated), sc.workload.framework)
+            blank = engine_spread.blank_knobs_of(e.plan, sc.model, stated, sc.workload.framework)
             out[e.plan] = engine_spread.widen(
                 iv, engine_spread.spread(e, sc.model, sc.cluster, sc.workload, blank))
         else:
@@ -249,8 +249,8 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
     # each plan's "interval" is around its closed-form step_time_s, as `meshplan predict
     # --json` gives it; a simulated plan also carries the interval around its simulated
     # step, as `meshplan simulate --json` gives it (the text table shows that one)
-    # ``stated``: the plan fields the command named as `predict` counts them (a label's own
-    # fields are not: commands/_common.plan_stated); default: the search's pins
+    # ``stated``: the plan fields the command named (with each plan's own label's fields, as
+    # `predict --plan LABEL` counts them: engine_spread.blank_knobs_of); default: the search's pins
     closed = intervals_of(sc, r.top, stated=r.pins if stated is None else stated)
     ivs = intervals_of(sc, r.top, r.simulated)
     return {

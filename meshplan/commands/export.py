@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..export import ENGINES, render, write
-from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
+from ._common import (add_plan_args, add_scenario_args, plan_from_args, plan_stated,
+                      scenario_from_args)
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
@@ -25,7 +26,7 @@ def _export(args) -> int:
     check_generation(prof, sc.cluster.gpu)
     # the scenario predict reads, with its plan: what the file stated (plan_stated,
     # cluster_stated), its pool and its profile travel with it (they were dropped)
-    sc = replace(sc, plan=plan_from_args(args, sc))
+    sc = replace(sc, plan=plan_from_args(args, sc), plan_stated=frozenset(plan_stated(args, sc)))
     rendered = render(sc, args.to)
     for path in write(rendered, args.out):
         print(path)
