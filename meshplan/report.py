@@ -7,7 +7,7 @@ from .engines import ENGINE_NAMES
 
 from .cost import Estimate
 from .cost.memory import reserved_bytes
-from .uncertainty import Interval, interval, scaled, verdict
+from .uncertainty import Interval, around_simulation, interval, scaled, verdict
 from .scenario import Scenario
 from .search.search import SearchResult, explain
 
@@ -16,7 +16,9 @@ GiB = 2**30
 
 def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = None,
                  stated=None) -> dict:
-    """Plan -> 10-90% Interval, around the simulated step time where there is one. With
+    """Plan -> 10-90% Interval, around the simulated step time where there is one (the memory
+    band stays around the closed-form peak the tables and verdicts print; `meshplan simulate`
+    and plan --json's simulated_interval are around the simulated peak: around_simulation). With
     ``stated`` (the plan fields the command named), the MoE engine knobs not among them widen
     the closed-form interval as `meshplan predict` widens it for a plan that does not name
     them (engine_spread.py); the simulated one is `meshplan simulate`'s, not widened."""
@@ -252,7 +254,10 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
     # ``stated``: the plan fields the command named (with each plan's own label's fields, as
     # `predict --plan LABEL` counts them: engine_spread.blank_knobs_of); default: the search's pins
     closed = intervals_of(sc, r.top, stated=r.pins if stated is None else stated)
-    ivs = intervals_of(sc, r.top, r.simulated)
+    ivs = {e.plan: around_simulation(interval(e, sc.model, sc.cluster,
+                                              framework=sc.workload.framework),
+                                     e, r.simulated[e.plan])
+           for e in r.top if e.plan in r.simulated}
     return {
         "scenario": scenario_line(sc),
         "engine": r.engine,
