@@ -269,11 +269,15 @@ def around_peak(iv: Interval, peak_bytes: float, fragmentation_bytes: float) -> 
     ``fragmentation_bytes`` is the allocator's cache: the class's factors times the peak, the
     90th percentile capped as peak_p90_gib caps it, and what tensors hold (the peak less the
     cache) for the "may not fit" test. interval() applies it to the closed-form peak and
-    around_simulation() to the simulated one, so both read the same rule."""
+    around_simulation() to the simulated one, so both read the same rule. The 10th
+    percentile is never above the point, as the 90th is never below it: a class whose peaks
+    all ran above the model (deepspeed/ampere, factors 1.015-1.163) would otherwise put the
+    point outside its own band (and, on a peak held at the GPU's capacity by the allocator's
+    cache, a 10th percentile over the capacity)."""
     mem = peak_bytes / GiB
     held_p90 = (peak_bytes - fragmentation_bytes) / GiB * iv.memory_factors[1]
     return dataclasses.replace(
-        iv, peak_memory_gib=(mem * iv.memory_factors[0],
+        iv, peak_memory_gib=(min(mem * iv.memory_factors[0], mem),
                              peak_p90_gib(mem, iv.memory_factors[1], iv.capacity_gib, held_p90)),
         held_p90_gib=held_p90)
 
