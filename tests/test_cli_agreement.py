@@ -198,3 +198,26 @@ def test_plan_toml_reads_back_predicts_interval_and_plan(tmp_path, capsys, label
                  str(tmp_path / "again")]) == 0
     capsys.readouterr()
     assert (tmp_path / "again/plan.toml").read_text() == (out / "plan.toml").read_text()
+
+
+def test_a_plan_searched_for_an_engine_goes_through_plan_toml(tmp_path, capsys):
+    """`plan --engine megatron` costs plans as Megatron-LM runs them, but `export --to
+    meshplan` took no --engine, so plan.toml could only be predicted as meshplan's own runtime
+    runs it (its kernels, FP8 recipe and memory class). export takes --engine now; plan.toml names the framework and
+    `predict --scenario` prints what `predict --engine megatron --plan LABEL` prints."""
+    t = _json(["plan", *M, "--engine", "megatron", "--tp", "1", "--pp", "1", "--top", "1"],
+              capsys)["top"][0]
+    out = tmp_path / "pe"
+    assert main(["export", *M, "--plan", t["label"], "--engine", "megatron", "--to", "meshplan",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    back = _json(["predict", "--scenario", str(out / "plan.toml")], capsys)
+    assert back["label"] == t["label"]
+    assert back["step_time_s"] == t["step_time_s"] and back["interval"] == t["interval"]
+    assert 'framework = "megatron"' in (out / "plan.toml").read_text()
+    # an engine that is not the one written for is refused in one line, nothing written
+    rc = main(["export", *M, "--plan", t["label"], "--engine", "torchtitan", "--to", "megatron",
+               "--out", str(tmp_path / "mg")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--engine='torchtitan'" in err[0]
+    assert not (tmp_path / "mg").exists()
