@@ -135,3 +135,21 @@ def test_rerank_orders_by_simulated_step_and_drops_unrunnable_schedules():
     steps = [s.step_time_s for s in sims]
     assert steps == sorted(steps)
     assert [s.plan.schedule for s in sims] == ["zb_v", "1f1b"]
+
+
+def test_json_memory_carries_its_unit_and_sums_to_the_peak(capsys):
+    """simulate --json gave its per-rank memory as 'memory_parts', in bytes with no unit in
+    the name (plan and predict give 'memory_per_stage_gib'): now 'memory_per_rank_bytes',
+    whose fullest rank sums to peak_memory_bytes, and each part, activations and the
+    allocator's cache aside (simulated), is the closed form's that predict prints in GiB."""
+    assert main(BASE + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "memory_parts" not in d
+    ranks = d["memory_per_rank_bytes"]
+    assert max(sum(r.values()) for r in ranks) == pytest.approx(d["peak_memory_bytes"], rel=1e-12)
+    assert main(["predict"] + BASE[1:] + ["--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)["memory_per_stage_gib"]
+    for r, p in zip(ranks, pred):
+        for k, v in r.items():
+            if k not in ("activations", "allocator_fragmentation"):
+                assert v / 2**30 == pytest.approx(p[k], rel=1e-12), k

@@ -131,7 +131,7 @@ def _run(args) -> int:
                "closed_form_parts": est.step_time.parts,
                "tokens_per_s_per_gpu": ps.tokens_per_s_per_gpu, "mfu": ps.mfu,
                "fits": ps.fits, "peak_memory_bytes": ps.peak_memory_bytes,
-               "memory_parts": ps.memory_parts, "simulation": sim.summary(),
+               "memory_per_rank_bytes": ps.memory_parts, "simulation": sim.summary(),
                "written": written}
         print(json.dumps(out, indent=2))
         return 0
