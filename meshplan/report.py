@@ -265,6 +265,9 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
         "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
         "top": [estimate_json(e, closed[e.plan])
                 | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s,
+                    # the table's tok/s/GPU and MFU columns, as `simulate --json` gives them
+                    "simulated_tokens_per_s_per_gpu": r.simulated[e.plan].tokens_per_s_per_gpu,
+                    "simulated_mfu": r.simulated[e.plan].mfu,
                     "simulated_interval": ivs[e.plan].to_json()}
                    if e.plan in r.simulated else {"simulated_step_time_s": None,
                                                    "not_simulated": _not_simulated(e)})

@@ -40,7 +40,9 @@ def test_simulated_interval_is_simulates_memory_too(capsys):
     scaled its band by the simulated peak over the closed-form one (and scaled the capped
     90th percentile with it): on this case 12.98 GiB closed form, 13.40 GiB simulated. Both
     come from uncertainty.around_simulation now (the plan's text table and verdicts stay on
-    the closed-form peak, as `predict` prints it)."""
+    the closed-form peak, as `predict` prints it). The table's tok/s/GPU and MFU columns are
+    the simulation's; --json had only the closed-form ones (now simulated_tokens_per_s_per_gpu,
+    simulated_mfu)."""
     a = ["--model", "llama3.1-8b", "--gpus", "16xH200-SXM-141GB", "--seq-len", "2048",
          "--global-batch", "2"]
     top = _json(["plan", *a, "--pp", "2", "--top", "2", "--json"], capsys)["top"]
@@ -49,5 +51,8 @@ def test_simulated_interval_is_simulates_memory_too(capsys):
         sim = _json(["simulate", *a, "--plan", t["label"], "--json"], capsys)
         assert sim["peak_memory_bytes"] != t["peak_memory_gib"] * 2**30  # a case that tells
         assert t["simulated_interval"] == sim["interval"]
+        # the text table's tok/s/GPU and MFU follow the simulation: --json gives them too
+        assert t["simulated_tokens_per_s_per_gpu"] == sim["tokens_per_s_per_gpu"]
+        assert t["simulated_mfu"] == sim["mfu"]
         lo, hi = sim["interval"]["peak_memory_gib_p10_p90"]
         assert lo <= sim["peak_memory_bytes"] / 2**30 <= hi
