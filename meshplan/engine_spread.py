@@ -69,10 +69,28 @@ def blank_knobs(stated: set[str] | frozenset[str], framework: str) -> tuple[str,
     return tuple(k for k in KNOB_VALUES if k not in stated)
 
 
+def has_expert_all_to_all(model, plan) -> bool:
+    """Only an MoE model with expert parallelism has an expert all-to-all to dispatch or hide:
+    elsewhere the knobs change nothing."""
+    return bool(model.is_moe) and plan.ep > 1
+
+
+def blank_knobs_of(plan, model, stated, framework: str) -> tuple[str, ...]:
+    """The blank knobs of ``plan`` as `meshplan predict --plan LABEL` counts them: the fields
+    a command named (``stated``) and those the plan's own label names (plan_label.py prints
+    every knob off its default, e.g. ``epo``, ``deepep``) are stated. Every command that
+    shows or writes a plan's interval takes its blank knobs from here, so that ``plan
+    --json``, ``predict --plan LABEL`` and ``predict --scenario plan.toml`` widen alike."""
+    from .plan_label import format_label, label_fields
+    if not has_expert_all_to_all(model, plan):
+        return ()
+    return blank_knobs(set(stated) | set(label_fields(format_label(plan))), framework)
+
+
 def spread(est, model, cluster, workload, blank: tuple[str, ...]) -> Spread:
     """Re-estimate ``est``'s plan at every other combination of the ``blank`` knobs."""
     plan = est.plan
-    if not blank or not model.is_moe or plan.ep <= 1:
+    if not blank or not has_expert_all_to_all(model, plan):
         return NONE
     from .cost import estimate
     point = est.tokens_per_s_per_gpu

@@ -7,7 +7,7 @@ from .engines import ENGINE_NAMES
 
 from .cost import Estimate
 from .cost.memory import reserved_bytes
-from .uncertainty import Interval, interval, scaled, verdict
+from .uncertainty import Interval, around_simulation, interval, scaled, verdict
 from .scenario import Scenario
 from .search.search import SearchResult, explain
 
@@ -16,7 +16,9 @@ GiB = 2**30
 
 def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = None,
                  stated=None) -> dict:
-    """Plan -> 10-90% Interval, around the simulated step time where there is one. With
+    """Plan -> 10-90% Interval, around the simulated step time where there is one (the memory
+    band stays around the closed-form peak the tables and verdicts print; `meshplan simulate`
+    and plan --json's simulated_interval are around the simulated peak: around_simulation). With
     ``stated`` (the plan fields the command named), the MoE engine knobs not among them widen
     the closed-form interval as `meshplan predict` widens it for a plan that does not name
     them (engine_spread.py); the simulated one is `meshplan simulate`'s, not widened."""
@@ -27,7 +29,7 @@ def intervals_of(sc: Scenario, ests: list[Estimate], simulated: dict | None = No
         if s:
             out[e.plan] = scaled(iv, s.step_time_s, e.step_time_s)
         elif stated is not None:
-            blank = engine_spread.blank_knobs(set(stated), sc.workload.framework)
+            blank = engine_spread.blank_knobs_of(e.plan, sc.model, stated, sc.workload.framework)
             out[e.plan] = engine_spread.widen(
                 iv, engine_spread.spread(e, sc.model, sc.cluster, sc.workload, blank))
         else:
@@ -249,10 +251,13 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
     # each plan's "interval" is around its closed-form step_time_s, as `meshplan predict
     # --json` gives it; a simulated plan also carries the interval around its simulated
     # step, as `meshplan simulate --json` gives it (the text table shows that one)
-    # ``stated``: the plan fields the command named as `predict` counts them (a label's own
-    # fields are not: commands/_common.plan_stated); default: the search's pins
+    # ``stated``: the plan fields the command named (with each plan's own label's fields, as
+    # `predict --plan LABEL` counts them: engine_spread.blank_knobs_of); default: the search's pins
     closed = intervals_of(sc, r.top, stated=r.pins if stated is None else stated)
-    ivs = intervals_of(sc, r.top, r.simulated)
+    ivs = {e.plan: around_simulation(interval(e, sc.model, sc.cluster,
+                                              framework=sc.workload.framework),
+                                     e, r.simulated[e.plan])
+           for e in r.top if e.plan in r.simulated}
     return {
         "scenario": scenario_line(sc),
         "engine": r.engine,
@@ -260,6 +265,9 @@ def search_json(sc: Scenario, r: SearchResult, stated: set | None = None) -> dic
         "rejected": dict(r.rejected), "elapsed_s": r.elapsed_s,
         "top": [estimate_json(e, closed[e.plan])
                 | ({"simulated_step_time_s": r.simulated[e.plan].step_time_s,
+                    # the table's tok/s/GPU and MFU columns, as `simulate --json` gives them
+                    "simulated_tokens_per_s_per_gpu": r.simulated[e.plan].tokens_per_s_per_gpu,
+                    "simulated_mfu": r.simulated[e.plan].mfu,
                     "simulated_interval": ivs[e.plan].to_json()}
                    if e.plan in r.simulated else {"simulated_step_time_s": None,
                                                    "not_simulated": _not_simulated(e)})

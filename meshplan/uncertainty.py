@@ -253,18 +253,43 @@ def interval(est, model, cluster, data: dict | None = None, framework: str = "")
     tps = est.tokens_per_s_per_gpu
     step = est.step_time_s
     mmu, msig, mkey = memory_terms(data, framework, gen)
-    mem = est.peak_memory_bytes / GiB
     mf = _memory_band(mmu, msig)
     peak = est.peak_candidates[est.peak_memory_rank].parts
-    held = (est.peak_memory_bytes - peak.get("allocator_fragmentation", 0.0)) / GiB
-    cap = est.capacity_bytes / GiB
-    return Interval(
+    iv = Interval(
         step_time_s=(step / hi_f, step / lo_f),
         tokens_per_s_per_gpu=(tps * lo_f, tps * hi_f),
-        peak_memory_gib=(mem * mf[0], peak_p90_gib(mem, mf[1], cap, held * mf[1])),
-        throughput_class=tkey, memory_class=mkey, capacity_gib=cap,
-        memory_factors=mf, held_p90_gib=held * mf[1],
-        memory_class_measured=memory_class_measured(data, framework, gen))
+        peak_memory_gib=(0.0, 0.0),
+        throughput_class=tkey, memory_class=mkey, capacity_gib=est.capacity_bytes / GiB,
+        memory_factors=mf, memory_class_measured=memory_class_measured(data, framework, gen))
+    return around_peak(iv, est.peak_memory_bytes, peak.get("allocator_fragmentation", 0.0))
+
+
+def around_peak(iv: Interval, peak_bytes: float, fragmentation_bytes: float) -> Interval:
+    """The memory bounds of ``iv`` around a peak of ``peak_bytes`` on the GPU, of which
+    ``fragmentation_bytes`` is the allocator's cache: the class's factors times the peak, the
+    90th percentile capped as peak_p90_gib caps it, and what tensors hold (the peak less the
+    cache) for the "may not fit" test. interval() applies it to the closed-form peak and
+    around_simulation() to the simulated one, so both read the same rule. The 10th
+    percentile is never above the point, as the 90th is never below it: a class whose peaks
+    all ran above the model (deepspeed/ampere, factors 1.015-1.163) would otherwise put the
+    point outside its own band (and, on a peak held at the GPU's capacity by the allocator's
+    cache, a 10th percentile over the capacity)."""
+    mem = peak_bytes / GiB
+    held_p90 = (peak_bytes - fragmentation_bytes) / GiB * iv.memory_factors[1]
+    return dataclasses.replace(
+        iv, peak_memory_gib=(min(mem * iv.memory_factors[0], mem),
+                             peak_p90_gib(mem, iv.memory_factors[1], iv.capacity_gib, held_p90)),
+        held_p90_gib=held_p90)
+
+
+def around_simulation(iv: Interval, est, ps) -> Interval:
+    """The interval of a plan whose pipeline was simulated (``ps``, a
+    pipeline.from_cost.PlanSimulation of ``est``): around the simulated step time and the
+    simulated peak memory (the fullest rank's parts). What `meshplan simulate` prints and
+    `meshplan plan --json` gives as ``simulated_interval``."""
+    parts = max(ps.memory_parts, key=lambda p: sum(p.values()))
+    return around_peak(scaled(iv, ps.step_time_s, est.step_time_s), sum(parts.values()),
+                       parts.get("allocator_fragmentation", 0.0))
 
 
 def verdict(est, iv: Interval) -> str:

@@ -183,6 +183,12 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
         _cp_rules(workload, cp, num_gpus)
     if pp is not None:
         _pp_rules(model, pp, g.get("vpp", 1), g.get("schedule"), num_gpus)
+    elif g.get("vpp", 1) > 1 and 2 * g["vpp"] > model.layers + 2:
+        # virtual stages need pp >= 2 (Plan), so even the shortest pipeline breaks _pp_rules'
+        # pp*vpp <= layers + 2: said here, not as "no layout uses all the GPUs" after the search
+        raise InputError("vpp", g["vpp"], f"at most {(model.layers + 2) // 2} for {model.name}: "
+                         f"pp*vpp must not exceed the layers + 2 ({model.layers} + 2) "
+                         "and a pipeline has pp >= 2")
     if dp is not None:
         if num_gpus % dp:
             raise InputError("dp", dp, f"must divide the {num_gpus} GPUs")

@@ -78,6 +78,8 @@ CASES = [
     ("plan-pin-micro-batch-zero", {}, ["plan", *M, *W, "--micro-batch", "0"], "micro_batch=0"),
     ("plan-pin-zero-negative", {}, ["plan", *M, *W, "--zero", "-1"], "zero=-1"),
     ("plan-pin-vpp-zero", {}, ["plan", *M, *W, "--vpp", "0"], "vpp=0"),
+    # printed "no plan fits: no layout uses all 8 GPUs" and exited 1 (found 2026-11-29)
+    ("plan-pin-vpp-over-the-layers", {}, ["plan", *M, *W, "--vpp", "18"], "vpp=18: at most 17"),
     ("plan-pin-recompute-unknown", {}, ["plan", *M, *W, "--recompute", "foo"], "recompute='foo'"),
     ("plan-pin-cp-kind-unknown", {}, ["plan", *M, *W, "--cp-kind", "foo"], "cp_kind='foo'"),
     ("plan-pin-order-unknown", {}, ["plan", *M, *W, "--order", "foo"], "order='foo'"),

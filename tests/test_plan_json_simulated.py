@@ -33,3 +33,26 @@ def test_without_the_simulation_the_field_is_null_with_a_reason(capsys):
                 capsys)["top"]
     for t in top:
         assert t["simulated_step_time_s"] is None and "--rerank" in t["not_simulated"]
+
+
+def test_simulated_interval_is_simulates_memory_too(capsys):
+    """plan --json's simulated_interval kept the closed-form memory band while `simulate`
+    scaled its band by the simulated peak over the closed-form one (and scaled the capped
+    90th percentile with it): on this case 12.98 GiB closed form, 13.40 GiB simulated. Both
+    come from uncertainty.around_simulation now (the plan's text table and verdicts stay on
+    the closed-form peak, as `predict` prints it). The table's tok/s/GPU and MFU columns are
+    the simulation's; --json had only the closed-form ones (now simulated_tokens_per_s_per_gpu,
+    simulated_mfu)."""
+    a = ["--model", "llama3.1-8b", "--gpus", "16xH200-SXM-141GB", "--seq-len", "2048",
+         "--global-batch", "2"]
+    top = _json(["plan", *a, "--pp", "2", "--top", "2", "--json"], capsys)["top"]
+    assert top
+    for t in top:
+        sim = _json(["simulate", *a, "--plan", t["label"], "--json"], capsys)
+        assert sim["peak_memory_bytes"] != t["peak_memory_gib"] * 2**30  # a case that tells
+        assert t["simulated_interval"] == sim["interval"]
+        # the text table's tok/s/GPU and MFU follow the simulation: --json gives them too
+        assert t["simulated_tokens_per_s_per_gpu"] == sim["tokens_per_s_per_gpu"]
+        assert t["simulated_mfu"] == sim["mfu"]
+        lo, hi = sim["interval"]["peak_memory_gib_p10_p90"]
+        assert lo <= sim["peak_memory_bytes"] / 2**30 <= hi

@@ -135,3 +135,45 @@ def test_rerank_orders_by_simulated_step_and_drops_unrunnable_schedules():
     steps = [s.step_time_s for s in sims]
     assert steps == sorted(steps)
     assert [s.plan.schedule for s in sims] == ["zb_v", "1f1b"]
+
+
+def test_json_memory_carries_its_unit_and_sums_to_the_peak(capsys):
+    """simulate --json gave its per-rank memory as 'memory_parts', in bytes with no unit in
+    the name (plan and predict give 'memory_per_stage_gib'): now 'memory_per_rank_bytes',
+    whose fullest rank sums to peak_memory_bytes, and each part, activations and the
+    allocator's cache aside (simulated), is the closed form's that predict prints in GiB."""
+    assert main(BASE + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "memory_parts" not in d
+    ranks = d["memory_per_rank_bytes"]
+    assert max(sum(r.values()) for r in ranks) == pytest.approx(d["peak_memory_bytes"], rel=1e-12)
+    assert main(["predict"] + BASE[1:] + ["--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)["memory_per_stage_gib"]
+    for r, p in zip(ranks, pred):
+        for k, v in r.items():
+            if k not in ("activations", "allocator_fragmentation"):
+                assert v / 2**30 == pytest.approx(p[k], rel=1e-12), k
+
+
+def test_simulated_allocator_cache_is_never_negative(capsys):
+    """The simulation replaced a rank's activations and shifted the closed form's allocator
+    cache by its share of the change; where the closed form had capped that cache at the
+    GPU's capacity, a smaller simulated activation took it below zero (-0.27 GiB on ranks 1-7
+    here). Now it is recomputed from the uncapped share and capped again
+    (cost/memory.refragment): never negative, never past the capacity, and equal to the share
+    of the fragmented bytes where there is room."""
+    from meshplan.cost.efficiency import HOST
+    assert main(["simulate", "--model", "qwen3-235b-a22b", "--gpus", "512xH800-SXM-80GB",
+                 "--seq-len", "16384", "--global-batch", "2048", "--plan",
+                 "dp8 tp4 pp8 vpp2 cp2 ep8 zero1 mb1 rc-selective-moe_act dualpipev sp tpo",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    cap = 80 * 2**30
+    for r in d["memory_per_rank_bytes"]:
+        assert all(v >= 0 for v in r.values()), r
+        held = sum(v for k, v in r.items() if k != "allocator_fragmentation")
+        # meshplan's own runtime (FSDP2-style): every part but the cache and context fragments
+        share = HOST.allocator_fragmentation * sum(
+            v for k, v in r.items() if k not in ("allocator_fragmentation", "cuda_context"))
+        assert r["allocator_fragmentation"] == pytest.approx(min(share, cap - held), rel=1e-9)
+        assert sum(r.values()) <= cap * (1 + 1e-12)

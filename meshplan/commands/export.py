@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..export import ENGINES, render, write
-from ._common import add_plan_args, add_scenario_args, plan_from_args, scenario_from_args
+from ._common import (add_engine_arg, add_plan_args, add_scenario_args, check_engine,
+                      engine_of, plan_from_args, plan_stated, scenario_from_args)
 from ._profile import add_profile_arg, apply_profile_arg, check_generation
 
 
@@ -20,12 +21,15 @@ def _export(args) -> int:
         if args.scenario and args.scenario != args.plan_file:
             raise InputError("--scenario", args.scenario, "give the plan file once (PLAN or --scenario)")
         args.scenario = args.plan_file
+    if args.engine and args.to != "meshplan" and args.engine != args.to:
+        raise InputError("--engine", args.engine, f"must match --to ({args.to}) or be left out")
     prof = apply_profile_arg(args)
-    sc = scenario_from_args(args)
+    sc = scenario_from_args(args)  # as --engine (or --to ENGINE) runs it: engines.run_by
     check_generation(prof, sc.cluster.gpu)
     # the scenario predict reads, with its plan: what the file stated (plan_stated,
     # cluster_stated), its pool and its profile travel with it (they were dropped)
-    sc = replace(sc, plan=plan_from_args(args, sc))
+    sc = replace(sc, plan=plan_from_args(args, sc), plan_stated=frozenset(plan_stated(args, sc)))
+    check_engine(engine_of(args), sc, sc.plan)
     rendered = render(sc, args.to)
     for path in write(rendered, args.out):
         print(path)
@@ -43,5 +47,6 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="directory for the files (created if needed)")
     add_scenario_args(p)
     add_plan_args(p, " (override the file's [plan])")
+    add_engine_arg(p)  # with --to meshplan: plan.toml predicts the plan as that engine runs it
     add_profile_arg(p)
     p.set_defaults(func=_export)

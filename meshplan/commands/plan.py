@@ -110,20 +110,22 @@ def _run(args) -> int:
         fewer = right_size(sc.model, sc.cluster, sc.workload, r.top[0], pins, engine)
     elif not r.top and not r.considered and not args.no_right_size:
         fewer = largest_count_with_a_plan(sc.model, sc.cluster, sc.workload, pins, engine)
+    # the plan fields the command named, as `predict` counts them (engine_spread.blank_knobs_of)
+    stated = set(plan_overrides(args)) | (set(sc.plan_stated) if sc.plan and
+                                           args.use_scenario_plan and
+                                           args.plan_label is None else set())
     rendered = None
     if args.export and r.top:
         # (nothing fits: the search's report below says why and which plan came closest,
         # then exit 1 with nothing written, as without --export)
-        best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan)
+        best = Scenario(sc.model, sc.cluster, sc.workload, r.top[0].plan,
+                        plan_stated=frozenset(stated))
         rendered = render(best, args.export)  # refuses before anything is printed or written
     money = objective_text(args, sc, r)  # may refuse (--max-gpus) before anything is printed
     # the export is written before the report is printed: one that could not be written
     # ended the command (exit 2) after the whole report, --json's included, was on stdout
     written = write(rendered, args.out) if rendered is not None else []
     if args.json:
-        stated = set(plan_overrides(args)) | (set(sc.plan_stated) if sc.plan and
-                                               args.use_scenario_plan and
-                                               args.plan_label is None else set())
         print(json.dumps(search_json(sc, r, stated)
                          | {"right_size": right_size_json(sc, r, fewer)},
                          indent=2))

@@ -22,7 +22,7 @@ def _run(args) -> int:
     e = estimate(sc.model, sc.cluster, sc.workload, plan)
     iv = interval(e, sc.model, sc.cluster, framework=sc.workload.framework)
     # MoE engine knobs the plan does not name: widened by the other settings (engine_spread)
-    blank = engine_spread.blank_knobs(plan_stated(args, sc), sc.workload.framework)
+    blank = engine_spread.blank_knobs_of(plan, sc.model, plan_stated(args, sc), sc.workload.framework)
     iv = engine_spread.widen(iv, engine_spread.spread(e, sc.model, sc.cluster, sc.workload, blank))
     if args.json:
         print(json.dumps({"scenario": scenario_line(sc)} | estimate_json(e, iv), indent=2))

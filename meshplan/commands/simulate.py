@@ -131,7 +131,7 @@ def _run(args) -> int:
                "closed_form_parts": est.step_time.parts,
                "tokens_per_s_per_gpu": ps.tokens_per_s_per_gpu, "mfu": ps.mfu,
                "fits": ps.fits, "peak_memory_bytes": ps.peak_memory_bytes,
-               "memory_parts": ps.memory_parts, "simulation": sim.summary(),
+               "memory_per_rank_bytes": ps.memory_parts, "simulation": sim.summary(),
                "written": written}
         print(json.dumps(out, indent=2))
         return 0
@@ -143,15 +143,10 @@ def _run(args) -> int:
 
 def _interval(sc, est, ps):
     """The 10-90% interval (meshplan.uncertainty) around the simulated step and memory."""
-    import dataclasses
+    from ..uncertainty import around_simulation, interval
 
-    from ..uncertainty import interval, scaled
-
-    iv = scaled(interval(est, sc.model, sc.cluster, framework=sc.workload.framework),
-                ps.step_time_s, est.step_time_s)
-    k = ps.peak_memory_bytes / est.peak_memory_bytes if est.peak_memory_bytes else 1.0
-    return dataclasses.replace(iv, peak_memory_gib=(iv.peak_memory_gib[0] * k,
-                                                    iv.peak_memory_gib[1] * k))
+    return around_simulation(interval(est, sc.model, sc.cluster,
+                                      framework=sc.workload.framework), est, ps)
 
 
 def _print(sc, plan, origin, est, ps, path_lines: int, iv=None) -> None:

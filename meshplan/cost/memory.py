@@ -148,13 +148,29 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         "comm_buffers": HOST.comm_buffer_bytes,
         "pipeline_buffers": pipeline_buffer_bytes,
     }
-    allocated = sum(parts.values())
-    if contiguous_states:
-        allocated -= weights + grads + opt
-    parts["allocator_fragmentation"] = HOST.allocator_fragmentation * allocated
+    parts["allocator_fragmentation"] = 0.0
     parts["cuda_context"] = HOST.runtime_reserved_bytes
     if dispatcher_buffer_bytes:
         parts["dispatcher_buffers"] = dispatcher_buffer_bytes
+    return refragment(parts, contiguous_states, capacity_bytes)
+
+
+# parts the caching allocator does not cut up: its own cache, the CUDA context, and what the
+# MoE dispatcher allocates outside PyTorch (dispatcher_buffers.py)
+NOT_FRAGMENTED = ("allocator_fragmentation", "cuda_context", "dispatcher_buffers")
+CONTIGUOUS_STATES = ("weights", "gradients", "optimizer_states")
+
+
+def refragment(parts: dict[str, float], contiguous_states: bool,
+               capacity_bytes: float) -> dict[str, float]:
+    """Set ``parts``' allocator_fragmentation from the other parts (HOST.allocator_fragmentation
+    of the bytes the allocator cuts up: all but NOT_FRAGMENTED, and but the model states when
+    ``contiguous_states``), capped at what the device has left (cap_fragmentation).
+    memory_parts() builds it; the pipeline simulation (pipeline/from_cost.py) applies it again
+    after it replaces the activations, so a cap the closed form hit is not carried over."""
+    fragmented = sum(v for k, v in parts.items() if k not in NOT_FRAGMENTED
+                     and not (contiguous_states and k in CONTIGUOUS_STATES))
+    parts["allocator_fragmentation"] = HOST.allocator_fragmentation * fragmented
     return cap_fragmentation(parts, capacity_bytes)
 
 

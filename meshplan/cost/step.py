@@ -91,6 +91,9 @@ class Estimate:
     capacity_bytes: float
     bottleneck_rank: int
     notes: list[str] = field(default_factory=list)
+    # the engine keeps the model states in contiguous buffers the allocator does not
+    # fragment (memory.memory_parts's contiguous_states; memory.refragment)
+    contiguous_states: bool = False
 
     @cached_property
     def chunks(self) -> list[ChunkCost]:
@@ -482,6 +485,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                                                 plan.etp, cluster.scaleup_domain)
                         if model.is_moe else 0.0)
 
+    contiguous = plan.zero <= 1 and workload.framework in MEGATRON_ENGINES
+
     def rank_memory(r: int) -> Breakdown:
         if r in memory_of:
             return memory_of[r]
@@ -497,7 +502,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             in_flight=in_flight(plan, m, r), working_bytes=working)
         memory_of[r] = Breakdown(memory_parts(
             plan, state, workload.master_and_state_bytes, m,
-            plan.zero <= 1 and workload.framework in MEGATRON_ENGINES, cluster.gpu.memory_bytes,
+            contiguous, cluster.gpu.memory_bytes,
             fp16_grads=keeps_16bit_grads(workload.precision, workload.framework),
             fp32_weights=workload.precision in FP32_STORAGE,
             grad_buffer_bytes=workload.grad_buffer_bytes, keeps_master=workload.keeps_master,
@@ -527,4 +532,5 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         rank_memory=rank_memory, comm=comm,
         chunk_inputs=chunk_inputs, model_flops_per_step=mf, hw_flops_per_step=hw, tokens_per_step=tokens,
         world_size=cluster.num_gpus, peak_flops_per_gpu=cluster.gpu.flops("bf16"),
-        capacity_bytes=cluster.gpu.memory_bytes, bottleneck_rank=r_star)
+        capacity_bytes=cluster.gpu.memory_bytes, bottleneck_rank=r_star,
+        contiguous_states=contiguous)

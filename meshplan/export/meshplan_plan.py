@@ -96,6 +96,12 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
         if getattr(w, k):
             workload[k] = getattr(w, k)
     plan = {LONG_NAMES.get(k, k): v for k, v in p.to_dict().items()}
+    # MoE engine knobs the plan left to the engine (not named by the command nor by the
+    # plan's label) stay blank in the file, commented out at the value `run` takes, so that
+    # `predict --scenario plan.toml` widens the interval over the engine's other settings as
+    # `predict --plan LABEL` did (engine_spread.blank_knobs_of)
+    from ..engine_spread import blank_knobs_of
+    blank = {LONG_NAMES.get(k, k) for k in blank_knobs_of(p, sc.model, sc.plan_stated, w.framework)}
     from ..profile import active
     prof = active()  # a profile in use made the predictions: a copy travels with the plan
     top = []
@@ -107,7 +113,10 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
     text = "\n".join(["\n".join(header(sc, "plan.toml: the plan `meshplan run` reads")), "",
                       *top,
                       toml_table("model", _model_table(sc.model)), toml_table("cluster", cluster),
-                      toml_table("workload", workload), toml_table("plan", plan)])
+                      toml_table("workload", workload),
+                      toml_table("plan", {k: v for k, v in plan.items() if k not in blank}),
+                      *(f"# {k} = {toml_value(plan[k])}  # not stated: the engine's choice"
+                        for k in plan if k in blank)])
     files["plan.toml"] = text
     return files
 

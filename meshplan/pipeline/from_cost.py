@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cost.efficiency import HOST
-from ..cost.memory import cap_fragmentation
+from ..cost.memory import refragment
 from ..plan import Plan
 from .schedules import no_gc, schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
@@ -107,14 +106,12 @@ def simulate_estimate(est, *, overlap_p2p: bool = True, record: bool = True) -> 
     for r, b in enumerate(est.memory):
         p = dict(b.parts)
         if "activations" in p:
-            old = p["activations"]
             p["activations"] = sim.ranks[r].peak_act_bytes
             if "allocator_fragmentation" in p:
-                # fragmentation is a fixed share of the fragmentable bytes, activations
-                # always among them (cost/memory.py): shift it by that share of the change
-                p["allocator_fragmentation"] += HOST.allocator_fragmentation * (
-                    p["activations"] - old)
-                cap_fragmentation(p, est.capacity_bytes)
+                # the allocator's cache of the simulated activations, from the uncapped share
+                # (shifting the closed form's capped cache went below zero: -0.27 GiB on
+                # qwen3-235b-a22b, 512 x H800, dp8 tp4 pp8 vpp2 cp2 ep8 dualpipev)
+                refragment(p, est.contiguous_states, est.capacity_bytes)
         mem.append(p)
     return PlanSimulation(est, sim, parts, mem)
 
