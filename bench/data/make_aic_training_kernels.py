@@ -59,7 +59,8 @@ def rows(d: Path) -> list[str]:
         if c.exists():
             t = pd.read_parquet(c)
             # GB200's table holds one 4-GPU tray (2 and 4 GPUs), the others 8-GPU boards
-            t = t[(t.num_gpus == (4 if sys_ == "gb200" else 8)) & (t.nccl_dtype == "half") & (t.message_size * 2 >= 2**20)
+            t = t[(t.num_gpus == (4 if sys_ == "gb200" else 8)) & (t.nccl_dtype == "half")
+                  & (t.message_size * 2 >= 2**20)
                   & t.op_name.isin(["all_reduce", "all_gather", "reduce_scatter"])]
             for r in t.sort_values(["op_name", "message_size"]).itertuples():
                 out.append(f"{r.op_name},{gpu},fp16,,,,,,,,,{r.num_gpus},{r.message_size * 2},"
