@@ -17,13 +17,21 @@ the large gaps pinned here are reported, not fixed (see each PIN's comment):
   (median of bf16 time / fp8 time; 0.52-0.55 of the fp8 peak on Hopper), where the model's
   fp8 device runs 1.9x its bf16 rate (H100: 1504 vs 792 TFLOP/s, 0.76 of the fp8 peak, held
   by gemm_points.csv's DeepGEMM H800 and OpenXLA B200 rows): +32..+58%. Pricing the input
-  quantize kernel as well (3 m k bytes at the HBM rate) leaves +26..+41%.
+  quantize kernel as well (3 m k bytes at the HBM rate) leaves +26..+41%. The path timed is
+  TensorRT-LLM's FP8QDQLinearMethod.apply (tensorrt_llm/_torch/modules/linear.py):
+  static_quantize_e4m3_per_tensor, then cublas_scaled_mm, bf16 out: a cuBLASLt kernel, as
+  Transformer Engine's, so the gap is a conflict between sources for the lead to weigh.
 - context attention: TensorRT-LLM's FMHA (an inference kernel; the whole op, KV-cache writes
   included) runs 528 TFLOP/s on H100 at 16k keys (batch 8, 32 heads, causal half counted)
   where the model's training kernel (TE-class, 0.62 of 989 at 8k) gives ~630: +31% at
   6k-16k, +55% at 2k-4k, where fixed per-call work weighs more; B200 +13% at 6k-16k.
 - B200 / GB200 all-reduce: NVLS gains 1.14x over all-gather's bus bandwidth at 512 MiB
-  (704 vs 617 GB/s) where NETWORK.nvls_allreduce gives 1.30 (fitted on 8x H100 / H800).
+  (704 vs 617 GB/s; 683-704 vs 596-618 over the table's NCCL 2.27.3-2.29.2) where
+  NETWORK.nvls_allreduce gives 1.30 (set on 8x H100 / H800; H100 here: 445 vs 335, 1.33).
+  A public run agrees: 72x GB200 all-reduce levels at 835-839 GB/s at 4-8 GiB (586 at
+  512 MiB; coreweave/nccl-tests#43), 1.16x the model's 0.80 x 900 ring; the model gives
+  915-935. With 1.14 the B200 128-512 MiB median falls from +36% to +20%: the rest is a
+  ramp that on Blackwell is still climbing at 512 MiB.
 """
 
 from __future__ import annotations
