@@ -62,6 +62,20 @@ def test_ring_collective_volumes():
     assert all_reduce_s(c, Placement(1, 1), S) == 0.0
 
 
+def test_blackwell_nvls_gains_less_than_hopper():
+    """NVLink SHARP all-reduce over the ring's bus bandwidth: 1.30 on Hopper (8x H100/H800),
+    1.14 on Blackwell (8x B200: 704 vs 617 GB/s at 512 MiB in AIConfigurator's NCCL tables;
+    NVL72 GB200 835-839 GB/s, coreweave/nccl-tests#43); the B200 node was priced with
+    Hopper's gain, its all-reduce 36% faster than measured."""
+    S, p8 = 1e9, Placement(8, 8)
+    for gpus, gain in (("8xH100-SXM-80GB", 1.30), ("8xB200", 1.14)):
+        c = make_cluster(gpus)
+        bw = c.gpu.scaleup_bytes_per_s * NETWORK.scaleup
+        fill = NETWORK.simple_fill_bytes / bw
+        nvls = 2 * 7 / 8 * S / (bw * gain) + fill + 2 * NETWORK.hop_nvlink_s
+        assert all_reduce_s(c, p8, S) == pytest.approx(nvls)
+
+
 def test_placement_from_rank_order():
     # tp innermost of size 8 fills a node; dp with stride 8 has one rank per node
     assert placement(((8, 1),), 8) == Placement(8, 8)

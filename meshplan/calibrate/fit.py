@@ -189,7 +189,7 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
 
     # Scale-up: the ring's bus bandwidth (cost/collectives.py). All-gather and reduce-scatter
     # always run as rings; an all-reduce on an NVLS-capable node ran NVLink SHARP, which the
-    # model prices at NETWORK.nvls_allreduce times the ring.
+    # model prices at its generation's NVLS factor (collectives.nvls_name) times the ring.
     ring_in = best("all_gather", True) or best("reduce_scatter", True)
     ar_in = best("all_reduce", True)
     nvls = _nvls(gpu)
@@ -197,7 +197,9 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
         put("NETWORK.scaleup", ring_in / gpu.scaleup_bytes_per_s,
             f"all-gather/reduce-scatter bus bandwidth {ring_in / 1e9:.0f} GB/s inside a node")
     elif ar_in:
-        nv = (_value("NETWORK.nvls_allreduce") or 1.0) if nvls else 1.0
+        from ..cost.collectives import nvls_name
+
+        nv = (_value(nvls_name(gpu.generation)) or 1.0) if nvls else 1.0
         put("NETWORK.scaleup", ar_in / nv / gpu.scaleup_bytes_per_s,
             f"all-reduce bus bandwidth {ar_in / 1e9:.0f} GB/s inside a node"
             + (" (NVLS: over the model's NVLS factor)" if nvls else ""))

@@ -102,16 +102,29 @@ class _Links:
     up_kind: str  # "nvlink" or "pcie"
     hop_up: float  # Simple-protocol latency of one scale-up hop
     nvls: bool
+    nvls_gain: float  # NVLS all-reduce bus bandwidth over the ring's (nvls_factor)
+
+
+def nvls_name(generation: str) -> str:
+    """The NETWORK constant of ``generation``'s NVLS all-reduce gain over the ring
+    (cost/efficiency.py: NVLink 5 gains less than NVLink 4)."""
+    return ("NETWORK.nvls_allreduce_blackwell" if generation == "blackwell"
+            else "NETWORK.nvls_allreduce")
+
+
+def nvls_factor(generation: str) -> float:
+    return getattr(NETWORK, nvls_name(generation).split(".", 1)[1])
 
 
 def _links(cluster: Cluster) -> _Links:
     g = cluster.gpu
     pcie = g.scaleup_bytes_per_s < _PCIE_MAX_BYTES_PER_S
+    nvls = not pcie and g.generation in _NVLS_GENERATIONS
     return _Links(up=g.scaleup_bytes_per_s * NETWORK.scaleup,
                   nic=cluster.nic_bytes_per_s * NETWORK.scaleout,
                   up_kind="pcie" if pcie else "nvlink",
                   hop_up=NETWORK.hop_pcie_s if pcie else NETWORK.hop_nvlink_s,
-                  nvls=not pcie and g.generation in _NVLS_GENERATIONS)
+                  nvls=nvls, nvls_gain=nvls_factor(g.generation) if nvls else 1.0)
 
 
 def _simple(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> float:
@@ -145,7 +158,7 @@ def _ar_ring(lk: _Links, p: Placement, buffer_bytes: float) -> float:
     ring = _protocols(_ring_stream_s(lk, p, vol), 2 * (n - k), 2 * (k - 1), lk)
     if k == 1 and lk.nvls and g > 2:
         # NVLS runs the Simple protocol only (NCCL: no LL/LL128 for NVLS)
-        ring = min(ring, _simple(vol / (lk.up * NETWORK.nvls_allreduce), 2, 0, lk))
+        ring = min(ring, _simple(vol / (lk.up * lk.nvls_gain), 2, 0, lk))
     return ring
 
 
@@ -155,7 +168,7 @@ def _ar_tree(lk: _Links, p: Placement, buffer_bytes: float) -> float:
     g, k = p.per_node, p.nodes
     intra = 0.0
     if g > 1:
-        intra = buffer_bytes / (lk.up * (NETWORK.nvls_allreduce if lk.nvls else 1.0))
+        intra = buffer_bytes / (lk.up * lk.nvls_gain)
     inter = (1 if k == 2 else 2) * buffer_bytes / g / (lk.nic * NETWORK.tree)
     return _protocols(max(intra, inter), 2 * (g - 1), 2 * log2(k), lk)
 

@@ -398,9 +398,16 @@ class NetworkEfficiency:
     # calibration's EP32-across-nodes Qwen3 rows 50% too slow.
     alltoall_scaleout: float = 0.80
     # NVLink SHARP (NVLS, NVSwitch multicast/reduction; Hopper and later, NCCL >= 2.17)
-    # all-reduce inside a node over the ring's bus bandwidth: 8x H100 ~480 vs ~370 GB/s
-    # (NVIDIA/nccl-tests#212), 8x H800 215 vs ~164 (0.82 x 200; NVIDIA/nccl#1374) -> 1.30.
+    # all-reduce inside a node over the ring's bus bandwidth, Hopper (NVLink 4): 8x H100 ~480
+    # vs ~370 GB/s (NVIDIA/nccl-tests#212), 8x H800 215 vs ~164 (0.82 x 200; NVIDIA/nccl#1374)
+    # -> 1.30; AIConfigurator's 8x H100 NCCL 2.29.2 table: 445 vs 335 at 512 MiB (1.33).
     nvls_allreduce: float = 1.30
+    # The same on Blackwell (NVLink 5) gains less over its ring: 8x B200, all-reduce 704 vs
+    # all-gather 617 GB/s bus bandwidth at 512 MiB (1.14), 683-704 vs 596-618 in all four NCCL
+    # versions timed (2.27.3-2.29.2; ai-dynamo/aiconfigurator systems data b200_sxm, commit
+    # 095f58a5, bench/data/aic_training_kernels.csv); 72x GB200 NVL72 all-reduce levels off at
+    # 835-839 GB/s at 4-8 GiB (coreweave/nccl-tests#43), 1.16 over the 0.80 x 900 GB/s ring.
+    nvls_allreduce_blackwell: float = 1.14
     # Tree all-reduce bus bandwidth over the ring's across nodes (NCCL tuning.cc: busBw * .9).
     tree: float = 0.90
     # Protocols (NCCL picks, per call, the fastest of LL, LL128 and Simple). Bandwidth share of
@@ -531,6 +538,7 @@ PROFILE_RANGES: tuple[tuple[str, float, float], ...] = (
     ("NETWORK.overlap_contention", 0.0, 1.0),
     ("NETWORK.collective_contention", 0.0, 1.0),
     ("NETWORK.nvls_allreduce", 1e-12, math.inf),
+    ("NETWORK.nvls_allreduce_blackwell", 1e-12, math.inf),
     ("NETWORK.simple_fill_bytes", 0.0, math.inf),
     ("NETWORK.*_s", 0.0, 1.0),
     ("NETWORK.*", 1e-12, 1.0),
