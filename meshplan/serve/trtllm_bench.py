@@ -23,7 +23,7 @@ each rank's limits: every rank's executor schedules up to max_batch_size request
 
 from __future__ import annotations
 
-from math import ceil
+from math import ceil, inf
 
 from ..errors import InputError
 from ..specs.hardware import GPU
@@ -50,16 +50,14 @@ def engine_settings(model: ModelSpec, gpu: GPU, tp: int, pp: int, input_len: int
                          " at least 1 is needed")
     raw_bs = min(requests, MAX_REQUESTS) / pp
     raw_tokens = min(raw_bs * (1 + input_len / output_len), MAX_TOKENS)
-    if raw_bs < 256:
-        batch = max(64, 32 * ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        batch = 128 * ceil(raw_bs / 128)
-    else:
-        batch = 256 * ceil(raw_bs / 256)
-    if raw_tokens < 4096:
-        tokens = max(2048, 256 * ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        tokens = 512 * ceil(raw_tokens / 512)
-    else:
-        tokens = 1024 * ceil(raw_tokens / 1024)
+    batch = _rounded(raw_bs, ((256, 32), (1024, 128), (inf, 256)), 64)
+    tokens = _rounded(raw_tokens, ((4096, 256), (8192, 512), (inf, 1024)), 2048)
     return batch, max(tokens, input_len + batch)
+
+
+def _rounded(x: float, rungs: tuple[tuple[float, int], ...], least: int) -> int:
+    """``x`` rounded up to the step of the first rung whose bound it is below, and at least
+    ``least`` (finetune_setting's ladders: below the first bound the floor applies; above
+    it the result already exceeds the floor)."""
+    step = next(step for bound, step in rungs if x < bound)
+    return max(least, step * ceil(x / step))
