@@ -204,6 +204,24 @@ def throughput_sigma_terms(data: dict, generation: str, is_moe: bool, num_gpus: 
     return mu, math.sqrt(var + constants_var(data, parts)), key
 
 
+def widest_throughput_factors(data: dict, is_moe: bool,
+                              pools: list[tuple[str, int, dict[str, float]]]
+                              ) -> tuple[float, float, str]:
+    """(p10, p90) factors over a point throughput, and the class they come from, for a plan
+    across GPU pools: each pool used (its GPU generation, the GPUs it gives, the step parts
+    its GPUs spend) is its class's interval (throughput_sigma_terms), and the plan takes the
+    widest. One rule for `plan` on pools and `validate` of pool rows: no class holds runs
+    across GPU types (bench/data/hetero_runs.csv has six), so none is narrower than the
+    least certain pool it uses."""
+    best = None
+    for generation, num_gpus, parts in pools:
+        mu, sigma, key = throughput_sigma_terms(data, generation, is_moe, num_gpus, parts)
+        lo, hi = math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+        if best is None or hi / lo > best[1] / best[0]:
+            best = (lo, hi, key)
+    return best
+
+
 def memory_terms(data: dict, framework: str, generation: str) -> tuple[float, float, str]:
     """(mean, sigma, class) of the log memory residual of a plan run by ``framework`` on a
     GPU of ``generation``. A residual model without engine classes (only "all"/"dense")

@@ -255,18 +255,15 @@ def predict_pool_plan(pr: PoolRow):
 
 
 def _interval_factors(pr: PoolRow, ests: dict, data: dict) -> tuple[float, float, str]:
-    """The widest 10-90% tokens/s factors over the pools used (and that pool's class)."""
+    """The widest 10-90% tokens/s factors over the pools used (and that pool's class):
+    uncertainty.widest_throughput_factors over each pool's estimate."""
     from .cost.hetero import pool_cluster_for
 
-    best = None
+    used = []
     for k, e in ests.items():
         c = pool_cluster_for(pr.pools, k, e.world_size)
-        iv = uncertainty.interval(e, pr.model, c, data)
-        lo = iv.tokens_per_s_per_gpu[0] / e.tokens_per_s_per_gpu
-        hi = iv.tokens_per_s_per_gpu[1] / e.tokens_per_s_per_gpu
-        if best is None or hi / lo > best[1] / best[0]:
-            best = (lo, hi, iv.throughput_class)
-    return best
+        used.append((c.gpu.generation, c.num_gpus, e.step_time.parts))
+    return uncertainty.widest_throughput_factors(data, pr.model.is_moe, used)
 
 
 def fill_pool_prediction(res, row: dict, with_search_best: bool, cache: dict,

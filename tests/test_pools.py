@@ -317,3 +317,38 @@ def test_procurement_says_which_plans_may_not_fit():
         assert p.returncode == 0, p.stderr
         assert row["may_not_fit"] is json.loads(p.stdout)["interval"]["may_not_fit"]
     assert any(row["may_not_fit"] for row in rows)  # the MI300X plan at 192.0 GiB
+
+
+def test_every_plan_across_pools_says_how_sure_it_is(capsys):
+    """`plan` on pools printed and carried no interval (every prediction carries one). Each
+    ranked plan now has the rule `validate` gives pool rows (uncertainty.
+    widest_throughput_factors: each used pool's class interval, the widest): the point inside
+    it, and a plan on one pool the same interval `predict` gives its estimate."""
+    from meshplan.cli import main
+    from meshplan.uncertainty import interval
+
+    rc = main(["plan", "--model", "llama3.1-8b", "--gpus", "16xH100-SXM-80GB+16xA100-SXM-80GB",
+               "--seq-len", "4096", "--global-batch", "64", "--json", "--top", "20"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["ranked"]
+    kinds = set()
+    for p in d["ranked"]:
+        kinds.add(p["kind"])
+        s10, s90 = p["step_time_s_p10_p90"]
+        t10, t90 = p["tokens_per_s_p10_p90"]
+        assert s10 < p["step_time_s"] < s90 and t10 < p["tokens_per_s"] < t90
+        assert p["throughput_class"].split("/")[0] in ("hopper", "ampere")
+    assert "pipeline" in kinds
+    # one pool alone: the estimate's own interval, as `predict` gives it
+    from types import SimpleNamespace
+
+    from meshplan.commands._pools import pool_plan_interval
+    from meshplan.cost.hetero import pool_cluster_for
+
+    pools = make_pools("16xH100-SXM-80GB+16xA100-SXM-80GB")
+    r = search_pools(M, pools, Workload(4096, 64), top_k=50)
+    one = next(p for p in r.ranked if p.kind == "single")
+    k = next(i for i, pool in enumerate(pools.pools) if one.gpus_by_pool.get(pool.name))
+    iv = interval(one.estimate, M, pool_cluster_for(pools, k, one.estimate.world_size))
+    step_iv, _, cls = pool_plan_interval(SimpleNamespace(model=M, pools=pools), one)
+    assert step_iv == pytest.approx(iv.step_time_s) and cls == iv.throughput_class

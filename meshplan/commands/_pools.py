@@ -240,6 +240,25 @@ def _money(o: Outcome, goal: Goal) -> str:
     return s
 
 
+def pool_plan_interval(sc: Scenario, p) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """(step time p10-p90 s, tokens/s p10-p90, class) of a plan of the pool search:
+    uncertainty.widest_throughput_factors over the pools it uses (the rule `validate` gives
+    pool rows). A one-pool plan leans on its estimate's step parts; a plan across pools on
+    its own, its pipeline work read as compute (the stages' GEMMs and attention, with their
+    exposed communication inside)."""
+    from ..uncertainty import load, widest_throughput_factors
+
+    if p.estimate is not None:
+        parts = p.estimate.step_time.parts
+    else:
+        parts = {("compute_s" if k == "pipeline_work_s" else k): v for k, v in p.step_parts.items()}
+    gens = {pool.name: pool.gpu.generation for pool in sc.pools.pools}
+    used = [(gens[name], n, parts) for name, n in p.gpus_by_pool.items() if n]
+    lo, hi, cls = widest_throughput_factors(load(), sc.model.is_moe, used)
+    return ((p.step_time_s / hi, p.step_time_s / lo), (p.tokens_per_s * lo, p.tokens_per_s * hi),
+            cls)
+
+
 def pools_text(sc: Scenario, r, goal: Goal) -> str:
     from ..search.hetero import outcome_of
 
@@ -256,16 +275,17 @@ def pools_text(sc: Scenario, r, goal: Goal) -> str:
         out.append("no plan fits: every plan rejected above")
         return "\n".join(out)
     out.append("")
-    out.append(f"{'#':>2}  {'kind':<9}{'plan':<62}{'GPUs':>6}{'step s':>8}{'tok/s':>10}"
-               f"{'MFU':>7}  money")
+    out.append(f"{'#':>2}  {'kind':<9}{'plan':<62}{'GPUs':>6}{'step s':>8}{'p10-p90 s':>14}"
+               f"{'tok/s':>10}{'MFU':>7}  money")
     for i, p in enumerate(r.ranked, 1):
         o = outcome_of(p, goal)
         ok, why = o.meets(goal)
         text = p.plan.describe() + ("" if p.kind == "pipeline" else
                                     f" [{p.detail.split(': ', 1)[-1]}]")
+        (s10, s90), _, _ = pool_plan_interval(sc, p)
         out.append(f"{i:>2}  {p.kind:<9}{text:<62}{p.num_gpus:>6}"
-                   f"{p.step_time_s:>8.2f}{p.tokens_per_s:>10,.0f}{p.mfu:>7.1%}  {_money(o, goal)}"
-                   + ("" if ok else f"  [{why}]"))
+                   f"{p.step_time_s:>8.2f}{f'{s10:.2f}-{s90:.2f}':>14}{p.tokens_per_s:>10,.0f}"
+                   f"{p.mfu:>7.1%}  {_money(o, goal)}" + ("" if ok else f"  [{why}]"))
     best = r.best
     out.append("")
     out.append(f"winner: {best.describe()}")
@@ -315,7 +335,10 @@ def pools_json(sc: Scenario, r, goal: Goal) -> dict:
 
     def one(p):
         o = outcome_of(p, goal)
+        step_iv, tps_iv, cls = pool_plan_interval(sc, p)
         return {"kind": p.kind, "describe": p.describe(), "plan": p.plan.to_dict(),
+                "step_time_s_p10_p90": list(step_iv), "tokens_per_s_p10_p90": list(tps_iv),
+                "throughput_class": cls,
                 "num_gpus": p.num_gpus, "gpus_by_pool": p.gpus_by_pool,
                 "rank_map": [{"first_rank": a, "last_rank": b, "gpu": n} for a, b, n in p.rank_map],
                 "step_time_s": p.step_time_s, "step_time_breakdown_s": p.step_parts,
