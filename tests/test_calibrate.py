@@ -231,7 +231,7 @@ def test_from_runs_says_when_a_share_stops_at_its_ceiling(tmp_path, capsys):
     for factor, speedup, flagged in ((1.0, 1.5, True), (1.1, 1.0, False)):
         path = _runs_csv(tmp_path, factor)
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+            rows = list(csv.DictReader(f))[:3]  # three sources: three folds (the fit's cost)
         for r in rows:
             r["measured_tokens_per_s_per_gpu"] = repr(
                 float(r["measured_tokens_per_s_per_gpu"]) * speedup)
