@@ -328,9 +328,10 @@ def _run(args) -> int:
                                                      if ok else "none within this cluster"))
     print("\nhow sure (measured 2026-11-29 by `meshplan validate-serve bench/data/serving_runs.csv`;"
           " rerun it after a cost-model change): on 68 published dense-model runs output tokens/s"
-          " per GPU is within 5.0% (median) and 14.7% (90th percentile); TTFT and TPOT were"
-          " checked on 8 runs only (median 5.8% and 11.9%); MoE throughput (17 Qwen3-235B runs"
-          " with attention DP) runs 23-83% high; low-batch TPOT reads low (no per-kernel floor)")
+          " per GPU is within 6.6% (median) and 12.4% (90th percentile); TTFT and TPOT were"
+          " checked on 8 runs only (median 5.7% and 11.3%); MoE throughput (17 Qwen3-235B runs"
+          " with attention DP) runs 23-86% high; batch-1 TPOT reads 17% low (15.4 against 18.6"
+          " ms measured)")
     if args.png:
         print(f"wrote {args.png}")
     for p in exported:
