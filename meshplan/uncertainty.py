@@ -204,6 +204,12 @@ def throughput_sigma_terms(data: dict, generation: str, is_moe: bool, num_gpus: 
     return mu, math.sqrt(var + constants_var(data, parts)), key
 
 
+def _band(mu: float, sigma: float) -> tuple[float, float]:
+    """10th and 90th percentile factors over a point prediction, from its class's log
+    residual mean and sigma (throughput_sigma_terms, memory_terms)."""
+    return math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+
+
 def widest_throughput_factors(data: dict, is_moe: bool,
                               pools: list[tuple[str, int, dict[str, float]]]
                               ) -> tuple[float, float, str]:
@@ -216,7 +222,7 @@ def widest_throughput_factors(data: dict, is_moe: bool,
     best = None
     for generation, num_gpus, parts in pools:
         mu, sigma, key = throughput_sigma_terms(data, generation, is_moe, num_gpus, parts)
-        lo, hi = math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+        lo, hi = _band(mu, sigma)
         if best is None or hi / lo > best[1] / best[0]:
             best = (lo, hi, key)
     return best
@@ -233,7 +239,7 @@ def memory_terms(data: dict, framework: str, generation: str) -> tuple[float, fl
 
 def _memory_band(mu: float, sigma: float) -> tuple[float, float]:
     """10th and 90th percentile of memory over the point prediction, from memory_terms."""
-    return math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+    return _band(mu, sigma)
 
 
 def memory_p90_factor(framework: str, generation: str, data: dict | None = None) -> float:
@@ -267,7 +273,7 @@ def interval(est, model, cluster, data: dict | None = None, framework: str = "")
     gen = cluster.gpu.generation
     mu, sigma, tkey = throughput_sigma_terms(data, gen, model.is_moe, cluster.num_gpus,
                                              est.step_time.parts)
-    lo_f, hi_f = math.exp(mu - Z90 * sigma), math.exp(mu + Z90 * sigma)
+    lo_f, hi_f = _band(mu, sigma)
     tps = est.tokens_per_s_per_gpu
     step = est.step_time_s
     mmu, msig, mkey = memory_terms(data, framework, gen)

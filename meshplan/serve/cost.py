@@ -214,11 +214,11 @@ class StepModel:
                  kv_dtype: str, scheduler: str = "vllm"):
         self.model, self.cluster, self.pool = model, cluster, pool
         self.scheduler = scheduler  # the engine (spec.SCHEDULERS): how its MoE communicates
+        self.fp8_inputs = weight_dtype == "fp8"
         # bytes per element of the MoE input TensorRT-LLM gathers: FP8 checkpoints quantize it
         # before the all-gather (_ep_comm_s), unquantized ones gather the 16-bit activations
-        self.moe_gather_elem_bytes = 1 if weight_dtype == "fp8" else ACT
-        self.dev = compute.device(cluster.gpu, "fp8" if weight_dtype == "fp8" else "bf16")
-        self.fp8_inputs = weight_dtype == "fp8"
+        self.moe_gather_elem_bytes = 1 if self.fp8_inputs else ACT
+        self.dev = compute.device(cluster.gpu, "fp8" if self.fp8_inputs else "bf16")
         self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
             FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
         # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)

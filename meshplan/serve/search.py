@@ -184,7 +184,7 @@ def capacity_rps(model: ModelSpec, cluster: Cluster, plan: ServePlan, traffic: T
 
     def tokens_per_s(pool: Pool, cap: int) -> float:
         engines = pool.replicas * pool.pp * pool.attn_dp
-        sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype)
+        sm = StepModel(model, cluster, pool, plan.weight_dtype, plan.kv_dtype, plan.scheduler)
         return engines * cap / sm.step_s(cap, 1, logits=1)
 
     bounds = []
