@@ -161,3 +161,25 @@ def test_trtllm_bench_without_room_for_the_cache_is_a_row_error(tmp_path):
     assert summary["errors"] == 1
     assert rows[0].error.startswith("row 41: num_gpus=1") and "KV cache" in rows[0].error, \
         rows[0].error
+
+
+def test_a_relative_config_path_is_read_next_to_the_csv(tmp_path, monkeypatch):
+    """A row whose model is a config.json beside the CSV (bench/data/qwen3-32b.config.json
+    named as 'qwen3-32b.config.json') is predicted from any folder, as a scenario file's
+    model.config is (scenario._model_from_table); it was read from the current folder, so
+    `cd /tmp && meshplan validate-serve .../serving_runs.csv` failed those rows."""
+    import json
+
+    cfg = {"model_type": "llama", "hidden_size": 3072, "intermediate_size": 8192,
+           "num_hidden_layers": 28, "num_attention_heads": 24, "num_key_value_heads": 8,
+           "head_dim": 128, "vocab_size": 128256, "tie_word_embeddings": True}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "m.config.json").write_text(json.dumps(cfg))
+    r = dict(_row(1)) | {"model": "m.config.json", "num_requests": "20"}
+    f = _one_row_csv(tmp_path / "data", r)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rows, s = validate_serving(f)
+    assert s["errors"] == 0, rows[0].error
+    assert rows[0].predicted_tps > 0

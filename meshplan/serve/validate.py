@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import InputError, NoPlanFits, require_choice
 from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, measured, number, read_csv
 from ..scenario import make_cluster
-from ..specs.catalog.presets import load_model
+from ..specs.catalog.presets import load_model, preset_names
 from .simulate import percentile, simulate
 from .spec import Pool, ServePlan
 from .traffic import Lengths, synthetic
@@ -115,10 +115,25 @@ def _engine(r: dict, k: str) -> str:
     return ENGINES[name]
 
 
-def predict_row(r: dict) -> ServeRow:
+def _model(r: dict, base: Path | None):
+    """The row's model: a preset, or a config.json whose relative path is read next to the
+    CSV that names it (as a scenario file's model.config is, scenario._model_from_table), so
+    the same CSV predicts the same rows from any folder; a path that is not there falls back
+    to the current folder."""
+    name = r["model"]
+    p = Path(name.strip())
+    if (base is not None and name.strip() and not p.is_absolute()
+            and name.strip().lower() not in preset_names() and (base / p).is_file()):
+        return load_model(str(base / p))
+    return load_model(name)
+
+
+def predict_row(r: dict, base: Path | None = None) -> ServeRow:
+    """One row's prediction; ``base``: the folder of the CSV it came from (relative
+    config.json paths in ``model`` are read from there)."""
     if r.get(EXTRA_FIELDS):  # more cells than the header: every value after it is shifted
         raise InputError("row", r.get("id"), r[EXTRA_FIELDS])
-    model = load_model(r["model"])
+    model = _model(r, base)
     n = _i(r, "num_gpus")
     tp, pp = _i(r, "tp", 1), _i(r, "pp", 1)
     dp, ep = _i(r, "attn_dp", 1), _i(r, "ep", 1)
@@ -188,9 +203,10 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
     if not trust or any(t not in TRUST_GRADES for t in trust):  # else an empty summary
         raise InputError("--trust", trust, "one or more of the grades A, B, C (e.g. AB)")
     out = []
+    base = Path(path).resolve().parent
     for r in load_rows(path):
         try:
-            out.append(predict_row(r))
+            out.append(predict_row(r, base))
         except (InputError, NoPlanFits) as e:
             # every row's error names its row (the plan's and the catalogs' checks do not)
             msg = str(e) if str(e).startswith("row ") else f"row {r.get('id', '?')}: {e}"
