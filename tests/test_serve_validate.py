@@ -183,3 +183,26 @@ def test_a_relative_config_path_is_read_next_to_the_csv(tmp_path, monkeypatch):
     rows, s = validate_serving(f)
     assert s["errors"] == 0, rows[0].error
     assert rows[0].predicted_tps > 0
+
+
+@pytest.mark.parametrize("gpu, seqs, tokens, plan", [
+    # vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER:
+    ("H100-SXM-80GB", "", "", "seqs1024 tok8192"),     # >= 70 GiB and not an A100
+    ("H200-SXM-141GB", "", "", "seqs1024 tok8192"),
+    ("A100-SXM-80GB", "", "", "seqs256 tok2048"),      # "a100" in the device name
+    ("A100-SXM-40GB", "", "", "seqs256 tok2048"),      # under 70 GiB
+    ("H100-SXM-80GB", "", "16384", "seqs1024 tok16384"),  # stated budget kept
+    ("H100-SXM-80GB", "", "512", "seqs512 tok512"),    # max_num_seqs = min(seqs, tokens)
+    ("A100-SXM-80GB", "64", "", "seqs64 tok2048"),     # stated request cap kept
+])
+def test_vllm_rows_take_vllm_serves_own_defaults(tmp_path, gpu, seqs, tokens, plan):
+    """A vLLM row that does not print its limits runs with what `vllm serve` sets on its
+    GPU (serve/vllm_serve.py), not the 2048 / 8192 every non-trtllm-bench row took; a row
+    stating 512 tokens without a request cap failed (2048 requests > 512 tokens)."""
+    r = dict(_row(1)) | {"engine": "vllm", "engine_version": "0.11.0", "gpu": gpu,
+                         "model": "llama3.1-8b", "weight_dtype": "bf16", "kv_dtype": "bf16",
+                         "num_requests": "20", "max_num_seqs": seqs,
+                         "max_batched_tokens": tokens}
+    rows, s = validate_serving(_one_row_csv(tmp_path, r))
+    assert s["errors"] == 0, rows[0].error
+    assert plan in rows[0].plan, rows[0].plan

@@ -8,7 +8,8 @@ meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, a
 weight_dtype, kv_dtype (bf16/fp8), input_len, output_len, num_requests, concurrency (closed
 loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
 max_batched_tokens (blank: offline TensorRT-LLM rows take trtllm-bench's own limits,
-serve/trtllm_bench.py; other rows 2048 and 8192), gpu_mem_util,
+serve/trtllm_bench.py; vLLM rows ``vllm serve``'s defaults for the GPU,
+serve/vllm_serve.py; other rows 2048 and 8192), gpu_mem_util,
 measured_output_tokens_per_s_per_gpu, measured_ttft_ms,
 measured_tpot_ms, latency_stat (mean or median), derivation.
 
@@ -31,12 +32,14 @@ from .simulate import percentile, simulate
 from .spec import Pool, ServePlan
 from .traffic import Lengths, synthetic
 from .trtllm_bench import engine_settings
+from .vllm_serve import serve_limits
 
 REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
             "measured_output_tokens_per_s_per_gpu")
 # Unstated engine limits: offline TensorRT-LLM rows (trtllm-bench throughput) take what
 # trtllm-bench derives from the model, the GPUs and the row's lengths (serve/trtllm_bench.py);
-# every other row a large running-request cap and the common 8192-token budget.
+# vLLM rows what `vllm serve` defaults to on the row's GPU (serve/vllm_serve.py); every other
+# row a large running-request cap and the common 8192-token budget.
 DEFAULT_MAX_SEQS = 2048
 DEFAULT_MAX_TOKENS = 8192
 # a blank gpu_mem_util: 0.9, read with the row's engine's meaning (serve/memory.py), the
@@ -155,9 +158,13 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
     il, ol = _i(r, "input_len"), _i(r, "output_len")
     seqs, tokens = _i(r, "max_num_seqs"), _i(r, "max_batched_tokens")
-    pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per,
-                max_num_seqs=seqs or DEFAULT_MAX_SEQS,
-                max_batched_tokens=tokens or DEFAULT_MAX_TOKENS, gpu_mem_util=util)
+    if sched == "vllm":  # the server's own defaults for what the source does not print,
+        # by the GPU (EngineArgs.get_batch_defaults; serve/vllm_serve.py), not 2048 / 8192
+        limits = serve_limits(cluster.gpu, seqs, tokens)
+    else:
+        limits = (seqs or DEFAULT_MAX_SEQS, tokens or DEFAULT_MAX_TOKENS)
+    pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per, max_num_seqs=limits[0],
+                max_batched_tokens=limits[1], gpu_mem_util=util)
     plan = ServePlan((pool,), wdtype, kvdtype, scheduler=sched)  # (checks the dtypes)
     if sched == "trtllm" and rate == math.inf and not (seqs and tokens):
         # TensorRT-LLM offline = trtllm-bench throughput: its own limits (serve/trtllm_bench.py),
