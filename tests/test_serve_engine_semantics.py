@@ -10,7 +10,9 @@
   weights load less (1 - fraction) x the free memory before they load
   (KVCacheConfigurator._profile_available_bytes, sglang/srt/mem_cache/
   kv_cache_configurator.py). vLLM's --gpu-memory-utilization is the share of the whole GPU
-  for weights, activations, runtime and cache together.
+  for weights, activations and cache together; the CUDA context and communicators, created
+  before vLLM's memory snapshot, sit in the (1 - util) share left (vllm/v1/worker/
+  gpu_worker.py init_device / determine_available_memory).
 - TensorRT-LLM's kv_cache_config.free_gpu_memory_fraction is the share of the memory free
   after the weights, a profiled forward pass and the runtime: its KV cache is
   (total - peak + temporary_kv) x fraction (KvCacheCreator._cal_max_memory,
@@ -144,14 +146,19 @@ def test_sglang_memory_check_uses_the_static_fraction(tp, fraction):
 
 def test_sglang_fraction_leaving_no_room_for_activations_does_not_fit():
     """--mem-fraction-static 0.99 leaves 0.01 x ~78.5 GiB = 0.8 GiB for a 16k-token forward
-    pass: SGLang would run out of memory there; vLLM's 0.99 takes the activations out of
-    the cache instead."""
+    pass: SGLang would run out of memory there; vLLM's share takes the activations out of
+    the cache instead, but its 0.99 leaves 0.8 GiB outside the share for the 1.5 GiB runtime
+    (CUDA context, libraries): vLLM refuses to start when less than the share is free
+    (Worker.init_device); at 0.98 (1.6 GiB outside) it runs."""
     pool = Pool(tp=1, gpu_mem_util=0.99, max_batched_tokens=16384, max_num_seqs=256)
     m = serve_memory(L8, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
     assert m.activation_bytes > 0.01 * (80 * GiB - m.runtime_bytes)
     assert not m.fits and m.activation_shortfall_bytes == pytest.approx(
         m.activation_bytes - 0.01 * (80 * GiB - m.runtime_bytes))
-    assert serve_memory(L8, H100.gpu, pool, "bf16", "bf16").fits
+    v = serve_memory(L8, H100.gpu, pool, "bf16", "bf16")
+    assert not v.fits and v.runtime_shortfall_bytes == pytest.approx(
+        v.runtime_bytes - 0.01 * 80 * GiB) and "refuses to start" in v.why_not()
+    assert serve_memory(L8, H100.gpu, replace(pool, gpu_mem_util=0.98), "bf16", "bf16").fits
     plan = ServePlan((pool,), scheduler="sglang")
     traffic = synthetic(4, Lengths(100, 100), Lengths(10, 10), rate_per_s=None, concurrency=2)
     with pytest.raises(InputError, match="mem-fraction-static"):
@@ -194,7 +201,7 @@ def test_vllm_export_of_an_sglang_plan_gives_its_kv_cache():
     sim = serve_memory(L70, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
     argv = commands("vllm", plan, L70, "org/x", H100, 2300)[0][1]
     u = _flag(argv, "--gpu-memory-utilization")
-    got = u * 80 * GiB - sim.weights_bytes - sim.activation_bytes - sim.runtime_bytes
+    got = u * 80 * GiB - sim.weights_bytes - sim.activation_bytes
     assert sim.kv_bytes - 1e-4 * 80 * GiB <= got <= sim.kv_bytes
     assert re.fullmatch(r"0\.\d{1,4}", argv[argv.index("--gpu-memory-utilization") + 1])
 
@@ -221,11 +228,12 @@ def test_trtllm_kv_cache_is_the_fraction_of_the_free_memory(model, tp, fraction)
     assert m.kv_bytes == pytest.approx(kv, rel=1e-12)
     per_token = kv_bytes_per_token(model, tp, "fp8")
     assert m.kv_tokens == int(kv // per_token) // 16 * 16
-    # not vLLM's reading, fraction x memory - weights - activations - runtime: the
-    # (1 - fraction) TensorRT-LLM leaves unused is a share of the free memory only
+    # not vLLM's reading, fraction x memory - weights - activations (the runtime outside the
+    # share): f (M - w - a - r) - (f M - w - a) = (1 - f)(w + a) - f r
     vllm = serve_memory(model, H100.gpu, pool, "fp8", "fp8", scheduler="vllm")
-    held = m.weights_bytes + m.activation_bytes + m.runtime_bytes
-    assert m.kv_bytes - vllm.kv_bytes == pytest.approx((1 - fraction) * held, rel=1e-9)
+    held = m.weights_bytes + m.activation_bytes
+    assert m.kv_bytes - vllm.kv_bytes == pytest.approx(
+        (1 - fraction) * held - fraction * m.runtime_bytes, rel=1e-9)
 
 
 def test_trtllm_fraction_fits_where_vllms_share_would_not():
@@ -261,8 +269,7 @@ def test_trtllm_plan_exported_for_vllm_gives_trtllms_kv_cache(fraction):
     plan = ServePlan((pool,), "fp8", "fp8", scheduler="trtllm")
     kv = _trtllm_kv_bytes(L70, pool, "fp8")
     u = _flag(commands("vllm", plan, L70, "org/x", H100, 2300)[0][1], "--gpu-memory-utilization")
-    got = (u * 80 * GiB - weight_bytes_per_gpu(L70, pool, "fp8") - activation_bytes(L70, pool)
-           - _runtime(pool))
+    got = u * 80 * GiB - weight_bytes_per_gpu(L70, pool, "fp8") - activation_bytes(L70, pool)
     assert kv - 1e-4 * 80 * GiB <= got <= kv
 
 

@@ -119,8 +119,8 @@ def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec
     - to SGLang's --mem-fraction-static, the static share (weights + KV cache) of the memory
       free before the weights load: (weights + kv) / (memory - runtime), which leaves
       outside it the activations and vLLM's unused (1 - util) x memory;
-    - to vLLM's --gpu-memory-utilization, everything the engine holds over the memory:
-      (weights + activations + runtime + kv) / memory.
+    - to vLLM's --gpu-memory-utilization, what its share holds over the memory: (weights +
+      activations + kv) / memory, the runtime sitting outside the share (serve/memory.py).
     Rounded down to 4 decimals: at most 1e-4 of the memory less cache, never less room for
     the activations than simulated."""
     # each scheduler reads the share with its own engine's meaning (vLLM, SGLang and
@@ -132,8 +132,7 @@ def memory_flag_value(engine: str, pool: Pool, plan: ServePlan, model: ModelSpec
     if engine == "sglang":
         x = (mem.weights_bytes + mem.kv_bytes) / (gpu.memory_bytes - mem.runtime_bytes)
     else:
-        x = (mem.weights_bytes + mem.activation_bytes + mem.runtime_bytes
-             + mem.kv_bytes) / gpu.memory_bytes
+        x = (mem.weights_bytes + mem.activation_bytes + mem.kv_bytes) / gpu.memory_bytes
     return max(1e-4, min(1.0, int(x * 1e4) / 1e4))
 
 

@@ -27,8 +27,19 @@ Weights per GPU come from the same per-layer parameter split as training (cost/o
 ``layer_ops`` params: column/row-parallel linears over tp, routed experts over ep or tp).
 
 What ``Pool.gpu_mem_util`` means depends on the engine (``serve_memory``'s ``scheduler``):
-- vLLM ``--gpu-memory-utilization``: the share of the GPU the engine may use for everything,
-  so the KV cache gets util x memory - weights - activations - runtime.
+- vLLM ``--gpu-memory-utilization``: the share of the GPU the engine may use for its weights,
+  its profiled forward pass and the KV cache. Worker.init_device (vllm/v1/worker/gpu_worker.py)
+  creates the CUDA context and initializes the communicators (NCCL, custom all-reduce) first,
+  then snapshots the memory, asks for requested = util x total and refuses to start when less
+  than that is free; determine_available_memory sizes the cache requested - (weights + the
+  profiled torch peak + the non-torch increase of that forward pass), the snapshot's context
+  and communicator buffers left out of it. So the KV cache gets util x memory - weights -
+  activations, and the runtime must fit in the (1 - util) x memory outside the share (vLLM
+  logs it: "Free memory on device (23.08/23.53 GiB) on startup ... 8.8 GiB for weight, 1.4 GiB
+  for peak activation, 0.02 GiB for non-torch memory", a 0.8 share of 23.53 GiB giving 8.60
+  GiB of cache = 18.82 - 8.80 - 1.40 - 0.02). CUDA graphs, captured after the cache is
+  allocated, also sit outside the share unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+  (newer releases) counts them; not modelled.
 - TensorRT-LLM ``kv_cache_config.free_gpu_memory_fraction`` (trtllm-serve / trtllm-bench
   ``--kv_cache_free_gpu_memory_fraction``; "Default is 90%", KvCacheConfig in
   tensorrt_llm/llmapi/llm_args.py): the share of the memory still FREE once the weights are
@@ -240,10 +251,14 @@ class ServeMemory:
     # TensorRT-LLM's meanings, whose budgets already take the activations out of the cache
     activation_shortfall_bytes: float = 0.0
     scheduler: str = "vllm"  # whose meaning gpu_mem_util was read with
+    # vLLM: runtime (CUDA context, communicators) beyond the (1 - util) share outside the
+    # engine's budget: less than util x memory is free at startup and vLLM refuses to start
+    runtime_shortfall_bytes: float = 0.0
 
     @property
     def fits(self) -> bool:
-        return self.kv_tokens >= self.block_tokens and self.activation_shortfall_bytes <= 0
+        return (self.kv_tokens >= self.block_tokens and self.activation_shortfall_bytes <= 0
+                and self.runtime_shortfall_bytes <= 0)
 
     def to_dict(self) -> dict:
         return {"budget_gib": self.total_bytes / GiB, "weights_gib": self.weights_bytes / GiB,
@@ -258,6 +273,11 @@ class ServeMemory:
             return (f"activations of {self.activation_bytes / GiB:.1f} GiB per GPU do not fit in"
                     f" the {(self.activation_bytes - self.activation_shortfall_bytes) / GiB:.1f}"
                     " GiB SGLang leaves outside --mem-fraction-static's static pool")
+        if self.runtime_shortfall_bytes > 0:
+            return (f"the runtime's {self.runtime_bytes / GiB:.1f} GiB per GPU (CUDA context,"
+                    f" communicators) does not fit in the {(self.runtime_bytes - self.runtime_shortfall_bytes) / GiB:.1f}"
+                    " GiB vLLM's --gpu-memory-utilization leaves outside its share: less than the"
+                    " share is free at startup and vLLM refuses to start")
         if not self.fits and self.scheduler == "trtllm":
             held = self.weights_bytes + self.activation_bytes + self.runtime_bytes
             return (f"weights, activations and runtime of {held / GiB:.1f} GiB per GPU leave"
@@ -282,7 +302,7 @@ def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_d
     # CUDA context + library workspaces, and communication buffers (cost/efficiency.py HOST)
     runtime = HOST.runtime_reserved_bytes + (HOST.comm_buffer_bytes if pool.tp * pool.attn_dp > 1
                                              else 0.0)
-    shortfall = 0.0
+    shortfall = runtime_short = 0.0
     if scheduler == "sglang":
         pre_load = max(0.0, gpu.memory_bytes - runtime)
         budget = pre_load * pool.gpu_mem_util
@@ -293,8 +313,12 @@ def serve_memory(model: ModelSpec, gpu: GPU, pool: Pool, weight_dtype: str, kv_d
         # runtime (KvCacheCreator._cal_max_memory; module docstring)
         budget = kv = pool.gpu_mem_util * max(0.0, gpu.memory_bytes - w - act - runtime)
     else:
+        # vLLM: the runtime exists before the snapshot and stays outside the share (module
+        # docstring); it must fit in what the share leaves
         budget = gpu.memory_bytes * pool.gpu_mem_util
-        kv = max(0.0, budget - w - act - runtime)
+        kv = max(0.0, budget - w - act)
+        runtime_short = max(0.0, runtime - (gpu.memory_bytes - budget))
     per_token = kv_bytes_per_token(model, pool.tp, kv_dtype, ceil(model.layers / pool.pp))
     tokens = int(kv // per_token) // block_tokens * block_tokens * pool.attn_dp
-    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens, shortfall, scheduler)
+    return ServeMemory(budget, w, act, runtime, kv, tokens, block_tokens, shortfall, scheduler,
+                       runtime_short)

@@ -32,7 +32,7 @@ SCHEDULERS = ("vllm", "sglang", "trtllm")
 # so); JSON output names it, since the three give different caches for one number.
 MEM_UTIL_MEANINGS = {
     "vllm": "vLLM --gpu-memory-utilization: share of the whole GPU memory for weights,"
-            " activations, runtime and KV cache together",
+            " activations and KV cache together (the CUDA context and communicators outside it)",
     "sglang": "SGLang --mem-fraction-static: share, for weights and KV pool, of the GPU memory"
               " free before the weights load",
     "trtllm": "TensorRT-LLM kv_cache_config.free_gpu_memory_fraction: share, for the KV cache,"
