@@ -1328,9 +1328,61 @@ add(source=PRJ.format(t='MI355X — MoE Models (Mixtral 8×22B)'), trust='B', **
 for _r in csv.DictReader(open(__import__('pathlib').Path(__file__).with_name('heldout_rows_mlperf.csv'), newline='')):
     add(**{k: v for k, v in _r.items() if v != ''})
 # END SECTION heldout-mlperf
+# ======================================================================================================
+# BEGIN SECTION heldout-amd-2: AMD Instinct training rows gathered 2026-11-29 (ids H400+, set explicitly so that
+# blocks other sessions append elsewhere do not renumber them). Held out: nothing is fitted to them.
+#
+# Source read: mlcommons/training_results_v5.1 (fetched mirror, commit 441d65f; the AMD and Cisco files at 4da2d1c):
+#  AMD's closed-division Llama 3.1 8B pre-training on one 8 x MI350X node (AMD/results/MI350X_EPYC_9575F_pytorch/
+#  llama31_8b/result_0..9.txt; AMD/benchmarks/llama31_8b/implementations/MI350X_EPYC_9575F_pytorch_llama3_8b/
+#  config_MI350X_1x8x1_8b.sh, src/train.py, src/callbacks.py; AMD/systems/MI350X_EPYC_9575F_pytorch.json). The
+#  implementation is the MI355X one of H257 (src/train.py identical; the config differs only in MAX_LR 1e-3 and the
+#  platform name), so the engine cells are H257's, read again here in the MI350X files.
+# Searched and left out (what each lacks):
+#  * Cisco UCS C885A M8 8 x MI350X (same v5.1 round, Cisco/results/1xC885A_M8-8xMI350X-OAM-288GB/llama31_8b): its logs
+#    print AMD's code and layout (submission_org AMD, GBS 32, GA 2, seq 8192); 24.099 samples/s median over its 131
+#    tracked_stats values, 3.2% below AMD's MI350X: named in H400's derivation, not a row of the same configuration (as
+#    the Dell / Supermicro MI355X results are named in H257's).
+#  * MLPerf Training v5.0 / v5.1 Llama 2 70B LoRA (MI300X / MI325X / MI350X / MI355X; AMD, MangoBoost, ASUSTeK, Krai,
+#    MiTAC, Supermicro, Cisco, Dell): LoRA fine-tuning with frozen base weights; the schema has no column for frozen
+#    weights or adapter ranks (every row trains all weights, with their gradients and optimizer states), so it cannot
+#    describe these runs: skipped.
+#  * ROCm/ROCm docs how-to/rocm-for-ai/training/benchmark-docker (megatron-lm.rst, pytorch-training.rst), ROCm/MAD,
+#    AMD-AIG-AIMA/pytorch-training-benchmark: run instructions and model lists, no measured throughput (the numbers
+#    live on amd.com's performance-results page, whose stored copies end before its training tables).
+#  * AMD-AGI/Primus at fd1eeab: examples/moe_package (DeepSeek-V2 / V2-Lite MI355X throughput only in images),
+#    docs/04-technical-guides (LoRA / SFT), examples/odc (method, no table); projection.md / primus_pipeline.md as in
+#    the heldout-amd section above.
+#  * Frontier (MI250X) papers (Dash et al. 2023, arXiv 2312.12705; FORGE, SC23) and LUMI's 140B scaling post: only
+#    their abstracts / openings are stored here, not the tables with layouts; no MI250X in the catalog either.
+MLP51_350 = ("mlcommons/training_results_v5.1 AMD/results/MI350X_EPYC_9575F_pytorch/llama31_8b/result_0..9.txt "
+             "(tracked_stats throughput) with AMD/benchmarks/llama31_8b/implementations/MI350X_EPYC_9575F_pytorch_llama3_8b "
+             "(config_MI350X_1x8x1_8b.sh, src/train.py) at 4da2d1c")
+_sps350 = 24.901114  # median of the 146 tracked_stats values of the ten runs (24.386 ... 25.037 samples/s)
+add(id='H400', source=MLP51_350, trust='A', **L8_31, seq_len=8192, global_batch_seqs=32, micro_batch=2, gpu='MI350X',
+    num_gpus=8, tp=1, pp=1, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='none',
+    precision='fp8', fp8_recipe='delayed', grad_reduce_dtype='bf16', framework='nemo',
+    measured_tokens_per_s_per_gpu=round(_sps350 * 8192 / 8, 1), measured_step_time_s=round(32 / _sps350, 4), oom=0,
+    derivation=(f"tokens/s/GPU = {_sps350} samples/s x 8192 tokens / 8 GPUs: the median of the 146 'tracked_stats' "
+                "throughput values (samples/s of the node over the training steps of each block between evaluations, "
+                "evaluation excluded: src/callbacks.py) in the ten MI350X logs (per-run medians 24.809 ... 24.998); step "
+                "time = GBS 32 / that rate. Layout from config_MI350X_1x8x1_8b.sh (GBS 32, MBS 2, TP 1, PP 1, CP 1 on "
+                "1 node x 8 GPUs; the logs print global_batch_size 32, gradient_accumulation_steps 2, max_sequence_length "
+                "8192) -> DP 8, GA 2. Engine from src/train.py, identical to the MI355X submission's (H257): NeMo 2.0 "
+                "(v2.5.0rc0 with AMD's patch, Megatron-Core strategy; PyTorch 2.8 / ROCm 7.0 per AMD/systems/"
+                "MI350X_EPYC_9575F_pytorch.json), zero 1 (use_distributed_optimizer=True), grad_reduce_dtype bf16 "
+                "(grad_reduce_in_fp32=False), FP8 recipe delayed (fp8='hybrid', amax history 4, most_recent; FP8_PARAMS=1), "
+                "no fp8 attention (NVTE_FUSED_ATTN_CK=1, CK v3 kernels with NVTE_CK_IS_V3_ATOMIC_FP32=0), recompute none "
+                "(inferred: train.py sets none). GPU: the system json names 'AMD Instinct MI350X', 288 GB HBM3e, 8 per "
+                "node over XGMI, cooling 'Passive & Active' (system SMCI350X, AS-8126GS-TNMR). The same code and layout "
+                "on Cisco's air-cooled UCS C885A M8 8 x MI350X in the same round: 24.099 samples/s (median of its 131 "
+                "tracked_stats values, 3.2% below)"))
+# END SECTION heldout-amd-2
+for i, r in enumerate(rows):
+    r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+)
+assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
-for i, r in enumerate(rows):
-    r['id'] = f'H{i+1:03d}'
+for r in rows:
     w.writerow({k: r.get(k, '') for k in cols})
 print(len(rows))

@@ -171,6 +171,19 @@ GPUS: dict[str, GPU] = {
         {"fp32": 157.3 * T, "tf32": 157.3 * T, "bf16": 2516.6 * T, "fp16": 2516.6 * T, "fp8": 5033.2 * T},
         288 * GiB, 8000 * GB, 537.6 * GB, nic_bytes_per_s=_gbps(400), generation="cdna4",
         scaleup_latency_s=5e-6, source="AMD Instinct MI355X datasheet; ISSCC 2026 CDNA4 paper (CU count)"),
+    # AMD Instinct MI350X: the MI355X's CDNA4 die (gfx950, 256 CUs, 288 GiB: ROCm docs
+    # reference/gpu-specs, Instinct table) in an air-cooled 1,000 W board with a 2.2 GHz peak
+    # engine clock (MI355X: 2.4 GHz, 1,400 W): 256 x 8,192 fp8 FLOPs per CU per clock x 2.2 GHz
+    # = 4.61 PF fp8 dense, 2.31 PF bf16 (AMD MI350X datasheet: 4.6 / 2.3 PF dense), fp32 vector
+    # 256 x 256 x 2.2 GHz = 144.2 TF (no TF32 matrix rate); the same 8 TB/s HBM3e, Infinity
+    # Fabric (7 x 153.6 GB/s) and 400 Gb/s NIC per GPU as the MI355X platform. No GEMM or
+    # attention measurement of its own: the "cdna4" fractions (cost/efficiency.py).
+    "MI350X": GPU(
+        "MI350X",
+        {"fp32": 144.2 * T, "tf32": 144.2 * T, "bf16": 2306.85 * T, "fp16": 2306.85 * T, "fp8": 4613.7 * T},
+        288 * GiB, 8000 * GB, 537.6 * GB, nic_bytes_per_s=_gbps(400), generation="cdna4",
+        scaleup_latency_s=5e-6,
+        source="AMD Instinct MI350X datasheet; ROCm docs GPU specifications (CUs, memory)"),
 }
 
 # CUDA compute capability of each NVIDIA part (NVIDIA's "CUDA GPUs" table, developer.nvidia.com/
@@ -192,7 +205,7 @@ GPUS = {n: replace(g, compute_capability=CUDA_CAPABILITY.get(n, 0.0)) for n, g i
 _DEVICE_NAMES = (("GB300", "GB300"), ("B300", "B300"), ("GB200", "GB200"), ("B200", "B200"),
                  ("GH200", None), ("H200", "H200-SXM-141GB"), ("H800", "H800-SXM-80GB"), ("H100", None), ("A100", None),
                  ("V100", "V100-SXM-32GB"), ("MI300X", "MI300X"),
-                 ("MI325X", "MI325X"), ("MI355X", "MI355X"))
+                 ("MI325X", "MI325X"), ("MI355X", "MI355X"), ("MI350X", "MI350X"))
 
 
 def gpu_for_device(name: str, memory_bytes: int) -> str | None:
