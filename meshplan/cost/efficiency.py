@@ -270,6 +270,24 @@ SKU_MATMUL: dict[str, dict[str, float]] = {
     "MI355X": {"bf16": 1565.0 / 2516.6},
 }
 
+# The part each generation's attention fractions were measured on (the aiter table above:
+# ROCm/aiter op_tests/cpp/mha/README.md, MI300X and MI355X). Another part of the generation
+# with its own GEMM measurement (SKU_MATMUL) runs its attention at the matrix clock that
+# measurement shows: attention_fwd / attention_bwd times (its bf16 GEMM fraction / the
+# measured part's), compute.attention_clock_ratio. Why: the aiter kernels are MFMA-bound
+# like the GEMMs (the exponentials run on the same CUs at the same clock), and a part's
+# sustained clock under dense matrix work is what its GEMM fraction carries. MI325X is the
+# MI300X die at 1,000 W instead of 750 W: AMD's max-achievable-FLOPs table ("Measuring
+# Max-Achievable FLOPs - Part 2", ROCm blogs, 2025-02-28, hipBLASLt-bench, Table 1) gives its
+# median clock under a BF16 GEMM as 1,447 MHz against the MI300X's 1,207 (x1.199; FP8 1,464 /
+# 1,230 = x1.190), and the MAMF table (SKU_MATMUL) 784.9 against 668.4 TFLOP/s (x1.174, the
+# ratio applied). Before, the MI325X ran the MI300X's attention at the same peak, i.e. at the
+# 750 W part's clock. The NVIDIA generations are left out: Hopper's fractions come from an
+# H200 whose GEMM rate is its generation's (ratio 1 for every Hopper part without a power
+# cap, which POWER_CLOCK_EXPONENT handles), and Blackwell's are derived from Hopper's
+# (ATTENTION_EXP), not measured on a part.
+ATTENTION_MEASURED_ON = {"cdna3": "MI300X", "cdna4": "MI355X"}
+
 # FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper, measured
 # here (the H200 attention.csv above, SDPA's flash backend, causal, head dim 128, level at 8k
 # keys): forward 337, backward 288 TFLOP/s = 0.34 / 0.29 of 989 (the FA3 paper's FA2
