@@ -232,6 +232,15 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
 # MI355X is at hand.
 EFFICIENCY["cdna4"] = replace(EFFICIENCY["cdna3"], attention_fwd=1318.2 / 2516.6,
                               attention_bwd=1066.7 / 2516.6)
+# CDNA2 (MI250X, one GCD per device): no GEMM, attention or stream table by shape was found
+# for it, so CDNA3's fractions and shape model stand in (rocBLAS / Tensile macro tiles, the
+# family hipBLASLt grew from; CDNA2 matrix cores at half CDNA3's bf16 rate per CU per clock,
+# which the datasheet peak carries). Its predictions carry the wide interval of a generation
+# with no calibration rows (uncertainty.py). The published MI250X runs of this set used
+# Megatron-DeepSpeed without flash attention (attention_kernel "unfused"), which prices the
+# attention core as GEMMs and softmax passes, not with the attention fractions. Replace with a
+# `meshplan calibrate` profile where an MI250X is at hand.
+EFFICIENCY["cdna2"] = EFFICIENCY["cdna3"]
 
 # Large-GEMM fractions measured on one part that differ from its generation's reference
 # part (EFFICIENCY: H100, A100, B200, MI300X). Parts of one generation share the SM design
