@@ -1439,6 +1439,31 @@ for f, layers, hidden, heads, tp, pp, nodes, gbs, sps in (
          f"(TP {tp}, PP {pp}, MICRO_BATCH_SIZE 2, GLOBAL_BATCH_SIZE {gbs}, SEQ_LEN 2048, NLAYERS {layers}, "
          f"NHIDDEN {hidden}, NHEADS {heads}, FFN 4 x hidden, ZERO_STAGE 0, --bf16, --checkpoint-activations, "
          f"{nodes} nodes x 8 GCDs); the README's 175B line (3.0 samples/s) is the 16-node log row above, not repeated")
+# BigCode's Megatron-LM fork (spyysalo/Megatron-LM, bc-meg-lm/README.md) on the same machine: a 33B multi-query model,
+# README's median of tokens-per-second-per-gpu (bc-meg-lm/throughput.py, first iteration left out) with the script of
+# the same commit (bc-meg-lm last changed 4eebc60, 2023-06-09). The README's Singularity-container rerun of the 33B
+# Megatron-DeepSpeed script (meg-ds-sing, 7.5 samples/s against 8.4) is the same configuration on another software
+# environment: named here, not a row.
+_v = -(-(50257 + 4) // (128 * 4)) * 128 * 4
+add(id=f'H{next(_lumi_ids)}', source="spyysalo/lumi-llm-scaling bc-meg-lm/README.md with pretrain_33B_8_node.sh at 7314958",
+    trust='B', model='LUMI BigCode 60L-6656 MQA', arch='dense', layers=60, hidden=6656, heads=52, kv_heads=1,
+    ffn=4 * 6656, vocab=_v, attention='gqa', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=1024,
+    micro_batch=2, gpu='MI250X', num_gpus=64, tp=4, pp=4, vpp=1, dp=4, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1,
+    recompute='full', precision='bf16', framework='megatron', attention_kernel='unfused', grad_reduce_dtype='fp32',
+    tp_comm_overlap=0, nic_gbps_per_gpu=100, gpus_per_node=8, measured_tokens_per_s_per_gpu=182.8,
+    measured_step_time_s=round(1024 * 2048 / (182.8 * 64), 1), oom=0,
+    derivation=("tokens/s/GPU 182.8 = the median README.md prints (tokens/sec/gpu: mean 177.1, stdev 15.6, median 182.8 "
+                "over 7 values: a noisy run); step = 1024 x 2048 / (182.8 x 64). Layout from pretrain_33B_8_node.sh at "
+                "the same commit: 8 nodes x 8 GCDs, TP 4, PP 4 (-> DP 4), --sequence-parallel, MICRO_BATCH_SIZE 2, "
+                "GLOBAL_BATCH_SIZE 1024, SEQ_LEN 2048, 60 layers, hidden 6656, 52 heads, --attention-head-type multiquery "
+                "(one KV head: attention gqa with kv_heads 1), ffn 4 x hidden (Megatron's default), --bf16, --recompute-granularity full "
+                "--recompute-method uniform, no distributed optimizer (zero 0); vocab = 50,257 GPT-2 tokens + 4 FIM "
+                f"tokens (add_fim_tokens.py) padded to a multiple of 128 x TP 4 = {_v}; tied embeddings (no untie flag); "
+                "grad_reduce_dtype fp32 (Megatron-LM's arguments.py forces accumulate_allreduce_grads_in_fp32 under bf16); "
+                "attention unfused (no flash-attention flag; no flash attention on ROCm 5.2.3); learned absolute positions "
+                "and dropout 0.1 not schema columns; tp_comm_overlap 0: no overlap flag in the script and no Transformer "
+                "Engine in the environment (bc-meg-lm/setup-venv.sh: torch 1.13.1+rocm5.2, deepspeed 0.8.1, apex); "
+                "NIC 100 Gb/s per GCD as the rows above"))
 # END SECTION heldout-amd-2
 for i, r in enumerate(rows):
     r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+)
