@@ -137,3 +137,29 @@ def test_modelled_forward_rate_against_the_table(gpu, gen):
         ops, dev, t = layer_ops_times(m, c, "dense", Shard(s, 1), "bf16", "megatron")
         rate = ops.attn_fwd_flops / t.attn_fwd_s / efficiency.SUSTAINED_TENSOR / 1e12
         assert rate == pytest.approx(pts[s], rel=0.12), (s, rate, pts[s])
+
+
+def test_parts_named_in_the_code_are_the_parts_the_table_measured():
+    """efficiency.ATTENTION_MEASURED_ON is this file's CASES: the aiter table's two parts."""
+    assert efficiency.ATTENTION_MEASURED_ON == {g: gpu for g, (gpu, _) in CASES.items()}
+    assert {r["gpu"] for r in ROWS} == set(efficiency.ATTENTION_MEASURED_ON.values())
+
+
+def test_mi325x_runs_the_mi300x_attention_at_its_own_matrix_clock():
+    """MI325X is the MI300X die at 1,000 W: AMD's max-achievable-FLOPs table (ROCm blogs,
+    "Measuring Max-Achievable FLOPs - Part 2", 2025-02-28, Table 1, hipBLASLt-bench) gives
+    the median clock under a dense BF16 GEMM as 1,447 MHz on the MI325X and 1,207 MHz on the
+    MI300X, and the same table's BF16 rates 843 / 708 TFLOP/s. The modelled attention rate
+    (same peak, same aiter fractions) must follow that clock: the ratio of the two parts'
+    modelled forward and backward attention rates within 3% of 1,447 / 1,207 (it is the MAMF
+    GEMM ratio, 784.9 / 668.4 = 1.174). It was 1.0: the 750 W part's clock on both. The
+    parts the table measured keep their fractions, and a part without a GEMM measurement of
+    its own (MI350X) keeps its generation's."""
+    from meshplan.cost.compute import device
+    d300, d325 = device(GPUS["MI300X"], "bf16", "megatron"), device(GPUS["MI325X"], "bf16", "megatron")
+    for f in ("attn_fwd_eff", "attn_bwd_eff"):
+        ratio = (d325.attn_flops * getattr(d325, f)) / (d300.attn_flops * getattr(d300, f))
+        assert ratio == pytest.approx(1447 / 1207, rel=0.03), (f, ratio)
+    for gpu, gen in (("MI300X", "cdna3"), ("MI355X", "cdna4"), ("MI350X", "cdna4")):
+        dev, e = device(GPUS[gpu], "bf16", "megatron"), efficiency.EFFICIENCY[gen]
+        assert (dev.attn_fwd_eff, dev.attn_bwd_eff) == (e.attention_fwd, e.attention_bwd), gpu

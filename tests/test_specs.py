@@ -93,7 +93,7 @@ def test_unknown_preset_lists_presets():
 def test_gpu_catalog_ids():
     for g in ("V100-SXM-32GB", "A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB",
               "H100-SXM-96GB-500W", "H800-SXM-80GB", "H200-SXM-141GB", "B200", "GB200", "B300",
-              "GB300", "MI300X", "MI325X", "MI355X"):
+              "GB300", "MI300X", "MI325X", "MI355X", "MI350X", "MI250X"):
         assert g in GPUS and GPUS[g].source
 
 
@@ -112,6 +112,21 @@ def test_blackwell_ultra_and_cdna_entries_match_the_datasheet_aggregates():
     # MI355X: 256 CUs x 8,192 fp8 FLOPs per CU per clock x 2.4 GHz; bf16 at half that rate
     assert mi355.flops("fp8") == pytest.approx(256 * 8192 * 2.4e9, rel=0.001)
     assert mi355.flops("bf16") == pytest.approx(mi355.flops("fp8") / 2)
+    # MI350X: the MI355X's die (256 CUs) at its 2.2 GHz peak engine clock; datasheet 4.6 / 2.3 PF
+    mi350 = GPUS["MI350X"]
+    assert mi350.flops("fp8") == pytest.approx(256 * 8192 * 2.2e9, rel=0.001)
+    assert mi350.flops("fp8") == pytest.approx(4.6 * P, rel=0.01)
+    assert mi350.flops("bf16") == pytest.approx(mi350.flops("fp8") / 2)
+    assert mi350.memory_bytes == mi355.memory_bytes and mi350.generation == mi355.generation
+    # MI250X, one GCD: 110 CUs x 1,024 bf16 FLOPs per CU per clock x 1.7 GHz; two GCDs make the
+    # OAM's datasheet 383 TF bf16 and 3.2768 TB/s; one Infinity Fabric link = 25 GT/s x 16 lanes
+    # x 2 bytes per transfer / 16 = 50 GB/s each way (ROCm docs, MI250 microarchitecture)
+    gcd = GPUS["MI250X"]
+    assert gcd.flops("bf16") == pytest.approx(110 * 1024 * 1.7e9, rel=0.001)
+    assert 2 * gcd.flops("bf16") == pytest.approx(383e12, rel=0.001)
+    assert 2 * gcd.memory_bytes_per_s == pytest.approx(3.2768e12)
+    assert gcd.scaleup_bytes_per_s == pytest.approx(25e9 * 16 / 8)
+    assert gcd.flops("fp8") == gcd.flops("bf16")  # no FP8 units: 16-bit speed
     # MI325X: the MI300X's compute with 256 GB of HBM3e at 6 TB/s
     assert GPUS["MI325X"].peak_flops == GPUS["MI300X"].peak_flops
     assert GPUS["MI325X"].memory_bytes > GPUS["MI300X"].memory_bytes
@@ -173,6 +188,7 @@ def test_workload_errors():
     ("AMD Instinct MI300X", 205_822_885_888, "MI300X"),
     ("AMD Instinct MI325X", 274_877_906_944, "MI325X"),
     ("AMD Instinct MI355X", 309_237_645_312, "MI355X"),
+    ("AMD Instinct MI350X", 309_237_645_312, "MI350X"),
     ("NVIDIA B300 SXM6 AC", 289_910_292_480, "B300"),
     ("NVIDIA GB300", 299_574_378_496, "GB300"),
     ("NVIDIA GB200", 197_568_495_616, "GB200"),

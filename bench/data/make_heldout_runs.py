@@ -1328,9 +1328,148 @@ add(source=PRJ.format(t='MI355X — MoE Models (Mixtral 8×22B)'), trust='B', **
 for _r in csv.DictReader(open(__import__('pathlib').Path(__file__).with_name('heldout_rows_mlperf.csv'), newline='')):
     add(**{k: v for k, v in _r.items() if v != ''})
 # END SECTION heldout-mlperf
+# ======================================================================================================
+# BEGIN SECTION heldout-amd-2: AMD Instinct training rows gathered 2026-11-29 (ids H400+, set explicitly so that
+# blocks other sessions append elsewhere do not renumber them). Held out: nothing is fitted to them.
+#
+# Source read: mlcommons/training_results_v5.1 (fetched mirror, commit 441d65f; the AMD and Cisco files at 4da2d1c):
+#  AMD's closed-division Llama 3.1 8B pre-training on one 8 x MI350X node (AMD/results/MI350X_EPYC_9575F_pytorch/
+#  llama31_8b/result_0..9.txt; AMD/benchmarks/llama31_8b/implementations/MI350X_EPYC_9575F_pytorch_llama3_8b/
+#  config_MI350X_1x8x1_8b.sh, src/train.py, src/callbacks.py; AMD/systems/MI350X_EPYC_9575F_pytorch.json). The
+#  implementation is the MI355X one of H257 (src/train.py identical; the config differs only in MAX_LR 1e-3 and the
+#  platform name), so the engine cells are H257's, read again here in the MI350X files.
+# and (H401+) LUMI-G MI250X runs, their sources with the rows below.
+# Searched and left out (what each lacks):
+#  * Cisco UCS C885A M8 8 x MI350X (same v5.1 round, Cisco/results/1xC885A_M8-8xMI350X-OAM-288GB/llama31_8b): its logs
+#    print AMD's code and layout (submission_org AMD, GBS 32, GA 2, seq 8192); 24.099 samples/s median over its 131
+#    tracked_stats values, 3.2% below AMD's MI350X: named in H400's derivation, not a row of the same configuration (as
+#    the Dell / Supermicro MI355X results are named in H257's).
+#  * MLPerf Training v5.0 / v5.1 Llama 2 70B LoRA (MI300X / MI325X / MI350X / MI355X; AMD, MangoBoost, ASUSTeK, Krai,
+#    MiTAC, Supermicro, Cisco, Dell): LoRA fine-tuning with frozen base weights; the schema has no column for frozen
+#    weights or adapter ranks (every row trains all weights, with their gradients and optimizer states), so it cannot
+#    describe these runs: skipped.
+#  * ROCm/ROCm docs how-to/rocm-for-ai/training/benchmark-docker (megatron-lm.rst, pytorch-training.rst), ROCm/MAD,
+#    AMD-AIG-AIMA/pytorch-training-benchmark: run instructions and model lists, no measured throughput (the numbers
+#    live on amd.com's performance-results page, whose stored copies end before its training tables).
+#  * AMD-AGI/Primus at fd1eeab: examples/moe_package (DeepSeek-V2 / V2-Lite MI355X throughput only in images),
+#    docs/04-technical-guides (LoRA / SFT), examples/odc (method, no table); projection.md / primus_pipeline.md as in
+#    the heldout-amd section above.
+#  * Frontier (MI250X) papers (Dash et al. 2023, arXiv 2312.12705; FORGE, SC23) and LUMI's 140B scaling post: only
+#    their abstracts / openings are stored here, not the tables with layouts.
+#  * eminorhan/frontier-torchtitan README (Llama 3.1 8B, torchtitan FSDP2 on 64 Frontier GCDs, 'a wps of ~645'): an
+#    approximate figure from a personal experiment log; ROCm/TransformerEngine issues #76/#78/#79 (MI300X FP8 FSDP,
+#    'preliminary' TFLOP/s of development branches, their FLOP formula not stated): not rows.
+MLP51_350 = ("mlcommons/training_results_v5.1 AMD/results/MI350X_EPYC_9575F_pytorch/llama31_8b/result_0..9.txt "
+             "(tracked_stats throughput) with AMD/benchmarks/llama31_8b/implementations/MI350X_EPYC_9575F_pytorch_llama3_8b "
+             "(config_MI350X_1x8x1_8b.sh, src/train.py) at 4da2d1c")
+_sps350 = 24.901114  # median of the 146 tracked_stats values of the ten runs (24.386 ... 25.037 samples/s)
+add(id='H400', source=MLP51_350, trust='A', **L8_31, seq_len=8192, global_batch_seqs=32, micro_batch=2, gpu='MI350X',
+    num_gpus=8, tp=1, pp=1, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='none',
+    precision='fp8', fp8_recipe='delayed', grad_reduce_dtype='bf16', framework='nemo',
+    measured_tokens_per_s_per_gpu=round(_sps350 * 8192 / 8, 1), measured_step_time_s=round(32 / _sps350, 4), oom=0,
+    derivation=(f"tokens/s/GPU = {_sps350} samples/s x 8192 tokens / 8 GPUs: the median of the 146 'tracked_stats' "
+                "throughput values (samples/s of the node over the training steps of each block between evaluations, "
+                "evaluation excluded: src/callbacks.py) in the ten MI350X logs (per-run medians 24.809 ... 24.998); step "
+                "time = GBS 32 / that rate. Layout from config_MI350X_1x8x1_8b.sh (GBS 32, MBS 2, TP 1, PP 1, CP 1 on "
+                "1 node x 8 GPUs; the logs print global_batch_size 32, gradient_accumulation_steps 2, max_sequence_length "
+                "8192) -> DP 8, GA 2. Engine from src/train.py, identical to the MI355X submission's (H257): NeMo 2.0 "
+                "(v2.5.0rc0 with AMD's patch, Megatron-Core strategy; PyTorch 2.8 / ROCm 7.0 per AMD/systems/"
+                "MI350X_EPYC_9575F_pytorch.json), zero 1 (use_distributed_optimizer=True), grad_reduce_dtype bf16 "
+                "(grad_reduce_in_fp32=False), FP8 recipe delayed (fp8='hybrid', amax history 4, most_recent; FP8_PARAMS=1), "
+                "no fp8 attention (NVTE_FUSED_ATTN_CK=1, CK v3 kernels with NVTE_CK_IS_V3_ATOMIC_FP32=0), recompute none "
+                "(inferred: train.py sets none). GPU: the system json names 'AMD Instinct MI350X', 288 GB HBM3e, 8 per "
+                "node over XGMI, cooling 'Passive & Active' (system SMCI350X, AS-8126GS-TNMR). The same code and layout "
+                "on Cisco's air-cooled UCS C885A M8 8 x MI350X in the same round: 24.099 samples/s (median of its 131 "
+                "tracked_stats values, 3.2% below)"))
+# --- H401+: AMD Instinct MI250X (one GCD per device) on LUMI-G, Megatron-DeepSpeed, 2023 ---
+# Source: spyysalo/lumi-llm-scaling (fetched mirror, HEAD 7314958, 2023-06-30), meg-ds/: the 175B strong-scaling
+# logs meg-ds/experiments/175B-scaling-comms/{16,32,64,128,256}-node.out (added ef1c2eb, 2023-06-11; each prints
+# Megatron's full argument list and one 'samples per second' line per iteration), and meg-ds/README.md's expected
+# throughput.py output for pretrain_{7B_4,33B_8,65B_8}_node.sh (README and scripts at 7314958; the scripts last
+# changed 58a790d / 9215af8). Engine: TurkuNLP's Megatron-DeepSpeed fork at 6732bc9 (meg-ds/README.md), DeepSpeed
+# pipeline engine, ROCm 5.2.3 (setup-venv.sh), 8 GCDs per node (--gpus-per-node=mi250:8). Shared cells:
+# BLOOM-style GPT (GELU MLP of 4h, MHA, tied embeddings; ALiBi positions and the embedding layernorm are not schema
+# columns), GPT-2 BPE vocabulary 50,257 padded by Megatron to a multiple of 128 x TP
+# (megatron/tokenizer/tokenizer.py _vocab_size_with_padding; the logs print 51,200 at TP 8); bf16; full activation
+# checkpointing of every layer (--checkpoint-activations, checkpoint_num_layers 1); DeepSpeed zero_stage 0 with bf16,
+# i.e. DeepSpeed's BF16_Optimizer (the logs print 'Creating BF16 optimizer'), which shards the fp32 master weights
+# and Adam states over the data-parallel ranks as ZeRO-1 does (deepspeed/runtime/bf16_optimizer.py) -> zero 1, as
+# the BLOOM row H049 of the same engine family; gradients reduced in fp32 (accumulate_allreduce_grads_in_fp32 True);
+# attention unfused (no flash attention on this stack; Megatron's fused masked softmax, masked_softmax_fusion True:
+# attention_kernel 'unfused'); NIC 100 Gb/s per GCD (LUMI-G: 4 x 200 Gb/s Slingshot-11 per node of 8 GCDs,
+# lumi-supercomputer.eu 'Scaling the pre-training of large language models of >100B parameters to thousands of AMD
+# MI250X GPUs on LUMI'). tokens/s/GPU = samples/s x 2048 / GCDs.
+LUMI = "spyysalo/lumi-llm-scaling meg-ds/{f} at 7314958"
+LUMI_ENG = ("engine: TurkuNLP Megatron-DeepSpeed 6732bc9 + DeepSpeed pipeline engine on ROCm 5.2.3; zero 1 = DeepSpeed "
+            "zero_stage 0 with its BF16_Optimizer (log: 'Creating BF16 optimizer'; fp32 master and Adam states sharded "
+            "over DP); grad_reduce_dtype fp32 (accumulate_allreduce_grads_in_fp32 True); attention unfused (Megatron fused "
+            "masked softmax, no flash attention); ALiBi and embedding layernorm not schema columns; 8 GCDs per node, "
+            "NIC 100 Gb/s per GCD (4 x 200 Gb/s Slingshot-11 per LUMI-G node)")
+_lumi_ids = iter(range(401, 500))
+def lumi(f, trust, layers, hidden, heads, tp, pp, nodes, gbs, sps, how):
+    n = 8 * nodes
+    vocab = -(-50257 // (128 * tp)) * 128 * tp
+    add(id=f'H{next(_lumi_ids)}',
+        source=LUMI.format(f=f), trust=trust, model=f'LUMI GPT {layers}L-{hidden} (BLOOM-style)', arch='dense',
+        layers=layers, hidden=hidden, heads=heads, kv_heads=heads, ffn=4 * hidden, vocab=vocab, attention='mha',
+        mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=gbs, micro_batch=2, gpu='MI250X', num_gpus=n,
+        tp=tp, pp=pp, vpp=1, dp=n // (tp * pp), cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='full',
+        precision='bf16', framework='deepspeed', attention_kernel='unfused', grad_reduce_dtype='fp32',
+        nic_gbps_per_gpu=100, gpus_per_node=8,
+        measured_tokens_per_s_per_gpu=round(sps * 2048 / n, 2), measured_step_time_s=round(gbs / sps, 2), oom=0,
+        derivation=(f"tokens/s/GPU = {sps} samples/s x 2048 / {n} GCDs; step = GBS {gbs} / that rate; " + how
+                    + f"; vocab {vocab} = 50,257 padded to a multiple of 128 x TP {tp}; " + LUMI_ENG))
+# 175B (70 layers, hidden 14336, 112 heads): the logs print every argument (TP 8, PP 8, MBS 2, GBS 1024, seq 2048,
+# world size = 8 x nodes); the rate is the median of the per-iteration 'samples per second' after the first
+for nodes, sps, k in ((16, 2.954, 3), (32, 5.663, 7), (64, 10.499, 15), (128, 18.556, 27), (256, 28.289, 39)):
+    lumi(f'experiments/175B-scaling-comms/{nodes}-node.out', 'A', 70, 14336, 112, 8, 8, nodes, 1024, sps,
+         f"median of the {k} per-iteration 'samples per second' values after the first in {nodes}-node.out (the "
+         f"log's arguments: tensor/pipeline parallel 8/8, data_parallel_size {nodes * 8 // 64}, micro 2, "
+         f"global 1024, seq 2048, 70 layers, hidden 14336, 112 heads, ffn 57344, bf16, zero_stage 0, "
+         f"checkpoint_activations True); a strong-scaling series, GBS fixed at 1024 from 128 to 2048 GCDs")
+# 7B / 33B / 65B: README.md's 'This should print approximately' medians of throughput.py (first iteration left out)
+# with the scripts of the same commit (trust B: the logs are not committed, the numbers are the README's one decimal)
+for f, layers, hidden, heads, tp, pp, nodes, gbs, sps in (
+        ('pretrain_7B_4_node.sh', 32, 4096, 32, 1, 2, 4, 2048, 19.4),
+        ('pretrain_33B_8_node.sh', 60, 6656, 52, 2, 4, 8, 1024, 8.4),
+        ('pretrain_65B_8_node.sh', 80, 8192, 64, 2, 8, 8, 1024, 4.0)):
+    lumi('README.md with ' + f, 'B', layers, hidden, heads, tp, pp, nodes, gbs, sps,
+         f"samples/s is the median README.md prints for {f} (throughput.py over Megatron's per-iteration lines, "
+         f"the first left out; one decimal, so +-{0.05 / sps:.1%}); layout from the script at the same commit "
+         f"(TP {tp}, PP {pp}, MICRO_BATCH_SIZE 2, GLOBAL_BATCH_SIZE {gbs}, SEQ_LEN 2048, NLAYERS {layers}, "
+         f"NHIDDEN {hidden}, NHEADS {heads}, FFN 4 x hidden, ZERO_STAGE 0, --bf16, --checkpoint-activations, "
+         f"{nodes} nodes x 8 GCDs); the README's 175B line (3.0 samples/s) is the 16-node log row above, not repeated")
+# BigCode's Megatron-LM fork (spyysalo/Megatron-LM, bc-meg-lm/README.md) on the same machine: a 33B multi-query model,
+# README's median of tokens-per-second-per-gpu (bc-meg-lm/throughput.py, first iteration left out) with the script of
+# the same commit (bc-meg-lm last changed 4eebc60, 2023-06-09). The README's Singularity-container rerun of the 33B
+# Megatron-DeepSpeed script (meg-ds-sing, 7.5 samples/s against 8.4) is the same configuration on another software
+# environment: named here, not a row.
+_v = -(-(50257 + 4) // (128 * 4)) * 128 * 4
+add(id=f'H{next(_lumi_ids)}', source="spyysalo/lumi-llm-scaling bc-meg-lm/README.md with pretrain_33B_8_node.sh at 7314958",
+    trust='B', model='LUMI BigCode 60L-6656 MQA', arch='dense', layers=60, hidden=6656, heads=52, kv_heads=1,
+    ffn=4 * 6656, vocab=_v, attention='gqa', mlp='gelu', tied_embeddings=1, seq_len=2048, global_batch_seqs=1024,
+    micro_batch=2, gpu='MI250X', num_gpus=64, tp=4, pp=4, vpp=1, dp=4, cp=1, ep=1, etp=1, zero=0, sequence_parallel=1,
+    recompute='full', precision='bf16', framework='megatron', attention_kernel='unfused', grad_reduce_dtype='fp32',
+    tp_comm_overlap=0, nic_gbps_per_gpu=100, gpus_per_node=8, measured_tokens_per_s_per_gpu=182.8,
+    measured_step_time_s=round(1024 * 2048 / (182.8 * 64), 1), oom=0,
+    derivation=("tokens/s/GPU 182.8 = the median README.md prints (tokens/sec/gpu: mean 177.1, stdev 15.6, median 182.8 "
+                "over 7 values: a noisy run); step = 1024 x 2048 / (182.8 x 64). Layout from pretrain_33B_8_node.sh at "
+                "the same commit: 8 nodes x 8 GCDs, TP 4, PP 4 (-> DP 4), --sequence-parallel, MICRO_BATCH_SIZE 2, "
+                "GLOBAL_BATCH_SIZE 1024, SEQ_LEN 2048, 60 layers, hidden 6656, 52 heads, --attention-head-type multiquery "
+                "(one KV head: attention gqa with kv_heads 1), ffn 4 x hidden (Megatron's default), --bf16, --recompute-granularity full "
+                "--recompute-method uniform, no distributed optimizer (zero 0); vocab = 50,257 GPT-2 tokens + 4 FIM "
+                f"tokens (add_fim_tokens.py) padded to a multiple of 128 x TP 4 = {_v}; tied embeddings (no untie flag); "
+                "grad_reduce_dtype fp32 (Megatron-LM's arguments.py forces accumulate_allreduce_grads_in_fp32 under bf16); "
+                "attention unfused (no flash-attention flag; no flash attention on ROCm 5.2.3); learned absolute positions "
+                "and dropout 0.1 not schema columns; tp_comm_overlap 0: no overlap flag in the script and no Transformer "
+                "Engine in the environment (bc-meg-lm/setup-venv.sh: torch 1.13.1+rocm5.2, deepspeed 0.8.1, apex); "
+                "NIC 100 Gb/s per GCD as the rows above"))
+# END SECTION heldout-amd-2
+for i, r in enumerate(rows):
+    r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+)
+assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
-for i, r in enumerate(rows):
-    r['id'] = f'H{i+1:03d}'
+for r in rows:
     w.writerow({k: r.get(k, '') for k in cols})
 print(len(rows))

@@ -215,6 +215,8 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     peak = gpu.flops("fp8" if fp8 else "bf16")
     frac = _matmul_fraction(gpu, e, "fp8" if fp8 else "bf16")
     af, ab = engine_attention(gpu.generation, engine, attention_kernel)
+    k = attention_clock_ratio(gpu, e)
+    af, ab = af * k, ab * k
     flops = peak * clock * frac  # an 8192^3 GEMM at the measured fraction, sustained
     if fp8:
         flops *= fp8_gemm_share
@@ -257,6 +259,18 @@ def _fp32_device(gpu: GPU, precision: str, e: KernelEfficiency, clock: float,
     return Device(mm, mm, 1.0, 1.0, hbm, 4, efficiency.KERNEL_GAP_S, gen, sms, sm_flops, load,
                   e.gemm_tile_latency_s, act_scale=FP32_BYTES / ACT, unfused_attention=True,
                   unfused_passes=unfused_passes_of(attention_kernel, True))
+
+
+def attention_clock_ratio(gpu: GPU, e: KernelEfficiency) -> float:
+    """The matrix clock ``gpu`` holds over the part its generation's attention fractions were
+    measured on (efficiency.ATTENTION_MEASURED_ON), read off both parts' bf16 GEMM fractions;
+    1 where the generation names no such part, for that part itself, and for a part without
+    a GEMM measurement of its own (efficiency.SKU_MATMUL)."""
+    ref = efficiency.ATTENTION_MEASURED_ON.get(gpu.generation)
+    own = efficiency.SKU_MATMUL.get(gpu.name, {}).get("bf16")
+    if not ref or gpu.name == ref or own is None:
+        return 1.0
+    return own / efficiency.SKU_MATMUL.get(ref, {}).get("bf16", e.matmul_bf16)
 
 
 def _matmul_fraction(gpu: GPU, e: KernelEfficiency, dtype: str) -> float:

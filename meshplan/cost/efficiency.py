@@ -232,6 +232,15 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
 # MI355X is at hand.
 EFFICIENCY["cdna4"] = replace(EFFICIENCY["cdna3"], attention_fwd=1318.2 / 2516.6,
                               attention_bwd=1066.7 / 2516.6)
+# CDNA2 (MI250X, one GCD per device): no GEMM, attention or stream table by shape was found
+# for it, so CDNA3's fractions and shape model stand in (rocBLAS / Tensile macro tiles, the
+# family hipBLASLt grew from; CDNA2 matrix cores at half CDNA3's bf16 rate per CU per clock,
+# which the datasheet peak carries). Its predictions carry the wide interval of a generation
+# with no calibration rows (uncertainty.py). The published MI250X runs of this set used
+# Megatron-DeepSpeed without flash attention (attention_kernel "unfused"), which prices the
+# attention core as GEMMs and softmax passes, not with the attention fractions. Replace with a
+# `meshplan calibrate` profile where an MI250X is at hand.
+EFFICIENCY["cdna2"] = EFFICIENCY["cdna3"]
 
 # Large-GEMM fractions measured on one part that differ from its generation's reference
 # part (EFFICIENCY: H100, A100, B200, MI300X). Parts of one generation share the SM design
@@ -269,6 +278,24 @@ SKU_MATMUL: dict[str, dict[str, float]] = {
     "MI325X": {"bf16": 784.9 / 1307.4, "fp8": 784.9 * 1408.06 / 831.40 / 2614.9},
     "MI355X": {"bf16": 1565.0 / 2516.6},
 }
+
+# The part each generation's attention fractions were measured on (the aiter table above:
+# ROCm/aiter op_tests/cpp/mha/README.md, MI300X and MI355X). Another part of the generation
+# with its own GEMM measurement (SKU_MATMUL) runs its attention at the matrix clock that
+# measurement shows: attention_fwd / attention_bwd times (its bf16 GEMM fraction / the
+# measured part's), compute.attention_clock_ratio. Why: the aiter kernels are MFMA-bound
+# like the GEMMs (the exponentials run on the same CUs at the same clock), and a part's
+# sustained clock under dense matrix work is what its GEMM fraction carries. MI325X is the
+# MI300X die at 1,000 W instead of 750 W: AMD's max-achievable-FLOPs table ("Measuring
+# Max-Achievable FLOPs - Part 2", ROCm blogs, 2025-02-28, hipBLASLt-bench, Table 1) gives its
+# median clock under a BF16 GEMM as 1,447 MHz against the MI300X's 1,207 (x1.199; FP8 1,464 /
+# 1,230 = x1.190), and the MAMF table (SKU_MATMUL) 784.9 against 668.4 TFLOP/s (x1.174, the
+# ratio applied). Before, the MI325X ran the MI300X's attention at the same peak, i.e. at the
+# 750 W part's clock. The NVIDIA generations are left out: Hopper's fractions come from an
+# H200 whose GEMM rate is its generation's (ratio 1 for every Hopper part without a power
+# cap, which POWER_CLOCK_EXPONENT handles), and Blackwell's are derived from Hopper's
+# (ATTENTION_EXP), not measured on a part.
+ATTENTION_MEASURED_ON = {"cdna3": "MI300X", "cdna4": "MI355X"}
 
 # FA2-class attention kernels (torch SDPA flash backend, flash-attn 2) on Hopper, measured
 # here (the H200 attention.csv above, SDPA's flash backend, causal, head dim 128, level at 8k

@@ -47,17 +47,18 @@ from ..specs.hardware import GPU
 # 256x256 down to 64x64, one per CU.
 NV_TILES = ((128, 256), (256, 128), (128, 128), (64, 256), (128, 64), (64, 128), (64, 64))
 AMD_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (64, 128), (128, 64), (64, 64))
-TILES = {"cdna3": AMD_TILES, "cdna4": AMD_TILES}
+TILES = {"cdna2": AMD_TILES, "cdna3": AMD_TILES, "cdna4": AMD_TILES}
 
 # SMs (CUs) per generation and per catalog part where it differs. NVIDIA V100, A100, H100
 # architecture whitepapers: 80, 108, 132 SMs (H800/H200 keep the H100 die's 132); OpenXLA's
 # device specs (xla/backends/gpu/target_config/specs/*.txtpb, core_count as the driver reports
 # it): A100 108, H100 SXM 132, B200 148, GB200 152; GA102 RTX 3090 82, TU102 TITAN RTX 72,
 # RTX 2080 Ti 68 (Ampere GA102 / Turing whitepapers); AMD CDNA3 whitepaper: MI300X 304 CUs
-# (MI325X the same die); CDNA4 MI355X 256 CUs (8 XCDs x 32 active, ISSCC 2026). Blackwell
+# (MI325X the same die); MI250X 110 CUs per GCD (220 per OAM, AMD MI250X datasheet); CDNA4 MI355X 256 CUs (8 XCDs x 32 active, ISSCC 2026). Blackwell
 # Ultra B300 / GB300: 20,480 CUDA cores at 128 per SM = 160 SMs (NVIDIA Blackwell Ultra
 # product pages as tabulated in catalog/gpus.py's sources).
-SMS = {"volta": 80, "ampere": 108, "hopper": 132, "blackwell": 148, "cdna3": 304, "cdna4": 256}
+SMS = {"volta": 80, "ampere": 108, "hopper": 132, "blackwell": 148, "cdna2": 110, "cdna3": 304,
+       "cdna4": 256}
 SM_COUNT = {"GB200": 152, "B300": 160, "GB300": 160, "RTX-3090-24GB": 82, "TITAN-RTX-24GB": 72,
             "RTX-2080-Ti-11GB": 68}
 

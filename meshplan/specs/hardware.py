@@ -31,7 +31,7 @@ class GPU:
     nic_bytes_per_s: float = 50e9  # scale-out NIC bandwidth per GPU, one direction
     scaleup_latency_s: float = 3e-6
     scaleout_latency_s: float = 8e-6
-    generation: str = ""  # kernel-efficiency family: volta, ampere, hopper, blackwell, cdna3, cdna4
+    generation: str = ""  # kernel-efficiency family: volta, ampere, hopper, blackwell, cdna2, cdna3, cdna4
     power_limit_w: float = 0.0  # board power cap when below the part's usual TDP (0: none)
     compute_capability: float = 0.0  # CUDA compute capability (0: not an NVIDIA part, unknown)
     source: str = field(default="", compare=False)

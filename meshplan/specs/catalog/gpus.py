@@ -171,6 +171,39 @@ GPUS: dict[str, GPU] = {
         {"fp32": 157.3 * T, "tf32": 157.3 * T, "bf16": 2516.6 * T, "fp16": 2516.6 * T, "fp8": 5033.2 * T},
         288 * GiB, 8000 * GB, 537.6 * GB, nic_bytes_per_s=_gbps(400), generation="cdna4",
         scaleup_latency_s=5e-6, source="AMD Instinct MI355X datasheet; ISSCC 2026 CDNA4 paper (CU count)"),
+    # AMD Instinct MI250X, one GCD (graphics compute die) as one device: the OAM carries two
+    # GCDs that ROCm exposes as two GPUs, so Frontier / LUMI nodes of 4 MI250X are 8 devices
+    # (and papers' "GPUs" are GCDs). CDNA2, 110 CUs per GCD at 1.7 GHz x 1,024 bf16 / fp16
+    # FLOPs per CU per clock = 191.5 TF dense (AMD MI250X datasheet: 383 TF for the OAM);
+    # fp32 matrix 256 FLOPs per CU per clock = 47.9 TF (the rate rocBLAS SGEMM uses; no TF32,
+    # no FP8); 64 GiB HBM2e at 1.6384 TB/s per GCD (128 GB and 3.2768 TB/s per OAM). Infinity
+    # Fabric: 50 GB/s per link each way; the two GCDs of an OAM share four links (200 GB/s),
+    # GCDs of different OAMs one link (two for GCD pairs 0-4 and 2-6) (ROCm docs, "AMD
+    # Instinct MI250 microarchitecture", node-level architecture): a ring over the node's 8
+    # GCDs runs at one link's 50 GB/s, the figure taken (a TP pair inside one OAM has 4x that).
+    # Scale-out: HPE Slingshot-11, 4 x 200 Gb/s per node (LUMI-G, Frontier) = 100 Gb/s per
+    # GCD. Kernel efficiencies: "cdna2" (cost/efficiency.py), CDNA3's fractions until a CDNA2
+    # table is found.
+    "MI250X": GPU(
+        "MI250X",
+        {"fp32": 47.9 * T, "bf16": 191.5 * T, "fp16": 191.5 * T},
+        64 * GiB, 1638.4 * GB, 50 * GB, nic_bytes_per_s=_gbps(100), generation="cdna2",
+        scaleup_latency_s=5e-6,
+        source="AMD Instinct MI250X datasheet (per OAM, halved per GCD); ROCm docs MI250 "
+               "microarchitecture (links); LUMI-G node (4 x 200 Gb/s Slingshot-11)"),
+    # AMD Instinct MI350X: the MI355X's CDNA4 die (gfx950, 256 CUs, 288 GiB: ROCm docs
+    # reference/gpu-specs, Instinct table) in an air-cooled 1,000 W board with a 2.2 GHz peak
+    # engine clock (MI355X: 2.4 GHz, 1,400 W): 256 x 8,192 fp8 FLOPs per CU per clock x 2.2 GHz
+    # = 4.61 PF fp8 dense, 2.31 PF bf16 (AMD MI350X datasheet: 4.6 / 2.3 PF dense), fp32 vector
+    # 256 x 256 x 2.2 GHz = 144.2 TF (no TF32 matrix rate); the same 8 TB/s HBM3e, Infinity
+    # Fabric (7 x 153.6 GB/s) and 400 Gb/s NIC per GPU as the MI355X platform. No GEMM or
+    # attention measurement of its own: the "cdna4" fractions (cost/efficiency.py).
+    "MI350X": GPU(
+        "MI350X",
+        {"fp32": 144.2 * T, "tf32": 144.2 * T, "bf16": 2306.85 * T, "fp16": 2306.85 * T, "fp8": 4613.7 * T},
+        288 * GiB, 8000 * GB, 537.6 * GB, nic_bytes_per_s=_gbps(400), generation="cdna4",
+        scaleup_latency_s=5e-6,
+        source="AMD Instinct MI350X datasheet; ROCm docs GPU specifications (CUs, memory)"),
 }
 
 # CUDA compute capability of each NVIDIA part (NVIDIA's "CUDA GPUs" table, developer.nvidia.com/
@@ -192,7 +225,8 @@ GPUS = {n: replace(g, compute_capability=CUDA_CAPABILITY.get(n, 0.0)) for n, g i
 _DEVICE_NAMES = (("GB300", "GB300"), ("B300", "B300"), ("GB200", "GB200"), ("B200", "B200"),
                  ("GH200", None), ("H200", "H200-SXM-141GB"), ("H800", "H800-SXM-80GB"), ("H100", None), ("A100", None),
                  ("V100", "V100-SXM-32GB"), ("MI300X", "MI300X"),
-                 ("MI325X", "MI325X"), ("MI355X", "MI355X"))
+                 ("MI325X", "MI325X"), ("MI355X", "MI355X"), ("MI350X", "MI350X"),
+                 ("MI250X", "MI250X"))
 
 
 def gpu_for_device(name: str, memory_bytes: int) -> str | None:
