@@ -193,14 +193,14 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
     ring_in = best("all_gather", True) or best("reduce_scatter", True)
     ar_in = best("all_reduce", True)
     nvls = _nvls(gpu)
-    if ring_in:
-        put("NETWORK.scaleup", ring_in / gpu.scaleup_bytes_per_s,
+    from ..cost.collectives import nvls_name, scaleup_name
+
+    if ring_in:  # (on CDNA3, the Infinity Fabric constant: collectives.scaleup_name)
+        put(scaleup_name(gpu.generation), ring_in / gpu.scaleup_bytes_per_s,
             f"all-gather/reduce-scatter bus bandwidth {ring_in / 1e9:.0f} GB/s inside a node")
     elif ar_in:
-        from ..cost.collectives import nvls_name
-
         nv = (_value(nvls_name(gpu.generation)) or 1.0) if nvls else 1.0
-        put("NETWORK.scaleup", ar_in / nv / gpu.scaleup_bytes_per_s,
+        put(scaleup_name(gpu.generation), ar_in / nv / gpu.scaleup_bytes_per_s,
             f"all-reduce bus bandwidth {ar_in / 1e9:.0f} GB/s inside a node"
             + (" (NVLS: over the model's NVLS factor)" if nvls else ""))
     # The message-size ramp: Simple's pipeline fill (bytes at the ring's bus bandwidth) from the

@@ -116,11 +116,21 @@ def nvls_factor(generation: str) -> float:
     return getattr(NETWORK, nvls_name(generation).split(".", 1)[1])
 
 
+def scaleup_name(generation: str) -> str:
+    """The NETWORK constant of ``generation``'s ring bus bandwidth over its scale-up link
+    bandwidth (cost/efficiency.py: CDNA3's Infinity Fabric apart from NVLink)."""
+    return "NETWORK.scaleup_xgmi" if generation == "cdna3" else "NETWORK.scaleup"
+
+
+def scaleup_efficiency(generation: str) -> float:
+    return getattr(NETWORK, scaleup_name(generation).split(".", 1)[1])
+
+
 def _links(cluster: Cluster) -> _Links:
     g = cluster.gpu
     pcie = g.scaleup_bytes_per_s < _PCIE_MAX_BYTES_PER_S
     nvls = not pcie and g.generation in _NVLS_GENERATIONS
-    return _Links(up=g.scaleup_bytes_per_s * NETWORK.scaleup,
+    return _Links(up=g.scaleup_bytes_per_s * scaleup_efficiency(g.generation),
                   nic=cluster.nic_bytes_per_s * NETWORK.scaleout,
                   up_kind="pcie" if pcie else "nvlink",
                   hop_up=NETWORK.hop_pcie_s if pcie else NETWORK.hop_nvlink_s,

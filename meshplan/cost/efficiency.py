@@ -408,11 +408,22 @@ class NetworkEfficiency:
     and the fixed costs that make small messages slow. Sources: bench/data/nccl_points.csv
     (published nccl-tests tables) and NCCL's own tuning model (src/graph/tuning.cc)."""
 
-    # Ring bus bandwidth at large messages, fraction of the NVLink/xGMI bandwidth per GPU.
+    # Ring bus bandwidth at large messages, fraction of the NVLink bandwidth per GPU.
     # nccl-tests: 8x A100 NVSwitch all-reduce 235 of 300 GB/s (0.78), all-gather 223-230,
     # reduce-scatter 231 (microsoft/superbenchmark tests/data/nccl_*.log); 8x H100 ~370 of 450
     # (0.82) for every non-NVLS collective (NVIDIA/nccl-tests#212, sjeaugey).
     scaleup: float = 0.80
+    # The same on AMD Infinity Fabric (xGMI) between CDNA3 GPUs (MI300X, MI325X: 7 links of
+    # 64 GB/s each way): the link layer's CRC and protocol overhead leave 45-48 GB/s a link
+    # (TransferBench all-to-all on 8x MI300X, 45.1-47.2 GB/s per pair) and the ring runs at the
+    # slowest link's pace. AMD's rccl-tests all-reduce on 8x MI300X (one process per GPU,
+    # RCCL 2.22.3, ROCm 6.3) levels off at 318.98 GB/s bus bandwidth at 16 GiB ("Understanding
+    # RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", ROCm blogs 2025-03-02,
+    # ROCm/rocm-blogs blogs/software-tools-optimization/mi300x-rccl-xgmi/README.md) ->
+    # 318.98 / 448 = 0.712 (the 0.80 of NVLink had the ring 12% fast there; the table's other
+    # sizes are held-out rows of bench/data/nccl_points.csv). CDNA4 (MI355X, its faster links)
+    # has no such measurement here and keeps the NVLink fraction.
+    scaleup_xgmi: float = 318.98 / 448.0
     # InfiniBand/RoCE, per NIC at large messages: NDR 400 Gb/s gives 46-48 of 50 GB/s
     # (NVIDIA/nccl-tests#290, AddyLaddy), 4x 400G RoCE ring 190 GB/s = 47.5 per NIC
     # (NVIDIA/nccl#1368), DGX-A100 8x 200G IB 192 GB/s = 24 of 25 per NIC (NVIDIA/nccl#1576).

@@ -49,7 +49,6 @@ from functools import lru_cache
 from math import ceil
 
 from ..cost import collectives, compute
-from ..cost.efficiency import NETWORK
 from ..cost.ops import ACT, MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
@@ -191,7 +190,7 @@ def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float,
     ring = collectives.all_reduce_s(cluster, p, buffer_bytes)
     if p.nodes > 1 or buffer_bytes > CUSTOM_AR_MAX_BYTES:
         return ring
-    link = cluster.gpu.scaleup_bytes_per_s * NETWORK.scaleup
+    link = cluster.gpu.scaleup_bytes_per_s * collectives.scaleup_efficiency(cluster.gpu.generation)
     fixed = custom_ar_fixed_s(cluster, size, engine)
     if buffer_bytes <= ONE_SHOT_MAX_BYTES:
         custom = fixed + (size - 1) * buffer_bytes / link
