@@ -75,6 +75,9 @@ def test_bad_csv(tmp_path):
     ("pp", "inf", "row 1: pp='inf'"),          # was OverflowError
     ("tp", "2.5", "row 1: tp='2.5'"),          # was truncated to 2 without a word
     ("output_len", "", "row 1: output_len=''"),  # required column left blank: was TypeError
+    ("input_len", "1024:1", "row 1: input_len='1024:1'"),  # a range must be LO:HI, ordered
+    ("output_len", "0:512", "row 1: output_len='0:512'"),  # lengths are >= 1
+    ("input_len", "1:x", "row 1: input_len='1:x'"),
     ("rate_per_s", "abc", "row 1: rate_per_s='abc'"),  # was ValueError from float()
     ("measured_ttft_ms", "-5", "row 1: measured_ttft_ms='-5'"),
     ("gpu_mem_util", "0", "gpu_mem_util=0.0"),  # was taken as blank: the default 0.9
@@ -113,6 +116,27 @@ def test_a_row_with_more_cells_than_the_header_fails(tmp_path):
     f.write_text(lines[0] + "\n" + lines[1].replace(",30000,", ",50,") + ",one,two\n")
     rows, s = validate_serving(f)
     assert s["errors"] == 1 and "2 more non-blank field(s) than the header" in rows[0].error
+
+
+def test_length_ranges_are_drawn_uniformly(monkeypatch):
+    """SGLang's bench_serving random dataset with --random-range-ratio 0 draws each prompt's
+    length from 1..L and each output's from 0..L (sample_random_requests, np.random.randint;
+    the datacrunch H200 runs print total_input_tokens / completed = 508 for L = 1024); a row
+    writes that as 1:L and is simulated with lengths drawn the same way. The column took one
+    whole number only, so such runs could not be written down."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(t) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        predict_row(dict(_row(1)) | {"input_len": "1:1024", "output_len": "1:512",
+                                     "num_requests": "3000"})
+    reqs = seen[0].requests
+    ins, outs = [r.input_len for r in reqs], [r.output_len for r in reqs]
+    assert min(ins) >= 1 and max(ins) <= 1024 and min(outs) >= 1 and max(outs) <= 512
+    assert sum(ins) / len(ins) == pytest.approx(512.5, rel=0.03)  # uniform 1..1024
+    assert sum(outs) / len(outs) == pytest.approx(256.5, rel=0.03)
+    assert len(set(ins)) > 500  # drawn, not one length
 
 
 def test_concurrency_and_rate_together_fail(tmp_path):
