@@ -139,6 +139,29 @@ def test_length_ranges_are_drawn_uniformly(monkeypatch):
     assert len(set(ins)) > 500  # drawn, not one length
 
 
+@pytest.mark.parametrize("engine, cell, mixed", [
+    ("sglang", "", False),   # SGLang's default: no --enable-mixed-chunk
+    ("sglang", "1", True),   # the run passed --enable-mixed-chunk
+    ("vllm", "", True),      # vLLM always mixes
+])
+def test_mixed_chunk_column_picks_the_schedule(monkeypatch, engine, cell, mixed):
+    """A published SGLang run without --enable-mixed-chunk ran prefill batches alone
+    (ServePlan.mixed_chunk, serve/simulate.py); it was simulated as if it mixed."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(plan) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        predict_row(dict(_row(1)) | {"engine": engine, "mixed_chunk": cell})
+    assert seen[0].mixed_chunk is mixed
+
+
+def test_mixed_chunk_off_for_an_engine_that_always_mixes_fails(tmp_path):
+    r = dict(_row(1)) | {"num_requests": "50", "mixed_chunk": "0"}
+    rows, s = validate_serving(_one_row_csv(tmp_path, r))
+    assert s["errors"] == 1 and "row 1: mixed_chunk" in rows[0].error, rows[0].error
+
+
 def test_concurrency_and_rate_together_fail(tmp_path):
     """A closed loop and an open loop at once: the row was simulated at concurrency 5 and
     its rate of 3/s dropped without a word; meshplan serve refuses the same pair."""

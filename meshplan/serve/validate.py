@@ -11,7 +11,9 @@ vLLM's benchmark_serving draws them with --random-range-ratio r < 1: SGLang
 max(int(L x r), 1)..L, serve/traffic.parse_lengths), num_requests, concurrency (closed
 loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
 max_batched_tokens (blank: offline TensorRT-LLM rows take trtllm-bench's own limits,
-serve/trtllm_bench.py; other rows 2048 and 8192), gpu_mem_util,
+serve/trtllm_bench.py; other rows 2048 and 8192), mixed_chunk (SGLang rows: true when the run
+passed --enable-mixed-chunk; blank or false = SGLang's default, prefill batches alone and first,
+ServePlan.mixed_chunk), gpu_mem_util,
 measured_output_tokens_per_s_per_gpu, measured_ttft_ms,
 measured_tpot_ms, latency_stat (mean or median), derivation.
 
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
-from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, measured, number, read_csv
+from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, flag, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model
 from .simulate import percentile, simulate
@@ -156,7 +158,11 @@ def predict_row(r: dict) -> ServeRow:
     pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per,
                 max_num_seqs=seqs or DEFAULT_MAX_SEQS,
                 max_batched_tokens=tokens or DEFAULT_MAX_TOKENS, gpu_mem_util=util)
-    plan = ServePlan((pool,), wdtype, kvdtype, scheduler=sched)  # (checks the dtypes)
+    # blank: the engine's default; only SGLang's is not to mix (ServePlan.mixed_chunk)
+    mixed = _checked(r, "mixed_chunk", flag)
+    mixed = sched != "sglang" if mixed is None else mixed
+    plan = ServePlan((pool,), wdtype, kvdtype, scheduler=sched,  # (checks the dtypes)
+                     mixed_chunk=mixed)
     if sched == "trtllm" and rate == math.inf and not (seqs and tokens):
         # TensorRT-LLM offline = trtllm-bench throughput: its own limits (serve/trtllm_bench.py),
         # --tp counting the attention-DP ranks (tp 8 with enable_attention_dp)
