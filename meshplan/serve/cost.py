@@ -124,6 +124,19 @@ LAYER_ELEMENTWISE_KERNELS = 2 + 1
 # fusion in LlamaDecoderLayer, #7768 restricted it to SM >= 100 (a regression on H100/A100);
 # that Blackwell case is not modelled here.
 FP8_INPUT_QUANT_KERNELS = 2
+# An MoE layer runs three kernels more than a dense MLP's GEMMs and activation: the top-k
+# selection of experts, the permutation of token copies into per-expert blocks, and the
+# weighted sum of each token's top-k expert outputs. SGLang's fused MoE
+# (python/sglang/srt/layers/moe/topk.py select_experts; fused_moe_triton/fused_moe.py:
+# moe_align_block_size, two fused_moe_kernel GEMMs, silu_and_mul, moe_sum_reduce) and vLLM's
+# (topk_softmax, moe_align_block_size, fused_moe_kernel x 2, silu_and_mul, moe_sum) alike;
+# TensorRT-LLM's CutlassFusedMoE routes, expands rows and finalizes (unpermute + sum). Each
+# pays KERNEL_FLOOR_S before its few bytes. Check: NVIDIA AIConfigurator's measured SGLang
+# 0.5.14 MoE op on B200 (ai-dynamo/aiconfigurator commit 095f58a5, aic-core/src/
+# aiconfigurator_core/systems/data/b200_sxm/moe/sglang/0.5.14/moe_perf.parquet, hidden 4096,
+# intermediate 1536, 128 experts top-8, moe_tp 8, bf16: Qwen3-235B-A22B at tp 8) takes 19.7 us
+# for one token, where the two expert GEMMs alone model 11.4 us (tests/test_serve.py).
+MOE_ROUTING_KERNELS = 3
 FP8_QUANT_BYTES_PER_ELEM = ACT + 1
 # Fixed time of one small kernel inside the step's CUDA graph on H100: AIConfigurator's
 # measured TensorRT-LLM 1.2.0rc5 static FP8 quantize kernel (h100_sxm/quantize/trtllm/1.2.0rc5/
@@ -260,7 +273,8 @@ class StepModel:
                 g += self._expert_gemm_s(mm, T)
             else:
                 g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
-        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s + self.layer_kernels * KERNEL_FLOOR_S
+        kernels = self.layer_kernels + (MOE_ROUTING_KERNELS if moe else 0)
+        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s + kernels * KERNEL_FLOOR_S
         if self.fp8_inputs:  # the two FP8 input-quantize kernels (FP8_INPUT_QUANT_KERNELS)
             stream += (FP8_INPUT_QUANT_KERNELS * FP8_QUANT_BYTES_PER_ELEM * T * m.hidden
                        / self.dev.hbm_bytes_per_s)
