@@ -108,3 +108,21 @@ def test_sglang_decode_group_is_the_per_request_loop(mixed):
     ref = sim.simulate(L8, H100, plan, tr, decode_group=False)
     for name in ("first_token_s", "finish_s", "preemptions", "iterations", "kv_use"):
         assert getattr(fast, name) == getattr(ref, name), name
+
+
+def test_sglang_prefill_iteration_is_launch_bound():
+    """SGLang runs iterations with prompt tokens eagerly (CUDA graphs for decode only): a
+    short prefill of DeepSeek-V3 (61 layers) lasts the host's launch time, the measured
+    82.64 ms of sgl-project/sglang #12160 (1.355 ms a layer, cost.SGLANG_EAGER_LAYER_S); a
+    decode step, and vLLM's prefill (piecewise CUDA graphs), keep their GPU time; a prefill
+    long enough to outlast the launches keeps it too."""
+    dsv3 = load_model("deepseek-v3")
+    cl = make_cluster("8xH200-SXM-141GB")
+    sg = StepModel(dsv3, cl, Pool(tp=8), "fp8", "bf16", "sglang")
+    vl = StepModel(dsv3, cl, Pool(tp=8), "fp8", "bf16", "vllm")
+    short = sg.prefill_step(8)
+    assert short.total_s == pytest.approx(82.64e-3, rel=1e-9)
+    assert vl.prefill_step(8).total_s < 0.5 * short.total_s
+    assert sg.decode_step(8, 1000).total_s == vl.decode_step(8, 1000).total_s
+    long = sg.prefill_step(16384)
+    assert long.total_s == vl.prefill_step(16384).total_s > 82.64e-3

@@ -37,7 +37,9 @@ The same kernels as training at inference shapes, composed per layer:
   bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
   they cost at decode sizes.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
-  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps).
+  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). SGLang
+  runs iterations with prompt tokens outside CUDA graphs: such an iteration lasts at least
+  the host's time to launch it (SGLANG_EAGER_LAYER_S a layer), the excess counted as host.
 
 Every iteration is a named breakdown whose parts sum to the total.
 """
@@ -75,6 +77,16 @@ HOST_STEP_S = 0.4e-3
 # benchmarks/overheads/benchmark_scheduler_update_from_output.py, medians of 5) -> 1.1 us per
 # request, linear in the batch. (Was 1 us, assumed.)
 HOST_PER_SEQ_S = 1.1e-6
+# SGLang captures CUDA graphs for decode batches only (model_executor/cuda_graph_runner.py;
+# piecewise graphs for prefill are opt-in, --enable-piecewise-cuda-graph, sgl-project/sglang
+# #10062: "SGLang's current native prefilling can incur kernel launch overhead ... especially
+# for the short length input"). An iteration with prompt tokens (prefill, or a mixed chunk)
+# is launched op by op from Python and cannot end before the host has launched it. Measured:
+# a DeepSeek-V3 prefill of one new token took 82.64 ms eager and 23.10 ms with a prefill CUDA
+# graph (sgl-project/sglang #12160, scheduler log "forward cost", Oct 2025): the eager
+# forward is host-bound, 82.64 ms over 61 layers = 1.355 ms a layer. That per-layer figure
+# stands in for every model, GPU and SGLang version (one measurement; its host CPU unstated).
+SGLANG_EAGER_LAYER_S = 82.64e-3 / 61
 
 # vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
 # to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
@@ -429,6 +441,9 @@ class StepModel:
                                                           prefill_pairs, prefill_ctx_tokens)
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
+        if self.scheduler == "sglang" and prefill_pairs > 0:  # eager: launch-bound floor
+            launch = self.model.layers * SGLANG_EAGER_LAYER_S
+            host += max(0.0, launch - (gemm + attn + elem + tp_comm + ep_comm + pp_comm + host))
         return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
 
     def _layer_attn_s(self, tokens: int, decode_ctx_tokens: float, prefill_pairs: float,
