@@ -75,6 +75,9 @@ def test_bad_csv(tmp_path):
     ("pp", "inf", "row 1: pp='inf'"),          # was OverflowError
     ("tp", "2.5", "row 1: tp='2.5'"),          # was truncated to 2 without a word
     ("output_len", "", "row 1: output_len=''"),  # required column left blank: was TypeError
+    ("input_len", "1024:1", "row 1: input_len='1024:1'"),  # a range must be LO:HI, ordered
+    ("output_len", "0:512", "row 1: output_len='0:512'"),  # lengths are >= 1
+    ("input_len", "1:x", "row 1: input_len='1:x'"),
     ("rate_per_s", "abc", "row 1: rate_per_s='abc'"),  # was ValueError from float()
     ("measured_ttft_ms", "-5", "row 1: measured_ttft_ms='-5'"),
     ("gpu_mem_util", "0", "gpu_mem_util=0.0"),  # was taken as blank: the default 0.9
@@ -113,6 +116,50 @@ def test_a_row_with_more_cells_than_the_header_fails(tmp_path):
     f.write_text(lines[0] + "\n" + lines[1].replace(",30000,", ",50,") + ",one,two\n")
     rows, s = validate_serving(f)
     assert s["errors"] == 1 and "2 more non-blank field(s) than the header" in rows[0].error
+
+
+def test_length_ranges_are_drawn_uniformly(monkeypatch):
+    """SGLang's bench_serving random dataset with --random-range-ratio 0 draws each prompt's
+    length from 1..L and each output's from 0..L (sample_random_requests, np.random.randint;
+    the datacrunch H200 runs print total_input_tokens / completed = 508 for L = 1024); a row
+    writes that as 1:L and is simulated with lengths drawn the same way. The column took one
+    whole number only, so such runs could not be written down."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(t) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        predict_row(dict(_row(1)) | {"input_len": "1:1024", "output_len": "1:512",
+                                     "num_requests": "3000"})
+    reqs = seen[0].requests
+    ins, outs = [r.input_len for r in reqs], [r.output_len for r in reqs]
+    assert min(ins) >= 1 and max(ins) <= 1024 and min(outs) >= 1 and max(outs) <= 512
+    assert sum(ins) / len(ins) == pytest.approx(512.5, rel=0.03)  # uniform 1..1024
+    assert sum(outs) / len(outs) == pytest.approx(256.5, rel=0.03)
+    assert len(set(ins)) > 500  # drawn, not one length
+
+
+@pytest.mark.parametrize("engine, cell, mixed", [
+    ("sglang", "", False),   # SGLang's default: no --enable-mixed-chunk
+    ("sglang", "1", True),   # the run passed --enable-mixed-chunk
+    ("vllm", "", True),      # vLLM always mixes
+])
+def test_mixed_chunk_column_picks_the_schedule(monkeypatch, engine, cell, mixed):
+    """A published SGLang run without --enable-mixed-chunk ran prefill batches alone
+    (ServePlan.mixed_chunk, serve/simulate.py); it was simulated as if it mixed."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(plan) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        predict_row(dict(_row(1)) | {"engine": engine, "mixed_chunk": cell})
+    assert seen[0].mixed_chunk is mixed
+
+
+def test_mixed_chunk_off_for_an_engine_that_always_mixes_fails(tmp_path):
+    r = dict(_row(1)) | {"num_requests": "50", "mixed_chunk": "0"}
+    rows, s = validate_serving(_one_row_csv(tmp_path, r))
+    assert s["errors"] == 1 and "row 1: mixed_chunk" in rows[0].error, rows[0].error
 
 
 def test_concurrency_and_rate_together_fail(tmp_path):
@@ -245,3 +292,16 @@ def test_amd_measured_cells_follow_their_derivation():
             assert m == pytest.approx(float(t.group(1)) / 8, abs=1e-4), r["id"]
         else:
             assert "'Output throughput in TPS'" in d, r["id"]
+
+
+def test_held_out_sglang_rows_are_sourced_and_predict():
+    """The 42 published SGLang runs (ids 2001-2042, held out: issue 9) each name their source,
+    a trust grade and how every number was read, and all predict without an error; their
+    errors are reported (validate-serve), not pinned."""
+    rows = [r for r in load_rows(CSV) if 2001 <= int(r["id"]) < 3000]
+    assert [int(r["id"]) for r in rows] == list(range(2001, 2043))
+    for r in rows:
+        assert r["engine"] == "sglang" and r["engine_version"], r["id"]
+        assert r["source"] and len(r["derivation"]) > 100 and r["trust"] in ("A", "B", "C")
+        p = predict_row(r)
+        assert p.predicted_tps and p.predicted_tps > 0 and not p.error, r["id"]

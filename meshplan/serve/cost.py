@@ -37,7 +37,9 @@ The same kernels as training at inference shapes, composed per layer:
   bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
   they cost at decode sizes.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
-  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps).
+  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). SGLang
+  runs iterations with prompt tokens outside CUDA graphs: such an iteration lasts at least
+  the host's time to launch it (SGLANG_EAGER_LAYER_S a layer), the excess counted as host.
 
 Every iteration is a named breakdown whose parts sum to the total.
 """
@@ -74,6 +76,16 @@ HOST_STEP_S = 0.4e-3
 # benchmarks/overheads/benchmark_scheduler_update_from_output.py, medians of 5) -> 1.1 us per
 # request, linear in the batch. (Was 1 us, assumed.)
 HOST_PER_SEQ_S = 1.1e-6
+# SGLang captures CUDA graphs for decode batches only (model_executor/cuda_graph_runner.py;
+# piecewise graphs for prefill are opt-in, --enable-piecewise-cuda-graph, sgl-project/sglang
+# #10062: "SGLang's current native prefilling can incur kernel launch overhead ... especially
+# for the short length input"). An iteration with prompt tokens (prefill, or a mixed chunk)
+# is launched op by op from Python and cannot end before the host has launched it. Measured:
+# a DeepSeek-V3 prefill of one new token took 82.64 ms eager and 23.10 ms with a prefill CUDA
+# graph (sgl-project/sglang #12160, scheduler log "forward cost", Oct 2025): the eager
+# forward is host-bound, 82.64 ms over 61 layers = 1.355 ms a layer. That per-layer figure
+# stands in for every model, GPU and SGLang version (one measurement; its host CPU unstated).
+SGLANG_EAGER_LAYER_S = 82.64e-3 / 61
 
 # vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
 # to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
@@ -123,6 +135,19 @@ LAYER_ELEMENTWISE_KERNELS = 2 + 1
 # fusion in LlamaDecoderLayer, #7768 restricted it to SM >= 100 (a regression on H100/A100);
 # that Blackwell case is not modelled here.
 FP8_INPUT_QUANT_KERNELS = 2
+# An MoE layer runs three kernels more than a dense MLP's GEMMs and activation: the top-k
+# selection of experts, the permutation of token copies into per-expert blocks, and the
+# weighted sum of each token's top-k expert outputs. SGLang's fused MoE
+# (python/sglang/srt/layers/moe/topk.py select_experts; fused_moe_triton/fused_moe.py:
+# moe_align_block_size, two fused_moe_kernel GEMMs, silu_and_mul, moe_sum_reduce) and vLLM's
+# (topk_softmax, moe_align_block_size, fused_moe_kernel x 2, silu_and_mul, moe_sum) alike;
+# TensorRT-LLM's CutlassFusedMoE routes, expands rows and finalizes (unpermute + sum). Each
+# pays KERNEL_FLOOR_S before its few bytes. Check: NVIDIA AIConfigurator's measured SGLang
+# 0.5.14 MoE op on B200 (ai-dynamo/aiconfigurator commit 095f58a5, aic-core/src/
+# aiconfigurator_core/systems/data/b200_sxm/moe/sglang/0.5.14/moe_perf.parquet, hidden 4096,
+# intermediate 1536, 128 experts top-8, moe_tp 8, bf16: Qwen3-235B-A22B at tp 8) takes 19.7 us
+# for one token, where the two expert GEMMs alone model 11.4 us (tests/test_serve.py).
+MOE_ROUTING_KERNELS = 3
 FP8_QUANT_BYTES_PER_ELEM = ACT + 1
 # Fixed time of one small kernel inside the step's CUDA graph on H100: AIConfigurator's
 # measured TensorRT-LLM 1.2.0rc5 static FP8 quantize kernel (h100_sxm/quantize/trtllm/1.2.0rc5/
@@ -259,7 +284,8 @@ class StepModel:
                 g += self._expert_gemm_s(mm, T)
             else:
                 g += gemm_s(self.dev, mm.m, mm.n, mm.k, mm.count)
-        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s + self.layer_kernels * KERNEL_FLOOR_S
+        kernels = self.layer_kernels + (MOE_ROUTING_KERNELS if moe else 0)
+        stream = ops.stream_bytes / self.dev.hbm_bytes_per_s + kernels * KERNEL_FLOOR_S
         if self.fp8_inputs:  # the two FP8 input-quantize kernels (FP8_INPUT_QUANT_KERNELS)
             stream += (FP8_INPUT_QUANT_KERNELS * FP8_QUANT_BYTES_PER_ELEM * T * m.hidden
                        / self.dev.hbm_bytes_per_s)
@@ -414,6 +440,9 @@ class StepModel:
                                                           prefill_pairs, prefill_ctx_tokens)
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
+        if self.scheduler == "sglang" and prefill_pairs > 0:  # eager: launch-bound floor
+            launch = self.model.layers * SGLANG_EAGER_LAYER_S
+            host += max(0.0, launch - (gemm + attn + elem + tp_comm + ep_comm + pp_comm + host))
         return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
 
     def _layer_attn_s(self, tokens: int, decode_ctx_tokens: float, prefill_pairs: float,

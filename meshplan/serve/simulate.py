@@ -11,6 +11,13 @@ are recomputed later (vLLM's recompute preemption). The iteration takes the cost
 time for exactly that batch; a prefill that completes samples the first token; each
 decode adds one; a finished request frees its blocks.
 
+SGLang admits a waiting request only while the free blocks, less its estimate of the output
+the running requests still owe, hold the new prompt and its whole output (SGLANG_* below).
+SGLang without --enable-mixed-chunk (its default; ServePlan.mixed_chunk False) does not mix:
+an iteration is a prefill batch alone (the prompt being chunked first, then waiting requests
+while the token budget, the running-request cap and free blocks last) whenever one can be
+formed, and a decode step of every running request only when none can.
+
 Attention data parallelism: the DP ranks of a replica (one engine each) schedule their own
 requests but run each iteration together (``_Team``), its time set by StepModel.
 lockstep_step_s from all ranks' batches.
@@ -42,6 +49,25 @@ from .memory import kv_layer_split, serve_memory, window_blocks_held
 from .spec import Pool, ServePlan
 from .traffic import Traffic
 
+# SGLang admits a waiting request only if the free KV tokens, less an estimate of what the
+# running requests will still write, hold its prompt and its whole output (PrefillAdder in
+# python/sglang/srt/managers/schedule_policy.py: rem_total_tokens, add_one_req): each running
+# request is charged min(max_new_tokens - generated, CLIP) x new_token_ratio, a new one its
+# prompt + min(max_new_tokens, CLIP). The ratio starts at INIT, falls by (INIT - INIT x
+# MIN_FACTOR) / DECAY_STEPS after every decode batch that found room, is set to
+# min(1, (generated + RETRACT_STEPS x running) / max_new_tokens summed over the running
+# requests) after a retraction, and back to INIT when the engine goes idle (Scheduler
+# init_new_token_ratio, update_running_batch; ScheduleBatch.retract_decode). Values: the
+# defaults of python/sglang/srt/environ.py (SGLANG_INIT_NEW_TOKEN_RATIO,
+# SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS,
+# SGLANG_RETRACT_DECODE_STEPS, SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION) at
+# --schedule-conservativeness 1.
+SGLANG_INIT_NEW_TOKEN_RATIO = 0.7
+SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS = 600
+SGLANG_RETRACT_DECODE_STEPS = 20
+SGLANG_CLIP_MAX_NEW_TOKENS = 4096
+
 
 class _Req:
     __slots__ = ("id", "arrival", "inp", "out", "cached", "todo", "kv", "gen", "blocks",
@@ -65,7 +91,8 @@ class _Req:
 
 class _Engine:
     def __init__(self, idx: int, pool: Pool, step: StepModel, kv_tokens: int, block: int,
-                 role: str, max_seqs: int, reserve: bool = False, decode_group: bool = True):
+                 role: str, max_seqs: int, reserve: bool = False, decode_group: bool = True,
+                 prefill_first: bool = False, sglang: bool = False):
         self.idx, self.pool, self.step, self.role = idx, pool, step, role
         self.block = block
         self.capacity_blocks = kv_tokens // block
@@ -90,6 +117,12 @@ class _Engine:
         # unless it is longer than the token budget, which needs chunking on; vLLM and
         # SGLang chunk freely
         self.whole_prompts = reserve
+        # SGLang's default: prefill batches alone and first, decode steps without admissions
+        self.prefill_first = prefill_first and role == "both"
+        self.admitting = True  # False while a prefill-first engine forms a decode step
+        # SGLang's admission estimate (SGLANG_* above), for engines that run both phases
+        self.sglang = sglang and role == "both"
+        self.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.waiting: deque[_Req] = deque()
         self.running: list[_Req] = []
         self.busy = False
@@ -161,6 +194,21 @@ class _Engine:
         """The next iteration's batch: (request, tokens) pairs after the group's ``self.
         batch_group`` requests, which decode one token each (see _group_schedule)."""
         self.batch_group = 0
+        if self.prefill_first:
+            batch = self._prefill_batch()
+            if batch:
+                return batch
+            self.admitting = False
+        preempted = self.preemptions
+        try:
+            batch = self._decode_schedule()
+        finally:
+            self.admitting = True
+        if self.sglang:
+            self._update_ratio(batch, self.preemptions > preempted)
+        return batch
+
+    def _decode_schedule(self) -> list[tuple[_Req, int]]:
         if self.use_group:
             self._absorb()
             if self.group:
@@ -169,6 +217,60 @@ class _Engine:
                     return batch
                 self._dissolve()
         return self._plain_schedule()
+
+    def _true_gen(self, r: "_Req") -> int:
+        """Tokens ``r`` has produced (a decode group member stores it as of step 0)."""
+        return r.gen + self.steps if r.member else r.gen
+
+    def _update_ratio(self, batch: list, retracted: bool) -> None:
+        """SGLang's new_token_ratio after forming an iteration (SGLANG_* above)."""
+        init = SGLANG_INIT_NEW_TOKEN_RATIO
+        if not batch and not self.batch_group:
+            self.new_token_ratio = init  # idle
+        elif retracted:
+            gen = sum(self._true_gen(r) for r in self.running)
+            out = sum(r.out for r in self.running)
+            self.new_token_ratio = min(1.0, (gen + SGLANG_RETRACT_DECODE_STEPS
+                                             * len(self.running)) / out) if out else init
+        elif self.batch_group or any(r.todo <= 0 for r, _ in batch):  # a decode batch ran
+            low = init * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+            self.new_token_ratio = max(self.new_token_ratio - (init - low)
+                                       / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS, low)
+
+    def _free_tokens(self) -> float:
+        """Free KV cache in tokens (free layer-blocks over the layers, with a window)."""
+        units = (self.full_layers + self.window_layers) if self.window else 1
+        return self.free * self.block / units
+
+    def _owed_tokens(self, batch: list) -> float:
+        """PrefillAdder.rem_total_token_offset before admitting: the running requests'
+        estimated remaining output (and, mixing, this batch's decode tokens)."""
+        clip = SGLANG_CLIP_MAX_NEW_TOKENS
+        owed = sum(min(r.out - self._true_gen(r), clip) for r in self.running)
+        owed *= self.new_token_ratio
+        if not self.prefill_first:
+            owed += self.batch_group + sum(1 for r, _ in batch if r.todo <= 0)
+        return owed
+
+    def _prefill_batch(self) -> list[tuple[_Req, int]]:
+        """SGLang's prefill batch (Scheduler.get_new_batch_prefill): the request whose prompt
+        is being chunked takes its next chunk first, then waiting requests are admitted; no
+        decode token rides along. Empty when nothing can be prefilled: the engine decodes."""
+        budget = self.max_tokens
+        batch: list[tuple[_Req, int]] = []
+        for r in self.running:
+            if r.todo <= 0 or r.member:
+                continue
+            n = min(r.todo, budget)
+            need = max(0, self._demand(r.kv, r.kv + n) - r.blocks)
+            if n <= 0 or need > self.free:
+                return []  # no room for the chunk: decode (and free blocks) first
+            self.free -= need
+            r.blocks += need
+            batch.append((r, n))
+            budget -= n
+        self._admit_waiting(budget, batch)
+        return batch
 
     def _plain_schedule(self) -> list[tuple[_Req, int]]:
         budget = self.max_tokens
@@ -215,12 +317,25 @@ class _Engine:
         return batch
 
     def _admit_waiting(self, budget: int, batch: list[tuple[_Req, int]]) -> None:
+        if not self.admitting:
+            return
         if self.role != "decode":
+            room = None  # SGLang's estimate, summed only when the free tokens alone admit
             while self.waiting and len(self.running) < self.max_seqs and budget > 0:
                 r = self.waiting[0]
                 if self.whole_prompts and budget < r.todo <= self.max_tokens:
                     break  # wait for an iteration with room for the whole prompt
                 n = min(r.todo, budget) if r.todo > 0 else 1
+                if self.sglang:  # add_one_req: prompt + whole output must fit the estimate
+                    est = min(r.out, SGLANG_CLIP_MAX_NEW_TOKENS)
+                    if room is None:
+                        free = self._free_tokens()
+                        if r.todo + est >= free:
+                            break
+                        room = free - self._owed_tokens(batch)
+                    if r.todo + est >= room:
+                        break
+                    room -= n + (est if n == r.todo else 0)
                 need = self._demand(r.kv, r.kv + n) - r.blocks
                 if self.reserve:
                     need = max(need, self._reserve_demand(r) - r.blocks)
@@ -579,7 +694,8 @@ def _engines_for(pool: Pool, model: ModelSpec, cluster: Cluster, plan: ServePlan
     kv = mem.kv_tokens // per_replica
     seqs = max(1, pool.max_num_seqs // pool.pp)
     engines = [_Engine(start + i, pool, step, kv, mem.block_tokens, role, seqs,
-                       reserve=plan.scheduler == "trtllm", decode_group=decode_group)
+                       reserve=plan.scheduler == "trtllm", decode_group=decode_group,
+                       prefill_first=not plan.mixed_chunk, sglang=plan.scheduler == "sglang")
                for i in range(pool.replicas * per_replica)]
     if pool.attn_dp > 1:  # each replica's (pipeline slot's) DP ranks step together
         for k in range(0, len(engines), pool.attn_dp):

@@ -105,6 +105,12 @@ class ServePlan:
     kv_tier: str = "scale-up"  # disaggregated: where the KV cache travels
     scheduler: str = "vllm"
     name: str = field(default="", compare=False)
+    # Whether an iteration mixes decode tokens with prefill chunks (vLLM, TensorRT-LLM, and
+    # SGLang with --enable-mixed-chunk, which serve/export.py writes), or runs a prefill
+    # batch alone whenever one can be formed and decodes only when none can: SGLang's
+    # default (ServerArgs.enable_mixed_chunk = False; Scheduler.get_next_batch_to_run takes
+    # get_new_batch_prefill() first and update_running_batch() only when it returns None).
+    mixed_chunk: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pools", tuple(self.pools))
@@ -114,6 +120,9 @@ class ServePlan:
         object.__setattr__(self, "kv_tier", require_choice("kv_tier", self.kv_tier, TIERS))
         object.__setattr__(self, "scheduler",
                            require_choice("scheduler", self.scheduler, SCHEDULERS))
+        if not self.mixed_chunk and self.scheduler != "sglang":
+            raise InputError("mixed_chunk", self.mixed_chunk, "only SGLang (without"
+                             " --enable-mixed-chunk) runs prefill and decode in separate iterations")
         roles = tuple(p.role for p in self.pools)
         if roles not in (("both",), ("prefill", "decode")):
             raise InputError("pools", roles, "one 'both' pool (aggregated) or a 'prefill' pool"

@@ -5,11 +5,16 @@ id, source, trust (A/B/C as in the training schema), engine (vllm, sglang or ten
 optionally followed by a note in parentheses: it picks the scheduler simulated, ENGINES;
 any other engine, or a blank, fails the row), engine_version, model (a
 meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, attn_dp,
-weight_dtype, kv_dtype (bf16/fp8), input_len, output_len, num_requests, concurrency (closed
+weight_dtype, kv_dtype (bf16/fp8), input_len, output_len (a token count, or LO:HI for lengths
+drawn uniformly from LO..HI inclusive, as the random dataset of SGLang's bench_serving and
+vLLM's benchmark_serving draws them with --random-range-ratio r < 1: SGLang
+max(int(L x r), 1)..L, serve/traffic.parse_lengths), num_requests, concurrency (closed
 loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
 max_batched_tokens (blank: offline TensorRT-LLM rows take trtllm-bench's own limits,
 serve/trtllm_bench.py; vLLM rows ``vllm serve``'s defaults for the GPU,
-serve/vllm_serve.py; other rows 2048 and 8192), gpu_mem_util,
+serve/vllm_serve.py; other rows 2048 and 8192), mixed_chunk (SGLang rows: true when the run
+passed --enable-mixed-chunk; blank or false = SGLang's default, prefill batches alone and first,
+ServePlan.mixed_chunk), gpu_mem_util,
 measured_output_tokens_per_s_per_gpu, measured_ttft_ms,
 measured_tpot_ms, latency_stat (mean or median), derivation.
 
@@ -25,12 +30,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
-from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, measured, number, read_csv
+from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, flag, measured, number, read_csv
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model, preset_names
 from .simulate import percentile, simulate
 from .spec import Pool, ServePlan
-from .traffic import Lengths, synthetic
+from .traffic import Lengths, parse_lengths, synthetic
 from .trtllm_bench import engine_settings
 from .vllm_serve import serve_limits
 
@@ -107,6 +112,16 @@ def _i(r: dict, k: str, default: int | None = None) -> int | None:
     return default if v is None else v
 
 
+def _lengths(r: dict, k: str) -> Lengths:
+    """A length column: a token count every request has, or ``LO:HI``, lengths drawn uniformly
+    (inclusive) as the benchmark's random dataset drew them (traffic.parse_lengths)."""
+    raw = (r.get(k) or "").strip()
+    if ":" in raw:
+        return _checked(r, k, lambda row, key: parse_lengths(key, raw))
+    n = _i(r, k)
+    return Lengths(n, n)
+
+
 def _engine(r: dict, k: str) -> str:
     """The scheduler for the row's engine: its first word ("tensorrt-llm (NIM)" is
     TensorRT-LLM) must name an engine of ENGINES."""
@@ -156,7 +171,7 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
                          " concurrency (closed loop) or rate_per_s (open loop), not both")
     rate = math.inf if rate_s in ("inf", "") and not conc else _m(r, "rate_per_s")
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
-    il, ol = _i(r, "input_len"), _i(r, "output_len")
+    il, ol = _lengths(r, "input_len"), _lengths(r, "output_len")
     seqs, tokens = _i(r, "max_num_seqs"), _i(r, "max_batched_tokens")
     if sched == "vllm":  # the server's own defaults for what the source does not print,
         # by the GPU (EngineArgs.get_batch_defaults; serve/vllm_serve.py), not 2048 / 8192
@@ -165,14 +180,20 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
         limits = (seqs or DEFAULT_MAX_SEQS, tokens or DEFAULT_MAX_TOKENS)
     pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per, max_num_seqs=limits[0],
                 max_batched_tokens=limits[1], gpu_mem_util=util)
-    plan = ServePlan((pool,), wdtype, kvdtype, scheduler=sched)  # (checks the dtypes)
+    # blank: the engine's default; only SGLang's is not to mix (ServePlan.mixed_chunk)
+    mixed = _checked(r, "mixed_chunk", flag)
+    mixed = sched != "sglang" if mixed is None else mixed
+    plan = ServePlan((pool,), wdtype, kvdtype, scheduler=sched,  # (checks the dtypes)
+                     mixed_chunk=mixed)
     if sched == "trtllm" and rate == math.inf and not (seqs and tokens):
         # TensorRT-LLM offline = trtllm-bench throughput: its own limits (serve/trtllm_bench.py),
         # --tp counting the attention-DP ranks (tp 8 with enable_attention_dp)
-        bench = engine_settings(model, cluster.gpu, tp * dp, pp, il, ol, util, wdtype, kvdtype)
+        # (trtllm-bench sizes the engine from the dataset's average lengths)
+        bench = engine_settings(model, cluster.gpu, tp * dp, pp, round(il.mean), round(ol.mean),
+                                util, wdtype, kvdtype)
         plan = plan.with_pools(replace(pool, max_num_seqs=seqs or bench[0],
                                        max_batched_tokens=tokens or bench[1]))
-    traffic = synthetic(nreq, Lengths(il, il), Lengths(ol, ol), rate_per_s=None if conc else rate,
+    traffic = synthetic(nreq, il, ol, rate_per_s=None if conc else rate,
                         concurrency=conc)
     row = ServeRow(r["id"], r.get("trust", ""), r["model"], f"{n}x{r['gpu']}", plan.describe(),
                    f"concurrency {conc}" if conc else f"rate {rate:g}/s", _m(r, "measured_output_tokens_per_s_per_gpu"),
