@@ -9,6 +9,7 @@ import pytest
 from meshplan.errors import InputError
 from meshplan.scenario import make_cluster
 from meshplan.serve import simulate as sim
+from meshplan.serve import cost
 from meshplan.serve.cost import StepModel
 from meshplan.serve.memory import serve_memory
 from meshplan.serve.spec import Pool, ServePlan
@@ -113,7 +114,7 @@ def test_sglang_decode_group_is_the_per_request_loop(mixed):
 def test_sglang_prefill_iteration_is_launch_bound():
     """SGLang runs iterations with prompt tokens eagerly (CUDA graphs for decode only): a
     short prefill of DeepSeek-V3 (61 layers) lasts the host's launch time, the measured
-    82.64 ms of sgl-project/sglang #12160 (1.355 ms a layer, cost.SGLANG_EAGER_LAYER_S); a
+    82.64 ms of sgl-project/sglang #12160 (cost.SGLANG_EAGER_MEASURED_S); a
     decode step, and vLLM's prefill (piecewise CUDA graphs), keep their GPU time; a prefill
     long enough to outlast the launches keeps it too."""
     dsv3 = load_model("deepseek-v3")
@@ -126,3 +127,17 @@ def test_sglang_prefill_iteration_is_launch_bound():
     assert sg.decode_step(8, 1000).total_s == vl.decode_step(8, 1000).total_s
     long = sg.prefill_step(16384)
     assert long.total_s == vl.prefill_step(16384).total_s > 82.64e-3
+
+
+def test_sglang_launch_floor_goes_by_the_models_ops():
+    """The host launches ops, not layers: #12160's 82.64 ms is DeepSeek-V3's 3,131 forward ops
+    (cost/ops.py host_ops: 3 dense layers of 19, 58 MoE layers of 53), so Llama 3.1 70B's 80
+    dense layers of 16 ops wait 1,280 x 26.4 us = 33.8 ms, not 80 x 1.355 ms = 108 ms (the
+    per-layer reading charged each dense layer an MoE layer's launches)."""
+    dsv3, l70 = load_model("deepseek-v3"), load_model("llama3.1-70b")
+    assert cost.forward_host_ops(dsv3) == 3 * 19 + 58 * 53
+    assert cost.forward_host_ops(l70) == 80 * 16
+    sg = StepModel(l70, make_cluster("4xH200-SXM-141GB"), Pool(tp=4), "bf16", "bf16", "sglang")
+    short = sg.prefill_step(8)
+    assert short.total_s == pytest.approx(82.64e-3 * 1280 / 3131, rel=1e-9)
+    assert short.total_s < 0.4 * 80 * 82.64e-3 / 61

@@ -39,7 +39,7 @@ The same kernels as training at inference shapes, composed per layer:
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
   the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). SGLang
   runs iterations with prompt tokens outside CUDA graphs: such an iteration lasts at least
-  the host's time to launch it (SGLANG_EAGER_LAYER_S a layer), the excess counted as host.
+  the host's time to launch its ops (sglang_eager_op_s an op), the excess counted as host.
 
 Every iteration is a named breakdown whose parts sum to the total.
 """
@@ -83,9 +83,32 @@ HOST_PER_SEQ_S = 1.1e-6
 # is launched op by op from Python and cannot end before the host has launched it. Measured:
 # a DeepSeek-V3 prefill of one new token took 82.64 ms eager and 23.10 ms with a prefill CUDA
 # graph (sgl-project/sglang #12160, scheduler log "forward cost", Oct 2025): the eager
-# forward is host-bound, 82.64 ms over 61 layers = 1.355 ms a layer. That per-layer figure
-# stands in for every model, GPU and SGLang version (one measurement; its host CPU unstated).
-SGLANG_EAGER_LAYER_S = 82.64e-3 / 61
+# forward is host-bound. The host's time goes per framework op, not per layer, so the
+# measurement is spread over DeepSeek-V3's forward ops as cost/ops.py counts them
+# (forward_host_ops: 3,131 over its 61 layers, 26.4 us an op) and a model's floor is its own
+# op count at that rate (Llama 3.1 70B: 1,280 ops, 33.8 ms; a per-layer reading, 1.355 ms a
+# layer, charged a dense layer of 16 ops what an MoE layer of 53 costs). One measurement on
+# an unstated host CPU stands in for every GPU and SGLang version.
+SGLANG_EAGER_MEASURED_S = 82.64e-3
+SGLANG_EAGER_MEASURED_MODEL = "deepseek-v3"
+
+
+def forward_host_ops(model: ModelSpec) -> float:
+    """Framework ops the host issues in one forward through every layer (cost/ops.py's
+    ``host_ops`` of a dense and of an MoE layer, times how many of each the model has)."""
+    s = Shard(seq=1, micro_batch=1)
+    ops = model.num_dense_layers * layer_ops(model, False, s).host_ops
+    if model.num_moe_layers:
+        ops += model.num_moe_layers * layer_ops(model, True, s).host_ops
+    return ops
+
+
+@lru_cache(maxsize=1)
+def sglang_eager_op_s() -> float:
+    """Host seconds per framework op of an eager SGLang forward (the #12160 measurement over
+    its model's op count)."""
+    from ..specs.catalog.presets import load_model
+    return SGLANG_EAGER_MEASURED_S / forward_host_ops(load_model(SGLANG_EAGER_MEASURED_MODEL))
 
 # vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
 # to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
@@ -243,6 +266,10 @@ class StepModel:
         # before the all-gather (_ep_comm_s), unquantized ones gather the 16-bit activations
         self.moe_gather_elem_bytes = 1 if self.fp8_inputs else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if self.fp8_inputs else "bf16")
+        # an eager (uncaptured) forward's host launch time: SGLang's iterations with prompt
+        # tokens wait on it (_parts)
+        self.eager_launch_s = (forward_host_ops(model) * sglang_eager_op_s()
+                               if scheduler == "sglang" else 0.0)
         self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
             FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
         # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
@@ -441,7 +468,7 @@ class StepModel:
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
         if self.scheduler == "sglang" and prefill_pairs > 0:  # eager: launch-bound floor
-            launch = self.model.layers * SGLANG_EAGER_LAYER_S
+            launch = self.eager_launch_s
             host += max(0.0, launch - (gemm + attn + elem + tp_comm + ep_comm + pp_comm + host))
         return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
 
