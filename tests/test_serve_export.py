@@ -191,3 +191,22 @@ def test_quantization_flag_never_contradicts_the_checkpoint(engine):
     assert not llama.checkpoint_quant
     argv = commands(engine, plan, llama, "meta-llama/Llama-3.1-8B", one, 600)[0][1]
     assert argv[argv.index("--quantization") + 1] == "fp8"
+
+
+def test_cli_export_simulates_the_engine_it_exports(tmp_path):
+    """`serve --export E` prints what E's launch lines serve: the plans are simulated with E's
+    scheduler (SGLang runs prompt iterations eagerly: a 64-token prefill of Llama 3.1 8B waits
+    its 512 forward ops' launches, 13.5 ms, serve/cost.py), not vLLM's for every engine (the
+    SGLang export printed vLLM's 6.4 ms TTFT)."""
+    ttft = {}
+    for engine in ("vllm", "sglang"):
+        p = subprocess.run([sys.executable, "-m", "meshplan.cli", "serve", "--model", "llama3.1-8b",
+                            "--gpus", "2xH100-SXM-80GB", "--input-len", "64", "--output-len", "50",
+                            "--rate", "2", "--requests", "60", "--plan", "tp1x2", "--no-goodput",
+                            "--export", engine, "--out", str(tmp_path / engine), "--json"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        assert d["engine_simulated"] == engine
+        ttft[engine] = d["top"][0]["ttft_s"]["p50"]
+    assert ttft["sglang"] >= 512 * 82.64e-3 / 3131 > 1.5 * ttft["vllm"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError, require_nonneg_int, require_plain_text, require_positive_int
@@ -245,6 +246,10 @@ def _run(args) -> int:
             if not plans and refused:
                 raise InputError("--export", args.export, "no plan on this cluster can be "
                                  "exported: " + "; ".join(sorted(refused))[:400])
+        # the plans are simulated as the engine they are exported to runs them (its scheduler,
+        # MoE collectives and, for SGLang, eager prefill: serve/cost.py), so what is printed is
+        # what the launch lines serve; SGLang's export writes --enable-mixed-chunk
+        plans = [replace(p, scheduler=args.export, mixed_chunk=True) for p in plans]
     res = search(model, cluster, traffic, slo, weights, kv, not args.aggregated_only,
                  args.min_gpus, plans, jobs=args.jobs)
     if not res.ranked:
@@ -291,6 +296,7 @@ def _run(args) -> int:
             "model": model.name, "cluster": cluster.describe(), "traffic": traffic.describe(),
             "slo": {"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s, "percentile": slo.percentile},
             "evaluated": res.evaluated, "infeasible": len(res.infeasible),
+            "engine_simulated": args.export or "vllm",
             "top": [_row(i, c, slo) | {"kv_use": c.result.kv_use[::max(1, len(c.result.kv_use) // 50)]}
                     for i, c in enumerate(top, 1)],
             "pareto": [{"describe": c.plan.describe(), "gpus": c.plan.gpus,
@@ -303,8 +309,9 @@ def _run(args) -> int:
         return 0
     print(f"serving {model.name} on {cluster.describe()}")
     print(f"traffic: {traffic.describe()}; SLO: {slo.describe()}")
-    print(f"evaluated {res.evaluated} plans by simulation ({len(res.infeasible)} could not run);"
-          f" weights {weights}, KV cache {kv}")
+    engine = {"vllm": "vLLM", "sglang": "SGLang"}[args.export or "vllm"]
+    print(f"evaluated {res.evaluated} plans by simulation of {engine}'s scheduler"
+          f" ({len(res.infeasible)} could not run); weights {weights}, KV cache {kv}")
     print("\nbest plans" + (" (fewest GPUs meeting the SLO first)" if args.min_gpus else ""))
     _print_table(top, slo)
     print("\nwhy #1 wins")
