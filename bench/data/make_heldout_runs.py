@@ -1343,8 +1343,9 @@ for _r in csv.DictReader(open(__import__('pathlib').Path(__file__).with_name('he
 #       no_sync under gradient accumulation: train/trainer.py _train_microbatch_context skips sync only for DDP);
 #       no activation checkpointing (no ac_config); compile=True (each block torch.compile'd) and compile_loss=True
 #       (trainer.py: the loss function torch.compile'd) -> compiled_loss 1; compile=True makes llama_like pick
-#       use_flash=False and fused_ops=False, i.e. torch SDPA (flash backend = FlashAttention-2 class: attention_kernel
-#       fa2); AdamW(fused=True) on fp32 parameters (TransformerConfig dtype float32) -> fp32 optimizer states;
+#       use_flash=False and fused_ops=False, i.e. torch SDPA (flash backend = FlashAttention-2 class, the default
+#       for an engine cost/efficiency.py ENGINE_ATTENTION does not list: attention_kernel left blank);
+#       AdamW(fused=True) on fp32 parameters (TransformerConfig dtype float32) -> fp32 optimizer states;
 #       reduce_dtype float32 -> grad_reduce_dtype fp32.
 #     * the GPU count is NOT printed: 8 GPUs = the scripts' launch default (experiment.py build_common_components:
 #       BeakerLaunchConfig(num_nodes=1, num_gpus=8)); the table lists no --launch override -> trust B.
@@ -1373,7 +1374,7 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
         attention='gqa' if kv < a else 'mha', mlp='swiglu', tied_embeddings=0, seq_len=4096, global_batch_seqs=gbs,
         micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=8, tp=1, pp=1, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=3,
         sequence_parallel=0, recompute='none', precision=prec, framework='olmo-core', compiled_loss=1,
-        attention_kernel='fa2', optimizer_state_precision='fp32', grad_reduce_dtype='fp32',
+        optimizer_state_precision='fp32', grad_reduce_dtype='fp32',
         fp8_recipe='tensorwise' if prec == 'fp8' else '', measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=(f"Throughput column as printed ({tps:,} TPS, 'tokens per second per device'; precision "
                     f"{'BF16/FP8 = --model.float8_config.enabled=true' if prec == 'fp8' else 'BF16'}), script "
@@ -1382,7 +1383,8 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
                     f"zero 3; global batch {gbs} x 4096 tokens (main global_batch_size), micro batch {mbs} "
                     f"(rank_microbatch_size {mbs}*4096) -> {gbs // (8 * mbs)} accumulation steps; no activation "
                     f"checkpointing; compile=True (blocks) and compile_loss=True -> compiled_loss 1; torch SDPA "
-                    f"(use_flash False under compile) -> fa2; FSDP reduce_dtype float32 -> grad_reduce_dtype fp32; "
+                    f"(use_flash False under compile): the fa2 class, the default of an engine the cost model does "
+                    f"not list (attention_kernel blank); FSDP reduce_dtype float32 -> grad_reduce_dtype fp32; "
                     f"fp32 parameters with fused AdamW -> fp32 optimizer states; shape from config.py at e27ba7455 "
                     f"(ffn by llama_like's rounding, vocab dolma2 100278 padded to 100352, untied)"
                     + ("; FP8 = torchao Float8Linear dynamic tensorwise scaling, fp8 FSDP all-gather, w_out in bf16 "
