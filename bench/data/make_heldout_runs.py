@@ -1389,7 +1389,7 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
                     f"(ffn by llama_like's rounding, vocab dolma2 100278 padded to 100352, untied)"
                     + ("; FP8 = torchao Float8Linear dynamic tensorwise scaling, fp8 FSDP all-gather, w_out in bf16 "
                        "(float8.py Float8Config defaults)" if prec == 'fp8' else "")
-                    + "; framework olmo-core (not a schema engine: read as 'other')"))
+                    + "; framework olmo-core (an FSDP2 engine: cost/fsdp2_copies.py)"))
 #
 # (2) MLPerf Training GPT-3 175B on H100 (closed division), rounds the set had not used: v3.0 (2023-06), v3.1
 #     (2023-11), v4.0 (2024-06); mlcommons/training_results_v3.0 at 63e326c, _v3.1 at d06288b, _v4.0 at 6fe9543.

@@ -33,6 +33,7 @@ from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params
+from .fsdp2_copies import fsdp2_copy_s
 
 GiB = 2**30
 
@@ -423,6 +424,13 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
             workload.framework, workload.precision, workload.grad_buffer_bytes, tail)
+    # FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run on
+    # the compute stream (fsdp2_copies.py)
+    fsdp_copy = (fsdp2_copy_s(workload.framework, plan.zero, m,
+                              rank_params[r_star] + rank_eparams[r_star],
+                              workload.grad_buffer_bytes,
+                              device(cluster.gpu, workload.precision).hbm_bytes_per_s)
+                 if plan.dp * plan.cp > 1 else 0.0)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
@@ -450,6 +458,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "pp_p2p_s": m * p2p_exposed,
         "pp_bubble_s": bubble,
         "dp_exposed_s": dp_exposed,
+        "fsdp_copy_s": fsdp_copy,
         "optimizer_s": opt_s,
         "overlap_slowdown_s": (m * agg(rs, "overlap_slowdown_s")
                                + NETWORK.collective_contention * nccl_hidden),
