@@ -1392,7 +1392,9 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
                     + "; framework olmo-core (an FSDP2 engine: cost/fsdp2_copies.py)"))
 #
 # (2) MLPerf Training GPT-3 175B on H100 (closed division), rounds the set had not used: v3.0 (2023-06), v3.1
-#     (2023-11), v4.0 (2024-06); mlcommons/training_results_v3.0 at 63e326c, _v3.1 at d06288b, _v4.0 at 6fe9543.
+#     (2023-11), v4.0 (2024-06); mlcommons/training_results_v3.0 at 63e326c, _v3.1 at d06288b, _v4.0 at 6fe9543;
+#     and the two v4.1 (2024-11) GPT-3 entries not yet in the file (NVIDIA eos_n32 / eos_n64 on NeMo 24.09,
+#     _v4.1 at b87b9e3; its eos-dfw_n1452 entry is left out: the same logs as v4.0's, identical MLLOG timestamps).
 #     Submitters: NVIDIA (DGX H100, Eos), NVIDIA+CoreWeave (HGX H100), Azure+NVIDIA (ND H100 v5), Supermicro (smc).
 #     Measured step time from each submission's three result_*.txt logs (MLLOG lines of custom_callbacks.py):
 #     * v3.0 / v3.1: the per-step 'tracked_stats' {'train_step_timing': s} (one per optimizer step), first 3 steps of
@@ -1415,7 +1417,11 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
 #     C4 SentencePiece tokenizer, not printed). NIC 400 Gb/s per GPU from each systems/*.json (8 x NDR 400 per node),
 #     blank where the json leaves host_networking empty (Supermicro v4.0).
 MLPERF_REPO = {'3.0': 'mlcommons/training_results_v3.0 at 63e326c', '3.1': 'mlcommons/training_results_v3.1 at d06288b',
-               '4.0': 'mlcommons/training_results_v4.0 at 6fe9543'}
+               '4.0': 'mlcommons/training_results_v4.0 at 6fe9543', '4.1': 'mlcommons/training_results_v4.1 at b87b9e3',
+               '5.0': 'mlcommons/training_results_v5.0 at 0fdc28f'}
+# the per-step key each round's custom_callbacks.py logs under 'tracked_stats'
+STEP_KEY = {'3.0': 'train_step_timing', '3.1': 'train_step_timing', '4.1': 'train_step_timing in s',
+            '5.0': 'train_step_time'}
 GPT3_MLPERF = dict(model='GPT-3 175B', arch='dense', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152,
                    vocab=50257, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048)
 #  (round, results dir, config script, nodes, gbs, ga, tp, pp, mbs, vpp, vpp source, median step s, n, per-run medians,
@@ -1460,6 +1466,12 @@ MLPERF_GPT3 = [
  ('4.0', 'smc/results/64xSMC-H100-SXM-80GB', 'smc/benchmarks/gpt3/implementations/nemo/config_SMCH100_64x8x128x4x8.sh',
   64, 2048, 64, 4, 8, 2, 12, 'conf/custom.yaml default 12 (neither the script nor config_common.sh sets it); MICRO_BATCH_SIZE=2 from config_common.sh (identical to NVIDIA\'s)',
   10.7625, 69, '10.766, 10.764, 10.759', 'block', '', 'Supermicro H100-SXM-80GB x 64 nodes, NVIDIA v4.0 container (mlperfv40 gpt3 20240505)'),
+ ('4.1', 'NVIDIA/results/eos_n32_ngc24.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/eos_n32_ngc24.09_nemo/config_DGXH100_32x8x256x4x8_mbs2.sh',
+  32, 2048, 128, 4, 8, 2, 6, "the script's INTERLEAVED_PIPELINE=6 (2 layers per virtual stage); it also defers the embedding's weight-gradient GEMM (DEFER_EMBEDDING_WGRAD_COMPUTE, not a schema column)",
+  18.3777, 867, '18.372, 18.374, 18.421', 'step', 400, 'Eos DGX H100, NeMo 24.09'),
+ ('4.1', 'NVIDIA/results/eos_n64_ngc24.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/config_DGXH100_64x8x128x4x8_mbs2.sh',
+  64, 2048, 64, 4, 8, 2, 6, "the script's INTERLEAVED_PIPELINE=6 (2 layers per virtual stage); it also defers the embedding's weight-gradient GEMM (DEFER_EMBEDDING_WGRAD_COMPUTE, not a schema column)",
+  9.5004, 867, '9.493, 9.554, 9.496', 'step', 400, 'Eos DGX H100, NeMo 24.09'),
 ]
 for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_run, kind, nic, system) in MLPERF_GPT3:
     gpus = nodes * 8
@@ -1468,14 +1480,14 @@ for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_r
     tps = round(gbs * 2048 / step_s / gpus, 1)
     optim = cfg.rsplit('/', 1)[0] + ('/conf/megatron_gpt_config.yaml (model.optim)' if rnd == '3.0'
                                      else '/conf/optim/distributed_fused_adam.yaml')
-    timing = (f"median of the {n} per-step 'tracked_stats' train_step_timing values over the 3 logs (first 3 steps of "
+    timing = (f"median of the {n} per-step 'tracked_stats' '{STEP_KEY.get(rnd)}' values over the 3 logs (first 3 steps of "
               f"each dropped; per-log medians {per_run} s)" if kind == 'step' else
               f"median over the {n} training blocks of the 3 logs (first block of each dropped) of (block_stop - "
               f"block_start) / steps per block, steps = epoch_count / (GBS x 2048) (per-log medians {per_run} s; the "
               f"logs print no per-step timing)")
     add(id=f'H{500 + len([r for r in rows if r.get("id", "").startswith("H5")]):03d}',
         source=(f"MLPerf Training v{rnd} GPT-3 175B: {MLPERF_REPO[rnd]} {rdir}/gpt3/result_*.txt "
-                f"('{'tracked_stats train_step_timing' if kind == 'step' else 'block_start/block_stop'}') with {cfg}"),
+                f"('{'tracked_stats ' + STEP_KEY[rnd] if kind == 'step' else 'block_start/block_stop'}') with {cfg}"),
         trust='A', **GPT3_MLPERF, global_batch_seqs=gbs, micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=gpus,
         tp=tp, pp=pp, vpp=vpp, dp=dp, cp=1, ep=1, etp=1, zero=1, sequence_parallel=1, recompute='none',
         precision='fp8', fp8_recipe='delayed', tp_comm_overlap=1, nic_gbps_per_gpu=nic, framework='nemo',
@@ -1491,6 +1503,74 @@ for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_r
                     f"GPT-3 175B shape as the v4.1 rows (vocab 50257 assumed, not printed); system: {system}"
                     + (f"; NIC 400 Gb/s per GPU from the systems json" if nic else
                        "; NIC not stated (systems json host_networking empty: blank)")))
+#
+# (3) MLPerf Training v5.0 (2025-06) Llama 3.1 405B entries not yet in the file: NVIDIA eos-dfw_n304 / _n320 (H100,
+#     NeMo 25.01), IBM+CoreWeave+NVIDIA carina_ngpu1536 / _ngpu2048 and NVIDIA tyche_ngpu512 (GB200 NVL72, NeMo 25.04);
+#     mlcommons/training_results_v5.0 at 0fdc28f. Read as the v5.0 405B rows of heldout_rows_mlperf.csv were: step time =
+#     median of the per-step 'tracked_stats' train_step_time values (first 3 steps of each log dropped) over the 3 logs;
+#     GBS and gradient_accumulation_steps as logged (the logs are MLLOG-only); layout from the config script named in the
+#     source (TENSOR/PIPELINE_MODEL_PARALLEL, INTERLEAVED_PIPELINE, CONTEXT_PARALLEL, MICRO_BATCH_SIZE, MINIBS,
+#     DGXNNODES x DGXNGPU; DP = GPUs / (TP x PP x CP) and GBS = MINIBS x DP, equal to the logged GBS in every row);
+#     ASYM_PP_EMBED / ASYM_PP_LOSS True (embedding and loss counted as pipeline layers; no schema column);
+#     TP_COMM_OVERLAP True; USE_DIST_OPTIMIZER True (zero 1); FP8 True; no recompute (no ACT_CKPT variable set;
+#     conf/custom.yaml default null); sequence parallel (conf/custom.yaml SEQ_PARALLEL default True); pretrain.py sets
+#     grad_reduce_in_fp32=False (bf16). FP8 recipe: conf/custom.yaml defaults FP8_RECIPE to delayed and the H100 configs
+#     source no file that changes it -> delayed; the GB200 configs source config_common_blackwell.sh, which the published
+#     tree lacks -> blank (as the file's GB200 rows). The GB200 configs also source config_common_cg.sh
+#     (FULL_CUDA_GRAPH=True) and set FP8_PARAM_GATHER=True; the H100 ones FP8_PARAMS=True (config_common.sh): no schema
+#     column. Shape: Llama 3.1 405B as the file's 405B rows (vocab 32000, printed in Nebius' logs of the same code).
+#     NIC from each systems/*.json (8 x 400 Gb/s per 8-GPU H100 node, 4 x 400 Gb/s per 4-GPU GB200 tray) -> 400.
+#     Trust B: the engine items above are read from scripts, not printed by these logs.
+L405_MLPERF = dict(model='Llama 3.1 405B', arch='dense', layers=126, hidden=16384, heads=128, kv_heads=8, ffn=53248,
+                   vocab=32000, attention='gqa', mlp='swiglu', tied_embeddings=0, seq_len=8192)
+MLPERF_405B = [  # (results dir, implementation dir, config script, nodes, GPUs per node, gpu, gbs, ga, tp, pp, vpp, cp,
+                 #  mbs, minibs, median step s, n steps, per-log medians, system note)
+ ('NVIDIA/results/eos-dfw_n304_ngc25.01_nemo', 'NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n304_ngc25.01_nemo',
+  'config_DGXH100_304x8x64xtp8pp8cp2.sh', 304, 8, 'H100-SXM-80GB', 1216, 64, 8, 8, 8, 2, 1, 64, 12.7279, 810,
+  '12.700, 12.712, 12.864', 'Eos DGX H100 (NVIDIA/systems/eos-dfw_n304_ngc25.01_nemo.json), NeMo 25.01'),
+ ('NVIDIA/results/eos-dfw_n320_ngc25.01_nemo', 'NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n320_ngc25.01_nemo',
+  'config_DGXH100_320x8x56xtp8pp8cp2.sh', 320, 8, 'H100-SXM-80GB', 1120, 56, 8, 8, 8, 2, 1, 56, 11.1742, 765,
+  '11.185, 11.173, 11.166', 'Eos DGX H100 (NVIDIA/systems/eos-dfw_n320_ngc25.01_nemo.json), NeMo 25.01'),
+ ('IBM+CoreWeave+NVIDIA/results/carina_ngpu1536_ngc25.04_nemo',
+  'IBM+CoreWeave+NVIDIA/benchmarks/llama31_405b/implementations/carina_ngpu1536_ngc25.04_nemo',
+  'config_GB200_384x4x48xtp4pp8cp2.sh', 384, 4, 'GB200', 1152, 48, 4, 8, 8, 2, 1, 48, 8.5046, 770,
+  '8.490, 8.499, 8.525', 'CoreWeave GB200 NVL72 (IBM+CoreWeave+NVIDIA/systems/carina_ngpu1536_ngc25.04_nemo.json), NeMo 25.04'),
+ ('IBM+CoreWeave+NVIDIA/results/carina_ngpu2048_ngc25.04_nemo',
+  'IBM+CoreWeave+NVIDIA/benchmarks/llama31_405b/implementations/carina_ngpu2048_ngc25.04_nemo',
+  'config_GB200_512x4x40xtp4pp8cp2.sh', 512, 4, 'GB200', 1280, 40, 4, 8, 8, 2, 1, 40, 7.1636, 768,
+  '7.152, 7.158, 7.178', 'CoreWeave GB200 NVL72 (IBM+CoreWeave+NVIDIA/systems/carina_ngpu2048_ngc25.04_nemo.json), NeMo 25.04'),
+ ('NVIDIA/results/tyche_ngpu512_ngc25.04_nemo', 'NVIDIA/benchmarks/llama31_405b/implementations/tyche_ngpu512_ngc25.04_nemo',
+  'config_GB200_128x4x112xtp4pp8cp2_cg_dplast.sh', 128, 4, 'GB200', 896, 112, 4, 8, 8, 2, 1, 112, 19.4747, 927,
+  '19.600, 19.432, 19.427', 'Tyche GB200 NVL72 (NVIDIA/systems/tyche_ngpu512_ngc25.04_nemo.json), NeMo 25.04; the config '
+  'name ends _dplast (TP_PP_DP_MAPPING=True: data parallelism outermost)'),
+]
+for (rdir, impl, cfg, nodes, gpn, gpu, gbs, ga, tp, pp, vpp, cp, mbs, minibs, step_s, n, per_run, system) in MLPERF_405B:
+    gpus = nodes * gpn
+    dp = gpus // (tp * pp * cp)
+    assert gbs == minibs * dp == ga * mbs * dp, rdir
+    tps = round(gbs * 8192 / step_s / gpus, 1)
+    h100 = gpu.startswith('H100')
+    add(id=f'H{500 + len([r for r in rows if r.get("id", "").startswith("H5")]):03d}',
+        source=(f"MLPerf Training v5.0 Llama 3.1 405B: {MLPERF_REPO['5.0']} {rdir}/llama31_405b/result_*.txt "
+                f"('tracked_stats train_step_time') with {impl}/{cfg} + config_common.sh"),
+        trust='B', **L405_MLPERF, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu, num_gpus=gpus, tp=tp, pp=pp,
+        vpp=vpp, dp=dp, cp=cp, ep=1, etp=1, zero=1, sequence_parallel=1, recompute='none', precision='fp8',
+        fp8_recipe='delayed' if h100 else '', tp_comm_overlap=1, nic_gbps_per_gpu=400, framework='nemo',
+        grad_reduce_dtype='bf16', measured_tokens_per_s_per_gpu=tps, measured_step_time_s=step_s, oom=0,
+        derivation=(f"tokens/s/GPU = GBS {gbs} x 8192 / {step_s} s / {gpus} GPUs; {step_s} s = median of the {n} per-step "
+                    f"'tracked_stats' train_step_time values over the 3 logs (first 3 steps of each dropped; per-log "
+                    f"medians {per_run} s). GBS {gbs} and gradient_accumulation_steps {ga} as logged; {cfg}: TP {tp}, "
+                    f"PP {pp}, INTERLEAVED_PIPELINE {vpp}, CP {cp}, MICRO_BATCH_SIZE {mbs}, MINIBS {minibs}, "
+                    f"{nodes} nodes x {gpn} GPUs -> DP {dp}, GBS {minibs} x {dp} = {gbs}; ASYM_PP_EMBED/ASYM_PP_LOSS "
+                    f"True; TP_COMM_OVERLAP True; USE_DIST_OPTIMIZER True (zero 1); FP8 True, "
+                    + ("FP8_PARAMS True; fp8_recipe delayed (conf/custom.yaml FP8_RECIPE default; no script sets it); "
+                       if h100 else
+                       "FP8_PARAM_GATHER True, FULL_CUDA_GRAPH True (config_common_cg.sh); fp8_recipe blank "
+                       "(config_common_blackwell.sh is sourced but not published); ")
+                    + "no recompute (no ACT_CKPT variable; custom.yaml default null); sequence parallel (custom.yaml "
+                    "default); pretrain.py grad_reduce_in_fp32=False -> bf16; NIC 400 Gb/s per GPU (systems json); "
+                    f"system: {system}; shape as the file's 405B rows (vocab 32000). Trust B: engine items read from "
+                    "the scripts, not printed in these logs"))
 # END SECTION heldout-trainnew
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
