@@ -1407,7 +1407,8 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
 #     GBS and gradient accumulation as logged (global_batch_size, gradient_accumulation_steps); TP, PP from the config
 #     script named in the source; micro batch from the config and = GBS / (GA x DP) in every row; VPP =
 #     INTERLEAVED_PIPELINE (config or config_common; else conf/custom.yaml's default 12); no activation recompute
-#     (ACT_CKPT_GRANULARITY null), sequence parallel (custom.yaml SEQ_PARALLEL default True), distributed optimizer
+#     (ACT_CKPT_GRANULARITY null), sequence parallel (SEQ_PARALLEL default True: conf/custom.yaml; v3.0's
+#     run_and_time.sh), distributed optimizer
 #     (USE_DIST_OPTIMIZER=True -> zero 1), FP8 delayed scaling (config_fp8.sh: FP8_HYBRID, AMAX history 1024, max),
 #     TP communication overlap (TP_COMM_OVERLAP=True); gradient reduce-scatter in bf16 (the distributed_fused_adam
 #     optimizer config: grad_sync_dtype bf16, overlap_grad_sync and overlap_param_sync True; v3.0 in
@@ -1428,9 +1429,9 @@ GPT3_MLPERF = dict(model='GPT-3 175B', arch='dense', layers=96, hidden=12288, he
 #   timing kind, nic, system / engine note)
 MLPERF_GPT3 = [
  ('3.0', 'NVIDIA/results/dgxh100_n64_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_64x8x128x4x8_mbs1.sh',
-  64, 2048, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.0771, 855, '12.083, 12.071, 12.074', 'step', 400, 'DGX H100, NeMo (container of 2023-05)'),
+  64, 2048, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.0771, 855, '12.083, 12.071, 12.074', 'step', 400, 'DGX H100, NVIDIA NeMo Framework (release not named in the systems json; logs dated 2023-05)'),
  ('3.0', 'NVIDIA/results/dgxh100_n96_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_96x8x128x4x8_mbs1.sh',
-  96, 3072, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.1263, 583, '12.128, 12.127, 12.124', 'step', 400, 'DGX H100, NeMo (container of 2023-05)'),
+  96, 3072, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.1263, 583, '12.128, 12.127, 12.124', 'step', 400, 'DGX H100, NVIDIA NeMo Framework (release not named in the systems json; logs dated 2023-05)'),
  ('3.0', 'NVIDIA_CoreWeave/results/coreweave_hgxh100_n96_ngc23.04_pytorch', 'NVIDIA_CoreWeave/benchmarks/gpt3/implementations/pytorch/config_DGXH100_96x8x128x4x8_mbs1.sh',
   96, 3072, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.2993, 591, '12.322, 12.286, 12.305', 'step', 400, 'CoreWeave HGX H100, NeMo Megatron 23.04'),
  ('3.0', 'NVIDIA_CoreWeave/results/coreweave_hgxh100_n192_ngc23.04_pytorch', 'NVIDIA_CoreWeave/benchmarks/gpt3/implementations/pytorch/config_DGXH100_192x8x64x4x8_mbs1.sh',
@@ -1496,11 +1497,14 @@ for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_r
         derivation=(f"tokens/s/GPU = GBS {gbs} x 2048 / {step_s} s / {gpus} GPUs; {step_s} s = {timing}. GBS {gbs} and "
                     f"gradient_accumulation_steps {ga} as logged; {nodes} nodes x 8 H100-SXM-80GB; TP {tp}, PP {pp}, "
                     f"micro batch {mbs} from the config script -> DP {dp} (GBS = GA x mbs x DP); VPP {vpp}: {vpp_src}; "
-                    f"no recompute (ACT_CKPT_GRANULARITY null), sequence parallel (custom.yaml default), distributed "
+                    f"no recompute (ACT_CKPT_GRANULARITY null), sequence parallel (SEQ_PARALLEL default True: "
+                    f"{'run_and_time.sh' if rnd == '3.0' else 'conf/custom.yaml'}), distributed "
                     f"optimizer (USE_DIST_OPTIMIZER=True -> zero 1), FP8 delayed scaling (config_fp8.sh: FP8_HYBRID, "
                     f"amax history 1024, max), TP_COMM_OVERLAP=True; grad_reduce_dtype bf16: {optim} sets "
                     f"distributed_fused_adam grad_sync_dtype bf16 (overlap_grad_sync, overlap_param_sync True); "
-                    f"GPT-3 175B shape as the v4.1 rows (vocab 50257 assumed, not printed); system: {system}"
+                    + ("FP8_PARAMS=True (config_common.sh: FP8 primary weights, not a schema column); "
+                       if rnd in ('4.0', '4.1') else "")
+                    + f"GPT-3 175B shape as the v4.1 rows (vocab 50257 assumed, not printed); system: {system}"
                     + (f"; NIC 400 Gb/s per GPU from the systems json" if nic else
                        "; NIC not stated (systems json host_networking empty: blank)")))
 #
