@@ -27,6 +27,9 @@ cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[
 # moments, bf16-no-master = bf16 moments and the bf16 weights updated in place) and the gradient buffer's dtype
 cols += ['optimizer_state_precision', 'grad_reduce_dtype']
 cols += ['compiled_loss']  # optional: 1 where torchtitan compiled its loss (--training.compile; cost/ops.py logits_bytes)
+# optional: 1 where the run keeps its linear weights in FP8 and all-gathers them in FP8 (Megatron-Core fp8_param_gather,
+# NeMo fp8_params with its distributed optimizer, torchao enable_fsdp_float8_all_gather: cost/param_gather.py)
+cols += ['fp8_param_gather']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -1375,7 +1378,8 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
         micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=8, tp=1, pp=1, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=3,
         sequence_parallel=0, recompute='none', precision=prec, framework='olmo-core', compiled_loss=1,
         optimizer_state_precision='fp32', grad_reduce_dtype='fp32',
-        fp8_recipe='tensorwise' if prec == 'fp8' else '', measured_tokens_per_s_per_gpu=tps, oom=0,
+        fp8_recipe='tensorwise' if prec == 'fp8' else '', fp8_param_gather=1 if prec == 'fp8' else '',
+        measured_tokens_per_s_per_gpu=tps, oom=0,
         derivation=(f"Throughput column as printed ({tps:,} TPS, 'tokens per second per device'; precision "
                     f"{'BF16/FP8 = --model.float8_config.enabled=true' if prec == 'fp8' else 'BF16'}), script "
                     f"src/scripts/train/{script} at e27ba7455; 8 GPUs inferred from the launch default "
@@ -1387,8 +1391,9 @@ for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16
                     f"not list (attention_kernel blank); FSDP reduce_dtype float32 -> grad_reduce_dtype fp32; "
                     f"fp32 parameters with fused AdamW -> fp32 optimizer states; shape from config.py at e27ba7455 "
                     f"(ffn by llama_like's rounding, vocab dolma2 100278 padded to 100352, untied)"
-                    + ("; FP8 = torchao Float8Linear dynamic tensorwise scaling, fp8 FSDP all-gather, w_out in bf16 "
-                       "(float8.py Float8Config defaults)" if prec == 'fp8' else "")
+                    + ("; FP8 = torchao Float8Linear dynamic tensorwise scaling, w_out in bf16, "
+                       "enable_fsdp_float8_all_gather=True -> fp8_param_gather 1 (float8.py Float8Config defaults)"
+                       if prec == 'fp8' else "")
                     + "; framework olmo-core (an FSDP2 engine: cost/fsdp2_copies.py)"))
 #
 # (2) MLPerf Training GPT-3 175B on H100 (closed division), rounds the set had not used: v3.0 (2023-06), v3.1
@@ -1492,7 +1497,7 @@ for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_r
         trust='A', **GPT3_MLPERF, global_batch_seqs=gbs, micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=gpus,
         tp=tp, pp=pp, vpp=vpp, dp=dp, cp=1, ep=1, etp=1, zero=1, sequence_parallel=1, recompute='none',
         precision='fp8', fp8_recipe='delayed', tp_comm_overlap=1, nic_gbps_per_gpu=nic, framework='nemo',
-        grad_reduce_dtype='bf16',
+        grad_reduce_dtype='bf16', fp8_param_gather=1 if rnd in ('4.0', '4.1') else '',
         measured_tokens_per_s_per_gpu=tps, measured_step_time_s=step_s, oom=0,
         derivation=(f"tokens/s/GPU = GBS {gbs} x 2048 / {step_s} s / {gpus} GPUs; {step_s} s = {timing}. GBS {gbs} and "
                     f"gradient_accumulation_steps {ga} as logged; {nodes} nodes x 8 H100-SXM-80GB; TP {tp}, PP {pp}, "
@@ -1502,8 +1507,9 @@ for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_r
                     f"optimizer (USE_DIST_OPTIMIZER=True -> zero 1), FP8 delayed scaling (config_fp8.sh: FP8_HYBRID, "
                     f"amax history 1024, max), TP_COMM_OVERLAP=True; grad_reduce_dtype bf16: {optim} sets "
                     f"distributed_fused_adam grad_sync_dtype bf16 (overlap_grad_sync, overlap_param_sync True); "
-                    + ("FP8_PARAMS=True (config_common.sh: FP8 primary weights, not a schema column); "
-                       if rnd in ('4.0', '4.1') else "")
+                    + ("FP8_PARAMS=True (config_common.sh: FP8 primary weights, which NeMo's "
+                       "MegatronDistributedFusedAdam gathers as uint8, nemo/core/optim/distributed_adam.py) -> "
+                       "fp8_param_gather 1; " if rnd in ('4.0', '4.1') else "")
                     + f"GPT-3 175B shape as the v4.1 rows (vocab 50257 assumed, not printed); system: {system}"
                     + (f"; NIC 400 Gb/s per GPU from the systems json" if nic else
                        "; NIC not stated (systems json host_networking empty: blank)")))
@@ -1521,8 +1527,8 @@ for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_r
 #     grad_reduce_in_fp32=False (bf16). FP8 recipe: conf/custom.yaml defaults FP8_RECIPE to delayed and the H100 configs
 #     source no file that changes it -> delayed; the GB200 configs source config_common_blackwell.sh, which the published
 #     tree lacks -> blank (as the file's GB200 rows). The GB200 configs also source config_common_cg.sh
-#     (FULL_CUDA_GRAPH=True) and set FP8_PARAM_GATHER=True; the H100 ones FP8_PARAMS=True (config_common.sh): no schema
-#     column. Shape: Llama 3.1 405B as the file's 405B rows (vocab 32000, printed in Nebius' logs of the same code).
+#     (FULL_CUDA_GRAPH=True, no schema column) and set FP8_PARAM_GATHER=True, the H100 ones FP8_PARAMS=True
+#     (config_common.sh); pretrain.py turns either into Megatron-Core's fp8_param_gather -> fp8_param_gather 1. Shape: Llama 3.1 405B as the file's 405B rows (vocab 32000, printed in Nebius' logs of the same code).
 #     NIC from each systems/*.json (8 x 400 Gb/s per 8-GPU H100 node, 4 x 400 Gb/s per 4-GPU GB200 tray) -> 400.
 #     Trust B: the engine items above are read from scripts, not printed by these logs.
 L405_MLPERF = dict(model='Llama 3.1 405B', arch='dense', layers=126, hidden=16384, heads=128, kv_heads=8, ffn=53248,
@@ -1560,6 +1566,7 @@ for (rdir, impl, cfg, nodes, gpn, gpu, gbs, ga, tp, pp, vpp, cp, mbs, minibs, st
         trust='B', **L405_MLPERF, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu, num_gpus=gpus, tp=tp, pp=pp,
         vpp=vpp, dp=dp, cp=cp, ep=1, etp=1, zero=1, sequence_parallel=1, recompute='none', precision='fp8',
         fp8_recipe='delayed' if h100 else '', tp_comm_overlap=1, nic_gbps_per_gpu=400, framework='nemo',
+        fp8_param_gather=1,
         grad_reduce_dtype='bf16', measured_tokens_per_s_per_gpu=tps, measured_step_time_s=step_s, oom=0,
         derivation=(f"tokens/s/GPU = GBS {gbs} x 8192 / {step_s} s / {gpus} GPUs; {step_s} s = median of the {n} per-step "
                     f"'tracked_stats' train_step_time values over the 3 logs (first 3 steps of each dropped; per-log "
@@ -1567,9 +1574,12 @@ for (rdir, impl, cfg, nodes, gpn, gpu, gbs, ga, tp, pp, vpp, cp, mbs, minibs, st
                     f"PP {pp}, INTERLEAVED_PIPELINE {vpp}, CP {cp}, MICRO_BATCH_SIZE {mbs}, MINIBS {minibs}, "
                     f"{nodes} nodes x {gpn} GPUs -> DP {dp}, GBS {minibs} x {dp} = {gbs}; ASYM_PP_EMBED/ASYM_PP_LOSS "
                     f"True; TP_COMM_OVERLAP True; USE_DIST_OPTIMIZER True (zero 1); FP8 True, "
-                    + ("FP8_PARAMS True; fp8_recipe delayed (conf/custom.yaml FP8_RECIPE default; no script sets it); "
+                    + ("FP8_PARAMS True (pretrain.py: DistributedDataParallelConfig fp8_param_gather = "
+                       "optim.fp8_params -> fp8_param_gather 1); fp8_recipe delayed (conf/custom.yaml FP8_RECIPE "
+                       "default; no script sets it); "
                        if h100 else
-                       "FP8_PARAM_GATHER True, FULL_CUDA_GRAPH True (config_common_cg.sh); fp8_recipe blank "
+                       "FP8_PARAM_GATHER True (pretrain.py: MegatronMixedPrecision / DDP fp8_param_gather -> "
+                       "fp8_param_gather 1), FULL_CUDA_GRAPH True (config_common_cg.sh); fp8_recipe blank "
                        "(config_common_blackwell.sh is sourced but not published); ")
                     + "no recompute (no ACT_CKPT variable; custom.yaml default null); sequence parallel (custom.yaml "
                     "default); pretrain.py grad_reduce_in_fp32=False -> bf16; NIC 400 Gb/s per GPU (systems json); "

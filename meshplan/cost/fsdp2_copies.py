@@ -39,9 +39,9 @@ from __future__ import annotations
 # (src/olmo_core/nn/transformer/model.py apply_fsdp, "Adapted from" that torchtitan function,
 # allenai/OLMo-core e27ba7455)
 FSDP2_ENGINES = ("torchtitan", "olmo-core")
-# the gathered parameter's bytes: MixedPrecisionPolicy(param_dtype=bfloat16), the same 2 bytes
-# _dp_comm gathers (a float8 all-gather of torchao's Float8Linear weights is not modelled there
-# either)
+# the gathered parameter's bytes: MixedPrecisionPolicy(param_dtype=bfloat16), 2 bytes; with
+# torchao's float8 all-gather the Float8Linear weights arrive as FP8 and are copied out as such
+# (the caller passes the mean of param_gather.py, the bytes _dp_comm gathers)
 GATHERED_PARAM_BYTES = 2.0
 # the unsharded gradient autograd writes: the parameter's compute dtype (bf16)
 UNSHARDED_GRAD_BYTES = 2.0
@@ -57,17 +57,20 @@ def collectives_per_step(zero: int, microbatches: int) -> tuple[int, int]:
     return 0, 0
 
 
-def copy_bytes_per_param(zero: int, microbatches: int, reduce_bytes: float) -> float:
+def copy_bytes_per_param(zero: int, microbatches: int, reduce_bytes: float,
+                         gathered_bytes: float = GATHERED_PARAM_BYTES) -> float:
     """HBM bytes the compute stream moves per parameter per step for FSDP2's copies."""
     gathers, reduces = collectives_per_step(zero, microbatches)
-    return (gathers * 2.0 * GATHERED_PARAM_BYTES
+    return (gathers * 2.0 * gathered_bytes
             + reduces * (UNSHARDED_GRAD_BYTES + reduce_bytes))
 
 
 def fsdp2_copy_s(engine: str, zero: int, microbatches: int, params: float,
-                 reduce_bytes: float, hbm_bytes_per_s: float) -> float:
+                 reduce_bytes: float, hbm_bytes_per_s: float,
+                 gathered_bytes: float = GATHERED_PARAM_BYTES) -> float:
     """Seconds of FSDP2 copy-out / copy-in one rank runs per step on its compute stream,
     for ``params`` parameters in its FSDP units (0 for engines that do not run FSDP2)."""
     if engine not in FSDP2_ENGINES or hbm_bytes_per_s <= 0:
         return 0.0
-    return params * copy_bytes_per_param(zero, microbatches, reduce_bytes) / hbm_bytes_per_s
+    return (params * copy_bytes_per_param(zero, microbatches, reduce_bytes, gathered_bytes)
+            / hbm_bytes_per_s)
