@@ -100,11 +100,12 @@ from __future__ import annotations
 # the frameworks a runs CSV names (shared/validation/README.md), plus "" (meshplan's own)
 FRAMEWORKS = ("megatron", "nemo", "torchtitan", "deepspeed", "maxtext", "paxml", "other", "")
 # ... and the engines whose own kernels the cost model names (llm-foundry's Triton attention
-# and fused loss, Aleph Alpha's eager norms and attention: cost/efficiency.py, cost/ops.py):
+# and fused loss, Aleph Alpha's eager norms and attention: cost/efficiency.py, cost/ops.py;
+# OLMo-core's FSDP2: cost/fsdp2_copies.py):
 # every framework a workload may name. Another name would be predicted as no engine at all
 # without saying so: Workload refuses it, and `meshplan validate` reads it as "other" with a
 # note (validate.prepare).
-ENGINES = FRAMEWORKS + ("llm-foundry", "llmfoundry", "aleph-alpha")
+ENGINES = FRAMEWORKS + ("llm-foundry", "llmfoundry", "aleph-alpha", "olmo-core")
 
 
 # other names people write for the same engines (a runs CSV's `framework` cell): read as

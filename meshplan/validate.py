@@ -229,6 +229,7 @@ def prepare(row: dict) -> Prepared:
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),
                         fp8_recipe=text(row, "fp8_recipe") or "",
+                        fp8_param_gather=bool(flag(row, "fp8_param_gather")),
                         # optional engine columns: the optimizer's state dtype and the
                         # gradient buffer's dtype (specs/workload.py)
                         optimizer_state_precision=(

@@ -27,6 +27,9 @@ cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[
 # moments, bf16-no-master = bf16 moments and the bf16 weights updated in place) and the gradient buffer's dtype
 cols += ['optimizer_state_precision', 'grad_reduce_dtype']
 cols += ['compiled_loss']  # optional: 1 where torchtitan compiled its loss (--training.compile; cost/ops.py logits_bytes)
+# optional: 1 where the run keeps its linear weights in FP8 and all-gathers them in FP8 (Megatron-Core fp8_param_gather,
+# NeMo fp8_params with its distributed optimizer, torchao enable_fsdp_float8_all_gather: cost/param_gather.py)
+cols += ['fp8_param_gather']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -1465,8 +1468,262 @@ add(id=f'H{next(_lumi_ids)}', source="spyysalo/lumi-llm-scaling bc-meg-lm/README
                 "Engine in the environment (bc-meg-lm/setup-venv.sh: torch 1.13.1+rocm5.2, deepspeed 0.8.1, apex); "
                 "NIC 100 Gb/s per GCD as the rows above"))
 # END SECTION heldout-amd-2
+# BEGIN SECTION heldout-trainnew (ids H500+): training runs on NVIDIA GPUs from sources the set had not used,
+# gathered 2026-11-29, held out (no constant, default or rule was tuned to them).
+#
+# (1) OLMo-core (allenai/OLMo-core) README.md, table 'Official training scripts' throughput, as changed by e27ba7455
+#     (2024-11-05, "Update throughput numbers"; unchanged through 7f7c4894d, 2025-03-02, removed by 3ce0c5834). The page:
+#     "Throughput numbers from these scripts ... measured on a cluster with NVIDIA H100 GPUs", footnote "Throughput
+#     reported in tokens per second per device"; footnote 2: FP8 rows compute most matrix multiplications in float8,
+#     everything else in bfloat16. Configuration from the scripts at the same commit (src/scripts/train/OLMo-1B.py,
+#     OLMo-7B.py, Llama-8B.py, OLMo-13B.py and src/olmo_core/internal/experiment.py):
+#     * layout: TransformerDataParallelConfig(name=fsdp, param_dtype=bfloat16, reduce_dtype=float32) = FSDP2 over all
+#       ranks (zero 3; nn/transformer/model.py apply_fsdp: every block reshard_after_forward except the last, no
+#       no_sync under gradient accumulation: train/trainer.py _train_microbatch_context skips sync only for DDP);
+#       no activation checkpointing (no ac_config); compile=True (each block torch.compile'd) and compile_loss=True
+#       (trainer.py: the loss function torch.compile'd) -> compiled_loss 1; compile=True makes llama_like pick
+#       use_flash=False and fused_ops=False, i.e. torch SDPA (flash backend = FlashAttention-2 class, the default
+#       for an engine cost/efficiency.py ENGINE_ATTENTION does not list: attention_kernel left blank);
+#       AdamW(fused=True) on fp32 parameters (TransformerConfig dtype float32) -> fp32 optimizer states;
+#       reduce_dtype float32 -> grad_reduce_dtype fp32.
+#     * the GPU count is NOT printed: 8 GPUs = the scripts' launch default (experiment.py build_common_components:
+#       BeakerLaunchConfig(num_nodes=1, num_gpus=8)); the table lists no --launch override -> trust B.
+#     * global batch: main(global_batch_size=1024*4096 tokens) = 1024 sequences of 4096 (2048 for the 13B);
+#       micro batch = rank_microbatch_size / 4096 (1B 8, 7B 2, 8B 2, 13B 1).
+#     * shapes (nn/transformer/config.py at e27ba7455): olmo_1B/7B/13B = llama2_1B (18 layers, d 2048, 16 heads) /
+#       llama2_7B (32, 4096, 32) / llama2_13B (40, 5120, 40) with OLMo's reordered norm and QK-norm, MHA; llama3_8B
+#       (32, 4096, 32 heads, 8 KV heads); FFN = llama_like's rounding of 8d/3 (x1.3 for llama3_8B) up to a multiple of
+#       256 (1024 for llama3_8B): 5632 / 11008 / 13824 / 14336; SwiGLU; untied (embeddings and w_out are separate
+#       modules); vocab = dolma2 tokenizer 100278 padded to a multiple of 128 = 100352 (data/tokenizer.py).
+#     * FP8 rows: Float8Config defaults (float8.py): torchao dynamic tensorwise scaling for inputs, weights and output
+#       gradients, enable_fsdp_float8_all_gather=True, w_out left in bf16 (modules_to_ignore={'w_out'}) -> fp8_recipe
+#       tensorwise.
+OLMO_CORE = "allenai/OLMo-core README.md at e27ba7455 (2024-11-05), throughput table of the official training scripts"
+OLMO_SH = {  # key: (model, layers, hidden, heads, kv_heads, ffn, script, micro_batch, global_batch_seqs)
+    '1B': ('OLMo 2 1B-class (OLMo-core olmo_1B, Nov 2024)', 18, 2048, 16, 16, 5632, 'OLMo-1B.py', 8, 1024),
+    '7B': ('OLMo 2 7B (OLMo-core olmo_7B)', 32, 4096, 32, 32, 11008, 'OLMo-7B.py', 2, 1024),
+    '8B': ('Llama 3 8B (OLMo-core llama3_8B)', 32, 4096, 32, 8, 14336, 'Llama-8B.py', 2, 1024),
+    '13B': ('OLMo 2 13B (OLMo-core olmo_13B)', 40, 5120, 40, 40, 13824, 'OLMo-13B.py', 1, 2048),
+}
+for key, prec, tps in [('1B', 'bf16', 55000), ('1B', 'fp8', 65000), ('7B', 'bf16', 10000), ('7B', 'fp8', 13000),
+                       ('8B', 'bf16', 9500), ('8B', 'fp8', 12500), ('13B', 'bf16', 4600), ('13B', 'fp8', 5500)]:
+    name, l, h, a, kv, f, script, mbs, gbs = OLMO_SH[key]
+    add(id=f'H{500 + len([r for r in rows if r.get("id", "").startswith("H5")]):03d}', source=OLMO_CORE, trust='B',
+        model=name, arch='dense', layers=l, hidden=h, heads=a, kv_heads=kv, ffn=f, vocab=100352,
+        attention='gqa' if kv < a else 'mha', mlp='swiglu', tied_embeddings=0, seq_len=4096, global_batch_seqs=gbs,
+        micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=8, tp=1, pp=1, vpp=1, dp=8, cp=1, ep=1, etp=1, zero=3,
+        sequence_parallel=0, recompute='none', precision=prec, framework='olmo-core', compiled_loss=1,
+        optimizer_state_precision='fp32', grad_reduce_dtype='fp32',
+        fp8_recipe='tensorwise' if prec == 'fp8' else '', fp8_param_gather=1 if prec == 'fp8' else '',
+        measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"Throughput column as printed ({tps:,} TPS, 'tokens per second per device'; precision "
+                    f"{'BF16/FP8 = --model.float8_config.enabled=true' if prec == 'fp8' else 'BF16'}), script "
+                    f"src/scripts/train/{script} at e27ba7455; 8 GPUs inferred from the launch default "
+                    f"(internal/experiment.py BeakerLaunchConfig num_nodes=1, num_gpus=8; not printed) -> FSDP2 dp 8, "
+                    f"zero 3; global batch {gbs} x 4096 tokens (main global_batch_size), micro batch {mbs} "
+                    f"(rank_microbatch_size {mbs}*4096) -> {gbs // (8 * mbs)} accumulation steps; no activation "
+                    f"checkpointing; compile=True (blocks) and compile_loss=True -> compiled_loss 1; torch SDPA "
+                    f"(use_flash False under compile): the fa2 class, the default of an engine the cost model does "
+                    f"not list (attention_kernel blank); FSDP reduce_dtype float32 -> grad_reduce_dtype fp32; "
+                    f"fp32 parameters with fused AdamW -> fp32 optimizer states; shape from config.py at e27ba7455 "
+                    f"(ffn by llama_like's rounding, vocab dolma2 100278 padded to 100352, untied)"
+                    + ("; FP8 = torchao Float8Linear dynamic tensorwise scaling, w_out in bf16, "
+                       "enable_fsdp_float8_all_gather=True -> fp8_param_gather 1 (float8.py Float8Config defaults)"
+                       if prec == 'fp8' else "")
+                    + "; framework olmo-core (an FSDP2 engine: cost/fsdp2_copies.py)"))
+#
+# (2) MLPerf Training GPT-3 175B on H100 (closed division), rounds the set had not used: v3.0 (2023-06), v3.1
+#     (2023-11), v4.0 (2024-06); mlcommons/training_results_v3.0 at 63e326c, _v3.1 at d06288b, _v4.0 at 6fe9543;
+#     and the two v4.1 (2024-11) GPT-3 entries not yet in the file (NVIDIA eos_n32 / eos_n64 on NeMo 24.09,
+#     _v4.1 at b87b9e3; its eos-dfw_n1452 entry is left out: the same logs as v4.0's, identical MLLOG timestamps).
+#     Submitters: NVIDIA (DGX H100, Eos), NVIDIA+CoreWeave (HGX H100), Azure+NVIDIA (ND H100 v5), Supermicro (smc).
+#     Measured step time from each submission's three result_*.txt logs (MLLOG lines of custom_callbacks.py):
+#     * v3.0 / v3.1: the per-step 'tracked_stats' {'train_step_timing': s} (one per optimizer step), first 3 steps of
+#       each log dropped, median over the pooled steps of the 3 logs (as the v4.1 rows of heldout_rows_mlperf.csv);
+#     * v4.0 logs print no per-step timing: step time = (block_stop - block_start) / (epoch_count tokens / (GBS x
+#       2048)) for each training block between evaluations (block_start after eval_stop, so evaluation is excluded),
+#       the first block of each log dropped, median over the pooled blocks. On the v3.1 logs, which print both, this
+#       block figure is 16-34 ms (0.2-3.5%) above the train_step_timing median (it also holds the per-step work
+#       outside the timer): the v4.0 rows are on that slightly slower footing.
+#     GBS and gradient accumulation as logged (global_batch_size, gradient_accumulation_steps); TP, PP from the config
+#     script named in the source; micro batch from the config and = GBS / (GA x DP) in every row; VPP =
+#     INTERLEAVED_PIPELINE (config or config_common; else conf/custom.yaml's default 12); no activation recompute
+#     (ACT_CKPT_GRANULARITY null), sequence parallel (SEQ_PARALLEL default True: conf/custom.yaml; v3.0's
+#     run_and_time.sh), distributed optimizer
+#     (USE_DIST_OPTIMIZER=True -> zero 1), FP8 delayed scaling (config_fp8.sh: FP8_HYBRID, AMAX history 1024, max),
+#     TP communication overlap (TP_COMM_OVERLAP=True); gradient reduce-scatter in bf16 (the distributed_fused_adam
+#     optimizer config: grad_sync_dtype bf16, overlap_grad_sync and overlap_param_sync True; v3.0 in
+#     conf/megatron_gpt_config.yaml model.optim, v3.1 / v4.0 in conf/optim/distributed_fused_adam.yaml, in each
+#     submitter's implementation folder) -> grad_reduce_dtype bf16. Shape: GPT-3 175B
+#     as the v4.1 rows (96 x 12288, 96 heads, ffn 49152, GeLU, tied, learned positions; vocab 50257 assumed for the
+#     C4 SentencePiece tokenizer, not printed). NIC 400 Gb/s per GPU from each systems/*.json (8 x NDR 400 per node),
+#     blank where the json leaves host_networking empty (Supermicro v4.0).
+MLPERF_REPO = {'3.0': 'mlcommons/training_results_v3.0 at 63e326c', '3.1': 'mlcommons/training_results_v3.1 at d06288b',
+               '4.0': 'mlcommons/training_results_v4.0 at 6fe9543', '4.1': 'mlcommons/training_results_v4.1 at b87b9e3',
+               '5.0': 'mlcommons/training_results_v5.0 at 0fdc28f'}
+# the per-step key each round's custom_callbacks.py logs under 'tracked_stats'
+STEP_KEY = {'3.0': 'train_step_timing', '3.1': 'train_step_timing', '4.1': 'train_step_timing in s',
+            '5.0': 'train_step_time'}
+GPT3_MLPERF = dict(model='GPT-3 175B', arch='dense', layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152,
+                   vocab=50257, attention='mha', mlp='gelu', tied_embeddings=1, seq_len=2048)
+#  (round, results dir, config script, nodes, gbs, ga, tp, pp, mbs, vpp, vpp source, median step s, n, per-run medians,
+#   timing kind, nic, system / engine note)
+MLPERF_GPT3 = [
+ ('3.0', 'NVIDIA/results/dgxh100_n64_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_64x8x128x4x8_mbs1.sh',
+  64, 2048, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.0771, 855, '12.083, 12.071, 12.074', 'step', 400, 'DGX H100, NVIDIA NeMo Framework (release not named in the systems json; logs dated 2023-05)'),
+ ('3.0', 'NVIDIA/results/dgxh100_n96_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_96x8x128x4x8_mbs1.sh',
+  96, 3072, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.1263, 583, '12.128, 12.127, 12.124', 'step', 400, 'DGX H100, NVIDIA NeMo Framework (release not named in the systems json; logs dated 2023-05)'),
+ ('3.0', 'NVIDIA_CoreWeave/results/coreweave_hgxh100_n96_ngc23.04_pytorch', 'NVIDIA_CoreWeave/benchmarks/gpt3/implementations/pytorch/config_DGXH100_96x8x128x4x8_mbs1.sh',
+  96, 3072, 128, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 12.2993, 591, '12.322, 12.286, 12.305', 'step', 400, 'CoreWeave HGX H100, NeMo Megatron 23.04'),
+ ('3.0', 'NVIDIA_CoreWeave/results/coreweave_hgxh100_n192_ngc23.04_pytorch', 'NVIDIA_CoreWeave/benchmarks/gpt3/implementations/pytorch/config_DGXH100_192x8x64x4x8_mbs1.sh',
+  192, 3072, 64, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 6.3378, 607, '6.326, 6.357, 6.340', 'step', 400, 'CoreWeave HGX H100, NeMo Megatron 23.04'),
+ ('3.0', 'NVIDIA_CoreWeave/results/coreweave_hgxh100_n448_ngc23.04_pytorch', 'NVIDIA_CoreWeave/benchmarks/gpt3/implementations/pytorch/config_DGXH100_448x8x24x4x8_mbs1.sh',
+  448, 2688, 24, 4, 8, 1, 12, 'config_common.sh INTERLEAVED_PIPELINE=12', 2.5976, 651, '2.594, 2.601, 2.602', 'step', 400, 'CoreWeave HGX H100, NeMo Megatron 23.04'),
+ ('3.1', 'NVIDIA/results/eos_n64_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_64x8x192x4x8_mbs1.sh',
+  64, 2048, 128, 4, 8, 1, 12, "conf/custom.yaml default 12 (no script sets it); the script's MINIBS=192 would give GBS 3072 but the logs print 2048 (MINIBS 128 at run time): the logged GBS is used",
+  11.0520, 855, '11.045, 11.055, 11.054', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'NVIDIA/results/eos_n96_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_96x8x128x4x8_mbs1.sh',
+  96, 3072, 128, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 11.0751, 591, '11.072, 11.078, 11.075', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'NVIDIA/results/eos-dfw_n512_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_512x8x16x4x8_mbs1.sh',
+  512, 2048, 16, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 1.6086, 855, '1.608, 1.608, 1.610', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'NVIDIA/results/eos-dfw_n768_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_768x8x16x4x8_mbs1.sh',
+  768, 3072, 16, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 1.6153, 591, '1.616, 1.615, 1.615', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'NVIDIA/results/eos-dfw_n1024_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_1024x8x16x4x8_mbs1.sh',
+  1024, 4096, 16, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 1.6192, 465, '1.619, 1.619, 1.619', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'NVIDIA/results/eos-dfw_n1280_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_1280x8x8x4x8_mbs1.sh',
+  1280, 2560, 8, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 0.9255, 681, '0.926, 0.925, 0.926', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'NVIDIA/results/eos-dfw_n1344_ngc23.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_1344x8x8x4x8_mbs1.sh',
+  1344, 2688, 8, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 0.9296, 651, '0.930, 0.930, 0.930', 'step', 400, 'Eos DGX H100, NeMo 23.09'),
+ ('3.1', 'Azure+NVIDIA/results/ND_H100_v5_n1344_pytorch', 'Azure+NVIDIA/benchmarks/gpt3/implementations/pytorch/config_DGXH100_1344x8x8x4x8_mbs1.sh',
+  1344, 2688, 8, 4, 8, 1, 12, 'conf/custom.yaml default 12 (no script sets it)', 0.9460, 651, '0.945, 0.945, 0.954', 'step', 400, 'Azure ND H100 v5, PyTorch NVIDIA Release 23.09 (NeMo)'),
+ ('4.0', 'NVIDIA/results/eos_n64_ngc24.04_nemo', 'NVIDIA/benchmarks/gpt3/implementations/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh',
+  64, 2304, 72, 4, 8, 2, 4, "the script's INTERLEAVED_PIPELINE=4; its MINIBS default 128 would give GBS 2048 but the logs print 2304 (MINIBS 144 at run time): the logged GBS is used",
+  10.9797, 67, '10.903, 10.983, 10.982', 'block', 400, 'Eos DGX H100, NeMo 24.04'),
+ ('4.0', 'NVIDIA/results/eos-dfw_n1344_ngc24.04_nemo', 'NVIDIA/benchmarks/gpt3/implementations/nemo/config_DGXH100_1344x8x6x4x6_mbs1_cg.sh',
+  1344, 2688, 6, 4, 6, 1, 8, "the script's INTERLEAVED_PIPELINE=8 (2 layers per virtual stage); it also sets LAYER_CUDA_GRAPH=1 (per-layer CUDA graphs, not a schema column)",
+  0.9207, 63, '0.921, 0.920, 0.921', 'block', 400, 'Eos DGX H100, NeMo 24.04'),
+ ('4.0', 'NVIDIA/results/eos-dfw_n1452_ngc24.04_nemo', 'NVIDIA/benchmarks/gpt3/implementations/nemo/config_DGXH100_1452x8x6x4x6_mbs1_cg.sh',
+  1452, 2904, 6, 4, 6, 1, 8, "the script's INTERLEAVED_PIPELINE=8 (2 layers per virtual stage); it also sets LAYER_CUDA_GRAPH=1 (per-layer CUDA graphs, not a schema column)",
+  0.9217, 66, '0.922, 0.921, 0.921', 'block', 400, 'Eos DGX H100, NeMo 24.04'),
+ ('4.0', 'smc/results/64xSMC-H100-SXM-80GB', 'smc/benchmarks/gpt3/implementations/nemo/config_SMCH100_64x8x128x4x8.sh',
+  64, 2048, 64, 4, 8, 2, 12, 'conf/custom.yaml default 12 (neither the script nor config_common.sh sets it); MICRO_BATCH_SIZE=2 from config_common.sh (identical to NVIDIA\'s)',
+  10.7625, 69, '10.766, 10.764, 10.759', 'block', '', 'Supermicro H100-SXM-80GB x 64 nodes, NVIDIA v4.0 container (mlperfv40 gpt3 20240505)'),
+ ('4.1', 'NVIDIA/results/eos_n32_ngc24.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/eos_n32_ngc24.09_nemo/config_DGXH100_32x8x256x4x8_mbs2.sh',
+  32, 2048, 128, 4, 8, 2, 6, "the script's INTERLEAVED_PIPELINE=6 (2 layers per virtual stage); it also defers the embedding's weight-gradient GEMM (DEFER_EMBEDDING_WGRAD_COMPUTE, not a schema column)",
+  18.3777, 867, '18.372, 18.374, 18.421', 'step', 400, 'Eos DGX H100, NeMo 24.09'),
+ ('4.1', 'NVIDIA/results/eos_n64_ngc24.09_nemo', 'NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/config_DGXH100_64x8x128x4x8_mbs2.sh',
+  64, 2048, 64, 4, 8, 2, 6, "the script's INTERLEAVED_PIPELINE=6 (2 layers per virtual stage); it also defers the embedding's weight-gradient GEMM (DEFER_EMBEDDING_WGRAD_COMPUTE, not a schema column)",
+  9.5004, 867, '9.493, 9.554, 9.496', 'step', 400, 'Eos DGX H100, NeMo 24.09'),
+]
+for (rnd, rdir, cfg, nodes, gbs, ga, tp, pp, mbs, vpp, vpp_src, step_s, n, per_run, kind, nic, system) in MLPERF_GPT3:
+    gpus = nodes * 8
+    dp = gpus // (tp * pp)
+    assert gbs == ga * mbs * dp, rdir
+    tps = round(gbs * 2048 / step_s / gpus, 1)
+    optim = cfg.rsplit('/', 1)[0] + ('/conf/megatron_gpt_config.yaml (model.optim)' if rnd == '3.0'
+                                     else '/conf/optim/distributed_fused_adam.yaml')
+    timing = (f"median of the {n} per-step 'tracked_stats' '{STEP_KEY.get(rnd)}' values over the 3 logs (first 3 steps of "
+              f"each dropped; per-log medians {per_run} s)" if kind == 'step' else
+              f"median over the {n} training blocks of the 3 logs (first block of each dropped) of (block_stop - "
+              f"block_start) / steps per block, steps = epoch_count / (GBS x 2048) (per-log medians {per_run} s; the "
+              f"logs print no per-step timing)")
+    add(id=f'H{500 + len([r for r in rows if r.get("id", "").startswith("H5")]):03d}',
+        source=(f"MLPerf Training v{rnd} GPT-3 175B: {MLPERF_REPO[rnd]} {rdir}/gpt3/result_*.txt "
+                f"('{'tracked_stats ' + STEP_KEY[rnd] if kind == 'step' else 'block_start/block_stop'}') with {cfg}"),
+        trust='A', **GPT3_MLPERF, global_batch_seqs=gbs, micro_batch=mbs, gpu='H100-SXM-80GB', num_gpus=gpus,
+        tp=tp, pp=pp, vpp=vpp, dp=dp, cp=1, ep=1, etp=1, zero=1, sequence_parallel=1, recompute='none',
+        precision='fp8', fp8_recipe='delayed', tp_comm_overlap=1, nic_gbps_per_gpu=nic, framework='nemo',
+        grad_reduce_dtype='bf16', fp8_param_gather=1 if rnd in ('4.0', '4.1') else '',
+        measured_tokens_per_s_per_gpu=tps, measured_step_time_s=step_s, oom=0,
+        derivation=(f"tokens/s/GPU = GBS {gbs} x 2048 / {step_s} s / {gpus} GPUs; {step_s} s = {timing}. GBS {gbs} and "
+                    f"gradient_accumulation_steps {ga} as logged; {nodes} nodes x 8 H100-SXM-80GB; TP {tp}, PP {pp}, "
+                    f"micro batch {mbs} from the config script -> DP {dp} (GBS = GA x mbs x DP); VPP {vpp}: {vpp_src}; "
+                    f"no recompute (ACT_CKPT_GRANULARITY null), sequence parallel (SEQ_PARALLEL default True: "
+                    f"{'run_and_time.sh' if rnd == '3.0' else 'conf/custom.yaml'}), distributed "
+                    f"optimizer (USE_DIST_OPTIMIZER=True -> zero 1), FP8 delayed scaling (config_fp8.sh: FP8_HYBRID, "
+                    f"amax history 1024, max), TP_COMM_OVERLAP=True; grad_reduce_dtype bf16: {optim} sets "
+                    f"distributed_fused_adam grad_sync_dtype bf16 (overlap_grad_sync, overlap_param_sync True); "
+                    + ("FP8_PARAMS=True (config_common.sh: FP8 primary weights, which NeMo's "
+                       "MegatronDistributedFusedAdam gathers as uint8, nemo/core/optim/distributed_adam.py) -> "
+                       "fp8_param_gather 1; " if rnd in ('4.0', '4.1') else "")
+                    + f"GPT-3 175B shape as the v4.1 rows (vocab 50257 assumed, not printed); system: {system}"
+                    + (f"; NIC 400 Gb/s per GPU from the systems json" if nic else
+                       "; NIC not stated (systems json host_networking empty: blank)")))
+#
+# (3) MLPerf Training v5.0 (2025-06) Llama 3.1 405B entries not yet in the file: NVIDIA eos-dfw_n304 / _n320 (H100,
+#     NeMo 25.01), IBM+CoreWeave+NVIDIA carina_ngpu1536 / _ngpu2048 and NVIDIA tyche_ngpu512 (GB200 NVL72, NeMo 25.04);
+#     mlcommons/training_results_v5.0 at 0fdc28f. Read as the v5.0 405B rows of heldout_rows_mlperf.csv were: step time =
+#     median of the per-step 'tracked_stats' train_step_time values (first 3 steps of each log dropped) over the 3 logs;
+#     GBS and gradient_accumulation_steps as logged (the logs are MLLOG-only); layout from the config script named in the
+#     source (TENSOR/PIPELINE_MODEL_PARALLEL, INTERLEAVED_PIPELINE, CONTEXT_PARALLEL, MICRO_BATCH_SIZE, MINIBS,
+#     DGXNNODES x DGXNGPU; DP = GPUs / (TP x PP x CP) and GBS = MINIBS x DP, equal to the logged GBS in every row);
+#     ASYM_PP_EMBED / ASYM_PP_LOSS True (embedding and loss counted as pipeline layers; no schema column);
+#     TP_COMM_OVERLAP True; USE_DIST_OPTIMIZER True (zero 1); FP8 True; no recompute (no ACT_CKPT variable set;
+#     conf/custom.yaml default null); sequence parallel (conf/custom.yaml SEQ_PARALLEL default True); pretrain.py sets
+#     grad_reduce_in_fp32=False (bf16). FP8 recipe: conf/custom.yaml defaults FP8_RECIPE to delayed and the H100 configs
+#     source no file that changes it -> delayed; the GB200 configs source config_common_blackwell.sh, which the published
+#     tree lacks -> blank (as the file's GB200 rows). The GB200 configs also source config_common_cg.sh
+#     (FULL_CUDA_GRAPH=True, no schema column) and set FP8_PARAM_GATHER=True, the H100 ones FP8_PARAMS=True
+#     (config_common.sh); pretrain.py turns either into Megatron-Core's fp8_param_gather -> fp8_param_gather 1. Shape: Llama 3.1 405B as the file's 405B rows (vocab 32000, printed in Nebius' logs of the same code).
+#     NIC from each systems/*.json (8 x 400 Gb/s per 8-GPU H100 node, 4 x 400 Gb/s per 4-GPU GB200 tray) -> 400.
+#     Trust B: the engine items above are read from scripts, not printed by these logs.
+L405_MLPERF = dict(model='Llama 3.1 405B', arch='dense', layers=126, hidden=16384, heads=128, kv_heads=8, ffn=53248,
+                   vocab=32000, attention='gqa', mlp='swiglu', tied_embeddings=0, seq_len=8192)
+MLPERF_405B = [  # (results dir, implementation dir, config script, nodes, GPUs per node, gpu, gbs, ga, tp, pp, vpp, cp,
+                 #  mbs, minibs, median step s, n steps, per-log medians, system note)
+ ('NVIDIA/results/eos-dfw_n304_ngc25.01_nemo', 'NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n304_ngc25.01_nemo',
+  'config_DGXH100_304x8x64xtp8pp8cp2.sh', 304, 8, 'H100-SXM-80GB', 1216, 64, 8, 8, 8, 2, 1, 64, 12.7279, 810,
+  '12.700, 12.712, 12.864', 'Eos DGX H100 (NVIDIA/systems/eos-dfw_n304_ngc25.01_nemo.json), NeMo 25.01'),
+ ('NVIDIA/results/eos-dfw_n320_ngc25.01_nemo', 'NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n320_ngc25.01_nemo',
+  'config_DGXH100_320x8x56xtp8pp8cp2.sh', 320, 8, 'H100-SXM-80GB', 1120, 56, 8, 8, 8, 2, 1, 56, 11.1742, 765,
+  '11.185, 11.173, 11.166', 'Eos DGX H100 (NVIDIA/systems/eos-dfw_n320_ngc25.01_nemo.json), NeMo 25.01'),
+ ('IBM+CoreWeave+NVIDIA/results/carina_ngpu1536_ngc25.04_nemo',
+  'IBM+CoreWeave+NVIDIA/benchmarks/llama31_405b/implementations/carina_ngpu1536_ngc25.04_nemo',
+  'config_GB200_384x4x48xtp4pp8cp2.sh', 384, 4, 'GB200', 1152, 48, 4, 8, 8, 2, 1, 48, 8.5046, 770,
+  '8.490, 8.499, 8.525', 'CoreWeave GB200 NVL72 (IBM+CoreWeave+NVIDIA/systems/carina_ngpu1536_ngc25.04_nemo.json), NeMo 25.04'),
+ ('IBM+CoreWeave+NVIDIA/results/carina_ngpu2048_ngc25.04_nemo',
+  'IBM+CoreWeave+NVIDIA/benchmarks/llama31_405b/implementations/carina_ngpu2048_ngc25.04_nemo',
+  'config_GB200_512x4x40xtp4pp8cp2.sh', 512, 4, 'GB200', 1280, 40, 4, 8, 8, 2, 1, 40, 7.1636, 768,
+  '7.152, 7.158, 7.178', 'CoreWeave GB200 NVL72 (IBM+CoreWeave+NVIDIA/systems/carina_ngpu2048_ngc25.04_nemo.json), NeMo 25.04'),
+ ('NVIDIA/results/tyche_ngpu512_ngc25.04_nemo', 'NVIDIA/benchmarks/llama31_405b/implementations/tyche_ngpu512_ngc25.04_nemo',
+  'config_GB200_128x4x112xtp4pp8cp2_cg_dplast.sh', 128, 4, 'GB200', 896, 112, 4, 8, 8, 2, 1, 112, 19.4747, 927,
+  '19.600, 19.432, 19.427', 'Tyche GB200 NVL72 (NVIDIA/systems/tyche_ngpu512_ngc25.04_nemo.json), NeMo 25.04; the config '
+  'name ends _dplast (TP_PP_DP_MAPPING=True: data parallelism outermost)'),
+]
+for (rdir, impl, cfg, nodes, gpn, gpu, gbs, ga, tp, pp, vpp, cp, mbs, minibs, step_s, n, per_run, system) in MLPERF_405B:
+    gpus = nodes * gpn
+    dp = gpus // (tp * pp * cp)
+    assert gbs == minibs * dp == ga * mbs * dp, rdir
+    tps = round(gbs * 8192 / step_s / gpus, 1)
+    h100 = gpu.startswith('H100')
+    add(id=f'H{500 + len([r for r in rows if r.get("id", "").startswith("H5")]):03d}',
+        source=(f"MLPerf Training v5.0 Llama 3.1 405B: {MLPERF_REPO['5.0']} {rdir}/llama31_405b/result_*.txt "
+                f"('tracked_stats train_step_time') with {impl}/{cfg} + config_common.sh"),
+        trust='B', **L405_MLPERF, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu, num_gpus=gpus, tp=tp, pp=pp,
+        vpp=vpp, dp=dp, cp=cp, ep=1, etp=1, zero=1, sequence_parallel=1, recompute='none', precision='fp8',
+        fp8_recipe='delayed' if h100 else '', tp_comm_overlap=1, nic_gbps_per_gpu=400, framework='nemo',
+        fp8_param_gather=1,
+        grad_reduce_dtype='bf16', measured_tokens_per_s_per_gpu=tps, measured_step_time_s=step_s, oom=0,
+        derivation=(f"tokens/s/GPU = GBS {gbs} x 8192 / {step_s} s / {gpus} GPUs; {step_s} s = median of the {n} per-step "
+                    f"'tracked_stats' train_step_time values over the 3 logs (first 3 steps of each dropped; per-log "
+                    f"medians {per_run} s). GBS {gbs} and gradient_accumulation_steps {ga} as logged; {cfg}: TP {tp}, "
+                    f"PP {pp}, INTERLEAVED_PIPELINE {vpp}, CP {cp}, MICRO_BATCH_SIZE {mbs}, MINIBS {minibs}, "
+                    f"{nodes} nodes x {gpn} GPUs -> DP {dp}, GBS {minibs} x {dp} = {gbs}; ASYM_PP_EMBED/ASYM_PP_LOSS "
+                    f"True; TP_COMM_OVERLAP True; USE_DIST_OPTIMIZER True (zero 1); FP8 True, "
+                    + ("FP8_PARAMS True (pretrain.py: DistributedDataParallelConfig fp8_param_gather = "
+                       "optim.fp8_params -> fp8_param_gather 1); fp8_recipe delayed (conf/custom.yaml FP8_RECIPE "
+                       "default; no script sets it); "
+                       if h100 else
+                       "FP8_PARAM_GATHER True (pretrain.py: MegatronMixedPrecision / DDP fp8_param_gather -> "
+                       "fp8_param_gather 1), FULL_CUDA_GRAPH True (config_common_cg.sh); fp8_recipe blank "
+                       "(config_common_blackwell.sh is sourced but not published); ")
+                    + "no recompute (no ACT_CKPT variable; custom.yaml default null); sequence parallel (custom.yaml "
+                    "default); pretrain.py grad_reduce_in_fp32=False -> bf16; NIC 400 Gb/s per GPU (systems json); "
+                    f"system: {system}; shape as the file's 405B rows (vocab 32000). Trust B: engine items read from "
+                    "the scripts, not printed in these logs"))
+# END SECTION heldout-trainnew
 for i, r in enumerate(rows):
-    r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+)
+    r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+, heldout-trainnew: H500+)
 assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()

@@ -33,6 +33,8 @@ from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params
+from .fsdp2_copies import fsdp2_copy_s
+from .param_gather import layer_gather_bytes, mean_gather_bytes
 
 GiB = 2**30
 
@@ -218,7 +220,8 @@ def placements(plan: Plan, cluster: Cluster) -> dict[str, Placement]:
 def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_params: float,
              m: int, fwd_window: float, bwd_window: float, engine: str = "",
              precision: str = "bf16", grad_bytes: float = 4.0,
-             tail_params: float = 0.0) -> tuple[float, float, float]:
+             tail_params: float = 0.0, gather_bytes: float = 2.0,
+             expert_gather_bytes: float = 2.0) -> tuple[float, float, float]:
     """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank.
     ``grad_bytes``: bytes per gradient element reduced (Workload.grad_buffer_bytes: 4 for an
     fp32 gradient buffer, 2 when the engine reduces in the 16-bit buffer, e.g. Megatron-Core's
@@ -227,7 +230,8 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     group_params_for_buffers, "grad_dtype: gradient reduction dtype (torch.float if
     grad_reduce_in_fp32, else param.dtype)", NVIDIA/Megatron-LM d98e8a6).
     ``tail_params``: parameters in the last bucket, whose reduction no overlap hides
-    (dp_tail.py)."""
+    (dp_tail.py). ``gather_bytes`` / ``expert_gather_bytes``: bytes per parameter of the
+    weight all-gather (param_gather.py: 2, or 1 for FP8-gathered weights)."""
     grad = grad_bytes
     shard_pl = pl.get("dp_shard", pl["dp"])
     n_dp = plan.dp * plan.cp
@@ -245,24 +249,26 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
                 * (params + expert_params) * (n_dp - 1) / max(n_dp, 1))
         return wire, wire, sent
 
-    def coll(place: Placement, p: float) -> tuple[float, float, float]:
+    def coll(place: Placement, p: float, gb: float = gather_bytes) -> tuple[float, float, float]:
         """(reduce, gather, allreduce-replicate) times for p parameters on ``place``."""
         if plan.zero == 0:
             return all_reduce_s(cluster, place, grad * p), 0.0, 0.0
         rs = all_gather_s(cluster, place, grad * p)
-        ag = all_gather_s(cluster, place, 2.0 * p)
+        ag = all_gather_s(cluster, place, gb * p)
         return rs, ag, 0.0
 
     rs_n, ag_n, _ = coll(shard_pl, params)
     # the last bucket's reduction and the first bucket's gather wait for no compute to hide
     # behind (dp_tail.py); never more than the whole collective
     tail_r, tail_a, _ = coll(shard_pl, min(tail_params, params)) if tail_params else (0, 0, 0)
-    rs_e, ag_e, _ = coll(pl["edp"], expert_params)
+    rs_e, ag_e, _ = coll(pl["edp"], expert_params, expert_gather_bytes)
     rs, ag = rs_n + rs_e, ag_n + ag_e
     rep = 0.0
     if "dp_replicate" in pl:  # HSDP: all-reduce the shard across replicas
         rep = all_reduce_s(cluster, pl["dp_replicate"], grad * params / plan.hsdp_shard)
-    sent = (grad + (2.0 if plan.zero else grad)) * (params + expert_params) * (n_dp - 1) / max(n_dp, 1)
+    gathered = (gather_bytes * params + expert_gather_bytes * expert_params if plan.zero
+                else grad * (params + expert_params))
+    sent = (grad * (params + expert_params) + gathered) * (n_dp - 1) / max(n_dp, 1)
     if plan.zero <= 1:
         wire = rs + ag + rep
         hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
@@ -412,6 +418,12 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                        for p, rc in zip(rank_params, rank_counts)]
     rank_eparams = [agg(rc, "expert_params") for rc in rank_counts]
     rs = rank_counts[r_star]
+    # bytes per parameter of the rank's weight all-gather: FP8 for its layers' weights where the
+    # run gathers FP8 weights, 16-bit for the embedding and output layer (param_gather.py)
+    layer_p = sum(rs[i] * kinds[i].params for i in (0, 1, 4, 5) if rs[i])
+    gather_b = mean_gather_bytes(workload.fp8_param_gather, layer_p,
+                                 max(0.0, rank_params[r_star] - layer_p))
+    expert_gather_b = layer_gather_bytes(workload.fp8_param_gather)
     if plan.dp * plan.cp > 1:
         fwd_win = agg(rs, "fwd_compute_s")
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
@@ -422,7 +434,17 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                              workload.grad_buffer_bytes)
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
-            workload.framework, workload.precision, workload.grad_buffer_bytes, tail)
+            workload.framework, workload.precision, workload.grad_buffer_bytes, tail,
+            gather_b, expert_gather_b)
+    # FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run on
+    # the compute stream (fsdp2_copies.py)
+    fsdp_copy = (fsdp2_copy_s(workload.framework, plan.zero, m,
+                              rank_params[r_star] + rank_eparams[r_star],
+                              workload.grad_buffer_bytes,
+                              device(cluster.gpu, workload.precision).hbm_bytes_per_s,
+                              (gather_b * rank_params[r_star] + expert_gather_b * rank_eparams[r_star])
+                              / max(rank_params[r_star] + rank_eparams[r_star], 1.0))
+                 if plan.dp * plan.cp > 1 else 0.0)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
@@ -450,6 +472,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "pp_p2p_s": m * p2p_exposed,
         "pp_bubble_s": bubble,
         "dp_exposed_s": dp_exposed,
+        "fsdp_copy_s": fsdp_copy,
         "optimizer_s": opt_s,
         "overlap_slowdown_s": (m * agg(rs, "overlap_slowdown_s")
                                + NETWORK.collective_contention * nccl_hidden),

@@ -49,7 +49,7 @@ STEP_JITTER_SIGMA = 0.005
 
 # step-time parts a rank spends inside its own layers (what the jitter stretches)
 JITTERED_PARTS = ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s",
-                  "overlap_slowdown_s")
+                  "overlap_slowdown_s", "fsdp_copy_s")
 
 
 @lru_cache(maxsize=4096)

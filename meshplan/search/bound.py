@@ -150,6 +150,7 @@ from ..cost.layer import CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
+from ..cost.param_gather import layer_gather_bytes
 from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placement_key,
                          placements, training_shard)
 from ..errors import InputError
@@ -501,11 +502,15 @@ class PairBounds:
             else:
                 pl = bd.placements(layout)
                 gb = bd.workload.grad_buffer_bytes
+                # every weight at the layers' gather bytes: never more than estimate()'s mean
+                # (param_gather.py), so still a floor
+                ag = layer_gather_bytes(bd.workload.fp8_param_gather)
                 c = NETWORK.collective_contention
                 out = []
                 for p, e, (f, w) in zip(params, eparams, wins):
                     wire, exposed, _ = _dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w,
-                                                grad_bytes=gb)
+                                                grad_bytes=gb, gather_bytes=ag,
+                                                expert_gather_bytes=ag)
                     out.append(exposed + c * (wire - exposed))
             self._dp[key] = out
         return out

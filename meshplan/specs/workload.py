@@ -94,6 +94,11 @@ class Workload:
     # the FP8 recipe of the linear layers when precision is fp8 (cost/fp8_recipe.py RECIPES:
     # delayed, cs, tensorwise, rowwise, mx, blockwise); "" = the engine's default
     fp8_recipe: str = ""
+    # the linear layers' weights are kept in FP8 and all-gathered in FP8 by the data-parallel
+    # weight gather (Megatron-Core fp8_param_gather, NeMo fp8_params, torchao's FSDP float8
+    # all-gather: cost/param_gather.py); fp8 runs only. A runs CSV says so in the optional column
+    # ``fp8_param_gather``
+    fp8_param_gather: bool = False
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -124,6 +129,11 @@ class Workload:
             kernel = require_choice("attention_kernel", kernel, ATTENTION_KERNELS)
         object.__setattr__(self, "attention_kernel", kernel)
         object.__setattr__(self, "fp8_recipe", normalise_fp8_recipe(self.fp8_recipe))
+        object.__setattr__(self, "fp8_param_gather",
+                           require_bool("fp8_param_gather", self.fp8_param_gather))
+        if self.fp8_param_gather and self.precision != "fp8":
+            raise InputError("fp8_param_gather", True,
+                             f"needs precision fp8 (FP8 weights to gather), not {self.precision}")
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision,
