@@ -305,3 +305,28 @@ def test_held_out_sglang_rows_are_sourced_and_predict():
         assert r["source"] and len(r["derivation"]) > 100 and r["trust"] in ("A", "B", "C")
         p = predict_row(r)
         assert p.predicted_tps and p.predicted_tps > 0 and not p.error, r["id"]
+
+
+def test_summary_reports_each_engine_and_vendor_apart(tmp_path):
+    """validate-serve's summary gives the errors by engine simulated and by GPU vendor too
+    (one error over TensorRT-LLM, vLLM and SGLang rows hid that vLLM's ran 50% fast): each
+    group's figures are those of its own rows, signed and absolute."""
+    rows = [_row(i) for i in (78, 1017, 3004)]  # NIM (TensorRT-LLM), vLLM H100, vLLM MI300X
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    cfg = rows[1]["model"]  # a config.json beside the CSV it comes from
+    (tmp_path / cfg).write_text((CSV.parent / cfg).read_text())
+    out, s = validate_serving(f, "ABC")
+    by_id = {r.id: r for r in out}
+    assert [(r.engine, r.vendor) for r in out] == [("trtllm", "nvidia"), ("vllm", "nvidia"),
+                                                   ("vllm", "amd")]
+    g = s["by_group"]
+    assert set(g) == {"engine trtllm", "engine vllm", "vendor nvidia", "vendor amd"}
+    assert g["engine trtllm"]["tpot_ms"]["median_signed_error"] == by_id["78"].err("tpot_ms")
+    assert g["vendor amd"]["tps"]["n"] == 1
+    assert g["vendor amd"]["tps"]["median_abs_error"] == abs(by_id["3004"].err("tps"))
+    vllm = sorted(by_id[i].err("tps") for i in ("1017", "3004"))
+    assert g["engine vllm"]["tps"]["median_signed_error"] == pytest.approx(sum(vllm) / 2)

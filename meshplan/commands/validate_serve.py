@@ -39,6 +39,14 @@ def _run(args) -> int:
         if m["n"]:
             print(f"  {name}: {m['n']} rows, median |error| {m['median_abs_error']:.1%}, 90th"
                   f" percentile {m['p90_abs_error']:.1%}")
+    print("by engine and GPU vendor (rows, median |error|, 90th percentile, median signed):")
+    for group, g in s["by_group"].items():
+        parts = [f"{short} {m['n']}: {m['median_abs_error']:.1%} / {m['p90_abs_error']:.1%}"
+                 f" / {m['median_signed_error']:+.1%}"
+                 for k, short in (("tps", "tok/s"), ("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
+                 if (m := g[k])["n"]]
+        if parts:
+            print(f"  {group:<18} " + "; ".join(parts))
     return 0
 
 

@@ -76,6 +76,10 @@ class ServeRow:
     measured_tpot_ms: float | None = None
     predicted_tpot_ms: float | None = None
     error: str = ""
+    # the group the summary reports the row in: the engine simulated (ENGINES' scheduler
+    # name) and the GPU's vendor; blank on a row that could not be predicted
+    engine: str = ""
+    vendor: str = ""
 
     def err(self, what: str) -> float | None:
         m, p = getattr(self, f"measured_{what}"), getattr(self, f"predicted_{what}")
@@ -202,6 +206,7 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
     stat = _checked(r, "latency_stat", lambda row, k: require_choice(
         k, (row.get(k) or "mean").strip(), LATENCY_STATS))
     res = simulate(model, cluster, plan, traffic)
+    row.engine, row.vendor = sched, cluster.gpu.vendor
 
     # closed loop: the first wave (all clients starting at once) is the benchmark's warm-up
     skip = conc or 0
@@ -241,8 +246,23 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
             out.append(ServeRow(r.get("id", "?"), r.get("trust", ""), r.get("model", ""),
                                 f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=msg))
     summary = {"rows": len(out), "errors": sum(1 for x in out if x.error)}
-    for k in ("tps", "ttft_ms", "tpot_ms"):
-        errs = sorted(abs(e) for x in out if x.trust in tuple(trust) and (e := x.err(k)) is not None)
-        summary[k] = {"n": len(errs), "median_abs_error": percentile(errs, 50) if errs else None,
-                      "p90_abs_error": percentile(errs, 90) if errs else None}
+    summary |= _errors(out, trust)
+    # the same figures by engine and by GPU vendor: one error over engines that run the same
+    # kernels at different speeds hides which one is off (trust-graded rows only)
+    summary["by_group"] = {
+        f"{what} {name}": _errors([x for x in out if getattr(x, what) == name], trust)
+        for what in ("engine", "vendor")
+        for name in sorted({getattr(x, what) for x in out if getattr(x, what)})}
     return out, summary
+
+
+def _errors(rows: list[ServeRow], trust: str) -> dict:
+    """Per metric: rows, median and 90th percentile of |error|, median signed error."""
+    out = {}
+    for k in ("tps", "ttft_ms", "tpot_ms"):
+        signed = sorted(e for x in rows if x.trust in tuple(trust) and (e := x.err(k)) is not None)
+        errs = sorted(abs(e) for e in signed)
+        out[k] = {"n": len(errs), "median_abs_error": percentile(errs, 50) if errs else None,
+                  "p90_abs_error": percentile(errs, 90) if errs else None,
+                  "median_signed_error": percentile(signed, 50) if signed else None}
+    return out

@@ -49,6 +49,11 @@ class GPU:
                              f"{self.name} supports " + ", ".join(sorted(self.peak_flops)))
         return self.peak_flops[p]
 
+    @property
+    def vendor(self) -> str:
+        """"amd" for AMD Instinct parts (the CDNA generations), else "nvidia"."""
+        return "amd" if self.generation.startswith("cdna") else "nvidia"
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -92,7 +97,7 @@ class Cluster:
 
     def describe(self) -> str:
         # AMD Instinct parts (CDNA) link their GPUs with Infinity Fabric, not NVLink
-        link = "Infinity Fabric" if self.gpu.generation.startswith("cdna") else "NVLink"
+        link = "Infinity Fabric" if self.gpu.vendor == "amd" else "NVLink"
         return (f"{self.num_gpus} x {self.gpu.name} ({self.gpus_per_node} per node, "
                 f"{link} domain {self.domain_size}, NIC {self.nic_bytes_per_s * 8 / 1e9:.0f} Gb/s"
                 " per GPU)")
