@@ -89,10 +89,17 @@ Sources (versions as read; each value below names its source key):
   (``moe_a2a_overlap=False`` in most of those GB200 presets: MBRIDGE_PROVIDER).
 - NONE: no cited default; meshplan's previous behaviour is kept (TP overlap assumed when
   TP > 1: maxtext, paxml, other, and "" = meshplan's own runtime / the plain planner).
-- NEMO_DTYPES (why the dtypes stay fp32 for nemo): NeMo 2.0 bf16_mixed
-  ``grad_reduce_in_fp32=True`` (nemo/collections/llm/recipes/precision/mixed_precision.py,
-  NVIDIA/NeMo 2025-09); Megatron-Bridge scripts/performance v0.1.0rc4..v0.5.0 set it False;
-  NeMo Framework Launcher 1.x configs mostly leave it to fp32 (6 set grad_sync_dtype bf16).
+- NEMO_DTYPES: NeMo's published performance runs reduce gradients in bf16 (rule 1): NeMo 2.0's
+  performance scripts (NVIDIA/NeMo scripts/performance/llm/pretrain_*.py and helpers.py, the
+  scripts behind the NeMo performance summaries 24.12-25.07 and the DGX Cloud benchmarking
+  recipes: ``recipe.trainer.plugins.grad_reduce_in_fp32 = False``), Megatron-Bridge's
+  scripts/performance v0.1.0rc4..v0.6.0 (``cfg.ddp.grad_reduce_in_fp32 = False`` in every
+  family's common config) and NVIDIA's MLPerf Training NeMo configs (``grad_sync_dtype: bf16``,
+  v3.0-v5.1). NeMo 2.0's general training recipe (bf16_mixed, ``grad_reduce_in_fp32=True``,
+  nemo/collections/llm/recipes/precision/mixed_precision.py) and NeMo Framework Launcher 1.x
+  configs (6 of them set grad_sync_dtype bf16) keep fp32: a run of those states fp32. The
+  optimizer states stay fp32 (every one of those scripts keeps fp32 master weights and
+  moments; NeMo's Nemotron-4 340B recipe is the exception, and states it).
 """
 
 from __future__ import annotations
@@ -152,11 +159,13 @@ EP_COMM_OVERLAP_SOURCE = {"megatron": "MCORE", "nemo": "MBRIDGE_PROVIDER",
                           "torchtitan": "TORCHTITAN"}
 
 # optimizer-state and gradient-reduction dtypes (specs/workload.py choices): fp32 in every
-# framework's default (MCORE, TORCHTITAN, DEEPSPEED; NeMo through Megatron-Core). NeMo's
-# Nemotron-4 340B recipe (bf16 moments, no master) and Megatron-Bridge's performance
-# scripts (grad_reduce_in_fp32 = False, v0.1.0rc4..v0.5.0) differ: a row states them.
+# framework's default (MCORE, TORCHTITAN, DEEPSPEED), except NeMo's gradients, which its
+# published performance runs reduce in bf16 (NEMO_DTYPES). NeMo's Nemotron-4 340B recipe
+# (bf16 moments, no master) differs: a row states it.
 OPTIMIZER_STATE_PRECISION = "fp32"
 GRAD_REDUCE_DTYPE = "fp32"
+GRAD_REDUCE_DTYPE_BY_FRAMEWORK = {"nemo": "bf16"}
+GRAD_REDUCE_DTYPE_SOURCE = {"nemo": "NEMO_DTYPES"}
 
 # selective recomputation without a module list: Megatron-Core recompute_modules None ->
 # ["core_attn"] (MCORE transformer_config.py __post_init__); meshplan's "" module set is the
@@ -210,7 +219,7 @@ def optimizer_state_precision(framework: str | None) -> str:
 
 
 def grad_reduce_dtype(framework: str | None) -> str:
-    return GRAD_REDUCE_DTYPE
+    return GRAD_REDUCE_DTYPE_BY_FRAMEWORK.get(_fw(framework), GRAD_REDUCE_DTYPE)
 
 
 def plan_defaults(framework: str | None, tp: int,

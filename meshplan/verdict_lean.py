@@ -2,7 +2,7 @@
 would make a runs-CSV row fit and the row does not say which dtypes it ran.
 
 A row that leaves ``optimizer_state_precision`` / ``grad_reduce_dtype`` blank is predicted with
-the framework's default (framework_defaults.py: fp32 everywhere). If the plan does not fit
+the framework's default (framework_defaults.py: fp32, NeMo's gradients bf16). If the plan does not fit
 that way but does with the leanest dtypes the engine lets a user choose, the run may well
 have chosen them: the prediction cannot say it went out of memory, only that it may not fit.
 A column the row states is never changed, and nothing is changed where the engine offers no
@@ -15,7 +15,7 @@ leanest first; sources as read):
   ``--use-precision-aware-optimizer`` with ``--exp-avg-dtype`` / ``--exp-avg-sq-dtype`` bf16
   while ``--main-params-dtype`` is fp32 or fp16 only: bf16 moments beside an fp32 master
   ("bf16"), never "bf16-no-master". NeMo trains through Megatron-Core (framework_defaults
-  NEMO_DTYPES: Megatron-Bridge's performance scripts set grad_reduce_in_fp32 False).
+  NEMO_DTYPES: its performance scripts set grad_reduce_in_fp32 False, its default).
 - deepspeed, bf16 runs under ZeRO 1-3: github deepspeedai/DeepSpeed at edaa7221 (2026-08-22),
   deepspeed/runtime/config.py ``bf16_master_weights_and_grads`` with ``bf16_optimizer_states``
   (asserted to need ZeRO stage 1, 2 or 3): bf16 weights as the master, bf16 moments and

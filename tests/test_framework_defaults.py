@@ -118,7 +118,21 @@ def test_fp8_recipe_and_attention_kernel_read_their_one_table():
 def test_dtypes_default_to_fp32_as_megatron_core_and_torchtitan_run():
     for fw in ("megatron", "nemo", "torchtitan", "deepspeed", "other"):
         assert fd.optimizer_state_precision(fw) == "fp32"
+    for fw in ("megatron", "torchtitan", "deepspeed", "other"):
         assert fd.grad_reduce_dtype(fw) == "fp32"
+
+
+def test_nemo_reduces_gradients_in_bf16_as_its_performance_runs_do():
+    """NeMo's published performance runs (its scripts/performance, Megatron-Bridge's, NVIDIA's
+    MLPerf NeMo configs) set grad_reduce_in_fp32 False: a NeMo row leaving the column blank
+    is predicted with bf16 gradient reduction (it was fp32, Megatron-Core's code default)."""
+    assert fd.grad_reduce_dtype("nemo") == fd.grad_reduce_dtype("NeMo") == "bf16"
+    assert f"- {fd.GRAD_REDUCE_DTYPE_SOURCE['nemo']}:" in fd.__doc__
+    # the held-out NeMo rows that state the column: the performance scripts' bf16, bar the
+    # few of NeMo Framework Launcher 1.x configs and NeMo 2.0's general recipe
+    nemo = [r["grad_reduce_dtype"] for r in ROWS.values()
+            if r["framework"] == "nemo" and r["grad_reduce_dtype"]]
+    assert nemo.count("bf16") > 0.9 * len(nemo)
 
 
 # -- a stripped row predicts as its stated twin ------------------------------------------
@@ -202,9 +216,9 @@ def test_blank_attention_kernel_of_an_llm_foundry_row_is_the_triton_kernel():
     assert fa2 > 1.2 * stated  # the kernel is costed: FA2 is 1.4x / 2x faster
 
 
-def test_blank_dtypes_predict_as_fp32_where_fp32_fits():
-    row = ROWS["H030"]  # NeMo Llama 3 8B FP8 on 8 H100: fits at fp32 with its stated knobs
-    fp32 = dict(row, optimizer_state_precision="fp32", grad_reduce_dtype="fp32")
+def test_blank_dtypes_predict_as_the_frameworks_where_they_fit():
+    row = ROWS["H030"]  # NeMo Llama 3 8B FP8 on 8 H100: fits with NeMo's default dtypes
+    fp32 = dict(row, optimizer_state_precision="fp32", grad_reduce_dtype="bf16")
     blank = _without(row, "optimizer_state_precision", "grad_reduce_dtype")
     a, b = _predict(fp32), _predict(blank)
     assert not a.predicted_oom

@@ -40,7 +40,7 @@ def test_lean_dtypes_per_engine():
 
 
 def test_megatron_lean_workload_bytes():
-    prep = prepare(_row())
+    prep = prepare(_row(framework="megatron"))  # fp32 gradients by default (NeMo's are bf16)
     lean = verdict_lean.lean_workload(prep.workload, 1, True, True)
     # fp32 master 4 + bf16 moments 2 + 2 = 8 bytes of optimizer state, 2-byte gradients
     assert lean.master_and_state_bytes == 8 and lean.grad_buffer_bytes == 2
