@@ -331,6 +331,12 @@ def render_megatron(sc: Scenario) -> Rendered:
                          "(epo): before Blackwell Megatron-LM asks for 1 to order TP/CP "
                          "communication first and warns that the two overlaps compete; the "
                          "plan's step time assumes both")
+    # ROCm TE runs MXFP8 only with its switch on (cost/fp8_recipe.py ROCM_MXFP8_ENV), forced
+    # over a caller's 0 as the overlaps' settings are
+    w = sc.workload
+    recipe_env = [f"export {k}={v}  # ROCm Transformer Engine runs MXFP8 only with this set "
+                  "(check_mxfp8_support)" for k, v in fp8_recipe.launch_env(
+                      w.precision, w.fp8_recipe, "megatron", sc.cluster.gpu.generation).items()]
     text = launch_script(
         sc, "megatron_launch.sh", "megatron_launch.sh: Megatron-LM pretrain_gpt.py for this plan",
         args, '"${MEGATRON_LM:-.}/pretrain_gpt.py"', notes,
@@ -339,5 +345,5 @@ def render_megatron(sc: Scenario) -> Rendered:
                         "(Megatron's indexed dataset) --tokenizer-model HF_NAME_OR_PATH, or "
                         "--mock-data for a throughput run on synthetic tokens. Options after "
                         "these go to pretrain_gpt.py as they are."],
-        before_launch=force + data_block(sc))
+        before_launch=force + recipe_env + data_block(sc))
     return Rendered("megatron", {"megatron_launch.sh": text}, {"megatron_launch.sh"}, notes)
