@@ -86,3 +86,26 @@ def test_megatron_export_switches_on_rocm_mxfp8():
     # nothing for NVIDIA's TE or for a per-tensor recipe on AMD
     assert "NVTE_ROCM_ENABLE_MXFP8" not in _megatron_script("8xB200", "mx")
     assert "NVTE_ROCM_ENABLE_MXFP8" not in _megatron_script("8xMI355X", "delayed")
+
+
+# ROCm TE's CK attention backward defaults to fp32 dQ atomics (ROCm/TransformerEngine
+# transformer_engine/common/fused_attn_rocm/fused_attn_ck.cpp:
+# getenv<int>("NVTE_CK_IS_V3_ATOMIC_FP32", 1)); meshplan prices CDNA4's backward at aiter's
+# 16-bit-atomics rate (cost/efficiency.py, AMD's MI355X MLPerf / Primus settings), CDNA3's at
+# the fp32 one
+TE_CK_ATOMIC_FP32_DEFAULT = "1"
+
+
+def test_megatron_export_runs_the_priced_attention_backward():
+    from meshplan.cost import efficiency
+    # the aiter table's MI355X backward with 16-bit atomics is the priced fraction, not fp32's
+    assert efficiency.EFFICIENCY["cdna4"].attention_bwd == pytest.approx(1066.7 / 2516.6)
+    for gpus, recipe in (("8xMI355X", "delayed"), ("8xMI350X", "mx")):
+        text = _megatron_script(gpus, recipe)
+        assert "\nexport NVTE_CK_IS_V3_ATOMIC_FP32=0 " in text
+        assert text.index("NVTE_CK_IS_V3_ATOMIC_FP32=0") < text.index("\ntorchrun ")
+    # MI300X was priced at TE's default (fp32 atomics): nothing to set; NVIDIA: no CK at all
+    assert efficiency.EFFICIENCY["cdna3"].attention_bwd == pytest.approx(433.3 / 1307.4)
+    for gpus in ("8xMI300X", "8xH100-SXM-80GB"):
+        assert "NVTE_CK_IS_V3_ATOMIC_FP32" not in _megatron_script(gpus, "delayed")
+    assert TE_CK_ATOMIC_FP32_DEFAULT != "0"
