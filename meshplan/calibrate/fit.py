@@ -96,10 +96,12 @@ def _hop_s(gpu: GPU, ll: bool = False) -> float:
     return hop * collectives._LL_HOP[kind] if ll else hop
 
 
-def _fill_bytes(coll: list[dict], per_node: int, peak: float | None, gpu: GPU) -> float | None:
+def _fill_bytes(coll: list[dict], per_node: int, peak: float | None, gpu: GPU,
+                share=lambda n: 1.0) -> float | None:
     """Median over inside-node all-gather / reduce-scatter points of 1 MiB or more that run
     below 90% of the peak of the pipeline fill the Simple protocol's time implies:
-    t = fill / B + (n - 1) hops + volume / B."""
+    t = fill / B + (n - 1) hops + volume / (B x share(n)), share: the links a group of n
+    uses (collectives.scaleup_share; 1 but on a full mesh)."""
     if not peak:
         return None
     out = []
@@ -107,10 +109,10 @@ def _fill_bytes(coll: list[dict], per_node: int, peak: float | None, gpu: GPU) -
         if c["collective"] not in ("all_gather", "reduce_scatter") or c["group"] > per_node:
             continue
         n, t = c["group"], c.get("seconds")
-        if not t or c["bytes"] < 2**20 or c["bus_bytes_per_s"] >= 0.9 * peak:
+        if not t or c["bytes"] < 2**20 or c["bus_bytes_per_s"] >= 0.9 * peak * share(n):
             continue
         vol = (n - 1) / n * c["bytes"]
-        out.append(max(0.0, (t - (n - 1) * _hop_s(gpu)) * peak - vol))
+        out.append(max(0.0, (t - (n - 1) * _hop_s(gpu)) * peak - vol / share(n)))
     if not out:
         return None
     out.sort()
@@ -180,12 +182,19 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
     per_node = measured.get("gpus_per_node") or gpu.gpus_per_node
     nic = measured.get("nic_bytes_per_s") or gpu.nic_bytes_per_s
 
+    from ..cost.collectives import scaleup_share
+    from ..specs.hardware import Cluster
+    node = Cluster(gpu, per_node, per_node)
+
     def best(name: str, inside: bool) -> float | None:
+        """The bus bandwidth of the largest message, inside a node as the whole node's links
+        would carry it: a group of a full mesh used only its share (scaleup_share)."""
         xs = [c for c in coll if c["collective"] == name and (c["group"] <= per_node) == inside]
         if not xs:
             return None
         top = max(c["bytes"] for c in xs)  # the largest message: bandwidth, not latency
-        return max(c["bus_bytes_per_s"] for c in xs if c["bytes"] == top)
+        return max(c["bus_bytes_per_s"] / (scaleup_share(node, c["group"]) if inside else 1.0)
+                   for c in xs if c["bytes"] == top)
 
     # Scale-up: the ring's bus bandwidth (cost/collectives.py). All-gather and reduce-scatter
     # always run as rings; an all-reduce on an NVLS-capable node ran NVLink SHARP, which the
@@ -206,7 +215,7 @@ def constants_from(measured: dict, gpu: GPU) -> tuple[dict[str, float], list[dic
     # The message-size ramp: Simple's pipeline fill (bytes at the ring's bus bandwidth) from the
     # mid-size ring points, and LL's fixed cost from the smallest all-reduce.
     peak = ring_in or (ar_in if not nvls else None)
-    fill = _fill_bytes(coll, per_node, peak, gpu)
+    fill = _fill_bytes(coll, per_node, peak, gpu, lambda n: scaleup_share(node, n))
     if fill is not None:
         put("NETWORK.simple_fill_bytes", fill,
             f"bus bandwidth ramp inside a node: half the peak at ~{fill / 1e6:.1f} MB moved")

@@ -103,6 +103,13 @@ class _Links:
     hop_up: float  # Simple-protocol latency of one scale-up hop
     nvls: bool
     nvls_gain: float  # NVLS all-reduce bus bandwidth over the ring's (nvls_factor)
+    mesh_links: int = 0  # links per GPU of a full-mesh domain (0: a switch; scaleup_share)
+
+    def share(self, members: int) -> float:
+        """scaleup_share for a group with ``members`` GPUs in the domain."""
+        if not self.mesh_links or members > self.mesh_links:
+            return 1.0
+        return max(1, members - 1) / self.mesh_links
 
 
 def nvls_name(generation: str) -> str:
@@ -126,6 +133,18 @@ def scaleup_efficiency(generation: str) -> float:
     return getattr(NETWORK, scaleup_name(generation).split(".", 1)[1])
 
 
+def scaleup_share(cluster: Cluster, members: int) -> float:
+    """Share of a GPU's scale-up bandwidth (GPU.scaleup_bytes_per_s, all its links) that a
+    group with ``members`` GPUs in one domain can use: all of it through a switch (NVSwitch
+    gives any pair the full NVLink bandwidth), (members - 1) of the domain - 1 links on a full
+    mesh (GPU.scaleup_full_mesh), where each pair has one link of its own and a group's
+    traffic never crosses the links to GPUs outside it. AMD: "When performing collective
+    operations with only 2 or 4 GPUs, only a fraction of the available bandwidth on the node
+    is utilized" (ROCm blogs, RCCL and xGMI on MI300X, 2025-03-02); TransferBench there gives
+    one pair 45-47 GB/s, a seventh of the 8-GPU aggregate."""
+    return _links(cluster).share(members)
+
+
 def _links(cluster: Cluster) -> _Links:
     g = cluster.gpu
     pcie = g.scaleup_bytes_per_s < _PCIE_MAX_BYTES_PER_S
@@ -134,7 +153,9 @@ def _links(cluster: Cluster) -> _Links:
                   nic=cluster.nic_bytes_per_s * NETWORK.scaleout,
                   up_kind="pcie" if pcie else "nvlink",
                   hop_up=NETWORK.hop_pcie_s if pcie else NETWORK.hop_nvlink_s,
-                  nvls=nvls, nvls_gain=nvls_factor(g.generation) if nvls else 1.0)
+                  nvls=nvls, nvls_gain=nvls_factor(g.generation) if nvls else 1.0,
+                  mesh_links=(cluster.scaleup_domain - 1
+                              if g.scaleup_full_mesh and cluster.scaleup_domain > 1 else 0))
 
 
 def _simple(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> float:
@@ -157,9 +178,10 @@ def _protocols(stream_s: float, hops_up: float, hops_net: float, lk: _Links) -> 
 def _ring_stream_s(lk: _Links, p: Placement, volume_bytes: float) -> float:
     """Streaming time of a ring moving ``volume_bytes`` per rank (1/g of it on the NIC)."""
     g, k = p.per_node, p.nodes
+    up = lk.up * lk.share(g)
     if k == 1:
-        return volume_bytes / lk.up
-    return max(volume_bytes * (g - 1) / g / lk.up, volume_bytes / g / lk.nic)
+        return volume_bytes / up
+    return max(volume_bytes * (g - 1) / g / up, volume_bytes / g / lk.nic)
 
 
 def _ar_ring(lk: _Links, p: Placement, buffer_bytes: float) -> float:
@@ -178,7 +200,7 @@ def _ar_tree(lk: _Links, p: Placement, buffer_bytes: float) -> float:
     g, k = p.per_node, p.nodes
     intra = 0.0
     if g > 1:
-        intra = buffer_bytes / (lk.up * lk.nvls_gain)
+        intra = buffer_bytes / (lk.up * lk.share(g) * lk.nvls_gain)
     inter = (1 if k == 2 else 2) * buffer_bytes / g / (lk.nic * NETWORK.tree)
     return _protocols(max(intra, inter), 2 * (g - 1), 2 * log2(k), lk)
 
@@ -236,7 +258,7 @@ def all_to_all_s(cluster: Cluster, p: Placement, send_bytes: float) -> float:
     lk = _links(cluster)
     nic = cluster.nic_bytes_per_s * NETWORK.alltoall_scaleout
     n, g = p.size, p.per_node
-    inside = (g - 1) / n * send_bytes / lk.up
+    inside = (g - 1) / n * send_bytes / (lk.up * lk.share(g))
     across = (n - g) / n * send_bytes / nic
     stream = _protocols(max(inside, across), 1, 1 if p.nodes > 1 else 0, lk)
     return (n - 1) * NETWORK.a2a_peer_s + stream
@@ -249,7 +271,7 @@ def p2p_s(cluster: Cluster, across_nodes: bool, message_bytes: float) -> float:
     lk = _links(cluster)
     if across_nodes:
         return _protocols(message_bytes / lk.nic, 0, 1, lk)
-    up = cluster.gpu.scaleup_bytes_per_s * NETWORK.p2p_scaleup
+    up = cluster.gpu.scaleup_bytes_per_s * NETWORK.p2p_scaleup * scaleup_share(cluster, 2)
     return _protocols(message_bytes / up, 1, 0, lk)
 
 

@@ -232,6 +232,13 @@ EFFICIENCY: dict[str, KernelEfficiency] = {
 # MI355X is at hand.
 EFFICIENCY["cdna4"] = replace(EFFICIENCY["cdna3"], attention_fwd=1318.2 / 2516.6,
                               attention_bwd=1066.7 / 2516.6)
+# The Transformer Engine environment a generation's attention fractions above were measured
+# under, where it is not TE's own default: CDNA4's backward is aiter's with 16-bit dQ atomics,
+# while ROCm TE's CK path defaults to fp32 atomics (ROCm/TransformerEngine transformer_engine/
+# common/fused_attn_rocm/fused_attn_ck.cpp: getenv<int>("NVTE_CK_IS_V3_ATOMIC_FP32", 1)), which
+# the same table puts at 772.6 instead of 1,066.7 TFLOP/s on MI355X. A TE engine's export
+# (export/megatron.py) sets these so the job runs the kernels it was priced with.
+TE_ATTENTION_ENV = {"cdna4": {"NVTE_CK_IS_V3_ATOMIC_FP32": "0"}}
 # CDNA2 (MI250X, one GCD per device): no GEMM, attention or stream table by shape was found
 # for it, so CDNA3's fractions and shape model stand in (rocBLAS / Tensile macro tiles, the
 # family hipBLASLt grew from; CDNA2 matrix cores at half CDNA3's bf16 rate per CU per clock,

@@ -79,6 +79,17 @@ TORCHAO_ENGINES = ("torchtitan",)
 # generations without FP8 tensor cores: an fp8 workload runs its GEMMs in 16-bit there
 # (compute.device) and casts nothing
 NO_FP8 = ("volta", "ampere")
+# AMD Instinct generations: their FP8 recipes are ROCm Transformer Engine's
+# (ROCm/TransformerEngine transformer_engine/pytorch/quantization.py at 030b79214fa6, the
+# fork AMD's Megatron-LM and Primus images build), which differs from NVIDIA's TE in two:
+# - check_fp8_block_scaling_support returns False on every HIP device ("FP8 block scaled
+#   gemm not yet supported for ROCm"): no blockwise recipe on any AMD part;
+# - check_mxfp8_support accepts gfx95x (CDNA4: MI350X, MI355X; CDNA4 has MXFP8 matrix
+#   instructions, AMD CDNA4 ISA) and only while the environment switch ROCM_MXFP8_ENV is set
+#   ("MXFP8 support is not enabled." when it is "0" or unset); gfx94x (CDNA3) has none.
+ROCM_GENERATIONS = ("cdna2", "cdna3", "cdna4")
+MX_GENERATIONS = ("blackwell", "cdna4")
+ROCM_MXFP8_ENV = {"NVTE_ROCM_ENABLE_MXFP8": "1"}
 
 # GEMM rate of a recipe's scaled GEMM over the per-tensor FP8 GEMM, by generation.
 # - mx on Blackwell: TE GEMM profiling tutorial (docs/examples/gemm_profiling, TE @ d0067d0),
@@ -94,6 +105,9 @@ NO_FP8 = ("volta", "ampere")
 #   on a lent H200 (torch 2.11, bench/data/measured/h200_2026-11-28/gemm_rowwise.csv, CUDA
 #   graphs): 0.99 of the per-tensor kernel in the median of the 18 shapes of 15 us or more
 #   (0.87-1.07 p10-p90), so 1.0; its backward GEMMs are cuBLAS tensor-wise (rescale pass below).
+# - mx on CDNA4 (priced with Hopper's layouts, below): no measured MXFP8 / per-tensor FP8 GEMM
+#   ratio on an MI350X / MI355X was found; AMD's MI355X datasheet gives MXFP8 the same dense
+#   peak as FP8 (5.0 PF), so no share is applied (1.0) -- a known gap, not a measurement.
 GEMM_SHARE = {("mx", "blackwell"): 6.812 / 7.161, ("blockwise", "hopper"): 0.81}
 
 
@@ -136,11 +150,29 @@ def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Rec
     if precision != "fp8" or generation in NO_FP8:
         return None
     name = normalise(recipe) or default_recipe(engine, generation)
-    if name == "mx" and generation != "blackwell":
-        raise InputError("fp8_recipe", recipe, "mx (MXFP8) needs Blackwell tensor cores; "
-                         "Hopper runs delayed, cs, tensorwise, rowwise or blockwise")
+    rocm = generation in ROCM_GENERATIONS
+    ok = (["delayed", "cs", "tensorwise", "rowwise"] + ([] if rocm else ["blockwise"])
+          + (["mx"] if generation in MX_GENERATIONS else []))
+    runs = ", ".join(ok[:-1]) + " or " + ok[-1]
+    if name == "mx" and generation not in MX_GENERATIONS:
+        raise InputError("fp8_recipe", recipe, "mx (MXFP8) needs MX-format matrix cores "
+                         f"(Blackwell, or CDNA4: MI350X / MI355X); {generation or 'this GPU'}"
+                         f" runs {runs}")
+    if name == "blockwise" and rocm:
+        raise InputError("fp8_recipe", recipe, "blockwise (FP8 block scaling) is not in "
+                         "ROCm Transformer Engine (check_fp8_block_scaling_support: \"not yet "
+                         f"supported for ROCm\"); {generation} runs {runs}")
     return _recipe(name, "blackwell" if generation == "blackwell" else "hopper",
                    engine in TORCHAO_ENGINES)
+
+
+def launch_env(precision: str, recipe: str, engine: str, generation: str) -> dict[str, str]:
+    """Environment a Transformer Engine job needs for its FP8 recipe to run at all: ROCm TE's
+    MXFP8 switch (ROCM_MXFP8_ENV) for mx on an AMD part; {} otherwise."""
+    r = resolve(precision, recipe, engine, generation)
+    if r is not None and r.name == "mx" and generation in ROCM_GENERATIONS:
+        return dict(ROCM_MXFP8_ENV)
+    return {}
 
 
 def _recipe(name: str, gen: str, torchao: bool = False) -> Fp8Recipe:

@@ -30,7 +30,7 @@ megatron-core's TransformerConfig when it is installed). Mapping of the plan:
 
 from __future__ import annotations
 
-from ..cost import fp8_recipe
+from ..cost import efficiency, fp8_recipe
 from ..recompute_modules import modules_of
 from ..scenario import Scenario
 from ..engines import MEGATRON_MLA_YARN, megatron_vp_group, rope_scaling
@@ -331,6 +331,16 @@ def render_megatron(sc: Scenario) -> Rendered:
                          "(epo): before Blackwell Megatron-LM asks for 1 to order TP/CP "
                          "communication first and warns that the two overlaps compete; the "
                          "plan's step time assumes both")
+    # ROCm TE runs MXFP8 only with its switch on (cost/fp8_recipe.py ROCM_MXFP8_ENV), and its
+    # attention with the dQ atomics the generation's attention was priced with (cost/
+    # efficiency.py TE_ATTENTION_ENV): forced over a caller's value as the overlaps' settings are
+    w, gen = sc.workload, sc.cluster.gpu.generation
+    recipe_env = [f"export {k}={v}  # ROCm Transformer Engine runs MXFP8 only with this set "
+                  "(check_mxfp8_support)" for k, v in fp8_recipe.launch_env(
+                      w.precision, w.fp8_recipe, "megatron", gen).items()]
+    recipe_env += [f"export {k}={v}  # the attention backward the plan was priced with "
+                   "(meshplan cost/efficiency.py TE_ATTENTION_ENV; TE's default differs)"
+                   for k, v in efficiency.TE_ATTENTION_ENV.get(gen, {}).items()]
     text = launch_script(
         sc, "megatron_launch.sh", "megatron_launch.sh: Megatron-LM pretrain_gpt.py for this plan",
         args, '"${MEGATRON_LM:-.}/pretrain_gpt.py"', notes,
@@ -339,5 +349,5 @@ def render_megatron(sc: Scenario) -> Rendered:
                         "(Megatron's indexed dataset) --tokenizer-model HF_NAME_OR_PATH, or "
                         "--mock-data for a throughput run on synthetic tokens. Options after "
                         "these go to pretrain_gpt.py as they are."],
-        before_launch=force + data_block(sc))
+        before_launch=force + recipe_env + data_block(sc))
     return Rendered("megatron", {"megatron_launch.sh": text}, {"megatron_launch.sh"}, notes)

@@ -238,7 +238,9 @@ def all_reduce_small_s(cluster: Cluster, size: int, buffer_bytes: float,
     ring = collectives.all_reduce_s(cluster, p, buffer_bytes)
     if p.nodes > 1 or buffer_bytes > CUSTOM_AR_MAX_BYTES:
         return ring
-    link = cluster.gpu.scaleup_bytes_per_s * collectives.scaleup_efficiency(cluster.gpu.generation)
+    # the links among the group's GPUs (all of a switch's; size - 1 of a full mesh's)
+    link = (cluster.gpu.scaleup_bytes_per_s * collectives.scaleup_efficiency(cluster.gpu.generation)
+            * collectives.scaleup_share(cluster, size))
     fixed = custom_ar_fixed_s(cluster, size, engine)
     if buffer_bytes <= ONE_SHOT_MAX_BYTES:
         custom = fixed + (size - 1) * buffer_bytes / link

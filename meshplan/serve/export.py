@@ -48,6 +48,16 @@ SGLANG_PORT_CEILING = 22000
 # quantization/fp8.py:329-339 at 0.5.23, checked in model_loader/loader.py:259). GPU.
 # compute_capability 0 (AMD, or a part the catalog does not know) is not refused.
 FP8_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
+# Environment an engine needs on a GPU generation to run the kernels the cost model priced.
+# meshplan prices attention on CDNA3 / CDNA4 from AMD's aiter kernel table (cost/
+# efficiency.py); vLLM leaves aiter off unless VLLM_ROCM_USE_AITER is set ("Disable aiter ops
+# unless specifically enabled", vllm/envs.py; default False), and plain `vllm serve` on ROCm
+# then runs its Triton unified attention (vLLM's ROCm attention-backend notes: TRITON_ATTN,
+# "Both the prefill and decode are triton kernels"). SGLang picks aiter itself on HIP
+# (server_args._get_default_attn_backend: `elif is_hip(): return "aiter"`). aiter builds for
+# gfx942 / gfx950 only, so MI250X (CDNA2) gets nothing.
+ENGINE_ENV = {("vllm", "cdna3"): ("VLLM_ROCM_USE_AITER=1",),
+              ("vllm", "cdna4"): ("VLLM_ROCM_USE_AITER=1",)}
 
 
 def quantization_args(plan: ServePlan, checkpoint_quant: str = "") -> list[str]:
@@ -278,7 +288,8 @@ def commands(engine: str, plan: ServePlan, model: ModelSpec, model_id: str, clus
     out = []
     placed = servers(engine, plan, cluster)
     for s in placed:
-        env = ["env", "CUDA_VISIBLE_DEVICES=" + ",".join(map(str, s.gpus))]
+        env = ["env", "CUDA_VISIBLE_DEVICES=" + ",".join(map(str, s.gpus)),
+               *ENGINE_ENV.get((engine, cluster.gpu.generation), ())]
         mem = memory_flag_value(engine, s.pool, plan, model, cluster.gpu)
         out.append((f"{s.pool.role} replica {s.index} on node {s.node}",
                     env + server_args(engine, s, plan, model_id, max_len, mem,

@@ -15,6 +15,8 @@ from ..errors import (InputError, did_you_mean, require_plain_text, require_posi
 from ..inputs import read_input
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+# generations whose node is a full mesh of point-to-point links (GPU.scaleup_full_mesh)
+FULL_MESH_GENERATIONS = ("cdna3", "cdna4")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,18 @@ class GPU:
     def __hash__(self) -> int:  # peak_flops is a dict; the name and sizes identify a part
         return hash((self.name, self.memory_bytes, self.memory_bytes_per_s,
                      self.scaleup_bytes_per_s, self.nic_bytes_per_s, self.power_limit_w))
+
+    @property
+    def scaleup_full_mesh(self) -> bool:
+        """Whether the node's GPUs are wired point to point, one link per pair, rather than
+        through a switch: AMD Instinct MI300X / MI325X (CDNA3) and MI350X / MI355X (CDNA4)
+        platforms, "each GPU ... connected to its seven peer GPUs via xGMI links, forming a
+        fully connected mesh" (ROCm blogs, "Understanding RCCL Bandwidth and xGMI Performance
+        on AMD Instinct MI300X", 2025-03-02; AMD MI355X platform: 7 Infinity Fabric links per
+        GPU). A group of g GPUs of such a node reaches its peers over the g - 1 links between
+        them only (cost/collectives.py scaleup_share). MI250X (CDNA2) is neither: its GCDs
+        share links unevenly (catalog/gpus.py)."""
+        return self.generation in FULL_MESH_GENERATIONS
 
     def flops(self, precision: str) -> float:
         p = "fp16" if precision == "bf16" and "bf16" not in self.peak_flops else precision
