@@ -36,6 +36,7 @@ from meshplan.serve.memory import (activation_bytes, kv_bytes_per_token, serve_m
                                    weight_bytes_per_gpu)
 from meshplan.serve.simulate import simulate
 from meshplan.serve.spec import Pool, ServePlan
+from meshplan.serve.vllm_serve import cudagraph_capture_sizes, padded_graph_tokens
 from meshplan.serve.traffic import Lengths, synthetic
 from meshplan.specs.catalog.presets import load_model
 
@@ -86,8 +87,11 @@ def test_trtllm_attention_dp_moe_gathers_then_reduce_scatters(tokens, wdtype, x_
         H100, pl, rows * (QWEN.hidden * x_bytes + QWEN.moe_topk * (4 + 4)))
     scatter = collectives.reduce_scatter_s(H100, pl, rows * QWEN.hidden * 2)
     assert trt.ep_comm_s == pytest.approx(QWEN.num_moe_layers * (gather + scatter))
-    a2a = collectives.all_to_all_s(H100, pl, 2 * tokens * QWEN.moe_topk * QWEN.hidden)
-    for sched in ("vllm", "sglang"):
+    # (vLLM runs the CUDA graph captured for the next size up: 187 tokens move as 192,
+    # serve/vllm_serve.py)
+    sizes = cudagraph_capture_sizes(pool.max_num_seqs, pool.max_batched_tokens)
+    for sched, moved in (("vllm", padded_graph_tokens(tokens, sizes)), ("sglang", tokens)):
+        a2a = collectives.all_to_all_s(H100, pl, 2 * moved * QWEN.moe_topk * QWEN.hidden)
         other = StepModel(QWEN, H100, pool, wdtype, "fp8", scheduler=sched).step(tokens, tokens)
         assert other.ep_comm_s == pytest.approx(QWEN.num_moe_layers * 2 * a2a)
     # the rest of the step is the engines' common model

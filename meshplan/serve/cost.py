@@ -37,9 +37,12 @@ The same kernels as training at inference shapes, composed per layer:
   bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
   they cost at decode sizes.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
-  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). SGLang
-  runs iterations with prompt tokens outside CUDA graphs: such an iteration lasts at least
-  the host's time to launch its ops (sglang_eager_op_s an op), the excess counted as host.
+  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). An
+  iteration run outside CUDA graphs lasts at least the host's time to launch its ops
+  (eager_op_s an op, ``forward_host_ops``), the excess counted as host: SGLang runs its
+  iterations with prompt tokens so; vLLM V1 every iteration of more tokens than its largest
+  captured size (serve/vllm_serve.py), and pads the others to the next captured size, whose
+  padded rows its GEMMs, element-wise kernels and all-reduces carry.
 
 Every iteration is a named breakdown whose parts sum to the total.
 """
@@ -57,6 +60,7 @@ from ..specs.model import ModelSpec
 from .memory import (OUTER_WEIGHT_DTYPE, experts_touched_share, kv_bytes_per_token_layer,
                      window_pairs)
 from .spec import Pool
+from .vllm_serve import cudagraph_capture_sizes, padded_graph_tokens
 
 
 # Per-iteration host time the GPU waits on: scheduler, input tensors, sampling, output
@@ -88,7 +92,11 @@ HOST_PER_SEQ_S = 1.1e-6
 # (forward_host_ops: 3,131 over its 61 layers, 26.4 us an op) and a model's floor is its own
 # op count at that rate (Llama 3.1 70B: 1,280 ops, 33.8 ms; a per-layer reading, 1.355 ms a
 # layer, charged a dense layer of 16 ops what an MoE layer of 53 costs). One measurement on
-# an unstated host CPU stands in for every GPU and SGLang version.
+# an unstated host CPU stands in for every GPU and SGLang version. vLLM V1 runs an iteration
+# larger than its largest CUDA graph (serve/vllm_serve.py) through its torch.compile'd forward
+# without a graph, launched op by op: no vLLM measurement of that path's host time per op was
+# found, so this figure stands in for it too (Inductor fuses the element-wise ops into fewer
+# launches, so it is an upper estimate there).
 SGLANG_EAGER_MEASURED_S = 82.64e-3
 SGLANG_EAGER_MEASURED_MODEL = "deepseek-v3"
 
@@ -104,9 +112,9 @@ def forward_host_ops(model: ModelSpec) -> float:
 
 
 @lru_cache(maxsize=1)
-def sglang_eager_op_s() -> float:
-    """Host seconds per framework op of an eager SGLang forward (the #12160 measurement over
-    its model's op count)."""
+def eager_op_s() -> float:
+    """Host seconds per framework op of a forward launched outside CUDA graphs (the #12160
+    measurement of an eager SGLang forward over its model's op count)."""
     from ..specs.catalog.presets import load_model
     return SGLANG_EAGER_MEASURED_S / forward_host_ops(load_model(SGLANG_EAGER_MEASURED_MODEL))
 
@@ -267,9 +275,16 @@ class StepModel:
         self.moe_gather_elem_bytes = 1 if self.fp8_inputs else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if self.fp8_inputs else "bf16")
         # an eager (uncaptured) forward's host launch time: SGLang's iterations with prompt
-        # tokens wait on it (_parts)
-        self.eager_launch_s = (forward_host_ops(model) * sglang_eager_op_s()
-                               if scheduler == "sglang" else 0.0)
+        # tokens and vLLM's larger than its largest CUDA graph wait on it (_parts)
+        self.eager_launch_s = (forward_host_ops(model) * eager_op_s()
+                               if scheduler in ("sglang", "vllm") else 0.0)
+        # vLLM V1: the iteration sizes replayed from CUDA graphs, and the size each smaller
+        # iteration is padded to (index = tokens; vllm_serve.padded_graph_tokens)
+        self.graph_pad: tuple[int, ...] = ()
+        if scheduler == "vllm":
+            sizes = cudagraph_capture_sizes(pool.max_num_seqs, pool.max_batched_tokens)
+            self.graph_pad = tuple([0] + [padded_graph_tokens(t, sizes)
+                                          for t in range(1, sizes[-1] + 1)])
         self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
             FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
         # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
@@ -454,7 +469,11 @@ class StepModel:
         if tokens <= 0:
             return 0, 0, 0, 0, 0, 0, 0
         logits = seqs if logits is None else logits
-        gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(int(tokens), int(logits))
+        rows, eager = int(tokens), self.scheduler == "sglang" and prefill_pairs > 0
+        if self.scheduler == "vllm":  # replayed at the next captured size, or launched eager
+            eager = rows >= len(self.graph_pad)
+            rows = rows if eager else self.graph_pad[rows]
+        gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(rows, int(logits))
         if not self.window_layers:
             attn = self.model.layers * self._layer_attn_s(tokens, decode_ctx_tokens,
                                                           prefill_pairs, prefill_ctx_tokens)
@@ -467,7 +486,7 @@ class StepModel:
                                                           prefill_pairs, prefill_ctx_tokens)
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
-        if self.scheduler == "sglang" and prefill_pairs > 0:  # eager: launch-bound floor
+        if eager:  # outside CUDA graphs: launch-bound floor
             launch = self.eager_launch_s
             host += max(0.0, launch - (gemm + attn + elem + tp_comm + ep_comm + pp_comm + host))
         return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
