@@ -55,8 +55,11 @@ def test_tp_ep_without_attention_dp_is_two_all_reduces_per_layer(tokens):
     sm = StepModel(QWEN, H100, Pool(tp=8, ep=8), "fp8", "fp8")
     st = sm.step(tokens, tokens)
     ar = all_reduce_small_s(H100, 8, 2 * tokens * QWEN.hidden)
+    # (and vLLM V1's all-gather of the sampled rows' 16-bit logits, serve/cost.py)
+    logits = collectives.all_gather_s(H100, collectives.placement(((8, 1),), H100.domain_size),
+                                      tokens * QWEN.vocab * 2)
     assert st.ep_comm_s == 0
-    assert st.tp_comm_s == pytest.approx(2 * QWEN.layers * ar)
+    assert st.tp_comm_s == pytest.approx(2 * QWEN.layers * ar + logits)
     plain = StepModel(QWEN, H100, Pool(tp=8), "fp8", "fp8").step(tokens, tokens)
     assert st.tp_comm_s + st.ep_comm_s == pytest.approx(plain.tp_comm_s + plain.ep_comm_s)
 

@@ -46,7 +46,9 @@ def test_vllm_pads_a_graphed_iteration_to_its_captured_size():
     # 104 rows through the layers, the 97 sampled rows through the output layer
     rows104 = sg.step(104, 97, decode_ctx_tokens=97 * 1000, logits=97)
     assert padded.gemm_s == pytest.approx(rows104.gemm_s, rel=1e-12)
-    assert padded.elementwise_s == pytest.approx(rows104.elementwise_s, rel=1e-12)
+    sampling = (97 * m.vocab * cost.VLLM_SAMPLER_BYTES_PER_LOGIT / vl.dev.hbm_bytes_per_s
+                + cost.VLLM_SAMPLER_KERNELS * cost.KERNEL_FLOOR_S)
+    assert padded.elementwise_s == pytest.approx(rows104.elementwise_s + sampling, rel=1e-12)
     assert padded.gemm_s > sg.decode_step(97, 1000).gemm_s
     assert padded.attention_s == sg.decode_step(97, 1000).attention_s
     assert vl.decode_step(96, 1000).gemm_s == sg.decode_step(96, 1000).gemm_s  # a captured size
@@ -73,3 +75,25 @@ def test_vllm_iteration_above_its_largest_graph_is_launch_bound():
     tr = StepModel(m, H100, Pool(max_num_seqs=1024, max_batched_tokens=8192), "bf16", "bf16",
                    "trtllm")
     assert tr.decode_step(513, 100).total_s < 0.5 * floor
+
+
+def test_vllm_samples_after_gathering_the_logits():
+    """vLLM V1 all-gathers the vocab-split 16-bit logits of the sampled rows over tp
+    (use_all_gather() is VLLM_USE_V1) and its Sampler casts them to float32 and takes the
+    argmax: 2 + 4 + 4 bytes a logit and two kernels. Llama 3.1 70B at tp 8, a decode step of
+    256 requests: 256 x 128,256 logits, 65.7 MB gathered; SGLang's step lacks both."""
+    from meshplan.cost import collectives
+    m = load_model("llama3.1-70b")
+    cl = make_cluster("8xH100-SXM-80GB")
+    vl = StepModel(m, cl, Pool(tp=8), "bf16", "bf16", "vllm")
+    sg = StepModel(m, cl, Pool(tp=8), "bf16", "bf16", "sglang")
+    a, b = vl.decode_step(256, 2000), sg.decode_step(256, 2000)
+    assert cost.VLLM_SAMPLER_BYTES_PER_LOGIT == 10
+    assert a.elementwise_s - b.elementwise_s == pytest.approx(
+        256 * 128256 * 10 / vl.dev.hbm_bytes_per_s + 2 * cost.KERNEL_FLOOR_S, rel=1e-9)
+    pl = collectives.placement(((8, 1),), cl.domain_size)
+    assert a.tp_comm_s - b.tp_comm_s == pytest.approx(
+        collectives.all_gather_s(cl, pl, 256 * 128256 * 2)
+        + 2 * m.layers * (cost.all_reduce_small_s(cl, 8, 2 * 256 * m.hidden, "vllm")
+                          - cost.all_reduce_small_s(cl, 8, 2 * 256 * m.hidden, "sglang")),
+        rel=1e-9)

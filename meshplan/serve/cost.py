@@ -33,6 +33,8 @@ The same kernels as training at inference shapes, composed per layer:
   own experts on them, and the expert outputs are summed by the MoE layer's tensor-parallel
   all-reduce, the one a dense MLP has (already in the two all-reduces per layer).
 - Pipeline parallel: one point-to-point send of the hidden states per stage boundary.
+- vLLM V1's sampling: the sampled rows' logits all-gathered over tp in 16-bit, cast to
+  float32 and reduced by the greedy argmax (VLLM_SAMPLER_BYTES_PER_LOGIT).
 - Element-wise kernels (norms, activation, FP8 input quantization): their bytes at HBM
   bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
   they cost at decode sizes.
@@ -187,6 +189,17 @@ FP8_QUANT_BYTES_PER_ELEM = ACT + 1
 # (6 MB) gives 4.66 us, this floor plus its bytes at HBM bandwidth 4.8 us. No such table for
 # other parts: the H100 figure stands in.
 KERNEL_FLOOR_S = 2.75e-6
+# vLLM V1's sampling after the output layer, every iteration: the vocab-split logits of
+# the sampled rows are all-gathered over the tensor-parallel group in the model's 16-bit
+# dtype (LogitsProcessor._gather_logits: tensor_model_parallel_all_gather when
+# current_platform.use_all_gather(), which is envs.VLLM_USE_V1 on CUDA and ROCm,
+# vllm/platforms/interface.py), then Sampler.forward (vllm/v1/sample/sampler.py) casts them
+# to float32 (logits.to(torch.float32): read 2 bytes, write 4 an element) and takes the greedy
+# argmax (read 4), two kernels that each pay KERNEL_FLOOR_S. Requests with a temperature
+# above 0 add the random path (temperature divide, softmax, exponential draws, argmax of
+# probs / q): not priced, since a row does not say its clients' sampling parameters.
+VLLM_SAMPLER_BYTES_PER_LOGIT = ACT + 4 + 4
+VLLM_SAMPLER_KERNELS = 2
 
 # Fixed time of one decode-attention call per layer, whatever the batch and context: the
 # engine's attention op (TensorRT-LLM's: RoPE and the KV-cache write, then the XQA / MMHA
@@ -399,8 +412,16 @@ class StepModel:
         hs = Shard(seq=max(logits, 1), micro_batch=1, tp=p.tp)
         for mm in head_ops(m, hs).matmuls:
             gemm += gemm_s(self.head_dev, logits, mm.n, mm.k)
+        sample_gather = 0.0
+        if self.scheduler == "vllm" and logits > 0:  # V1's logits gather and sampler
+            elem += (logits * m.vocab * VLLM_SAMPLER_BYTES_PER_LOGIT / self.dev.hbm_bytes_per_s
+                     + VLLM_SAMPLER_KERNELS * KERNEL_FLOOR_S)
+            if p.tp > 1:
+                pl = collectives.placement(((p.tp, 1),), self.cluster.domain_size)
+                sample_gather = collectives.all_gather_s(self.cluster, pl,
+                                                         logits * m.vocab * ACT)
         ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden, self.scheduler)
-        tp_comm = 2 * m.layers * ar
+        tp_comm = 2 * m.layers * ar + sample_gather
         ep_comm = self.n_moe * p.pp * a_m
         pp_comm = 0.0
         if p.pp > 1:
