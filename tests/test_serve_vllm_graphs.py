@@ -97,3 +97,19 @@ def test_vllm_samples_after_gathering_the_logits():
         + 2 * m.layers * (cost.all_reduce_small_s(cl, 8, 2 * 256 * m.hidden, "vllm")
                           - cost.all_reduce_small_s(cl, 8, 2 * 256 * m.hidden, "sglang")),
         rel=1e-9)
+
+
+def test_vllm_prompt_iteration_within_the_graphs_runs_piecewise():
+    """An iteration with prompt tokens of at most 512 tokens replays Qwen3-0.6B's 29 graph
+    pieces and launches each of its 28 layers' attention (reshape_and_cache_flash,
+    flash_attn_varlen_func) from the host in between: (3 x 28 + 1) x eager_op_s = 2.2 ms
+    bounds it; a decode step of the same size replays one full graph and keeps its GPU time."""
+    m = load_model(str(DATA / "qwen3-0.6b.config.json"))
+    vl = StepModel(m, H100, Pool(max_num_seqs=1024, max_batched_tokens=8192), "bf16", "bf16",
+                   "vllm")
+    assert cost.PIECEWISE_HOST_OPS_PER_LAYER == 3
+    floor = (3 * 28 + 1) * cost.eager_op_s()
+    assert vl.prefill_step(100).total_s == pytest.approx(floor, rel=1e-9)
+    dec = vl.decode_step(100, 100)
+    assert dec.host_s == pytest.approx(cost.HOST_STEP_S + cost.HOST_PER_SEQ_S * 100, rel=1e-12)
+    assert vl.prefill_step(600).total_s > 4 * floor  # no graph at all: every op launched

@@ -44,7 +44,9 @@ The same kernels as training at inference shapes, composed per layer:
   (eager_op_s an op, ``forward_host_ops``), the excess counted as host: SGLang runs its
   iterations with prompt tokens so; vLLM V1 every iteration of more tokens than its largest
   captured size (serve/vllm_serve.py), and pads the others to the next captured size, whose
-  padded rows its GEMMs, element-wise kernels and all-reduces carry.
+  padded rows its GEMMs, element-wise kernels and all-reduces carry; its smaller iterations
+  with prompt tokens run piecewise and wait on three host launches a layer
+  (PIECEWISE_HOST_OPS_PER_LAYER).
 
 Every iteration is a named breakdown whose parts sum to the total.
 """
@@ -119,6 +121,18 @@ def eager_op_s() -> float:
     measurement of an eager SGLang forward over its model's op count)."""
     from ..specs.catalog.presets import load_model
     return SGLANG_EAGER_MEASURED_S / forward_host_ops(load_model(SGLANG_EAGER_MEASURED_MODEL))
+
+# vLLM V1 runs an iteration with prompt tokens (prefill or mixed) of at most its largest
+# captured size piecewise (CUDAGraphMode PIECEWISE; FULL graphs serve decode-only batches in
+# the 0.11 default FULL_AND_PIECEWISE): CompilationConfig.splitting_ops (the attention ops)
+# cut the compiled forward into layers + 1 pieces, each replayed from its own graph
+# (CUDAGraphWrapper), and each layer's attention op runs from the host between them; V1's
+# FlashAttentionImpl.forward (vllm/v1/attention/backends/flash_attn.py) launches two kernels,
+# reshape_and_cache_flash and flash_attn_varlen_func. Three host launches a layer (one graph
+# replay, two kernels), one more for the last piece, each priced at eager_op_s. (0.9 and
+# 0.10 defaulted to PIECEWISE for decode batches too; not modelled, the plan has no engine
+# version.)
+PIECEWISE_HOST_OPS_PER_LAYER = 1 + 2
 
 # vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
 # to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
@@ -298,6 +312,11 @@ class StepModel:
             sizes = cudagraph_capture_sizes(pool.max_num_seqs, pool.max_batched_tokens)
             self.graph_pad = tuple([0] + [padded_graph_tokens(t, sizes)
                                           for t in range(1, sizes[-1] + 1)])
+        # vLLM V1's mixed (prompt-token) iterations within the graphs run piecewise: the host
+        # replays the layers + 1 graph pieces and launches each layer's attention between
+        # them (PIECEWISE_HOST_OPS_PER_LAYER)
+        self.piecewise_launch_s = ((PIECEWISE_HOST_OPS_PER_LAYER * model.layers + 1)
+                                   * eager_op_s() if scheduler == "vllm" else 0.0)
         self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
             FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
         # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
@@ -491,9 +510,12 @@ class StepModel:
             return 0, 0, 0, 0, 0, 0, 0
         logits = seqs if logits is None else logits
         rows, eager = int(tokens), self.scheduler == "sglang" and prefill_pairs > 0
+        launch = self.eager_launch_s if eager else 0.0
         if self.scheduler == "vllm":  # replayed at the next captured size, or launched eager
             eager = rows >= len(self.graph_pad)
             rows = rows if eager else self.graph_pad[rows]
+            launch = (self.eager_launch_s if eager
+                      else self.piecewise_launch_s if prefill_pairs > 0 else 0.0)
         gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(rows, int(logits))
         if not self.window_layers:
             attn = self.model.layers * self._layer_attn_s(tokens, decode_ctx_tokens,
@@ -507,8 +529,7 @@ class StepModel:
                                                           prefill_pairs, prefill_ctx_tokens)
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
-        if eager:  # outside CUDA graphs: launch-bound floor
-            launch = self.eager_launch_s
+        if launch:  # (partly) outside CUDA graphs: the host's launches bound the iteration
             host += max(0.0, launch - (gemm + attn + elem + tp_comm + ep_comm + pp_comm + host))
         return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
 
