@@ -56,9 +56,9 @@ def test_vllm_pads_a_graphed_iteration_to_its_captured_size():
 
 def test_vllm_iteration_above_its_largest_graph_is_launch_bound():
     """Qwen3-0.6B on one H100 (vllm serve defaults: graphs up to 512 tokens): a decode step of
-    512 requests of 100 cached tokens replays a graph and costs its GPU time; one of 513 runs without a graph and
-    cannot end before the host has launched its 28 layers' ops (forward_host_ops x
-    eager_op_s, 11.8 ms), far above its GPU time."""
+    512 requests of 100 cached tokens replays a graph and costs its GPU time; one of 513
+    runs without a graph and cannot end before the host has launched its 28 layers' ops
+    (forward_host_ops x eager_op_s, 11.8 ms), far above its GPU time."""
     m = load_model(str(DATA / "qwen3-0.6b.config.json"))
     vl = StepModel(m, H100, Pool(max_num_seqs=1024, max_batched_tokens=8192), "bf16", "bf16",
                    "vllm")
