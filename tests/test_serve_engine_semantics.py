@@ -36,6 +36,7 @@ from meshplan.serve.memory import (activation_bytes, kv_bytes_per_token, serve_m
                                    weight_bytes_per_gpu)
 from meshplan.serve.simulate import simulate
 from meshplan.serve.spec import Pool, ServePlan
+from meshplan.serve.vllm_serve import cudagraph_capture_sizes, padded_graph_tokens
 from meshplan.serve.traffic import Lengths, synthetic
 from meshplan.specs.catalog.presets import load_model
 
@@ -54,8 +55,11 @@ def test_tp_ep_without_attention_dp_is_two_all_reduces_per_layer(tokens):
     sm = StepModel(QWEN, H100, Pool(tp=8, ep=8), "fp8", "fp8")
     st = sm.step(tokens, tokens)
     ar = all_reduce_small_s(H100, 8, 2 * tokens * QWEN.hidden)
+    # (and vLLM V1's all-gather of the sampled rows' 16-bit logits, serve/cost.py)
+    logits = collectives.all_gather_s(H100, collectives.placement(((8, 1),), H100.domain_size),
+                                      tokens * QWEN.vocab * 2)
     assert st.ep_comm_s == 0
-    assert st.tp_comm_s == pytest.approx(2 * QWEN.layers * ar)
+    assert st.tp_comm_s == pytest.approx(2 * QWEN.layers * ar + logits)
     plain = StepModel(QWEN, H100, Pool(tp=8), "fp8", "fp8").step(tokens, tokens)
     assert st.tp_comm_s + st.ep_comm_s == pytest.approx(plain.tp_comm_s + plain.ep_comm_s)
 
@@ -86,8 +90,11 @@ def test_trtllm_attention_dp_moe_gathers_then_reduce_scatters(tokens, wdtype, x_
         H100, pl, rows * (QWEN.hidden * x_bytes + QWEN.moe_topk * (4 + 4)))
     scatter = collectives.reduce_scatter_s(H100, pl, rows * QWEN.hidden * 2)
     assert trt.ep_comm_s == pytest.approx(QWEN.num_moe_layers * (gather + scatter))
-    a2a = collectives.all_to_all_s(H100, pl, 2 * tokens * QWEN.moe_topk * QWEN.hidden)
-    for sched in ("vllm", "sglang"):
+    # (vLLM runs the CUDA graph captured for the next size up: 187 tokens move as 192,
+    # serve/vllm_serve.py)
+    sizes = cudagraph_capture_sizes(pool.max_num_seqs, pool.max_batched_tokens)
+    for sched, moved in (("vllm", padded_graph_tokens(tokens, sizes)), ("sglang", tokens)):
+        a2a = collectives.all_to_all_s(H100, pl, 2 * moved * QWEN.moe_topk * QWEN.hidden)
         other = StepModel(QWEN, H100, pool, wdtype, "fp8", scheduler=sched).step(tokens, tokens)
         assert other.ep_comm_s == pytest.approx(QWEN.num_moe_layers * 2 * a2a)
     # the rest of the step is the engines' common model

@@ -294,6 +294,19 @@ def test_amd_measured_cells_follow_their_derivation():
             assert "'Output throughput in TPS'" in d, r["id"]
 
 
+def test_vllm_v0_rows_state_the_chunked_prefill_budget_v0_chose():
+    """vLLM 0.6.x (V0) turned chunked prefill on by default for a model whose max_model_len
+    exceeds 32K (EngineArgs.create_engine_config) and then gave it max_num_batched_tokens 512
+    (V0 SchedulerConfig: 'the best balance between ITL and TTFT on A100'); the dstack rows
+    serve Llama 3.1 405B (131072) with no --max-model-len, so their budget is 512, not the
+    8192 a blank cell means."""
+    rows = [r for r in _amd_rows() if r["engine_version"].startswith("0.6.")]
+    assert len(rows) == 9
+    for r in rows:
+        assert r["max_batched_tokens"] == "512", r["id"]
+        assert "max_num_batched_tokens 512, derived" in r["derivation"], r["id"]
+
+
 def test_held_out_sglang_rows_are_sourced_and_predict():
     """The 42 published SGLang runs (ids 2001-2042, held out: issue 9) each name their source,
     a trust grade and how every number was read, and all predict without an error; their

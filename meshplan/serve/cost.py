@@ -33,13 +33,20 @@ The same kernels as training at inference shapes, composed per layer:
   own experts on them, and the expert outputs are summed by the MoE layer's tensor-parallel
   all-reduce, the one a dense MLP has (already in the two all-reduces per layer).
 - Pipeline parallel: one point-to-point send of the hidden states per stage boundary.
+- vLLM V1's sampling: the sampled rows' logits all-gathered over tp in 16-bit, cast to
+  float32 and reduced by the greedy argmax (VLLM_SAMPLER_BYTES_PER_LOGIT).
 - Element-wise kernels (norms, activation, FP8 input quantization): their bytes at HBM
   bandwidth after a fixed time each (KERNEL_FLOOR_S, measured in a CUDA graph), which is what
   they cost at decode sizes.
 - Host: a fixed per-iteration cost for scheduling, input preparation and sampling that
-  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). SGLang
-  runs iterations with prompt tokens outside CUDA graphs: such an iteration lasts at least
-  the host's time to launch its ops (sglang_eager_op_s an op), the excess counted as host.
+  the GPU waits on (CUDA graphs remove the per-kernel launch cost of decode steps). An
+  iteration run outside CUDA graphs lasts at least the host's time to launch its ops
+  (eager_op_s an op, ``forward_host_ops``), the excess counted as host: SGLang runs its
+  iterations with prompt tokens so; vLLM V1 every iteration of more tokens than its largest
+  captured size (serve/vllm_serve.py), and pads the others to the next captured size, whose
+  padded rows its GEMMs, element-wise kernels and all-reduces carry; its smaller iterations
+  with prompt tokens run piecewise and wait on three host launches a layer
+  (PIECEWISE_HOST_OPS_PER_LAYER).
 
 Every iteration is a named breakdown whose parts sum to the total.
 """
@@ -57,6 +64,7 @@ from ..specs.model import ModelSpec
 from .memory import (OUTER_WEIGHT_DTYPE, experts_touched_share, kv_bytes_per_token_layer,
                      window_pairs)
 from .spec import Pool
+from .vllm_serve import cudagraph_capture_sizes, padded_graph_tokens
 
 
 # Per-iteration host time the GPU waits on: scheduler, input tensors, sampling, output
@@ -88,7 +96,11 @@ HOST_PER_SEQ_S = 1.1e-6
 # (forward_host_ops: 3,131 over its 61 layers, 26.4 us an op) and a model's floor is its own
 # op count at that rate (Llama 3.1 70B: 1,280 ops, 33.8 ms; a per-layer reading, 1.355 ms a
 # layer, charged a dense layer of 16 ops what an MoE layer of 53 costs). One measurement on
-# an unstated host CPU stands in for every GPU and SGLang version.
+# an unstated host CPU stands in for every GPU and SGLang version. vLLM V1 runs an iteration
+# larger than its largest CUDA graph (serve/vllm_serve.py) through its torch.compile'd forward
+# without a graph, launched op by op: no vLLM measurement of that path's host time per op was
+# found, so this figure stands in for it too (Inductor fuses the element-wise ops into fewer
+# launches, so it is an upper estimate there).
 SGLANG_EAGER_MEASURED_S = 82.64e-3
 SGLANG_EAGER_MEASURED_MODEL = "deepseek-v3"
 
@@ -104,11 +116,23 @@ def forward_host_ops(model: ModelSpec) -> float:
 
 
 @lru_cache(maxsize=1)
-def sglang_eager_op_s() -> float:
-    """Host seconds per framework op of an eager SGLang forward (the #12160 measurement over
-    its model's op count)."""
+def eager_op_s() -> float:
+    """Host seconds per framework op of a forward launched outside CUDA graphs (the #12160
+    measurement of an eager SGLang forward over its model's op count)."""
     from ..specs.catalog.presets import load_model
     return SGLANG_EAGER_MEASURED_S / forward_host_ops(load_model(SGLANG_EAGER_MEASURED_MODEL))
+
+# vLLM V1 runs an iteration with prompt tokens (prefill or mixed) of at most its largest
+# captured size piecewise (CUDAGraphMode PIECEWISE; FULL graphs serve decode-only batches in
+# the 0.11 default FULL_AND_PIECEWISE): CompilationConfig.splitting_ops (the attention ops)
+# cut the compiled forward into layers + 1 pieces, each replayed from its own graph
+# (CUDAGraphWrapper), and each layer's attention op runs from the host between them; V1's
+# FlashAttentionImpl.forward (vllm/v1/attention/backends/flash_attn.py) launches two kernels,
+# reshape_and_cache_flash and flash_attn_varlen_func. Three host launches a layer (one graph
+# replay, two kernels), one more for the last piece, each priced at eager_op_s. (0.9 and
+# 0.10 defaulted to PIECEWISE for decode batches too; not modelled, the plan has no engine
+# version.)
+PIECEWISE_HOST_OPS_PER_LAYER = 1 + 2
 
 # vLLM's custom all-reduce (custom_all_reduce.py / custom_all_reduce.cuh) serves buffers up
 # to max_size = 8 MiB inside one NVLink domain: one-shot (every rank reads all peers) for
@@ -179,6 +203,17 @@ FP8_QUANT_BYTES_PER_ELEM = ACT + 1
 # (6 MB) gives 4.66 us, this floor plus its bytes at HBM bandwidth 4.8 us. No such table for
 # other parts: the H100 figure stands in.
 KERNEL_FLOOR_S = 2.75e-6
+# vLLM V1's sampling after the output layer, every iteration: the vocab-split logits of
+# the sampled rows are all-gathered over the tensor-parallel group in the model's 16-bit
+# dtype (LogitsProcessor._gather_logits: tensor_model_parallel_all_gather when
+# current_platform.use_all_gather(), which is envs.VLLM_USE_V1 on CUDA and ROCm,
+# vllm/platforms/interface.py), then Sampler.forward (vllm/v1/sample/sampler.py) casts them
+# to float32 (logits.to(torch.float32): read 2 bytes, write 4 an element) and takes the greedy
+# argmax (read 4), two kernels that each pay KERNEL_FLOOR_S. Requests with a temperature
+# above 0 add the random path (temperature divide, softmax, exponential draws, argmax of
+# probs / q): not priced, since a row does not say its clients' sampling parameters.
+VLLM_SAMPLER_BYTES_PER_LOGIT = ACT + 4 + 4
+VLLM_SAMPLER_KERNELS = 2
 
 # Fixed time of one decode-attention call per layer, whatever the batch and context: the
 # engine's attention op (TensorRT-LLM's: RoPE and the KV-cache write, then the XQA / MMHA
@@ -269,9 +304,21 @@ class StepModel:
         self.moe_gather_elem_bytes = 1 if self.fp8_inputs else ACT
         self.dev = compute.device(cluster.gpu, "fp8" if self.fp8_inputs else "bf16")
         # an eager (uncaptured) forward's host launch time: SGLang's iterations with prompt
-        # tokens wait on it (_parts)
-        self.eager_launch_s = (forward_host_ops(model) * sglang_eager_op_s()
-                               if scheduler == "sglang" else 0.0)
+        # tokens and vLLM's larger than its largest CUDA graph wait on it (_parts)
+        self.eager_launch_s = (forward_host_ops(model) * eager_op_s()
+                               if scheduler in ("sglang", "vllm") else 0.0)
+        # vLLM V1: the iteration sizes replayed from CUDA graphs, and the size each smaller
+        # iteration is padded to (index = tokens; vllm_serve.padded_graph_tokens)
+        self.graph_pad: tuple[int, ...] = ()
+        if scheduler == "vllm":
+            sizes = cudagraph_capture_sizes(pool.max_num_seqs, pool.max_batched_tokens)
+            self.graph_pad = tuple([0] + [padded_graph_tokens(t, sizes)
+                                          for t in range(1, sizes[-1] + 1)])
+        # vLLM V1's mixed (prompt-token) iterations within the graphs run piecewise: the host
+        # replays the layers + 1 graph pieces and launches each layer's attention between
+        # them (PIECEWISE_HOST_OPS_PER_LAYER)
+        self.piecewise_launch_s = ((PIECEWISE_HOST_OPS_PER_LAYER * model.layers + 1)
+                                   * eager_op_s() if scheduler == "vllm" else 0.0)
         self.layer_kernels = LAYER_ELEMENTWISE_KERNELS + (
             FP8_INPUT_QUANT_KERNELS if self.fp8_inputs else 0)
         # the output layer keeps 16-bit weights in quantized checkpoints (memory.py)
@@ -386,8 +433,16 @@ class StepModel:
         hs = Shard(seq=max(logits, 1), micro_batch=1, tp=p.tp)
         for mm in head_ops(m, hs).matmuls:
             gemm += gemm_s(self.head_dev, logits, mm.n, mm.k)
+        sample_gather = 0.0
+        if self.scheduler == "vllm" and logits > 0:  # V1's logits gather and sampler
+            elem += (logits * m.vocab * VLLM_SAMPLER_BYTES_PER_LOGIT / self.dev.hbm_bytes_per_s
+                     + VLLM_SAMPLER_KERNELS * KERNEL_FLOOR_S)
+            if p.tp > 1:
+                pl = collectives.placement(((p.tp, 1),), self.cluster.domain_size)
+                sample_gather = collectives.all_gather_s(self.cluster, pl,
+                                                         logits * m.vocab * ACT)
         ar = all_reduce_small_s(self.cluster, p.tp, 2 * T * m.hidden, self.scheduler)
-        tp_comm = 2 * m.layers * ar
+        tp_comm = 2 * m.layers * ar + sample_gather
         ep_comm = self.n_moe * p.pp * a_m
         pp_comm = 0.0
         if p.pp > 1:
@@ -456,7 +511,14 @@ class StepModel:
         if tokens <= 0:
             return 0, 0, 0, 0, 0, 0, 0
         logits = seqs if logits is None else logits
-        gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(int(tokens), int(logits))
+        rows, eager = int(tokens), self.scheduler == "sglang" and prefill_pairs > 0
+        launch = self.eager_launch_s if eager else 0.0
+        if self.scheduler == "vllm":  # replayed at the next captured size, or launched eager
+            eager = rows >= len(self.graph_pad)
+            rows = rows if eager else self.graph_pad[rows]
+            launch = (self.eager_launch_s if eager
+                      else self.piecewise_launch_s if prefill_pairs > 0 else 0.0)
+        gemm, elem, tp_comm, ep_comm, pp_comm = self._tokens_cost(rows, int(logits))
         if not self.window_layers:
             attn = self.model.layers * self._layer_attn_s(tokens, decode_ctx_tokens,
                                                           prefill_pairs, prefill_ctx_tokens)
@@ -469,8 +531,7 @@ class StepModel:
                                                           prefill_pairs, prefill_ctx_tokens)
                     + self.window_layers * self._layer_attn_s(tokens, dw, pw, cw))
         host = HOST_STEP_S + HOST_PER_SEQ_S * seqs
-        if self.scheduler == "sglang" and prefill_pairs > 0:  # eager: launch-bound floor
-            launch = self.eager_launch_s
+        if launch:  # (partly) outside CUDA graphs: the host's launches bound the iteration
             host += max(0.0, launch - (gemm + attn + elem + tp_comm + ep_comm + pp_comm + host))
         return gemm, attn, elem, tp_comm, ep_comm, pp_comm, host
 

@@ -35,3 +35,36 @@ def serve_limits(gpu: GPU, max_num_seqs: int | None = None,
     seqs, tokens = LARGE_GPU_LIMITS if large else OTHER_GPU_LIMITS
     tokens = max_batched_tokens or tokens
     return (max_num_seqs or min(seqs, tokens)), tokens
+
+
+# ---- CUDA graphs of the V1 engine ---------------------------------------------------------
+# vLLM V1 replays a captured CUDA graph only for an iteration of at most
+# max_cudagraph_capture_size scheduled tokens, padded up to the next captured size; a larger
+# iteration runs the torch.compile'd forward without a graph, its kernels launched one by one
+# from the host (GPUModelRunner.execute_model: num_input_tokens = pad_for_cudagraph(n) only
+# when n <= the largest capture size; the CudagraphDispatcher picks NONE above it).
+# The default sizes (VllmConfig._set_cudagraph_sizes, vllm/config/vllm.py, 0.11 and later;
+# docstring of CompilationConfig.max_cudagraph_capture_size): the largest is
+# min(2 x max_num_seqs, 512), never above max_num_batched_tokens; the ladder is 1, 2, 4, the
+# multiples of 8 below 256, then every 16th size from 256 to the largest. (0.9 and 0.10 had
+# the same largest size, SchedulerConfig.cuda_graph_sizes = [min(2 x max_num_seqs, 512)],
+# and steps of 8 throughout: a pad differs by at most 8 tokens above 256.)
+GRAPH_MAX_TOKENS = 512
+
+
+def cudagraph_capture_sizes(max_num_seqs: int, max_batched_tokens: int) -> tuple[int, ...]:
+    """Iteration sizes (tokens) vLLM V1 captures CUDA graphs for by default (see above)."""
+    top = min(2 * max_num_seqs, GRAPH_MAX_TOKENS, max_batched_tokens)
+    sizes = [s for s in (1, 2, 4) if s <= top]
+    sizes += range(8, min(top + 1, 256), 8)
+    sizes += range(256, top + 1, 16)
+    return tuple(sizes)
+
+
+def padded_graph_tokens(tokens: int, sizes: tuple[int, ...]) -> int | None:
+    """The captured size an iteration of ``tokens`` tokens is padded to and replayed at, or
+    None when it is larger than every captured size (it runs without a CUDA graph)."""
+    for s in sizes:
+        if s >= tokens:
+            return s
+    return None
