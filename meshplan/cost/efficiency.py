@@ -160,7 +160,10 @@ SKU_TENSOR_FLOPS_PER_SM_CLOCK = {"RTX-3090-24GB": 512.0}
 # hipBLASLt-bench: MI300X 708 TFLOP/s bf16 at a median 1,207 MHz against its 2,100 MHz peak,
 # MI325X 843 at 1,447), and the MAMF rates the CDNA entries below use sit under it (MI300X
 # 668.4 = 0.944 of MAF, MI325X 784.9 = 0.931): no burst above the held clock is in them, so
-# CDNA keeps 1.0. SUSTAINED_TENSOR is the rest of what a whole step loses, fitted on NVIDIA
+# CDNA keeps 1.0. Why even a short AMD run reads the held clock: Instinct power management
+# lowers the clock in dense compute phases within microseconds, "even during the execution of
+# a GPU kernel" ("Understanding Peak, Max-Achievable & Delivered FLOPs, Part 1", ROCm blogs
+# 2025-02-14), where NVIDIA's limiter let the H100 run a whole second above its held rate. SUSTAINED_TENSOR is the rest of what a whole step loses, fitted on NVIDIA
 # rows and assumed vendor-neutral.
 NVIDIA_SUSTAINED_CLOCK = (670.6 / 791.3 + 665.1 / 787.4) / 2
 
