@@ -1,5 +1,5 @@
 """Tensor-core throughput held for a minute or more on the local GPU (never in tests): what
-efficiency.SUSTAINED_TENSOR stands for, measured rather than fitted.
+the held clock of efficiency.NVIDIA_SUSTAINED_CLOCK (KernelEfficiency.sustained_clock) stands for.
 
     python bench/gpu_sustained.py --out DIR [--seconds 60] [--dtype bf16|fp8]
     python bench/gpu_sustained.py --out DIR --device cpu --seconds 2   # plumbing check

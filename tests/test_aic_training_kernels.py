@@ -5,7 +5,7 @@ constant of meshplan was chosen on these rows.
 
 error = measured time / modelled time - 1 (positive: the model is fast). GEMMs and attention
 are compared at single-kernel conditions (the device's rate without the end-to-end
-SUSTAINED_TENSOR derating, as tests/test_gemm_model.py and tests/test_amd_attention.py do);
+efficiency.tensor_derating, as tests/test_gemm_model.py and tests/test_amd_attention.py do);
 collectives as cost/collectives.py prices one call on one NVSwitch board.
 
 PINS hold the median signed error and the 90th percentile of |error| per region as measured
@@ -62,7 +62,7 @@ DRIFT = 0.03  # points a pinned median or p90 may move
 def _single_kernel_device(gpu: str, dtype: str) -> compute.Device:
     compute.device.cache_clear()
     dev = compute.device(GPUS[gpu], dtype)
-    s = efficiency.SUSTAINED_TENSOR
+    s = efficiency.tensor_derating(GPUS[gpu].generation)
     return replace(dev, matmul_flops=dev.matmul_flops / s, sm_flops=dev.sm_flops / s)
 
 
@@ -91,7 +91,7 @@ def _attention_errors(gpu: str, lo: int, hi: int) -> list[float]:
         _, _, t = layer_ops_times(m, cluster, "dense", Shard(int(r["seq"]), int(r["batch"])),
                                   "bf16")
         out.append(float(r["time_us"]) * 1e-6
-                   / (t.attn_fwd_s * efficiency.SUSTAINED_TENSOR) - 1)
+                   / (t.attn_fwd_s * efficiency.tensor_derating(cluster.gpu.generation)) - 1)
     return out
 
 

@@ -292,10 +292,10 @@ def test_a_part_with_its_own_gemm_rate_is_calibrated_under_its_own_key():
     restore = profile.apply({"SKU_MATMUL.GB200.bf16": 0.6})
     try:
         assert device(gpu, "bf16").matmul_flops == pytest.approx(
-            peak * 0.6 * efficiency.SUSTAINED_TENSOR)
+            peak * 0.6 * efficiency.tensor_derating("blackwell"))
     finally:
         restore()
-    assert device(gpu, "bf16").matmul_flops == pytest.approx(1822.0e12 * efficiency.SUSTAINED_TENSOR)
+    assert device(gpu, "bf16").matmul_flops == pytest.approx(1822.0e12 * efficiency.tensor_derating("blackwell"))
 
 
 def test_scale_out_constants_reproduce_the_measured_bus_bandwidth():

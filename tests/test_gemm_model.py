@@ -1,6 +1,6 @@
 """The per-shape GEMM model (meshplan/cost/gemm.py) against published per-shape throughputs
 (bench/data/gemm_points.csv, a source on every row), at single-kernel conditions: the device's
-large-GEMM rate without the end-to-end SUSTAINED_TENSOR derating.
+large-GEMM rate without the end-to-end derating (efficiency.tensor_derating).
 
 Fitted: the tile latency and FLOP per load byte of NVIDIA parts on the H100 bf16 rows, those
 of CDNA3 on the MI300X bf16 rows (efficiency.py). Every other group is held out: B200 bf16
@@ -35,7 +35,7 @@ FLOOR_S = 5e-6
 def _single_kernel_device(gpu: str, dtype: str) -> compute.Device:
     compute.device.cache_clear()
     dev = compute.device(GPUS[gpu], dtype)
-    s = efficiency.SUSTAINED_TENSOR
+    s = efficiency.tensor_derating(GPUS[gpu].generation)
     return replace(dev, matmul_flops=dev.matmul_flops / s, sm_flops=dev.sm_flops / s)
 
 
@@ -55,7 +55,7 @@ def measured_errors(path, gpu: str, dtype: str, model_dtype: str,
                     floor_s: float) -> list[float]:
     """measured / modelled time - 1 for the rows of one dtype in a measured gemm.csv
     (bench/data/measured/*/gemm.csv) that run at least ``floor_s``, at single-kernel
-    conditions (no SUSTAINED_TENSOR derating)."""
+    conditions (no efficiency.tensor_derating)."""
     dev = _single_kernel_device(gpu, model_dtype)
     out = []
     for r in csv.DictReader(open(path)):

@@ -1,5 +1,5 @@
 """The compute model's kernel-level rates, before the fitted end-to-end constants
-(SUSTAINED_TENSOR, the power-cap clock), against published kernel measurements.
+(efficiency.tensor_derating, the power-cap clock), against published kernel measurements.
 
 Independent truth:
 - pytorch/pytorch#142132 (xuzhao9, 2024-12-05; PyTorch nightly 2.6.0.dev20241204+cu124 on one
@@ -44,7 +44,7 @@ def _attention_rate(engine: str, seq: int, gpu: str = "H100-SXM-80GB") -> float:
                   ffn=4 * heads * d, vocab=32000)
     c = make_cluster(gpu=gpu, num_gpus=8)
     ops, dev, t = layer_ops_times(m, c, "dense", Shard(seq, 1), "bf16", engine)
-    return ops.attn_fwd_flops / t.attn_fwd_s / efficiency.SUSTAINED_TENSOR
+    return ops.attn_fwd_flops / t.attn_fwd_s / efficiency.tensor_derating(c.gpu.generation)
 
 
 @pytest.mark.parametrize("engine,measured", [

@@ -103,20 +103,26 @@ def test_sustained_gemm_rate_and_the_fitted_constant():
     """bf16 8192^3 GEMMs back to back for 80 s on the 700 W H100 hold 667-676 TFLOP/s at a
     power-capped ~1,350 MHz (throttle reason 0x4, software power cap): 0.85 of the 791 the
     same machine gave in a one-second burst (moe_kernels_meta.json), and the H200 the same
-    (663-666, sustained_bf16.csv there). efficiency.SUSTAINED_TENSOR, fitted end to end, is
-    0.75: below what power and clocks explain, so it also carries step time the model does not
-    otherwise place (README, where still wrong). Fails if the data or the constant change so
-    that this no longer holds."""
+    (663-666 of 787, the files there). NVIDIA's held clock (efficiency.NVIDIA_SUSTAINED_CLOCK,
+    the Hopper entry's sustained_clock) is the mean of the two shares; the whole derating,
+    fitted end to end, is 0.75: below what power and clocks explain, so SUSTAINED_TENSOR, the
+    rest, also carries step time the model does not otherwise place (README, where still
+    wrong). Fails if the data or the constants change so that this no longer holds."""
     import json
 
-    burst = json.loads((DIR / "moe_kernels_meta.json").read_text())["bf16_8192_cubed_tflops"]
-    rows = _rows("sustained_bf16.csv")
-    settled = [float(r["tflops"]) for r in rows if float(r["t_s"]) >= 20]
-    assert len(settled) >= 10 and max(settled) / min(settled) < 1.02
-    assert all(r["throttle"] == "0x0000000000000004" for r in rows)
-    share = median(settled) / burst
-    assert share == pytest.approx(0.85, abs=0.02)
-    assert efficiency.SUSTAINED_TENSOR < share - 0.05
+    shares = []
+    for d in (DIR, DIR.parent / "h200_2026-11-27"):
+        burst = json.loads((d / "moe_kernels_meta.json").read_text())["bf16_8192_cubed_tflops"]
+        rows = list(csv.DictReader(open(d / "sustained_bf16.csv")))
+        settled = [float(r["tflops"]) for r in rows if float(r["t_s"]) >= 10]
+        assert len(settled) >= 10 and max(settled) / min(settled) < 1.02
+        assert all(r["throttle"] == "0x0000000000000004" for r in rows)
+        shares.append(median(settled) / burst)
+    assert shares[0] == pytest.approx(0.85, abs=0.02)
+    assert efficiency.EFFICIENCY["hopper"].sustained_clock == pytest.approx(
+        sum(shares) / 2, abs=1e-3)
+    assert efficiency.tensor_derating("hopper") == pytest.approx(0.75)
+    assert efficiency.tensor_derating("hopper") < min(shares) - 0.05
     fp8 = [float(r["tflops"]) for r in _rows("sustained_fp8.csv") if float(r["t_s"]) >= 10]
     assert median(fp8) * 1e12 / H100.flops("fp8") == pytest.approx(0.615, abs=0.02)
 

@@ -125,7 +125,7 @@ STREAMS = {"grouped": 0, "loop1": 1, "loop4": 4}
 
 def _grouped(d: Path, gpu: str) -> dict[str, list[tuple[float, float]]]:
     """impl -> [(measured s, modelled s)] for the bf16 expert GEMMs (single-kernel device:
-    no SUSTAINED_TENSOR derating)."""
+    no efficiency.tensor_derating)."""
     dev = _single_kernel_device(gpu, "bf16")
     out: dict[str, list[tuple[float, float]]] = {}
     for r in _rows(d, "grouped_gemm.csv"):

@@ -188,7 +188,7 @@ DEEPGEMM_GROUPED = [(4, 8192, 4096, 7168, 1297), (4, 8192, 7168, 2048, 1099),
 
 def test_expert_gemms_at_small_tokens_per_expert_match_deepgemm():
     """The per-expert GEMM surface (compute.py) at MoE shapes, single-kernel conditions (no
-    SUSTAINED_TENSOR derating): within 30% of each published point, median within 15%."""
+    efficiency.tensor_derating): within 30% of each published point, median within 15%."""
     from dataclasses import replace
     from statistics import median
 
@@ -198,7 +198,7 @@ def test_expert_gemms_at_small_tokens_per_expert_match_deepgemm():
     from meshplan.specs.catalog.gpus import GPUS
 
     dev = device(GPUS["H800-SXM-80GB"], "fp8")
-    dev = replace(dev, matmul_flops=dev.matmul_flops / efficiency.SUSTAINED_TENSOR)
+    dev = replace(dev, matmul_flops=dev.matmul_flops / efficiency.tensor_derating("hopper"))
     errs = []
     for groups, m, n, k, tflops in DEEPGEMM_GROUPED:
         mm = MatMul("expert", m, n, k, groups)

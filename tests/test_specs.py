@@ -249,7 +249,7 @@ def test_a_part_with_its_own_gemm_measurement_uses_it():
     from meshplan.cost import efficiency
     from meshplan.cost.compute import device
     gb200, b200 = device(GPUS["GB200"], "bf16"), device(GPUS["B200"], "bf16")
-    clock = efficiency.SUSTAINED_TENSOR
+    clock = efficiency.tensor_derating("blackwell")
     assert gb200.matmul_flops == pytest.approx(1822.0e12 * clock)
     assert b200.matmul_flops == pytest.approx(2250e12 * efficiency.EFFICIENCY["blackwell"].matmul_bf16
                                               * clock)
@@ -275,7 +275,7 @@ def test_amd_fp8_gemm_rates_follow_amds_measured_fp8_over_bf16():
     831.40 TFLOP/s); MI355X, measured at bf16 only, takes its bf16 rate times CDNA3's ratio."""
     from meshplan.cost import efficiency
     from meshplan.cost.compute import device
-    clock = efficiency.SUSTAINED_TENSOR
+    clock = efficiency.tensor_derating("cdna3")
     fp8 = {n: device(GPUS[n], "fp8").matmul_flops / clock for n in ("MI300X", "MI325X", "MI355X")}
     bf16 = {n: device(GPUS[n], "bf16").matmul_flops / clock for n in fp8}
     assert bf16["MI300X"] == pytest.approx(668.4e12) and bf16["MI325X"] == pytest.approx(784.9e12)

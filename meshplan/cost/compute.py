@@ -7,7 +7,8 @@ attention runs at its own fraction of peak, its backward doing 2.5x the forward 
 matrix products instead of two, FlashAttention-2 sec. 3), at an efficiency that grows with
 the sequence length. Streaming work is bytes over HBM bandwidth; its backward moves about
 twice the bytes. Every kernel adds KERNEL_GAP_S of idle time on the critical path; tensor-core
-work runs at SUSTAINED_TENSOR of the microbenchmark rate (efficiency.py).
+work runs at efficiency.tensor_derating of the microbenchmark rate (the clock held under
+sustained load times SUSTAINED_TENSOR).
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ def device(gpu: GPU, precision: str, engine: str = "", attention_kernel: str = "
     kernel class where the run states one ("" = the engine's default); ``fp8_gemm_share`` the
     FP8 recipe's scaled-GEMM rate over the per-tensor FP8 GEMM (fp8_recipe.GEMM_SHARE)."""
     e: KernelEfficiency = kernel_efficiency(gpu.generation)
-    clock = efficiency.SUSTAINED_TENSOR
+    clock = efficiency.tensor_derating(gpu.generation or "hopper")
     if gpu.power_limit_w and e.full_clock_power_w:
         clock *= min(1.0, (gpu.power_limit_w / e.full_clock_power_w)
                      ** efficiency.POWER_CLOCK_EXPONENT)
