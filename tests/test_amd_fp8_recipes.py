@@ -60,12 +60,12 @@ def test_amd_recipes_are_those_rocm_te_runs(gpu, recipe):
 
 
 def test_refusals_name_what_the_part_runs():
-    with pytest.raises(InputError, match="ROCm Transformer Engine.*cdna4 runs .*or mx"):
+    with pytest.raises(InputError, match="ROCm Transformer Engine.*CDNA4 runs .*or mx"):
         fp8_recipe.resolve("fp8", "blockwise", "megatron", "cdna4")
-    with pytest.raises(InputError, match="CDNA4.*cdna3 runs delayed, cs, tensorwise or rowwise"):
+    with pytest.raises(InputError, match="CDNA4.*CDNA3 runs delayed, cs, tensorwise or rowwise"):
         fp8_recipe.resolve("fp8", "mx", "megatron", "cdna3")
     # NVIDIA parts unchanged: Hopper has no MX cores and runs blockwise
-    with pytest.raises(InputError, match="Blackwell.*rowwise or blockwise"):
+    with pytest.raises(InputError, match="Blackwell.*Hopper runs .*rowwise or blockwise"):
         fp8_recipe.resolve("fp8", "mx", "nemo", "hopper")
     assert fp8_recipe.resolve("fp8", "blockwise", "megatron", "hopper").name == "blockwise"
 

@@ -145,6 +145,14 @@ class Fp8Recipe:
     per_module_casts: bool = False
 
 
+def _family(generation: str) -> str:
+    """A kernel-efficiency generation as a message names it ("hopper" -> "Hopper", "cdna3" ->
+    "CDNA3")."""
+    if not generation:
+        return "this GPU"
+    return generation.upper() if generation.startswith("cdna") else generation.capitalize()
+
+
 def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Recipe | None:
     """The recipe a step runs, or None when it does not train in FP8."""
     if precision != "fp8" or generation in NO_FP8:
@@ -156,12 +164,12 @@ def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Rec
     runs = ", ".join(ok[:-1]) + " or " + ok[-1]
     if name == "mx" and generation not in MX_GENERATIONS:
         raise InputError("fp8_recipe", recipe, "mx (MXFP8) needs MX-format matrix cores "
-                         f"(Blackwell, or CDNA4: MI350X / MI355X); {generation or 'this GPU'}"
+                         f"(Blackwell, or CDNA4: MI350X / MI355X); {_family(generation)}"
                          f" runs {runs}")
     if name == "blockwise" and rocm:
         raise InputError("fp8_recipe", recipe, "blockwise (FP8 block scaling) is not in "
                          "ROCm Transformer Engine (check_fp8_block_scaling_support: \"not yet "
-                         f"supported for ROCm\"); {generation} runs {runs}")
+                         f"supported for ROCm\"); {_family(generation)} runs {runs}")
     return _recipe(name, "blackwell" if generation == "blackwell" else "hopper",
                    engine in TORCHAO_ENGINES)
 
