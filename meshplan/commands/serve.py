@@ -333,12 +333,14 @@ def _run(args) -> int:
         ok = [c for c in res.ranked if c.meets(slo)]
         print("\nfewest GPUs meeting the SLO: " + (f"{ok[0].plan.gpus} ({ok[0].plan.describe()})"
                                                      if ok else "none within this cluster"))
-    print("\nhow sure (measured 2026-11-29 by `meshplan validate-serve bench/data/serving_runs.csv`;"
-          " rerun it after a cost-model change): on 68 published dense-model runs output tokens/s"
-          " per GPU is within 6.6% (median) and 12.4% (90th percentile); TTFT and TPOT were"
-          " checked on 8 runs only (median 5.7% and 11.3%); MoE throughput (17 Qwen3-235B runs"
-          " with attention DP) runs 23-86% high; batch-1 TPOT reads 17% low (15.4 against 18.6"
-          " ms measured)")
+    print("\nhow sure (measured 2026-11-29 by `meshplan validate-serve bench/data/serving_runs.csv`,"
+          " 200 published runs; rerun it after a cost-model change): output tokens/s per GPU is"
+          " within 7.4% (median) on 85 TensorRT-LLM runs (6.6% / 12.4% p90 on the 68 dense ones;"
+          " 17 Qwen3-235B attention-DP runs read 22-85% high), 12.8% on 36 SGLang runs (+12% in"
+          " the median), and reads high on vLLM: +49% on 18 NVIDIA runs, +22% on 38 MI300X runs"
+          " (the engine's cost above the GPU step is not all modelled); TTFT is within 34.5% and"
+          " TPOT 15.2% (median, 57 runs), TTFT mostly low; batch-1 TPOT reads 17% low (15.4"
+          " against 18.6 ms measured)")
     if args.png:
         print(f"wrote {args.png}")
     for p in exported:
