@@ -20,6 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from meshplan.validate import quantile  # noqa: E402  the one percentile rule
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "validation" / "calibration.csv"
 HELDOUT = ROOT / "bench" / "data" / "heldout_runs.csv"
@@ -27,15 +30,6 @@ LAYOUTS = ROOT / "bench" / "data" / "layout_sets.csv"
 # the GPU ids the shared schema lists (../shared/validation/README.md, column gpu)
 SCHEMA_GPUS = {"V100-SXM-32GB", "A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB",
                "H100-SXM-96GB-500W", "H800-SXM-80GB", "H200-SXM-141GB", "B200", "GB200"}
-
-
-def quantile(xs: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    xs = sorted(xs)
-    pos = q * (len(xs) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def validate_json(csv_path: Path, out: Path) -> dict:

@@ -508,7 +508,10 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
     return cache.get(("workload",) + key, prep.workload)
 
 
-def _pct(xs: list[float], q: float) -> float:
+def quantile(xs: list[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of ``xs``: linear interpolation between order statistics
+    (numpy's default), the one rule of the accuracy figures (validate, calibrate --from-runs,
+    bench/accuracy_table.py)."""
     xs = sorted(xs)
     if len(xs) == 1:
         return xs[0]
@@ -609,13 +612,13 @@ def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
         "failed_rows": [{"id": r.id, "error": r.error} for r in results if r.error],
         "tokens_rows_trust_ab": len(tok),
         "tokens_median_abs_error": statistics.median(tok) if tok else None,
-        "tokens_p90_abs_error": _pct(tok, 0.9) if tok else None,
+        "tokens_p90_abs_error": quantile(tok, 0.9) if tok else None,
         "memory_rows_trust_ab": len(mem),
         "memory_median_abs_error": statistics.median(mem) if mem else None,
-        "memory_p90_abs_error": _pct(mem, 0.9) if mem else None,
+        "memory_p90_abs_error": quantile(mem, 0.9) if mem else None,
         "memory_rows_all": len(mem_all),
         "memory_median_abs_error_all": statistics.median(mem_all) if mem_all else None,
-        "memory_p90_abs_error_all": _pct(mem_all, 0.9) if mem_all else None,
+        "memory_p90_abs_error_all": quantile(mem_all, 0.9) if mem_all else None,
         "tokens_interval_rows": len(tin),
         "tokens_interval_coverage": sum(tin) / len(tin) if tin else None,
         "memory_interval_rows": len(min_),

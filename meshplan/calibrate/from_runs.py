@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import profile, runs_csv
 from ..errors import InputError
 from ..terminal import say
-from ..validate import predict_rows, prepare, read_rows
+from ..validate import predict_rows, prepare, quantile, read_rows
 
 FACTORS = (0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4)
 
@@ -175,14 +175,6 @@ def cross_validate(rows: list[dict], names: list[str], folds: int, passes: int =
     return before, after, how
 
 
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    pos = q * (len(xs) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def run_from_runs(args) -> int:
     if args.folds < 2:
         raise InputError("folds", args.folds, "must be at least 2 (cross-validation folds; "
@@ -217,7 +209,7 @@ def run_from_runs(args) -> int:
                                                                       insample)):
         if xs:
             say(f"  {label:<22} median {statistics.median(xs):6.1%}   90th percentile "
-                  f"{_pct(xs, 0.9):6.1%}   ({len(xs)} rows)")
+                  f"{quantile(xs, 0.9):6.1%}   ({len(xs)} rows)")
     from .fit import _value
 
     for n in names:
