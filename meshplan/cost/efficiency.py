@@ -433,10 +433,11 @@ TRITON_FA1_SLOWDOWN = (1.4, 2.0)  # (forward, backward) time over FlashAttention
 # all NVIDIA. Kept as that 0.75 of the burst rate on NVIDIA, re-expressed over
 # NVIDIA_SUSTAINED_CLOCK, so the split moves no NVIDIA prediction. A rerun of
 # bench/fit_constants.py on 2026-11-29 (its grid now the former one over the held clock, the
-# same NVIDIA products) picks 0.70 / NVIDIA_SUSTAINED_CLOCK with KERNEL_GAP_S 4 us and
-# POWER_CLOCK_EXPONENT 1/3 on this build (calibration median / p90 6.5% / 17.0% against
-# 6.0% / 19.1% at the constants kept), as the former grid does on the build before the split:
-# the three constants were last fitted before later model changes; that refit is its own change.
+# same NVIDIA products) picked 0.70 / NVIDIA_SUSTAINED_CLOCK with KERNEL_GAP_S 4 us and
+# POWER_CLOCK_EXPONENT 1/3 right after the split (calibration 6.5% / 17.0% against 6.0% /
+# 19.1% kept); after NeMo's bf16 gradient default (framework_defaults NEMO_DTYPES) it picks
+# this SUSTAINED_TENSOR with KERNEL_GAP_S 32 us and POWER_CLOCK_EXPONENT 0.5 (6.6% / 16.8%;
+# held-out at it 10.6% / 24.7% against 7.4% / 20.3% kept). Not adopted: README, "The refit".
 SUSTAINED_TENSOR = 0.75 / NVIDIA_SUSTAINED_CLOCK
 # Idle time per kernel on the critical path (launch latency, tail of the previous kernel,
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch

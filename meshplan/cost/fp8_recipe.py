@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..specs.hardware import vendor_of
 from ..specs.workload import normalise_fp8_recipe as normalise
 
 BF16 = 2.0  # bytes of a 16-bit element
@@ -87,7 +88,6 @@ NO_FP8 = ("volta", "ampere")
 # - check_mxfp8_support accepts gfx95x (CDNA4: MI350X, MI355X; CDNA4 has MXFP8 matrix
 #   instructions, AMD CDNA4 ISA) and only while the environment switch ROCM_MXFP8_ENV is set
 #   ("MXFP8 support is not enabled." when it is "0" or unset); gfx94x (CDNA3) has none.
-ROCM_GENERATIONS = ("cdna2", "cdna3", "cdna4")
 MX_GENERATIONS = ("blackwell", "cdna4")
 ROCM_MXFP8_ENV = {"NVTE_ROCM_ENABLE_MXFP8": "1"}
 
@@ -150,7 +150,7 @@ def _family(generation: str) -> str:
     "CDNA3")."""
     if not generation:
         return "this GPU"
-    return generation.upper() if generation.startswith("cdna") else generation.capitalize()
+    return generation.upper() if vendor_of(generation) == "amd" else generation.capitalize()
 
 
 def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Recipe | None:
@@ -158,7 +158,7 @@ def resolve(precision: str, recipe: str, engine: str, generation: str) -> Fp8Rec
     if precision != "fp8" or generation in NO_FP8:
         return None
     name = normalise(recipe) or default_recipe(engine, generation)
-    rocm = generation in ROCM_GENERATIONS
+    rocm = vendor_of(generation) == "amd"
     ok = (["delayed", "cs", "tensorwise", "rowwise"] + ([] if rocm else ["blockwise"])
           + (["mx"] if generation in MX_GENERATIONS else []))
     runs = ", ".join(ok[:-1]) + " or " + ok[-1]
@@ -178,7 +178,7 @@ def launch_env(precision: str, recipe: str, engine: str, generation: str) -> dic
     """Environment a Transformer Engine job needs for its FP8 recipe to run at all: ROCm TE's
     MXFP8 switch (ROCM_MXFP8_ENV) for mx on an AMD part; {} otherwise."""
     r = resolve(precision, recipe, engine, generation)
-    if r is not None and r.name == "mx" and generation in ROCM_GENERATIONS:
+    if r is not None and r.name == "mx" and vendor_of(generation) == "amd":
         return dict(ROCM_MXFP8_ENV)
     return {}
 

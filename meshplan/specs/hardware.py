@@ -19,6 +19,12 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 FULL_MESH_GENERATIONS = ("cdna3", "cdna4")
 
 
+def vendor_of(generation: str) -> str:
+    """"amd" for a kernel-efficiency generation of AMD Instinct parts (CDNA, run through ROCm),
+    else "nvidia": the one rule every AMD-specific path reads."""
+    return "amd" if generation.startswith("cdna") else "nvidia"
+
+
 @dataclass(frozen=True)
 class GPU:
     """One accelerator type with its usual node. Datasheet numbers (see catalog/gpus.py)."""
@@ -65,8 +71,7 @@ class GPU:
 
     @property
     def vendor(self) -> str:
-        """"amd" for AMD Instinct parts (the CDNA generations), else "nvidia"."""
-        return "amd" if self.generation.startswith("cdna") else "nvidia"
+        return vendor_of(self.generation)
 
 
 @dataclass(frozen=True)
