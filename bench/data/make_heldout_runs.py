@@ -1140,7 +1140,10 @@ for size, a, h, l, pp, n, gbs, mb, vp, t_full, t_sel in [
                         "the paper overlaps the backward all-reduce with the weight-gradient GEMM (sec. 6.2), no forward overlap; "
                         "tp_comm_overlap 0: Megatron-LM's GEMM-communication overlap (--tp-comm-overlap, Transformer Engine "
                         "userbuffers) first appears in megatron/arguments.py at NVIDIA/Megatron-LM 116ffddc58 (2023-10-23), after "
-                        "the paper (the partial backward overlap it describes is not credited); " + KORT_ATTN),
+                        "the paper; the backward overlap the paper describes is Megatron-LM's asynchronous input-gradient all-reduce "
+                        "(reduce-scatter with sequence parallelism) beside the weight-gradient GEMM (megatron/mpu/layers.py "
+                        "LinearWithGradAccumulationAndAsyncCommunication at d898a8991d, 2022-05-25), which the engine model "
+                        "credits without the flag (cost/layer.py megatron_async_dgrad); " + KORT_ATTN),
             attention_kernel='unfused')
 # the 530B model at 8-way data parallelism (sec. 6.3 text)
 add(source=KORT.format(x='; sec. 6.3 text: the 530B model at 8-way data parallelism'), trust='A',

@@ -57,6 +57,10 @@ class LayerCost:
     hw_flops: float  # executed, recomputation included
 
     fwd_exposed_s: float  # part of the exposed communication inside the forward pass
+    # part of the hidden TP communication issued as plain NCCL calls beside the backward's
+    # GEMMs (Megatron's asynchronous column-parallel collectives, megatron_async_dgrad), not
+    # by TP-overlap kernels: it slows compute at collective_contention
+    tp_nccl_hidden_s: float = 0.0
 
     @property
     def exposed_s(self) -> float:
@@ -67,7 +71,7 @@ class LayerCost:
         """Compute slowdown beside this layer's hidden communication (efficiency.py): TP
         overlap kernels at overlap_contention, the rest (CP ring, EP all-to-all: NCCL) at
         collective_contention."""
-        tp_hidden = self.tp_wire_s - self.tp_exposed_s
+        tp_hidden = self.tp_wire_s - self.tp_exposed_s - self.tp_nccl_hidden_s
         return (NETWORK.overlap_contention * tp_hidden
                 + NETWORK.collective_contention * (self.hidden_comm_s - tp_hidden))
 
@@ -98,6 +102,39 @@ def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
 
 
 MEGATRON_ENGINES = ("megatron", "nemo")
+
+# The column-parallel linears of a layer (Megatron's ColumnParallelLinear: the QKV projection,
+# the MLP's first linear, a shared expert's first linear): their backward ends in the layer's
+# TP collective of the input gradient.
+COLUMN_PARALLEL = ("qkv", "mlp_fc1", "shared_fc1")
+
+
+def megatron_async_dgrad(cluster: Cluster, p: Placement, dev, ops: LayerOps,
+                         sp: bool) -> tuple[float, float]:
+    """(extra wire, hidden) seconds of one backward pass's TP collectives that Megatron-LM
+    issues asynchronously beside the GEMMs of its column-parallel linears when TP overlap
+    (userbuffers) is off. LinearWithGradAccumulationAndAsyncCommunication.backward
+    (NVIDIA/Megatron-LM megatron/mpu/layers.py at d898a8991d, 2022-05-25, the merge of
+    sequence parallelism; megatron/core/tensor_parallel/layers.py at d98e8a64dd, 2026-08,
+    the same steps): without sequence parallelism the input gradient's all-reduce is
+    launched with async_op=True and waited for only after the weight-gradient GEMM
+    (added 2021-08-30 in cf7efd4f5a as an opt-in flag, on by default since 3f65246911,
+    2021-09-02: --no-async-tensor-model-parallel-allreduce turns it off);
+    with it, the forward's all-gather of the layer input is repeated (async) under the
+    input-gradient GEMM and the input gradient's reduce-scatter runs (async) under the
+    weight-gradient GEMM. Each collective hides up to the time of the GEMM it runs beside;
+    the row-parallel linears' backward collectives (all-gathers of the output gradient under
+    sequence parallelism) stay blocking. Korthikanti et al. 2022 (arXiv 2205.05198) sec. 6.2
+    name this overlap as why full recomputation costs 39%, not 33%, of a 22B layer.
+    Runs of Megatron-LM before 2021-09 (Shoeybi et al. 2019, Narayanan et al. 2021) had all
+    these collectives blocking; the runs schema cannot say so, and they are charged this too."""
+    mms = [mm for mm in ops.matmuls if mm.name in COLUMN_PARALLEL]
+    times = [matmul_s(dev, mm) for mm in mms]
+    if sp:
+        ag = all_gather_s(cluster, p, ops.tp_buffer_bytes)  # reduce-scatter: the same time
+        return len(mms) * ag, sum(min(ag, t[1]) + min(ag, t[2]) for t in times)
+    ar = all_reduce_s(cluster, p, ops.tp_buffer_bytes)
+    return 0.0, sum(min(ar, t[2]) for t in times)
 
 # JAX engines (MaxText, Pax) recompute a checkpointed layer by tracing its forward again inside
 # the backward, and only what the backward reads is kept: "any residuals consumed on the
@@ -231,14 +268,15 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     return LayerCost(
         fwd_compute_s=t.fwd_s, bwd_input_compute_s=t.bwd_input_s,
         bwd_weight_compute_s=t.bwd_weight_s, recompute_s=c.rc,
-        tp_wire_s=tp_wire, tp_exposed_s=tp_wire - tp_hidden,
+        tp_wire_s=tp_wire, tp_exposed_s=tp_wire - tp_hidden, tp_nccl_hidden_s=c.tp_async,
         cp_wire_s=c.cp_wire, cp_exposed_s=c.cp_wire - c.cp_hidden,
         ep_wire_s=ep_wire, ep_exposed_s=ep_wire - ep_hidden,
         hidden_comm_s=tp_hidden + c.cp_hidden + ep_hidden,
         saved_bytes=c.saved, working_bytes=c.working,
         params=ops.params, expert_params=ops.expert_params,
         model_flops=c.model_flops, hw_flops=c.hw_flops,
-        fwd_exposed_s=(tp_wire - gather - tp_hidden) / passes + ep_fwd + c.cp_fwd_exposed
+        fwd_exposed_s=(tp_wire - gather - c.regather - (tp_hidden - c.tp_async)) / passes
+        + ep_fwd + c.cp_fwd_exposed
         + gather)
 
 
@@ -261,6 +299,8 @@ class LayerCore(NamedTuple):
     cp_fwd_exposed: float
     model_flops: float
     hw_flops: float
+    regather: float = 0.0  # backward-only TP wire (megatron_async_dgrad)
+    tp_async: float = 0.0  # its hidden part, also in tp_hidden
 
 
 @lru_cache(maxsize=1 << 15)
@@ -343,6 +383,14 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     # the next op needs the whole reduced tensor, so it stays on the critical path
     # (Shoeybi et al. 2019, the 'g' all-reduce of the MLP and attention blocks).
     tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap and shard.sp else 0.0
+    # Without those kernels Megatron still hides the backward collectives of its
+    # column-parallel linears behind their own GEMMs (megatron_async_dgrad).
+    regather = tp_async = 0.0
+    if (engine in MEGATRON_ENGINES and not (tp_overlap and shard.sp) and tp_place.size > 1
+            and kind in ("dense", "moe") and ops.tp_collectives):
+        regather, tp_async = megatron_async_dgrad(cluster, tp_place, dev, ops, shard.sp)
+        tp_wire += regather
+        tp_hidden = tp_async
     # CP ring: (cp-1) K/V blocks forward, K/V plus their gradients backward, each step
     # overlapped with the attention block it feeds; Ulysses all-to-all is not overlapped.
     cp_wire = cp_hidden = cp_fwd_exposed = 0.0
@@ -376,7 +424,8 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     elif recompute == "selective":
         hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
     return LayerCore(ops, dev, t, rc, passes, saved, working, ep_again, tp_wire, tp_hidden,
-                     gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops)
+                     gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops,
+                     regather, tp_async)
 
 
 def _ep_times(model: ModelSpec, cluster: Cluster, c: LayerCore, place: Placement,
