@@ -23,6 +23,16 @@ Bucket sizes, per engine:
   more).
 At 8 GPUs the tail is a few milliseconds; over hundreds of nodes Megatron's bucket grows
 with dp and its reduce-scatter over the NICs takes tens of milliseconds.
+
+Megatron-Core never splits a parameter between buckets: walking the parameters in reverse
+(backward) order it closes a bucket at the first parameter boundary where the bucket holds at
+least ``bucket_size`` elements (param_and_grad_buffer.py, _ParamAndGradBuffer.__init__: "if
+(param_end_index - bucket_start_index) >= bucket_size: _update_bucket_metadata"). The rank's
+first parameter, the word embedding on the first pipeline stage, is therefore in the last
+bucket whole: the tail holds at least vocab x hidden / tp parameters (``first_param``). The
+MLPerf v5.1 Llama 3.1 8B logs print it: "Params for bucket 2 (525336576 elements" = 128256 x
+4096 (mlcommons/training_results_v5.1 Verda/results/b200_8x8_ngc25.09/llama31_8b/result_0.txt).
+
 """
 
 from __future__ import annotations
@@ -32,11 +42,19 @@ MEGATRON_BUCKET_PER_DP_PARAMS = 1_000_000
 TORCH_DDP_BUCKET_BYTES = 25 * 2**20  # bucket_cap_mb default
 
 
+def megatron_bucket_size(n_dp: int) -> float:
+    """Megatron-Core's default bucket_size, in parameters, for a data-parallel (x context
+    parallel) group of ``n_dp`` ranks."""
+    return max(MEGATRON_BUCKET_FLOOR_PARAMS, MEGATRON_BUCKET_PER_DP_PARAMS * n_dp)
+
+
 def bucket_params(engine_megatron: bool, zero: int, n_dp: int, chunk_params: float,
-                  layer_params: float, grad_bytes: float) -> float:
-    """Parameters in the last (unhideable) bucket of one rank's data-parallel reduction."""
+                  layer_params: float, grad_bytes: float, first_param: float = 0.0) -> float:
+    """Parameters in the last (unhideable) bucket of one rank's data-parallel reduction.
+    ``first_param``: the rank's first parameter in model order where it is large (the word
+    embedding on the first stage); Megatron-Core keeps it whole in the last bucket."""
     if engine_megatron:
-        b = max(MEGATRON_BUCKET_FLOOR_PARAMS, MEGATRON_BUCKET_PER_DP_PARAMS * n_dp)
+        b = max(megatron_bucket_size(n_dp), first_param)
     else:
         b = TORCH_DDP_BUCKET_BYTES / grad_bytes
     if zero >= 2:  # a unit is a whole layer, and no smaller than the engine's bucket

@@ -428,10 +428,13 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         fwd_win = agg(rs, "fwd_compute_s")
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
         n_layers = sum(rs[i] for i in (0, 1, 4, 5)) or 1
-        tail = bucket_params(workload.framework in MEGATRON_ENGINES, plan.zero,
-                             plan.dp * plan.cp, rank_params[r_star] / nv,
-                             rank_params[r_star] / n_layers,
-                             workload.grad_buffer_bytes)
+        megatron = workload.framework in MEGATRON_ENGINES
+        # the rank's embedding (first parameter of stage 0) ends the last bucket whole
+        # (dp_tail.py)
+        emb_p = kinds[2].params if rs[2] else 0.0
+        tail = bucket_params(megatron, plan.zero, plan.dp * plan.cp, rank_params[r_star] / nv,
+                             rank_params[r_star] / n_layers, workload.grad_buffer_bytes,
+                             emb_p)
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
             workload.framework, workload.precision, workload.grad_buffer_bytes, tail,
