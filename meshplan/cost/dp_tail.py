@@ -33,6 +33,12 @@ bucket whole: the tail holds at least vocab x hidden / tp parameters (``first_pa
 MLPerf v5.1 Llama 3.1 8B logs print it: "Params for bucket 2 (525336576 elements" = 128256 x
 4096 (mlcommons/training_results_v5.1 Verda/results/b200_8x8_ngc25.09/llama31_8b/result_0.txt).
 
+The same walk sets how many collectives a step issues: one reduce-scatter per bucket as its
+gradients are ready (_ParamAndGradBucketGroup.start_grad_sync) and one all-gather per bucket,
+each dispatched when the previous bucket's is waited on in the forward pre-hook
+(finish_param_sync: "next_param_gather_bucket_group.start_param_sync()"). Every call pays
+NCCL's ring latency, n - 1 steps (cost/collectives.py, NCCL tuning.cc), so at hundreds of
+ranks the bucket count matters as much as the bytes (``megatron_bucket_count``).
 """
 
 from __future__ import annotations
@@ -60,3 +66,34 @@ def bucket_params(engine_megatron: bool, zero: int, n_dp: int, chunk_params: flo
     if zero >= 2:  # a unit is a whole layer, and no smaller than the engine's bucket
         b = max(b, layer_params)
     return min(b, chunk_params)
+
+
+def megatron_bucket_count(n_dp: int, layers: int, layer_params: float,
+                          vocab_matrices: tuple[float, ...] = (), vpp: int = 1,
+                          separate_vocab_buffer: bool = False,
+                          bucket_size: float | None = None) -> int:
+    """Buckets (so reduce-scatters, and all-gathers) of one rank's non-expert parameters in
+    one step under Megatron-Core's DDP, from the walk above at layer granularity: a bucket
+    closes after ceil(bucket_size / layer_params) layers, and an embedding or output matrix
+    at least bucket_size large closes one of its own. The real walk closes buckets mid-layer,
+    so it can count one more per buffer. ``separate_vocab_buffer``: the layers' weights are
+    FP8 parameters (fp8_param_gather), so the 16-bit embedding / output matrices sit in a
+    buffer, and buckets, of their own (_allocate_buffers_for_parameters groups parameters by
+    dtype). With interleaving only the first model chunk is bucketed; each other chunk is
+    one bucket (training.py: ``disable_bucketing = model_chunk_idx > 0``). ``layers``: the
+    rank's layers over all its chunks; ``vocab_matrices``: the sizes of its embedding /
+    output matrices in the first chunk; ``bucket_size``: Megatron-Core's default if None."""
+    b = megatron_bucket_size(n_dp) if bucket_size is None else bucket_size
+    chunk_layers = -(-max(layers, 0) // max(vpp, 1))
+    per_bucket = max(1, -(-int(b) // max(int(layer_params), 1)))
+    n = -(-chunk_layers // per_bucket) if chunk_layers else 0
+    if separate_vocab_buffer:
+        acc = 0.0
+        for v in vocab_matrices:
+            acc += v
+            if acc >= b:
+                n, acc = n + 1, 0.0
+        n += 1 if acc > 0 else 0
+    else:
+        n += sum(1 for v in vocab_matrices if v >= b)
+    return max(1, n + max(vpp, 1) - 1)

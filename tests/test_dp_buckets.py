@@ -1,0 +1,55 @@
+"""Megatron-Core DDP issues one reduce-scatter and one all-gather per bucket (cost/dp_tail.py
+megatron_bucket_count), and each call pays NCCL's ring latency (cost/step.py _dp_comm)."""
+
+import pytest
+
+from meshplan.cost.collectives import all_gather_s
+from meshplan.cost.dp_tail import megatron_bucket_count
+from meshplan.cost.step import _dp_comm, placements
+from meshplan.plan import Plan
+from meshplan.scenario import make_cluster
+
+# Llama 3.1 8B at tp 1: one layer's weights (fused QKV 4096 x 6144, proj 4096 x 4096, fc1
+# 4096 x 28672, fc2 14336 x 4096) and its two norms; the embedding / output matrix.
+LAYER = 4096 * 6144 + 4096 * 4096 + 4096 * 28672 + 14336 * 4096 + 2 * 4096
+VOCAB = 128256 * 4096
+
+
+@pytest.mark.parametrize("bucket_size, printed", [
+    # mlcommons/training_results_v5.1 441d65f, rank-0 DDP log ("Number of buckets for gradient
+    # all-reduce / reduce-scatter"), bf16 buffer + fp8 buffer:
+    (134217728, 2 + 33),  # Verda/results/b200_8x8_ngc25.09/llama31_8b/result_0.txt
+    (768000000, 1 + 9),   # Oracle/results/8xBM.GPU.B200.8/llama31_8b/result_0.txt
+])
+def test_bucket_count_matches_the_printed_layout(bucket_size, printed):
+    """Layer granularity misses the walk's mid-layer closes: at most one bucket per buffer."""
+    n = megatron_bucket_count(32, 32, LAYER, (VOCAB, VOCAB), 1, separate_vocab_buffer=True,
+                              bucket_size=bucket_size)
+    assert printed - 2 <= n <= printed
+
+
+def test_default_bucket_size_and_interleaving():
+    # Megatron-Core's default bucket_size max(40M, 1M x dp): 256M at dp 256 -> 2 layers a bucket
+    assert megatron_bucket_count(256, 32, LAYER) == 16
+    # only the first of 4 model chunks is bucketed; the other three are one bucket each
+    assert megatron_bucket_count(256, 32, LAYER, vpp=4) == 4 + 3
+
+
+def test_each_bucket_pays_the_ring_latency():
+    """NCCL's ring latency per call (src/graph/tuning.cc: (nsteps - nInterSteps) x intraLat +
+    nInterSteps x interLat; all-gather / reduce-scatter nsteps = n - 1, nInterSteps = nodes - 1;
+    hwLat Ring NVLink / network: LL128 1.9 / 4.0 us, Simple 3.4 / 9.6 us): 35 buckets over 256
+    ranks on 32 nodes add 34 calls' latency to each of the reduce-scatter and the all-gather,
+    at least LL128's (NCCL picks the cheaper protocol per call) and at most Simple's plus its
+    pipeline fill."""
+    c = make_cluster(gpu="B200", num_gpus=256)
+    plan = Plan(dp=128, cp=2, micro_batch=1)
+    pl = placements(plan, c)
+    place = pl.get("dp_shard", pl["dp"])
+    assert (place.size, place.nodes) == (256, 32)
+    params = 8.03e9
+    one = _dp_comm(plan, c, pl, params, 0.0, 1, 1.0, 1.0, "megatron", "fp8", 2.0)[0]
+    many = _dp_comm(plan, c, pl, params, 0.0, 1, 1.0, 1.0, "megatron", "fp8", 2.0, calls=35)[0]
+    ll128 = (256 - 32) * 1.9e-6 + (32 - 1) * 4.0e-6
+    simple = (256 - 32) * 3.4e-6 + (32 - 1) * 9.6e-6
+    assert 2 * 34 * ll128 <= many - one <= 2 * 34 * (simple + all_gather_s(c, place, 1.0))
