@@ -4,10 +4,11 @@ megatron_bucket_count), and each call pays NCCL's ring latency (cost/step.py _dp
 import pytest
 
 from meshplan.cost.collectives import all_gather_s
-from meshplan.cost.dp_tail import megatron_bucket_count
+from meshplan.cost.dp_tail import dense_layer_tensors, megatron_bucket_count
 from meshplan.cost.step import _dp_comm, placements
 from meshplan.plan import Plan
 from meshplan.scenario import make_cluster
+from meshplan.specs.catalog.presets import preset
 
 # Llama 3.1 8B at tp 1: one layer's weights (fused QKV 4096 x 6144, proj 4096 x 4096, fc1
 # 4096 x 28672, fc2 14336 x 4096) and its two norms; the embedding / output matrix.
@@ -22,15 +23,48 @@ VOCAB = 128256 * 4096
     (768000000, 1 + 9),   # Oracle/results/8xBM.GPU.B200.8/llama31_8b/result_0.txt
 ])
 def test_bucket_count_matches_the_printed_layout(bucket_size, printed):
-    """Layer granularity misses the walk's mid-layer closes: at most one bucket per buffer."""
+    tensors = dense_layer_tensors(preset("llama3.1-8b"), 1)
+    assert sum(t for t, _ in tensors) == LAYER
+    assert megatron_bucket_count(32, 32, LAYER, (VOCAB, VOCAB), 1, separate_vocab_buffer=True,
+                                 bucket_size=bucket_size, layer_tensors=tensors) == printed
+    # at layer granularity (a layer the tensor list does not describe) at most one fewer
+    # per buffer: the walk closes buckets mid-layer
     n = megatron_bucket_count(32, 32, LAYER, (VOCAB, VOCAB), 1, separate_vocab_buffer=True,
                               bucket_size=bucket_size)
     assert printed - 2 <= n <= printed
 
 
+def test_a_tiny_bucket_size_makes_every_parameter_a_bucket():
+    """Cisco's MLPerf v5.1 Llama 3.1 8B code passes conf/custom.yaml's default bucket_size 64
+    to DistributedDataParallelConfig: each of the 6 tensors of the 32 layers (TE: norm fused
+    into QKV and fc1) and the embedding and output matrices closes a bucket of its own (the
+    final norm, not in the list, would be one more)."""
+    tensors = dense_layer_tensors(preset("llama3.1-8b"), 1)
+    assert len(tensors) == 6
+    assert megatron_bucket_count(64, 32, LAYER, (VOCAB, VOCAB), 1, separate_vocab_buffer=True,
+                                 bucket_size=64, layer_tensors=tensors) == 32 * 6 + 2
+
+
+def test_the_bucket_size_column_is_read_and_checked():
+    from meshplan.errors import InputError
+    from meshplan.specs.workload import Workload
+    from meshplan.validate import prepare
+    row = {"model": "Llama 3.1 8B", "layers": "32", "hidden": "4096", "heads": "32",
+           "kv_heads": "8", "ffn": "14336", "vocab": "128256", "seq_len": "8192",
+           "global_batch_seqs": "64", "gpu": "H100-SXM-80GB", "num_gpus": "64",
+           "precision": "fp8", "framework": "nemo", "ddp_bucket_size": "64"}
+    assert prepare(row).workload.ddp_bucket_size == 64
+    assert prepare(dict(row, ddp_bucket_size="")).workload.ddp_bucket_size == 0
+    with pytest.raises(InputError, match="ddp_bucket_size"):
+        prepare(dict(row, ddp_bucket_size="-1"))
+    with pytest.raises(InputError, match="ddp_bucket_size"):
+        Workload(8192, 64, ddp_bucket_size=-5)
+
+
 def test_default_bucket_size_and_interleaving():
     # Megatron-Core's default bucket_size max(40M, 1M x dp): 256M at dp 256 -> 2 layers a bucket
     assert megatron_bucket_count(256, 32, LAYER) == 16
+    assert megatron_bucket_count(256, 32, LAYER, bucket_size=LAYER) == 32
     # only the first of 4 model chunks is bucketed; the other three are one bucket each
     assert megatron_bucket_count(256, 32, LAYER, vpp=4) == 4 + 3
 

@@ -30,6 +30,10 @@ cols += ['compiled_loss']  # optional: 1 where torchtitan compiled its loss (--t
 # optional: 1 where the run keeps its linear weights in FP8 and all-gathers them in FP8 (Megatron-Core fp8_param_gather,
 # NeMo fp8_params with its distributed optimizer, torchao enable_fsdp_float8_all_gather: cost/param_gather.py)
 cols += ['fp8_param_gather']
+# optional: Megatron-Core DistributedDataParallelConfig.bucket_size (parameters per DDP bucket) where the run sets one
+# (printed in the logs' DDP config line, or the config script / conf/custom.yaml default); blank = the engine's
+# default (cost/dp_tail.py)
+cols += ['ddp_bucket_size']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -1807,6 +1811,13 @@ ML8_NV = [
   'FULL_CUDA_GRAPH=0, MCORE_CUDA_GRAPH=0: no CUDA graphs, unlike the other B300 row); system json: 1 x 8 '
   'B300-SXM-270GB (Blackwell Ultra), air-cooled'),
 ]
+# DDP bucket_size (parameters): printed in the DistributedDataParallelConfig line of the logs, or for the University of
+# Florida runs (no config dump) conf/custom.yaml's default 'bucket_size: ${oc.env:BUCKET_SIZE,134217728}' of its
+# b200_nemo code, whose config_common_8b.sh (unlike NVIDIA's, BUCKET_SIZE=768000000) sets none
+ML8_BUCKET = {'Verda/results/b200_8x8_ngc25.09': (134217728, 'printed'),
+              'Dell/results/2xXE9685Lx8B200-SXM-180GB': (768000000, 'printed'),
+              'Dell/results/1xXE9780x8B300-SXM-270GB': (134217728, 'printed'),
+              'Supermicro/results/AS-8126GS-NB3RT': (134217728, 'printed')}
 for (rdir, cfg, gpu, nodes, gbs, mbs, cp, step_s, n, per_run, cc_s, trust, note) in ML8_NV:
     gpus = nodes * 8
     dp = gpus // cp
@@ -1817,13 +1828,17 @@ for (rdir, cfg, gpu, nodes, gbs, mbs, cp, step_s, n, per_run, cc_s, trust, note)
         trust=trust, **L8_31, seq_len=8192, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu, num_gpus=gpus, tp=1, pp=1,
         vpp=1, dp=dp, cp=cp, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='none', precision='fp8',
         framework='nemo', fp8_recipe='cs', tp_comm_overlap=0, grad_reduce_dtype='bf16', fp8_param_gather=1,
+        ddp_bucket_size=ML8_BUCKET.get(rdir, (134217728, ''))[0],
         measured_tokens_per_s_per_gpu=round(gbs * 8192 / step_s / gpus, 1), measured_step_time_s=step_s, oom=0,
         derivation=(f"tokens/s/GPU = GBS {gbs} x 8192 tokens / {step_s} s / {gpus} GPUs; {step_s} s = median of the {n} "
                     f"per-block 'tracked_stats' train_step_time values (mlperf_common callbacks/logging.py) in the 10 "
                     f"logs (per-log medians {per_run} s; the per-32-step custom_callbacks values give {cc_s} s). "
                     f"Logged: global_batch_size {gbs}, gradient_accumulation_steps 1, max_sequence_length 8192; "
                     f"{nodes} node(s) x 8 {gpu}, CP {cp}, micro batch {mbs} -> DP {dp} (GBS = DP x {mbs}). {note}. "
-                    + ML8_ENGINE))
+                    + ML8_ENGINE + "; ddp_bucket_size " + (
+                        f"{ML8_BUCKET[rdir][0]}: DistributedDataParallelConfig(bucket_size=...) as the logs print it"
+                        if rdir in ML8_BUCKET else
+                        "134217728: b200_nemo/conf/custom.yaml default (BUCKET_SIZE not set by the config scripts)")))
 # AMD-code runs: (results dir, implementation dir, gpu, samples/s median, n values, per-log medians, trust, note)
 ML8_AMD = [
  ('Dell/results/XE9785L_8xMI355X', 'Dell/benchmarks/llama31_8b/implementations/AMD (config_MI355X_1x8x1_8b.sh, '

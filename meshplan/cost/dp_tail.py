@@ -43,6 +43,8 @@ ranks the bucket count matters as much as the bytes (``megatron_bucket_count``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 MEGATRON_BUCKET_FLOOR_PARAMS = 40_000_000  # DistributedDataParallelConfig.bucket_size default
 MEGATRON_BUCKET_PER_DP_PARAMS = 1_000_000
 TORCH_DDP_BUCKET_BYTES = 25 * 2**20  # bucket_cap_mb default
@@ -55,12 +57,15 @@ def megatron_bucket_size(n_dp: int) -> float:
 
 
 def bucket_params(engine_megatron: bool, zero: int, n_dp: int, chunk_params: float,
-                  layer_params: float, grad_bytes: float, first_param: float = 0.0) -> float:
+                  layer_params: float, grad_bytes: float, first_param: float = 0.0,
+                  bucket_size: float | None = None) -> float:
     """Parameters in the last (unhideable) bucket of one rank's data-parallel reduction.
     ``first_param``: the rank's first parameter in model order where it is large (the word
-    embedding on the first stage); Megatron-Core keeps it whole in the last bucket."""
+    embedding on the first stage); Megatron-Core keeps it whole in the last bucket.
+    ``bucket_size``: the run's Megatron-Core bucket_size where it sets one."""
     if engine_megatron:
-        b = max(megatron_bucket_size(n_dp), first_param)
+        b = max(megatron_bucket_size(n_dp) if bucket_size is None else bucket_size,
+                first_param)
     else:
         b = TORCH_DDP_BUCKET_BYTES / grad_bytes
     if zero >= 2:  # a unit is a whole layer, and no smaller than the engine's bucket
@@ -68,32 +73,75 @@ def bucket_params(engine_megatron: bool, zero: int, n_dp: int, chunk_params: flo
     return min(b, chunk_params)
 
 
+def dense_layer_tensors(model, tp: int) -> tuple[tuple[float, bool], ...] | None:
+    """(elements on one rank, is a linear weight) of each parameter tensor of one dense
+    transformer layer in the order Megatron-Core registers them (Transformer Engine modules:
+    the attention norm fused into the QKV linear, QKV, output projection, the MLP norm fused
+    into fc1, fc1, fc2, with their biases); None for a layer the list does not describe (MLA,
+    parallel blocks, extra norms, QK norms), counted at layer granularity instead."""
+    if (model.is_mla or model.parallel_block or model.extra_layer_norms or model.qk_norm
+            or model.attention_sinks):
+        return None
+    h = model.hidden
+    qkv = model.q_dim + 2 * model.kv_dim
+    norm = [(float(h), False)] * (2 if model.norm == "layernorm" else
+                                  0 if model.norm == "layernorm_noparams" else 1)
+    bias = model.linear_bias
+    out = list(norm) + [(h * qkv / tp, True)]
+    if bias or model.qkv_bias:
+        out.append((qkv / tp, False))
+    out.append((model.attn_out_dim * h / tp, True))
+    if bias or model.o_bias:
+        out.append((float(h), False))
+    out += list(norm)
+    m = model.mlp_matrices
+    out.append(((m - 1) * h * model.ffn / tp, True))
+    if bias:
+        out.append(((m - 1) * model.ffn / tp, False))
+    out.append((h * model.ffn / tp, True))
+    if bias:
+        out.append((float(h), False))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _walk(tensors: tuple[float, ...], b: float) -> int:
+    """Buckets Megatron-Core's walk makes over ``tensors`` (in backward order)."""
+    n, acc = 0, 0.0
+    for t in tensors:
+        acc += t
+        if acc >= b:
+            n, acc = n + 1, 0.0
+    return n + (1 if acc > 0 else 0)
+
+
 def megatron_bucket_count(n_dp: int, layers: int, layer_params: float,
                           vocab_matrices: tuple[float, ...] = (), vpp: int = 1,
                           separate_vocab_buffer: bool = False,
-                          bucket_size: float | None = None) -> int:
+                          bucket_size: float | None = None,
+                          layer_tensors: tuple[tuple[float, bool], ...] | None = None) -> int:
     """Buckets (so reduce-scatters, and all-gathers) of one rank's non-expert parameters in
-    one step under Megatron-Core's DDP, from the walk above at layer granularity: a bucket
-    closes after ceil(bucket_size / layer_params) layers, and an embedding or output matrix
-    at least bucket_size large closes one of its own. The real walk closes buckets mid-layer,
-    so it can count one more per buffer. ``separate_vocab_buffer``: the layers' weights are
-    FP8 parameters (fp8_param_gather), so the 16-bit embedding / output matrices sit in a
-    buffer, and buckets, of their own (_allocate_buffers_for_parameters groups parameters by
-    dtype). With interleaving only the first model chunk is bucketed; each other chunk is
-    one bucket (training.py: ``disable_bucketing = model_chunk_idx > 0``). ``layers``: the
-    rank's layers over all its chunks; ``vocab_matrices``: the sizes of its embedding /
-    output matrices in the first chunk; ``bucket_size``: Megatron-Core's default if None."""
+    one step under Megatron-Core's DDP: the walk above over the first model chunk's
+    parameters in backward order, per tensor where ``layer_tensors``
+    (dense_layer_tensors) lists a layer's, else per layer of ``layer_params``.
+    ``separate_vocab_buffer``: the layers' linear weights are FP8 parameters
+    (fp8_param_gather), so the 16-bit tensors (embedding / output matrices, norms, biases)
+    sit in a buffer, and buckets, of their own (_allocate_buffers_for_parameters groups
+    parameters by dtype). With interleaving only the first model chunk is bucketed; each
+    other chunk is one bucket (training.py: ``disable_bucketing = model_chunk_idx > 0``).
+    ``layers``: the rank's layers over all its chunks; ``vocab_matrices``: the sizes of its
+    embedding / output matrices in the first chunk; ``bucket_size``: Megatron-Core's default
+    (megatron_bucket_size) if None, else the run's DistributedDataParallelConfig.bucket_size."""
     b = megatron_bucket_size(n_dp) if bucket_size is None else bucket_size
     chunk_layers = -(-max(layers, 0) // max(vpp, 1))
-    per_bucket = max(1, -(-int(b) // max(int(layer_params), 1)))
-    n = -(-chunk_layers // per_bucket) if chunk_layers else 0
+    per_layer = layer_tensors or ((float(max(layer_params, 1.0)), True),)
+    body = list(reversed(per_layer)) * chunk_layers
+    vocab = [float(v) for v in vocab_matrices]
     if separate_vocab_buffer:
-        acc = 0.0
-        for v in vocab_matrices:
-            acc += v
-            if acc >= b:
-                n, acc = n + 1, 0.0
-        n += 1 if acc > 0 else 0
+        n = (_walk(tuple(t for t, linear in body if linear), b)
+             + _walk(tuple([t for t, linear in body if not linear] + vocab), b))
     else:
-        n += sum(1 for v in vocab_matrices if v >= b)
+        # the output matrix comes first in backward order, the embedding last
+        order = vocab[1:] + [t for t, _ in body] + vocab[:1]
+        n = _walk(tuple(order), b)
     return max(1, n + max(vpp, 1) - 1)

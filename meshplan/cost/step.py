@@ -32,7 +32,7 @@ from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
 from .stragglers import straggler_s, straggler_units
-from .dp_tail import bucket_params, megatron_bucket_count
+from .dp_tail import bucket_params, dense_layer_tensors, megatron_bucket_count
 from .fsdp2_copies import fsdp2_copy_s
 from .param_gather import layer_gather_bytes, mean_gather_bytes
 
@@ -437,15 +437,18 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         # the rank's embedding (first parameter of stage 0) ends the last bucket whole, and
         # each bucket is one collective (dp_tail.py)
         emb_p = kinds[2].params if rs[2] else 0.0
+        bucket_size = workload.ddp_bucket_size or None
         tail = bucket_params(megatron, plan.zero, plan.dp * plan.cp, rank_params[r_star] / nv,
                              rank_params[r_star] / n_layers, workload.grad_buffer_bytes,
-                             emb_p)
+                             emb_p, bucket_size)
         calls = 1
         if megatron and plan.overlap_grad_reduce:  # no overlap: bucket_size None, one bucket
             vocab = tuple([emb_p] if rs[2] else []) + tuple(
                 [kinds[3].params] if rs[3] and nv == 1 else [])
-            calls = megatron_bucket_count(plan.dp * plan.cp, n_layers, layer_p / n_layers,
-                                          vocab, nv, workload.fp8_param_gather)
+            calls = megatron_bucket_count(
+                plan.dp * plan.cp, n_layers, layer_p / n_layers, vocab, nv,
+                workload.fp8_param_gather, bucket_size,
+                None if model.is_moe else dense_layer_tensors(model, plan.tp))
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
             workload.framework, workload.precision, workload.grad_buffer_bytes, tail,
