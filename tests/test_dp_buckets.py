@@ -1,10 +1,10 @@
 """Megatron-Core DDP issues one reduce-scatter and one all-gather per bucket (cost/dp_tail.py
-megatron_bucket_count), and each call pays NCCL's ring latency (cost/step.py _dp_comm)."""
+megatron_buckets), and each call pays NCCL's ring latency (cost/step.py _dp_comm)."""
 
 import pytest
 
 from meshplan.cost.collectives import all_gather_s
-from meshplan.cost.dp_tail import dense_layer_tensors, megatron_bucket_count
+from meshplan.cost.dp_tail import dense_layer_tensors, megatron_bucket_count, megatron_buckets
 from meshplan.cost.step import _dp_comm, placements
 from meshplan.plan import Plan
 from meshplan.scenario import make_cluster
@@ -32,6 +32,19 @@ def test_bucket_count_matches_the_printed_layout(bucket_size, printed):
     n = megatron_bucket_count(32, 32, LAYER, (VOCAB, VOCAB), 1, separate_vocab_buffer=True,
                               bucket_size=bucket_size)
     assert printed - 2 <= n <= printed
+
+
+def test_bucket_sizes_match_the_printed_layout():
+    """The same log prints each bucket's elements: fp8 buffer 176160768 (the last layer's fc2
+    and fc1), 31 x 218103808 (a layer's linear weights, across layer boundaries), 41943040
+    (the first layer's proj and QKV); bf16 buffer 525336576 (the output layer) and
+    525602816 (the 65 norms and the embedding)."""
+    tensors = dense_layer_tensors(preset("llama3.1-8b"), 1)
+    got = megatron_buckets(32, 32, LAYER, (VOCAB, VOCAB), 1, separate_vocab_buffer=True,
+                           bucket_size=134217728, layer_tensors=tensors)
+    fp8 = [x for x, kind in got if kind == "fp8"]
+    assert fp8 == [176160768] + [218103808] * 31 + [41943040]
+    assert [x for x, kind in got if kind == "16bit"] == [VOCAB, VOCAB + 64 * 4096]
 
 
 def test_a_tiny_bucket_size_makes_every_parameter_a_bucket():
@@ -83,7 +96,8 @@ def test_each_bucket_pays_the_ring_latency():
     assert (place.size, place.nodes) == (256, 32)
     params = 8.03e9
     one = _dp_comm(plan, c, pl, params, 0.0, 1, 1.0, 1.0, "megatron", "fp8", 2.0)[0]
-    many = _dp_comm(plan, c, pl, params, 0.0, 1, 1.0, 1.0, "megatron", "fp8", 2.0, calls=35)[0]
+    many = _dp_comm(plan, c, pl, params, 0.0, 1, 1.0, 1.0, "megatron", "fp8", 2.0,
+                    buckets=((1 / 35, 2.0),) * 35)[0]
     ll128 = (256 - 32) * 1.9e-6 + (32 - 1) * 4.0e-6
     simple = (256 - 32) * 3.4e-6 + (32 - 1) * 9.6e-6
     assert 2 * 34 * ll128 <= many - one <= 2 * 34 * (simple + all_gather_s(c, place, 1.0))

@@ -105,43 +105,56 @@ def dense_layer_tensors(model, tp: int) -> tuple[tuple[float, bool], ...] | None
 
 
 @lru_cache(maxsize=4096)
-def _walk(tensors: tuple[float, ...], b: float) -> int:
-    """Buckets Megatron-Core's walk makes over ``tensors`` (in backward order)."""
-    n, acc = 0, 0.0
+def _walk(tensors: tuple[float, ...], b: float) -> tuple[float, ...]:
+    """The buckets (their sizes) Megatron-Core's walk makes over ``tensors`` (in backward
+    order)."""
+    out, acc = [], 0.0
     for t in tensors:
         acc += t
         if acc >= b:
-            n, acc = n + 1, 0.0
-    return n + (1 if acc > 0 else 0)
+            out.append(acc)
+            acc = 0.0
+    return tuple(out + ([acc] if acc > 0 else []))
 
 
-def megatron_bucket_count(n_dp: int, layers: int, layer_params: float,
-                          vocab_matrices: tuple[float, ...] = (), vpp: int = 1,
-                          separate_vocab_buffer: bool = False,
-                          bucket_size: float | None = None,
-                          layer_tensors: tuple[tuple[float, bool], ...] | None = None) -> int:
-    """Buckets (so reduce-scatters, and all-gathers) of one rank's non-expert parameters in
-    one step under Megatron-Core's DDP: the walk above over the first model chunk's
-    parameters in backward order, per tensor where ``layer_tensors``
-    (dense_layer_tensors) lists a layer's, else per layer of ``layer_params``.
-    ``separate_vocab_buffer``: the layers' linear weights are FP8 parameters
-    (fp8_param_gather), so the 16-bit tensors (embedding / output matrices, norms, biases)
-    sit in a buffer, and buckets, of their own (_allocate_buffers_for_parameters groups
-    parameters by dtype). With interleaving only the first model chunk is bucketed; each
-    other chunk is one bucket (training.py: ``disable_bucketing = model_chunk_idx > 0``).
-    ``layers``: the rank's layers over all its chunks; ``vocab_matrices``: the sizes of its
-    embedding / output matrices in the first chunk; ``bucket_size``: Megatron-Core's default
-    (megatron_bucket_size) if None, else the run's DistributedDataParallelConfig.bucket_size."""
+def megatron_buckets(n_dp: int, layers: int, layer_params: float,
+                     vocab_matrices: tuple[float, ...] = (), vpp: int = 1,
+                     separate_vocab_buffer: bool = False, bucket_size: float | None = None,
+                     layer_tensors: tuple[tuple[float, bool], ...] | None = None
+                     ) -> tuple[tuple[float, str], ...]:
+    """The buckets of one rank's non-expert parameters in one step under Megatron-Core's DDP,
+    each one reduce-scatter and one all-gather: (parameters, buffer), buffer "fp8" for the
+    FP8 linear weights' buffer, "16bit" for the 16-bit one, "chunk" for an unbucketed
+    interleaved chunk (both kinds). The walk above runs over the first model chunk's
+    parameters in backward order, per tensor where ``layer_tensors`` (dense_layer_tensors)
+    lists a layer's, else per layer of ``layer_params``. ``separate_vocab_buffer``: the
+    layers' linear weights are FP8 parameters (fp8_param_gather), so the 16-bit tensors
+    (embedding / output matrices, norms, biases) sit in a buffer, and buckets, of their own
+    (_allocate_buffers_for_parameters groups parameters by dtype). With interleaving only
+    the first model chunk is bucketed; each other chunk is one bucket (training.py:
+    ``disable_bucketing = model_chunk_idx > 0``). ``layers``: the rank's layers over all its
+    chunks; ``vocab_matrices``: the sizes of its embedding / output matrices in the first
+    chunk; ``bucket_size``: Megatron-Core's default (megatron_bucket_size) if None, else the
+    run's DistributedDataParallelConfig.bucket_size."""
     b = megatron_bucket_size(n_dp) if bucket_size is None else bucket_size
-    chunk_layers = -(-max(layers, 0) // max(vpp, 1))
+    nv = max(vpp, 1)
+    chunk_layers = -(-max(layers, 0) // nv)
     per_layer = layer_tensors or ((float(max(layer_params, 1.0)), True),)
     body = list(reversed(per_layer)) * chunk_layers
     vocab = [float(v) for v in vocab_matrices]
     if separate_vocab_buffer:
-        n = (_walk(tuple(t for t, linear in body if linear), b)
-             + _walk(tuple([t for t, linear in body if not linear] + vocab), b))
+        out = tuple((x, "fp8") for x in _walk(tuple(t for t, lin in body if lin), b))
+        # the output matrix comes first in backward order, the embedding last
+        out += tuple((x, "16bit") for x in _walk(
+            tuple(vocab[1:] + [t for t, lin in body if not lin] + vocab[:1]), b))
     else:
         # the output matrix comes first in backward order, the embedding last
-        order = vocab[1:] + [t for t, _ in body] + vocab[:1]
-        n = _walk(tuple(order), b)
-    return max(1, n + max(vpp, 1) - 1)
+        out = tuple((x, "16bit") for x in _walk(tuple(vocab[1:] + [t for t, _ in body]
+                                                      + vocab[:1]), b))
+    chunk = sum(t for t, _ in per_layer) * chunk_layers
+    return out + ((chunk, "chunk"),) * (nv - 1)
+
+
+def megatron_bucket_count(*args, **kw) -> int:
+    """How many buckets megatron_buckets makes (its arguments)."""
+    return max(1, len(megatron_buckets(*args, **kw)))
