@@ -230,6 +230,7 @@ def prepare(row: dict) -> Prepared:
                         attention_kernel=text(row, "attention_kernel"),
                         fp8_recipe=text(row, "fp8_recipe") or "",
                         fp8_param_gather=bool(flag(row, "fp8_param_gather")),
+                        ddp_bucket_size=count(row, "ddp_bucket_size", minimum=0) or 0,
                         # optional engine columns: the optimizer's state dtype and the
                         # gradient buffer's dtype (specs/workload.py)
                         optimizer_state_precision=(

@@ -142,15 +142,30 @@ def test_megatron_bucket_rule():
     assert bucket_params(False, 3, 512, 1e12, 1e9, 4.0) == 1e9  # FSDP: one layer
 
 
+def test_megatron_last_bucket_holds_the_whole_embedding():
+    """Megatron-Core never splits a parameter between buckets, so the rank's first parameter,
+    the word embedding, ends the last bucket whole: the MLPerf v5.1 Llama 3.1 8B logs print a
+    bucket of 525,336,576 elements = 128256 x 4096 (mlcommons/training_results_v5.1 441d65f,
+    Verda/results/b200_8x8_ngc25.09/llama31_8b/result_0.txt, 'Params for bucket 2')."""
+    emb = 128256 * 4096
+    assert bucket_params(True, 1, 32, 8.03e9, 218e6, 2.0, first_param=emb) == emb
+    assert bucket_params(True, 1, 32, 8.03e9, 218e6, 2.0) == 40e6  # a rank without it
+    assert bucket_params(False, 0, 32, 8.03e9, 218e6, 2.0, first_param=emb) == 25 * 2**20 / 2
+
+
 def test_last_bucket_is_exposed_at_scale():
     """Megatron zero-1 over 64 nodes: compute hides everything but the last bucket's fp32
-    reduce-scatter and the first bucket's bf16 all-gather."""
-    e = _est(512, dp=64, tp=8, micro_batch=1, zero=1)
-    dp = next(c for c in e.comm if c.axis == "dp")
+    reduce-scatter and the first bucket's bf16 all-gather; that bucket is the one holding the
+    embedding, 128256 x 4096 / tp 8 = 65.7M parameters, more than the 64M bucket_size
+    (max(40M, 1M x 64)) a bucket closes at."""
+    m = preset("llama3.1-8b")
     c = make_cluster(gpu="H100-SXM-80GB", num_gpus=512)
+    e = estimate(m, c, Workload(8192, 1024, "bf16", framework="megatron"),
+                 Plan(dp=64, tp=8, micro_batch=2, zero=1))
+    dp = next(x for x in e.comm if x.axis == "dp")
     from meshplan.cost.step import placements
     pl = placements(e.plan, c)
-    b = 64e6  # max(40M, 1M x 64) parameters, smaller than the rank's 1 GB of parameters
+    b = 128256 * 4096 / 8
     want = all_gather_s(c, pl["dp"], 4.0 * b) + all_gather_s(c, pl["dp"], 2.0 * b)
     assert dp.exposed_s == pytest.approx(want, rel=1e-9)
     assert 0 < dp.exposed_s < dp.wire_s

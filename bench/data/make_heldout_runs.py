@@ -30,6 +30,10 @@ cols += ['compiled_loss']  # optional: 1 where torchtitan compiled its loss (--t
 # optional: 1 where the run keeps its linear weights in FP8 and all-gathers them in FP8 (Megatron-Core fp8_param_gather,
 # NeMo fp8_params with its distributed optimizer, torchao enable_fsdp_float8_all_gather: cost/param_gather.py)
 cols += ['fp8_param_gather']
+# optional: Megatron-Core DistributedDataParallelConfig.bucket_size (parameters per DDP bucket) where the run sets one
+# (printed in the logs' DDP config line, or the config script / conf/custom.yaml default); blank = the engine's
+# default (cost/dp_tail.py)
+cols += ['ddp_bucket_size']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -1725,6 +1729,152 @@ for (rdir, impl, cfg, nodes, gpn, gpu, gbs, ga, tp, pp, vpp, cp, mbs, minibs, st
                     f"system: {system}; shape as the file's 405B rows (vocab 32000). Trust B: engine items read from "
                     "the scripts, not printed in these logs"))
 # END SECTION heldout-trainnew
+# BEGIN SECTION heldout-mlperf8b (ids H600+): MLPerf Training v5.1 Llama 3.1 8B results the set had not used,
+# gathered 2026-11-29, held out (no constant, default or rule was tuned to them).
+# Source: mlcommons/training_results_v5.1 at 441d65f (fetched mirror). Read as the set's other v5.1 llama31_8b rows:
+#  * NVIDIA-code (NeMo 25.09 / Megatron-Core) runs: step time = median of the per-block 'tracked_stats' train_step_time
+#    values that mlperf_common's callbacks/logging.py prints (mean step time over each training block between
+#    evaluations, evaluation excluded), pooled over the 10 logs; the per-32-step values custom_callbacks.py prints are
+#    quoted for comparison. GBS, gradient_accumulation_steps and max_sequence_length as logged. Layout from the logs'
+#    rank-0 config dump where they print one (Verda, Dell, Supermicro), else from the config script named in the DLPAL
+#    line / results folder (University of Florida: hpg.dgxb200x8/config_DGXB200_<n>x8x<minibs>xtp1pp1cp<cp>_8b.sh,
+#    which source b200_nemo/config_common.sh, config_common_8b.sh, config_common_cg.sh as H280/H281 read them).
+#    Engine items common to all: USE_DIST_OPTIMIZER True (zero 1), pretrain.py grad_reduce_in_fp32=False (bf16),
+#    FP8=True with FP8_HYBRID and FP8_RECIPE 'tensorwise' (Transformer Engine per-tensor current scaling -> cs),
+#    FP8_PARAM_GATHER True (Megatron-Core DistributedDataParallelConfig.fp8_param_gather -> fp8_param_gather 1; the
+#    dumps print fp8_param_gather true), OVERLAP_GRAD_REDUCE / OVERLAP_PARAM_GATHER True,
+#    OVERLAP_PARAM_GATHER_WITH_OPTIM_STEP False (config_common_8b.sh), no activation recompute, TP_COMM_OVERLAP False
+#    (TP 1). DDP bucket_size (not a schema column) where printed: Verda 134217728, Dell 2xXE9685L 768000000, Dell B300
+#    134217728, Supermicro B300 134217728.
+#  * AMD-code runs (MI355X / MI350X on other submitters' systems): as H257 / H400 (AMD's src/train.py, NeMo 2.0 with
+#    Megatron-Core), measured = median of the 'tracked_stats' throughput values (samples/s) src/callbacks.py prints;
+#    these repeat H257's (MI355X) and H400's (MI350X) layout on other submitters' systems (cooling and host differ),
+#    whose derivations name them; added as rows of their own so the set holds every submitter's system.
+# Searched and left out: the FP4 runs (NVFP4 'e2m1' printed or config_common_fp4.sh sourced: Nebius b200_n1/_n2/_n4
+#  and b300_n1, Oracle 1xBM.GPU.B200.8, Supermicro AS-4126GS-NBR-LCC and SYS-422GS-NBRT-LCC, Lenovo SR680aV3 /
+#  SR780aV3 / SR680aV4, Dell 1xXE9680L, NVIDIA tyche_ngpu8 / theia_ngpu8): the schema's precisions stop at fp8;
+#  training_results_v5.0 has no llama31_8b benchmark. No v5.1 run above 512 GPUs exists for this benchmark.
+ML8 = "mlcommons/training_results_v5.1 at 441d65f"
+ML8_ENGINE = ("Engine (config_common.sh / config_common_8b.sh / pretrain.py of NVIDIA's NeMo 25.09 MLPerf code): "
+              "USE_DIST_OPTIMIZER True -> zero 1; grad_reduce_in_fp32=False -> bf16; FP8 True, FP8_HYBRID True, "
+              "FP8_RECIPE tensorwise (current scaling -> cs); FP8_PARAM_GATHER True -> fp8_param_gather 1; "
+              "OVERLAP_GRAD_REDUCE / OVERLAP_PARAM_GATHER True, OVERLAP_PARAM_GATHER_WITH_OPTIM_STEP False; no "
+              "recompute; TP_COMM_OVERLAP False; shape Llama 3.1 8B (32 layers, 4096 hidden, 14336 ffn, 32 heads, 8 "
+              "query groups), vocab 128256")
+#  (results dir, config / layout source, gpu, nodes, gbs, mbs, cp, block median s, n blocks, per-log medians,
+#   custom_callbacks median s, trust, note)
+ML8_NV = [
+ ('University-of-Florida/results/hpg.dgxb200x8.n2', 'University-of-Florida/benchmarks/llama31_8b/implementations/'
+  'hpg.dgxb200x8/config_DGXB200_2x8x2xtp1pp1cp1_8b.sh (+ b200_nemo/config_common.sh, config_common_8b.sh, '
+  'config_common_cg.sh)', 'B200', 2, 32, 2, 1, 0.5762, 80, '0.5723 ... 0.5776', 0.5741, 'B',
+  'logs print only MLLOG lines; MINIBS 2, MICRO_BATCH_SIZE 2, TP 1, PP 1, CP 1, USE_TE_OPS True, full-iteration CUDA '
+  'graphs (config_common_cg.sh); system json hpg.dgxb200x8.n2: B200-SXM-180GB, InfiniBand (rate not stated)'),
+ ('University-of-Florida/results/hpg.dgxb200x8.n4', 'University-of-Florida/benchmarks/llama31_8b/implementations/'
+  'hpg.dgxb200x8/config_DGXB200_4x8x1xtp1pp1cp2_8b.sh (+ b200_nemo/config_common.sh, config_common_8b.sh, '
+  'config_common_cg.sh)', 'B200', 4, 16, 1, 2, 0.1896, 277, '0.1885 ... 0.1901', 0.1881, 'B',
+  'logs print only MLLOG lines; MINIBS 1, MICRO_BATCH_SIZE 1, TP 1, PP 1, CP 2, full-iteration CUDA graphs; '
+  'InfiniBand (rate not stated)'),
+ ('University-of-Florida/results/hpg.dgxb200x8.n8', 'University-of-Florida/benchmarks/llama31_8b/implementations/'
+  'hpg.dgxb200x8/config_DGXB200_8x8x1xtp1pp1cp2_8b.sh (+ b200_nemo/config_common.sh, config_common_8b.sh, '
+  'config_common_cg.sh)', 'B200', 8, 32, 1, 2, 0.1906, 144, '0.1905 ... 0.1907', 0.1892, 'B',
+  'logs print only MLLOG lines; MINIBS 1, MICRO_BATCH_SIZE 1, TP 1, PP 1, CP 2, full-iteration CUDA graphs; the '
+  'layout of H284 (Oracle, RoCE) on InfiniBand (rate not stated); with H280 (n1), H281 (n32) and the n2/n4/n16 rows '
+  'here the submitter\'s 8-256 GPU series on one cluster'),
+ ('University-of-Florida/results/hpg.dgxb200x8.n16', 'University-of-Florida/benchmarks/llama31_8b/implementations/'
+  'hpg.dgxb200x8/config_DGXB200_16x8x1xtp1pp1cp2_8b.sh (+ b200_nemo/config_common.sh, config_common_8b.sh, '
+  'config_common_cg.sh)', 'B200', 16, 64, 1, 2, 0.1943, 92, '0.1942 ... 0.1944', 0.1926, 'B',
+  'logs print only MLLOG lines; MINIBS 1, MICRO_BATCH_SIZE 1, TP 1, PP 1, CP 2, full-iteration CUDA graphs; '
+  'InfiniBand (rate not stated)'),
+ ('Verda/results/b200_8x8_ngc25.09', 'the logs\' rank-0 config dump (DLPAL config DGXB200_8x8x1xtp1pp1cp2_8b; '
+  'Verda/benchmarks/llama31_8b/implementations/b200_8x8_ngc25.09)', 'B200', 8, 32, 1, 2, 0.1922, 150,
+  '0.1915 ... 0.1932', 0.1908, 'A',
+  'printed: tensor_model_parallel_size 1, context_parallel_size 2, micro_batch_size 1, sequence_parallel False, '
+  'fp8 hybrid, fp8_recipe tensorwise, fp4 None, fp8_param_gather true, use_distributed_optimizer true, '
+  'overlap_grad_reduce / overlap_param_gather true, bucket_size 134217728 (2 bf16 buckets: embedding, output layer; '
+  '33 fp8 buckets, one layer each), enable_cuda_graph 1 (full_iteration), recompute_granularity None; system json: '
+  '8 x 8 B200-SXM-180GB, host networking \'100GbE InfiniBand\' (per-GPU rate unclear: blank)'),
+ ('Dell/results/2xXE9685Lx8B200-SXM-180GB', 'the logs\' rank-0 config dump (DLPAL config '
+  'XE9685Lx8B200-SXM-180GB_2x8x2xtp1pp1cp1; Dell/benchmarks/llama31_8b/implementations/nemo/'
+  'config_XE9685Lx8B200-SXM-180GB_2x8x2xtp1pp1cp1.sh)', 'B200', 2, 32, 2, 1, 0.5868, 80, '0.5850 ... 0.5898', 0.5748,
+  'A', 'printed: tensor_model_parallel_size 1, context_parallel_size 1, micro_batch_size 2, sequence_parallel False, '
+  'fp8 hybrid, fp8_recipe tensorwise, fp4 None, fp8_param_gather true, bucket_size 768000000 (1 bf16 bucket, 9 fp8 '
+  'buckets), enable_cuda_graph 1 (full_iteration); H285\'s layout (Dell XE9680L) on XE9685L hosts; network not '
+  'stated in the system json'),
+ ('Dell/results/1xXE9780x8B300-SXM-270GB', 'the logs\' rank-0 config dump (DLPAL config '
+  'XE9780x8B300-SXM-280GB_1x8x2xtp1pp1cp1_8b; Dell/benchmarks/llama31_8b/implementations/nemo/'
+  'config_XE9780x8B300-SXM-270GB_1x8x2xtp1pp1cp1_8b.sh)', 'B300', 1, 16, 2, 1, 0.5484, 133, '0.5481 ... 0.5486',
+  0.5479, 'A', 'printed: tensor_model_parallel_size 1, context_parallel_size 1, micro_batch_size 2, fp8 hybrid, '
+  'fp8_recipe tensorwise, fp4 None, fp8_param_gather true, bucket_size 134217728, enable_cuda_graph 1 '
+  '(full_iteration); system json: 1 x 8 B300-SXM-270GB'),
+ ('Supermicro/results/AS-8126GS-NB3RT', 'the logs\' rank-0 config dump (DLPAL config DGXB200_1x8x2xtp1pp1cp1_8b; '
+  'Supermicro/benchmarks/llama31_8b/implementations/AS-8126GS-NB3RT/config_DGXB200_1x8x2xtp1pp1cp1_8b.sh)', 'B300', 1,
+  16, 2, 1, 0.5505, 131, '0.5499 ... 0.5514', 0.5501, 'A',
+  'printed: tensor_model_parallel_size 1, context_parallel_size 1, micro_batch_size 2, fp8 hybrid, fp8_recipe '
+  'tensorwise, fp4 None, fp8_param_gather true, bucket_size 134217728, enable_cuda_graph 0 (the config sets '
+  'FULL_CUDA_GRAPH=0, MCORE_CUDA_GRAPH=0: no CUDA graphs, unlike the other B300 row); system json: 1 x 8 '
+  'B300-SXM-270GB (Blackwell Ultra), air-cooled'),
+]
+# DDP bucket_size (parameters): printed in the DistributedDataParallelConfig line of the logs, or for the University of
+# Florida runs (no config dump) conf/custom.yaml's default 'bucket_size: ${oc.env:BUCKET_SIZE,134217728}' of its
+# b200_nemo code, whose config_common_8b.sh (unlike NVIDIA's, BUCKET_SIZE=768000000) sets none
+ML8_BUCKET = {'Verda/results/b200_8x8_ngc25.09': (134217728, 'printed'),
+              'Dell/results/2xXE9685Lx8B200-SXM-180GB': (768000000, 'printed'),
+              'Dell/results/1xXE9780x8B300-SXM-270GB': (134217728, 'printed'),
+              'Supermicro/results/AS-8126GS-NB3RT': (134217728, 'printed')}
+for (rdir, cfg, gpu, nodes, gbs, mbs, cp, step_s, n, per_run, cc_s, trust, note) in ML8_NV:
+    gpus = nodes * 8
+    dp = gpus // cp
+    assert gbs == dp * mbs, rdir  # GA 1 as logged
+    add(id=f'H{600 + len([r for r in rows if r.get("id", "").startswith("H6")]):03d}',
+        source=(f"MLPerf Training v5.1 Llama 3.1 8B: {ML8} {rdir}/llama31_8b/result_*.txt (tracked_stats "
+                f"train_step_time) with {cfg}"),
+        trust=trust, **L8_31, seq_len=8192, global_batch_seqs=gbs, micro_batch=mbs, gpu=gpu, num_gpus=gpus, tp=1, pp=1,
+        vpp=1, dp=dp, cp=cp, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='none', precision='fp8',
+        framework='nemo', fp8_recipe='cs', tp_comm_overlap=0, grad_reduce_dtype='bf16', fp8_param_gather=1,
+        ddp_bucket_size=ML8_BUCKET.get(rdir, (134217728, ''))[0],
+        measured_tokens_per_s_per_gpu=round(gbs * 8192 / step_s / gpus, 1), measured_step_time_s=step_s, oom=0,
+        derivation=(f"tokens/s/GPU = GBS {gbs} x 8192 tokens / {step_s} s / {gpus} GPUs; {step_s} s = median of the {n} "
+                    f"per-block 'tracked_stats' train_step_time values (mlperf_common callbacks/logging.py) in the 10 "
+                    f"logs (per-log medians {per_run} s; the per-32-step custom_callbacks values give {cc_s} s). "
+                    f"Logged: global_batch_size {gbs}, gradient_accumulation_steps 1, max_sequence_length 8192; "
+                    f"{nodes} node(s) x 8 {gpu}, CP {cp}, micro batch {mbs} -> DP {dp} (GBS = DP x {mbs}). {note}. "
+                    + ML8_ENGINE + "; ddp_bucket_size " + (
+                        f"{ML8_BUCKET[rdir][0]}: DistributedDataParallelConfig(bucket_size=...) as the logs print it"
+                        if rdir in ML8_BUCKET else
+                        "134217728: b200_nemo/conf/custom.yaml default (BUCKET_SIZE not set by the config scripts)")))
+# AMD-code runs: (results dir, implementation dir, gpu, samples/s median, n values, per-log medians, trust, note)
+ML8_AMD = [
+ ('Dell/results/XE9785L_8xMI355X', 'Dell/benchmarks/llama31_8b/implementations/AMD (config_MI355X_1x8x1_8b.sh, '
+  'src/train.py)', 'MI355X', 29.355765, 150, 'B', 'system json Dell XE9785L, 8 x AMD Instinct MI355X, air-cooled'),
+ ('Supermicro/results/8xMI355X_2xEPYC_9575F', 'Supermicro/benchmarks/llama31_8b/implementations/'
+  '8xMI355X_2xEPYC_9575F (config_MI355X_1x8x1_8b.sh, src/train.py)', 'MI355X', 29.710888, 147, 'B',
+  'system json Supermicro, 8 x AMD Instinct MI355X, DLC (direct liquid) cooling; the logs print submission_org AMD'),
+ ('GigaComputing/results/G893-ZX1-AAX4_pytorch', 'GigaComputing/benchmarks/llama31_8b/implementations/MI355X/nemo '
+  '(config_MI355X_1x8x1_8b.sh, src/train.py)', 'MI355X', 29.097482, 147, 'B',
+  'system json G893-ZX1-AAX4, 8 x AMD Instinct MI355X, air-cooled; the config script sets MBS=4, but the logs print '
+  'GBS 32 with gradient_accumulation_steps 2 on 8 GPUs, i.e. micro batch 2: the logged figures are used'),
+ ('Cisco/results/1xC885A_M8-8xMI350X-OAM-288GB', 'AMD\'s implementation (Cisco publishes no llama31_8b AMD code; '
+  'its logs print submission_org AMD and AMD\'s layout): AMD/benchmarks/llama31_8b/implementations/'
+  'MI350X_EPYC_9575F_pytorch_llama3_8b (config_MI350X_1x8x1_8b.sh, src/train.py)', 'MI350X', 24.096721, 146, 'B',
+  'system json Cisco UCS C885A M8, 8 x AMD Instinct MI350X, air-cooled'),
+]
+for (rdir, impl, gpu, sps, n, trust, note) in ML8_AMD:
+    add(id=f'H{600 + len([r for r in rows if r.get("id", "").startswith("H6")]):03d}',
+        source=(f"MLPerf Training v5.1 Llama 3.1 8B: {ML8} {rdir}/llama31_8b/result_*.txt (tracked_stats throughput) "
+                f"with {impl}"),
+        trust=trust, **L8_31, seq_len=8192, global_batch_seqs=32, micro_batch=2, gpu=gpu, num_gpus=8, tp=1, pp=1,
+        vpp=1, dp=8, cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='none', precision='fp8',
+        framework='nemo', fp8_recipe='delayed', grad_reduce_dtype='bf16', fp8_param_gather=1,
+        measured_tokens_per_s_per_gpu=round(sps * 8192 / 8, 1), measured_step_time_s=round(32 / sps, 4), oom=0,
+        derivation=(f"tokens/s/GPU = {sps} samples/s x 8192 tokens / 8 GPUs: the median of the {n} 'tracked_stats' "
+                    f"throughput values (samples/s over each block's training steps, evaluation excluded: "
+                    f"src/callbacks.py) pooled over the 10 logs; step time = GBS 32 / that rate. Logged: "
+                    f"global_batch_size 32, gradient_accumulation_steps 2, max_sequence_length 8192 -> 1 node x 8 "
+                    f"GPUs, DP 8, micro batch 2. Engine as H257 / H400 (AMD's src/train.py: NeMo 2.0 / Megatron-Core, "
+                    f"use_distributed_optimizer -> zero 1, grad_reduce_in_fp32=False -> bf16, fp8 'hybrid' delayed "
+                    f"scaling (amax history 4, most_recent), FP8_PARAMS=1 -> fp8_param_gather 1, no recompute: "
+                    f"inferred from that code, not printed in these logs -> trust B). {note}"))
+# END SECTION heldout-mlperf8b
 for i, r in enumerate(rows):
     r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+, heldout-trainnew: H500+)
 assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'

@@ -32,9 +32,9 @@ from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
 from .pipeline import bubble_s, in_flight
 from .stragglers import straggler_s, straggler_units
-from .dp_tail import bucket_params
+from .dp_tail import bucket_params, dense_layer_tensors, megatron_buckets
 from .fsdp2_copies import fsdp2_copy_s
-from .param_gather import layer_gather_bytes, mean_gather_bytes
+from .param_gather import GATHER_BYTES_16BIT, layer_gather_bytes, mean_gather_bytes
 
 GiB = 2**30
 
@@ -221,7 +221,8 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
              m: int, fwd_window: float, bwd_window: float, engine: str = "",
              precision: str = "bf16", grad_bytes: float = 4.0,
              tail_params: float = 0.0, gather_bytes: float = 2.0,
-             expert_gather_bytes: float = 2.0) -> tuple[float, float, float]:
+             expert_gather_bytes: float = 2.0,
+             buckets: tuple[tuple[float, float], ...] = ()) -> tuple[float, float, float]:
     """(wire, exposed, bytes sent) of one step's data-parallel communication on a rank.
     ``grad_bytes``: bytes per gradient element reduced (Workload.grad_buffer_bytes: 4 for an
     fp32 gradient buffer, 2 when the engine reduces in the 16-bit buffer, e.g. Megatron-Core's
@@ -231,7 +232,10 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
     grad_reduce_in_fp32, else param.dtype)", NVIDIA/Megatron-LM d98e8a6).
     ``tail_params``: parameters in the last bucket, whose reduction no overlap hides
     (dp_tail.py). ``gather_bytes`` / ``expert_gather_bytes``: bytes per parameter of the
-    weight all-gather (param_gather.py: 2, or 1 for FP8-gathered weights)."""
+    weight all-gather (param_gather.py: 2, or 1 for FP8-gathered weights). ``buckets``: the
+    collectives the rank's (non-expert) parameters are reduced and gathered in, one per bucket
+    (dp_tail.megatron_buckets), as (share of ``params``, gather bytes per parameter); each
+    pays the collective's fixed latency. Empty: one call of all of them."""
     grad = grad_bytes
     shard_pl = pl.get("dp_shard", pl["dp"])
     n_dp = plan.dp * plan.cp
@@ -257,7 +261,11 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
         ag = all_gather_s(cluster, place, gb * p)
         return rs, ag, 0.0
 
-    rs_n, ag_n, _ = coll(shard_pl, params)
+    if buckets:  # one call per bucket
+        per = [coll(shard_pl, params * share, gb) for share, gb in buckets]
+        rs_n, ag_n = sum(x[0] for x in per), sum(x[1] for x in per)
+    else:
+        rs_n, ag_n, _ = coll(shard_pl, params)
     # the last bucket's reduction and the first bucket's gather wait for no compute to hide
     # behind (dp_tail.py); never more than the whole collective
     tail_r, tail_a, _ = coll(shard_pl, min(tail_params, params)) if tail_params else (0, 0, 0)
@@ -428,14 +436,32 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         fwd_win = agg(rs, "fwd_compute_s")
         bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
         n_layers = sum(rs[i] for i in (0, 1, 4, 5)) or 1
-        tail = bucket_params(workload.framework in MEGATRON_ENGINES, plan.zero,
-                             plan.dp * plan.cp, rank_params[r_star] / nv,
-                             rank_params[r_star] / n_layers,
-                             workload.grad_buffer_bytes)
+        megatron = workload.framework in MEGATRON_ENGINES
+        # the rank's embedding (first parameter of stage 0) ends the last bucket whole, and
+        # each bucket is one collective (dp_tail.py)
+        emb_p = kinds[2].params if rs[2] else 0.0
+        bucket_size = workload.ddp_bucket_size or None
+        tail = bucket_params(megatron, plan.zero, plan.dp * plan.cp, rank_params[r_star] / nv,
+                             rank_params[r_star] / n_layers, workload.grad_buffer_bytes,
+                             emb_p, bucket_size)
+        buckets: tuple = ()
+        if megatron and plan.overlap_grad_reduce:  # no overlap: bucket_size None, one bucket
+            vocab = tuple([emb_p] if rs[2] else []) + tuple(
+                [kinds[3].params] if rs[3] and nv == 1 else [])
+            walk = megatron_buckets(
+                plan.dp * plan.cp, n_layers, layer_p / n_layers, vocab, nv,
+                workload.fp8_param_gather, bucket_size,
+                None if model.is_moe else dense_layer_tensors(model, plan.tp))
+            # shares of the rank's parameters (the walk's tensor list leaves out a few small
+            # ones: the final norm, MoE routers), gathered at each buffer's bytes
+            total = sum(x for x, _ in walk) or 1.0
+            gb_of = {"fp8": layer_gather_bytes(workload.fp8_param_gather),
+                     "16bit": GATHER_BYTES_16BIT, "chunk": gather_b}
+            buckets = tuple((x / total, gb_of[kind]) for x, kind in walk)
         dp_wire, dp_exposed, dp_bytes = _dp_comm(
             plan, cluster, pl, rank_params[r_star], rank_eparams[r_star], m, fwd_win, bwd_win,
             workload.framework, workload.precision, workload.grad_buffer_bytes, tail,
-            gather_b, expert_gather_b)
+            gather_b, expert_gather_b, buckets)
     # FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run on
     # the compute stream (fsdp2_copies.py)
     fsdp_copy = (fsdp2_copy_s(workload.framework, plan.zero, m,

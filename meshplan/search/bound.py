@@ -50,6 +50,9 @@ and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.)
 bucket's tail (cost/dp_tail.py) raises a stage's reduce term to at least tail_r and its
 first gather to at least tail_a; the tail never shrinks along the ladder, so the order holds
 with it, and the bounds call _dp_comm without it (a lower figure, so still a bound). The
+per-bucket calls (dp_tail.megatron_bucket_count) raise rs and ag alike at every stage (k calls
+of p / k never take less than one of p: each protocol's time is affine with a nonnegative
+fixed part), so the order holds with them too, and the bounds leave them out as well. The
 wire time (rs + ag, m * ag + rs, m * (2 ag + rs), plus the replica term) is nondecreasing
 along the ladder too, so exposed + c * (wire - exposed) = (1 - c) exposed + c wire, the
 exposed part plus the compute slowdown beside the hidden rest (0 <= c <= 1), is as well.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError, require_bool, require_choice, require_positive_int
+from ..errors import (InputError, require_bool, require_choice, require_nonneg_int,
+                      require_positive_int)
 
 # fp32: fp32 weights and activations, matmuls at the fp32 rate; tf32: the same storage with
 # the matmuls on TF32 tensor cores where the GPU has them (Ampere and newer; NVIDIA's PyTorch
@@ -99,6 +100,10 @@ class Workload:
     # all-gather: cost/param_gather.py); fp8 runs only. A runs CSV says so in the optional column
     # ``fp8_param_gather``
     fp8_param_gather: bool = False
+    # Megatron-Core DistributedDataParallelConfig.bucket_size, in parameters, where the run sets
+    # one (e.g. NeMo's MLPerf configs: 134217728 or 768000000); 0 = the engine's default
+    # (cost/dp_tail.py). A runs CSV says so in the optional column ``ddp_bucket_size``
+    ddp_bucket_size: int = 0
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -134,6 +139,8 @@ class Workload:
         if self.fp8_param_gather and self.precision != "fp8":
             raise InputError("fp8_param_gather", True,
                              f"needs precision fp8 (FP8 weights to gather), not {self.precision}")
+        object.__setattr__(self, "ddp_bucket_size",
+                           require_nonneg_int("ddp_bucket_size", self.ddp_bucket_size))
         object.__setattr__(self, "optimizer_state_precision",
                            require_choice("optimizer_state_precision",
                                           self.optimizer_state_precision,
