@@ -4,6 +4,7 @@ test). Neither engine is needed here: the facts are written out from the source.
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from meshplan.serve.export import commands
 from meshplan.serve.spec import Pool, ServePlan
 from meshplan.specs.catalog.presets import load_model
 
+ROOT = Path(__file__).resolve().parent.parent
 H100X16 = make_cluster("16xH100-SXM-80GB")
 
 
@@ -217,3 +219,38 @@ def test_default_model_id_of_a_config_json_is_its_folder(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     assert default_model_id(str(tmp_path / "config.json")) == str(tmp_path)
     assert default_model_id("llama3.1-8b") == "llama3.1-8b"
+
+
+def test_a_config_saved_under_another_name_is_not_its_folders_checkpoint(tmp_path):
+    # vLLM 0.33.0 loads a local model from <folder>/config.json only
+    # (vllm/transformers_utils/repo_utils.py file_or_path_exists: (local_path /
+    # config_name).is_file(), config_name transformers.utils.CONFIG_NAME == "config.json"), so
+    # the folder of qwen3-32b.config.json is not that model (here it even holds another
+    # model's config.json, which the engines would have served)
+    from meshplan.serve.export import default_model_id, notes
+    (tmp_path / "config.json").write_text('{"architectures": ["OtherModel"]}')
+    named = tmp_path / "qwen3-32b.config.json"
+    named.write_text((ROOT / "bench" / "data" / "qwen3-32b.config.json").read_text())
+    assert default_model_id(str(named)) != str(tmp_path)
+    out = notes(ServePlan((Pool(tp=8),), "bf16"), load_model(str(named)),
+                default_model_id(str(named)), preset=False)
+    assert any("--model-id" in n and "config.json" in n for n in out), out
+    # a file given as --model-id is no checkpoint either
+    assert any("--model-id" in n for n in notes(ServePlan((Pool(tp=8),), "bf16"),
+                                                load_model(str(named)), str(named), False))
+    # a folder, or an org/name, draws no such note
+    assert notes(ServePlan((Pool(tp=8),), "bf16"), load_model(str(named)), str(tmp_path),
+                 False) == []
+
+
+def test_cli_export_of_a_renamed_config_names_no_folder(tmp_path):
+    cfg = tmp_path / "cfgs" / "qwen3-0.6b.config.json"
+    cfg.parent.mkdir()
+    cfg.write_text((ROOT / "bench" / "data" / "qwen3-0.6b.config.json").read_text())
+    p = _serve("--model", str(cfg), "--gpus", "1xH100-SXM-80GB", "--input-len", "200",
+               "--output-len", "20", "--rate", "1", "--requests", "20", "--plan", "tp1x1",
+               "--no-goodput", "--export", "sglang", "--out", "o", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    sh = (tmp_path / "o" / "launch_sglang.sh").read_text()
+    assert f"--model-path {cfg.parent} " not in sh
+    assert "set --model-id" in p.stdout

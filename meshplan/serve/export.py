@@ -251,11 +251,21 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster,
                 " --weights bf16")
 
 
+# The one file name a checkpoint folder's config is read from: vLLM looks for
+# <model>/config.json (transformers.utils.CONFIG_NAME, via file_or_path_exists in
+# vllm/transformers_utils/repo_utils.py and get_config in vllm/transformers_utils/config.py at
+# 0.33.0), SGLang the same name (sglang/srt/utils/hf_transformers/common.py at 0.5.23). A
+# config saved under another name (qwen3-32b.config.json) does not make its folder that
+# model's checkpoint.
+CHECKPOINT_CONFIG_NAME = "config.json"
+
+
 def default_model_id(model_arg: str) -> str:
     """--model-id when not given: a config.json's folder (the engines load a checkpoint
-    folder, not its config file), else --model as given."""
+    folder, not its config file), else --model as given (``notes`` says when that is a file
+    the engines cannot load)."""
     path = Path(model_arg)
-    if path.suffix == ".json" and path.is_file():
+    if path.name == CHECKPOINT_CONFIG_NAME and path.is_file():
         return str(path.parent)
     return model_arg
 
@@ -267,6 +277,10 @@ def notes(plan: ServePlan, model: ModelSpec, model_id: str, preset: bool) -> lis
     if preset and model_id == model.name:
         out.append(f"{model_id!r} is meshplan's preset name, not a HuggingFace id or a folder:"
                    " set --model-id (e.g. the checkpoint's org/name) before launching")
+    elif Path(model_id).is_file():
+        out.append(f"{model_id!r} is a file, not a checkpoint folder or a HuggingFace id: the"
+                   f" engines read a folder's {CHECKPOINT_CONFIG_NAME} and the weights beside"
+                   " it; set --model-id (the checkpoint's folder or org/name) before launching")
     q = model.checkpoint_quant
     if q and q != plan.weight_dtype:
         # vLLM takes the checkpoint's quantization_config over --quantization or its absence
