@@ -255,6 +255,27 @@ def test_vllm_rows_take_vllm_serves_own_defaults(tmp_path, gpu, seqs, tokens, pl
     assert plan in rows[0].plan, rows[0].plan
 
 
+
+@pytest.mark.parametrize("gpu, version, plan", [
+    # vllm/engine/arg_utils.py EngineArgs.get_batch_defaults of the vLLM 0.33.0 release (PyPI
+    # wheel, lines 2973-2982): "for GPUs like B200/B300 with >= 160GB memory, use the largest
+    # defaults", OPENAI_API_SERVER 16384 tokens / 1024 requests, a tier vLLM added in v0.28.0
+    ("B200", "0.33.0", "seqs1024 tok16384"),
+    ("MI300X", "0.28.0", "seqs1024 tok16384"),     # 192 GiB
+    ("H200-SXM-141GB", "0.33.0", "seqs1024 tok8192"),  # 140 GiB: under the new tier
+    ("A100-SXM-80GB", "0.33.0", "seqs256 tok2048"),
+    ("MI300X", "0.10.2 (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006)", "seqs1024 tok8192"),
+    ("B200", "0.27.0", "seqs1024 tok8192"),         # before the tier
+    ("B200", "", "seqs1024 tok8192"),               # no version stated: the published runs' rule
+])
+def test_vllm_row_defaults_follow_the_rows_vllm_version(tmp_path, gpu, version, plan):
+    r = dict(_row(1)) | {"engine": "vllm", "engine_version": version, "gpu": gpu,
+                         "model": "llama3.1-8b", "weight_dtype": "bf16", "kv_dtype": "bf16",
+                         "num_requests": "20", "max_num_seqs": "", "max_batched_tokens": ""}
+    rows, s = validate_serving(_one_row_csv(tmp_path, r))
+    assert s["errors"] == 0, rows[0].error
+    assert plan in rows[0].plan, rows[0].plan
+
 # The held-out AMD Instinct rows (ids 3001-3049, issue 9: never tuned to): three sources,
 # each row's measured cell re-derived from the figures its derivation quotes, so a
 # transcription slip (a table value not divided by the 8 GPUs, a batch/latency pair copied

@@ -37,7 +37,7 @@ from .simulate import percentile, simulate
 from .spec import Pool, ServePlan
 from .traffic import Lengths, parse_lengths, synthetic
 from .trtllm_bench import engine_settings
-from .vllm_serve import serve_limits
+from .vllm_serve import serve_limits, vllm_version
 
 REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
             "measured_output_tokens_per_s_per_gpu")
@@ -179,7 +179,7 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
     seqs, tokens = _i(r, "max_num_seqs"), _i(r, "max_batched_tokens")
     if sched == "vllm":  # the server's own defaults for what the source does not print,
         # by the GPU (EngineArgs.get_batch_defaults; serve/vllm_serve.py), not 2048 / 8192
-        limits = serve_limits(cluster.gpu, seqs, tokens)
+        limits = serve_limits(cluster.gpu, seqs, tokens, vllm_version(r.get("engine_version")))
     else:
         limits = (seqs or DEFAULT_MAX_SEQS, tokens or DEFAULT_MAX_TOKENS)
     pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per, max_num_seqs=limits[0],
