@@ -76,6 +76,22 @@ def test_attention_dp_limits_are_the_simulated_per_rank_ones():
     assert _flag(vl, "--max-num-seqs") == "64"  # vLLM's is per DP engine already
 
 
+
+@pytest.mark.parametrize("tokens, dp, expect", [(32768, 1, "32768"), (32768, 4, "32768"),
+                                                (8192, 1, None), (16384, 2, None)])
+def test_sglang_prefill_batches_take_the_simulated_token_budget(tokens, dp, expect):
+    # SGLang 0.5.23 stops adding prompts to a prefill batch once they hold
+    # --max-prefill-tokens (default 16384: arg_groups/fields/schedule.py:71-81;
+    # managers/schedule_policy.py PrefillAdder.budget_state, `rem_input_tokens <= 0`), a cap
+    # the attention-DP split leaves whole (arg_groups/parallel_hook.py:327-331 divides only
+    # chunked_prefill_size); the simulator's per-rank budget is max_batched_tokens
+    plan = ServePlan((Pool(tp=4 // dp if dp < 4 else 1, attn_dp=dp, ep=4 if dp > 1 else 1,
+                           max_num_seqs=256, max_batched_tokens=tokens),))
+    (_, sg), = _servers(commands("sglang", plan, load_model("qwen3-30b-a3b"), "m",
+                                 make_cluster("4xH100-SXM-80GB"), 2300))
+    assert _flag(sg, "--max-prefill-tokens") == expect
+    assert int(_flag(sg, "--chunked-prefill-size")) // dp == tokens
+
 def test_attention_dp_replicas_on_one_node_use_disjoint_ports():
     plan = ServePlan((Pool(tp=1, attn_dp=4, ep=4, replicas=2),))
     cmds = _servers(commands("sglang", plan, load_model("qwen3-30b-a3b"), "m",

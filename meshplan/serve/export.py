@@ -42,6 +42,10 @@ SGLANG_BOOTSTRAP_OFFSET = 100
 # The blocks stay below 22000: SGLang picks its NCCL port at random in 22000-29999
 # (utils/network.py:205, server_args.py:771-773).
 SGLANG_PORT_CEILING = 22000
+# SGLang's --max-prefill-tokens default (ServerArgs.max_prefill_tokens, python/sglang/srt/
+# arg_groups/fields/schedule.py:71-81 at 0.5.23): the most prompt tokens one prefill batch admits
+# (managers/schedule_policy.py PrefillAdder: rem_input_tokens, budget_state), besides the chunk.
+SGLANG_MAX_PREFILL_TOKENS = 16384
 # --weights fp8 is the engine's --quantization fp8, which needs a CUDA compute capability of at
 # least: vLLM 7.5 (Fp8Config.get_min_capability, vllm/model_executor/layers/quantization/
 # fp8.py:146-147 at 0.33.0), SGLang 8.0 (Fp8Config.get_min_capability, sglang/srt/layers/
@@ -193,8 +197,15 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
     # chunked_prefill_size // attn_dp_size: arg_groups/parallel_hook.py:331); the plan's
     # figures are per DP rank, as the simulator runs them.
     a += ["--max-running-requests", str(pool.max_num_seqs * pool.attn_dp),
-          "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp),
-          "--context-length", str(max_len),
+          "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp)]
+    if pool.max_batched_tokens > SGLANG_MAX_PREFILL_TOKENS:
+        # SGLang stops adding prompts to a prefill batch once they hold --max-prefill-tokens
+        # (PrefillAdder.budget_state: rem_input_tokens <= 0), whatever the chunk size; the
+        # simulated budget is the per-rank chunk, so a larger one is written out (the flag is
+        # not divided by the attention-DP size: arg_groups/parallel_hook.py divides only
+        # chunked_prefill_size)
+        a += ["--max-prefill-tokens", str(pool.max_batched_tokens)]
+    a += ["--context-length", str(max_len),
           MEMORY_FLAGS["sglang"],
           f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}"]
     if pool.role == "both":
