@@ -32,6 +32,13 @@ _FALSE = {"0", "false", "no", "n", "f"}
 # the runs CSV's trust grades (shared/validation/README.md; "" = not graded)
 TRUST_GRADES = ("A", "B", "C", "")
 
+
+def counted(trust: str, grades: str = "AB") -> bool:
+    """Whether a row of grade ``trust`` counts in a summary of the ``grades`` rows: a row of
+    one of them (any case), or an ungraded one (blank: the grade a source did not give)."""
+    t = (trust or "").strip().upper()
+    return t in grades.upper() if t else True
+
 # key under which read_csv marks a row with more cells than its header (the reader that
 # predicts rows refuses that row alone: validate.predict_row); never a header name, which
 # are stripped text

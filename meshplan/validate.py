@@ -585,7 +585,7 @@ def loso_memory_coverage(results: list[RowResult]) -> dict:
 
 def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
     ok = [r for r in results if r.error is None]
-    ab = [r for r in ok if r.trust in ("A", "B") or not r.trust]
+    ab = [r for r in ok if runs_csv.counted(r.trust, "AB")]
     tok = [abs(r.tokens_error) for r in ab if r.tokens_error is not None]
     mem = [abs(r.memory_error) for r in ab if r.memory_error is not None]
     mem_all = [abs(r.memory_error) for r in ok if r.memory_error is not None]

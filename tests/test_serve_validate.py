@@ -364,3 +364,22 @@ def test_summary_reports_each_engine_and_vendor_apart(tmp_path):
     assert g["vendor amd"]["tps"]["median_abs_error"] == abs(by_id["3004"].err("tps"))
     vllm = sorted(by_id[i].err("tps") for i in ("1017", "3004"))
     assert g["engine vllm"]["tps"]["median_signed_error"] == pytest.approx(sum(vllm) / 2)
+
+
+@pytest.mark.parametrize("trust, grades, n", [
+    (None, "AB", 1),  # no trust column at all: a user's own CSV of the required columns
+    ("", "AB", 1),    # ungraded: counted, as `meshplan validate` counts it (validate.summarize)
+    ("b", "AB", 1),   # the grade in any case, as validate reads it (upper-cased)
+    ("A", "C", 0),
+    ("C", "AB", 0),
+])
+def test_summary_counts_rows_by_the_training_validates_trust_rule(tmp_path, trust, grades, n):
+    r = {k: v for k, v in _row(1).items() if k != "trust"} | {"num_requests": "20"}
+    if trust is not None:
+        r["trust"] = trust
+    rows, s = validate_serving(_one_row_csv(tmp_path, r), grades)
+    assert s["errors"] == 0, rows[0].error
+    assert s["tps"]["n"] == n
+    # the training summary's rule is the same one (runs_csv.counted)
+    from meshplan import runs_csv
+    assert runs_csv.counted(trust or "", grades) is bool(n)

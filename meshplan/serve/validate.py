@@ -1,7 +1,8 @@
 """Published serving runs -> simulated predictions -> error table (the serving schema).
 
 Columns (any order; unknown columns ignored; blank = not stated by the source):
-id, source, trust (A/B/C as in the training schema), engine (vllm, sglang or tensorrt-llm,
+id, source, trust (A/B/C as in the training schema; blank: ungraded, counted in the
+summary, as validate counts it: runs_csv.counted), engine (vllm, sglang or tensorrt-llm,
 optionally followed by a note in parentheses: it picks the scheduler simulated, ENGINES;
 any other engine, or a blank, fails the row), engine_version, model (a
 meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, attn_dp,
@@ -30,7 +31,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
-from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, flag, measured, number, read_csv
+from ..runs_csv import (EXTRA_FIELDS, TRUST_GRADES, count, counted, flag, measured, number,
+                        read_csv)
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model, preset_names
 from .simulate import percentile, simulate
@@ -260,7 +262,7 @@ def _errors(rows: list[ServeRow], trust: str) -> dict:
     """Per metric: rows, median and 90th percentile of |error|, median signed error."""
     out = {}
     for k in ("tps", "ttft_ms", "tpot_ms"):
-        signed = sorted(e for x in rows if x.trust in tuple(trust) and (e := x.err(k)) is not None)
+        signed = sorted(e for x in rows if counted(x.trust, trust) and (e := x.err(k)) is not None)
         errs = sorted(abs(e) for e in signed)
         out[k] = {"n": len(errs), "median_abs_error": percentile(errs, 50) if errs else None,
                   "p90_abs_error": percentile(errs, 90) if errs else None,
