@@ -173,6 +173,24 @@ def test_fp8_weights_need_the_engines_compute_capability(engine, gpus, refused):
         assert run()
 
 
+
+@pytest.mark.parametrize("engine, gpus, refused", [
+    # SGLang 0.5.23 raises "SGLang only supports sm75 and above." at start-up
+    # (sglang/srt/model_executor/model_runner_components/load_model_utils.py:80-91:
+    # capability major < 8 and minor < 5); vLLM 0.33.0 serves Volta in fp16
+    # (vllm/platforms/cuda.py:257-263)
+    ("sglang", "8xV100-SXM-32GB", True), ("vllm", "8xV100-SXM-32GB", False),
+    ("sglang", "8xRTX-2080-Ti-11GB", False), ("sglang", "8xMI250X", False),
+])
+def test_an_engine_is_not_exported_below_the_capability_it_starts_on(engine, gpus, refused):
+    plan, cluster = ServePlan((Pool(tp=1),), "bf16"), make_cluster(gpus)
+    model = load_model("llama3.2-1b")
+    if refused:
+        with pytest.raises(InputError, match="compute capability 7.5"):
+            commands(engine, plan, model, "m", cluster, 2300)
+    else:
+        assert commands(engine, plan, model, "m", cluster, 2300)
+
 def test_a_checkpoint_of_another_method_is_not_refused_for_a_flag_not_written():
     """gpt-oss ships MXFP4 weights: --weights fp8 writes no --quantization fp8 for it (the
     engines load the checkpoint's method; quantization_args), so the compute-capability rule

@@ -52,6 +52,12 @@ SGLANG_MAX_PREFILL_TOKENS = 16384
 # quantization/fp8.py:329-339 at 0.5.23, checked in model_loader/loader.py:259). GPU.
 # compute_capability 0 (AMD, or a part the catalog does not know) is not refused.
 FP8_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
+# The compute capability an engine starts on at all: SGLang 0.5.23 stops at start-up below 7.5
+# ("SGLang only supports sm75 and above.": maybe_downgrade_dtype_for_legacy_gpu, sglang/srt/
+# model_executor/model_runner_components/load_model_utils.py:80-91). vLLM has no such floor:
+# on Volta it serves a bf16 checkpoint in fp16 (CudaPlatform.supported_dtypes, vllm/platforms/
+# cuda.py:257-263, and _resolve_auto_dtype, vllm/config/model.py, at 0.33.0).
+MIN_CAPABILITY = {"sglang": 7.5}
 # Environment an engine needs on a GPU generation to run the kernels the cost model priced.
 # meshplan prices attention on CDNA3 / CDNA4 from AMD's aiter kernel table (cost/
 # efficiency.py); vLLM leaves aiter off unless VLLM_ROCM_USE_AITER is set ("Disable aiter ops
@@ -255,6 +261,10 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster,
                 " (its KV connectors ship example proxies, no launcher): export with --export"
                 " sglang, or serve an aggregated plan")
     cc, need = cluster.gpu.compute_capability, FP8_MIN_CAPABILITY[engine]
+    if 0 < cc < MIN_CAPABILITY.get(engine, 0):
+        _refuse(engine, f"{ENGINE_NAMES[engine]} starts only from compute capability"
+                f" {MIN_CAPABILITY[engine]:g} on; {cluster.gpu.name} is {cc:g}: export with"
+                " --export vllm")
     # (only where the flag is written: a checkpoint of another method loads as that method)
     if quantization_args(plan, checkpoint_quant) and 0 < cc < need:
         _refuse(engine, f"--weights fp8 is --quantization fp8, which {ENGINE_NAMES[engine]} loads"
