@@ -1,6 +1,8 @@
 """Serving validation: the CSV reader, and pinned published values with stated tolerances."""
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -383,3 +385,24 @@ def test_summary_counts_rows_by_the_training_validates_trust_rule(tmp_path, trus
     # the training summary's rule is the same one (runs_csv.counted)
     from meshplan import runs_csv
     assert runs_csv.counted(trust or "", grades) is bool(n)
+
+
+def test_misspelt_measured_columns_and_shared_ids_are_reported(tmp_path):
+    # as `meshplan validate` reports them (runs_csv.unread_measured_columns, duplicate_ids):
+    # unknown columns are ignored, so a TTFT in "measured_ttft_s" went unscored without a word
+    r = dict(_row(1)) | {"num_requests": "20", "measured_ttft_s": "0.2"}
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(r))
+        w.writeheader()
+        w.writerow(r)
+        w.writerow(r)
+    rows, s = validate_serving(f)
+    assert s["errors"] == 0, rows[0].error
+    assert s["columns_not_read"] == [{"column": "measured_ttft_s",
+                                      "did_you_mean": "measured_ttft_ms"}]
+    assert s["duplicate_ids"] == {"1": 2}
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "validate-serve", str(f)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "'measured_ttft_s' is not read" in p.stdout and "id '1' names 2 rows" in p.stdout
