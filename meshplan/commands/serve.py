@@ -122,6 +122,12 @@ def _traffic(args):
                 raise InputError("--rate", args.rate, "requests per second, or inf") from None
             if not rate > 0 or not math.isfinite(rate):
                 raise InputError("--rate", args.rate, "must be a positive number (or inf)")
+    if args.arrivals != "poisson" and (rate is None or math.isinf(rate)):
+        # (the default, poisson, cannot be told from one given: only another is refused)
+        raise InputError("--arrivals", args.arrivals, "spaces the requests of an open loop at"
+                         " a finite --rate; with " + ("--concurrency (a closed loop)"
+                                                      if rate is None else "--rate inf (all at"
+                                                      " once)") + " there is nothing to space")
     if args.input_len is None or args.output_len is None:
         raise InputError("--input-len", args.input_len, "give --input-len and --output-len"
                          " (tokens, or LO:HI), or --trace")
