@@ -125,6 +125,11 @@ CASES = [
                                           "--input-len", "1024", "--output-len", "128",
                                           "--rate", "inf", "--arrivals", "uniform"],
      "--arrivals='uniform'"),
+    # a TPOT target on a trace of one-token outputs pointed to --output-len, which --trace
+    # refuses
+    ("serve-trace-one-token-tpot", {"t.csv": "arrival_s,input_len,output_len\n0,100,1\n1,100,1\n"},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--trace", "{d}/t.csv", "--tpot-p90", "50ms"],
+     "give the --trace requests more than one output token"),
     ("serve-model-id-without-export", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
                                            "1024", "--output-len", "128", "--rate", "5",
                                            "--model-id", "org/m"], "give --export"),

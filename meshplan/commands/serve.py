@@ -214,7 +214,9 @@ def _run(args) -> int:
         pct = f"{slo.percentile:g}"
         raise InputError(f"--tpot-p{pct}", getattr(args, f"tpot_p{pct}"), "every request has"
                          " one output token, so there is no time per output token to hold;"
-                         " drop the TPOT target or give --output-len above 1")
+                         " drop the TPOT target or give " + ("the --trace requests" if args.trace
+                                                            else "--output-len")
+                         + " more than one output token")
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
     if not args.plan:  # the search sizes each plan's batch itself: refuse, do not ignore
