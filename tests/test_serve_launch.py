@@ -255,6 +255,15 @@ def test_default_model_id_of_a_config_json_is_its_folder(tmp_path):
     assert default_model_id("llama3.1-8b") == "llama3.1-8b"
 
 
+def test_default_model_id_of_a_relative_config_json_is_absolute(tmp_path, monkeypatch):
+    # `--model config.json` in the checkpoint's folder wrote `vllm serve .`, which names
+    # another folder on a node whose shell starts elsewhere
+    from meshplan.serve.export import default_model_id
+    (tmp_path / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert default_model_id("config.json") == str(tmp_path.resolve())
+
+
 def test_a_config_saved_under_another_name_is_not_its_folders_checkpoint(tmp_path):
     # vLLM 0.33.0 loads a local model from <folder>/config.json only
     # (vllm/transformers_utils/repo_utils.py file_or_path_exists: (local_path /

@@ -287,7 +287,9 @@ def default_model_id(model_arg: str) -> str:
     the engines cannot load)."""
     path = Path(model_arg)
     if path.name == CHECKPOINT_CONFIG_NAME and path.is_file():
-        return str(path.parent)
+        # absolute: the script runs from wherever each node's shell is (`--model config.json`
+        # gave `vllm serve .`)
+        return str(path.resolve().parent)
     return model_arg
 
 
