@@ -405,5 +405,6 @@ def register(sub) -> None:
     o.add_argument("--png", help="write the Pareto front as a PNG")
     o.add_argument("--export", choices=("vllm", "sglang"), help="write launch commands of #1")
     o.add_argument("--out", help="directory for --export")
-    o.add_argument("--model-id", help="HuggingFace id for exported commands (default: --model)")
+    o.add_argument("--model-id", help="HuggingFace id or checkpoint folder for exported commands"
+                   " (default: the folder of a --model config.json, else --model)")
     p.set_defaults(func=_run)
