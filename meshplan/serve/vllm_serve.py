@@ -5,10 +5,11 @@ EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py, pinned by vLLM's own
 tests/engine/test_arg_utils.py::test_defaults_with_usage_context) picks the defaults by the
 device and the usage context, the server being UsageContext.OPENAI_API_SERVER:
 
-- from v0.28.0 on (vllm-project/vllm tag v0.28.0, commit 2cf0a6915ce5, and still in the 0.33.0
-  release), a GPU of at least 160 GiB ("for GPUs like B200/B300 with >= 160GB memory, use the
-  largest defaults"; MI300X, MI325X, MI355X, B200, GB200 and up): 1024 running requests and
-  16384 tokens per iteration;
+- from v0.28.0 on (the PyPI wheels: absent from 0.27.0, whose top tier is the 70 GiB one at
+  arg_utils.py:2544; at arg_utils.py:2582 in 0.28.0, 2973 in 0.33.0), a GPU of at least
+  160 GiB ("for GPUs like B200/B300 with >= 160GB memory, use the largest defaults";
+  MI300X, MI325X, MI355X, B200, GB200 and up): 1024 running requests and 16384 tokens per
+  iteration;
 - a GPU of at least 70 GiB that is not an A100 (the top tier from v0.11.0 to v0.27.0, "For
   GPUs like H100 and MI300x, use larger default values"): 1024 requests and 8192 tokens;
 - any other GPU, the A100 included ("Setting large `max_num_batched_tokens` for A100 reduces
