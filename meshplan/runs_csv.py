@@ -32,6 +32,13 @@ _FALSE = {"0", "false", "no", "n", "f"}
 # the runs CSV's trust grades (shared/validation/README.md; "" = not graded)
 TRUST_GRADES = ("A", "B", "C", "")
 
+
+def counted(trust: str, grades: str = "AB") -> bool:
+    """Whether a row of grade ``trust`` counts in a summary of the ``grades`` rows: a row of
+    one of them (any case), or an ungraded one (blank: the grade a source did not give)."""
+    t = (trust or "").strip().upper()
+    return t in grades.upper() if t else True
+
 # key under which read_csv marks a row with more cells than its header (the reader that
 # predicts rows refuses that row alone: validate.predict_row); never a header name, which
 # are stripped text
@@ -93,18 +100,21 @@ def _malformed(text: str, start: int, err: csv.Error) -> str:
             "closing \" followed by a comma or the line end")
 
 
-def unread_measured_columns(header: list[str]) -> list[tuple[str, str]]:
+def unread_measured_columns(header: list[str], measured: tuple[str, ...] = MEASURED,
+                            known: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """[(column, the measured column it resembles)] for header columns that are not the
     schema's but look like a misspelt measured column ("tokens_per_s_per_gpu",
     "step_time_s", "peak_mem_gib"): unknown columns are ignored, so their figures would
-    be read as not measured without a word."""
+    be read as not measured without a word. ``measured``: the schema's measured columns
+    (the training schema's by default; the serving schema passes its own), ``known``: other
+    columns it reads that may resemble one."""
     import difflib
 
     out = []
     for col in header:
-        if not col or col in MEASURED or col in KNOWN_NOT_MEASURED:
+        if not col or col in measured or col in KNOWN_NOT_MEASURED or col in known:
             continue
-        near = difflib.get_close_matches(col, MEASURED, n=1, cutoff=0.7)
+        near = difflib.get_close_matches(col, measured, n=1, cutoff=0.7)
         if near:
             out.append((col, near[0]))
     return out
@@ -112,6 +122,13 @@ def unread_measured_columns(header: list[str]) -> list[tuple[str, str]]:
 
 # columns meshplan reads that resemble a measured column's name (never reported as unread)
 KNOWN_NOT_MEASURED = ("measured_noise", "measured_speedup")
+
+
+def duplicate_ids(ids) -> dict[str, int]:
+    """{id: rows} for each id several rows share (each row is still predicted and scored,
+    but what joins the report to the file is ambiguous)."""
+    from collections import Counter
+    return {i: n for i, n in Counter(ids).items() if n > 1}
 
 
 def read_rows(path: str | Path) -> list[dict]:

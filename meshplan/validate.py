@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -586,7 +585,7 @@ def loso_memory_coverage(results: list[RowResult]) -> dict:
 
 def summarize(results: list[RowResult], residuals: dict | None = None) -> dict:
     ok = [r for r in results if r.error is None]
-    ab = [r for r in ok if r.trust in ("A", "B") or not r.trust]
+    ab = [r for r in ok if runs_csv.counted(r.trust, "AB")]
     tok = [abs(r.tokens_error) for r in ab if r.tokens_error is not None]
     mem = [abs(r.memory_error) for r in ab if r.memory_error is not None]
     mem_all = [abs(r.memory_error) for r in ok if r.memory_error is not None]
@@ -681,8 +680,7 @@ def validate(path: str | Path, with_search_best: bool = True, jobs: int = 1,
                                    for c, m in runs_csv.unread_measured_columns(header)]
     # an id shared by several rows (each is still predicted and scored): what joins the
     # report to the file, and what a pool row's baseline_id names, is ambiguous
-    ids = Counter(r.id for r in results)
-    summary["duplicate_ids"] = {i: n for i, n in ids.items() if n > 1}
+    summary["duplicate_ids"] = runs_csv.duplicate_ids(r.id for r in results)
     if any(validate_pools.is_pool_row(r) for r in rows):
         summary["pools"] = validate_pools.summary(rows, results)
     return results, summary

@@ -115,6 +115,21 @@ CASES = [
     ("serve-trace-with-rate", {"t.csv": "arrival_s,input_len,output_len\n0,100,10\n1,100,10\n"},
      ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--trace", "{d}/t.csv", "--rate", "4"],
      "--rate='4': the --trace file gives"),
+    # --arrivals spaces an open loop's requests: with --concurrency (closed loop) or --rate inf
+    # (all at once) it was ignored, exit 0
+    ("serve-arrivals-with-concurrency", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB",
+                                             "--input-len", "1024", "--output-len", "128",
+                                             "--concurrency", "4", "--arrivals", "uniform"],
+     "--arrivals='uniform'"),
+    ("serve-arrivals-with-rate-inf", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB",
+                                          "--input-len", "1024", "--output-len", "128",
+                                          "--rate", "inf", "--arrivals", "uniform"],
+     "--arrivals='uniform'"),
+    # a TPOT target on a trace of one-token outputs pointed to --output-len, which --trace
+    # refuses
+    ("serve-trace-one-token-tpot", {"t.csv": "arrival_s,input_len,output_len\n0,100,1\n1,100,1\n"},
+     ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--trace", "{d}/t.csv", "--tpot-p90", "50ms"],
+     "give the --trace requests more than one output token"),
     ("serve-model-id-without-export", {}, ["serve", *M, "--gpus", "8xH100-SXM-80GB", "--input-len",
                                            "1024", "--output-len", "128", "--rate", "5",
                                            "--model-id", "org/m"], "give --export"),

@@ -551,6 +551,24 @@ def test_trace_arrival_blank_or_infinite_is_refused(tmp_path, arrival, needle):
     assert load_trace(f, concurrency=2).concurrency == 2  # closed loop: arrivals unused
 
 
+@pytest.mark.parametrize("row, field, value", [
+    ("-1,100,10", "arrival_s", "'-1'"),
+    ("nan,100,10", "arrival_s", "'nan'"),
+    ("x,100,10", "arrival_s", "'x'"),
+    ("0,0,10", "input_len", "'0'"),
+    ("0,100.5,10", "input_len", "'100.5'"),
+    ("0,100,", "output_len", "''"),
+])
+def test_trace_error_names_the_column_and_its_value(tmp_path, row, field, value):
+    # the rule for bad input: one line naming the field, the value and what is allowed (the
+    # whole row was printed as a dict, with one message for any of its three cells)
+    f = tmp_path / "t.csv"
+    f.write_text(f"arrival_s,input_len,output_len\n0,100,10\n{row}\n")
+    with pytest.raises(InputError) as e:
+        load_trace(f)
+    assert str(e.value).startswith(f"trace line 3: {field}={value}: "), str(e.value)
+
+
 def test_decode_attention_has_the_measured_per_call_floor():
     """Batch 1 with a few cached tokens: the engine's decode-attention op takes ~6 us a
     layer on H100 (NVIDIA AIConfigurator's TensorRT-LLM 1.2.0rc5 H100 table,

@@ -4,6 +4,7 @@ test). Neither engine is needed here: the facts are written out from the source.
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from meshplan.serve.export import commands
 from meshplan.serve.spec import Pool, ServePlan
 from meshplan.specs.catalog.presets import load_model
 
+ROOT = Path(__file__).resolve().parent.parent
 H100X16 = make_cluster("16xH100-SXM-80GB")
 
 
@@ -73,6 +75,22 @@ def test_attention_dp_limits_are_the_simulated_per_rank_ones():
                                  2300))
     assert _flag(vl, "--max-num-seqs") == "64"  # vLLM's is per DP engine already
 
+
+
+@pytest.mark.parametrize("tokens, dp, expect", [(32768, 1, "32768"), (32768, 4, "32768"),
+                                                (8192, 1, None), (16384, 2, None)])
+def test_sglang_prefill_batches_take_the_simulated_token_budget(tokens, dp, expect):
+    # SGLang 0.5.23 stops adding prompts to a prefill batch once they hold
+    # --max-prefill-tokens (default 16384: arg_groups/fields/schedule.py:71-81;
+    # managers/schedule_policy.py PrefillAdder.budget_state, `rem_input_tokens <= 0`), a cap
+    # the attention-DP split leaves whole (arg_groups/parallel_hook.py:327-331 divides only
+    # chunked_prefill_size); the simulator's per-rank budget is max_batched_tokens
+    plan = ServePlan((Pool(tp=4 // dp if dp < 4 else 1, attn_dp=dp, ep=4 if dp > 1 else 1,
+                           max_num_seqs=256, max_batched_tokens=tokens),))
+    (_, sg), = _servers(commands("sglang", plan, load_model("qwen3-30b-a3b"), "m",
+                                 make_cluster("4xH100-SXM-80GB"), 2300))
+    assert _flag(sg, "--max-prefill-tokens") == expect
+    assert int(_flag(sg, "--chunked-prefill-size")) // dp == tokens
 
 def test_attention_dp_replicas_on_one_node_use_disjoint_ports():
     plan = ServePlan((Pool(tp=1, attn_dp=4, ep=4, replicas=2),))
@@ -155,6 +173,24 @@ def test_fp8_weights_need_the_engines_compute_capability(engine, gpus, refused):
         assert run()
 
 
+
+@pytest.mark.parametrize("engine, gpus, refused", [
+    # SGLang 0.5.23 raises "SGLang only supports sm75 and above." at start-up
+    # (sglang/srt/model_executor/model_runner_components/load_model_utils.py:80-91:
+    # capability major < 8 and minor < 5); vLLM 0.33.0 serves Volta in fp16
+    # (vllm/platforms/cuda.py:257-263)
+    ("sglang", "8xV100-SXM-32GB", True), ("vllm", "8xV100-SXM-32GB", False),
+    ("sglang", "8xRTX-2080-Ti-11GB", False), ("sglang", "8xMI250X", False),
+])
+def test_an_engine_is_not_exported_below_the_capability_it_starts_on(engine, gpus, refused):
+    plan, cluster = ServePlan((Pool(tp=1),), "bf16"), make_cluster(gpus)
+    model = load_model("llama3.2-1b")
+    if refused:
+        with pytest.raises(InputError, match="compute capability 7.5"):
+            commands(engine, plan, model, "m", cluster, 2300)
+    else:
+        assert commands(engine, plan, model, "m", cluster, 2300)
+
 def test_a_checkpoint_of_another_method_is_not_refused_for_a_flag_not_written():
     """gpt-oss ships MXFP4 weights: --weights fp8 writes no --quantization fp8 for it (the
     engines load the checkpoint's method; quantization_args), so the compute-capability rule
@@ -217,3 +253,47 @@ def test_default_model_id_of_a_config_json_is_its_folder(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     assert default_model_id(str(tmp_path / "config.json")) == str(tmp_path)
     assert default_model_id("llama3.1-8b") == "llama3.1-8b"
+
+
+def test_default_model_id_of_a_relative_config_json_is_absolute(tmp_path, monkeypatch):
+    # `--model config.json` in the checkpoint's folder wrote `vllm serve .`, which names
+    # another folder on a node whose shell starts elsewhere
+    from meshplan.serve.export import default_model_id
+    (tmp_path / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert default_model_id("config.json") == str(tmp_path.resolve())
+
+
+def test_a_config_saved_under_another_name_is_not_its_folders_checkpoint(tmp_path):
+    # vLLM 0.33.0 loads a local model from <folder>/config.json only
+    # (vllm/transformers_utils/repo_utils.py file_or_path_exists: (local_path /
+    # config_name).is_file(), config_name transformers.utils.CONFIG_NAME == "config.json"), so
+    # the folder of qwen3-32b.config.json is not that model (here it even holds another
+    # model's config.json, which the engines would have served)
+    from meshplan.serve.export import default_model_id, notes
+    (tmp_path / "config.json").write_text('{"architectures": ["OtherModel"]}')
+    named = tmp_path / "qwen3-32b.config.json"
+    named.write_text((ROOT / "bench" / "data" / "qwen3-32b.config.json").read_text())
+    assert default_model_id(str(named)) != str(tmp_path)
+    out = notes(ServePlan((Pool(tp=8),), "bf16"), load_model(str(named)),
+                default_model_id(str(named)), preset=False)
+    assert any("--model-id" in n and "config.json" in n for n in out), out
+    # a file given as --model-id is no checkpoint either
+    assert any("--model-id" in n for n in notes(ServePlan((Pool(tp=8),), "bf16"),
+                                                load_model(str(named)), str(named), False))
+    # a folder, or an org/name, draws no such note
+    assert notes(ServePlan((Pool(tp=8),), "bf16"), load_model(str(named)), str(tmp_path),
+                 False) == []
+
+
+def test_cli_export_of_a_renamed_config_names_no_folder(tmp_path):
+    cfg = tmp_path / "cfgs" / "qwen3-0.6b.config.json"
+    cfg.parent.mkdir()
+    cfg.write_text((ROOT / "bench" / "data" / "qwen3-0.6b.config.json").read_text())
+    p = _serve("--model", str(cfg), "--gpus", "1xH100-SXM-80GB", "--input-len", "200",
+               "--output-len", "20", "--rate", "1", "--requests", "20", "--plan", "tp1x1",
+               "--no-goodput", "--export", "sglang", "--out", "o", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    sh = (tmp_path / "o" / "launch_sglang.sh").read_text()
+    assert f"--model-path {cfg.parent} " not in sh
+    assert "set --model-id" in p.stdout

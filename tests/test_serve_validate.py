@@ -1,6 +1,8 @@
 """Serving validation: the CSV reader, and pinned published values with stated tolerances."""
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -255,6 +257,27 @@ def test_vllm_rows_take_vllm_serves_own_defaults(tmp_path, gpu, seqs, tokens, pl
     assert plan in rows[0].plan, rows[0].plan
 
 
+
+@pytest.mark.parametrize("gpu, version, plan", [
+    # vllm/engine/arg_utils.py EngineArgs.get_batch_defaults of the vLLM 0.33.0 release (PyPI
+    # wheel, lines 2973-2982): "for GPUs like B200/B300 with >= 160GB memory, use the largest
+    # defaults", OPENAI_API_SERVER 16384 tokens / 1024 requests, a tier vLLM added in v0.28.0
+    ("B200", "0.33.0", "seqs1024 tok16384"),
+    ("MI300X", "0.28.0", "seqs1024 tok16384"),     # 192 GiB
+    ("H200-SXM-141GB", "0.33.0", "seqs1024 tok8192"),  # 140 GiB: under the new tier
+    ("A100-SXM-80GB", "0.33.0", "seqs256 tok2048"),
+    ("MI300X", "0.10.2 (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006)", "seqs1024 tok8192"),
+    ("B200", "0.27.0", "seqs1024 tok8192"),         # before the tier
+    ("B200", "", "seqs1024 tok8192"),               # no version stated: the published runs' rule
+])
+def test_vllm_row_defaults_follow_the_rows_vllm_version(tmp_path, gpu, version, plan):
+    r = dict(_row(1)) | {"engine": "vllm", "engine_version": version, "gpu": gpu,
+                         "model": "llama3.1-8b", "weight_dtype": "bf16", "kv_dtype": "bf16",
+                         "num_requests": "20", "max_num_seqs": "", "max_batched_tokens": ""}
+    rows, s = validate_serving(_one_row_csv(tmp_path, r))
+    assert s["errors"] == 0, rows[0].error
+    assert plan in rows[0].plan, rows[0].plan
+
 # The held-out AMD Instinct rows (ids 3001-3049, issue 9: never tuned to): three sources,
 # each row's measured cell re-derived from the figures its derivation quotes, so a
 # transcription slip (a table value not divided by the 8 GPUs, a batch/latency pair copied
@@ -343,3 +366,43 @@ def test_summary_reports_each_engine_and_vendor_apart(tmp_path):
     assert g["vendor amd"]["tps"]["median_abs_error"] == abs(by_id["3004"].err("tps"))
     vllm = sorted(by_id[i].err("tps") for i in ("1017", "3004"))
     assert g["engine vllm"]["tps"]["median_signed_error"] == pytest.approx(sum(vllm) / 2)
+
+
+@pytest.mark.parametrize("trust, grades, n", [
+    (None, "AB", 1),  # no trust column at all: a user's own CSV of the required columns
+    ("", "AB", 1),    # ungraded: counted, as `meshplan validate` counts it (validate.summarize)
+    ("b", "AB", 1),   # the grade in any case, as validate reads it (upper-cased)
+    ("A", "C", 0),
+    ("C", "AB", 0),
+])
+def test_summary_counts_rows_by_the_training_validates_trust_rule(tmp_path, trust, grades, n):
+    r = {k: v for k, v in _row(1).items() if k != "trust"} | {"num_requests": "20"}
+    if trust is not None:
+        r["trust"] = trust
+    rows, s = validate_serving(_one_row_csv(tmp_path, r), grades)
+    assert s["errors"] == 0, rows[0].error
+    assert s["tps"]["n"] == n
+    # the training summary's rule is the same one (runs_csv.counted)
+    from meshplan import runs_csv
+    assert runs_csv.counted(trust or "", grades) is bool(n)
+
+
+def test_misspelt_measured_columns_and_shared_ids_are_reported(tmp_path):
+    # as `meshplan validate` reports them (runs_csv.unread_measured_columns, duplicate_ids):
+    # unknown columns are ignored, so a TTFT in "measured_ttft_s" went unscored without a word
+    r = dict(_row(1)) | {"num_requests": "20", "measured_ttft_s": "0.2"}
+    f = tmp_path / "s.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(r))
+        w.writeheader()
+        w.writerow(r)
+        w.writerow(r)
+    rows, s = validate_serving(f)
+    assert s["errors"] == 0, rows[0].error
+    assert s["columns_not_read"] == [{"column": "measured_ttft_s",
+                                      "did_you_mean": "measured_ttft_ms"}]
+    assert s["duplicate_ids"] == {"1": 2}
+    p = subprocess.run([sys.executable, "-m", "meshplan.cli", "validate-serve", str(f)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "'measured_ttft_s' is not read" in p.stdout and "id '1' names 2 rows" in p.stdout

@@ -122,6 +122,12 @@ def _traffic(args):
                 raise InputError("--rate", args.rate, "requests per second, or inf") from None
             if not rate > 0 or not math.isfinite(rate):
                 raise InputError("--rate", args.rate, "must be a positive number (or inf)")
+    if args.arrivals != "poisson" and (rate is None or math.isinf(rate)):
+        # (the default, poisson, cannot be told from one given: only another is refused)
+        raise InputError("--arrivals", args.arrivals, "spaces the requests of an open loop at"
+                         " a finite --rate; with " + ("--concurrency (a closed loop)"
+                                                      if rate is None else "--rate inf (all at"
+                                                      " once)") + " there is nothing to space")
     if args.input_len is None or args.output_len is None:
         raise InputError("--input-len", args.input_len, "give --input-len and --output-len"
                          " (tokens, or LO:HI), or --trace")
@@ -208,7 +214,9 @@ def _run(args) -> int:
         pct = f"{slo.percentile:g}"
         raise InputError(f"--tpot-p{pct}", getattr(args, f"tpot_p{pct}"), "every request has"
                          " one output token, so there is no time per output token to hold;"
-                         " drop the TPOT target or give --output-len above 1")
+                         " drop the TPOT target or give " + ("the --trace requests" if args.trace
+                                                            else "--output-len")
+                         + " more than one output token")
     weights, kv = args.weights, args.kv_cache or args.weights
     plans = None
     if not args.plan:  # the search sizes each plan's batch itself: refuse, do not ignore
@@ -397,5 +405,6 @@ def register(sub) -> None:
     o.add_argument("--png", help="write the Pareto front as a PNG")
     o.add_argument("--export", choices=("vllm", "sglang"), help="write launch commands of #1")
     o.add_argument("--out", help="directory for --export")
-    o.add_argument("--model-id", help="HuggingFace id for exported commands (default: --model)")
+    o.add_argument("--model-id", help="HuggingFace id or checkpoint folder for exported commands"
+                   " (default: the folder of a --model config.json, else --model)")
     p.set_defaults(func=_run)

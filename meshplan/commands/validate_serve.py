@@ -47,6 +47,12 @@ def _run(args) -> int:
                  if (m := g[k])["n"]]
         if parts:
             print(f"  {group:<18} " + "; ".join(parts))
+    for rid, n in s["duplicate_ids"].items():
+        print(f"note: id {rid!r} names {n} rows (each is predicted and scored; give each row "
+              "its own id to tell them apart)")
+    for c in s["columns_not_read"]:
+        print(f"note: column {c['column']!r} is not read (not a column of the serving schema, "
+              f"so its figures are not scored): did you mean {c['did_you_mean']}?")
     return 0
 
 

@@ -42,12 +42,22 @@ SGLANG_BOOTSTRAP_OFFSET = 100
 # The blocks stay below 22000: SGLang picks its NCCL port at random in 22000-29999
 # (utils/network.py:205, server_args.py:771-773).
 SGLANG_PORT_CEILING = 22000
+# SGLang's --max-prefill-tokens default (ServerArgs.max_prefill_tokens, python/sglang/srt/
+# arg_groups/fields/schedule.py:71-81 at 0.5.23): the most prompt tokens one prefill batch admits
+# (managers/schedule_policy.py PrefillAdder: rem_input_tokens, budget_state), besides the chunk.
+SGLANG_MAX_PREFILL_TOKENS = 16384
 # --weights fp8 is the engine's --quantization fp8, which needs a CUDA compute capability of at
 # least: vLLM 7.5 (Fp8Config.get_min_capability, vllm/model_executor/layers/quantization/
 # fp8.py:146-147 at 0.33.0), SGLang 8.0 (Fp8Config.get_min_capability, sglang/srt/layers/
 # quantization/fp8.py:329-339 at 0.5.23, checked in model_loader/loader.py:259). GPU.
 # compute_capability 0 (AMD, or a part the catalog does not know) is not refused.
 FP8_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
+# The compute capability an engine starts on at all: SGLang 0.5.23 stops at start-up below 7.5
+# ("SGLang only supports sm75 and above.": maybe_downgrade_dtype_for_legacy_gpu, sglang/srt/
+# model_executor/model_runner_components/load_model_utils.py:80-91). vLLM has no such floor:
+# on Volta it serves a bf16 checkpoint in fp16 (CudaPlatform.supported_dtypes, vllm/platforms/
+# cuda.py:257-263, and _resolve_auto_dtype, vllm/config/model.py, at 0.33.0).
+MIN_CAPABILITY = {"sglang": 7.5}
 # Environment an engine needs on a GPU generation to run the kernels the cost model priced.
 # meshplan prices attention on CDNA3 / CDNA4 from AMD's aiter kernel table (cost/
 # efficiency.py); vLLM leaves aiter off unless VLLM_ROCM_USE_AITER is set ("Disable aiter ops
@@ -193,8 +203,15 @@ def sglang_args(pool: Pool, plan: ServePlan, model_id: str, max_len: int,
     # chunked_prefill_size // attn_dp_size: arg_groups/parallel_hook.py:331); the plan's
     # figures are per DP rank, as the simulator runs them.
     a += ["--max-running-requests", str(pool.max_num_seqs * pool.attn_dp),
-          "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp),
-          "--context-length", str(max_len),
+          "--chunked-prefill-size", str(pool.max_batched_tokens * pool.attn_dp)]
+    if pool.max_batched_tokens > SGLANG_MAX_PREFILL_TOKENS:
+        # SGLang stops adding prompts to a prefill batch once they hold --max-prefill-tokens
+        # (PrefillAdder.budget_state: rem_input_tokens <= 0), whatever the chunk size; the
+        # simulated budget is the per-rank chunk, so a larger one is written out (the flag is
+        # not divided by the attention-DP size: arg_groups/parallel_hook.py divides only
+        # chunked_prefill_size)
+        a += ["--max-prefill-tokens", str(pool.max_batched_tokens)]
+    a += ["--context-length", str(max_len),
           MEMORY_FLAGS["sglang"],
           f"{pool.gpu_mem_util if mem_fraction is None else mem_fraction:g}"]
     if pool.role == "both":
@@ -244,6 +261,10 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster,
                 " (its KV connectors ship example proxies, no launcher): export with --export"
                 " sglang, or serve an aggregated plan")
     cc, need = cluster.gpu.compute_capability, FP8_MIN_CAPABILITY[engine]
+    if 0 < cc < MIN_CAPABILITY.get(engine, 0):
+        _refuse(engine, f"{ENGINE_NAMES[engine]} starts only from compute capability"
+                f" {MIN_CAPABILITY[engine]:g} on; {cluster.gpu.name} is {cc:g}: export with"
+                " --export vllm")
     # (only where the flag is written: a checkpoint of another method loads as that method)
     if quantization_args(plan, checkpoint_quant) and 0 < cc < need:
         _refuse(engine, f"--weights fp8 is --quantization fp8, which {ENGINE_NAMES[engine]} loads"
@@ -251,12 +272,24 @@ def check_expressible(engine: str, plan: ServePlan, cluster: Cluster,
                 " --weights bf16")
 
 
+# The one file name a checkpoint folder's config is read from: vLLM looks for
+# <model>/config.json (transformers.utils.CONFIG_NAME, via file_or_path_exists in
+# vllm/transformers_utils/repo_utils.py and get_config in vllm/transformers_utils/config.py at
+# 0.33.0), SGLang the same name (sglang/srt/utils/hf_transformers/common.py at 0.5.23). A
+# config saved under another name (qwen3-32b.config.json) does not make its folder that
+# model's checkpoint.
+CHECKPOINT_CONFIG_NAME = "config.json"
+
+
 def default_model_id(model_arg: str) -> str:
     """--model-id when not given: a config.json's folder (the engines load a checkpoint
-    folder, not its config file), else --model as given."""
+    folder, not its config file), else --model as given (``notes`` says when that is a file
+    the engines cannot load)."""
     path = Path(model_arg)
-    if path.suffix == ".json" and path.is_file():
-        return str(path.parent)
+    if path.name == CHECKPOINT_CONFIG_NAME and path.is_file():
+        # absolute: the script runs from wherever each node's shell is (`--model config.json`
+        # gave `vllm serve .`)
+        return str(path.resolve().parent)
     return model_arg
 
 
@@ -267,6 +300,10 @@ def notes(plan: ServePlan, model: ModelSpec, model_id: str, preset: bool) -> lis
     if preset and model_id == model.name:
         out.append(f"{model_id!r} is meshplan's preset name, not a HuggingFace id or a folder:"
                    " set --model-id (e.g. the checkpoint's org/name) before launching")
+    elif Path(model_id).is_file():
+        out.append(f"{model_id!r} is a file, not a checkpoint folder or a HuggingFace id: the"
+                   f" engines read a folder's {CHECKPOINT_CONFIG_NAME} and the weights beside"
+                   " it; set --model-id (the checkpoint's folder or org/name) before launching")
     q = model.checkpoint_quant
     if q and q != plan.weight_dtype:
         # vLLM takes the checkpoint's quantization_config over --quantization or its absence

@@ -170,15 +170,26 @@ def load_trace(path: str | Path, prefix_share: float = 0.0,
         if not concurrency and not r.get("arrival_s"):  # (a blank cell was taken as 0)
             raise InputError(f"trace line {i}: arrival_s", "", "blank; every request of an"
                              " open-loop trace needs its arrival (seconds, >= 0)")
-        try:
-            a = float(r["arrival_s"]) if not concurrency else 0.0
-            li, lo = int(r["input_len"]), int(r["output_len"])
-        except (TypeError, ValueError):
-            raise InputError(f"trace line {i}", r, "arrival_s must be a number, lengths integers") from None
-        if li < 1 or lo < 1 or a < 0 or not math.isfinite(a):
-            raise InputError(f"trace line {i}", r, "lengths must be >= 1 and arrival_s a finite"
-                             " number >= 0")
-        reqs.append((a, li, lo))
+        # each cell checked on its own, so the error names the column and its value
+        a = 0.0
+        if not concurrency:
+            try:
+                a = float(r["arrival_s"])
+            except (TypeError, ValueError):
+                a = math.nan
+            if not (math.isfinite(a) and a >= 0):
+                raise InputError(f"trace line {i}: arrival_s", r["arrival_s"],
+                                 "a finite number of seconds >= 0")
+        lens = []
+        for col in ("input_len", "output_len"):
+            try:
+                n = int(r[col])
+            except (TypeError, ValueError):
+                n = 0
+            if n < 1:
+                raise InputError(f"trace line {i}: {col}", r[col], "a whole number of tokens >= 1")
+            lens.append(n)
+        reqs.append((a, *lens))
     reqs.sort(key=lambda x: x[0])
     t0 = reqs[0][0]
     out = tuple(Request(i, a - t0, li, lo) for i, (a, li, lo) in enumerate(reqs))

@@ -1,7 +1,8 @@
 """Published serving runs -> simulated predictions -> error table (the serving schema).
 
 Columns (any order; unknown columns ignored; blank = not stated by the source):
-id, source, trust (A/B/C as in the training schema), engine (vllm, sglang or tensorrt-llm,
+id, source, trust (A/B/C as in the training schema; blank: ungraded, counted in the
+summary, as validate counts it: runs_csv.counted), engine (vllm, sglang or tensorrt-llm,
 optionally followed by a note in parentheses: it picks the scheduler simulated, ENGINES;
 any other engine, or a blank, fails the row), engine_version, model (a
 meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, attn_dp,
@@ -30,17 +31,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError, NoPlanFits, require_choice
-from ..runs_csv import EXTRA_FIELDS, TRUST_GRADES, count, flag, measured, number, read_csv
+from ..runs_csv import (EXTRA_FIELDS, TRUST_GRADES, count, counted, duplicate_ids, flag,
+                        measured, number, read_csv, unread_measured_columns)
 from ..scenario import make_cluster
 from ..specs.catalog.presets import load_model, preset_names
 from .simulate import percentile, simulate
 from .spec import Pool, ServePlan
 from .traffic import Lengths, parse_lengths, synthetic
 from .trtllm_bench import engine_settings
-from .vllm_serve import serve_limits
+from .vllm_serve import serve_limits, vllm_version
 
 REQUIRED = ("id", "model", "gpu", "num_gpus", "tp", "input_len", "output_len",
             "measured_output_tokens_per_s_per_gpu")
+MEASURED = ("measured_output_tokens_per_s_per_gpu", "measured_ttft_ms", "measured_tpot_ms")
 # Unstated engine limits: offline TensorRT-LLM rows (trtllm-bench throughput) take what
 # trtllm-bench derives from the model, the GPUs and the row's lengths (serve/trtllm_bench.py);
 # vLLM rows what `vllm serve` defaults to on the row's GPU (serve/vllm_serve.py); every other
@@ -179,7 +182,7 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
     seqs, tokens = _i(r, "max_num_seqs"), _i(r, "max_batched_tokens")
     if sched == "vllm":  # the server's own defaults for what the source does not print,
         # by the GPU (EngineArgs.get_batch_defaults; serve/vllm_serve.py), not 2048 / 8192
-        limits = serve_limits(cluster.gpu, seqs, tokens)
+        limits = serve_limits(cluster.gpu, seqs, tokens, vllm_version(r.get("engine_version")))
     else:
         limits = (seqs or DEFAULT_MAX_SEQS, tokens or DEFAULT_MAX_TOKENS)
     pool = Pool(tp=tp, pp=pp, ep=ep, attn_dp=dp, replicas=n // per, max_num_seqs=limits[0],
@@ -222,13 +225,18 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
 
 
 def load_rows(path: str | Path) -> list[dict]:
-    _, rows = read_csv(path)
+    return _load(path)[1]
+
+
+def _load(path: str | Path) -> tuple[list[str], list[dict]]:
+    """(header, rows) of a serving CSV."""
+    header, rows = read_csv(path)
     if not rows:
         raise InputError("csv", str(path), "no rows")
     missing = [c for c in REQUIRED if c not in rows[0]]
     if missing:
         raise InputError("csv", str(path), "not a serving CSV; missing columns: " + ", ".join(missing))
-    return rows
+    return header, rows
 
 
 def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow], dict]:
@@ -237,7 +245,8 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
         raise InputError("--trust", trust, "one or more of the grades A, B, C (e.g. AB)")
     out = []
     base = Path(path).resolve().parent
-    for r in load_rows(path):
+    header, rows = _load(path)
+    for r in rows:
         try:
             out.append(predict_row(r, base))
         except (InputError, NoPlanFits) as e:
@@ -246,6 +255,12 @@ def validate_serving(path: str | Path, trust: str = "AB") -> tuple[list[ServeRow
             out.append(ServeRow(r.get("id", "?"), r.get("trust", ""), r.get("model", ""),
                                 f"{r.get('num_gpus')}x{r.get('gpu')}", "", "", None, error=msg))
     summary = {"rows": len(out), "errors": sum(1 for x in out if x.error)}
+    # what the training validate reports too: ids several rows share, and columns that look
+    # like a misspelt measured one (unknown columns are ignored: "measured_ttft_s" would
+    # leave every TTFT unscored without a word)
+    summary["duplicate_ids"] = duplicate_ids(x.id for x in out)
+    summary["columns_not_read"] = [{"column": c, "did_you_mean": m}
+                                   for c, m in unread_measured_columns(header, MEASURED)]
     summary |= _errors(out, trust)
     # the same figures by engine and by GPU vendor: one error over engines that run the same
     # kernels at different speeds hides which one is off (trust-graded rows only)
@@ -260,7 +275,7 @@ def _errors(rows: list[ServeRow], trust: str) -> dict:
     """Per metric: rows, median and 90th percentile of |error|, median signed error."""
     out = {}
     for k in ("tps", "ttft_ms", "tpot_ms"):
-        signed = sorted(e for x in rows if x.trust in tuple(trust) and (e := x.err(k)) is not None)
+        signed = sorted(e for x in rows if counted(x.trust, trust) and (e := x.err(k)) is not None)
         errs = sorted(abs(e) for e in signed)
         out[k] = {"n": len(errs), "median_abs_error": percentile(errs, 50) if errs else None,
                   "p90_abs_error": percentile(errs, 90) if errs else None,

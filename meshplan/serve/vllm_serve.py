@@ -1,15 +1,22 @@
 """What ``vllm serve`` (vLLM's OpenAI-compatible server, V1 engine) runs with when the
 command gives no --max-num-seqs / --max-num-batched-tokens.
 
-EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py; the same code in v0.11.0 and on
-main, and pinned by vLLM's own tests/engine/test_arg_utils.py::test_defaults_with_usage_context)
-picks the defaults by the device and the usage context, the server being
-UsageContext.OPENAI_API_SERVER:
+EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py, pinned by vLLM's own
+tests/engine/test_arg_utils.py::test_defaults_with_usage_context) picks the defaults by the
+device and the usage context, the server being UsageContext.OPENAI_API_SERVER:
 
-- a GPU of at least 70 GiB that is not an A100 ("For GPUs like H100 and MI300x, use larger
-  default values"): 1024 running requests and 8192 tokens per iteration;
+- from v0.28.0 on (the PyPI wheels: absent from 0.27.0, whose top tier is the 70 GiB one at
+  arg_utils.py:2544; at arg_utils.py:2582 in 0.28.0, 2973 in 0.33.0), a GPU of at least
+  160 GiB ("for GPUs like B200/B300 with >= 160GB memory, use the largest defaults";
+  MI300X, MI325X, MI355X, B200, GB200 and up): 1024 running requests and 16384 tokens per
+  iteration;
+- a GPU of at least 70 GiB that is not an A100 (the top tier from v0.11.0 to v0.27.0, "For
+  GPUs like H100 and MI300x, use larger default values"): 1024 requests and 8192 tokens;
 - any other GPU, the A100 included ("Setting large `max_num_batched_tokens` for A100 reduces
   throughput, see PR #17885"): 256 requests and 2048 tokens.
+
+A row that does not state its vLLM version is read with the rule of v0.11.0 - v0.27.0, the
+versions the published runs used (bench/data/serving_runs.csv: 0.6.3 to 0.19.0).
 
 A command that sets --max-num-batched-tokens below the request default lowers it too:
 ``self.max_num_seqs = min(self.max_num_seqs, self.max_num_batched_tokens)`` (same file).
@@ -19,20 +26,38 @@ token defaults (16384 / 8192); a row from it must state its limits.
 
 from __future__ import annotations
 
+import re
+
 from ..specs.hardware import GPU
 
 GiB = 2**30
+LARGEST_GPU_BYTES = 160 * GiB  # get_batch_defaults from v0.28.0: ``>= 160 * GiB_bytes``
+LARGEST_GPU_LIMITS = (1024, 16384)  # (max_num_seqs, max_num_batched_tokens), OPENAI_API_SERVER
+LARGEST_TIER_SINCE = (0, 28)  # the first vLLM release with the 160 GiB tier (tag v0.28.0)
 LARGE_GPU_BYTES = 70 * GiB  # get_batch_defaults: ``device_memory >= 70 * GiB_bytes``
 LARGE_GPU_LIMITS = (1024, 8192)  # (max_num_seqs, max_num_batched_tokens), OPENAI_API_SERVER
 OTHER_GPU_LIMITS = (256, 2048)
+_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)")
+
+
+def vllm_version(text: str | None) -> tuple[int, int] | None:
+    """(major, minor) of an engine_version cell ("0.10.2 (rocm/vllm:...)", "v0.28.0"), or
+    None when it names none."""
+    m = _VERSION.match(text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def serve_limits(gpu: GPU, max_num_seqs: int | None = None,
-                 max_batched_tokens: int | None = None) -> tuple[int, int]:
-    """(max_num_seqs, max_num_batched_tokens) of ``vllm serve`` on ``gpu``: the values a
-    command states, the server's defaults for the others (module docstring)."""
+                 max_batched_tokens: int | None = None,
+                 version: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) of ``vllm serve`` ``version`` (``vllm_version``;
+    None: the v0.11 - v0.27 rule) on ``gpu``: the values a command states, the server's
+    defaults for the others (module docstring)."""
+    largest = (version is not None and version >= LARGEST_TIER_SINCE
+               and gpu.memory_bytes >= LARGEST_GPU_BYTES)
     large = gpu.memory_bytes >= LARGE_GPU_BYTES and "a100" not in gpu.name.lower()
-    seqs, tokens = LARGE_GPU_LIMITS if large else OTHER_GPU_LIMITS
+    seqs, tokens = (LARGEST_GPU_LIMITS if largest else LARGE_GPU_LIMITS if large
+                    else OTHER_GPU_LIMITS)
     tokens = max_batched_tokens or tokens
     return (max_num_seqs or min(seqs, tokens)), tokens
 
