@@ -612,6 +612,20 @@ def _deepspeed(p, m, w) -> list[Violation]:
             out.append(Violation("pp", p.pp, f"the layer split {split} is uneven; DeepSpeed's "
                                  "uniform partition gives the extra layers to the first stages, "
                                  "meshplan's plan puts them in the middle"))
+    if p.tp > 1 and p.pp > 1:
+        # AutoTP (tensor_parallel.autotp_size) builds its own (data, tensor) groups over every
+        # rank, data = world // tp (deepspeed/utils/groups.py _init_tp_mesh_device, called by
+        # runtime/engine.py _configure_tensor_parallel_states, which also replaces the engine's
+        # mpu with them), while the pipeline engine's grid has data = world // pp
+        # (PipelineModule's PipeDataParallelTopology) and asserts the two equal
+        # (runtime/pipe/engine.py:103, `assert self.dp_world_size ==
+        # self.grid.data_parallel_size`; deepspeed 0.19.8); even where tp = pp they pass it,
+        # AutoTP's tensor groups are the grid's data-parallel groups
+        out.append(Violation("tp", p.tp, "DeepSpeed's AutoTP builds (data, tensor) groups "
+                             "over every rank, not within a pipeline stage: with the pipeline "
+                             "engine its data-parallel size (world // tp) is not the pipeline "
+                             "grid's (world // pp) and PipelineEngine refuses it; use tp=1 "
+                             "with pp, or pp=1 with tp"))
     if p.tp > 1:
         if p.sequence_parallel:
             out.append(Violation("sequence_parallel", True, "DeepSpeed AutoTP has no "

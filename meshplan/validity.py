@@ -153,8 +153,8 @@ def check_plan(model: ModelSpec, workload: Workload, plan: Plan,
     a Plan is built (plan.py); this adds what needs the model, the workload and the GPUs.
     """
     _position_rules(model, workload)
+    _cp_rules(workload, plan.cp, num_gpus)  # first: _tp_rules divides the sequence by cp
     _tp_rules(model, workload, plan.tp, plan.cp, plan.sequence_parallel, num_gpus)
-    _cp_rules(workload, plan.cp, num_gpus)
     _pp_rules(model, plan.pp, plan.vpp, plan.schedule, num_gpus)
     if num_gpus is not None and plan.world_size != num_gpus:
         raise InputError("plan", plan.describe(),
@@ -176,11 +176,11 @@ def check_pins(model: ModelSpec, workload: Workload, num_gpus: int, pins: dict) 
         Plan(pp=g.get("pp", 2), schedule=sched,
              vpp=g.get("vpp", 2 if sched in MULTI_CHUNK_SCHEDULES else 1))
     tp, cp, pp, dp = (g.get(k) for k in ("tp", "cp", "pp", "dp"))
+    if cp is not None:  # first: _tp_rules divides the sequence by cp
+        _cp_rules(workload, cp, num_gpus)
     if tp is not None:
         _tp_rules(model, workload, tp, cp or 1, bool(g.get("sequence_parallel", tp > 1)) and tp > 1
                   and cp is not None, num_gpus)
-    if cp is not None:
-        _cp_rules(workload, cp, num_gpus)
     if pp is not None:
         _pp_rules(model, pp, g.get("vpp", 1), g.get("schedule"), num_gpus)
     elif g.get("vpp", 1) > 1 and 2 * g["vpp"] > model.layers + 2:

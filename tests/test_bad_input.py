@@ -56,6 +56,13 @@ CASES = [
     ("nic-inf", {}, ["plan", *M, *W, "--nic-gbps", "inf"], "nic"),
     ("nic-negative", {}, ["plan", *M, *W, "--nic-gbps", "-100"], "nic"),
     ("gpus-per-node-zero", {}, ["plan", *M, *W, "--gpus-per-node", "0"], "gpus_per_node=0"),
+    # a context-parallel degree the sequence does not split into 2*cp chunks was blamed on tp
+    # ("tp=8: sequence parallel needs seq_len/cp (2730) divisible by tp", 8192 // 3 = 2730):
+    # the degree that breaks its own rule is named, whatever is pinned beside it
+    ("cp-not-splitting-the-sequence-predict", {}, ["predict", *M, *W, "--tp", "8", "--cp", "3"],
+     "cp=3: seq_len (4096) must split into 2*cp"),
+    ("cp-not-splitting-the-sequence-plan", {}, ["plan", *M, *W, "--tp", "8", "--cp", "3"],
+     "cp=3: seq_len (4096) must split into 2*cp"),
     ("gpus-zero", {}, ["plan", *M, "--gpus", "0xH100-SXM-80GB", "--seq-len", "4096",
                        "--global-batch", "8"], "gpus='0xH100-SXM-80GB'"),
     ("gpus-malformed", {}, ["plan", *M, "--gpus", "H100x8", "--seq-len", "4096",

@@ -550,3 +550,37 @@ def test_megatron_expert_overlap_gets_more_than_one_connection(gpus, kw, warned,
     assert cdmc is not None and int(cdmc) > 1
     assert validate_args_rules(ns, cdmc, sc.plan.tp, sc.plan.cp) == []
     assert any("CUDA_DEVICE_MAX_CONNECTIONS=32" in n for n in notes) == warned
+
+
+@pytest.mark.parametrize("args,plan", [
+    (("llama3.1-70b", "32xH100-SXM-80GB", 4096, 6), dict(dp=1, tp=8, pp=4, zero=1)),
+    (("llama3.1-8b", "16xH100-SXM-80GB", 4096, 32), dict(dp=4, tp=2, pp=2, zero=1)),
+])
+def test_deepspeed_autotp_with_the_pipeline_engine_refused(args, plan, tmp_path):
+    """Bug: tp > 1 with pp > 1 was exported for DeepSpeed (and `plan --engine deepspeed` chose
+    dp1 tp8 pp4 for Llama 3.1 70B on 32 H100, global batch 6). AutoTP builds (data, tensor)
+    groups over every rank, data = world // tp (deepspeed/utils/groups.py
+    _init_tp_mesh_device at 0.19.8), and swaps them in as the engine's mpu
+    (runtime/engine.py _configure_tensor_parallel_states); PipelineEngine's grid has data =
+    world // pp and it asserts the two equal (runtime/pipe/engine.py:103). With tp = pp the
+    assertion passes but the tensor groups are the stage's data-parallel groups. Refused in
+    one line naming tp, as Ulysses with pp or tp is."""
+    sc = scenario(*args, **dict(plan, sequence_parallel=False))
+    bad = engine_violations("deepspeed", sc.plan, sc.model, sc.workload)
+    assert [v.field for v in bad] == ["tp"], bad
+    with pytest.raises(UnsupportedByEngine, match="AutoTP"):
+        render(sc, "deepspeed")
+
+
+def test_search_for_deepspeed_keeps_autotp_and_the_pipeline_apart():
+    from meshplan.scenario import make_cluster
+    from meshplan.search.search import search
+    from meshplan.specs.catalog.presets import preset
+    from meshplan.specs.workload import Workload
+    """Llama 3.1 70B on 16 B200, seq 8192, global batch 30: the winner was dp2 tp4 pp2, and
+    four of the five plans shown mixed AutoTP and the pipeline engine."""
+    r = search(preset("llama3.1-70b"), make_cluster("16xB200"), Workload(8192, 30),
+               engine="deepspeed", top_k=5)
+    assert r.top, "the case must have plans"
+    assert all(not (e.plan.tp > 1 and e.plan.pp > 1) for e in r.top + r.pareto), \
+        [e.plan.describe() for e in r.top]

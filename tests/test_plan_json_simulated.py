@@ -38,13 +38,16 @@ def test_without_the_simulation_the_field_is_null_with_a_reason(capsys):
 def test_simulated_interval_is_simulates_memory_too(capsys):
     """plan --json's simulated_interval kept the closed-form memory band while `simulate`
     scaled its band by the simulated peak over the closed-form one (and scaled the capped
-    90th percentile with it): on this case 12.98 GiB closed form, 13.40 GiB simulated. Both
-    come from uncertainty.around_simulation now (the plan's text table and verdicts stay on
-    the closed-form peak, as `predict` prints it). The table's tok/s/GPU and MFU columns are
-    the simulation's; --json had only the closed-form ones (now simulated_tokens_per_s_per_gpu,
-    simulated_mfu)."""
+    90th percentile with it). Both come from uncertainty.around_simulation now (the plan's
+    text table and verdicts stay on the closed-form peak, as `predict` prints it). The
+    table's tok/s/GPU and MFU columns are the simulation's; --json had only the closed-form
+    ones (now simulated_tokens_per_s_per_gpu, simulated_mfu). The case: 3 micro-batches
+    over 7-8 uneven chunks of 32 layers, which the simulation places one by one (17.15-17.16
+    GiB both ways, not to the byte); with --global-batch 2 the two peaks became equal once
+    the closed form counted the chunks in flight as the schedule holds them
+    (cost/pipeline.in_flight)."""
     a = ["--model", "llama3.1-8b", "--gpus", "16xH200-SXM-141GB", "--seq-len", "2048",
-         "--global-batch", "2"]
+         "--global-batch", "3"]
     top = _json(["plan", *a, "--pp", "2", "--top", "2", "--json"], capsys)["top"]
     assert top
     for t in top:

@@ -122,3 +122,22 @@ def test_rerank_keeps_the_closed_form_for_pipelines_too_long_to_simulate():
     assert r.top[0].step_time_s > 1e4
     assert float(figures[0]) == pytest.approx(r.top[0].step_time_s, abs=0.01)
     assert figures[1] == "-"  # not simulated
+
+
+def test_a_1f1b_plan_that_fits_is_not_pruned_for_a_zero_bubble_one_that_does_not():
+    """Schedule dominance pruned 1F1B for ZB-H1 (and interleaved 1F1B for interleaved ZB)
+    on the closed form's word that both hold the same micro-batches on every rank. ZB-H1
+    holds p on every rank where 1F1B's rank r holds p - r (Qi et al. 2023; the action lists
+    of pipeline/schedules.py, tests/test_schedules.py), so on the last rank, which also
+    holds the output layer, ZB-H1 needs more. Here (dp2 pp4 mb1, seq 9728) 1F1B needs 77.7
+    GiB and fits, ZB-H1 82.0 GiB and does not: the search must still find the 1F1B plan
+    (it pruned it and answered that no plan fits)."""
+    from meshplan.plan import Plan
+    m, c, w = preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"), Workload(9728, 64)
+    pins = {"dp": 2, "tp": 1, "pp": 4, "micro_batch": 1, "zero": 1, "recompute": "none",
+            "vpp": 1}
+    fits = {s: estimate(m, c, w, Plan(dp=2, pp=4, zero=1, micro_batch=1, schedule=s)).fits
+            for s in ("1f1b", "zb_h1")}
+    assert fits == {"1f1b": True, "zb_h1": False}  # the case that tells
+    r = search(m, c, w, pins, top_k=3)
+    assert r.top and r.best.plan.schedule == "1f1b" and r.best.fits

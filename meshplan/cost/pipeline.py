@@ -14,6 +14,7 @@ The event simulator (meshplan.pipeline) replaces these for the top candidates.
 
 from __future__ import annotations
 
+from ..pipeline.check import promised_in_flight  # the schedules' own rule, one place
 from ..plan import Plan
 
 
@@ -46,18 +47,15 @@ def bubble_s(plan: Plan, m: int, f: list[float], b: list[float], w: list[float])
 
 def in_flight(plan: Plan, m: int, rank: int) -> float:
     """Micro-batches whose activations rank ``rank`` holds at its peak, in units of one
-    micro-batch through all of the rank's layers (Korthikanti et al. 2022, sec. 4.2.3)."""
-    p, v, s = plan.pp, plan.vpp, plan.schedule
-    if p == 1:
+    micro-batch through all of the rank's layers: the chunk-micro-batches the schedule's own
+    action lists hold on that rank (pipeline/check.promised_in_flight, which
+    tests/test_schedules.py checks against the lists the simulator and the runtime run),
+    divided by the chunks per rank. On rank 0 of interleaved 1F1B with m a multiple of pp
+    that is Korthikanti et al. 2022's p * (1 + (p-1)/(p v)) (sec. 4.2.3); the later ranks
+    hold (v-1) rounds + 2 (p-1-r) + 1 chunks, not (p-r)/p of it, and a round is
+    m // max(1, m // p) micro-batches, not always p (torch's flexible interleaving, and
+    Megatron-LM with export/megatron.py's --microbatch-group-size-per-virtual-pipeline-stage).
+    ZB-H1 and interleaved ZB hold the first rank's peak on every rank (Qi et al. 2023)."""
+    if plan.pp == 1:
         return 1.0
-    if s in ("gpipe", "looped_bfs"):
-        n = float(m)
-    elif s in ("1f1b", "zb_h1"):
-        n = float(p - rank)
-    elif s in ("interleaved_1f1b", "interleaved_zb"):
-        n = (p - rank) * (1 + (p - 1) / (p * v))
-    elif s == "zb_v":
-        n = float(p)
-    else:  # dualpipev
-        n = p + 1.0
-    return min(n, float(m))
+    return promised_in_flight(plan.schedule, plan.pp, plan.vpp, m, rank) / plan.vpp

@@ -234,8 +234,10 @@ def _pipeline_sync(parts, on: bool) -> None:
 def peak_in_flight(plan: Plan, n_micro: int, pp_rank: int, chunk_layers: list[int]) -> list[int]:
     """Forwards held per local chunk where the rank's held layers*micro-batches peak.
 
-    Replays the rank's action list: F adds a micro-batch to its chunk, B or I (backward,
-    or backward-input of zero-bubble schedules) removes it.
+    Replays the rank's action list: F adds a micro-batch to its chunk, B (backward) or W
+    (weight-gradient backward of the zero-bubble schedules, which needs the layers' saved
+    inputs) removes it; I (backward-input) does not: pipeline/check.in_flight_peaks' rule,
+    what the simulator and the cost model hold.
     """
     if plan.pp == 1:
         return [1]
@@ -254,7 +256,7 @@ def peak_in_flight(plan: Plan, n_micro: int, pp_rank: int, chunk_layers: list[in
                 w = sum(h * n for h, n in zip(held, chunk_layers))
                 if w > best:
                     best, best_held = w, list(held)
-            elif a.kind in ("B", "I"):
+            elif a.kind in ("B", "W"):
                 held[j] -= 1
     return best_held
 

@@ -85,11 +85,14 @@ from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, module_ladder,
 # schedule S is dominated by D = DOMINATOR[S] (same vpp) when D is runnable at (pp, m) and
 # the condition below holds: the closed forms of cost/pipeline.py give bubble_D <= bubble_S
 # (fill*(F+B-W)/(F+B+W) <= fill since W >= 0) and in_flight_D(r) <= in_flight_S(r) on every
-# rank r (1f1b/zb_h1 and interleaved_1f1b/interleaved_zb hold the same; gpipe holds m >= pp;
-# looped_bfs holds m, which must be >= (p - r)(1 + (p-1)/(p v)) at r = 0), and no other part
-# of the estimate depends on the schedule (cost/step.py: bubble, in_flight, chunk placement
-# only, and S and D place chunks alike). So D is at least as fast and fits whenever S does.
-# When D cannot run (e.g. m < pp leaves only GPipe) S is not dominated and is searched.
+# rank r, checked here with the schedules' own counts (cost/pipeline.in_flight): gpipe and
+# looped_bfs hold all m, ZB-H1 holds p <= m everywhere, interleaved ZB (v-1) rounds + p; but
+# ZB-H1 holds p on rank r where 1F1B holds p - r, and interleaved ZB more than interleaved
+# 1F1B's (v-1) rounds + 2 (p-1-r) + 1 on ranks past the middle, so those pairs are not
+# dominated and both are searched. No other part of the estimate depends on the schedule
+# (cost/step.py: bubble, in_flight, chunk placement only, and S and D place chunks alike).
+# So D is at least as fast and fits whenever S does. When D cannot run (e.g. m < pp leaves
+# only GPipe) S is not dominated and is searched.
 # The simulator re-ranks the best plans together with their 1F1B variants (_rerank).
 DOMINATOR = {"1f1b": "zb_h1", "gpipe": "zb_h1", "interleaved_1f1b": "interleaved_zb",
              "looped_bfs": "interleaved_zb"}
@@ -101,9 +104,8 @@ def schedule_dominated(vs: tuple[int, str], runnable: list[tuple[int, str]], pp:
     d = DOMINATOR.get(s)
     if d is None or (v, d) not in runnable:
         return False
-    if s == "looped_bfs":
-        return m >= pp * (1 + (pp - 1) / (pp * v))
-    return True
+    held, by = Plan(pp=pp, vpp=v, schedule=s), Plan(pp=pp, vpp=v, schedule=d)
+    return all(in_flight(by, m, r) <= in_flight(held, m, r) for r in range(pp))
 
 # Plan fields a user may pin (CLI flags / validate rows); the rest is searched.
 PINNABLE = ("dp", "tp", "pp", "cp", "ep", "etp", "zero", "vpp", "schedule", "micro_batch",
