@@ -46,7 +46,12 @@ data-parallel time cost/step._dp_comm leaves exposed is nondecreasing along ZeRO
 with rs, ag the reduce-scatter and all-gather times and the forward/backward windows F, B,
 stage 1 exposes max(0, rs - B) + max(0, ag - F), stage 2 m * max(0, ag - F) + max(0, rs - B),
 stage 3 m * (max(0, ag - F) + max(0, rs + ag - B)), each plus the same HSDP replica term,
-and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
+and m >= 1. The engines whose schedule differs (engine_dp.sharded_schedule) keep the order:
+FSDP2 without pipelining reduce-scatters per micro-batch at stage 2 too (m * max(0, rs - B),
+between stage 1's term and stage 3's) and all-reduces across HSDP replicas m times from
+stage 2 on (more than stage 1's once); under torch.distributed.pipelining stage 2 exposes
+max(0, ag - F) + rs and stage 3 k * max(0, ag - F) + m * max(0, ag - B) + rs (k >= 1),
+both at least stage 1's, in order, with wires ag + rs <= (k + m) ag + rs. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
 bucket's tail (cost/dp_tail.py) raises a stage's reduce term to at least tail_r and its
 first gather to at least tail_a; the tail never shrinks along the ladder, so the order holds
 with it, and the bounds call _dp_comm without it (a lower figure, so still a bound). The
@@ -154,6 +159,7 @@ from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
 from ..cost.param_gather import layer_gather_bytes
+from ..cost.engine_dp import flush_sync
 from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placement_key,
                          placements, training_shard)
 from ..errors import InputError
@@ -509,10 +515,15 @@ class PairBounds:
                 # (param_gather.py), so still a floor
                 ag = layer_gather_bytes(bd.workload.fp8_param_gather)
                 c = NETWORK.collective_contention
+                # the engine's schedule of sharded collectives (engine_dp.sharded_schedule);
+                # a flush engine's exposed reduction (engine_dp.flush_sync) is left out, as
+                # before: the default overlap gives the lower figure
+                fw = bd.workload.framework
+                eng = fw if flush_sync(fw, pz, bd.workload.precision) is None else ""
                 out = []
                 for p, e, (f, w) in zip(params, eparams, wins):
                     wire, exposed, _ = _dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w,
-                                                grad_bytes=gb, gather_bytes=ag,
+                                                eng, grad_bytes=gb, gather_bytes=ag,
                                                 expert_gather_bytes=ag)
                     out.append(exposed + c * (wire - exposed))
             self._dp[key] = out
