@@ -131,3 +131,25 @@ def test_sharding_more_never_exposes_less_for_the_engine(engine, pp, hsdp):
             assert out[i][0] <= out[i + 1][0] * (1 + 1e-12)
             # (zero 1 subtracts the hidden parts from the wire: float noise of 1e-20 s)
             assert out[i][1] <= out[i + 1][1] * (1 + 1e-12) + 1e-15, (params, f, b, m, out)
+
+
+def test_the_backward_window_holds_the_recomputed_forward():
+    """The backward's gather of an FSDP unit is issued before its recomputation (it serves
+    it: Megatron-FSDP gathers in the PRE_BACKWARD forward, FSDP2's pre_backward unshards
+    before the checkpoint replays) and the reduce-scatters run on while later layers
+    recompute: where the communication outlasts every backward, full recomputation hides
+    exactly its own time more of it (each micro-batch's max(0, X - B) falls by RC)."""
+    from meshplan.cost import estimate
+    from meshplan.specs.catalog.presets import preset
+    from meshplan.specs.workload import Workload
+    c = make_cluster(gpu="H100-SXM-80GB", num_gpus=64)
+    w = Workload(4096, 64, "bf16", framework="megatron")
+    out = {}
+    for rc in ("none", "full"):
+        plan = Plan(dp=8, tp=8, micro_batch=1, recompute=rc, zero=3, sequence_parallel=True)
+        e = estimate(preset("llama3.1-70b"), c, w, plan)
+        out[rc] = (e.step_time.parts["dp_exposed_s"], e.step_time.parts["recompute_s"],
+                   e.num_microbatches)
+    (x_none, _, m), (x_full, rc_s, _) = out["none"], out["full"]
+    assert m == 8 and rc_s > 0
+    assert x_none - x_full == pytest.approx(rc_s, rel=1e-9)

@@ -448,7 +448,14 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     expert_gather_b = layer_gather_bytes(workload.fp8_param_gather)
     if plan.dp * plan.cp > 1:
         fwd_win = agg(rs, "fwd_compute_s")
-        bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+        # the backward's collectives run beside the recomputed forward too: an FSDP unit's
+        # backward gather is issued before its recomputation, which it serves (Megatron-FSDP
+        # _pre_forward_param_unshard in PRE_BACKWARD state, lazy release; FSDP2 pre_backward
+        # unshards before the checkpointed forward replays: engine_dp.py), and a reduction
+        # issued after a layer's backward proceeds while the next layers recompute and
+        # backpropagate
+        bwd_win = (agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+                   + agg(rs, "recompute_s"))
         n_layers = sum(rs[i] for i in (0, 1, 4, 5)) or 1
         megatron = workload.framework in MEGATRON_ENGINES
         # the rank's embedding (first parameter of stage 0) ends the last bucket whole, and

@@ -62,6 +62,11 @@ wire time (rs + ag, m * ag + rs, m * (2 ag + rs), plus the replica term) is nond
 along the ladder too, so exposed + c * (wire - exposed) = (1 - c) exposed + c wire, the
 exposed part plus the compute slowdown beside the hidden rest (0 <= c <= 1), is as well.
 
+The backward window B of estimate() holds the rank's recomputed forward (cost/step.py), which
+grows with recomputation: the floors take B at full recomputation of every layer, the largest
+any rung has, so dp_r(z) below is no larger than at any rung's own B (every exposure term is
+nonincreasing in B).
+
 Theorem B1 (rung bound). At fixed degrees, micro-batch, vpp and schedule (a "row") and a
 recomputation setting rc, the plan with ZeRO stage z takes at least
 
@@ -426,7 +431,7 @@ class Bounds:
 
 _ATTRS = ("fwd_s", "bwd_input_s", "bwd_weight_s", "overlap_slowdown_s", "saved_bytes",
           "working_bytes", "params", "expert_params", "fwd_compute_s", "bwd_input_compute_s",
-          "bwd_weight_compute_s")
+          "bwd_weight_compute_s", "recompute_s")
 
 
 def _sum4(c, v) -> float:
@@ -489,8 +494,13 @@ class PairBounds:
         params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
         eparams = [_sum4(c, v["expert_params"]) for c in uniq]
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
+        # estimate()'s backward window holds the rank's recomputation too (cost/step.py): at
+        # its largest, full recomputation of every layer (no rung recomputes more: Lemma R),
+        # so the exposure below is no larger than any rung's
+        vf = self.costs("full")[1]
         wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
-                 + _sum4(c, v["bwd_weight_compute_s"])) for c in uniq]
+                 + _sum4(c, v["bwd_weight_compute_s"]) + _sum4(c, vf["recompute_s"]))
+                for c in uniq]
         out = self._lay[key] = self.b._ranks[shared] = (uniq, idx, params, eparams, largest,
                                                         wins)
         return out
