@@ -75,7 +75,11 @@ def test_torch_pipelining_reduces_once_after_the_last_backward():
     red = inspect.getsource(stage._PipelineStageBase.perform_reduce_grad)
     assert "set_requires_gradient_sync(True)" in red and "post_backward()" in red
     for engine in ("torchtitan", "olmo-core"):
-        assert sharded_schedule(engine, 3, 16, pp=4) == ShardedSchedule(4, 16, 1, False, 1)
+        # 1F1B on the first stage: F^3 (F B)^13 B^3; a forward after a forward and a
+        # backward after a forward gather (4 + 13), a backward after a backward keeps them
+        assert sharded_schedule(engine, 3, 16, pp=4) == ShardedSchedule(4, 13, 1, False, 1)
+        # fewer micro-batches than stages: F^m B^m, m + 1 gathers
+        assert sharded_schedule(engine, 3, 2, pp=4) == ShardedSchedule(2, 1, 1, False, 1)
         assert sharded_schedule(engine, 2, 16, pp=4) == ShardedSchedule(1, 0, 1, False, 1)
     # Megatron-FSDP under Megatron's own pipeline schedules: per micro-batch as without pp
     assert sharded_schedule("megatron", 3, 16, pp=4) == ShardedSchedule(16, 16, 16, True, 1)
@@ -97,11 +101,12 @@ def test_wire_counts_the_engine_collectives():
     assert wire == pytest.approx(4 * (2 * ag + rs), rel=1e-12)
     # no compute to hide behind: everything exposed
     assert exposed == pytest.approx(wire, rel=1e-12)
-    # torchtitan with pp 2: gathers before 2 warm-up forwards and 4 backwards, one reduction
+    # torchtitan with pp 2, 1F1B's F (F B)^3 B: 2 forwards and 3 backwards gather, one
+    # reduction
     plan2 = Plan(dp=32, pp=2, zero=3, micro_batch=1)
     (wire2, exposed2), pl2 = _wire_exposed(plan2, "torchtitan", 4, f=1e3, b=1e3)
     ag2, rs2 = all_gather_s(C, pl2["dp"], 2.0 * P), all_gather_s(C, pl2["dp"], 4.0 * P)
-    assert wire2 == pytest.approx((2 + 4) * ag2 + rs2, rel=1e-12)
+    assert wire2 == pytest.approx((2 + 3) * ag2 + rs2, rel=1e-12)
     # long windows hide every gather; the reduction after the last backward stays exposed
     assert exposed2 == pytest.approx(rs2, rel=1e-12)
 

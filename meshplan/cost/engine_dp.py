@@ -113,8 +113,11 @@ def flush_sync(engine: str, plan: Plan, precision: str) -> FlushSync | None:
 #   every backward and reduces once in ``perform_reduce_grad`` (the REDUCE_GRAD action after
 #   all of the stage's backwards): one reduce-scatter per step with no backward left to hide
 #   it; the weights a backward gathered stay gathered, so zero 2 gathers once per step and
-#   zero 3 ("always") gathers before every backward and before each forward that does not
-#   follow a backward: the warm-up forwards, min(m, pp) on the first stage of 1F1B.
+#   zero 3 ("always": resharded after every forward) gathers before each forward that follows
+#   a forward and each backward that follows a forward. On a 1F1B rank with w = min(m, pp - 1)
+#   warm-up forwards (F^w, (F B)^(m - w), B^w; the first stage has the most) that is w + 1
+#   forwards (all m when m <= w) and m - w backwards (1 when m <= w): m + 1 in all, as in
+#   GPipe's F^m B^m.
 # - PyTorch FSDP1 FULL_SHARD as Composer / llm-foundry drive it: Composer's trainer enters
 #   ``no_sync`` only for a DistributedDataParallel model (``if not isinstance(self.state.model,
 #   DistributedDataParallel): sync_context = contextlib.nullcontext()``, composer/trainer/
@@ -167,7 +170,8 @@ def sharded_schedule(engine: str, zero: int, microbatches: int, pp: int = 1
     if engine in FSDP2_ENGINES and pp > 1:  # torch.distributed.pipelining stage
         if zero == 2:
             return ShardedSchedule(1, 0, 1, False, 1)
-        return ShardedSchedule(min(m, pp), m, 1, False, 1)
+        fwd = min(m, pp)  # the first stage's warm-up forwards and the first steady one
+        return ShardedSchedule(fwd, m + 1 - fwd, 1, False, 1)
     if zero == 2:
         return ShardedSchedule(m, 0, m if engine in FSDP2_ENGINES else 1, True, rep)
     return ShardedSchedule(m, m, m, True, rep)

@@ -50,8 +50,9 @@ and m >= 1. The engines whose schedule differs (engine_dp.sharded_schedule) keep
 FSDP2 without pipelining reduce-scatters per micro-batch at stage 2 too (m * max(0, rs - B),
 between stage 1's term and stage 3's) and all-reduces across HSDP replicas m times from
 stage 2 on (more than stage 1's once); under torch.distributed.pipelining stage 2 exposes
-max(0, ag - F) + rs and stage 3 k * max(0, ag - F) + m * max(0, ag - B) + rs (k >= 1),
-both at least stage 1's, in order, with wires ag + rs <= (k + m) ag + rs. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
+max(0, ag - F) + rs and stage 3 k * max(0, ag - F) + (m + 1 - k) * max(0, ag - B) + rs
+(1 <= k <= m), both at least stage 1's, in order, with wires ag + rs <= (m + 1) ag + rs.
+(Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
 bucket's tail (cost/dp_tail.py) raises a stage's reduce term to at least tail_r and its
 first gather to at least tail_a; the tail never shrinks along the ladder, so the order holds
 with it, and the bounds call _dp_comm without it (a lower figure, so still a bound). The
