@@ -161,8 +161,10 @@ def sharded_schedule(engine: str, zero: int, microbatches: int, pp: int = 1
     """The engine's schedule of sharded collectives in one step, None below zero 2. The
     planner's own engine "" (and every engine not named above) takes the rule Megatron-FSDP,
     FSDP1 under Composer, DeepSpeed ZeRO-3 and FSDP2 without pipelining share: zero 3 gathers
-    before every forward and backward and reduce-scatters after every backward; zero 2 keeps
-    meshplan's earlier rule (a gather per micro-batch, one reduce-scatter per step)."""
+    before every forward and backward and reduce-scatters after every backward, and HSDP
+    all-reduces across replicas once per step (Megatron-FSDP, OLMo-core; torchtitan every
+    micro-batch); zero 2 keeps meshplan's earlier rule (a gather per micro-batch, one
+    reduce-scatter per step) outside FSDP2."""
     m = max(1, microbatches)
     if zero < 2:
         return None
