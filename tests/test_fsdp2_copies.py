@@ -27,8 +27,12 @@ def test_bytes_per_parameter_follow_the_copies_fsdp2_issues():
     # zero 3: per micro-batch 2 gathers x (read 2 + write 2) + one copy-in (read 2 + write 4)
     assert copy_bytes_per_param(3, 1, 4.0) == 14.0
     assert copy_bytes_per_param(3, 5, 2.0) == 5 * 12.0
-    # zero 2: one gather per micro-batch, one reduce-scatter per step (_dp_comm's counts)
-    assert copy_bytes_per_param(2, 4, 4.0) == 4 * 4.0 + 6.0
+    # zero 2 (reshard_after_forward=False): one gather per micro-batch and, since neither
+    # torchtitan's nor OLMo-core's loop turns gradient sync off, one reduce-scatter per
+    # micro-batch too (engine_dp.sharded_schedule, _dp_comm's counts)
+    assert copy_bytes_per_param(2, 4, 4.0) == 4 * 4.0 + 4 * 6.0
+    # under torch.distributed.pipelining: gathered once, reduced once per step
+    assert copy_bytes_per_param(2, 4, 4.0, pp=2) == 4.0 + 6.0
     assert copy_bytes_per_param(1, 4, 4.0) == 0.0
     assert fsdp2_copy_s("megatron", 3, 4, 1e9, 4.0, 3e12) == 0.0
 

@@ -31,6 +31,9 @@ Two engines of the published layout sweeps do not:
   weight partitions (parameter_group.py ``step_sequel``).
 
 So for them the whole reduction (and the weight all-gather under ZeRO-1) is exposed.
+
+Sharded weights (zero 2 and 3) across the micro-batches of one step: ``sharded_schedule``
+below is the one table of what each engine's own code does (read at the commits cited there).
 """
 
 from __future__ import annotations
@@ -65,3 +68,112 @@ def flush_sync(engine: str, plan: Plan, precision: str) -> FlushSync | None:
             return FlushSync("reduce-scatter", 2.0, 2.0)
         return FlushSync("all-reduce", 2.0, 0.0)
     return None
+
+
+# ---- sharded weights and gradients (zero 2 / 3) across the micro-batches of one step ------
+#
+# What each engine's code does with one FSDP unit (a transformer layer) in a step of m
+# micro-batches, pipeline parallelism off (pp 1):
+#
+# - Megatron-Core's FSDP (Megatron-FSDP; NeMo 2 / Megatron-Bridge ``use_megatron_fsdp``),
+#   ``data_parallel_sharding_strategy="optim_grads_params"`` (zero 3): the unit's weights are
+#   gathered before its forward (``_pre_forward_param_unshard``), released after it
+#   (``_post_forward`` -> ``release_module_parameters``), gathered again before its backward
+#   (``_pre_backward_param_unshard``) and its gradients reduce-scattered after every backward:
+#   ``grad_reduce_every_bprop = strategy in ["optim_grads", "optim_grads_params"]`` ignores
+#   ``no_sync`` / ``is_last_microbatch`` (megatron/core/distributed/fsdp/src/megatron_fsdp/
+#   megatron_fsdp.py, NVIDIA/Megatron-LM d98e8a64dd; the same hooks in
+#   megatron/core/distributed/custom_fsdp/fully_sharded_data_parallel.py at 40df28b5c2,
+#   2025-05-22, the code of the Megatron-MoE-ModelZoo Qwen3-235B FSDP run, main 1e057005;
+#   and in the v2 rewrite experimental/module.py post_forward / pre_backward / post_backward).
+#   Only the HSDP outer (replica) reduction waits for the last micro-batch
+#   (``outer_fsdp_group_grad_reduce = use_hybrid_fsdp and (is_last_microbatch or
+#   model_auto_sync)``): once per step.
+# - PyTorch FSDP2 (``fully_shard``) as torchtitan and OLMo-core drive it: blocks get
+#   ``reshard_after_forward=True`` without pipeline parallelism (torchtitan
+#   torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy "default" ->
+#   ``not pp_enabled``, pytorch/torchtitan b5bcd76c66; OLMo-core src/olmo_core/nn/transformer/
+#   model.py ``reshard_after_forward = False if pp_enabled else True``, allenai/OLMo-core
+#   fa6c5014c9, and the same at e27ba7455, Nov 2024), so the unit is gathered before forward
+#   and again before backward (torch 2.13 _fsdp_param_group.py pre_backward -> unshard), and
+#   its gradient reduce-scattered in every post_backward, because neither train loop calls
+#   ``set_requires_gradient_sync(False)`` between micro-batches (torchtitan/trainer.py
+#   train_step: one forward_backward_step per gradient-accumulation step, nothing else, since
+#   gradient accumulation landed in 8570415c3, 2025-06-05; OLMo-core train_module.py
+#   _train_microbatch_context: ``no_sync`` only for DDP, FSDP gets set_is_last_backward).
+#   HSDP: FSDP2 all-reduces across replicas in every post_backward unless
+#   ``set_requires_all_reduce(False)``; OLMo-core sets it to ``is_last_mb`` (once per step),
+#   torchtitan never calls it (every micro-batch).
+#   Zero 2 (``reshard_after_forward=False``, export/torchtitan.py "never"): one gather per
+#   micro-batch (post_backward reshards: ``reshard_after_backward`` defaults True) and, the
+#   same loop, a reduce-scatter per micro-batch.
+#   With pipeline parallelism both run FSDP2 under torch.distributed.pipelining, whose stage
+#   (torch 2.13 pipelining/stage.py backward_maybe_with_nosync) calls
+#   ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)`` before
+#   every backward and reduces once in ``perform_reduce_grad`` (the REDUCE_GRAD action after
+#   all of the stage's backwards): one reduce-scatter per step with no backward left to hide
+#   it; the weights a backward gathered stay gathered, so zero 2 gathers once per step and
+#   zero 3 ("always": resharded after every forward) gathers before each forward that follows
+#   a forward and each backward that follows a forward. On a 1F1B rank with w = min(m, pp - 1)
+#   warm-up forwards (F^w, (F B)^(m - w), B^w; the first stage has the most) that is w + 1
+#   forwards (all m when m <= w) and m - w backwards (1 when m <= w): m + 1 in all, as in
+#   GPipe's F^m B^m.
+# - PyTorch FSDP1 FULL_SHARD as Composer / llm-foundry drive it: Composer's trainer enters
+#   ``no_sync`` only for a DistributedDataParallel model (``if not isinstance(self.state.model,
+#   DistributedDataParallel): sync_context = contextlib.nullcontext()``, composer/trainer/
+#   trainer.py, mosaicml/composer ca2e88ab2 2023-06 and 6405188805 2026-04), so FULL_SHARD
+#   re-gathers before backward and reduce-scatters after every micro-batch.
+# - DeepSpeed ZeRO-3: parameters are fetched per sub-module in forward and in backward
+#   (partitioned_param_coordinator.py fetch_sub_module / release_sub_module) and gradients
+#   reduce-scattered in every backward into the fp32 partition (stage3.py
+#   reduce_ready_partitions_and_remove_grads; partition_grads copies on micro_step_id 0 and
+#   adds after), deepspeedai/DeepSpeed edaa722126. (It keeps parameters gathered that reappear
+#   within ``stage3_max_reuse_distance`` = 1e9 elements of the trace, i.e. the last ~5e8
+#   parameters of the forward for the backward; not modelled.)
+#
+# Full recomputation does not save the backward's gather in any of them: the gather before the
+# backward serves the recomputed forward as well (Megatron-FSDP: the recompute forward runs in
+# PRE_BACKWARD state, gathers and lazily releases for the backward; FSDP2: _pre_forward returns
+# early in PRE_BACKWARD, the pre_backward hook has already unsharded).
+FSDP2_ENGINES = ("torchtitan", "olmo-core")
+# engines whose HSDP replica all-reduce runs after every micro-batch (FSDP2's default,
+# all_reduce_grads True, which torchtitan's loop never turns off); the others: once per step
+HSDP_REDUCE_EACH_MICROBATCH = ("torchtitan",)
+
+
+@dataclass(frozen=True)
+class ShardedSchedule:
+    """One step's collectives of every FSDP unit under zero 2 / 3 (engine's own code)."""
+
+    forward_gathers: int  # weight all-gathers before a forward
+    backward_gathers: int  # ... and before a backward
+    reduces: int  # gradient reduce-scatters
+    reduce_hidden: bool  # each beside a backward; False: after the last, nothing to hide it
+    replica_reduces: int  # HSDP all-reduces across replicas
+
+    @property
+    def gathers(self) -> int:
+        return self.forward_gathers + self.backward_gathers
+
+
+def sharded_schedule(engine: str, zero: int, microbatches: int, pp: int = 1
+                     ) -> ShardedSchedule | None:
+    """The engine's schedule of sharded collectives in one step, None below zero 2. The
+    planner's own engine "" (and every engine not named above) takes the rule Megatron-FSDP,
+    FSDP1 under Composer, DeepSpeed ZeRO-3 and FSDP2 without pipelining share: zero 3 gathers
+    before every forward and backward and reduce-scatters after every backward, and HSDP
+    all-reduces across replicas once per step (Megatron-FSDP, OLMo-core; torchtitan every
+    micro-batch); zero 2 keeps meshplan's earlier rule (a gather per micro-batch, one
+    reduce-scatter per step) outside FSDP2."""
+    m = max(1, microbatches)
+    if zero < 2:
+        return None
+    rep = m if engine in HSDP_REDUCE_EACH_MICROBATCH else 1
+    if engine in FSDP2_ENGINES and pp > 1:  # torch.distributed.pipelining stage
+        if zero == 2:
+            return ShardedSchedule(1, 0, 1, False, 1)
+        fwd = min(m, pp)  # the first stage's warm-up forwards and the first steady one
+        return ShardedSchedule(fwd, m + 1 - fwd, 1, False, 1)
+    if zero == 2:
+        return ShardedSchedule(m, 0, m if engine in FSDP2_ENGINES else 1, True, rep)
+    return ShardedSchedule(m, m, m, True, rep)

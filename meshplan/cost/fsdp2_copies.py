@@ -21,12 +21,10 @@ reduce-scatter output into the sharded gradient touch 1/dp of the elements and r
 the compute; they are not counted. Megatron-Core's DDP / FSDP and FSDP1 (a FlatParameter
 whose unsharded tensors are views of the gathered buffer) gather and reduce in place.
 
-How many of each a step runs follows the collectives cost/step.py's _dp_comm charges: zero
-3 (``reshard_after_forward=True``) gathers before the forward and again before the backward
-of every micro-batch and reduce-scatters after each backward (FSDP2 has no ``no_sync``
-unless the engine calls ``set_requires_gradient_sync``: OLMo-core's trainer does so only for
-DDP, train/trainer.py _train_microbatch_context at allenai/OLMo-core e27ba7455); zero 2
-gathers once per micro-batch and reduces once per step.
+How many of each a step runs is the engine's schedule of sharded collectives
+(engine_dp.sharded_schedule, the table cost/step.py's _dp_comm charges too, with the sources:
+per micro-batch under zero 3 without pipelining, once per step under torch.distributed.pipelining
+for the reduce-scatter).
 
 The time is those bytes over the HBM bandwidth the rest of the cost model uses for streaming
 work (compute.device().hbm_bytes_per_s), on the critical path of every rank.
@@ -34,11 +32,12 @@ work (compute.device().hbm_bytes_per_s), on the critical path of every rank.
 
 from __future__ import annotations
 
-# engines that shard with FSDP2: torchtitan (its apply_fsdp calls fully_shard per block and on
-# the whole model: torchtitan/parallelisms/parallelize_llama.py in 2024), OLMo-core
-# (src/olmo_core/nn/transformer/model.py apply_fsdp, "Adapted from" that torchtitan function,
-# allenai/OLMo-core e27ba7455)
-FSDP2_ENGINES = ("torchtitan", "olmo-core")
+from .engine_dp import FSDP2_ENGINES, sharded_schedule
+
+# engines that shard with FSDP2 (engine_dp.FSDP2_ENGINES): torchtitan (its apply_fsdp calls
+# fully_shard per block and on the whole model: torchtitan/parallelisms/parallelize_llama.py in
+# 2024), OLMo-core (src/olmo_core/nn/transformer/model.py apply_fsdp, "Adapted from" that
+# torchtitan function, allenai/OLMo-core e27ba7455)
 # the gathered parameter's bytes: MixedPrecisionPolicy(param_dtype=bfloat16), 2 bytes; with
 # torchao's float8 all-gather the Float8Linear weights arrive as FP8 and are copied out as such
 # (the caller passes the mean of param_gather.py, the bytes _dp_comm gathers)
@@ -47,30 +46,31 @@ GATHERED_PARAM_BYTES = 2.0
 UNSHARDED_GRAD_BYTES = 2.0
 
 
-def collectives_per_step(zero: int, microbatches: int) -> tuple[int, int]:
+def collectives_per_step(zero: int, microbatches: int, engine: str = "torchtitan",
+                         pp: int = 1) -> tuple[int, int]:
     """(all-gathers, reduce-scatters) of every FSDP unit in one step, as _dp_comm counts
-    them; (0, 0) below zero 2, where nothing is gathered per micro-batch."""
-    if zero >= 3:
-        return 2 * microbatches, microbatches
-    if zero == 2:
-        return microbatches, 1
-    return 0, 0
+    them (engine_dp.sharded_schedule); (0, 0) below zero 2, where nothing is gathered per
+    micro-batch."""
+    s = sharded_schedule(engine, zero, microbatches, pp)
+    return (s.gathers, s.reduces) if s else (0, 0)
 
 
 def copy_bytes_per_param(zero: int, microbatches: int, reduce_bytes: float,
-                         gathered_bytes: float = GATHERED_PARAM_BYTES) -> float:
+                         gathered_bytes: float = GATHERED_PARAM_BYTES,
+                         engine: str = "torchtitan", pp: int = 1) -> float:
     """HBM bytes the compute stream moves per parameter per step for FSDP2's copies."""
-    gathers, reduces = collectives_per_step(zero, microbatches)
+    gathers, reduces = collectives_per_step(zero, microbatches, engine, pp)
     return (gathers * 2.0 * gathered_bytes
             + reduces * (UNSHARDED_GRAD_BYTES + reduce_bytes))
 
 
 def fsdp2_copy_s(engine: str, zero: int, microbatches: int, params: float,
                  reduce_bytes: float, hbm_bytes_per_s: float,
-                 gathered_bytes: float = GATHERED_PARAM_BYTES) -> float:
+                 gathered_bytes: float = GATHERED_PARAM_BYTES, pp: int = 1) -> float:
     """Seconds of FSDP2 copy-out / copy-in one rank runs per step on its compute stream,
     for ``params`` parameters in its FSDP units (0 for engines that do not run FSDP2)."""
     if engine not in FSDP2_ENGINES or hbm_bytes_per_s <= 0:
         return 0.0
-    return (params * copy_bytes_per_param(zero, microbatches, reduce_bytes, gathered_bytes)
+    return (params * copy_bytes_per_param(zero, microbatches, reduce_bytes, gathered_bytes,
+                                          engine, pp)
             / hbm_bytes_per_s)

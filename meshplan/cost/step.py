@@ -20,7 +20,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, group_placement,
 from .compute import device, p2p_message_bytes
 from .engine_p2p import p2p_exposed_s
 from .efficiency import HOST, NETWORK
-from .engine_dp import flush_sync
+from .engine_dp import flush_sync, sharded_schedule
 from . import fp8_recipe
 from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
@@ -282,22 +282,36 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
         hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
         hide_a = min(ag - min(tail_a, ag_n), fwd_window) if plan.overlap_param_gather else 0.0
         return wire, wire - hide_r - hide_a, sent
-    # zero 2: weights gathered per micro-batch, gradients reduce-scattered after the last;
-    # zero 3: gather for forward and again for backward, reduce-scatter, per micro-batch
-    if plan.zero == 2:
-        hide_r = min(rs - min(tail_r, rs_n), bwd_window) if plan.overlap_grad_reduce else 0.0
-        wire = m * ag + rs + rep
-        # the first micro-batch's gather exposes at least the first unit
-        first = max(0.0, min(tail_a, ag_n) - max(0.0, ag - fwd_window))
-        exposed = m * max(0.0, ag - fwd_window) + first + rs - hide_r + rep
-        return wire, exposed, sent * m
-    per_mb_f, per_mb_b = ag, rs + ag
-    wire = m * (per_mb_f + per_mb_b) + rep
-    exposed = m * (max(0.0, per_mb_f - fwd_window) + max(0.0, per_mb_b - bwd_window)) + rep
+    # zero 2 / 3: the engine's own schedule across the step's micro-batches (engine_dp.py
+    # sharded_schedule, with its sources); without pipelining, zero 3 gathers before every
+    # forward and backward and reduce-scatters after every backward in every engine read
+    sch = sharded_schedule(engine, plan.zero, m, plan.pp)
+    # the backward's collectives share its window: a gather and the reduce-scatter beside one
+    # backward, or only one of them
+    both = min(sch.backward_gathers, sch.reduces if sch.reduce_hidden else 0)
+    gather_only = sch.backward_gathers - both
+    reduce_only = (sch.reduces if sch.reduce_hidden else 0) - both
+    hide_reduce = plan.zero == 3 or plan.overlap_grad_reduce
+    x_fwd = max(0.0, ag - fwd_window)
+    exposed = (sch.forward_gathers * x_fwd + both * max(0.0, ag + rs - bwd_window)
+               + gather_only * max(0.0, ag - bwd_window))
+    if reduce_only:
+        exposed += (reduce_only * max(0.0, rs - bwd_window) if hide_reduce
+                    else reduce_only * rs)
+    if not sch.reduce_hidden:  # after the last backward: nothing left to hide it behind
+        exposed += sch.reduces * rs
     # the step's first gather and last reduce-scatter expose at least one unit each
-    exposed += (max(0.0, min(tail_a, ag_n) - max(0.0, per_mb_f - fwd_window))
-                + max(0.0, min(tail_r, rs_n) - max(0.0, per_mb_b - bwd_window)))
-    return wire, exposed, sent * m * (1.5 if plan.zero == 3 else 1.0)
+    if sch.forward_gathers:
+        exposed += max(0.0, min(tail_a, ag_n) - x_fwd)
+    if sch.reduce_hidden and (hide_reduce or both):
+        x_last = (max(0.0, ag + rs - bwd_window) if both
+                  else max(0.0, rs - bwd_window))
+        exposed += max(0.0, min(tail_r, rs_n) - x_last)
+    exposed += sch.replica_reduces * rep
+    wire = sch.gathers * ag + sch.reduces * rs + sch.replica_reduces * rep
+    sent = ((sch.reduces * grad * (params + expert_params) + sch.gathers * gathered)
+            * (n_dp - 1) / max(n_dp, 1))
+    return wire, exposed, sent
 
 
 @lru_cache(maxsize=4096)
@@ -434,7 +448,14 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     expert_gather_b = layer_gather_bytes(workload.fp8_param_gather)
     if plan.dp * plan.cp > 1:
         fwd_win = agg(rs, "fwd_compute_s")
-        bwd_win = agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+        # the backward's collectives run beside the recomputed forward too: an FSDP unit's
+        # backward gather is issued before its recomputation, which it serves (Megatron-FSDP
+        # _pre_forward_param_unshard in PRE_BACKWARD state, lazy release; FSDP2 pre_backward
+        # unshards before the checkpointed forward replays: engine_dp.py), and a reduction
+        # issued after a layer's backward proceeds while the next layers recompute and
+        # backpropagate
+        bwd_win = (agg(rs, "bwd_input_compute_s") + agg(rs, "bwd_weight_compute_s")
+                   + agg(rs, "recompute_s"))
         n_layers = sum(rs[i] for i in (0, 1, 4, 5)) or 1
         megatron = workload.framework in MEGATRON_ENGINES
         # the rank's embedding (first parameter of stage 0) ends the last bucket whole, and
@@ -469,7 +490,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                               workload.grad_buffer_bytes,
                               device(cluster.gpu, workload.precision).hbm_bytes_per_s,
                               (gather_b * rank_params[r_star] + expert_gather_b * rank_eparams[r_star])
-                              / max(rank_params[r_star] + rank_eparams[r_star], 1.0))
+                              / max(rank_params[r_star] + rank_eparams[r_star], 1.0), plan.pp)
                  if plan.dp * plan.cp > 1 else 0.0)
     # ---- optimizer step -----------------------------------------------------------------
     sh = plan.fsdp_shard if plan.zero >= 1 else 1

@@ -46,7 +46,13 @@ data-parallel time cost/step._dp_comm leaves exposed is nondecreasing along ZeRO
 with rs, ag the reduce-scatter and all-gather times and the forward/backward windows F, B,
 stage 1 exposes max(0, rs - B) + max(0, ag - F), stage 2 m * max(0, ag - F) + max(0, rs - B),
 stage 3 m * (max(0, ag - F) + max(0, rs + ag - B)), each plus the same HSDP replica term,
-and m >= 1. (Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
+and m >= 1. The engines whose schedule differs (engine_dp.sharded_schedule) keep the order:
+FSDP2 without pipelining reduce-scatters per micro-batch at stage 2 too (m * max(0, rs - B),
+between stage 1's term and stage 3's) and all-reduces across HSDP replicas m times from
+stage 2 on (more than stage 1's once); under torch.distributed.pipelining stage 2 exposes
+max(0, ag - F) + rs and stage 3 k * max(0, ag - F) + (m + 1 - k) * max(0, ag - B) + rs
+(1 <= k <= m), both at least stage 1's, in order, with wires ag + rs <= (m + 1) ag + rs.
+(Not used when the ladder holds ZeRO 0 or an overlap switch is off.) The last
 bucket's tail (cost/dp_tail.py) raises a stage's reduce term to at least tail_r and its
 first gather to at least tail_a; the tail never shrinks along the ladder, so the order holds
 with it, and the bounds call _dp_comm without it (a lower figure, so still a bound). The
@@ -56,6 +62,11 @@ fixed part), so the order holds with them too, and the bounds leave them out as 
 wire time (rs + ag, m * ag + rs, m * (2 ag + rs), plus the replica term) is nondecreasing
 along the ladder too, so exposed + c * (wire - exposed) = (1 - c) exposed + c wire, the
 exposed part plus the compute slowdown beside the hidden rest (0 <= c <= 1), is as well.
+
+The backward window B of estimate() holds the rank's recomputed forward (cost/step.py), which
+grows with recomputation: the floors take B at full recomputation of every layer, the largest
+any rung has, so dp_r(z) below is no larger than at any rung's own B (every exposure term is
+nonincreasing in B).
 
 Theorem B1 (rung bound). At fixed degrees, micro-batch, vpp and schedule (a "row") and a
 recomputation setting rc, the plan with ZeRO stage z takes at least
@@ -154,6 +165,7 @@ from ..cost.ops import Shard
 from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
 from ..cost.pipeline import bubble_s, in_flight
 from ..cost.param_gather import layer_gather_bytes
+from ..cost.engine_dp import flush_sync
 from ..cost.step import (_chunk_counts, _dp_comm, _placement_of_chunks, placement_key,
                          placements, training_shard)
 from ..errors import InputError
@@ -420,7 +432,7 @@ class Bounds:
 
 _ATTRS = ("fwd_s", "bwd_input_s", "bwd_weight_s", "overlap_slowdown_s", "saved_bytes",
           "working_bytes", "params", "expert_params", "fwd_compute_s", "bwd_input_compute_s",
-          "bwd_weight_compute_s")
+          "bwd_weight_compute_s", "recompute_s")
 
 
 def _sum4(c, v) -> float:
@@ -483,8 +495,13 @@ class PairBounds:
         params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
         eparams = [_sum4(c, v["expert_params"]) for c in uniq]
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
+        # estimate()'s backward window holds the rank's recomputation too (cost/step.py): at
+        # its largest, full recomputation of every layer (no rung recomputes more: Lemma R),
+        # so the exposure below is no larger than any rung's
+        vf = self.costs("full")[1]
         wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
-                 + _sum4(c, v["bwd_weight_compute_s"])) for c in uniq]
+                 + _sum4(c, v["bwd_weight_compute_s"]) + _sum4(c, vf["recompute_s"]))
+                for c in uniq]
         out = self._lay[key] = self.b._ranks[shared] = (uniq, idx, params, eparams, largest,
                                                         wins)
         return out
@@ -509,10 +526,15 @@ class PairBounds:
                 # (param_gather.py), so still a floor
                 ag = layer_gather_bytes(bd.workload.fp8_param_gather)
                 c = NETWORK.collective_contention
+                # the engine's schedule of sharded collectives (engine_dp.sharded_schedule);
+                # a flush engine's exposed reduction (engine_dp.flush_sync) is left out, as
+                # before: the default overlap gives the lower figure
+                fw = bd.workload.framework
+                eng = fw if flush_sync(fw, pz, bd.workload.precision) is None else ""
                 out = []
                 for p, e, (f, w) in zip(params, eparams, wins):
                     wire, exposed, _ = _dp_comm(pz, bd.cluster, pl, p, e, self.m, f, w,
-                                                grad_bytes=gb, gather_bytes=ag,
+                                                eng, grad_bytes=gb, gather_bytes=ag,
                                                 expert_gather_bytes=ag)
                     out.append(exposed + c * (wire - exposed))
             self._dp[key] = out
