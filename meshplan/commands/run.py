@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
         # --out without a trailing slash was written as the config file itself
         conf = os.path.abspath(Path(args.out or ".") / "meshplan-run.json")
         for n, cmd in enumerate(orchestrate.node_commands(cfg, dict(run_opts, out="."),
-                                                          args.nnodes, args.master, args.port, conf)):
+                                                          args.nnodes, args.master, args.port, conf,
+                                                          args.max_restarts)):
             print(f"# node {n}\n{cmd}")
         return 0
     with activity(f"training {args.steps} step(s)", quiet=args.json):
