@@ -163,11 +163,15 @@ def node_commands(cfg: RunConfig, run: dict, nnodes: int, master: str, port: int
 
 
 def summarize(cfg: RunConfig, results: list[dict]) -> dict:
-    """Measured step time (mean over steps after the first), throughput, memory per rank."""
+    """Measured step time (mean over steps after the first), throughput, memory per rank.
+
+    A run of one step has no step after the first: its step time is that first step (caches,
+    pipeline metadata, the allocator's first requests), reported with ``steps_timed`` 0 (it
+    said 1, as if a step after the first had been timed)."""
     times = [max(r["step_times_s"][i] for r in results)
              for i in range(len(results[0]["step_times_s"]))]
-    steady = times[1:] or times
-    step_s = sum(steady) / len(steady)
+    steady = times[1:]
+    step_s = sum(steady or times) / len(steady or times)
     tokens = cfg.seq_len * cfg.global_batch
     pp_peak: dict[int, dict] = {}
     for r in results:
