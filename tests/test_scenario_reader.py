@@ -143,6 +143,35 @@ def test_run_nnodes_out_is_always_a_folder(tmp_path, capsys, slash):
     assert conf in capsys.readouterr().out  # the commands printed read it there
 
 
+@pytest.mark.parametrize("restarts", [0, 2])
+def test_run_nnodes_commands_keep_max_restarts(tmp_path, capsys, restarts):
+    """--max-restarts reaches every node's torchrun, read back by torchrun's own parser
+    (torch.distributed.run.get_args_parser). Before, node_commands dropped it: each node
+    printed --max-restarts=0 whatever was asked. Restarts get the c10d rendezvous at
+    --master:--port, one id for all nodes (torch's elastic quickstart for a fault-tolerant
+    job); without them the static rendezvous stays."""
+    pytest.importorskip("torch")
+    import shlex
+
+    from torch.distributed.run import get_args_parser
+
+    argv = ["run", "--scenario", _write(tmp_path, TINY + "[plan]\ntp = 2\n"), "--nnodes", "2",
+            "--max-restarts", str(restarts), "--master", "node0", "--port", "29511",
+            "--out", str(tmp_path / "out")]
+    assert main(argv) == 0, capsys.readouterr().err
+    cmds = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
+    assert len(cmds) == 2
+    parsed = [get_args_parser().parse_args(shlex.split(c)[4:]) for c in cmds]
+    assert [a.max_restarts for a in parsed] == [restarts, restarts]
+    assert {a.nnodes for a in parsed} == {"2"}
+    if restarts:
+        assert {(a.rdzv_backend, a.rdzv_endpoint) for a in parsed} == {("c10d", "node0:29511")}
+        assert len({a.rdzv_id for a in parsed}) == 1
+    else:
+        assert {(a.rdzv_backend, a.master_addr, a.master_port) for a in parsed} == \
+            {("static", "node0", 29511)}
+
+
 def test_run_nnodes_refused_before_out_is_made(tmp_path, capsys):
     """A node count that does not divide the ranks is refused before --out is created."""
     out = tmp_path / "out"

@@ -59,16 +59,36 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"dry run: {sc.model.name}, plan {plan.describe()}, seq {cfg.seq_len} x batch "
           f"{cfg.global_batch}, {cfg.dtype}, {plan.world_size} ranks (fake tensors, MemTracker)")
-    for r, m in enumerate(measured):
-        print(f"pp rank {r}: measured peak {m['Total'] / GiB:.2f} GiB = "
-              + ", ".join(f"{k} {v / GiB:.2f}" for k, v in m.items()
-                          if k != "Total" and v and "_" not in k))
-        if pred:
-            print(f"           cost model {pred[r]['Total'] / GiB:.2f} GiB = "
-                  + ", ".join(f"{k} {v / GiB:.2f}" for k, v in pred[r].items() if k != "Total" and v))
-            for k, (a, b) in agreement(m, pred[r]).items():
-                print(f"           {k:17s} measured {a / GiB:7.2f}  cost model {b / GiB:7.2f} GiB")
-        if m.get("host_offloaded"):
-            print(f"           host (offloaded master, gradient shards, AdamW states) "
-                  f"{m['host_offloaded'] / GiB:.2f} GiB; on CPU the host is the device")
+    print(format_stages(measured, pred))
     return 0
+
+
+def _unit(largest_bytes: float) -> tuple[float, str]:
+    """GiB, or MiB where the largest figure of a line is under 1 GiB: a small model's stage
+    printed in GiB read 0.00 for every part."""
+    return (GiB, "GiB") if largest_bytes >= GiB else (2**20, "MiB")
+
+
+def format_stages(measured: list[dict], pred: list[dict] | None) -> str:
+    """Each pipeline rank's measured peak by category, and the cost model's beside it."""
+    from ..runtime.dryrun import agreement
+    lines = []
+    for r, m in enumerate(measured):
+        div, u = _unit(m["Total"])
+        lines.append(f"pp rank {r}: measured peak {m['Total'] / div:.2f} {u} = "
+                     + ", ".join(f"{k} {v / div:.2f}" for k, v in m.items()
+                                 if k != "Total" and v and "_" not in k))
+        if pred:
+            div, u = _unit(pred[r]["Total"])
+            lines.append(f"           cost model {pred[r]['Total'] / div:.2f} {u} = "
+                         + ", ".join(f"{k} {v / div:.2f}" for k, v in pred[r].items()
+                                     if k != "Total" and v))
+            for k, (a, b) in agreement(m, pred[r]).items():
+                div, u = _unit(max(a, b))
+                lines.append(f"           {k:17s} measured {a / div:7.2f}  cost model "
+                             f"{b / div:7.2f} {u}")
+        if m.get("host_offloaded"):
+            div, u = _unit(m["host_offloaded"])
+            lines.append(f"           host (offloaded master, gradient shards, AdamW states) "
+                         f"{m['host_offloaded'] / div:.2f} {u}; on CPU the host is the device")
+    return "\n".join(lines)

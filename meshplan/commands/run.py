@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
         # --out without a trailing slash was written as the config file itself
         conf = os.path.abspath(Path(args.out or ".") / "meshplan-run.json")
         for n, cmd in enumerate(orchestrate.node_commands(cfg, dict(run_opts, out="."),
-                                                          args.nnodes, args.master, args.port, conf)):
+                                                          args.nnodes, args.master, args.port, conf,
+                                                          args.max_restarts)):
             print(f"# node {n}\n{cmd}")
         return 0
     with activity(f"training {args.steps} step(s)", quiet=args.json):
@@ -232,7 +233,9 @@ def _format(cfg, m: dict, pred: dict | None, cluster) -> str:
     def row(name, a, b):
         lines.append(f"{name:26}{a:>14}{b:>28}")
 
-    row("step time", f"{m['step_time_s'] * 1e3:.1f} ms", f"{p['step_time_s'] * 1e3:.2f} ms" if p else "-")
+    # the mean over the steps after the first; a one-step run has only the warm-up step
+    row("step time" if m["steps_timed"] else "step time (1st, warm-up)",
+        f"{m['step_time_s'] * 1e3:.1f} ms", f"{p['step_time_s'] * 1e3:.2f} ms" if p else "-")
     row("tokens/s per rank", f"{m['tokens_per_s_per_gpu']:.0f}",
         f"{p['tokens_per_s_per_gpu']:.0f}" if p else "-")
     for r, mem in sorted(m["memory_by_pp_rank"].items(), key=lambda kv: int(kv[0])):

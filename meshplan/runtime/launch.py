@@ -172,12 +172,18 @@ def _failure(failed: dict, procs, q, results: dict, grace_s: float = 5.0) -> Run
 
 
 def torchrun_command(nproc_per_node: int, nnodes: int, node_rank: int | str, master: str,
-                     port: int, worker_args: list[str], max_restarts: int = 0) -> list[str]:
-    """The torchrun command line for one node (static rendezvous at ``master:port``)."""
+                     port: int, worker_args: list[str], max_restarts: int = 0,
+                     rdzv_id: str | None = None) -> list[str]:
+    """The torchrun command line for one node: a static rendezvous at ``master:port``, or,
+    with ``rdzv_id``, a c10d one there (what torch's elastic quickstart gives a
+    fault-tolerant job, docs/stable/elastic/quickstart: restarts after a crash need it)."""
     cmd = [sys.executable, "-m", "torch.distributed.run",
            f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}",
            f"--node-rank={node_rank}", f"--master-addr={master}", f"--master-port={port}",
            f"--max-restarts={max_restarts}", "-m", "meshplan.runtime.worker"]
+    if rdzv_id is not None:
+        cmd[3:3] = ["--rdzv-backend=c10d", f"--rdzv-endpoint={master}:{port}",
+                    f"--rdzv-id={rdzv_id}"]
     return cmd + worker_args
 
 

@@ -29,12 +29,11 @@ def start_local(cfg: RunConfig, run: dict, out_dir: str | None = None, max_resta
     conf = out / "run.json"
     conf.write_text(config_to_json(cfg, out=str(out), **run))
     port = free_port()
-    cmd = torchrun_command(world, 1, 0, "127.0.0.1", port, [str(conf)], max_restarts)
     # the c10d rendezvous (restarts after a crash need it) listens on --rdzv-endpoint, not on
     # --master-port: without one every run took 127.0.0.1:29400, and a second run started
     # while the first ran (or a leftover one) failed to connect
-    cmd[3:3] = ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
-                f"--rdzv-id=meshplan-{os.getpid()}-{port}"]
+    cmd = torchrun_command(world, 1, 0, "127.0.0.1", port, [str(conf)], max_restarts,
+                           rdzv_id=f"meshplan-{os.getpid()}-{port}")
     e = dict(os.environ)
     e["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     e.setdefault("OMP_NUM_THREADS", "1")
@@ -149,21 +148,30 @@ def check_nnodes(world: int, nnodes: int) -> None:
 
 
 def node_commands(cfg: RunConfig, run: dict, nnodes: int, master: str, port: int,
-                  conf_path: str) -> list[str]:
-    """The command to start on each node of a multi-machine run."""
+                  conf_path: str, max_restarts: int = 0) -> list[str]:
+    """The command to start on each node of a multi-machine run. With ``max_restarts`` the
+    nodes restart after a crash (before, it was dropped: every node printed
+    --max-restarts=0 whatever was asked) through a c10d rendezvous at ``master:port`` with
+    one id shared by the nodes (torchrun's static one is not for restarts)."""
     world = cfg.plan.world_size
     check_nnodes(world, nnodes)
     Path(conf_path).write_text(config_to_json(cfg, **run))
-    return [format_command(torchrun_command(world // nnodes, nnodes, n, master, port, [conf_path]))
+    rdzv_id = f"meshplan-{port}" if max_restarts else None
+    return [format_command(torchrun_command(world // nnodes, nnodes, n, master, port, [conf_path],
+                                            max_restarts, rdzv_id))
             for n in range(nnodes)]
 
 
 def summarize(cfg: RunConfig, results: list[dict]) -> dict:
-    """Measured step time (mean over steps after the first), throughput, memory per rank."""
+    """Measured step time (mean over steps after the first), throughput, memory per rank.
+
+    A run of one step has no step after the first: its step time is that first step (caches,
+    pipeline metadata, the allocator's first requests), reported with ``steps_timed`` 0 (it
+    said 1, as if a step after the first had been timed)."""
     times = [max(r["step_times_s"][i] for r in results)
              for i in range(len(results[0]["step_times_s"]))]
-    steady = times[1:] or times
-    step_s = sum(steady) / len(steady)
+    steady = times[1:]
+    step_s = sum(steady or times) / len(steady or times)
     tokens = cfg.seq_len * cfg.global_batch
     pp_peak: dict[int, dict] = {}
     for r in results:
