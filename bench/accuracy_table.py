@@ -53,6 +53,8 @@ def splits(heldout_src: dict) -> list[tuple[str, object]]:
         ("held-out, rows H400-H409 (AMD Instinct, added this release)", lambda i: 400 <= _hid(i) <= 409),
         ("held-out, rows H500-H531 (OLMo-core, MLPerf GPT-3 / 405B, added this release)",
          lambda i: 500 <= _hid(i) <= 531),
+        ("held-out, rows H600-H611 (MLPerf v5.1 Llama 3.1 8B, added this release)",
+         lambda i: 600 <= _hid(i) <= 611),
         ("held-out, the shared schema's GPUs only", lambda i: src(i).get("gpu") in SCHEMA_GPUS),
         ("held-out, dense models", lambda i: src(i).get("arch") == "dense"),
         ("held-out, MoE models", lambda i: src(i).get("arch") == "moe"),
