@@ -473,3 +473,20 @@ def test_from_runs_leaves_trust_c_rows_out_unless_asked(tmp_path, capsys):
                  "--include-trust-c"]) == 0
     text = capsys.readouterr().out
     assert "trust C" not in text and "on 8 measured runs" in text
+
+
+def test_from_runs_counts_its_fits_on_stderr(tmp_path, capsys, monkeypatch):
+    """`calibrate --from-runs` fits once per fold and once on every row; on a few hundred rows
+    of many sources that is minutes of silence, so it counts the fits on stderr (progress.py:
+    shown on a terminal or with MESHPLAN_PROGRESS=1, never on stdout). Three rows of three
+    sources: three folds and the final fit, four fits."""
+    path = _runs_csv(tmp_path, 1.0)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))[:3]
+    _write_rows(path, rows)
+    monkeypatch.setenv("MESHPLAN_PROGRESS", "1")
+    assert main(["calibrate", "--from-runs", str(path), "--folds", "2"]) == 0
+    cap = capsys.readouterr()
+    lines = [x for x in cap.err.splitlines() if x.startswith("calibrate --from-runs: fits done")]
+    assert lines and "4/4 (100%)" in lines[-1], cap.err
+    assert "fits done" not in cap.out

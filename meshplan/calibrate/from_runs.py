@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .. import profile, runs_csv
 from ..errors import InputError
+from ..progress import Progress
 from ..terminal import say
 from ..validate import predict_rows, prepare, quantile, read_rows
 
@@ -161,9 +162,10 @@ def cv_folds(rows: list[dict], folds: int) -> tuple[list[int], str]:
                                                 f"configurations)")
 
 
-def cross_validate(rows: list[dict], names: list[str], folds: int, passes: int = 2):
+def cross_validate(rows: list[dict], names: list[str], folds: int, passes: int = 2,
+                   progress: Progress | None = None):
     """(errors before, errors after) per row, and how the folds were formed (cv_folds):
-    relative |errors| of tokens/s, ``after`` fold by fold."""
+    relative |errors| of tokens/s, ``after`` fold by fold. ``progress`` advances once a fold."""
     fold_of, how = cv_folds(rows, folds)
     before = [math.expm1(e) for e in log_errors(rows, {})]
     after: list[float] = []
@@ -172,6 +174,8 @@ def cross_validate(rows: list[dict], names: list[str], folds: int, passes: int =
         test = [r for r, f in zip(rows, fold_of) if f == i]
         consts = fit(train, names, passes)
         after += [math.expm1(e) for e in log_errors(test, consts)]
+        if progress is not None:
+            progress.advance()
     return before, after, how
 
 
@@ -201,8 +205,15 @@ def run_from_runs(args) -> int:
     if not names:
         raise InputError("--from-runs", args.from_runs, "no constant of efficiency.py to fit")
     say(f"fitting {', '.join(names)} on {len(rows)} measured runs")
-    before, after, how = cross_validate(rows, names, args.folds)
-    consts = fit(rows, names)
+    # every fold is a fit of its own (each of them predicts the fold's training rows once per
+    # trial value of each constant), then one fit on every row: minutes for a few hundred
+    # rows of many sources, so the count is shown on stderr (progress.py's rules)
+    n_fits = len(set(cv_folds(rows, args.folds)[0])) + 1
+    with Progress("calibrate --from-runs: fits done (one per fold, then all rows)",
+                  total=n_fits) as bar:
+        before, after, how = cross_validate(rows, names, args.folds, progress=bar)
+        consts = fit(rows, names)
+        bar.advance()
     insample = [math.expm1(e) for e in log_errors(rows, consts)]
     say(f"tokens/s per GPU error (max(pred/meas, meas/pred) - 1), cross-validated {how}:")
     for label, xs in (("defaults", before), ("refitted (CV)", after), ("refitted (in-sample)",
