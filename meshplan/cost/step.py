@@ -9,6 +9,7 @@ parts sum to its total.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -261,9 +262,10 @@ def _dp_comm(plan: Plan, cluster: Cluster, pl: dict, params: float, expert_param
         ag = all_gather_s(cluster, place, gb * p)
         return rs, ag, 0.0
 
-    if buckets:  # one call per bucket
-        per = [coll(shard_pl, params * share, gb) for share, gb in buckets]
-        rs_n, ag_n = sum(x[0] for x in per), sum(x[1] for x in per)
+    if buckets:  # one call per bucket; the walk's buckets are mostly of a few sizes
+        per = [(k, coll(shard_pl, params * share, gb))
+               for (share, gb), k in Counter(buckets).items()]
+        rs_n, ag_n = sum(k * x[0] for k, x in per), sum(k * x[1] for k, x in per)
     else:
         rs_n, ag_n, _ = coll(shard_pl, params)
     # the last bucket's reduction and the first bucket's gather wait for no compute to hide
