@@ -316,3 +316,44 @@ def test_published_sequence_parallel_saving(monkeypatch):
     assert saving[2] < saving[4] < saving[8], saving
     for tp, s in published.items():
         assert abs(saving[tp] - s) <= 0.06, (tp, saving[tp], s)
+
+
+# ---- a run that states the fused norm kernel (runs CSV column norm_kernel) -----------------
+def _stated_fused(rid: str) -> tuple[dict, dict]:
+    row = next(r for r in _hagemann_rows() if r["id"] == rid)
+    return row, dict(row, norm_kernel="fused", measured_step_time_s="",
+                     measured_tokens_per_s_per_gpu="")
+
+
+@pytest.mark.parametrize("rid", ["L034", "L215"])
+def test_norm_kernel_fused_prices_the_published_rms_kernel_runs(rid, monkeypatch):
+    """Hagemann et al.'s sheets run each layout with kernel "flash_attention2" (eager norm) and
+    "flash_attention2 + RMS kernel" (fused); FUSED_NORM_STEP_S gives the fused step, faster in
+    every pair. A row stating norm_kernel "fused" is priced as the engine without its eager
+    norm (UNFUSED_NORM_ENGINES emptied, the representation test_published_sequence_parallel_
+    saving uses), in step time and in peak memory, and faster than the same row without it."""
+    from meshplan.cost import layer, ops
+    from meshplan.validate import predict_row
+    row, fused_row = _stated_fused(rid)
+    eager = predict_row(row, with_search_best=False)
+    stated = predict_row(fused_row, with_search_best=False)
+    assert eager.error is None and stated.error is None
+    monkeypatch.setattr(ops, "UNFUSED_NORM_ENGINES", ())
+    layer.layer_cost.cache_clear()
+    emptied = predict_row(row, with_search_best=False)
+    monkeypatch.undo()
+    layer.layer_cost.cache_clear()
+    assert stated.predicted_step_time_s == pytest.approx(emptied.predicted_step_time_s, rel=1e-12)
+    assert stated.predicted_peak_mem_gib == pytest.approx(emptied.predicted_peak_mem_gib, rel=1e-12)
+    published_eager = float(row["measured_step_time_s"])
+    assert FUSED_NORM_STEP_S[rid] < published_eager
+    assert stated.predicted_step_time_s < eager.predicted_step_time_s
+
+
+def test_norm_kernel_bad_value_names_the_field():
+    from meshplan.errors import InputError
+    from meshplan.specs.workload import Workload
+    with pytest.raises(InputError, match="norm_kernel"):
+        Workload(2048, 8, "bf16", framework=ENGINE, norm_kernel="triton")
+    assert Workload(2048, 8, "bf16", framework=ENGINE, norm_kernel=" Fused ").norm_kernel == "fused"
+    assert Workload(2048, 8, "bf16", framework=ENGINE).norm_kernel == ""

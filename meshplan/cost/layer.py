@@ -212,7 +212,8 @@ def fp32_activations(ops: LayerOps, scale: float) -> LayerOps:
 @lru_cache(maxsize=1 << 16)
 def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
                     precision: str, engine: str = "", moe_dispatcher: str = "alltoall",
-                    attention_kernel: str = "") -> tuple[LayerOps, object, object]:
+                    attention_kernel: str = "",
+                    norm_kernel: str = "") -> tuple[LayerOps, object, object]:
     """(the layer's operations, the device, their times): what layer_cost reads that does
     not depend on recomputation, placements or overlap. Cached: the search asks for the same
     layer shape under many placements and recomputation settings (DeepSeek-V3 on 2,048
@@ -223,7 +224,7 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
     elif kind == "head":
         ops = gathered_logits(head_ops(model, shard), model, shard, engine)
     else:
-        ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine)
+        ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine, norm_kernel)
         ops = eager_attention(ops, model, shard, engine)
         ops = eager_rope(ops, model, shard, engine)
         if kind == "dense":
@@ -243,21 +244,22 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
                places: CommPlacements, tp_overlap: bool, precision: str,
                cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
                ep_overlap: bool = False, modules: str = "",
-               attention_kernel: str = "") -> LayerCost:
+               attention_kernel: str = "", norm_kernel: str = "") -> LayerCost:
     """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
     kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
     (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
     compute of another (Megatron's combined 1F1B, DualPipe); ``modules``: with recompute
     "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
     engine's own selective recomputation); ``attention_kernel``: the attention kernel class
-    the run states (Workload.attention_kernel; "" = the engine's default)."""
+    the run states (Workload.attention_kernel; "" = the engine's default); ``norm_kernel``
+    likewise for the RMSNorm (Workload.norm_kernel)."""
     if kind != "moe":  # only the MoE layer has an expert all-to-all (ops.moe_ops)
         moe_dispatcher, ep_overlap = "alltoall", False
     c = layer_core(model, cluster, kind, shard, recompute, places.tp, places.cp, places.etp,
                    tp_overlap, precision, cp_kind, engine,
                    moe_dispatcher if kind == "moe"
                    and sorts_by_local_expert(model, shard, moe_dispatcher) else "",
-                   modules, attention_kernel)
+                   modules, attention_kernel, norm_kernel)
     ep_wire = ep_hidden = ep_fwd = 0.0
     if c.ops.ep_alltoalls and places.ep.size > 1:
         ep_wire, ep_hidden, ep_fwd = _ep_times(model, cluster, c, places.ep, recompute,
@@ -307,7 +309,8 @@ class LayerCore(NamedTuple):
 def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, recompute: str,
                tp_place: Placement, cp_place: Placement, etp_place: Placement,
                tp_overlap: bool, precision: str, cp_kind: str, engine: str,
-               sort_dispatcher: str, modules: str, attention_kernel: str) -> LayerCore:
+               sort_dispatcher: str, modules: str, attention_kernel: str,
+               norm_kernel: str = "") -> LayerCore:
     """layer_cost less the expert all-to-all: compute, recomputation, memory, TP and CP
     communication and FLOPs, which neither the expert-parallel placement, nor the expert
     overlap, nor the dispatcher change, except through the dispatcher's second permutation
@@ -315,7 +318,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     the search prices each MoE layer under every setting of rule 8's knobs
     (search/space.py moe_comm_knobs), and those share this part."""
     ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
-                                  sort_dispatcher, attention_kernel)
+                                  sort_dispatcher, attention_kernel, norm_kernel)
     # attention scores a device without flash-class kernels keeps (attention_memory.py;
     # compute.device decides, materialises_scores); fp32: softmax output 4 + dropout mask 1
     # + dropout output 4 bytes per score

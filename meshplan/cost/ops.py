@@ -406,6 +406,11 @@ def layer_ops(model: ModelSpec, moe: bool, s: Shard) -> LayerOps:
 # (Korthikanti et al. 2022 sec. 4.2.2: norms are replicated across the TP group), so its
 # share of a step grows with TP while the GEMMs shrink by 1/TP.
 UNFUSED_NORM_ENGINES = ("aleph-alpha",)
+# Norm kernels a run may state (Workload.norm_kernel; a runs CSV's optional column
+# ``norm_kernel``) over its engine's default: "fused" = the fused kernel layer_ops counts,
+# e.g. Aleph Alpha's "RMS kernel" option (flash-attn's rms_norm, the optional import above),
+# so unfused_norms adds nothing.
+NORM_KERNELS = ("fused",)
 # HBM bytes per hidden-state element of that forward (read + write of each full-size op):
 # .float() (2+4), pow (4+4), mean (4), x*rsqrt (4+4), .type_as (4+2), *weight (2+2) = 36;
 # 8 kernels (the two per-token ones, + eps and rsqrt, move negligible bytes). A fused kernel
@@ -428,9 +433,16 @@ UNFUSED_NORM_BWD_BYTES = 92.0
 UNFUSED_NORM_SAVED_EXTRA_BYTES = 4.0
 
 
-def unfused_norms(ops: LayerOps, engine: str) -> LayerOps:
-    """Adds what an unfused eager RMSNorm costs over the fused one that ``ops`` counts."""
-    if engine not in UNFUSED_NORM_ENGINES or not ops.norm_bytes:
+def eager_norm(engine: str, norm_kernel: str = "") -> bool:
+    """Whether the run's RMSNorm is the eager one: its engine's default
+    (UNFUSED_NORM_ENGINES) unless the run states the fused kernel (NORM_KERNELS)."""
+    return engine in UNFUSED_NORM_ENGINES and norm_kernel != "fused"
+
+
+def unfused_norms(ops: LayerOps, engine: str, norm_kernel: str = "") -> LayerOps:
+    """Adds what an unfused eager RMSNorm costs over the fused one that ``ops`` counts;
+    nothing where the run states the fused kernel (``norm_kernel`` "fused")."""
+    if not eager_norm(engine, norm_kernel) or not ops.norm_bytes:
         return ops
     elements = ops.norm_bytes / FUSED_NORM_FWD_BYTES
     extra = elements * (UNFUSED_NORM_FWD_BYTES - FUSED_NORM_FWD_BYTES)

@@ -63,7 +63,8 @@ def pipeline_buffer_bytes(engine: str, pp: int, rank: int, in_flight: float,
     Megatron's, with ``in_flight`` micro-batches in flight and ``message_bytes`` per
     stage-boundary message (module docstring). ``partitioned``: the engine sends a 1/tp
     slice (engine_p2p.p2p_split > 1). ``input_kept_by_layer``: the layer count already
-    holds the stage input (full recomputation's checkpoint); False adds Aleph Alpha's held
+    holds the stage input (full recomputation's checkpoint, or the saved input of a fused norm
+    the run states, ops.eager_norm); False adds Aleph Alpha's held
     stage inputs, which its eager RMSNorm does not keep (module docstring). Zero for engines not in
     BUFFERED_PIPE_ENGINES and without pipeline parallelism."""
     if pp <= 1 or engine not in BUFFERED_PIPE_ENGINES:

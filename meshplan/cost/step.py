@@ -27,7 +27,7 @@ from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
-from .ops import ACT, Shard, logits_bytes
+from .ops import ACT, Shard, eager_norm, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
@@ -391,7 +391,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                           workload.framework, plan.moe_dispatcher,
                           plan.ep_comm_overlap or plan.schedule == "dualpipev",
                           plan.recompute_modules if recompute == "selective" else "",
-                          workload.attention_kernel)
+                          workload.attention_kernel, workload.norm_kernel)
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None
@@ -581,7 +581,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             pipeline_buffer_bytes=pipeline_buffer_bytes(
                 workload.framework, plan.pp, r, state.in_flight, p2p_bytes,
                 p2p_split(workload.framework, plan.tp, plan.sequence_parallel) > 1,
-                input_kept_by_layer=plan.recompute == "full"),
+                # the first layer keeps the stage input: as full recomputation's
+                # checkpoint, or as a fused norm's saved input (pipeline_buffers.py)
+                input_kept_by_layer=(plan.recompute == "full" or not eager_norm(
+                    workload.framework, workload.norm_kernel))),
             dispatcher_buffer_bytes=dispatcher_bytes))
         return memory_of[r]
 

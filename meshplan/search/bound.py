@@ -345,7 +345,8 @@ class Bounds:
             places = CommPlacements(pl["tp"], pl["cp"], ep_pl, etp_pl)
             return layer_cost(model, cluster, kind, shard, rc_kind, places,
                               layout.tp_comm_overlap, w.precision, layout.cp_kind, w.framework,
-                              layout.moe_dispatcher, ep_overlap, modules, w.attention_kernel)
+                              layout.moe_dispatcher, ep_overlap, modules, w.attention_kernel,
+                              w.norm_kernel)
 
         dkey = (layout.tp, layout.cp, sp, layout.tp_comm_overlap, layout.cp_kind,
                 pl["tp"], pl["cp"], mb, rc)

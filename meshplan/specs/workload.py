@@ -89,6 +89,12 @@ class Workload:
     # "unfused-eager"); "" = the default.
     # A runs CSV says so in the optional column ``attention_kernel``.
     attention_kernel: str = ""
+    # the RMSNorm kernel where the run states one that differs from its engine's default:
+    # "fused" = a fused norm kernel (what cost/ops.py layer_ops counts) in an engine whose
+    # default is the eager PyTorch norm (cost/ops.py UNFUSED_NORM_ENGINES: Aleph Alpha's
+    # kernel option "flash_attention2 + RMS kernel", Hagemann et al. 2023); "" = the default.
+    # A runs CSV says so in the optional column ``norm_kernel``.
+    norm_kernel: str = ""
     # the dtype of the gradient buffer (GRAD_REDUCE_DTYPES); a runs CSV says so in the optional
     # column ``grad_reduce_dtype``
     grad_reduce_dtype: str = "fp32"
@@ -133,6 +139,11 @@ class Workload:
             from ..cost.efficiency import ATTENTION_KERNELS
             kernel = require_choice("attention_kernel", kernel, ATTENTION_KERNELS)
         object.__setattr__(self, "attention_kernel", kernel)
+        norm = str(self.norm_kernel or "").strip().lower()
+        if norm:
+            from ..cost.ops import NORM_KERNELS
+            norm = require_choice("norm_kernel", norm, NORM_KERNELS)
+        object.__setattr__(self, "norm_kernel", norm)
         object.__setattr__(self, "fp8_recipe", normalise_fp8_recipe(self.fp8_recipe))
         object.__setattr__(self, "fp8_param_gather",
                            require_bool("fp8_param_gather", self.fp8_param_gather))
