@@ -17,6 +17,7 @@ cols = cols[:cols.index('attention')] + ['head_dim'] + cols[cols.index('attentio
 cols = cols[:1] + ['set'] + cols[1:]
 cols = cols[:cols.index('num_gpus')] + ['nic_gbps_per_gpu'] + cols[cols.index('num_gpus'):]
 cols = cols[:cols.index('oom')] + ['measured_noise'] + cols[cols.index('oom'):]
+cols = cols[:cols.index('framework') + 1] + ['norm_kernel'] + cols[cols.index('framework') + 1:]
 rows = []
 
 # --- BigScience BLOOM pre-training topology search (Jean Zay, 48 nodes x 8 A100 80GB) -------
@@ -425,6 +426,314 @@ for f, runs in AA_ROWS.items():
                          framework='aleph-alpha',
                          measured_tokens_per_s_per_gpu=round(AA_TOKENS_PER_STEP / (step * n), 2) if step else '',
                          measured_step_time_s=step or '', oom=0 if step else 1, derivation=der))
+
+# --- Hagemann et al. 2023, the sequence-parallelism sheets (same repository, data/seqpara/*.xlsx,
+# commit e13c2cb5 of Aleph-Alpha/NeurIPS-WANT-submission-efficient-parallelization-layouts; the
+# paper's sequence-parallelism figure). Same columns as the sheets above plus
+# 'sequence_parallel' (True/False). One file = one model on one cluster = one set (32 or 64
+# A100s: other clusters than the sets above). Every row of these sheets has
+# activation_checkpointing_type 'disabled' and kernel 'flash_attention2 + RMS kernel': the
+# fused RMSNorm, stated per row as norm_kernel 'fused' (Workload.norm_kernel; cost/ops.py
+# NORM_KERNELS), else the engine's eager norm would be priced. Entered as (trial, micro batch,
+# TP, PP, SP, step s / None = 'OOM Error'). Inferred as above (trust B): 4,194,304 tokens per
+# step and a 128,000 vocabulary (the sheets' MFU column equals (6*params + 12*l*h*s) * tokens /
+# (step * GPUs * 312 TFLOP/s) within 0.1% on every timed row but one of the 13B-2k sheet,
+# 1.75%), ZeRO-1, bf16. Left out: trial 132905 of the 30B-2k sheet ('Other Error', not out of
+# memory; the same layout ran as trial 132924). A layout the sheet lists twice is entered once,
+# the first in sheet order (all repeats but two are two OOMs); the two timed repeats, both in
+# the 30B-2k sheet (TP4 PP2 mb4 SP: 83.105 / 83.760 s; TP4 PP4 mb4 no SP: 86.437 / 86.667 s),
+# give that set's measured_noise, the pooled sd of ln(step) (about 0.4%; the other sheets
+# repeat nothing, their noise is left blank). Partly seen: six timed rows of the 13B-8k sheet
+# (PP2 mb1, TP 2/4/8, SP on/off) are the published pairs of tests/test_tp_engine_costs.py
+# test_published_sequence_parallel_saving, written when the serial-TP rule was fixed; the
+# other four sheets were not used for anything before they were entered here (2026-11-29).
+SP_SRC = AA_SRC.format(f='seqpara/{f}')
+SP_FILES = {  # file under data/seqpara/: (set, model size, sequence length)
+    'llama_13B_bfloat16_32_GPUs_sequence_parallelism.xlsx': ('llama13b-2k-a100x32', '13B', 2048),
+    'llama_13B_bfloat16_8k_seq_length_64_GPUs_sequence_parallelism.xlsx': ('llama13b-8k-a100x64', '13B', 8192),
+    'llama_30B_bfloat16_64_GPUs_sequence_parallelism.xlsx': ('llama30b-2k-a100x64', '30B', 2048),
+    'llama_30B_8k_seq_length_bfloat16_64_GPUs_sequence_parallelism.xlsx': ('llama30b-8k-a100x64', '30B', 8192),
+    'llama_65B_bfloat16_64_GPUs_sequence_parallelism.xlsx': ('llama65b-2k-a100x64', '65B', 2048),
+}
+SP_ROWS = {  # (trial id, micro_batch_size, TP, PP, sequence_parallel, step s, None = 'OOM Error', or 'Other Error')
+    'llama_13B_bfloat16_32_GPUs_sequence_parallelism.xlsx': [
+        (132852, 8, 1, 1, 1, None),
+        (132854, 4, 1, 2, 1, None),
+        (132855, 8, 2, 2, 1, None),
+        (132856, 4, 1, 1, 1, None),
+        (132857, 8, 1, 2, 1, None),
+        (132858, 8, 2, 1, 1, None),
+        (132859, 4, 2, 1, 1, None),
+        (131869, 2, 1, 1, 1, None),
+        (131877, 2, 1, 1, 0, None),
+        (132860, 8, 2, 2, 0, None),
+        (132861, 8, 2, 1, 0, None),
+        (132863, 8, 1, 1, 0, None),
+        (132864, 4, 2, 1, 0, None),
+        (132865, 4, 1, 2, 0, None),
+        (132866, 8, 1, 2, 0, None),
+        (132867, 4, 1, 1, 0, None),
+        (131873, 1, 1, 1, 0, 53.806),
+        (131868, 1, 1, 1, 1, 53.989),
+        (131875, 2, 2, 1, 0, 57.606),
+        (131694, 1, 1, 2, 1, 58.006),
+        (131871, 1, 1, 2, 0, 58.621),
+        (131690, 2, 1, 2, 1, 59.553),
+        (131866, 2, 2, 1, 1, 61.122),
+        (131874, 2, 1, 2, 0, 60.229),
+        (131867, 1, 2, 1, 1, 60.963),
+        (131876, 1, 2, 1, 0, 62.09),
+        (131689, 2, 2, 2, 1, 65.044),
+        (131870, 2, 2, 2, 0, 66.126),
+        (131695, 1, 2, 2, 1, 66.257),
+        (132853, 4, 2, 2, 1, 67.472),
+        (131872, 1, 2, 2, 0, 67.937),
+        (132862, 4, 2, 2, 0, 68.485),
+    ],
+    'llama_13B_bfloat16_8k_seq_length_64_GPUs_sequence_parallelism.xlsx': [
+        (132875, 4, 2, 2, 1, None),
+        (132876, 4, 1, 1, 1, None),
+        (132877, 4, 8, 2, 1, None),
+        (132878, 4, 8, 4, 1, None),
+        (132879, 4, 4, 1, 1, None),
+        (132880, 4, 8, 1, 1, None),
+        (132881, 4, 4, 4, 1, None),
+        (132882, 4, 4, 2, 1, None),
+        (132883, 4, 2, 4, 1, None),
+        (132884, 4, 1, 2, 1, None),
+        (132885, 4, 2, 1, 1, None),
+        (132886, 4, 1, 4, 1, None),
+        (132887, 4, 8, 2, 0, None),
+        (132888, 4, 4, 4, 0, None),
+        (132889, 4, 4, 1, 0, None),
+        (132890, 4, 2, 4, 0, None),
+        (132891, 4, 2, 2, 0, None),
+        (132892, 4, 1, 2, 0, None),
+        (132893, 4, 2, 1, 0, None),
+        (132894, 4, 8, 4, 0, None),
+        (132895, 4, 8, 1, 0, None),
+        (132896, 4, 4, 2, 0, None),
+        (132897, 4, 1, 4, 0, None),
+        (132898, 4, 1, 1, 0, None),
+        (131674, 2, 8, 1, 1, None),
+        (131677, 2, 2, 1, 1, None),
+        (131678, 2, 2, 4, 1, None),
+        (131680, 2, 4, 2, 1, None),
+        (131681, 2, 2, 2, 1, None),
+        (131682, 2, 4, 1, 1, None),
+        (131702, 1, 2, 1, 1, None),
+        (131852, 2, 2, 1, 0, None),
+        (131854, 2, 2, 4, 0, None),
+        (131856, 2, 8, 2, 0, None),
+        (131857, 2, 8, 1, 0, None),
+        (131858, 2, 4, 1, 0, None),
+        (131859, 2, 2, 2, 0, None),
+        (131861, 2, 4, 2, 0, None),
+        (131879, 1, 2, 1, 0, None),
+        (131701, 1, 2, 2, 1, 34.84),
+        (131878, 1, 2, 2, 0, 34.85),
+        (131684, 1, 2, 4, 1, 35.797),
+        (131865, 1, 2, 4, 0, 36.602),
+        (131686, 1, 4, 1, 1, 36.99),
+        (131685, 1, 4, 2, 1, 38.847),
+        (131860, 1, 4, 1, 0, 38.897),
+        (131851, 1, 4, 2, 0, 40.702),
+        (131688, 1, 4, 4, 1, 40.824),
+        (131676, 2, 4, 4, 1, 41.063),
+        (131863, 1, 4, 4, 0, 43.493),
+        (131855, 2, 4, 4, 0, 44.026),
+        (131679, 1, 8, 1, 1, 46.371),
+        (131675, 2, 8, 2, 1, 46.89),
+        (131687, 1, 8, 2, 1, 49.956),
+        (131864, 1, 8, 1, 0, 51.033),
+        (131673, 2, 8, 4, 1, 51.914),
+        (131683, 1, 8, 4, 1, 54.781),
+        (131862, 1, 8, 2, 0, 56.229),
+        (131850, 2, 8, 4, 0, 59.615),
+        (131853, 1, 8, 4, 0, 62.043),
+    ],
+    'llama_30B_bfloat16_64_GPUs_sequence_parallelism.xlsx': [
+        (132905, 4, 4, 4, 1, 'Other Error'),
+        (132906, 4, 4, 1, 1, None),
+        (132907, 4, 1, 1, 1, None),
+        (132908, 4, 1, 4, 1, None),
+        (132909, 4, 2, 2, 1, None),
+        (132910, 4, 1, 2, 1, None),
+        (132911, 4, 2, 1, 1, None),
+        (132912, 4, 2, 4, 1, None),
+        (132921, 4, 4, 1, 1, None),
+        (132929, 2, 4, 1, 0, None),
+        (132930, 4, 4, 2, 0, None),
+        (132934, 4, 4, 1, 0, None),
+        (132936, 4, 4, 2, 0, None),
+        (132937, 4, 2, 2, 0, None),
+        (132938, 4, 4, 1, 0, None),
+        (132939, 4, 1, 4, 0, None),
+        (132940, 4, 2, 1, 0, None),
+        (132941, 4, 1, 2, 0, None),
+        (132942, 4, 1, 1, 0, None),
+        (132943, 4, 2, 4, 0, None),
+        (131666, 2, 1, 2, 1, None),
+        (131669, 2, 1, 4, 1, None),
+        (131670, 2, 2, 2, 1, None),
+        (131671, 1, 1, 2, 1, None),
+        (131845, 2, 1, 2, 0, None),
+        (131846, 2, 1, 4, 0, None),
+        (131847, 2, 2, 2, 0, None),
+        (131849, 1, 1, 2, 0, None),
+        (131848, 1, 1, 4, 0, 71.995),
+        (131665, 1, 1, 4, 1, 72.598),
+        (131667, 2, 2, 4, 1, 72.658),
+        (131842, 2, 2, 4, 0, 74.855),
+        (131664, 1, 2, 4, 1, 76.584),
+        (131668, 1, 2, 2, 1, 76.843),
+        (132924, 4, 4, 4, 1, 77.586),
+        (131844, 1, 2, 4, 0, 78.434),
+        (131843, 1, 2, 2, 0, 80.174),
+        (132920, 2, 4, 2, 1, 81.061),
+        (132918, 2, 4, 4, 1, 82.219),
+        (132913, 4, 4, 2, 1, 83.105),
+        (132917, 4, 4, 2, 1, 83.76),
+        (132928, 2, 4, 2, 0, 84.884),
+        (132923, 2, 4, 1, 1, 85.212),
+        (132919, 1, 4, 2, 1, 85.47),
+        (132935, 4, 4, 4, 0, 86.437),
+        (132927, 4, 4, 4, 0, 86.667),
+        (132922, 1, 4, 4, 1, 87.684),
+        (132925, 1, 4, 1, 1, 89.333),
+        (132926, 2, 4, 4, 0, 89.762),
+        (132932, 1, 4, 2, 0, 89.864),
+        (132933, 1, 4, 1, 0, 94.115),
+        (132931, 1, 4, 4, 0, 95.517),
+    ],
+    'llama_30B_8k_seq_length_bfloat16_64_GPUs_sequence_parallelism.xlsx': [
+        (132946, 2, 4, 4, 1, None),
+        (132949, 1, 2, 2, 1, None),
+        (132950, 2, 2, 4, 1, None),
+        (132951, 1, 2, 4, 1, None),
+        (132952, 4, 2, 4, 1, None),
+        (132953, 4, 2, 2, 1, None),
+        (132954, 2, 2, 2, 1, None),
+        (132955, 4, 4, 4, 1, None),
+        (132956, 4, 4, 2, 1, None),
+        (132957, 2, 4, 2, 1, None),
+        (132962, 4, 4, 8, 0, None),
+        (132963, 4, 2, 16, 0, None),
+        (132964, 4, 2, 8, 0, None),
+        (132965, 4, 4, 16, 0, None),
+        (132966, 4, 4, 4, 0, None),
+        (132967, 4, 4, 2, 0, None),
+        (132968, 2, 2, 4, 0, None),
+        (132969, 2, 4, 2, 0, None),
+        (132971, 1, 2, 2, 0, None),
+        (132972, 4, 2, 2, 0, None),
+        (132973, 2, 2, 2, 0, None),
+        (132974, 1, 2, 4, 0, None),
+        (132975, 2, 4, 4, 0, None),
+        (132976, 4, 2, 4, 0, None),
+        (132977, 1, 4, 2, 0, None),
+        (132958, 4, 4, 16, 0, None),
+        (132959, 4, 2, 16, 0, None),
+        (132960, 4, 2, 8, 0, None),
+        (132961, 4, 4, 8, 0, None),
+        (132948, 1, 4, 2, 1, 84.367),
+        (132947, 1, 4, 4, 1, 85.686),
+        (131645, 1, 4, 16, 1, 86.155),
+        (132590, 1, 4, 8, 1, 86.167),
+        (132970, 1, 4, 4, 0, 93.837),
+        (132600, 1, 4, 8, 0, 96.699),
+        (131807, 1, 4, 16, 0, 98.368),
+    ],
+    'llama_65B_bfloat16_64_GPUs_sequence_parallelism.xlsx': [
+        (132966, 4, 4, 4, 1, None),
+        (132967, 4, 4, 2, 1, None),
+        (132972, 4, 2, 2, 1, None),
+        (132976, 4, 2, 4, 1, None),
+        (131651, 2, 4, 2, 1, None),
+        (131652, 2, 2, 8, 1, None),
+        (131659, 2, 2, 4, 1, None),
+        (131662, 2, 2, 2, 1, None),
+        (131698, 1, 2, 2, 1, None),
+        (131810, 2, 2, 2, 0, None),
+        (131814, 2, 4, 2, 0, None),
+        (131818, 2, 2, 4, 0, None),
+        (131819, 2, 2, 8, 0, None),
+        (131840, 1, 2, 4, 0, None),
+        (131841, 1, 2, 2, 0, None),
+        (132979, 4, 8, 2, 0, None),
+        (132980, 4, 4, 2, 0, None),
+        (132981, 4, 4, 8, 0, None),
+        (132982, 4, 2, 8, 0, None),
+        (132983, 4, 4, 4, 0, None),
+        (132984, 4, 2, 2, 0, None),
+        (132986, 4, 2, 4, 0, None),
+        (131697, 1, 2, 4, 1, 147.02),
+        (131649, 2, 4, 4, 1, 149.921),
+        (131654, 1, 2, 8, 1, 149.967),
+        (131820, 1, 2, 8, 0, 152.65),
+        (131663, 2, 4, 8, 1, 156.401),
+        (131811, 2, 4, 4, 0, 158.736),
+        (131660, 1, 4, 4, 1, 159.567),
+        (131656, 1, 4, 2, 1, 162.316),
+        (131653, 1, 4, 8, 1, 166.359),
+        (132985, 4, 8, 4, 0, 166.494),
+        (132978, 4, 8, 8, 0, 167.704),
+        (131809, 2, 4, 8, 0, 168.704),
+        (131823, 1, 4, 2, 0, 169.388),
+        (131816, 1, 4, 4, 0, 172.114),
+        (131658, 2, 8, 2, 1, 178.639),
+        (131822, 1, 4, 8, 0, 179.778),
+        (131650, 2, 8, 4, 1, 179.871),
+        (131661, 2, 8, 8, 1, 186.537),
+        (131655, 1, 8, 2, 1, 192.451),
+        (131812, 2, 8, 2, 0, 193.688),
+        (131648, 1, 8, 4, 1, 198.113),
+        (131657, 1, 8, 8, 1, 201.435),
+        (131821, 2, 8, 4, 0, 202.203),
+        (131815, 1, 8, 2, 0, 207.262),
+        (131817, 1, 8, 4, 0, 220.273),
+        (131808, 2, 8, 8, 0, 223.09),
+        (131813, 1, 8, 8, 0, 232.997),
+    ],
+}
+
+SP_REPEATS = [(83.105, 83.76), (86.437, 86.667)]  # 30B-2k sheet, timed twice (above)
+SP_NOISE = round(pooled_log_sd(SP_REPEATS), 4)
+for f, runs in SP_ROWS.items():
+    set_name, size, seq = SP_FILES[f]
+    l, h, a, ffn = LLAMA1[size]
+    n = 32 if set_name == 'llama13b-2k-a100x32' else 64
+    seen = set()
+    for trial, mbs, tp, pp, sp, step in runs:
+        if step == 'Other Error' or (mbs, tp, pp, sp) in seen:
+            continue
+        seen.add((mbs, tp, pp, sp))
+        assert n % (tp * pp) == 0
+        der = (f"trial {trial}: Average Step Time {step} s as in the sheet (rounded to ms), "
+               f"tokens/s/GPU = {AA_TOKENS_PER_STEP}/(step*{n})" if step
+               else f"trial {trial}: 'OOM Error' in the sheet")
+        der += (f"; kernel 'flash_attention2 + RMS kernel' (norm_kernel fused), "
+                f"activation_checkpointing_type disabled, micro_batch_size {mbs}, model_parallel_size "
+                f"{tp}, pipe_parallel_size {pp}, sequence_parallel {bool(sp)}; world size {n}; tokens "
+                "per step and vocab 128000 inferred from the MFU column; ZeRO-1 (the engine's only "
+                "sharding) inferred, not stated (trust B)")
+        noise = SP_NOISE if set_name == 'llama30b-2k-a100x64' and step else ''
+        if noise:
+            der += (f"; measured_noise {SP_NOISE}: pooled sd of ln(step) of the sheet's two layouts "
+                    "timed twice")
+        if set_name == 'llama13b-8k-a100x64' and step and pp == 2 and mbs == 1:
+            der += ("; seen before: one of the six SP pairs checked by tests/test_tp_engine_costs.py "
+                    "test_published_sequence_parallel_saving")
+        rows.append(dict(set=set_name, source=SP_SRC.format(f=f), trust='B', model=f'LLaMA {size}',
+                         arch='dense', layers=l, hidden=h, heads=a, kv_heads=a, ffn=ffn, vocab=128000,
+                         attention='mha', mlp='swiglu', tied_embeddings=0, seq_len=seq,
+                         global_batch_seqs=AA_TOKENS_PER_STEP // seq, micro_batch=mbs,
+                         gpu='A100-SXM-80GB', num_gpus=n, tp=tp, pp=pp, vpp=1, dp=n // (tp * pp), cp=1,
+                         ep=1, etp=1, zero=1, sequence_parallel=sp, recompute='none', precision='bf16',
+                         framework='aleph-alpha', norm_kernel='fused',
+                         measured_tokens_per_s_per_gpu=round(AA_TOKENS_PER_STEP / (step * n), 2) if step else '',
+                         measured_step_time_s=step or '', measured_noise=noise, oom=0 if step else 1,
+                         derivation=der))
 
 for i, r in enumerate(rows, 1):
     r['id'] = f'L{i:03d}'
