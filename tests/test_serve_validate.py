@@ -92,6 +92,9 @@ def test_bad_csv(tmp_path):
     ("engine", "lmdeploy", "row 1: engine='lmdeploy'"),
     ("engine", "TGI", "row 1: engine='TGI'"),
     ("engine", "", "row 1: engine=''"),
+    # tokens a chat template adds: a whole number >= 0
+    ("chat_template_tokens", "-8", "row 1: chat_template_tokens='-8'"),
+    ("chat_template_tokens", "8.5", "row 1: chat_template_tokens='8.5'"),
 ])
 def test_bad_row_values_are_listed_not_a_traceback(tmp_path, capsys, col, value, needle):
     """A bad value in one row of a serving CSV makes that row fail with the field named,
@@ -406,3 +409,45 @@ def test_misspelt_measured_columns_and_shared_ids_are_reported(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "'measured_ttft_s' is not read" in p.stdout and "id '1' names 2 rows" in p.stdout
+
+
+def test_chat_template_tokens_are_prefilled_as_prompt_tokens(monkeypatch):
+    """vllm bench serve counts the dataset's prompt_len as 'Total input tokens', but on the chat
+    endpoint the server prefills the prompt wrapped in the model's chat template; the rows
+    said so and the simulator left those tokens out. A row of 128 client tokens and 8 template
+    tokens is now the same simulation as a row of 136 prompt tokens."""
+    import meshplan.serve.validate as v
+
+    seen = []
+    monkeypatch.setattr(v, "simulate", lambda m, c, plan, t: seen.append(t) or 1 / 0)
+    base = dict(_row(1016)) | {"num_requests": "50"}
+    for cells in ({"input_len": "128", "chat_template_tokens": "8"},
+                  {"input_len": "136", "chat_template_tokens": ""},
+                  {"input_len": "100:156", "chat_template_tokens": "8"}):
+        with pytest.raises(ZeroDivisionError):
+            predict_row(base | cells, CSV.parent)
+    assert [q.input_len for q in seen[0].requests] == [136] * 50
+    assert seen[0].requests == seen[1].requests
+    assert {q.input_len for q in seen[2].requests} <= set(range(108, 165))
+    assert min(q.input_len for q in seen[2].requests) >= 108
+
+
+# Qwen's ChatML around one user message with the generation prompt, as Qwen's tokenizer writes
+# it: <|im_start|> user \n | prompt | <|im_end|> \n <|im_start|> assistant \n
+QWEN_CHATML_IDS = ([151644, 872, 198], [151645, 198, 151644, 77091, 198])
+
+
+def test_chat_endpoint_rows_state_their_template_tokens():
+    """Every row measured through the chat endpoint (vllm bench serve --backend openai-chat)
+    states the tokens its template adds, and the Qwen rows the ChatML wrapper's count; rows
+    of the completions endpoint or of offline runs add none."""
+    rows = load_rows(CSV)
+    chat = [r for r in rows if "--backend openai-chat" in r["source"]]
+    assert len(chat) >= 16
+    for r in rows:
+        if r in chat:
+            assert r["model"].startswith("qwen3"), r["id"]
+            assert int(r["chat_template_tokens"]) == sum(map(len, QWEN_CHATML_IDS)), r["id"]
+            assert "chat_template_tokens 8" in r["derivation"], r["id"]
+        else:
+            assert r.get("chat_template_tokens", "") == "", r["id"]

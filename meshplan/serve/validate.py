@@ -9,7 +9,9 @@ meshplan preset or config.json path), model_source, gpu, num_gpus, tp, pp, ep, a
 weight_dtype, kv_dtype (bf16/fp8), input_len, output_len (a token count, or LO:HI for lengths
 drawn uniformly from LO..HI inclusive, as the random dataset of SGLang's bench_serving and
 vLLM's benchmark_serving draws them with --random-range-ratio r < 1: SGLang
-max(int(L x r), 1)..L, serve/traffic.parse_lengths), num_requests, concurrency (closed
+max(int(L x r), 1)..L, serve/traffic.parse_lengths), chat_template_tokens (tokens the server's
+chat template adds to every prompt, which the client's input count leaves out: CHAT_TEMPLATE
+below; blank = 0, as for a completions endpoint or an offline run), num_requests, concurrency (closed
 loop) or rate_per_s (open loop; ``inf`` = offline, all at once), max_num_seqs,
 max_batched_tokens (blank: offline TensorRT-LLM rows take trtllm-bench's own limits,
 serve/trtllm_bench.py; vLLM rows ``vllm serve``'s defaults for the GPU,
@@ -61,6 +63,15 @@ MAX_SIM_REQUESTS = 3000
 # Other engines (TGI, LMDeploy, ...) were simulated as vLLM without a word; now refused.
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "trtllm": "trtllm",
            "trt-llm": "trtllm", "tensorrt_llm": "trtllm"}
+# The chat endpoint renders each request's messages with the model's chat template before it
+# tokenizes them, so the engine prefills more tokens than the prompt the client counted: `vllm
+# bench serve` sums the dataset's prompt_len into 'Total input tokens' (calculate_metrics in
+# vllm/benchmarks/serve.py: total_input += input_requests[i].prompt_len), whichever endpoint it
+# calls, and its openai-chat backend sends the prompt as one user message. A row states the
+# tokens the template adds in chat_template_tokens (e.g. Qwen's ChatML for one user message with
+# the generation prompt: <|im_start|> user \n ... <|im_end|> \n <|im_start|> assistant \n, 8
+# tokens, ids 151644 872 198 ... 151645 198 151644 77091 198); they are simulated as prompt tokens.
+CHAT_TEMPLATE = "chat_template_tokens"
 LATENCY_STATS = ("mean", "median")  # what the simulated TTFT / TPOT are reduced with  # offline rows: steady state is reached well before this
 
 
@@ -179,6 +190,8 @@ def predict_row(r: dict, base: Path | None = None) -> ServeRow:
     rate = math.inf if rate_s in ("inf", "") and not conc else _m(r, "rate_per_s")
     nreq = min(_i(r, "num_requests", 1000), MAX_SIM_REQUESTS)
     il, ol = _lengths(r, "input_len"), _lengths(r, "output_len")
+    added = _checked(r, CHAT_TEMPLATE, count) or 0  # (a whole number >= 0; blank: none)
+    il = Lengths(il.lo + added, il.hi + added)
     seqs, tokens = _i(r, "max_num_seqs"), _i(r, "max_batched_tokens")
     if sched == "vllm":  # the server's own defaults for what the source does not print,
         # by the GPU (EngineArgs.get_batch_defaults; serve/vllm_serve.py), not 2048 / 8192
