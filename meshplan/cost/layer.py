@@ -17,9 +17,10 @@ from ..recompute_modules import modules_of
 from .compute import (ATTN_BWD_FLOP_RATIO, core_attention_efficiency, device, matmul_s,
                       op_times)
 from .efficiency import NETWORK
-from .mcore_experts import eager_expert_epilogue
+from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
+from .dispatcher_buffers import runs_deepep_kernels
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
                   gathered_logits,
@@ -162,6 +163,27 @@ def sorts_by_local_expert(model: ModelSpec, shard: Shard, dispatcher: str) -> bo
     return not (dispatcher != "alltoall" or shard.ep == 1 or local <= 1)
 
 
+# the DeepEP-class dispatch on a rack-scale NVLink domain, where Megatron-Bridge runs HybridEP
+# (dispatcher_buffers.runs_deepep_kernels, framework_defaults.MOE_DISPATCHER_RACK)
+HYBRIDEP = "hybridep"
+
+
+def shaping_dispatcher(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
+                       dispatcher: str) -> str:
+    """The dispatcher as far as it shapes an MoE layer's own operations: "alltoall" where it
+    sorts by local expert (sort_by_local_expert), HYBRIDEP where the DeepEP-class dispatch is
+    HybridEP, whose dispatch lays each expert's tokens out padded for FP8
+    (mcore_experts.fp8_expert_padding), else "" (the key layer_core is cached by)."""
+    if kind != "moe":
+        return ""
+    if sorts_by_local_expert(model, shard, dispatcher):
+        return dispatcher
+    if (dispatcher == "deepep" and shard.ep > 1
+            and not runs_deepep_kernels(dispatcher, shard.ep, cluster.scaleup_domain)):
+        return HYBRIDEP
+    return ""
+
+
 def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
                          dispatcher: str) -> LayerOps:
     """Megatron-Core's all-to-all dispatcher permutes twice on each side when a rank holds
@@ -231,6 +253,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
             ops = eager_expert_epilogue(ops, model, shard, engine)
+            ops = fp8_expert_padding(ops, model, shard, engine,
+                                     padded_by_dispatch=moe_dispatcher == HYBRIDEP)
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
     dev = device(cluster.gpu, precision, engine, attention_kernel, share)
     if dev.act_scale != 1.0:
@@ -255,8 +279,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         moe_dispatcher, ep_overlap = "alltoall", False
     c = layer_core(model, cluster, kind, shard, recompute, places.tp, places.cp, places.etp,
                    tp_overlap, precision, cp_kind, engine,
-                   moe_dispatcher if kind == "moe"
-                   and sorts_by_local_expert(model, shard, moe_dispatcher) else "",
+                   shaping_dispatcher(model, cluster, kind, shard, moe_dispatcher),
                    modules, attention_kernel)
     ep_wire = ep_hidden = ep_fwd = 0.0
     if c.ops.ep_alltoalls and places.ep.size > 1:
@@ -311,7 +334,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     """layer_cost less the expert all-to-all: compute, recomputation, memory, TP and CP
     communication and FLOPs, which neither the expert-parallel placement, nor the expert
     overlap, nor the dispatcher change, except through the dispatcher's second permutation
-    (``sort_dispatcher``: the dispatcher where sorts_by_local_expert, else ""). Cached apart:
+    (``sort_dispatcher``: shaping_dispatcher's answer). Cached apart:
     the search prices each MoE layer under every setting of rule 8's knobs
     (search/space.py moe_comm_knobs), and those share this part."""
     ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
