@@ -14,12 +14,13 @@ from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
 from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2p_s
 from ..recompute_modules import modules_of
-from .compute import (ATTN_BWD_FLOP_RATIO, core_attention_efficiency, device, matmul_s,
-                      op_times)
+from .compute import (ATTN_BWD_FLOP_RATIO, STREAM_BWD_BYTE_RATIO, core_attention_efficiency,
+                      device, matmul_s, op_times)
 from .efficiency import NETWORK
-from .mcore_experts import eager_expert_epilogue
+from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
+from .dispatcher_buffers import runs_deepep_kernels
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
                   gathered_logits,
@@ -162,6 +163,27 @@ def sorts_by_local_expert(model: ModelSpec, shard: Shard, dispatcher: str) -> bo
     return not (dispatcher != "alltoall" or shard.ep == 1 or local <= 1)
 
 
+# the DeepEP-class dispatch on a rack-scale NVLink domain, where Megatron-Bridge runs HybridEP
+# (dispatcher_buffers.runs_deepep_kernels, framework_defaults.MOE_DISPATCHER_RACK)
+HYBRIDEP = "hybridep"
+
+
+def shaping_dispatcher(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
+                       dispatcher: str) -> str:
+    """The dispatcher as far as it shapes an MoE layer's own operations: "alltoall" where it
+    sorts by local expert (sort_by_local_expert), HYBRIDEP where the DeepEP-class dispatch is
+    HybridEP, whose dispatch lays each expert's tokens out padded for FP8
+    (mcore_experts.fp8_expert_padding), else "" (the key layer_core is cached by)."""
+    if kind != "moe":
+        return ""
+    if sorts_by_local_expert(model, shard, dispatcher):
+        return dispatcher
+    if (dispatcher == "deepep" and shard.ep > 1
+            and not runs_deepep_kernels(dispatcher, shard.ep, cluster.scaleup_domain)):
+        return HYBRIDEP
+    return ""
+
+
 def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
                          dispatcher: str) -> LayerOps:
     """Megatron-Core's all-to-all dispatcher permutes twice on each side when a rank holds
@@ -232,6 +254,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
             ops = eager_expert_epilogue(ops, model, shard, engine)
+            ops = fp8_expert_padding(ops, model, shard, engine,
+                                     padded_by_dispatch=moe_dispatcher == HYBRIDEP)
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
     dev = device(cluster.gpu, precision, engine, attention_kernel, share)
     if dev.act_scale != 1.0:
@@ -257,8 +281,7 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         moe_dispatcher, ep_overlap = "alltoall", False
     c = layer_core(model, cluster, kind, shard, recompute, places.tp, places.cp, places.etp,
                    tp_overlap, precision, cp_kind, engine,
-                   moe_dispatcher if kind == "moe"
-                   and sorts_by_local_expert(model, shard, moe_dispatcher) else "",
+                   shaping_dispatcher(model, cluster, kind, shard, moe_dispatcher),
                    modules, attention_kernel, norm_kernel)
     ep_wire = ep_hidden = ep_fwd = 0.0
     if c.ops.ep_alltoalls and places.ep.size > 1:
@@ -314,7 +337,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     """layer_cost less the expert all-to-all: compute, recomputation, memory, TP and CP
     communication and FLOPs, which neither the expert-parallel placement, nor the expert
     overlap, nor the dispatcher change, except through the dispatcher's second permutation
-    (``sort_dispatcher``: the dispatcher where sorts_by_local_expert, else ""). Cached apart:
+    (``sort_dispatcher``: shaping_dispatcher's answer). Cached apart:
     the search prices each MoE layer under every setting of rule 8's knobs
     (search/space.py moe_comm_knobs), and those share this part."""
     ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
@@ -446,17 +469,97 @@ def _ep_times(model: ModelSpec, cluster: Cluster, c: LayerCore, place: Placement
     comb = exchange_s(cluster, place, model, tokens, moe_dispatcher, BF16_BYTES_PER_ELEMENT)
     ep_fwd = d + comb
     ep_wire = ep_fwd * (3 if recompute == "selective" and modules and ep_again else passes)
-    if ep_overlap:
+    if ep_overlap and engine in MEGATRON_ENGINES:
+        # a forward and a backward run as one block: what the pair leaves exposed is counted
+        # in the backward, so the forward pass is the same at every recomputation setting
+        # (search/bound.py's floors and the module ladder rely on that) and more
+        # recomputation, which only lengthens attn_bwd, never shortens the backward
+        exposed = combined_1f1b_exposed_s(c, d, comb, ep_wire - 2 * ep_fwd)
+        ep_hidden = ep_wire - exposed
+        ep_fwd = 0.0
+    elif ep_overlap:
         # two micro-batches interleaved: the forward's all-to-alls run under the other
         # micro-batch's backward compute, the backward's (recomputed forward included)
-        # under its forward compute (DeepSeek-V3 report sec. 3.2.1, Fig. 4; Megatron-Core
-        # --overlap-moe-expert-parallel-comm)
+        # under its forward compute (DeepSeek-V3 report sec. 3.2.1, Fig. 4, DualPipe)
         bwd_comp = t.bwd_input_s + t.bwd_weight_s + rc
         exp_f = max(0.0, ep_fwd - bwd_comp)
         exp_b = max(0.0, ep_wire - ep_fwd - t.fwd_s)
         ep_hidden = ep_wire - exp_f - exp_b
         ep_fwd = exp_f
     return ep_wire, ep_hidden, ep_fwd
+
+
+ROUTED_EXPERT_GEMMS = ("expert_fc1", "expert_fc2")
+
+
+def combined_1f1b_exposed_s(c: LayerCore, dispatch_s: float, combine_s: float,
+                            again_s: float = 0.0) -> float:
+    """Expert all-to-all time left exposed, per layer, when Megatron-Core runs the layers'
+    forward of a micro-batch beside their backward of another (--overlap-moe-expert-parallel-
+    comm, combined 1F1B). megatron-core 0.16.1 models/common/model_chunk_schedule_plan.py
+    TransformerLayerSchedulePlan.run issues, for each pair of layers, on two streams::
+
+        comm: combine_bwd | dispatch_fwd -> dispatch_bwd           | combine_fwd
+        comp: attn_fwd    | mlp_bwd -> mlp_bwd_dw -> mlp_fwd       | attn_bwd -> attn_dw
+
+    where "attn" is everything outside the routed experts (attention, norms, router, shared
+    experts, permutation: fine_grained_callables.py submodule_attn_forward) and "mlp" the
+    routed experts (submodule_moe_forward). Each stream runs its kernels in issue order; the
+    nodes of one micro-batch wait for each other through that micro-batch's event
+    (pipeline_parallel/utils.py ScheduleNode: "each microbatch ... shares the same event"):
+    forward attn -> dispatch -> mlp -> combine -> the next layer's attn; backward combine ->
+    mlp -> dispatch -> attn -> the next layer's combine; the two micro-batches do not wait
+    for each other. The layers are run one after another as the schedule issues them and
+    the exposed time is the steady per-layer span less the compute. ``dispatch_s`` /
+    ``combine_s``: one dispatch- and one combine-shaped all-to-all (the backward of the
+    combine is dispatch-shaped, that of the dispatch combine-shaped); ``again_s``: the
+    all-to-alls of a recomputed MoE layer, issued before its backward (counted with
+    combine_bwd). Recomputation runs in attn_bwd."""
+    t, dev = c.t, c.dev
+    mlp_f = mlp_b = mlp_w = 0.0
+    for mm in c.ops.matmuls:
+        if mm.name in ROUTED_EXPERT_GEMMS:
+            f, i, w = matmul_s(dev, mm)
+            mlp_f, mlp_b, mlp_w = mlp_f + f, mlp_b + i, mlp_w + w
+    act = t.act_fn_fwd_s
+    mlp_f += act
+    mlp_b += STREAM_BWD_BYTE_RATIO * act
+    return combined_1f1b_exposed_parts(
+        attn_f=max(0.0, t.fwd_s - mlp_f), attn_b=max(0.0, t.bwd_input_s - mlp_b) + c.rc,
+        attn_w=max(0.0, t.bwd_weight_s - mlp_w), mlp_f=mlp_f, mlp_b=mlp_b, mlp_w=mlp_w,
+        dispatch=dispatch_s, combine=combine_s, again=again_s)
+
+
+def combined_1f1b_exposed_parts(attn_f: float, attn_b: float, attn_w: float, mlp_f: float,
+                                mlp_b: float, mlp_w: float, dispatch: float, combine: float,
+                                again: float = 0.0) -> float:
+    """combined_1f1b_exposed_s from the nodes' seconds (forward, backward, weight gradient of
+    attn and mlp; one dispatch- and one combine-shaped all-to-all)."""
+    dispatch_s, combine_s = dispatch, combine
+    comb_b = dispatch + again
+    comp = comm = f_ready = b_ready = 0.0  # stream clocks, inputs of the next layer
+    ends = []
+    for _ in range(COMBINED_LAYERS):
+        cb_end = max(comm, b_ready) + comb_b
+        af_end = max(comp, f_ready) + attn_f
+        t1 = max(af_end, cb_end)  # mlp_bwd and dispatch_fwd start
+        mb_end = t1 + mlp_b
+        df_end = t1 + dispatch_s
+        db_end = max(df_end, mb_end) + combine_s
+        mf_end = max(mb_end + mlp_w, df_end) + mlp_f
+        f_ready = comm = max(db_end, mf_end) + combine_s
+        b_ready = max(mf_end, db_end) + attn_b
+        comp = b_ready + attn_w
+        ends.append(max(comp, comm))
+    half = COMBINED_LAYERS // 2
+    period = (ends[-1] - ends[half - 1]) / (COMBINED_LAYERS - half)
+    return max(0.0, period - (attn_f + mlp_b + mlp_w + mlp_f + attn_b + attn_w))
+
+
+# layers run through combined_1f1b_exposed_s's streams; the span of the later half is the
+# steady state (the first layer of a chunk starts on idle streams: its combine_bwd and
+# attn_fwd both start at once)
+COMBINED_LAYERS = 8
 
 
 _clear_layer_cost = layer_cost.cache_clear

@@ -28,10 +28,12 @@ GPT-OSS recipes); that path is not modelled: such a run is predicted with the ea
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
+from math import ceil, exp, floor, lgamma, log, log1p, sqrt
 
 from ..specs.model import ModelSpec
 from .compute import STREAM_BWD_BYTE_RATIO
-from .ops import LayerOps, Shard, expert_rows
+from .ops import ACT, LayerOps, Shard, expert_rows
 
 # engines whose MoE layers are Megatron-Core's TEGroupedMLP (framework_defaults.FRAMEWORKS)
 MCORE_ENGINES = ("megatron", "nemo")
@@ -110,4 +112,99 @@ def eager_expert_epilogue(ops: LayerOps, model: ModelSpec, s: Shard, engine: str
         if m is not None:
             ops.modules["moe"] = replace(m, stream_bytes=m.stream_bytes + fwd,
                                          kernels=m.kernels + kernels)
+    return ops
+
+
+# --- FP8 padding of each expert's tokens -----------------------------------------------------
+# Under FP8 Megatron-Core's TEGroupedMLP pads every local expert's slice of the permuted tokens
+# to a multiple of the FP8 GEMM's row alignment before the grouped GEMMs and strips the padding
+# from their output (transformer/moe/experts.py TEGroupedMLP.forward, ``if self.config.fp8``:
+# self.fp8_padding / quantization_padding of the hidden states and of the routing probabilities,
+# then quantization_unpadding of the output; core_v0.15.0 to core_v0.17.1 call it for every
+# dispatcher, and from core_v0.16.0 HybridEP's dispatch already delivers padded splits (see
+# fp8_expert_padding); core_v0.18 skips the call where the router, HybridEP or DeepEP's fused
+# permutation pad already (moe_utils.skip_routed_expert_padding); Megatron-Bridge's recipes
+# keep moe_router_padding_for_fp8 = False). The padding is Transformer Engine's Fp8Padding
+# (transformer_engine/pytorch/module/fp8_padding.py, v2.9): the alignment is "32 for MXFP8
+# and 16 for others"; when every split is already aligned the input passes through, else a
+# new tensor of the padded rows is written by tex.fused_multi_row_padding (read the rows,
+# write the padded rows), and Fp8Unpadding does the reverse on the output; each one's
+# backward is the other one on the gradient, so the backward moves the forward's bytes.
+FP8_ALIGN_ROWS = 16
+MXFP8_ALIGN_ROWS = 32
+# kernels per forward: pad the hidden states, pad the probabilities, unpad the output; host
+# ops: each of the three allocates its output (torch.empty) and calls the TE kernel
+PAD_KERNELS = 3
+PAD_HOST_OPS = 6
+# the routing probabilities are fp32 in Megatron-Core's permutation (moe_utils.permute keeps
+# the router's probs dtype; the router runs its softmax / sigmoid in fp32): 4 bytes a row
+PROB_BYTES = 4.0
+
+
+def fp8_align_rows(recipe_name: str) -> int:
+    """Transformer Engine's Fp8Padding alignment for the recipe (fp8_padding.py)."""
+    return MXFP8_ALIGN_ROWS if recipe_name == "mx" else FP8_ALIGN_ROWS
+
+
+@lru_cache(maxsize=4096)
+def expected_padded_rows(mean_rows: float, experts: int, topk: int, align: int) -> float:
+    """Expected rows of one expert's slice after padding to a multiple of ``align``, E[ceil(c /
+    align) * align], when its token count c is Binomial(n, topk / experts) with mean
+    ``mean_rows``: every token draws its topk experts as the top-k of fresh normal logits, a
+    uniformly random topk-subset (Megatron-Core's force-balanced benchmark routing,
+    moe_utils.RandomSTE: ``logits.clone().normal_()``, router.py
+    moe_router_force_load_balancing), so each expert is in a token's set with probability
+    topk / experts, independently across tokens. Summed over the binomial's pmf within 12
+    standard deviations of the mean (the tails beyond hold under 1e-30 of the mass)."""
+    if align <= 1 or mean_rows <= 0 or experts <= 0 or topk <= 0:
+        return mean_rows
+    p = min(1.0, topk / experts)
+    n = max(1, round(mean_rows / p))
+    if p >= 1.0:
+        return ceil(n / align) * align
+    sd = sqrt(n * p * (1 - p))
+    lo, hi = max(0, floor(n * p - 12 * sd)), min(n, ceil(n * p + 12 * sd))
+    lc = lgamma(n + 1)
+    lp, lq = log(p), log1p(-p)
+    mass = total = 0.0
+    for c in range(lo, hi + 1):
+        w = exp(lc - lgamma(c + 1) - lgamma(n - c + 1) + c * lp + (n - c) * lq)
+        mass += w
+        total += w * (-(-c // align) * align)
+    return total / mass
+
+
+def fp8_expert_padding(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
+                       padded_by_dispatch: bool = False) -> LayerOps:
+    """Megatron-Core's FP8 padding of the experts' token slices (above): the expert GEMMs run
+    on the expected padded rows, and the pad and unpad copies add their HBM traffic, kernels
+    and host ops, forward and backward. ``padded_by_dispatch``: HybridEP's dispatch writes
+    each expert's tokens padded to the same alignment (megatron-core 0.16.1 token_dispatcher.py
+    _HybridEPManager.dispatch: ``pad_multiple = get_align_size_for_quantization(config)``
+    under FP8), so the splits reach Fp8Padding aligned and it passes them through: the GEMMs
+    still run the padded rows, no copy is made. Call after eager_expert_epilogue (which reads
+    the unpadded rows). The saved activations keep the unpadded size (the padding adds under
+    1% at the slices of thousands of rows of these runs)."""
+    if engine not in MCORE_ENGINES or not model.moe_experts or not s.fp8:
+        return ops
+    recipe = s.fp8_recipe.name if s.fp8_recipe is not None else ""
+    align = fp8_align_rows(recipe)
+    fc1 = next(mm for mm in ops.matmuls if mm.name == "expert_fc1")
+    rows = fc1.m * fc1.count
+    padded_m = expected_padded_rows(fc1.m, model.moe_experts, model.moe_topk, align)
+    ops.matmuls = [replace(mm, m=padded_m) if mm.name in ("expert_fc1", "expert_fc2") else mm
+                   for mm in ops.matmuls]
+    if padded_by_dispatch:
+        return ops
+    padded = padded_m * fc1.count
+    # pad: read rows, write padded rows; unpad: read padded rows, write rows (hidden width)
+    fwd = (rows + padded) * model.hidden * ACT * 2 + (rows + padded) * PROB_BYTES
+    ops.stream_bytes += fwd
+    ops.stream_bwd_extra_bytes += fwd - STREAM_BWD_BYTE_RATIO * fwd
+    ops.kernels += PAD_KERNELS
+    ops.host_ops += PAD_HOST_OPS
+    m = ops.modules.get("moe")
+    if m is not None:  # recomputing the whole MoE layer pads again
+        ops.modules["moe"] = replace(m, stream_bytes=m.stream_bytes + fwd,
+                                     kernels=m.kernels + PAD_KERNELS)
     return ops

@@ -59,3 +59,22 @@ def in_flight(plan: Plan, m: int, rank: int) -> float:
     if plan.pp == 1:
         return 1.0
     return promised_in_flight(plan.schedule, plan.pp, plan.vpp, m, rank) / plan.vpp
+
+
+def combined_1f1b_unpaired(plan: Plan, m: int, rank: int) -> float:
+    """Micro-batches (in passes through all of ``rank``'s layers) whose forward runs with no
+    backward beside it, and as many whose backward runs alone, under Megatron-Core's combined
+    1F1B (--overlap-moe-expert-parallel-comm): there the expert all-to-alls have no other
+    micro-batch's compute to hide under. megatron-core 0.16.1 pipeline_parallel/
+    combined_1f1b.py: without pipelining "the forward step for the first microbatch is
+    executed alone" and so is the backward of the last; with interleaving, schedules.py
+    get_pp_rank_microbatches gives rank r (pp - r - 1) * 2 + (vpp - 1) * group warm-up
+    chunk forwards (group: microbatch_group_size_per_vp_stage, default pp) "+ 1" with this
+    overlap, and as many cool-down backwards; a chunk holds 1 / vpp of the rank's layers.
+    (Megatron refuses the overlap with pp > 1 and no interleaving; such a plan is given the
+    non-interleaved warm-up, pp - r - 1, plus the same one.)"""
+    p, v = plan.pp, plan.vpp
+    if p == 1:
+        return min(1.0, m)
+    warm = (p - rank - 1) * 2 + (v - 1) * p + 1 if v > 1 else p - rank
+    return min(warm, m * v) / v

@@ -31,7 +31,7 @@ from .ops import ACT, Shard, eager_norm, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
-from .pipeline import bubble_s, in_flight
+from .pipeline import bubble_s, combined_1f1b_unpaired, in_flight
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params, dense_layer_tensors, megatron_buckets
 from .fsdp2_copies import fsdp2_copy_s
@@ -511,13 +511,21 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     # kernels, CP ring, EP all-to-all; LayerCost.overlap_slowdown_s), then the NCCL pipeline
     # sends and data-parallel collectives
     nccl_hidden = (dp_wire - dp_exposed) + m * (2 * nv * p2p_one - p2p_exposed)
+    # Megatron's combined 1F1B pairs a forward with a backward; the micro-batches that run
+    # alone (pipeline.combined_1f1b_unpaired) leave their all-to-alls exposed
+    ep_unpaired = 0.0
+    if (plan.ep_comm_overlap and workload.framework in MEGATRON_ENGINES
+            and plan.schedule != "dualpipev"):
+        ep_unpaired = (combined_1f1b_unpaired(plan, m, r_star)
+                       * (agg(rs, "ep_wire_s") - agg(rs, "ep_exposed_s")))
+        nccl_hidden -= ep_unpaired
     parts = {
         "compute_s": m * (agg(rs, "fwd_compute_s") + agg(rs, "bwd_input_compute_s")
                           + agg(rs, "bwd_weight_compute_s")),
         "recompute_s": m * agg(rs, "recompute_s"),
         "tp_exposed_s": m * agg(rs, "tp_exposed_s"),
         "cp_exposed_s": m * agg(rs, "cp_exposed_s"),
-        "ep_exposed_s": m * agg(rs, "ep_exposed_s"),
+        "ep_exposed_s": m * agg(rs, "ep_exposed_s") + ep_unpaired,
         "pp_p2p_s": m * p2p_exposed,
         "pp_bubble_s": bubble,
         "dp_exposed_s": dp_exposed,
