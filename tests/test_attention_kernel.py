@@ -169,6 +169,12 @@ def test_llm_foundry_rows_state_their_kernel():
     # paper's GPT-2 rows, whose 2019 code runs the attention as separate PyTorch ops; each
     # says so in its derivation
     stated = [r for r in others if r["attention_kernel"]]
+    # the xtuner Qwen3-235B rows (Pai-Megatron-Patch's Qwen3 example, FL=true) ran flash-attn 2
+    # through Megatron's --attention-backend flash, not Transformer Engine's cuDNN default
+    fa2 = [r for r in stated if r["attention_kernel"] == "fa2"]
+    assert len(fa2) == 12 and all(r["source"].startswith("InternLM/xtuner") for r in fa2)
+    assert all("--attention-backend flash" in r["derivation"] for r in fa2)
+    stated = [r for r in stated if r not in fa2]
     unfused = [r for r in stated if r["attention_kernel"] == "unfused"]
     eager = [r for r in stated if r["attention_kernel"] == "unfused-eager"]
     assert len(unfused) + len(eager) == len(stated)

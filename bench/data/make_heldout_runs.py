@@ -26,6 +26,7 @@ cols = cols[:cols.index('recompute_layers') + 1] + ['recompute_modules'] + cols[
 # optional engine columns (meshplan/specs/workload.py): the optimizer's state dtype (fp32, bf16 = fp32 master and bf16
 # moments, bf16-no-master = bf16 moments and the bf16 weights updated in place) and the gradient buffer's dtype
 cols += ['optimizer_state_precision', 'grad_reduce_dtype']
+cols += [c for c in ('q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'qk_nope_head_dim', 'v_head_dim') if c not in cols]  # MLA dims (meshplan/row_model.py MLA_COLUMNS), where a row gives them
 cols += ['compiled_loss']  # optional: 1 where torchtitan compiled its loss (--training.compile; cost/ops.py logits_bytes)
 # optional: 1 where the run keeps its linear weights in FP8 and all-gathers them in FP8 (Megatron-Core fp8_param_gather,
 # NeMo fp8_params with its distributed optimizer, torchao enable_fsdp_float8_all_gather: cost/param_gather.py)
@@ -1875,6 +1876,169 @@ for (rdir, impl, gpu, sps, n, trust, note) in ML8_AMD:
                     f"scaling (amax history 4, most_recent), FP8_PARAMS=1 -> fp8_param_gather 1, no recompute: "
                     f"inferred from that code, not printed in these logs -> trust B). {note}"))
 # END SECTION heldout-mlperf8b
+# BEGIN SECTION heldout-moedata (ids H700+): MoE training runs published outside NVIDIA's NeMo / Megatron-Bridge /
+# dgxc tables, MLPerf, DeepSeek and AMD Primus, gathered 2026-11-29 (issue 9). Held out: nothing was tuned to them.
+def _h7():
+    return f'H{700 + len([r for r in rows if r.get("id", "").startswith("H7")]):03d}'
+# (1) InternLM/xtuner docs/en/benchmark/megatron_moe_benchmark.md at 79f2136 ("Megatron MoE Training Benchmark and
+# Tuning Guide"; the Chinese twin docs/zh_cn/benchmark/megatron_moe_benchmark.md at bfafd26 prints the same tables):
+# Qwen3-235B-A22B on 256 H800, Megatron-Core through alibaba/Pai-Megatron-Patch at 2b201af (image
+# pai-megatron-patch:25.04). What the page states for every row: seq 4096, bf16 (TFLOPs quoted against 989.4 = the H800
+# dense BF16 peak), mbs 1 unless printed, zero-1 distributed optimizer ("Zero1 is a must-have"),
+# --moe-router-force-load-balancing (forced balance), --moe-permute-fusion, no CUDA graphs, PP layout with one layer
+# fewer on the first and last stage (94 layers as 96 slots). recompute=select is
+# '--recompute-granularity selective --recompute-modules moe_act layernorm', recompute=moe is 'moe layernorm',
+# recompute=full the example script's '--recompute-method uniform --recompute-num-layers 1 --recompute-granularity
+# full' (MP_AC_LAYERS default 1). From the example the page says it follows (Pai-Megatron-Patch 2b201af
+# examples/qwen3/run_mcore_qwen3.sh and examples/qwen3/README.md, not printed on the page -> trust B):
+# --moe-token-dispatcher-type alltoall unless 'deepep' is printed, ETP 1 (the README's launch line), sequence
+# parallel with TP > 1, --attention-backend flash (FL=true in the README's launch line; flash-attn, no FA3 in the
+# image: the README says FA3 must be installed by hand). Rows not printed twice; the four capacity-factor rows
+# (capacity 1-5, deepep) are left out: meshplan has no capacity-factor / token-dropping input. nic: not stated.
+XT = "InternLM/xtuner docs/en/benchmark/megatron_moe_benchmark.md at 79f2136 (Megatron MoE Training Benchmark and Tuning Guide, table '{t}')"
+XT_ROWS = [  # table, tp, ep, pp, vpp, mbs, recompute, modules, gbs, step_s, tokens/s/GPU, dispatcher, ogr, tpo
+ ('TP vs PP', 2, 8, 32, 3, 1, 'selective', 'layernorm+moe_act', 2048, 22.42, 1461.56, 'alltoall', None, None),
+ ('TP vs PP', 4, 8, 8, 4, 1, 'none', '', 2048, 35.481, 923.53, 'alltoall', None, None),
+ ('Trying Different EP Settings', 2, 32, 8, 4, 1, 'selective', 'layernorm+moe_act', 2048, 35.392, 925.87, 'alltoall', None, None),
+ ('Trying Different EP Settings', 2, 32, 8, 4, 1, 'selective', 'layernorm+moe_act', 2048, 25.73, 1273.54, 'deepep', None, None),
+ ('Trying Communication Overlap', 2, 8, 8, 1, 1, 'selective', 'layernorm+moe_act', 2048, 27.555, 1189.17, 'alltoall', None, None),
+ ('Trying Communication Overlap', 2, 8, 8, 1, 1, 'selective', 'layernorm+moe_act', 2048, 29.66, 1104.8, 'alltoall', 1, None),
+ ('Trying Communication Overlap', 2, 8, 8, 1, 1, 'selective', 'layernorm+moe_act', 2048, 29.276, 1119.26, 'alltoall', 1, 1),
+ ('Trying Communication Overlap', 2, 8, 32, 3, 4, 'full', '', 4096, 43.495, 1506.76, 'alltoall', None, None),
+ ('Trying Communication Overlap', 2, 8, 32, 1, 4, 'full', '', 8192, 92.652, 1414.68, 'alltoall', None, None),
+ ('Recomputation', 1, 8, 32, 3, 1, 'selective', 'moe+layernorm', 2048, 22.946, 1428.04, 'alltoall', None, None),
+ ('Recomputation', 1, 8, 32, 3, 4, 'full', '', 4096, 42.537, 1540.68, 'alltoall', None, None),
+ ('Recomputation', 1, 8, 32, 3, 8, 'full', '', 8192, 86.186, 1520.8, 'alltoall', None, None),
+]
+for (t, tp, ep, pp, vpp, mbs, rc, mods, gbs, step, tps, disp, ogr, tpo) in XT_ROWS:
+    dp = 256 // (tp * pp)
+    extra = {}
+    if ogr is not None:
+        extra['overlap_grad_reduce'] = ogr
+    if tpo is not None:
+        extra['tp_comm_overlap'] = tpo
+    label = (f"tp{tp}, ep{ep}{', deepep' if disp == 'deepep' else ''}, pp{pp}{f', vpp{vpp}' if vpp > 1 else ''}, "
+             f"mbs={mbs}, recompute={ {'selective': 'select' if 'moe_act' in mods else 'moe', 'full': 'full', 'none': '(none printed)'}[rc] }"
+             + (', zero overlap' if ogr and not tpo else '') + (', zero/tp overlap' if tpo else ''))
+    add(id=_h7(), source=XT.format(t=t), trust='B', **SH['Q235'], seq_len=4096, global_batch_seqs=gbs, micro_batch=mbs,
+        gpu='H800-SXM-80GB', num_gpus=256, tp=tp, pp=pp, vpp=vpp, dp=dp, cp=1, ep=ep, etp=1, zero=1,
+        sequence_parallel=1 if tp > 1 else 0, recompute=rc, recompute_modules=mods, precision='bf16',
+        framework='megatron', moe_dispatcher=disp, attention_kernel='fa2', **extra,
+        measured_tokens_per_s_per_gpu=tps, measured_step_time_s=step, oom=0,
+        derivation=(f"Row '{label}' of the page's table '{t}': TimePerIter {step} s and Tokens/GPU/Second {tps} as "
+                    f"printed (= {gbs} x 4096 / {step} / 256); SeqLen 4096, GBS {gbs}, 256 H800; DP = 256 / (TP {tp} x "
+                    f"PP {pp}) = {dp}, EP {ep} folded over DP x TP, ETP 1 (example README), zero 1, bf16, forced "
+                    f"load balance (--moe-router-force-load-balancing), dispatcher {disp}"
+                    + (", --overlap-grad-reduce --overlap-param-gather (the row's 'zero overlap')" if ogr else "")
+                    + (", --tp-comm-overlap (the row's 'tp overlap')" if tpo else "")
+                    + "; recompute " + ({'selective': f"selective, modules {mods}", 'full': "full, uniform, 1 layer per "
+                    "checkpoint (example script default)", 'none': "none (the row prints no recompute)"}[rc])
+                    + "; attention flash-attn 2 (--attention-backend flash with FL=true, no FA3 in the image); "
+                    "Qwen3-235B-A22B shape as the other Qwen3 rows (94 layers, uneven first/last PP stages as the page "
+                    "says). Trust B: dispatcher default, ETP and attention backend come from the example script the "
+                    "page says it follows, not from the page."))
+# (2) FlagOpen/FlagPerf (BAAI) training/nvidia/qwen1.5_MoE-megatron/README.md at 6faf9c1f (2024-04-30), table
+# '性能指标' (token/p/s, mem, MFU), with training/nvidia/qwen1.5_MoE-megatron/config/config_A800x1x8.py and
+# training/benchmarks/qwen1.5_MoE/megatron/megatron_pai_main.sh at the same commit: the case FlagPerf calls
+# "qwen1.5_14B_MoE" is Pai-Megatron-Patch's Qwen1.5 MoE example as the script builds it -- 24 layers, hidden 2048,
+# 16 heads (no GQA flag: MHA), --ffn-hidden-size 5504 per expert, 8 experts top-2, no shared expert, untied
+# embeddings, Qwen2 tokenizer + --extra-vocab-size 293 = 151936, TE, --use-flash-attn, --recompute-activations
+# (Megatron's selective = core attention), --use-distributed-optimizer (zero 1), EP 1, mbs 1, GBS 512, seq 8192,
+# Megatron-LM-240405 (its default dispatcher is allgather; with EP 1 there is no token exchange). The FLOPs FlagPerf
+# quotes (MFU 32.95% at 312 TFLOP/s for 7450.7 token/p/s = 2.3B x 6 per token) agree with this shape.
+# GPU: DGX A800 80GB, written as A100-SXM-80GB: the A800 is the A100 SXM4 80GB die, clocks and HBM with NVLink capped
+# at 400 GB/s (the A100 has 600); on one node with PP 2 x DP 4 the NVLink carries only the pipeline's activations and
+# one gradient reduce-scatter / parameter all-gather per 128 micro-batches, so the cap is not modelled (trust B).
+FP = ("FlagOpen/FlagPerf training/nvidia/qwen1.5_MoE-megatron/README.md at 6faf9c1f (BAAI; table 性能指标, row "
+      "'A800单机8卡（1x8）' {p}) with config/config_A800x1x8.py and training/benchmarks/qwen1.5_MoE/megatron/"
+      "megatron_pai_main.sh")
+for prec, tps, mem in (('bf16', 7450.7, 66), ('fp16', 7537.7, 59)):
+    add(id=_h7(), source=FP.format(p=prec), trust='B', model='FlagPerf Pai-Qwen1.5-MoE (8 experts top-2)', arch='moe',
+        layers=24, hidden=2048, heads=16, kv_heads=16, ffn=5504, vocab=151936, moe_experts=8, moe_topk=2,
+        moe_expert_ffn=5504, moe_shared_experts=0, moe_dense_layers=0, attention='mha', mlp='swiglu', tied_embeddings=0,
+        seq_len=8192, global_batch_seqs=512, micro_batch=1, gpu='A100-SXM-80GB', num_gpus=8, tp=1, pp=2, vpp=1, dp=4,
+        cp=1, ep=1, etp=1, zero=1, sequence_parallel=0, recompute='selective', recompute_modules='core_attn',
+        precision=prec, framework='megatron', measured_tokens_per_s_per_gpu=tps,
+        measured_step_time_s=round(512 * 8192 / (tps * 8), 2), oom=0,
+        derivation=(f"token/p/s {tps} (tokens per GPU per second) as printed, parallel TP1PP2DP4 on one 8-GPU A800 node, "
+                    f"precision {prec}; step time = GBS 512 x 8192 / ({tps} x 8). Shape and engine flags from "
+                    "megatron_pai_main.sh (see the block comment: 8 experts of 5504, top-2, MHA 16 heads, selective "
+                    "recompute, distributed optimizer, EP 1); config_A800x1x8.py: mbs 1, gbs 512, seq 8192, TP 1, "
+                    "PP 2. A800 written as A100-SXM-80GB (same die; only NVLink is capped, which this one-node "
+                    f"PP2/DP4 layout barely uses). The page's mem column reads {mem}/80 GiB (device memory in use "
+                    "as the harness monitors it, allocator cache and CUDA context included): not entered as a "
+                    "peak-memory figure."))
+# (3) PyTorch's torchtitan / torchao MoE runs (Meta and contributors), Llama 4 Scout (torchtitan llama4 "17bx16e":
+# dim 5120, 48 layers, 40 heads, 8 KV heads, vocab 202048, 16 routed experts top-1 + 1 shared expert on every layer;
+# expert hidden = 4*5120 -> 2/3 -> x1.2 -> /(top_k 1 + shared 1) -> multiple of 2048 = 8192, torchtitan
+# torchtitan/models/llama4/__init__.py and model/model.py auto_scale_hidden_dim at b3da1a2) and DeepSeek-V3 16B
+# (torchtitan torchtitan/models/deepseek_v3/__init__.py "16B" at 8a2686c: 27 layers, dim 2048, 16 heads, MLA with
+# kv_lora_rank 512, no q compression, qk nope/rope 128/64, v 128; 1 dense layer of 10944, 64 experts of 1408 top-6
+# + 2 shared, vocab 102400). torchtitan's logged tps is tokens per second per device and its memory figure the peak
+# reserved memory (torchtitan/components/metrics.py), which is what validate compares (peak_reserved_bytes).
+L4 = dict(arch='moe', hidden=5120, heads=40, kv_heads=8, head_dim=128, ffn=8192, vocab=202048, moe_experts=16,
+          moe_topk=1, moe_expert_ffn=8192, moe_shared_experts=1, moe_dense_layers=0, attention='gqa', mlp='swiglu',
+          tied_embeddings=0)
+TAO = ("pytorch/ao torchao/prototype/moe_training/README.md at 0b1bb11 (table 'End-to-end training benchmark with "
+       "TorchTitan: Llama4 Scout vs bfloat16 baseline', row '{r}')")
+for rname, prec, rec, tps, mem in (('bf16 baseline', 'bf16', '', 49381.0, 145.55),
+                                   ('MXFP8 for Linears + Grouped GEMMs', 'fp8', 'mx', 70747.0, 145.32)):
+    add(id=_h7(), source=TAO.format(r=rname), trust='B', model='Llama 4 Scout (2 of 48 layers)', layers=2, **L4,
+        seq_len=8192, global_batch_seqs=32, micro_batch=8, gpu='B200', num_gpus=4, gpus_per_node=4, tp=1, pp=1, vpp=1,
+        dp=4, cp=1, ep=4, etp=1, zero=3, sequence_parallel=0, recompute='none', precision=prec, fp8_recipe=rec,
+        framework='torchtitan', compiled_loss=1, measured_tokens_per_s_per_gpu=tps, measured_peak_mem_gib=mem, oom=0,
+        derivation=(f"Throughput (Median Tokens/s) {tps} and Max Memory {mem} GiB of the row '{rname}' as printed "
+                    "(torchtitan's per-device tps and peak reserved memory). The page: 'Single node benchmarks with "
+                    "4xB200', 'Llama4 16e default configs; FSDP=4, EP=4; AC=none; compile=True; seq_len=8192; "
+                    "local_bs=8', layers reduced from 48 to 2 (torchtitan's 17bx16e shape otherwise); its command: "
+                    "NGPU=4, data_parallel_shard_degree 4, expert_parallel_degree 4, tensor_parallel_degree 1, "
+                    "--compile.enable (torchtitan's Compile.components default ['model', 'loss'] -> compiled_loss 1), "
+                    "activation_checkpoint none"
+                    + ("; --model.converters quantize.grouped_mm.mx,quantize.linear.mx: MXFP8 on the routed "
+                       "experts' grouped GEMMs and the linear layers (torchao MX recipe, fp8_recipe mx)" if prec == 'fp8'
+                       else "") + ". GBS = 8 x 4 = 32 sequences. Trust B: per-GPU reading of 'Tokens/s' (torchtitan "
+                    "logs tps per device) and the B200 board's power setting are not printed."))
+TT_MX = ("pytorch/torchtitan docs/mxfp8.md at b3da1a2 (MXFP8 Training on B200 GPUs, 'MoE models' table, row '{r}'; "
+         "the same run in pytorch/ao torchao/prototype/moe_training/README.md at 0b1bb11)")
+for rname, prec, rec, tps in (('None (bfloat16)', 'bf16', '', 6169.0), ('mxfp8', 'fp8', 'mx', 7401.0)):
+    add(id=_h7(), source=TT_MX.format(r=rname), trust='C', model='Llama 4 Scout 17B-16E', layers=48, **L4,
+        seq_len=8192, global_batch_seqs=256, micro_batch=1, gpu='GB200', num_gpus=256, tp=1, pp=1, vpp=1, dp=256,
+        cp=1, ep=16, etp=1, zero=3, sequence_parallel=0, recompute='none', precision=prec, fp8_recipe=rec,
+        framework='torchtitan', compiled_loss=1, measured_tokens_per_s_per_gpu=tps, oom=0,
+        derivation=(f"Median tokens/s {tps} of the row '{rname}' read as per GPU (torchtitan's tps). Stated: Llama4 "
+                    "Scout, C4, seq 8192, 'Parallelisms (64 nodes of 4 devices each = 256 chips): FSDP=256 (on "
+                    "attention layers, shared experts, dense layer FFNs) ... EP=16 (on routed experts)', AC none, "
+                    "torch.compile on" + ("; mxfp8 on the routed experts' grouped GEMMs and on all linear layers "
+                    "except output, router.gate, attention.wk, attention.wv (those stay bf16 here; meshplan's fp8 "
+                    "covers all linears)" if prec == 'fp8' else "")
+                    + ". Trust C, the page contradicts itself and its twin: its title says '512 GPU training on 64 "
+                    "node GB200 cluster' but the config lists 256 chips (256 used; GB200 compute trays hold 4 GPUs); "
+                    "it says 'Local batch size: 10' where torchao's README prints 'Local batch size: 1' for the same "
+                    "run. 1 is used: with AC none, 10 x 8192 tokens cannot fit -- Korthikanti et al. 2022 (arXiv "
+                    "2205.05198) eq. 1 gives 34 s b h bytes per layer before the attention scores, 34 x 8192 x 10 x "
+                    "5120 x 48 layers = 684 GB per GPU against the GB200's 186 GB (at b = 1: 68 GB); GBS = 256. "
+                    "'256/4=64' expert-FSDP contradicts EP 16. "
+                    "NVL72 domain from the GPU catalog (the page does not say how the 64 trays were cabled)."))
+# DeepSeek-V3 16B on 8 H100: pytorch/torchtitan issue #1789 (syed-ahmed, 2025-10-02, NVIDIA), which PR #1792
+# (82a9530, 'make the 16B default toml config safe for 80GB H100') closed by lowering local_batch_size 8 -> 4.
+DS16 = dict(model='DeepSeek-V3 16B (torchtitan)', arch='moe', layers=27, hidden=2048, heads=16, kv_heads=16,
+            ffn=10944, vocab=102400, moe_experts=64, moe_topk=6, moe_expert_ffn=1408, moe_shared_experts=2,
+            moe_dense_layers=1, attention='mla', mlp='swiglu', tied_embeddings=0, q_lora_rank=0, kv_lora_rank=512,
+            qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128)
+add(id=_h7(), source=("pytorch/torchtitan issue #1789 (DeepSeek-V3-16B OOMs on 8 x H100 80GB HBM3, 2025-10-02) with "
+                      "torchtitan/models/deepseek_v3/train_configs/deepseek_v3_16b.toml at 8a2686c and PR #1792 (82a9530)"),
+    trust='C', **DS16, seq_len=4096, global_batch_seqs=32, micro_batch=4, gpu='H100-SXM-80GB', num_gpus=8, tp=1, pp=1,
+    vpp=1, dp=8, cp=1, ep=8, etp=1, zero=3, sequence_parallel=0, recompute='selective', precision='bf16',
+    framework='torchtitan', compiled_loss=1, measured_tokens_per_s_per_gpu=11584.5, measured_peak_mem_gib=73.32, oom=0,
+    derivation=("tps 11,636 / 11,758 / 11,533 / 11,254 at steps 10-40 of the issue's log (median 11584.5; step 1 "
+                "excluded), memory 73.32 GiB (92.70%) at every step. Config: the issue runs the then-default "
+                "deepseek_v3_16b.toml (8a2686c: FSDP over the 8 GPUs, EP 8, ETP 1, TP 1, PP 1, seq 4096, AC "
+                "selective 'op', compile on for the loss only) on 8 x H100 80GB HBM3, where local_batch_size 8 OOMs; "
+                "the log shown is the run with the batch lowered ('instead of lowering local_batch_size' for the EP 1 "
+                "variant), and the fix PR #1792 set local_batch_size 4: micro batch 4 is inferred from that (trust "
+                "C). The model's use_flex_attn with block_causal (document) masking is not in the schema: full "
+                "causal attention is charged."))
+# END SECTION heldout-moedata
 for i, r in enumerate(rows):
     r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+, heldout-trainnew: H500+)
 assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'
