@@ -32,6 +32,7 @@ from meshplan.pipeline.schedules import build_schedule
 from meshplan.pipeline.simulate import simulate_schedule, uniform_chunks
 from meshplan.plan import Plan
 from meshplan.scenario import make_cluster
+from meshplan.search.space import schedule_choices
 from meshplan.specs.catalog.presets import load_model
 from meshplan.specs.workload import Workload
 
@@ -114,7 +115,7 @@ def test_1f1b_closed_form_and_simulator_agree_for_m_below_pp(p, data, f, bi, bw)
     assert [in_flight(plan, m, r) for r in range(p)] == peaks
 
 
-# ---- predict, simulate, exports, validate ----------------------------------------
+# ---- predict, simulate, the search, exports, validate ----------------------------------------
 
 def test_predict_and_simulate_agree_for_megatron_m_below_pp():
     model, cluster = load_model(MODEL), make_cluster("16xH100-SXM-80GB")
@@ -128,6 +129,14 @@ def test_predict_and_simulate_agree_for_megatron_m_below_pp():
     for r in range(4):
         assert ps.memory_parts[r]["activations"] == pytest.approx(
             min(4 - r, 2) * est.chunks[r].act_bytes)
+
+
+def test_search_offers_1f1b_below_pp_only_where_the_runner_runs_it():
+    model = load_model(MODEL)
+    assert (1, "1f1b") in schedule_choices(model, 4, 2, {}, "megatron")
+    assert schedule_choices(model, 4, 2, {}, "") == [(1, "gpipe")]
+    assert schedule_choices(model, 4, 2, {"schedule": "1f1b"}, "torchtitan") == []
+    assert schedule_choices(model, 4, 2, {"schedule": "1f1b"}, "deepspeed") == [(1, "1f1b")]
 
 
 CLI = ["--model", "llama3.1-70b", "--gpus", "64xH100-SXM-80GB", "--seq-len", "4096",
