@@ -77,6 +77,69 @@ SCHEDULE_REASONS = {
                             "use interleaved_zb or zb_v"},
     "deepspeed": {},
 }
+# Fewer micro-batches per step than pipeline stages (m < pp), per runner: the engine named
+# (run_by makes it the workload's framework), else the workload's framework ("": meshplan's
+# own runtime). Read by validity.py (_batch_rules), so by every command and the search.
+# - Megatron-LM / NeMo (Megatron-Core, megatron/core/pipeline_parallel/schedules.py at
+#   Megatron-LM d98e8a64): 1F1B, forward_backward_pipelining_without_interleaving, warms up
+#   min(pp - rank - 1, m) forwards and runs the other m - warm-up as 1F1B pairs: any m >= 1.
+#   Interleaved 1F1B, forward_backward_pipelining_with_interleaving, raises ValueError unless
+#   microbatch_group_size_per_vp_stage lies in [pp, m] (so m >= pp), and RuntimeError when
+#   0 < m % group < pp (_megatron_overlaps checks the group the export writes);
+#   get_pp_rank_microbatches caps its warm-up at m * vpp.
+# - DeepSpeed 0.19 (deepspeed/runtime/pipe/schedule.py TrainSchedule: 2 * (m + stages - 1)
+#   steps, num_pipe_buffers = max(2, min(stages - stage_id, m)); pipe/engine.py takes
+#   m = gradient_accumulation_steps and checks it against nothing): any m >= 1.
+# - torch.distributed.pipelining 2.13 (meshplan's runtime; torchtitan 0.3, whose
+#   build_pipeline_schedule only warns when m < stages): Schedule1F1B raises for m < pp,
+#   ScheduleDualPipeV for m < 2 pp (pipeline/schedules.py torch_min_microbatches); the
+#   interleaved and zero-bubble classes take any m in rounds of max(1, m // pp).
+# - A framework whose pipeline code meshplan has not read (maxtext, paxml, other, ...): torch's
+#   floors, the strictest of those above.
+# Every runner: interleaved 1F1B, looped BFS and the zero-bubble schedules need m >= pp in
+# meshplan itself: cost/pipeline.py's closed forms for them (the bubble divided by vpp, or
+# filled with weight-gradient work) assume a full pipeline; with m < pp one micro-batch
+# crosses all pp * vpp chunks in turn and the bubble is not divided (m = 1: (pp - 1) t, not
+# (pp - 1) t / vpp). GPipe and 1F1B: (pp - 1) t for any m, so they carry over.
+RUNNERS_1F1B_ANY_M = {
+    "megatron": "Megatron-Core's forward_backward_pipelining_without_interleaving",
+    "nemo": "Megatron-Core's forward_backward_pipelining_without_interleaving",
+    "deepspeed": "DeepSpeed's PipelineEngine TrainSchedule",
+}
+RUNNER_NAMES = {"": "meshplan's runtime", "torchtitan": "torchtitan",
+                "megatron": "Megatron-LM", "nemo": "NeMo", "deepspeed": "DeepSpeed"}
+
+
+def pipeline_min_microbatches(runner: str | None, schedule: str, pp: int,
+                              vpp: int) -> tuple[int, str]:
+    """(fewest micro-batches per step, why) for ``schedule`` on ``pp`` ranks run by
+    ``runner`` (an engine or a framework name; None or "": meshplan's own runtime); why is
+    '' when the floor is 1. The rules and their sources are in the comment above."""
+    from .pipeline.schedules import torch_min_microbatches
+
+    runner = (runner or "").strip().lower()
+    if pp == 1 or schedule == "gpipe":
+        return 1, ""
+    who = RUNNER_NAMES.get(runner, f"framework {runner!r}")
+    if schedule == "1f1b":
+        if runner in RUNNERS_1F1B_ANY_M:
+            return 1, ""
+        return pp, (f"{who} runs 1F1B as torch.distributed.pipelining's Schedule1F1B, which "
+                    "needs at least as many micro-batches as stages"
+                    + ("" if runner in RUNNER_NAMES else " (its own pipeline code is not known "
+                       "to take fewer)"))
+    if schedule in ("interleaved_1f1b", "looped_bfs") and runner in ("megatron", "nemo"):
+        return pp, ("Megatron-Core's interleaved schedule needs "
+                    "microbatch_group_size_per_vp_stage in [pp, m]")
+    need = torch_min_microbatches(schedule, pp, vpp)
+    if need > pp:  # DualPipeV
+        return need, ("torch.distributed.pipelining's ScheduleDualPipeV needs at least as many "
+                      f"micro-batches as stages (pp*vpp = {need})")
+    return pp, (f"meshplan prices {schedule} only with a full pipeline (m >= pp): "
+                "cost/pipeline.py's closed form divides or fills a bubble that m < pp leaves "
+                "undivided")
+
+
 # Rank orders (innermost first, axes of size 1 ignored) each engine lays out.
 ORDERS = {"megatron": ("tp-cp-dp-pp", "tp-cp-pp-dp"), "torchtitan": ("tp-cp-dp-pp",),
           "deepspeed": ("tp-cp-dp-pp",)}

@@ -120,7 +120,8 @@ def _expert_rules(model: ModelSpec, ep: int, etp: int, dispatcher: str = "alltoa
 
 
 def _batch_rules(workload: Workload, plan: Plan) -> None:
-    from .pipeline.schedules import min_microbatches, rounds_fit
+    from .engines import pipeline_min_microbatches
+    from .pipeline.schedules import rounds_fit
 
     per_step = plan.dp * plan.micro_batch
     if workload.global_batch % per_step:
@@ -128,15 +129,14 @@ def _batch_rules(workload: Workload, plan: Plan) -> None:
                          f"must be a multiple of dp*micro_batch ({plan.dp}*{plan.micro_batch} "
                          f"= {per_step})")
     m = plan.num_microbatches(workload)
-    if plan.pp > 1 and plan.schedule != "gpipe" and m < plan.pp:
-        raise InputError("global_batch", workload.global_batch,
-                         f"gives {m} micro-batches per pipeline; schedule {plan.schedule} "
-                         f"needs at least pp={plan.pp} (global_batch >= {plan.pp * per_step})")
-    need = min_microbatches(plan.schedule, plan.pp, plan.vpp)
+    # the runner's own floor (engines.py): the engine named (engines.run_by made it the
+    # workload's framework), else the framework, "" being meshplan's runtime (torch's)
+    need, why = pipeline_min_microbatches(workload.framework, plan.schedule, plan.pp, plan.vpp)
     if m < need:
         raise InputError("global_batch", workload.global_batch,
-                         f"gives {m} micro-batches; {plan.schedule} needs at least {need} on "
-                         f"pp={plan.pp} (global_batch >= {need * per_step})")
+                         f"gives {m} micro-batches per pipeline; schedule {plan.schedule} "
+                         f"needs at least {need} on pp={plan.pp} (global_batch >= "
+                         f"{need * per_step}): {why}")
     if plan.pp > 1 and not rounds_fit(plan.schedule, plan.pp, m):
         r = max(1, m // plan.pp)
         raise InputError("micro_batch", plan.micro_batch,

@@ -22,7 +22,7 @@ from meshplan.pipeline.check import (check_schedule, in_flight_peaks,
                                      promised_in_flight)
 from meshplan.pipeline.lowering import add_send_recv
 from meshplan.pipeline.schedules import (Schedule, ScheduleError, build_schedule,
-                                         schedule_for_plan)
+                                         check_inputs, schedule_for_plan)
 from meshplan.plan import SCHEDULES, Plan
 
 VPPS = {"gpipe": (1,), "1f1b": (1,), "zb_h1": (1,), "zb_v": (2,), "dualpipev": (2,),
@@ -115,7 +115,6 @@ def test_split_backward_only_in_zero_bubble_schedules():
 @pytest.mark.parametrize("args,field", [
     (("nope", 4, 1, 8), "schedule"),
     (("dualpipev", 4, 2, 7), "num_microbatches"),   # needs m >= 2 * pp
-    (("1f1b", 4, 1, 3), "num_microbatches"),        # needs m >= pp
     (("interleaved_1f1b", 4, 2, 9), "num_microbatches"),  # 9 % (9 // 4) != 0
     (("interleaved_1f1b", 4, 1, 8), "vpp"),
     (("zb_v", 4, 3, 8), "vpp"),
@@ -228,12 +227,40 @@ def test_lists_equal_torch_schedule_classes(name, pp, v, m):
 
 
 def test_torch_refuses_what_we_refuse():
+    # torch's own micro-batch floors are check_inputs' torch rules (the runtime's check);
+    # the generators write 1F1B with m < pp too (Megatron-Core and DeepSpeed run it)
     S = _torch()
     for args in (("dualpipev", 4, 2, 7), ("1f1b", 4, 1, 3), ("interleaved_1f1b", 4, 2, 9)):
         with pytest.raises(ValueError):
             _torch_order(S, *args)
         with pytest.raises(InputError):
+            check_inputs(*args)
+    for args in (("dualpipev", 4, 2, 7), ("interleaved_1f1b", 4, 2, 9)):
+        with pytest.raises(InputError):
             build_schedule(*args)
+    # torch takes what its floors let through (m < pp in interleaved rounds of 1)
+    for args in (("interleaved_1f1b", 4, 2, 3), ("zb_v", 4, 2, 3), ("1f1b", 4, 1, 4)):
+        check_inputs(*args)
+        _torch_order(S, *args)
+
+
+@pytest.mark.parametrize("pp,m", [(2, 1), (4, 1), (4, 2), (4, 3), (8, 5)])
+def test_one_f_one_b_with_fewer_microbatches_than_stages(pp, m):
+    # Megatron-Core's forward_backward_pipelining_without_interleaving (and DeepSpeed's
+    # TrainSchedule) warm up min(pp - rank - 1, m) forwards, then F/B pairs, then the rest of
+    # the backwards: the lists are exactly that, pass every invariant, and rank r holds
+    # min(pp - r, m) micro-batches (DeepSpeed's num_pipe_buffers: min(stages - stage_id, m))
+    sched = build_schedule("1f1b", pp, 1, m)
+    check_schedule(sched)
+    for r in range(pp):
+        warm = min(pp - r - 1, m)
+        expect = ([f"{r}F{i}" for i in range(warm)]
+                  + [x for i in range(m - warm) for x in (f"{r}F{warm + i}", f"{r}B{i}")]
+                  + [f"{r}B{i}" for i in range(m - warm, m)])
+        assert [str(a) for a in sched.order[r]] == expect
+    assert in_flight_peaks(sched).peak_in_flight == [min(pp - r, m) for r in range(pp)]
+    with pytest.raises(InputError, match="at least"):
+        check_inputs("1f1b", pp, 1, m)  # torch's Schedule1F1B: m >= pp
 
 
 @pytest.mark.parametrize("name,pp,v,m", [c for c in CASES if c[1] in (2, 4)])

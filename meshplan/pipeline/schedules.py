@@ -102,15 +102,28 @@ def no_gc():
 
 # ---- requirements -----------------------------------------------------------------------
 
-def min_microbatches(name: str, pp: int, vpp: int) -> int:
-    """Fewest micro-batches ``name`` runs with on ``pp`` ranks (torch's own checks)."""
+def torch_min_microbatches(name: str, pp: int, vpp: int) -> int:
+    """Fewest micro-batches torch 2.13's class for ``name`` takes on ``pp`` ranks
+    (torch/distributed/pipelining/schedules.py): Schedule1F1B.__init__ raises "Number of
+    microbatches (m) must be greater than or equal to the number of stages";
+    ScheduleDualPipeV.__init__ "requires at least as many microbatches as stages" (2*pp);
+    the interleaved, looped and zero-bubble classes check only rounds_fit. The runners
+    built on torch (meshplan's runtime, torchtitan) read it through engines.py."""
     if name == "gpipe" or pp == 1:
         return 1
     if name == "1f1b":
-        return pp  # Schedule1F1B: "must be greater than or equal to the number of stages"
+        return pp
     if name == "dualpipev":
-        return pp * vpp  # ScheduleDualPipeV: "at least as many microbatches as stages"
+        return pp * vpp
     return 1
+
+
+def list_min_microbatches(name: str, pp: int, vpp: int) -> int:
+    """Fewest micro-batches the generator of ``name`` writes complete lists for: DualPipeV's
+    steps 1-3 forward 2*pp micro-batches on rank 0 before its first backward (fewer leave
+    actions on micro-batches that do not exist); every other generator, one (1F1B with
+    m < pp warms up min(pp - 1 - rank, m) forwards, as Megatron-Core's and torch's)."""
+    return pp * vpp if name == "dualpipev" and pp > 1 else 1
 
 
 def rounds_fit(name: str, pp: int, m: int) -> bool:
@@ -121,8 +134,14 @@ def rounds_fit(name: str, pp: int, m: int) -> bool:
     return m % max(1, m // pp) == 0
 
 
-def check_inputs(name: str, pp: int, vpp: int, m: int) -> tuple[str, int, int, int]:
-    """Validate (schedule, pp, vpp, num_microbatches); InputError names what is wrong."""
+def check_inputs(name: str, pp: int, vpp: int, m: int,
+                 torch_rules: bool = True) -> tuple[str, int, int, int]:
+    """Validate (schedule, pp, vpp, num_microbatches); InputError names what is wrong.
+
+    ``torch_rules``: also torch's own micro-batch floors (torch_min_microbatches), what the
+    runtime checks; the generators themselves (build_schedule) need only
+    list_min_microbatches: whether a runner takes the plan's count is validity.py's rule,
+    per runner (engines.pipeline_min_microbatches)."""
     name = str(name).strip().lower()
     if name not in SCHEDULES:
         raise InputError("schedule", name, "allowed: " + ", ".join(SCHEDULES))
@@ -138,7 +157,7 @@ def check_inputs(name: str, pp: int, vpp: int, m: int) -> tuple[str, int, int, i
     if pp == 1 and (vpp > 1 or name in V_SCHEDULES):
         raise InputError("vpp" if vpp > 1 else "schedule", vpp if vpp > 1 else name,
                          "virtual stages and V schedules need pipeline parallelism (pp > 1)")
-    need = min_microbatches(name, pp, vpp)
+    need = (torch_min_microbatches if torch_rules else list_min_microbatches)(name, pp, vpp)
     if m < need:
         raise InputError("num_microbatches", m,
                          f"schedule {name} on pp={pp} (vpp={vpp}) needs at least {need} "
@@ -366,12 +385,14 @@ def _rank_ops(name: str, pp: int, vpp: int, m: int, rank: int) -> list[Action]:
 
 @lru_cache(maxsize=64)
 def build_schedule(name: str, pp: int, vpp: int, num_microbatches: int) -> Schedule:
-    """The compute-only per-rank lists of schedule ``name``; InputError for impossible input.
+    """The compute-only per-rank lists of schedule ``name``; InputError for impossible input
+    (lists the generator cannot write; whether a runner takes ``num_microbatches`` is
+    validity.py's rule, and the runtime adds torch's floors: runtime/pipeline.check_schedule).
 
     Cached: the search simulates many plans that share a schedule shape. The returned
     Schedule must not be mutated.
     """
-    name, pp, vpp, m = check_inputs(name, pp, vpp, num_microbatches)
+    name, pp, vpp, m = check_inputs(name, pp, vpp, num_microbatches, torch_rules=False)
     with no_gc():
         order = {r: _rank_ops(name, pp, vpp, m, r) for r in range(pp)}
     return Schedule(name, pp, vpp, m, order)

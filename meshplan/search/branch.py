@@ -88,7 +88,7 @@ class Walk:
         out = self._rows.get(key)
         if out is None:
             pins = self.pins
-            scheds = schedule_choices(self.model, pp, m, pins)
+            scheds = schedule_choices(self.model, pp, m, pins, self.workload.framework)
             runnable = [vs for vs in scheds if rounds_fit(vs[1], pp, m)]
             pinned_s = "schedule" in pins or "schedules" in pins
             screened = [vs for vs in runnable if pp == 1 or pinned_s

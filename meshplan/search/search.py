@@ -92,7 +92,8 @@ from .space import (RECOMPUTE_ORDER, ZERO_ORDER, degree_choices, module_ladder,
 # dominated and both are searched. No other part of the estimate depends on the schedule
 # (cost/step.py: bubble, in_flight, chunk placement only, and S and D place chunks alike).
 # So D is at least as fast and fits whenever S does. When D cannot run (e.g. m < pp leaves
-# only GPipe) S is not dominated and is searched.
+# GPipe, and 1F1B where the runner runs it: engines.pipeline_min_microbatches) S is not
+# dominated and is searched.
 # The simulator re-ranks the best plans together with their 1F1B variants (_rerank).
 DOMINATOR = {"1f1b": "zb_h1", "gpipe": "zb_h1", "interleaved_1f1b": "interleaved_zb",
              "looped_bfs": "interleaved_zb"}

@@ -177,14 +177,17 @@ def micro_batch_choices(workload: Workload, dp: int, pins: dict) -> list[int]:
     return [b for b in divisors(local) if b <= cap]
 
 
-def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tuple[int, str]]:
-    """(vpp, schedule) pairs for a pipeline of ``pp`` ranks and ``m`` micro-batches."""
+def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict,
+                     runner: str = "") -> list[tuple[int, str]]:
+    """(vpp, schedule) pairs for a pipeline of ``pp`` ranks and ``m`` micro-batches that
+    ``runner`` (the workload's framework: the engine, when one is named) takes
+    (engines.pipeline_min_microbatches, validity.py's rule)."""
+    from ..engines import pipeline_min_microbatches
+
     chunky = (pins.get("vpp") or 1) > 1 or pins.get("schedule") in MULTI_CHUNK_SCHEDULES
     if pp == 1:  # a pinned vpp > 1 or multi-chunk schedule needs pp > 1: none here (they
         # were dropped, or the schedule made an invalid plan that ended the search)
         return [] if chunky else [(1, pins.get("schedule", "1f1b"))]
-    if m < pp:  # every schedule but GPipe needs a full pipeline of micro-batches
-        return [(1, "gpipe")] if pins.get("schedule", "gpipe") == "gpipe" and not chunky else []
     pinned_v, pinned_s = pins.get("vpp"), pins.get("schedule")
     allowed = pins.get("schedules")  # a set of schedules to choose from (e.g. an engine's)
     out = []
@@ -193,18 +196,18 @@ def schedule_choices(model: ModelSpec, pp: int, m: int, pins: dict) -> list[tupl
             break
         if pinned_s:
             names = [pinned_s]
-        elif v == 1:
-            names = ["1f1b", "zb_h1"]
+        elif v == 1:  # GPipe where m < pp leaves out its dominator ZB-H1 (DOMINATOR)
+            names = ["1f1b", "zb_h1"] + (["gpipe"] if m < pp else [])
         else:
-            names = ["interleaved_1f1b", "interleaved_zb"]
-            if v == 2:
-                names += ["zb_v"] + (["dualpipev"] if m >= 2 * pp else [])
+            names = ["interleaved_1f1b", "interleaved_zb"] + (["zb_v", "dualpipev"] if v == 2
+                                                               else [])
         if allowed and not pinned_s:
             names = [n for n in allowed if (n in MULTI_CHUNK_SCHEDULES) == (v > 1)
-                     and (n not in V_SCHEDULES or v == 2) and (n != "dualpipev" or m >= 2 * pp)]
+                     and (n not in V_SCHEDULES or v == 2)]
         for s in names:
             chunky = s in MULTI_CHUNK_SCHEDULES
-            if (v > 1) != chunky or (s in V_SCHEDULES and v != 2):
+            if ((v > 1) != chunky or (s in V_SCHEDULES and v != 2)
+                    or m < pipeline_min_microbatches(runner, s, pp, v)[0]):
                 continue
             out.append((v, s))
     return out
