@@ -5,7 +5,9 @@ PyTorch's bf16 torch._grouped_mm on sm10x runs one CUTLASS kernel with a fixed 6
 tile (gemm.KERNEL_TILES, from aten/src/ATen/native/cuda/GroupMM.cu), not a cuBLAS-class
 choice of tile and split-K. torchao's B200 fwd+bwd timings of that op (Llama 4 Scout and
 DeepSeek-V3 expert shapes, 1-8 groups) run at 712-863 TFLOP/s; priced with the cuBLAS menu
-the model was 0.48-0.66x their time, with the kernel's tile 0.85-1.15x. Nothing is fitted to
+the model was 0.48-0.66x their time, with the kernel's tile 0.85-1.15x. On H200 (one
+published forward timing, pytorch PR #156203) the sm90 kernel's 128 x 256 tile is one the
+menu already picks: 0.87x, unchanged. Nothing is fitted to
 these rows: the tile comes from the source, the per-SM feed and tile latency from the H100
 cuBLAS rows (tests/test_gemm_model.py). Tolerance: every row within 20%, the median within
 10%. Rows of other kernels (MXFP8 torch._scaled_grouped_mm, DeepGEMM FP8 blockwise) are not
@@ -44,21 +46,25 @@ def test_csv_is_what_the_script_writes():
     assert all(r["source"] and r["derivation"] and r["trust"] in "ABC" for r in on_disk)
 
 
-def test_torch_grouped_mm_bf16_on_b200_within_20_percent():
+def test_torch_grouped_mm_bf16_within_20_percent():
     rows = _rows("torch_grouped_mm")
-    assert len(rows) == 8
+    assert len(rows) == 9  # 8 on B200 (torchao), 1 on H200 (pytorch PR #156203)
     ratios = [points.predicted_s(r) * 1e6 / float(r["measured_us"]) for r in rows]
     assert all(0.8 <= x <= 1.2 for x in ratios), ratios
     assert abs(median(ratios) - 1) <= 0.10, median(ratios)
-    # the cuBLAS-class menu prices the same calls at about half their time (the finding)
+    # on B200 the cuBLAS-class menu prices the same calls at about half their time (the
+    # finding); on H200 the kernel's 128 x 256 tile is in the menu, so nothing changes there
     menu = [points.predicted_s(r, "") * 1e6 / float(r["measured_us"]) for r in rows]
-    assert max(menu) < 0.7, menu
+    assert max(x for x, r in zip(menu, rows) if r["gpu"] == "B200") < 0.7, menu
+    assert [x for x, r in zip(menu, rows) if r["gpu"] != "B200"] == [
+        x for x, r in zip(ratios, rows) if r["gpu"] != "B200"]
 
 
 def test_measured_rate_is_the_published_one():
     # 6 M N K FLOPs over the printed time: 712-863 TFLOP/s, as the README's figures give
     rates = [6 * int(r["groups"]) * int(r["m"]) * int(r["n"]) * int(r["k"])
-             / float(r["measured_us"]) / 1e6 for r in _rows("torch_grouped_mm")]
+             / float(r["measured_us"]) / 1e6 for r in _rows("torch_grouped_mm")
+             if r["gpu"] == "B200"]
     assert 700 < min(rates) < 720 and 855 < max(rates) < 870
 
 

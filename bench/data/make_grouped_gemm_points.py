@@ -23,6 +23,10 @@ Sources (each row names its own, with its commit and software versions):
   shapes, G = 1..8, B200, torch 2.10.0a0+gitf6de195, torchao 0.14.0+gitc7b8e13da) and "MXFP8
   Kernel Breakdown by Pass" (the torch._scaled_grouped_mm MXFP8 GEMM kernels alone, B200,
   torch 2.11.0.dev20251216+cu128).
+- pytorch/pytorch pull request #156203 ("[CUTLASS] [CUDA] SM100 GroupMM", description of
+  2025-06-17): torch._grouped_mm bf16, batch 16 of (128000 x 7168) @ (7168 x 7168), "On H200",
+  298.6668 ms per call (50 calls timed with CUDA events after 5 warm-up calls). Its B200
+  figures are cut off in the stored copy and are not used.
 - pytorch/ao benchmarks/prototype/moe_training/fp8_blockwise/README.md at
   ea9d5570214042def360e8d340bfbdfb9e370930: DeepGEMM FP8 blockwise grouped GEMMs (fwd, dgrad,
   wgrad) on H100, balanced tokens, M = 32768, E = 8, N = 2048, K = 7168.
@@ -61,6 +65,14 @@ MX_DERIVATION = (
     "derived from the table's input shapes), B200, torch 2.11.0.dev20251216+cu128, torchao "
     "0.15.0+gitd1305bc78; the GEMM kernel alone (quantisation and scale-layout kernels are "
     "separate rows of that table)")
+PR156203 = ("pytorch/pytorch pull request #156203 ([CUTLASS] [CUDA] SM100 GroupMM, "
+            "description 2025-06-17), 'On H200'")
+PR156203_DERIVATION = (
+    "Time per Iteration 298.6668 ms as printed for batch 16, M 128000, N 7168, K 7168: "
+    "torch._grouped_mm(a, b) of a (16, 128000, 7168) and b (16, 7168, 7168) bf16 (3D x 3D, "
+    "the batched form), 50 calls between two CUDA events after 5 warm-up calls; the forward "
+    "only. H200 SXM assumed (the PR says H200); PyTorch built from the PR branch (sm90 "
+    "dispatch: 128 x 256 x 64 cooperative for groups over 128 rows and columns)")
 DG_DERIVATION = (
     "us as printed for {what}; M = 32768 tokens balanced over E = 8 experts (4096 each, "
     "128-aligned), N = 2048, K = 7168 (DeepSeek-V3 FFN), H100 (SXM assumed: the README says "
@@ -76,6 +88,9 @@ def rows() -> list[dict]:
                             passes="fwd+dgrad+wgrad+mse", groups=g, m=AO_M // g, n=n, k=k,
                             measured_us=us, trust="B",
                             derivation=BF16_DERIVATION.format(M=AO_M, N=n, K=k, G=g)))
+    out.append(dict(source=PR156203, gpu="H200-SXM-141GB", dtype="bf16",
+                    kernel="torch_grouped_mm", passes="fwd", groups=16, m=128000, n=7168,
+                    k=7168, measured_us=298666.8, trust="B", derivation=PR156203_DERIVATION))
     mx = AO.format(table="MXFP8 Kernel Breakdown by Pass")
     for passes, (m, n, k), us, what in (
             ("fwd", (16384, 2048, 7168), 1838.1,
