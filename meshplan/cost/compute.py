@@ -366,7 +366,7 @@ def p2p_message_bytes(hidden: int, shard: Shard, precision: str, engine: str) ->
 
 
 def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
-                streams: int = 0) -> float:
+                streams: int = 0, kernel: str = "") -> float:
     """Seconds of ``count`` GEMMs (m x k) @ (k x n): one grouped kernel (streams = 0), or
     one kernel each with up to ``streams`` running side by side (TE's multi-stream per-expert
     GEMMs). Side by side, each kernel keeps the tile and split-K choice it makes alone, so the
@@ -375,11 +375,15 @@ def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
     as one grouped kernel of ``streams`` groups, sharing waves: on the lent H200 that gave
     per-expert GEMMs of 5-15 us 1.64x from four streams where they gained 1.13x; this rule
     gives 1.38x, and 1.03x, as measured, above 50 us. bench/data/measured/*/grouped_gemm.csv,
-    tests/test_measured_moe_mla.py.)"""
+    tests/test_measured_moe_mla.py.) ``kernel`` names a grouped kernel with a fixed tile
+    (gemm.kernel_tiles: torch._grouped_mm); "" = a cuBLAS-class choice of tile and split-K."""
     if count <= 0:
         return 0.0
     hw = (dev.sms, dev.sm_flops, dev.sm_load_bytes_per_s, dev.tile_latency_s,
           dev.hbm_bytes_per_s, dev.matmul_bytes, dev.generation)
+    tiles = gemm.kernel_tiles(kernel, dev.generation, dev.matmul_bytes)
+    if tiles:
+        return gemm.gemm_s(m, n, k, count, *hw, False, 2, tiles)
     if streams <= 0 or count <= 1:
         return gemm.gemm_s(m, n, k, count, *hw)
     t1, busy = gemm.gemm_plan(m, n, k, 1, *hw)
@@ -388,11 +392,12 @@ def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
 
 def matmul_s(dev: Device, mm: MatMul) -> tuple[float, float, float]:
     """(forward, input-gradient, weight-gradient) seconds of one GEMM record."""
-    c, s = mm.count, mm.streams
+    c, s, kn = mm.count, mm.streams, mm.kernel
     if mm.high_precision and dev.hp is not None:
         dev = dev.hp
-    return (gemm_time_s(dev, mm.m, mm.n, mm.k, c, s), gemm_time_s(dev, mm.m, mm.k, mm.n, c, s),
-            gemm_time_s(dev, mm.n, mm.k, mm.m, c, s))
+    return (gemm_time_s(dev, mm.m, mm.n, mm.k, c, s, kn),
+            gemm_time_s(dev, mm.m, mm.k, mm.n, c, s, kn),
+            gemm_time_s(dev, mm.n, mm.k, mm.m, c, s, kn))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,9 @@ microbenchmark numbers and this module adds only the shape dependence.
 
 Checked against 1,900 published per-shape throughputs (bench/data/gemm_points.csv:
 OpenXLA's profiled GEMM tables for H100, B200 and MI300X, DeepGEMM's FP8 tables on H800,
-Triton's A100 regression table and mamf-finder's best A100 shape) by tests/test_gemm_model.py.
+Triton's A100 regression table and mamf-finder's best A100 shape) by tests/test_gemm_model.py;
+grouped kernels with a fixed tile (KERNEL_TILES) against published grouped-GEMM timings
+(bench/data/grouped_gemm_points.csv) by tests/test_grouped_gemm_points.py.
 """
 
 from __future__ import annotations
@@ -48,6 +50,34 @@ from ..specs.hardware import GPU
 NV_TILES = ((128, 256), (256, 128), (128, 128), (64, 256), (128, 64), (64, 128), (64, 64))
 AMD_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (64, 128), (128, 64), (64, 64))
 TILES = {"cdna2": AMD_TILES, "cdna3": AMD_TILES, "cdna4": AMD_TILES}
+
+# Kernels that run one fixed CTA tile instead of choosing from the library's menu, by
+# (kernel, generation, operand bytes): their tile menu, and no split-K (a CUTLASS grouped GEMM,
+# GemmUniversalMode::kGrouped, has none). "" (the default) is a cuBLAS-class choice above.
+# - "torch_grouped_mm": PyTorch's bf16 torch._grouped_mm (torchtitan's routed experts). On
+#   sm10x (B200, GB200, B300) aten/src/ATen/native/cuda/GroupMM.cu at pytorch/pytorch
+#   06c0cf0112 (dispatch_bf16_grouped_kernel_on_tile_size) builds one CUTLASS kernel for every
+#   shape: the 1-SM tcgen05 schedule KernelPtrArrayTmaWarpSpecialized1SmSm100, TileShape
+#   64 x 128 x 128, cluster 2x1x1, for the forward and for both gradients (each is a
+#   torch._grouped_mm call). Its 64 x 128 tile feeds 43 FLOP per operand byte against 85 for
+#   the 128 x 256 tile cuBLAS picks, so the operand feed into each SM (sm_load_bytes_per_s,
+#   fitted on H100 cuBLAS rows) binds before the tensor cores. Checked against torchao's
+#   published B200 fwd+bwd timings of that op (bench/data/grouped_gemm_points.csv,
+#   tests/test_grouped_gemm_points.py). Later PyTorch (GroupMM.cu at 117b863359) dispatches a
+#   2-SM 256 x 256 tile (128 x 256 1-SM when a group is <= 128 rows or columns); no published
+#   timing of that version was found, so it is not modelled. Hopper's dispatch (128 x 256
+#   cooperative; 64 x 128 ping-pong for groups of <= 128 rows or columns, not modelled) keeps
+#   the menu, whose choice is that tile for large groups: the one published Hopper timing
+#   (H200, pytorch PR #156203, in the same CSV) comes out 0.87x.
+KERNEL_TILES: dict[tuple[str, str, int], tuple[tuple[int, int], ...]] = {
+    ("torch_grouped_mm", "blackwell", 2): ((64, 128),),
+}
+
+
+def kernel_tiles(kernel: str, generation: str, in_bytes: float) -> tuple:
+    """The fixed tile menu of ``kernel`` on ``generation`` at ``in_bytes`` operands (KERNEL_TILES),
+    () where the kernel chooses from its library's menu (cuBLAS class, split-K allowed)."""
+    return KERNEL_TILES.get((kernel, generation, int(in_bytes)), ()) if kernel else ()
 
 # SMs (CUs) per generation and per catalog part where it differs. NVIDIA V100, A100, H100
 # architecture whitepapers: 80, 108, 132 SMs (H800/H200 keep the H100 die's 132); OpenXLA's
@@ -86,37 +116,41 @@ def sm_load_bytes_per_s(gpu: GPU, flop_per_load_byte: float) -> float:
 @lru_cache(maxsize=1 << 16)
 def gemm_s(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: float,
            load_bytes_per_s: float, tile_latency_s: float, hbm_bytes_per_s: float,
-           in_bytes: float, generation: str, split_k: bool = True, out_bytes: float = 2) -> float:
+           in_bytes: float, generation: str, split_k: bool = True, out_bytes: float = 2,
+           tiles: tuple = ()) -> float:
     """Seconds of ``groups`` GEMMs (m x k) @ (k x n) run as one kernel (a grouped or batched
-    GEMM: their tiles share the waves)."""
+    GEMM: their tiles share the waves). ``tiles``: a kernel's fixed tile menu (kernel_tiles),
+    without split-K; () = the generation's menu."""
     return gemm_plan(m, n, k, groups, sms, flops_per_sm, load_bytes_per_s, tile_latency_s,
-                     hbm_bytes_per_s, in_bytes, generation, split_k, out_bytes)[0]
+                     hbm_bytes_per_s, in_bytes, generation, split_k, out_bytes, tiles)[0]
 
 
 @lru_cache(maxsize=1 << 16)
 def gemm_plan(m: float, n: float, k: float, groups: float, sms: int, flops_per_sm: float,
               load_bytes_per_s: float, tile_latency_s: float, hbm_bytes_per_s: float,
               in_bytes: float, generation: str, split_k: bool = True,
-              out_bytes: float = 2) -> tuple[float, float]:
+              out_bytes: float = 2, tiles: tuple = ()) -> tuple[float, float]:
     """(seconds, share of the SMs its CTAs keep busy over its waves) of the tile and split-K
     choice gemm_s makes: CTAs / (waves x SMs), 1 for a GEMM that fills every wave."""
     if m <= 0 or n <= 0 or k <= 0 or groups <= 0:
         return 0.0, 0.0
     hbm = (in_bytes * (m * k + k * n) + out_bytes * m * n) * groups / hbm_bytes_per_s
     best, busy = float("inf"), 1.0
-    for tm, tn in TILES.get(generation, NV_TILES):
-        tiles = groups * ceil(m / tm) * ceil(n / tn)
+    menu, splits = (tiles, (1,)) if tiles else (TILES.get(generation, NV_TILES),
+                                                SPLITS if split_k else (1,))
+    for tm, tn in menu:
+        ctas = groups * ceil(m / tm) * ceil(n / tn)
         per_k = max(2.0 * tm * tn / flops_per_sm, in_bytes * (tm + tn) / load_bytes_per_s)
-        for s in SPLITS if split_k else (1,):
-            if s > 1 and (k / s < MIN_SPLIT_K or tiles * (s // 2) >= sms):
+        for s in splits:
+            if s > 1 and (k / s < MIN_SPLIT_K or ctas * (s // 2) >= sms):
                 break
             kk = ceil(k / s)
-            waves = ceil(tiles * s / sms)
+            waves = ceil(ctas * s / sms)
             t = waves * (tile_latency_s + per_k * kk)
             partial = (2 * PARTIAL_BYTES * m * n * s * groups / hbm_bytes_per_s) if s > 1 else 0.0
             tt = max(t, hbm + tile_latency_s) + partial
             if tt < best:
-                best, busy = tt, tiles * s / (waves * sms)
+                best, busy = tt, ctas * s / (waves * sms)
     return best, busy
 
 

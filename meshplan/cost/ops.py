@@ -20,6 +20,10 @@ from . import efficiency, fp8_recipe
 # Transformer Engine's multi-stream cuBLAS backend for per-expert GEMMs: num_streams = 4
 # (transformer_engine/common/gemm/cublaslt_gemm.cu, see Shard.per_expert_gemms)
 TE_GEMM_STREAMS = 4
+# The grouped expert GEMM kernel an engine calls (MatMul.kernel, gemm.kernel_tiles):
+# torchtitan's GroupedExperts run torch._grouped_mm (torchtitan/models/moe.py
+# _run_experts_grouped_mm: w1, w3 and w2 each one torch._grouped_mm of the sorted tokens)
+GROUPED_GEMM_KERNEL = {"torchtitan": "torch_grouped_mm"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,9 @@ class MatMul:
     streams: int = 0
     # kept in 16-bit under an FP8 recipe (the output head, the MoE router: fp8_recipe.py)
     high_precision: bool = False
+    # the grouped kernel that runs it where that kernel has a fixed tile (gemm.kernel_tiles;
+    # "" = a cuBLAS-class kernel choosing its tile)
+    kernel: str = ""
 
     @property
     def flops(self) -> float:
@@ -65,6 +72,8 @@ class Shard:
     per_expert_gemms: bool = False
     # the FP8 recipe's cast costs (fp8_recipe.resolve); None with fp8 = the engine default
     fp8_recipe: object = None
+    # the single-kernel grouped GEMM the engine runs its experts with (GROUPED_GEMM_KERNEL)
+    grouped_gemm: str = ""
 
     @property
     def tokens(self) -> float:
@@ -291,9 +300,10 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     m = rows / local_experts
     streams = TE_GEMM_STREAMS if s.per_expert_gemms else 0
     hp = s.fp8 and s.fp8_recipe is not None and not s.fp8_recipe.experts
+    kn = "" if s.per_expert_gemms else s.grouped_gemm
     ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams,
-                              hp))
-    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams, hp))
+                              hp, kn))
+    ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams, hp, kn))
     # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
     # unpermute, weighted combine (Megatron-Core MoE layer)
     ops.kernels += 10

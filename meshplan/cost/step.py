@@ -27,7 +27,7 @@ from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
 from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
-from .ops import ACT, Shard, eager_norm, logits_bytes
+from .ops import ACT, GROUPED_GEMM_KERNEL, Shard, eager_norm, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
@@ -364,13 +364,15 @@ def _moe_prefix(model: ModelSpec) -> tuple[int, ...]:
 def training_shard(workload: Workload, cluster: Cluster, micro_batch: int, tp: int, cp: int,
                    sp: bool, ep: int, etp: int) -> Shard:
     """The slice of a layer one rank computes in a training step, with the engine's kernels
-    (Megatron/NeMo fuse the FP8 casts and run per-expert GEMMs) and the FP8 recipe the step
+    (Megatron/NeMo fuse the FP8 casts and run per-expert GEMMs; torchtitan's experts run
+    torch._grouped_mm, ops.GROUPED_GEMM_KERNEL) and the FP8 recipe the step
     runs: the one rule estimate() and the search's floors (search/bound.py) both use."""
     fp8 = workload.precision == "fp8"
     megatron = workload.framework in MEGATRON_ENGINES
     return Shard(workload.seq_len, micro_batch, tp, cp, sp, ep, etp, fp8, fp8 and megatron,
                  megatron, fp8_recipe.resolve(workload.precision, workload.fp8_recipe,
-                                              workload.framework, cluster.gpu.generation))
+                                              workload.framework, cluster.gpu.generation),
+                 GROUPED_GEMM_KERNEL.get(workload.framework, ""))
 
 
 def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan) -> Estimate:
