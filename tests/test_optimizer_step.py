@@ -31,12 +31,11 @@ def test_step_bytes_per_param_follow_each_engines_kernels():
 
 def test_grad_buffer_passes_follow_megatron_ddp():
     # zero_() writes, check_grads' norm reads, the 1/dp pre-scale reads and writes
-    assert os_.grad_buffer_bytes_per_param("megatron", 1, 8, 4.0) == 16
-    assert os_.grad_buffer_bytes_per_param("megatron", 0, 1, 4.0) == 8  # no scaling at dp 1
-    assert os_.grad_buffer_bytes_per_param("nemo", 1, 8, 4.0) == 8  # average_in_collective
-    assert os_.grad_buffer_bytes_per_param("megatron", 1, 8, 2.0) == 8
-    assert os_.grad_buffer_bytes_per_param("megatron", 3, 8, 4.0) == 0  # Megatron-FSDP
-    assert os_.grad_buffer_bytes_per_param("torchtitan", 1, 8, 4.0) == 0
+    assert os_.grad_buffer_bytes_per_param("megatron", 8, 4.0) == 16
+    assert os_.grad_buffer_bytes_per_param("megatron", 1, 4.0) == 8  # no scaling at dp 1
+    assert os_.grad_buffer_bytes_per_param("nemo", 8, 4.0) == 8  # average_in_collective
+    assert os_.grad_buffer_bytes_per_param("megatron", 8, 2.0) == 8
+    assert os_.grad_buffer_bytes_per_param("torchtitan", 8, 4.0) == 0
 
 
 def test_estimate_charges_the_optimizer_and_grad_buffer_closed_forms():
@@ -49,3 +48,26 @@ def test_estimate_charges_the_optimizer_and_grad_buffer_closed_forms():
         # the distributed optimizer (zero 1) owns 1/dp of them; the gradient buffer is whole
         assert parts["optimizer_s"] == pytest.approx(params / 8 * step_b / hbm, rel=1e-3)
         assert parts["grad_buffer_s"] == pytest.approx(params * buf_b / hbm, rel=1e-3)
+
+
+def test_simulated_step_keeps_the_grad_buffer_passes():
+    # the event simulation replaces the pipeline's parts and carries the rest of the step
+    from meshplan.pipeline.from_cost import simulate_estimate
+    plan = Plan(tp=1, dp=4, pp=2, micro_batch=1, recompute="full", zero=1)
+    work = Workload(4096, 32, "bf16", framework="megatron", grad_reduce_dtype="fp32")
+    est = estimate(MODEL, CLUSTER, work, plan)
+    sim = simulate_estimate(est, record=False)
+    assert est.step_time.parts["grad_buffer_s"] > 0
+    assert sim.step_parts["grad_buffer_s"] == est.step_time.parts["grad_buffer_s"]
+
+
+def test_megatron_fsdp_pays_the_same_passes_as_the_distributed_optimizer():
+    # Megatron-FSDP checks and pre-scales the unsharded bucket and zeroes its buffer: the
+    # part is the same at every ZeRO stage, so a higher stage is never faster by it alone
+    # (the search's first fit over ZeRO stages, search/branch.py)
+    work = Workload(4096, 32, "bf16", framework="megatron", grad_reduce_dtype="fp32")
+    parts = {z: estimate(MODEL, CLUSTER, work, Plan(tp=1, dp=8, pp=1, micro_batch=1,
+                                                    recompute="full", zero=z)).step_time.parts
+             for z in (1, 3)}
+    assert parts[1]["grad_buffer_s"] > 0
+    assert parts[3]["grad_buffer_s"] == pytest.approx(parts[1]["grad_buffer_s"])

@@ -31,8 +31,8 @@ a distributed optimizer or FSDP):
 
 The gradient-buffer passes (``grad_buffer_s``), per parameter held on the rank (the whole
 local gradient buffer, not the shard), Megatron-Core's DistributedDataParallel with its
-contiguous buffers (zero 0 / 1; megatron/core/distributed/distributed_data_parallel.py and
-param_and_grad_buffer.py at d98e8a64dd):
+contiguous buffers (ZeRO 0 / 1; megatron/core/distributed/distributed_data_parallel.py and
+param_and_grad_buffer.py at d98e8a64dd; Megatron-FSDP below):
 
 - ``zero_grad_buffer`` at the start of every iteration: _ParamAndGradBuffer.reset,
   ``self.grad_data.zero_()``: write G bytes (G: the buffer's bytes per element);
@@ -45,6 +45,15 @@ param_and_grad_buffer.py at d98e8a64dd):
   size unless ``average_in_collective``; Megatron-LM's default is off,
   ``--ddp-average-in-collective``): read G + write G, when the data-parallel group has more
   than one rank. NeMo / Megatron-Bridge recipes set ``average_in_collective=True``: no pass.
+
+Megatron-FSDP (zero 2 / 3 on the Megatron engines) makes the same passes on the unsharded
+gradient before its reduce-scatter (megatron/core/distributed/fsdp/src/megatron_fsdp/
+param_and_grad_buffer.py reduce_scatter_gradients: ``_check_nan_in_grad(gbuf.data)``, then
+``gradient_reduce_preprocessing(gbuf.data, scaling_factor, ...)``) and zeroes its gradient
+buffer in zero_grad (``group.main_grad_buffer.data.zero_()``), which is sharded when the
+gradients are: charged as the whole local buffer all the same (an overcharge of at most G
+bytes per parameter), so that a higher ZeRO stage is never faster by this part alone, the
+rule the search's first-fit over ZeRO stages rests on (search/branch.py).
 """
 
 from __future__ import annotations
@@ -82,12 +91,12 @@ def step_bytes_per_param(engine: str, precision: str = "bf16",
     return float(GENERIC_STEP_BYTES)
 
 
-def grad_buffer_bytes_per_param(engine: str, zero: int, dp_size: int,
+def grad_buffer_bytes_per_param(engine: str, dp_size: int,
                                 grad_buffer_bytes: float = 4.0) -> float:
     """HBM bytes per local parameter of the per-step passes over Megatron-Core's contiguous
-    gradient buffer (zero, NaN-check norm, 1/dp pre-scaling; module docstring); 0 for other
-    engines and for Megatron-FSDP (zero 2 / 3), whose buffers are not read here."""
-    if engine not in MCORE_ENGINES or zero > 1:
+    gradient buffer (zero, NaN-check norm, 1/dp pre-scaling; module docstring), at every
+    ZeRO stage (Megatron-FSDP's alike); 0 for other engines."""
+    if engine not in MCORE_ENGINES:
         return 0.0
     passes = 2.0  # zero_() writes, check_grads' norm reads
     if engine in PRESCALE_ENGINES and dp_size > 1:

@@ -511,8 +511,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     # zeroing, NaN-checking and pre-scaling the whole local gradient buffer every step
     # (Megatron-Core's DDP; optimizer_step.py)
     grad_buffer = (max(rp + re for rp, re in zip(rank_params, rank_eparams))
-                   * grad_buffer_bytes_per_param(workload.framework, plan.zero,
-                                                 plan.dp * plan.cp,
+                   * grad_buffer_bytes_per_param(workload.framework, plan.dp * plan.cp,
                                                  workload.grad_buffer_bytes) / hbm)
     # ---- step breakdown -----------------------------------------------------------------
     p2p_exposed = nv * (fx[r_star] + bx[r_star])
