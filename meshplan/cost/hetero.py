@@ -38,8 +38,8 @@ from .flops import model_flops_per_token
 from .step import Estimate, estimate
 
 GiB = 2**30
-OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "overlap_slowdown_s",
-                    "straggler_s")
+OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "grad_buffer_s",
+                    "overlap_slowdown_s", "straggler_s")
 GRAD_BYTES = 4.0  # fp32 gradient reduction, as cost/step.py's data-parallel model
 
 

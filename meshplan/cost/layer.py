@@ -22,6 +22,7 @@ from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .dispatcher_buffers import runs_deepep_kernels
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
+from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
                   gathered_logits,
                   head_ops, layer_ops, unfused_norms, unfused_swiglu)
@@ -242,9 +243,10 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
     H800 with --engine megatron: 12,435 distinct layer_cost calls, 7,257 distinct
     layer_core calls, 5,877 distinct shapes). The results are immutable."""
     if kind == "embedding":
-        ops = embedding_ops(model, shard)
+        ops = embedding_grad(embedding_ops(model, shard), model, shard, engine)
     elif kind == "head":
-        ops = gathered_logits(head_ops(model, shard), model, shard, engine)
+        ops = unfused_loss(gathered_logits(head_ops(model, shard), model, shard, engine),
+                           model, shard, engine, precision)
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine, norm_kernel)
         ops = eager_attention(ops, model, shard, engine)

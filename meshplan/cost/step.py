@@ -35,6 +35,7 @@ from .pipeline import bubble_s, combined_1f1b_unpaired, in_flight
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params, dense_layer_tensors, megatron_buckets
 from .fsdp2_copies import fsdp2_copy_s
+from .optimizer_step import grad_buffer_bytes_per_param, step_bytes_per_param
 from .param_gather import GATHER_BYTES_16BIT, layer_gather_bytes, mean_gather_bytes
 
 GiB = 2**30
@@ -505,8 +506,15 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         opt_s = (opt_params / HOST.cpu_adam_params_per_s
                  + opt_params * (4 + 2) / HOST.pcie_bytes_per_s)
     else:
-        # read fp32 grad, master, two moments; write master, moments, bf16 weight
-        opt_s = opt_params * (4 + 3 * 4 + 3 * 4 + 2) / hbm
+        # the engine's optimizer kernels: gradient norm, Adam, master -> model copy
+        # (optimizer_step.py)
+        opt_s = opt_params * step_bytes_per_param(
+            workload.framework, workload.precision, workload.grad_buffer_bytes) / hbm
+    # zeroing, NaN-checking and pre-scaling the whole local gradient buffer every step
+    # (Megatron-Core's DDP; optimizer_step.py)
+    grad_buffer = (max(rp + re for rp, re in zip(rank_params, rank_eparams))
+                   * grad_buffer_bytes_per_param(workload.framework, plan.dp * plan.cp,
+                                                 workload.grad_buffer_bytes) / hbm)
     # ---- step breakdown -----------------------------------------------------------------
     p2p_exposed = nv * (fx[r_star] + bx[r_star])
     # compute slowed beside hidden communication (efficiency.py): the layers' own (TP overlap
@@ -533,6 +541,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "dp_exposed_s": dp_exposed,
         "fsdp_copy_s": fsdp_copy,
         "optimizer_s": opt_s,
+        "grad_buffer_s": grad_buffer,
         "overlap_slowdown_s": (m * agg(rs, "overlap_slowdown_s")
                                + NETWORK.collective_contention * nccl_hidden),
     }

@@ -28,8 +28,8 @@ from .schedules import no_gc, schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
 
 P2P_FOLDED_INTO_COMPUTE = True
-OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "overlap_slowdown_s",
-                    "straggler_s")
+OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "grad_buffer_s",
+                    "overlap_slowdown_s", "straggler_s")
 
 
 def from_estimate(est, plan: Plan | None = None) -> list[ChunkTimes]:
