@@ -97,3 +97,20 @@ def test_checkpoint_holds_one_tied_weight_across_layouts(tmp_path, save, load):
     res = _run(_cfg(load, 4, 8), resume=str(tmp_path / "step-1"))[0]
     assert res["resumed_from"] == 2
     assert max(abs(x - y) / y for x, y in zip(res["losses"], full)) < TOL, (res["losses"], full)
+
+
+def test_the_plan_that_plan_proposes_for_a_tied_model_is_run():
+    """`meshplan plan` (no --engine) proposes dp4 tp2 pp2 zb_h1 for Llama 3.2 1B (tied) on 16
+    11-GiB GPUs; every rank of that plan now builds and steps (the dry run builds each
+    pipeline rank's chunks with all wrappers and trains two steps on fake tensors). Before,
+    the rank building the last chunk refused it, exit 2."""
+    scenario = ("--model", "llama3.2-1b", "--gpus", "16xRTX-2080-Ti-11GB", "--seq-len", "4096",
+                "--global-batch", "32")
+    r = cli("plan", *scenario, "--top", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    top = json.loads(r.stdout)["top"][0]["plan"]
+    assert top["pp"] > 1
+    plan = Plan.from_dict(top)
+    r = cli("dryrun", *scenario, "--plan", plan.describe())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"pp rank {plan.pp - 1}: measured peak" in r.stdout
