@@ -39,7 +39,7 @@ from .step import Estimate, estimate
 
 GiB = 2**30
 OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "overlap_slowdown_s",
-                    "straggler_s")
+                    "straggler_s", "tied_embedding_s")
 GRAD_BYTES = 4.0  # fp32 gradient reduction, as cost/step.py's data-parallel model
 
 

@@ -31,7 +31,7 @@ from .ops import ACT, Shard, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
-from .pipeline import bubble_s, in_flight
+from .pipeline import bubble_s, in_flight, tied_embedding_group, tied_embedding_sync
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params, dense_layer_tensors, megatron_buckets
 from .fsdp2_copies import fsdp2_copy_s
@@ -53,7 +53,7 @@ class Breakdown:
 
 @dataclass(frozen=True)
 class CommAxis:
-    axis: str  # tp, cp, ep, pp, dp
+    axis: str  # tp, cp, ep, pp, dp; emb (tied embedding group, cost/pipeline.py)
     collective: str
     group_size: int
     tier: str  # scale-up, scale-out, none
@@ -505,6 +505,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     else:
         # read fp32 grad, master, two moments; write master, moments, bf16 weight
         opt_s = opt_params * (4 + 3 * 4 + 3 * 4 + 2) / hbm
+    # ---- tied embedding split over pipeline ranks: its two copies' gradients summed -----
+    tied_bytes, tied_s = tied_embedding_sync(model, plan, cluster, workload.grad_buffer_bytes)
     # ---- step breakdown -----------------------------------------------------------------
     p2p_exposed = nv * (fx[r_star] + bx[r_star])
     # compute slowed beside hidden communication (efficiency.py): the layers' own (TP overlap
@@ -523,6 +525,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "dp_exposed_s": dp_exposed,
         "fsdp_copy_s": fsdp_copy,
         "optimizer_s": opt_s,
+        "tied_embedding_s": tied_s,
         "overlap_slowdown_s": (m * agg(rs, "overlap_slowdown_s")
                                + NETWORK.collective_contention * nccl_hidden),
     }
@@ -549,6 +552,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         axis("dp", {0: "all-reduce"}.get(plan.zero, "reduce-scatter + all-gather"),
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
+    if tied_bytes:
+        # all-reduce over two ranks: each sends and receives the buffer once (ring, n = 2)
+        comm.append(axis("emb", "all-reduce (tied embedding)", 2,
+                         tied_embedding_group(plan, cluster), tied_bytes, tied_s, tied_s))
     # ---- memory -------------------------------------------------------------------------
     logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss, m)
 

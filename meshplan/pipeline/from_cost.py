@@ -29,7 +29,7 @@ from .simulate import ChunkTimes, SimResult, simulate
 
 P2P_FOLDED_INTO_COMPUTE = True
 OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "overlap_slowdown_s",
-                    "straggler_s")
+                    "straggler_s", "tied_embedding_s")
 
 
 def from_estimate(est, plan: Plan | None = None) -> list[ChunkTimes]:

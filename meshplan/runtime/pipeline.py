@@ -150,22 +150,14 @@ def build_schedule(plan: Plan, modules: list, chunk_ids: list[int], device, pp_g
     return cls(stages, n_microbatches=n_microbatches, loss_fn=loss_fn), stages
 
 
-def tied_stage_ranks(plan: Plan) -> tuple[int, int]:
-    """(pipeline rank of the embedding's chunk, pipeline rank of the output layer's chunk):
-    (0, pp-1) for one chunk per rank and interleaved schedules, (0, 0) for V schedules."""
-    last = plan.num_chunks - 1
-    return 0, next(r for r in range(plan.pp) if last in local_chunks(plan, r))
-
-
 def embedding_groups(plan: Plan, world_mesh) -> list[list[int]]:
     """Global ranks of each embedding group: per pipeline group (one per dp, cp, tp
     coordinate, read off the world mesh), the rank holding the embedding and the rank
     holding the output layer (Megatron-Core's parallel_state builds its embedding groups
     the same way, from the first and last rank of each pipeline group)."""
-    first, last = tied_stage_ranks(plan)
     names = list(world_mesh.mesh_dim_names)
     grid = world_mesh.mesh.movedim(names.index("pp"), -1).reshape(-1, plan.pp)
-    return [[int(row[first]), int(row[last])] for row in grid]
+    return [[int(row[0]), int(row[plan.output_rank()])] for row in grid]
 
 
 class TiedEmbedding:
@@ -188,8 +180,7 @@ class TiedEmbedding:
         self.group = None
         if plan.pp == 1 or not parts[0].spec.tied_embeddings:
             return
-        first, last = tied_stage_ranks(plan)
-        if first == last:
+        if plan.output_rank() == 0:  # both ends on one rank: summed in place
             return
         me = dist.get_rank()
         for ranks in embedding_groups(plan, world_mesh):
