@@ -114,3 +114,24 @@ def test_the_plan_that_plan_proposes_for_a_tied_model_is_run():
     r = cli("dryrun", *scenario, "--plan", plan.describe())
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"pp rank {plan.pp - 1}: measured peak" in r.stdout
+
+
+def test_dry_run_measures_the_copy_the_cost_model_charges():
+    """On pp 2 the tied model's last rank holds its copy: the dry run measures there the
+    optimizer states of the untied model (same parameters), and the cost model charges the
+    same; on rank 0 too (the embedding is the same tensor either way)."""
+    from meshplan.cost import estimate
+    from meshplan.runtime.dryrun import agreement, dryrun
+    from meshplan.scenario import make_cluster
+    from meshplan.specs.workload import Workload
+    untied = preset("tiny-llama")
+    plan = Plan(pp=2)
+    got = {}
+    for spec in (TIED, untied):
+        mem = dryrun(RunConfig(spec, plan, seq_len=64, global_batch=8, dtype="bf16-mixed"))
+        est = estimate(spec, make_cluster("2xH100-SXM-80GB"), Workload(64, 8), plan)
+        got[spec.name] = [agreement(mem[r], est.memory[r].parts)["optimizer_states"]
+                          for r in range(2)]
+    assert got[TIED.name] == got[untied.name]
+    measured, predicted = got[TIED.name][1]
+    assert abs(measured - predicted) / predicted < 1e-3  # 1,306,448 vs 1,306,368 bytes
