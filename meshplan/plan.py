@@ -193,6 +193,13 @@ class Plan:
             return rank_in_pp if local_chunk == 0 else 2 * self.pp - 1 - rank_in_pp
         return local_chunk * self.pp + rank_in_pp
 
+    def output_rank(self) -> int:
+        """Pipeline rank holding the last chunk (the output layer; chunk 0, the embedding,
+        is on rank 0): pp - 1, or 0 under V schedules, which bring the last chunk back."""
+        last = self.num_chunks - 1
+        return next(r for r in range(self.pp)
+                    if any(self.chunk_of(r, j) == last for j in range(self.vpp)))
+
     # ---- rank layout ---------------------------------------------------------------------
     def axis_sizes(self) -> dict[str, int]:
         return {"tp": self.tp, "cp": self.cp, "dp": self.dp, "pp": self.pp}

@@ -35,11 +35,9 @@ from ..specs.pools import PoolCluster
 from ..specs.workload import Workload
 from .memory import OUTSIDE_ALLOCATOR
 from .flops import model_flops_per_token
-from .step import Estimate, estimate
+from .step import OUTSIDE_PIPELINE, Estimate, estimate
 
 GiB = 2**30
-OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "grad_buffer_s",
-                    "overlap_slowdown_s", "straggler_s")
 GRAD_BYTES = 4.0  # fp32 gradient reduction, as cost/step.py's data-parallel model
 
 

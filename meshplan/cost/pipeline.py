@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from ..pipeline.check import promised_in_flight  # the schedules' own rule, one place
 from ..plan import Plan
+from ..specs.hardware import Cluster
+from ..specs.model import ModelSpec
+from .collectives import Placement, all_reduce_s, group_placement
 
 
 def bubble_s(plan: Plan, m: int, f: list[float], b: list[float], w: list[float]) -> float:
@@ -78,3 +81,33 @@ def combined_1f1b_unpaired(plan: Plan, m: int, rank: int) -> float:
         return min(1.0, m)
     warm = (p - rank - 1) * 2 + (v - 1) * p + 1 if v > 1 else p - rank
     return min(warm, m * v) / v
+
+
+def tied_embedding_group(plan: Plan, cluster: Cluster) -> Placement:
+    """Where the embedding group sits: pipeline rank 0 (the embedding) and the rank holding
+    the last chunk (Plan.output_rank), one pipeline group's two ends."""
+    return group_placement(cluster, (2, plan.output_rank() * plan.axis_stride("pp")))
+
+
+def tied_embedding_sync(model: ModelSpec, plan: Plan, cluster: Cluster,
+                        grad_bytes: float) -> tuple[float, float]:
+    """(bytes, seconds) of one step's all-reduce that keeps the two copies of a tied
+    embedding equal when the embedding and the output layer sit on different pipeline ranks;
+    (0, 0) when the model is untied, pp is 1 or a V schedule puts both on rank 0.
+
+    Megatron-Core: the last stage holds its own copy of the word embedding as the output
+    layer (LanguageModule.setup_embeddings_and_output_layer), and finalize_model_grads.py
+    _allreduce_word_embedding_grads all-reduces the shared weight's gradient over the
+    embedding group (parallel_state: the first and last rank of each pipeline group) after
+    the pipeline's backward and before the optimizer step, with nothing to overlap it: all of
+    it is exposed. The whole gradient of the rank's vocab-parallel shard, vocab x hidden /
+    tp elements (a Megatron-FSDP gradient is unsharded for it, _unshard_if_dtensor), at
+    ``grad_bytes`` per element (the main_grad buffer: Workload.grad_buffer_bytes). The last
+    rank's copy itself (weights, gradient, optimizer states) is already charged: its head
+    holds vocab x hidden / tp parameters, and only a rank holding both ends stores the
+    matrix once (step.py). DeepSpeed's pipeline engine does the same for tied layers
+    (PipelineEngine._exec_reduce_tied_grads); torchtitan refuses the layout (engines.py)."""
+    if not model.tied_embeddings or plan.pp == 1 or plan.output_rank() == 0:
+        return 0.0, 0.0
+    nbytes = grad_bytes * model.vocab * model.hidden / plan.tp
+    return nbytes, all_reduce_s(cluster, tied_embedding_group(plan, cluster), nbytes)

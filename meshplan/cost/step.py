@@ -31,7 +31,8 @@ from .ops import ACT, GROUPED_GEMM_KERNEL, Shard, eager_norm, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
-from .pipeline import bubble_s, combined_1f1b_unpaired, in_flight
+from .pipeline import (bubble_s, combined_1f1b_unpaired, in_flight, tied_embedding_group,
+                       tied_embedding_sync)
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params, dense_layer_tensors, megatron_buckets
 from .fsdp2_copies import fsdp2_copy_s
@@ -54,7 +55,7 @@ class Breakdown:
 
 @dataclass(frozen=True)
 class CommAxis:
-    axis: str  # tp, cp, ep, pp, dp
+    axis: str  # tp, cp, ep, pp, dp; emb (tied embedding group, cost/pipeline.py)
     collective: str
     group_size: int
     tier: str  # scale-up, scale-out, none
@@ -185,6 +186,13 @@ class Estimate:
         if share < 0.05:
             return "compute-bound (every overhead under 5% of the step)"
         return f"{k.removesuffix('_s').replace('_', ' ')} ({share:.0%} of the step)"
+
+
+# the step's parts that run after the pipeline has drained, outside its schedule: the
+# simulator (pipeline/from_cost.py) and the mixed-pool model (hetero.py) add them to the
+# pipeline's own span
+OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "grad_buffer_s",
+                    "overlap_slowdown_s", "straggler_s", "tied_embedding_s")
 
 
 def placement_key(plan: Plan) -> tuple:
@@ -515,6 +523,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     grad_buffer = (max(rp + re for rp, re in zip(rank_params, rank_eparams))
                    * grad_buffer_bytes_per_param(workload.framework, plan.dp * plan.cp,
                                                  workload.grad_buffer_bytes) / hbm)
+    # ---- tied embedding split over pipeline ranks: its two copies' gradients summed -----
+    tied_bytes, tied_s = tied_embedding_sync(model, plan, cluster, workload.grad_buffer_bytes)
     # ---- step breakdown -----------------------------------------------------------------
     p2p_exposed = nv * (fx[r_star] + bx[r_star])
     # compute slowed beside hidden communication (efficiency.py): the layers' own (TP overlap
@@ -542,6 +552,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         "fsdp_copy_s": fsdp_copy,
         "optimizer_s": opt_s,
         "grad_buffer_s": grad_buffer,
+        "tied_embedding_s": tied_s,
         "overlap_slowdown_s": (m * agg(rs, "overlap_slowdown_s")
                                + NETWORK.collective_contention * nccl_hidden),
     }
@@ -568,6 +579,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         axis("dp", {0: "all-reduce"}.get(plan.zero, "reduce-scatter + all-gather"),
              plan.dp * plan.cp, pl["dp"], dp_bytes, dp_wire, dp_exposed),
     ]
+    if tied_bytes:
+        # all-reduce over two ranks: each sends and receives the buffer once (ring, n = 2)
+        comm.append(axis("emb", "all-reduce (tied embedding)", 2,
+                         tied_embedding_group(plan, cluster), tied_bytes, tied_s, tied_s))
     # ---- memory -------------------------------------------------------------------------
     logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss, m)
 

@@ -23,13 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cost.memory import refragment
+from ..cost.step import OUTSIDE_PIPELINE
 from ..plan import Plan
 from .schedules import no_gc, schedule_for_plan
 from .simulate import ChunkTimes, SimResult, simulate
 
 P2P_FOLDED_INTO_COMPUTE = True
-OUTSIDE_PIPELINE = ("dp_exposed_s", "fsdp_copy_s", "optimizer_s", "grad_buffer_s",
-                    "overlap_slowdown_s", "straggler_s")
 
 
 def from_estimate(est, plan: Plan | None = None) -> list[ChunkTimes]:

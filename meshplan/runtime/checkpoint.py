@@ -25,8 +25,25 @@ from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model
                                                      set_optimizer_state_dict)
 
 from ..errors import InputError
+from .model import TIED_COPY_OF, tied_copy
 
 META = "meta.json"
+
+
+def _optim_key(model, key: str) -> str:
+    """The checkpoint's name for a flattened optimizer-state key of ``model``: itself, but
+    for the last pipeline chunk's copy of a tied embedding (model.TIED_COPY_OF) the
+    embedding's. A tied model whole has one parameter and keys its AdamW state by the
+    embedding's name (``state.tok_embeddings.weight.exp_avg``); the two copies of a split
+    one hold equal state (pipeline.TiedEmbedding), so both write that key and any layout
+    reads it back (the model keys need no renaming: a whole tied model's state dict has
+    both ``tok_embeddings.weight`` and ``output.weight``)."""
+    copy = tied_copy(model)
+    if copy in TIED_COPY_OF:
+        section, _, rest = key.partition(".")
+        if rest.startswith(copy + "."):
+            return f"{section}.{TIED_COPY_OF[copy]}{rest[len(copy):]}"
+    return key
 
 
 def _state(trainer) -> dict:
@@ -34,7 +51,7 @@ def _state(trainer) -> dict:
     sd: dict = {}
     for m, opt in zip(trainer.parts, trainer.optimizers):
         sd.update({f"model.{k}": v for k, v in get_model_state_dict(m).items()})
-        sd.update({f"optim.{k}": v for k, v in
+        sd.update({f"optim.{_optim_key(m, k)}": v for k, v in
                    get_optimizer_state_dict(m, opt, options=opts).items()})
     return sd
 
@@ -135,5 +152,6 @@ def load(trainer, path: str | Path) -> dict:
         keys = set(get_model_state_dict(m))
         set_model_state_dict(m, {k: sd[f"model.{k}"] for k in keys}, options=opts)
         okeys = set(get_optimizer_state_dict(m, opt, options=opts))
-        set_optimizer_state_dict(m, opt, {k: sd[f"optim.{k}"] for k in okeys}, options=opts)
+        set_optimizer_state_dict(m, opt, {k: sd[f"optim.{_optim_key(m, k)}"] for k in okeys},
+                                 options=opts)
     return meta

@@ -66,8 +66,11 @@ def apply_dp(model, plan: Plan, meshes: Meshes, ignored: list, dtype: str = "fp3
         fully_shard(block, ignored_params=mine or None, **kw)
     # the embedding and the output layer are units of their own (as torchtitan wraps them):
     # left in the root they stay gathered, and their gradients unsharded, for the whole
-    # forward and backward (vocab x hidden each; measured by the dry run)
-    if not model.spec.tied_embeddings:
+    # forward and backward (vocab x hidden each; measured by the dry run). A tied matrix
+    # shared by both stays in the root; a pipeline chunk's copy of it (model.tied_copy) is a
+    # unit like an untied one: both copies shard dim 0 over the same mesh, alike
+    if not (hasattr(model, "tok_embeddings") and hasattr(model, "output")
+            and model.spec.tied_embeddings):
         if hasattr(model, "tok_embeddings"):
             fully_shard(model.tok_embeddings, **kw)
         if hasattr(model, "output"):

@@ -34,6 +34,22 @@ from .recompute import checkpointed, discarded, kept, recomputed, run_block
 
 INIT_STD = 0.02
 
+# parameter of a pipeline chunk -> the parameter of the whole model it is a copy of: the last
+# chunk's output layer of a tied model whose embedding sits on another chunk (Transformer)
+TIED_COPY_OF = {"output.weight": "tok_embeddings.weight"}
+
+
+def tied_copy(model: nn.Module) -> str | None:
+    """The name of ``model``'s parameter that is one of two copies of a tied embedding (a
+    pipeline chunk holding the embedding or the output layer but not both), else None."""
+    spec = getattr(model, "spec", None)
+    if spec is None or not spec.tied_embeddings:
+        return None
+    emb, out = hasattr(model, "tok_embeddings"), hasattr(model, "output")
+    if emb == out:  # both ends (one shared parameter) or neither
+        return None
+    return "tok_embeddings.weight" if emb else "output.weight"
+
 
 def check_buildable(spec: ModelSpec) -> None:
     """Raise InputError for the model features this runtime does not build."""
@@ -485,11 +501,13 @@ class Transformer(nn.Module):
         if last:
             self.norm = make_norm(spec, spec.hidden)
             self.output = nn.Linear(spec.hidden, spec.vocab, bias=False)
-            if spec.tied_embeddings:
-                if not first:
-                    raise InputError("model", spec.name,
-                                     "tied embeddings cannot be split over pipeline stages")
+            if spec.tied_embeddings and first:
                 self.output.weight = self.tok_embeddings.weight
+            # tied, on another chunk than the embedding: output.weight is this chunk's own
+            # copy of the embedding (Megatron-Core's LanguageModule
+            # setup_embeddings_and_output_layer: the last stage's output layer holds the
+            # word embedding), drawn equal to it (init_weights, TIED_COPY_OF) and kept equal
+            # by summing the two copies' gradients (pipeline.TiedEmbedding)
         self.positions: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -517,7 +535,9 @@ def init_weights(model: nn.Module, seed: int) -> None:
             if is_norm:
                 p.fill_(1.0 if leaf == "weight" else 0.0)
                 continue
-            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
+            # a tied embedding's copy on the last chunk is drawn as the embedding itself
+            key = TIED_COPY_OF.get(name, name) if name == tied_copy(model) else name
+            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(key.encode()))
             full = torch.empty(p.shape, dtype=torch.float32).normal_(0.0, INIT_STD, generator=g)
             p.copy_(full.to(p.dtype))
 

@@ -23,11 +23,14 @@ Two sources of schedules (``RunConfig.schedule_source``):
 
 from __future__ import annotations
 
+import torch.distributed as dist
 from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining import schedules as S
 
 from ..errors import InputError
+from .data_parallel import _local
 from .expert_bias import not_counted
+from .model import tied_copy
 from ..pipeline.schedules import check_inputs, schedule_for_plan
 from ..plan import Plan
 
@@ -145,3 +148,65 @@ def build_schedule(plan: Plan, modules: list, chunk_ids: list[int], device, pp_g
     if plan.schedule in SINGLE_STAGE:
         return cls(stages[0], n_microbatches=n_microbatches, loss_fn=loss_fn), stages
     return cls(stages, n_microbatches=n_microbatches, loss_fn=loss_fn), stages
+
+
+def embedding_groups(plan: Plan, world_mesh) -> list[list[int]]:
+    """Global ranks of each embedding group: per pipeline group (one per dp, cp, tp
+    coordinate, read off the world mesh), the rank holding the embedding and the rank
+    holding the output layer (Megatron-Core's parallel_state builds its embedding groups
+    the same way, from the first and last rank of each pipeline group)."""
+    names = list(world_mesh.mesh_dim_names)
+    grid = world_mesh.mesh.movedim(names.index("pp"), -1).reshape(-1, plan.pp)
+    return [[int(row[0]), int(row[plan.output_rank()])] for row in grid]
+
+
+class TiedEmbedding:
+    """The two copies of a tied embedding when a pipeline puts the embedding (chunk 0) and
+    the output layer (the last chunk) in different chunks, kept equal as Megatron-LM keeps
+    them: the last chunk holds its own copy, drawn equal to the embedding (model.py
+    init_weights), and after the backward, before the optimizer step, the two copies'
+    gradients are summed over the embedding group (Megatron-Core finalize_model_grads.py
+    _allreduce_word_embedding_grads: an all-reduce of the shared weight's gradient over
+    parallel_state's embedding group), so both take the same step from the same value and
+    each gradient is the tied weight's, d/dE of embedding and output use together.
+
+    Under V schedules both chunks sit on pipeline rank 0: the two copies are then summed in
+    place, no group. FSDP2 shards both copies' vocab dim over the same dp mesh and DTensor
+    TP both over the same tp mesh (Shard(0)), so the local shards hold the same rows and
+    are summed as they are. Built on every rank (``new_group`` is collective)."""
+
+    def __init__(self, plan: Plan, parts: list, world_mesh):
+        self.parts = parts
+        self.group = None
+        if plan.pp == 1 or not parts[0].spec.tied_embeddings:
+            return
+        if plan.output_rank() == 0:  # both ends on one rank: summed in place
+            return
+        me = dist.get_rank()
+        for ranks in embedding_groups(plan, world_mesh):
+            g = dist.new_group(ranks)
+            if me in ranks:
+                self.group = g
+
+    def copies(self) -> list:
+        """This rank's copies (0, 1 or, under V schedules, 2), resolved now: FSDP replaces
+        parameter objects."""
+        return [m.get_parameter(n) for m in self.parts if (n := tied_copy(m))]
+
+    def sum_grads(self) -> None:
+        grads = []
+        for p in self.copies():
+            if p.grad is None:
+                continue
+            if hasattr(p.grad, "placements") and p.grad.placements != p.placements:
+                # the vocab-parallel embedding's gradient comes back Replicate (torch 2.13
+                # DTensor embedding backward) while the output layer's is Shard(0) like the
+                # weights: as the weight's placements (a local slice, no communication)
+                p.grad = p.grad.redistribute(p.device_mesh, p.placements)
+            grads.append(_local(p.grad))
+        if len(grads) == 2:
+            total = grads[0] + grads[1]
+            for g in grads:
+                g.copy_(total)
+        elif grads and self.group is not None:
+            dist.all_reduce(grads[0], group=self.group)

@@ -76,9 +76,12 @@ def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[str]:
                                         use_local_output=True)
     if top:
         parallelize_module(model, tp_mesh, top)
-    if model.spec.tied_embeddings and hasattr(model, "output"):
+    if model.spec.tied_embeddings and hasattr(model, "output") \
+            and hasattr(model, "tok_embeddings"):
         # both layers split the [vocab, hidden] weight by vocabulary rows (Shard(0)): tie the
-        # DTensors again (parallelize_module made one parameter each)
+        # DTensors again (parallelize_module made one parameter each). A pipeline chunk with
+        # one end holds its own copy, split the same way: the local shards of the two
+        # copies are the same rows (pipeline.TiedEmbedding sums their gradients)
         model.output.weight = model.tok_embeddings.weight
     partial = []
     for key, block in model.layers.items():

@@ -25,7 +25,7 @@ from .expert_bias import update_expert_bias
 from .expert_parallel import apply_ep
 from .mesh import build_meshes
 from .model import build_model, cross_entropy
-from .pipeline import build_schedule, check_schedule, chunk_layers, local_chunks
+from .pipeline import TiedEmbedding, build_schedule, check_schedule, chunk_layers, local_chunks
 from .recompute import apply_recompute
 from .precision import PARAM_DTYPES, apply_mixed, autocast, check_dtype, param_dtype
 from .tensor_parallel import apply_tp, check_tp, loss_context, make_loss_fn
@@ -140,6 +140,8 @@ class Trainer:
         # one optimizer per model part: checkpoints then key optimizer state by the
         # parameter names of the whole model, whatever the layout (as torchtitan does)
         self.optimizers = [make_optimizer(list(m.parameters()), cfg) for m in parts]
+        # a tied embedding split over pipeline chunks: the two copies' gradients are summed
+        self.tied = TiedEmbedding(plan, parts, self.meshes.world)
         self.schedule = None
         if plan.pp > 1:
             self.schedule, self.stages = build_schedule(
@@ -170,6 +172,7 @@ class Trainer:
             else:
                 loss = self._pipeline(x, y)
         reduce_grads(self.params, plan, self.meshes, self.expert_params, self.tp_partial)
+        self.tied.sum_grads()
         for opt in self.optimizers:
             opt.step()
         update_expert_bias(self.parts, self._load_groups())
