@@ -32,9 +32,13 @@ ENGINE = "aleph-alpha"
 
 
 def closed_form_bytes_per_token(h: int, heads: int, kv_heads: int, d: int, ffn: int,
-                                tp: int, micro_batch: int) -> float:
+                                tp: int, micro_batch: int, sp: bool = False) -> float:
     q_w, kv_w, o_w, w = heads / tp * d, 2 * kv_heads / tp * d, heads / tp * d, ffn / tp
-    norms = 2 * (4 * h + 2 * h + 2 * h)
+    # sequence parallel: each norm runs on the 1 / tp sequence shard (its fp32 copy and
+    # normalised output are the shard's) and gathers its product over the sequence
+    # (rms_norm.py lines 94-105 at 737f8558), which the next linear keeps whole
+    shard = 1 / tp if sp else 1
+    norms = 2 * ((4 * h + 2 * h) * shard + 2 * h)
     fused_qkv = kv_heads == heads  # attention_qkv_in_one, the config default for MHA
     attn = 2 * (q_w + kv_w) if fused_qkv else 2 * kv_w / 2  # QKV storage (or v alone)
     attn += 2 * (q_w + kv_w / 2)  # rotated q and k
@@ -116,7 +120,7 @@ def _saved_storage_bytes(fn, params):
     return sum(kept.values()), out
 
 
-def _aleph_layer(b: int, sq: int, h: int, heads: int, ffn: int, tp: int):
+def _aleph_layer(b: int, sq: int, h: int, heads: int, ffn: int, tp: int, sp: bool = False):
     torch = pytest.importorskip("torch")
     einops = pytest.importorskip("einops")
     rearrange, repeat = einops.rearrange, einops.repeat
@@ -168,9 +172,39 @@ def _aleph_layer(b: int, sq: int, h: int, heads: int, ffn: int, tp: int):
         def backward(ctx, g):  # not run
             raise NotImplementedError
 
+    class Gather(torch.autograd.Function):
+        """_GatherFromSequenceParallelRegion (core/nn/linear/utils.py at 737f8558): the
+        whole sequence from the tp shards (here tp copies of this rank's), saving nothing."""
+
+        @staticmethod
+        def forward(ctx, y):
+            return torch.cat([y] * tp, dim=1)
+
+        @staticmethod
+        def backward(ctx, g):  # not run
+            raise NotImplementedError
+
+    class ReduceScatter(torch.autograd.Function):
+        """_AllReduceScatterToSequenceParallel: a new [b, sq / tp, h] tensor, saving nothing."""
+
+        @staticmethod
+        def forward(ctx, y):
+            return y.narrow(1, 0, y.shape[1] // tp).contiguous()
+
+        @staticmethod
+        def backward(ctx, g):  # not run
+            raise NotImplementedError
+
+    def norm(x, weight):  # RMSNorm.forward: the gather under sequence parallelism
+        y = rms(x, weight)
+        return Gather.apply(y) if sp else y
+
+    def scatter(y):  # attention.py line 967, mlp.py line 280
+        return ReduceScatter.apply(y) if sp else y
+
     def forward(x, position_ids):
         # layer.py attention_block (input_layernorm, self_attention, residual add)
-        y = rms(x, P["n1"])
+        y = norm(x, P["n1"])
         qkv = torch.nn.functional.linear(y, P["qkv"])
         qkv = rearrange(qkv, "b sq (np hn) -> sq b np hn", np=np_)
         q, k, v = torch.split(qkv, d, dim=-1)  # split_tensor_along_last_dim(qkv, 3)
@@ -181,14 +215,14 @@ def _aleph_layer(b: int, sq: int, h: int, heads: int, ffn: int, tp: int):
         a = FlashVarlen.apply(q, k, v)
         a = rearrange(a, "(b sq) np hn -> (b np) sq hn", b=b)
         a = rearrange(a, "(b np) sq hn -> b sq (np hn)", b=b)
-        x = x + torch.nn.functional.linear(a, P["dense"])
+        x = x + scatter(torch.nn.functional.linear(a, P["dense"]))
         # mlp_block (post_attention_layernorm, ParallelSwiGLUMLP, residual add)
-        y = rms(x, P["n2"])
+        y = norm(x, P["n2"])
         u = torch.nn.functional.silu(torch.nn.functional.linear(y, P["w_in"]))
         u = u * torch.nn.functional.linear(y, P["w_siglu"])
-        return x + torch.nn.functional.linear(u, P["w_out"])
+        return x + scatter(torch.nn.functional.linear(u, P["w_out"]))
 
-    x = torch.randn(b, sq, h, dtype=dt, requires_grad=True)
+    x = torch.randn(b, sq // tp if sp else sq, h, dtype=dt, requires_grad=True)
     position_ids = torch.arange(sq).unsqueeze(0).expand(b, sq)
     kept, _ = _saved_storage_bytes(lambda: forward(x, position_ids), list(P.values()))
     return kept
@@ -214,3 +248,33 @@ def test_meshplan_counts_the_forward():
         shard = Shard(seq=64, micro_batch=b, tp=tp)
         ops, _, _ = layer.layer_ops_times(model, p.cluster, "dense", shard, "bf16", ENGINE)
         assert ops.saved_bytes + ops.recomputable_bytes == _aleph_layer(b, 64, 256, 8, 704, tp)
+
+
+@pytest.mark.parametrize("b,tp", [(1, 2), (2, 4)])
+def test_sequence_parallel_forward_keeps_the_gathered_norm_outputs(b, tp):
+    """Sequence parallel: the op-by-op forward (norms on the shard, their gathered product
+    kept whole by the next linear) keeps the closed form, and meshplan's layer counts it."""
+    from dataclasses import replace
+    h, heads, ffn, sq = 256, 8, 704, 64
+    kept = _aleph_layer(b, sq, h, heads, ffn, tp, sp=True)
+    assert kept == b * sq * closed_form_bytes_per_token(h, heads, heads, h // heads, ffn, tp,
+                                                        b, sp=True)
+    p = prepare(_hagemann_row("L230"))
+    model = replace(p.model, hidden=h, heads=heads, kv_heads=heads, ffn=ffn, head_dim=h // heads)
+    shard = Shard(seq=sq, micro_batch=b, tp=tp, sp=True)
+    ops, _, _ = layer.layer_ops_times(model, p.cluster, "dense", shard, "bf16", ENGINE)
+    assert ops.saved_bytes + ops.recomputable_bytes == kept
+
+
+def test_sequence_parallel_head_keeps_the_gathered_input():
+    """The LM head (a ColumnParallelLinear after the final RMSNorm's gather) keeps the whole
+    sequence's 16-bit input, 2 h bytes per token; Megatron's keeps the shard's."""
+    p = prepare(_hagemann_row("L230"))
+    m = p.model
+    shard = Shard(seq=2048, micro_batch=2, tp=8, sp=True)
+    aa, _, _ = layer.layer_ops_times(m, p.cluster, "head", shard, "bf16", ENGINE)
+    mg, _, _ = layer.layer_ops_times(m, p.cluster, "head", shard, "bf16", "megatron")
+    tokens = 2048 * 2
+    assert aa.saved_bytes + aa.recomputable_bytes == pytest.approx(2 * tokens * m.hidden, rel=1e-12)
+    assert mg.saved_bytes + mg.recomputable_bytes == pytest.approx(2 * tokens * m.hidden / 8,
+                                                                   rel=1e-12)

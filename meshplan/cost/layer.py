@@ -24,7 +24,7 @@ from .dispatcher_buffers import runs_deepep_kernels
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
-                  gathered_logits,
+                  gathered_logits, gathered_norm_outputs,
                   head_ops, layer_ops, unfused_norms, unfused_swiglu)
 
 
@@ -247,10 +247,12 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
     elif kind == "head":
         ops = unfused_loss(gathered_logits(head_ops(model, shard), model, shard, engine),
                            model, shard, engine, precision)
+        ops = gathered_norm_outputs(ops, model, shard, engine, linears=1)
     else:
         ops = unfused_norms(layer_ops(model, kind == "moe", shard), engine, norm_kernel)
         ops = eager_attention(ops, model, shard, engine)
         ops = eager_rope(ops, model, shard, engine)
+        ops = gathered_norm_outputs(ops, model, shard, engine, linears=2)
         if kind == "dense":
             ops = unfused_swiglu(ops, model, shard, engine)
         if kind == "moe":

@@ -537,6 +537,34 @@ def eager_attention(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> L
     return ops
 
 
+# Engines whose norms gather their output over the sequence-parallel group, so that the
+# linear after the norm keeps the gathered, whole-sequence input. Megatron-LM's
+# sequence-parallel linears keep their sequence shard and gather it again in backward (what
+# attention_ops, mlp_ops and head_ops count: stream_tokens). Aleph Alpha's scaling (github
+# Aleph-Alpha/scaling at 737f8558): RMSNorm.forward (core/nn/norm/rms_norm.py lines 94-105,
+# and LayerNorm, layernorm.py line 185) ends with gather_from_sequence_parallel_region,
+# whose autograd Function (core/nn/linear/utils.py _GatherFromSequenceParallelRegion)
+# saves nothing; ColumnParallelLinear.forward (core/nn/linear/column_parallel_linear.py
+# lines 253-279) under sequence parallelism runs F.linear on that gathered x, and F.linear
+# keeps its input for the weight gradient. So the QKV linear (attention.py line 789), the
+# SwiGLU's dense_in and siglu_weight (mlp.py lines 270-271: one storage, kept once) and the
+# LM head (after the final LayerNormWrapper) keep 2 h bytes per token of the whole
+# sequence, not of the shard: (1 - 1 / tp) of it more than the Megatron count.
+SEQUENCE_GATHERED_NORM_ENGINES = ("aleph-alpha",)
+
+
+def gathered_norm_outputs(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
+                          linears: int) -> LayerOps:
+    """Adds what the ``linears`` norm-fed linears of an engine in
+    SEQUENCE_GATHERED_NORM_ENGINES keep beyond their sequence shard (2 in a transformer
+    layer: attention and MLP; 1 in the head)."""
+    if engine not in SEQUENCE_GATHERED_NORM_ENGINES or not s.sp or s.tp == 1:
+        return ops
+    extra = linears * _linear_in(ACT * (s.tokens - s.stream_tokens) * model.hidden, s)
+    ops.recomputable_bytes += extra
+    return ops
+
+
 # Linears whose input a norm produces in the same kernel under Transformer Engine
 # (LayerNormLinear: the QKV projection of a GQA/MHA layer, a dense MLP's fc1); MLA's and the
 # MoE layer's norms are separate modules (see the layernorm module records above)
