@@ -209,7 +209,11 @@ def test_published_out_of_memory_verdicts():
     meshplan flagged 100 (does not fit, or may not fit) with the norm's saved tensors counted
     in 16 bit (before 2026-11-23), 123 with them in fp32, and all 126 with the eager
     attention's and SwiGLU's tensors counted too (cost/ops.py EAGER_ATTENTION_ENGINES,
-    UNFUSED_SWIGLU_ENGINES; tests/test_aleph_alpha_memory.py)."""
+    UNFUSED_SWIGLU_ENGINES; tests/test_aleph_alpha_memory.py), and 125 once the fp32
+    gradient copy is held only during the optimizer step, as the engine's code does
+    (cost/memory.py STEP_ONLY_MAIN_GRAD_ENGINES, 2026-11-29): L230 (65B, TP8 PP8 DP2,
+    micro-batch 2, 72.6 GiB predicted) went from 'may not fit' to 'fits'. The rule is kept
+    because the code shows it; the miss is pinned, not a target met."""
     from meshplan.validate import predict_row
     rows = [r for r in _hagemann_rows() if not r["norm_kernel"]]  # the five main sheets
     res = [predict_row(r, with_search_best=False) for r in rows]
@@ -218,16 +222,20 @@ def test_published_out_of_memory_verdicts():
     ooms = [r for r in res if r.measured_oom]
     flagged = [r for r in ooms if r.predicted_oom or r.predicted_may_not_fit]
     assert len(ooms) == 126
-    assert len(flagged) == len(ooms), sorted(set(r.id for r in ooms) - set(r.id for r in flagged))
+    missed = sorted(set(r.id for r in ooms) - set(r.id for r in flagged))
+    assert missed == ["L230"], missed
 
 
 def test_sequence_parallel_sheets_out_of_memory_verdicts():
     """The five sequence-parallelism sheets (data/seqpara/*.xlsx; norm_kernel fused, no
     recomputation), held out, entered 2026-11-29: of their 126 'OOM Error' layouts meshplan
-    flags 123 (misses L322, L325, L331: 13B, 8k, 64 GPUs, micro-batch 2, predicted 66-68 GiB),
-    and it calls 4 layouts that ran "does not fit" (L282, L283: 13B TP1 PP1 DP32, 79.4 GiB
-    predicted; L467, L468: 65B TP8 micro-batch 4 without SP, 86-88 GiB). Pinned so that a
-    change that makes these verdicts worse fails; not a target met."""
+    flags 124 (misses L325: 13B, 8k, 64 GPUs, TP4 PP2 SP micro-batch 2, 71.6 GiB predicted,
+    and L331: TP8 PP2 without SP, 65.6 GiB; L322 is flagged since the linears after a norm
+    keep the gathered sequence, cost/ops.py SEQUENCE_GATHERED_NORM_ENGINES), and it calls 2
+    layouts that ran "does not fit" (L467, L468: 65B TP8 micro-batch 4 without SP, 84-86
+    GiB; L282 and L283, 13B TP1 PP1 DP32, are 'may not fit' since the fp32 gradient copy is
+    held only at the optimizer step, cost/memory.py STEP_ONLY_MAIN_GRAD_ENGINES). Pinned so
+    that a change that makes these verdicts worse fails; not a target met."""
     from meshplan.validate import predict_row
     rows = [r for r in _hagemann_rows() if r["norm_kernel"] == "fused"]
     res = [predict_row(r, with_search_best=False) for r in rows]
@@ -235,8 +243,8 @@ def test_sequence_parallel_sheets_out_of_memory_verdicts():
     ooms = [r for r in res if r.measured_oom]
     flagged = [r for r in ooms if r.predicted_oom or r.predicted_may_not_fit]
     assert len(rows) == 219 and len(ooms) == 126
-    assert len(flagged) >= 123, sorted(set(r.id for r in ooms) - set(r.id for r in flagged))
-    assert len(ran_flagged) <= 4, ran_flagged
+    assert len(flagged) >= 124, sorted(set(r.id for r in ooms) - set(r.id for r in flagged))
+    assert len(ran_flagged) <= 2, ran_flagged
 
 
 # Every layout of the five Hagemann sheets that ran with both norms (kernel

@@ -66,6 +66,24 @@ FP16_GRAD_ENGINES = ("megatron", "nemo", "deepspeed")
 PARAM_DTYPE_GRAD_ENGINES = ("aleph-alpha",)
 
 
+# engines of PARAM_DTYPE_GRAD_ENGINES whose fp32 gradient copy exists only while the optimizer
+# steps, not at the backward's activation peak: Aleph Alpha's scaling (github
+# Aleph-Alpha/scaling at 737f8558, src/scaling/core/optimizer/parameter_group.py)
+# step_prequel first drops the gradients of the parameters it does not own (lines 361-363),
+# then allocates ``float_parameter_partition_owned.grad = torch.zeros_like(...)`` (line 368)
+# and drops each 16-bit gradient once copied (line 399); step_sequel sets it back to None
+# (line 435) before the next step's forward. Its peak is therefore the larger of the
+# backward's (16-bit gradients of every parameter, activations, working set) and the
+# step's (the owned 16-bit gradients, at most, beside the fp32 copy: no activations).
+STEP_ONLY_MAIN_GRAD_ENGINES = PARAM_DTYPE_GRAD_ENGINES
+
+
+def main_grad_at_step_only(framework: str) -> bool:
+    """Whether the engine's fp32 gradient copy (keeps_16bit_grads) lives only during the
+    optimizer step (STEP_ONLY_MAIN_GRAD_ENGINES)."""
+    return framework in STEP_ONLY_MAIN_GRAD_ENGINES
+
+
 def keeps_16bit_grads(precision: str, framework: str) -> bool:
     """Whether the engine keeps 16-bit gradients plus a sharded fp32 copy (fp16_grads)."""
     return ((precision == "fp16" and framework in FP16_GRAD_ENGINES)
@@ -86,8 +104,11 @@ class RankState:
 
 def _state_bytes(plan: Plan, st: RankState, optimizer_state_bytes: float, microbatches: int,
                  fp16_grads: bool, fp32_weights: bool, grad_buffer_bytes: float = GRAD_BYTES,
-                 keeps_master: bool = True) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer states) in bytes: memory_parts' model states."""
+                 keeps_master: bool = True,
+                 step_main_grad: bool = False) -> tuple[float, float, float, float]:
+    """(weights, gradients, optimizer states, fp32 gradient copy made at the step) in bytes:
+    memory_parts' model states. The last is nonzero only with ``step_main_grad``
+    (main_grad_at_step_only); otherwise the copy is part of the optimizer states."""
     sh = plan.fsdp_shard if plan.zero >= 1 else 1
     she = plan.edp if plan.zero >= 1 else 1
     p, e = st.params, st.expert_params
@@ -107,10 +128,25 @@ def _state_bytes(plan: Plan, st: RankState, optimizer_state_bytes: float, microb
     fp16_grads = fp16_grads and plan.zero < 3
     grad_bytes = FP16_GRAD_BYTES if fp16_grads else grad_buffer_bytes
     grads = grad_bytes * ((p / sh + e / she) if sharded_grads else (p + e))
-    if fp16_grads:
+    step_grad = 0.0
+    if fp16_grads and step_main_grad:
+        step_grad = 0.0 if plan.offload_optimizer else FP32_MAIN_GRAD_BYTES * (p / sh + e / she)
+    elif fp16_grads:
         optimizer_state_bytes += FP32_MAIN_GRAD_BYTES
     opt = 0.0 if plan.offload_optimizer else optimizer_state_bytes * (p / sh + e / she)
-    return weights, grads, opt
+    return weights, grads, opt, step_grad
+
+
+def step_excess_bytes(grads: float, step_grad: float, plan: Plan, acts: float,
+                      working: float) -> float:
+    """What the optimizer step of a STEP_ONLY_MAIN_GRAD_ENGINES engine needs beyond the
+    backward's peak: at the step the fp32 copy sits beside at most the owned share of the
+    16-bit gradients (the others were dropped first), where the backward held all 16-bit
+    gradients, the activations and the working set."""
+    if not step_grad:
+        return 0.0
+    sh = plan.fsdp_shard if plan.zero >= 1 else 1
+    return max(0.0, grads / sh + step_grad - (grads + acts + working))
 
 
 def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
@@ -119,7 +155,8 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
                  fp16_grads: bool = False, fp32_weights: bool = False,
                  grad_buffer_bytes: float = GRAD_BYTES, keeps_master: bool = True,
                  pipeline_buffer_bytes: float = 0.0,
-                 dispatcher_buffer_bytes: float = 0.0) -> dict[str, float]:
+                 dispatcher_buffer_bytes: float = 0.0,
+                 step_main_grad: bool = False) -> dict[str, float]:
     """Named parts in bytes; their sum is what the GPU must hold at the rank's peak.
 
     ``contiguous_states``: the engine keeps weights, gradients and optimizer states in a few
@@ -135,9 +172,9 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
     Megatron's (pipeline_buffers.py), a named part of their own.
     ``dispatcher_buffer_bytes``: what the MoE token dispatcher allocates outside PyTorch's
     allocator (dispatcher_buffers.py), outside the fragmented and reserved bytes."""
-    weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
-                                       fp16_grads, fp32_weights, grad_buffer_bytes,
-                                       keeps_master)
+    weights, grads, opt, step_grad = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
+                                                  fp16_grads, fp32_weights, grad_buffer_bytes,
+                                                  keeps_master, step_main_grad)
     acts = st.act_per_microbatch_bytes * st.in_flight
     parts = {
         "weights": weights,
@@ -148,6 +185,9 @@ def memory_parts(plan: Plan, st: RankState, optimizer_state_bytes: float,
         "comm_buffers": HOST.comm_buffer_bytes,
         "pipeline_buffers": pipeline_buffer_bytes,
     }
+    if step_grad:  # the fp32 gradient copy made at the step (main_grad_at_step_only)
+        parts["optimizer_step_excess"] = step_excess_bytes(grads, step_grad, plan, acts,
+                                                           st.working_bytes)
     parts["allocator_fragmentation"] = 0.0
     parts["cuda_context"] = HOST.runtime_reserved_bytes
     if dispatcher_buffer_bytes:
@@ -182,15 +222,20 @@ def held_bytes(parts: dict[str, float]) -> float:
 def held_bytes_of(plan: Plan, st: RankState, optimizer_state_bytes: float,
                   microbatches: int = 1, fp16_grads: bool = False,
                   fp32_weights: bool = False, grad_buffer_bytes: float = GRAD_BYTES,
-                  keeps_master: bool = True, pipeline_buffer_bytes: float = 0.0) -> float:
+                  keeps_master: bool = True, pipeline_buffer_bytes: float = 0.0,
+                  step_main_grad: bool = False) -> float:
     """``held_bytes(memory_parts(...))`` without building the parts (the search's memory
     floors ask it tens of thousands of times): the same terms summed in the same order."""
-    weights, grads, opt = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
-                                       fp16_grads, fp32_weights, grad_buffer_bytes,
-                                       keeps_master)
-    return sum((weights, grads, opt, st.act_per_microbatch_bytes * st.in_flight,
-                st.working_bytes, HOST.comm_buffer_bytes, pipeline_buffer_bytes,
-                HOST.runtime_reserved_bytes))
+    weights, grads, opt, step_grad = _state_bytes(plan, st, optimizer_state_bytes, microbatches,
+                                                  fp16_grads, fp32_weights, grad_buffer_bytes,
+                                                  keeps_master, step_main_grad)
+    acts = st.act_per_microbatch_bytes * st.in_flight
+    total = sum((weights, grads, opt, acts,
+                 st.working_bytes, HOST.comm_buffer_bytes, pipeline_buffer_bytes,
+                 HOST.runtime_reserved_bytes))
+    if step_grad:
+        total += step_excess_bytes(grads, step_grad, plan, acts, st.working_bytes)
+    return total
 
 
 def cap_fragmentation(parts: dict[str, float], capacity_bytes: float) -> dict[str, float]:

@@ -26,7 +26,8 @@ from . import fp8_recipe
 from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
-from .memory import RankState, keeps_16bit_grads, memory_parts, reserved_bytes
+from .memory import (RankState, keeps_16bit_grads, main_grad_at_step_only, memory_parts,
+                     reserved_bytes)
 from .ops import ACT, GROUPED_GEMM_KERNEL, Shard, eager_norm, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
@@ -610,6 +611,7 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
             plan, state, workload.master_and_state_bytes, m,
             contiguous, cluster.gpu.memory_bytes,
             fp16_grads=keeps_16bit_grads(workload.precision, workload.framework),
+            step_main_grad=main_grad_at_step_only(workload.framework),
             fp32_weights=workload.precision in FP32_STORAGE,
             grad_buffer_bytes=workload.grad_buffer_bytes, keeps_master=workload.keeps_master,
             pipeline_buffer_bytes=pipeline_buffer_bytes(

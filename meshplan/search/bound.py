@@ -162,7 +162,7 @@ from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import CommPlacements, LayerCost, layer_cost
 from ..cost.ops import Shard
-from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of
+from ..cost.memory import RankState, keeps_16bit_grads, held_bytes_of, main_grad_at_step_only
 from ..cost.pipeline import bubble_s, in_flight
 from ..cost.param_gather import layer_gather_bytes
 from ..cost.engine_dp import flush_sync
@@ -609,7 +609,8 @@ class PairBounds:
         return all(held_bytes_of(pz, st, w.master_and_state_bytes, self.m,
                                  fp16_grads=fp16, fp32_weights=fp32,
                                  grad_buffer_bytes=w.grad_buffer_bytes,
-                                 keeps_master=w.keeps_master)
+                                 keeps_master=w.keeps_master,
+                                 step_main_grad=main_grad_at_step_only(w.framework))
                    * (1 - SLACK) <= bd.capacity_bytes for st in states)
 
     def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:
