@@ -584,3 +584,21 @@ def test_search_for_deepspeed_keeps_autotp_and_the_pipeline_apart():
     assert r.top, "the case must have plans"
     assert all(not (e.plan.tp > 1 and e.plan.pp > 1) for e in r.top + r.pareto), \
         [e.plan.describe() for e in r.top]
+
+
+@pytest.mark.parametrize("model,tied", [("llama3.2-1b", True), ("llama3.1-8b", False)])
+def test_deepspeed_pipeline_of_a_tied_model_names_tiedlayerspec(model, tied):
+    """Bug: the DeepSpeed export of a tied model on pp > 1 told the user to build the
+    PipelineModule with the embedding and head outside the partition, and nothing about tying:
+    built that way the head is an untied matrix, not the model predicted (one tied weight whose
+    gradient the first and last stages all-reduce, tied_embedding_s). DeepSpeed ties layers
+    across stages with deepspeed.pipe.TiedLayerSpec (runtime/pipe/module.py)."""
+    from meshplan.export.deepspeed import deepspeed_config
+
+    sc = scenario(model, "8xH100-SXM-80GB", 4096, 32, dp=4, pp=2, micro_batch=1, zero=1,
+                  schedule="1f1b")
+    _, notes = deepspeed_config(sc)
+    assert any("TiedLayerSpec" in n for n in notes) == tied, notes
+    ds = pytest.importorskip("deepspeed", reason="deepspeed not installed")
+    import deepspeed.pipe
+    assert hasattr(ds.pipe, "TiedLayerSpec")  # the name the note gives is DeepSpeed's

@@ -104,8 +104,8 @@ def tied_embedding_sync(model: ModelSpec, plan: Plan, cluster: Cluster,
     tp elements (a Megatron-FSDP gradient is unsharded for it, _unshard_if_dtensor), at
     ``grad_bytes`` per element (the main_grad buffer: Workload.grad_buffer_bytes). The last
     rank's copy itself (weights, gradient, optimizer states) is already charged: its head
-    holds vocab x hidden / tp parameters, and only a rank holding both ends stores the
-    matrix once (step.py). DeepSpeed's pipeline engine does the same for tied layers
+    holds vocab x hidden / tp parameters, and only a chunk holding both ends (pp = 1) stores
+    the matrix once (step.py; a V schedule's rank 0 holds two chunks, two copies). DeepSpeed's pipeline engine does the same for tied layers
     (PipelineEngine._exec_reduce_tied_grads); torchtitan refuses the layout (engines.py)."""
     if not model.tied_embeddings or plan.pp == 1 or plan.output_rank() == 0:
         return 0.0, 0.0

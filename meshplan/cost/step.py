@@ -449,9 +449,14 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     # ---- data parallel ------------------------------------------------------------------
     dp_wire = dp_exposed = dp_bytes = 0.0
     rank_params = [agg(rc, "params") for rc in rank_counts]
-    if model.tied_embeddings:  # a rank holding both ends stores the shared matrix once
-        rank_params = [p - (model.vocab * model.hidden / shard.tp if rc[2] and rc[3] else 0.0)
-                       for p, rc in zip(rank_params, rank_counts)]
+    if model.tied_embeddings:
+        # a chunk holding both ends (pp = 1) stores the shared matrix once; a V schedule's
+        # rank 0 holds chunk 0 and the last chunk as two modules, each with its own copy
+        # (runtime/model.py Transformer, pipeline.py TiedEmbedding.copies: 2 under V), so
+        # it keeps both, as the last rank of any other schedule keeps its one copy
+        rank_params = [p - model.vocab * model.hidden / shard.tp
+                       * sum(1 for c in cs if chunk_counts[c][2] and chunk_counts[c][3])
+                       for p, cs in zip(rank_params, per_rank)]
     rank_eparams = [agg(rc, "expert_params") for rc in rank_counts]
     rs = rank_counts[r_star]
     # bytes per parameter of the rank's weight all-gather: FP8 for its layers' weights where the

@@ -92,6 +92,15 @@ def deepspeed_config(sc: Scenario) -> tuple[dict, list[str]]:
         notes.append(f"build the model as deepspeed.pipe.PipelineModule(layers, num_stages={p.pp}, "
                      "partition_method='uniform') with the embedding and the output head outside "
                      "the uniform partition")
+        if m.tied_embeddings:
+            # deepspeed/runtime/pipe/module.py TiedLayerSpec (0.19.8): layers sharing a key
+            # share one weight; the stages holding them all-reduce its gradient
+            # (PipelineEngine._exec_reduce_tied_grads), the step part tied_embedding
+            notes.append("the model's embeddings are tied: make the embedding and the output "
+                         "head deepspeed.pipe.TiedLayerSpec with one key (the head's forward_fn "
+                         "multiplies by the embedding's weight), so the first and last stages "
+                         "hold one tied weight and all-reduce its gradient, as predicted "
+                         "(tied_embedding)")
     return cfg, notes
 
 

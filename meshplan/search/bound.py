@@ -492,7 +492,9 @@ class PairBounds:
             return out
         uniq, idx = rank_layout(model, layout.pp, vpp, v_shape)
         kinds = pc.kinds
-        tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
+        # stored once only where one chunk holds both ends (pp = 1): cost/step.py estimate
+        tied = (model.vocab * model.hidden / layout.tp
+                if model.tied_embeddings and layout.pp * vpp == 1 else 0.0)
         params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
         eparams = [_sum4(c, v["expert_params"]) for c in uniq]
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
@@ -722,7 +724,8 @@ class PairBounds:
             if w1[r] < work[u]:
                 work[u] = w1[r]
         most = bd.in_flight_most(pp, vpp, schedule, m, idx)
-        tied = model.vocab * model.hidden / layout.tp if model.tied_embeddings else 0.0
+        tied = (model.vocab * model.hidden / layout.tp
+                if model.tied_embeddings and pp * vpp == 1 else 0.0)  # as in _layouts
         big = vec["largest"]
         states = [RankState(
             params=_sum4(c, vec["params"]) - (tied if c[2] and c[3] else 0.0),

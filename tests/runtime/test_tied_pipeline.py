@@ -103,8 +103,10 @@ def test_checkpoint_holds_one_tied_weight_across_layouts(tmp_path, save, load):
 
 def test_the_plan_that_plan_proposes_for_a_tied_model_is_run():
     """`meshplan plan` (no --engine) proposes a pipeline plan for Llama 3.2 1B (tied) on 16
-    11-GiB GPUs (dp4 tp2 pp2 vpp2 zb_v since the cost model charges the embedding group's
-    all-reduce, which zb_v avoids; dp4 tp2 pp2 zb_h1 before); every rank of it now builds
+    11-GiB GPUs (dp2 tp2 pp2 vpp2 cp2 zb_v since the cost model charges rank 0 under V both
+    copies of the tied matrix, as the runtime holds them; dp4 tp2 pp2 vpp2 zb_v before that,
+    since the cost model charges the embedding group's all-reduce, which zb_v avoids; dp4 tp2
+    pp2 zb_h1 before); every rank of it now builds
     and steps (the dry run builds each pipeline rank's chunks with all wrappers and trains
     two steps on fake tensors). Before, the rank building the last chunk refused it, exit 2."""
     scenario = ("--model", "llama3.2-1b", "--gpus", "16xRTX-2080-Ti-11GB", "--seq-len", "4096",
