@@ -436,9 +436,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(6)) for cs in per_rank]
     nv = plan.vpp
     # stage-boundary transfers: in line, or hidden behind the next chunk (engine_p2p.py)
-    fx = [p2p_exposed_s(workload.framework, nv, p2p_one, agg(rc, "fwd_s") / nv)
+    fx = [p2p_exposed_s(workload.framework, plan.schedule, nv, p2p_one, agg(rc, "fwd_s") / nv)
           for rc in rank_counts]
-    bx = [p2p_exposed_s(workload.framework, nv, p2p_one, agg(rc, "bwd_input_s") / nv)
+    bx = [p2p_exposed_s(workload.framework, plan.schedule, nv, p2p_one,
+                        agg(rc, "bwd_input_s") / nv)
           for rc in rank_counts]
     f = [agg(rc, "fwd_s") + nv * x for rc, x in zip(rank_counts, fx)]
     b = [agg(rc, "bwd_input_s") + nv * x for rc, x in zip(rank_counts, bx)]
