@@ -131,3 +131,29 @@ def test_v_plan_on_a_slow_network_closed_form_agrees_with_the_simulation(framewo
     assert pp.wire_s > 1.5 and est.step_time.parts["pp_p2p_s"] == 0.0
     sim = simulate_estimate(est, record=False)
     assert est.step_time_s == pytest.approx(sim.step_time_s, rel=0.05)
+
+
+@pytest.mark.parametrize("framework,label,overlaps", [
+    ("torchtitan", "dp1 tp8 pp2 zero1 mb1 1f1b sp tpo", False),   # Schedule1F1B waits
+    ("", "dp1 tp8 pp2 zero1 mb1 1f1b sp tpo", False),
+    ("deepspeed", "dp1 tp8 pp2 zero1 mb1 1f1b sp", False),
+    ("torchtitan", V_PLAN, True),
+    ("megatron", "dp1 tp8 pp2 vpp2 zero1 mb1 interleaved_1f1b sp tpo", True),
+])
+def test_the_simulation_sends_as_the_engine_runs_the_schedule(framework, label, overlaps):
+    """One rule for both sides (engine_p2p.p2p_overlapped): the event simulation of an
+    estimate blocks the sender on its transfer exactly where the closed form charges
+    transfers in line. It sent asynchronously for every plan, so a 1F1B plan on a slow network
+    simulated 16% below its closed form (5.10 s against 6.08 s on 16 x RTX 2080 Ti)."""
+    from meshplan.pipeline.from_cost import simulate_estimate
+
+    w = Workload(seq_len=4096, global_batch=32, framework=framework)
+    est = estimate(preset("llama3.2-1b"), make_cluster("16xRTX-2080-Ti-11GB"), w,
+                   parse_label(label))
+    assert est.overlaps_p2p is overlaps
+    default = simulate_estimate(est, record=False).step_time_s
+    assert default == simulate_estimate(est, overlap_p2p=overlaps, record=False).step_time_s
+    other = simulate_estimate(est, overlap_p2p=not overlaps, record=False).step_time_s
+    assert (default > other) is not overlaps  # blocking sends cost this network time
+    if not overlaps:
+        assert est.step_time_s == pytest.approx(default, rel=0.10)
