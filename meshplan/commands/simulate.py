@@ -106,7 +106,7 @@ def _run(args) -> int:
     schedule_for_plan(plan, est.num_microbatches)  # InputError for impossible schedules
     with activity(f"simulating {est.num_microbatches:,} micro-batches on {plan.pp} pipeline "
                   "ranks", quiet=args.json):
-        ps = simulate_estimate(est, overlap_p2p=not args.blocking_p2p)
+        ps = simulate_estimate(est, overlap_p2p=False if args.blocking_p2p else None)
     sim = ps.sim
     title = f"{sc.model.name} on {sc.cluster.num_gpus}x{sc.cluster.gpu.name}: {plan.describe()}"
     # each file is written whole (atomically); if a later one cannot be written, the ones this
@@ -211,6 +211,8 @@ def register(sub) -> None:
                    help="per-rank action lists in torch.distributed.pipelining's CSV format")
     o.add_argument("--json", action="store_true", help="print JSON instead of the table")
     o.add_argument("--blocking-p2p", action="store_true",
-                   help="sends block the compute stream (default: asynchronous sends)")
+                   help="sends block the compute stream (default: as the engine runs the "
+                        "schedule, cost/engine_p2p.py: torch's and Megatron's 1F1B and "
+                        "DeepSpeed block, the others send asynchronously)")
     o.add_argument("--path-lines", type=int, default=12, help="critical-path lines to print")
     p.set_defaults(func=_run)

@@ -22,9 +22,39 @@ PARTITIONED_P2P_ENGINES = ("deepspeed",)
 # interleaved schedule (megatron/core/pipeline_parallel/schedules.py) posts the next chunk's
 # receive and its send asynchronously and waits only before the tensor is used. NeMo 2.0 /
 # Megatron-Bridge (MegatronCommOverlapCallback / comm_overlap.py) set overlap_p2p_comm when
-# the virtual pipeline size is > 1. Others (torchtitan's torch.distributed.pipelining,
-# DeepSpeed's engine) are charged the transfer in line.
+# the virtual pipeline size is > 1. DeepSpeed's pipeline engine is charged the transfer in
+# line.
 P2P_OVERLAP_ENGINES = ("megatron", "nemo")
+
+# Engines that run torch.distributed.pipelining's schedule classes: meshplan's own runtime
+# (framework "", runtime/pipeline.py SCHEDULE_CLASSES, and its own lists through
+# _PipelineScheduleRuntime) and torchtitan. In torch 2.13 (torch/distributed/pipelining/
+# schedules.py) every schedule but Schedule1F1B issues its sends without waiting for them:
+# _PipelineScheduleRuntime._step_microbatches (interleaved 1F1B, looped BFS, interleaved ZB,
+# ZB-V, DualPipeV, and the lists meshplan hands it, ZB-H1) appends each SEND_F / SEND_B work
+# to ``send_ops`` and waits for them only after the last action, posts each RECV_F / RECV_B
+# where _add_send_recv places it and waits for it only right before the FORWARD / BACKWARD
+# that reads it; ScheduleGPipe defers its send waits to the end of each phase. Schedule1F1B
+# waits for its fused ``fwd_send_bwd_recv`` / ``bwd_send_fwd_recv`` batches before the next
+# compute: in line.
+TORCH_PIPELINING_ENGINES = ("", "torchtitan")
+TORCH_IN_LINE_SCHEDULES = ("1f1b",)
+
+
+def p2p_overlapped(engine: str, schedule: str, vpp: int) -> bool:
+    """Whether the engine's ``schedule`` lets compute run while a stage-boundary transfer is
+    on the wire (a rank then waits only for what it receives), or waits for each in line."""
+    if engine in P2P_OVERLAP_ENGINES:
+        return vpp > 1
+    if engine in TORCH_PIPELINING_ENGINES:
+        return schedule not in TORCH_IN_LINE_SCHEDULES
+    return False
+
+
+def may_overlap_p2p(engine: str) -> bool:
+    """Whether some schedule of ``engine`` hides its transfers (for lower bounds that hold
+    over every schedule: search/bound.py)."""
+    return engine in P2P_OVERLAP_ENGINES or engine in TORCH_PIPELINING_ENGINES
 
 
 def p2p_split(engine: str, tp: int, sequence_parallel: bool) -> int:
@@ -35,10 +65,11 @@ def p2p_split(engine: str, tp: int, sequence_parallel: bool) -> int:
     return 1
 
 
-def p2p_exposed_s(engine: str, vpp: int, p2p_one_s: float, chunk_compute_s: float) -> float:
-    """Seconds one stage-boundary transfer adds to a chunk: all of it, or, where the engine
-    overlaps transfers under the interleaved schedule, what the next chunk's compute
+def p2p_exposed_s(engine: str, schedule: str, vpp: int, p2p_one_s: float,
+                  chunk_compute_s: float) -> float:
+    """Seconds one stage-boundary transfer adds to a chunk: all of it, or, where the engine's
+    schedule overlaps transfers (``p2p_overlapped``), what the next chunk's compute
     (``chunk_compute_s``) does not cover."""
-    if engine in P2P_OVERLAP_ENGINES and vpp > 1:
+    if p2p_overlapped(engine, schedule, vpp):
         return max(0.0, p2p_one_s - chunk_compute_s)
     return p2p_one_s

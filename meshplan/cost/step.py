@@ -19,7 +19,7 @@ from ..specs.model import ModelSpec
 from ..specs.workload import FP32_STORAGE, Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
 from .compute import device, p2p_message_bytes
-from .engine_p2p import p2p_exposed_s
+from .engine_p2p import p2p_exposed_s, p2p_overlapped
 from .efficiency import HOST, NETWORK
 from .engine_dp import flush_sync, sharded_schedule
 from . import fp8_recipe
@@ -100,6 +100,9 @@ class Estimate:
     # the engine keeps the model states in contiguous buffers the allocator does not
     # fragment (memory.memory_parts's contiguous_states; memory.refragment)
     contiguous_states: bool = False
+    # the engine's schedule lets compute run while stage transfers are on the wire
+    # (engine_p2p.p2p_overlapped); the event simulation sends them the same way
+    overlaps_p2p: bool = False
 
     @cached_property
     def chunks(self) -> list[ChunkCost]:
@@ -436,9 +439,10 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     rank_counts = [tuple(sum(chunk_counts[c][i] for c in cs) for i in range(6)) for cs in per_rank]
     nv = plan.vpp
     # stage-boundary transfers: in line, or hidden behind the next chunk (engine_p2p.py)
-    fx = [p2p_exposed_s(workload.framework, nv, p2p_one, agg(rc, "fwd_s") / nv)
+    fx = [p2p_exposed_s(workload.framework, plan.schedule, nv, p2p_one, agg(rc, "fwd_s") / nv)
           for rc in rank_counts]
-    bx = [p2p_exposed_s(workload.framework, nv, p2p_one, agg(rc, "bwd_input_s") / nv)
+    bx = [p2p_exposed_s(workload.framework, plan.schedule, nv, p2p_one,
+                        agg(rc, "bwd_input_s") / nv)
           for rc in rank_counts]
     f = [agg(rc, "fwd_s") + nv * x for rc, x in zip(rank_counts, fx)]
     b = [agg(rc, "bwd_input_s") + nv * x for rc, x in zip(rank_counts, bx)]
@@ -649,4 +653,5 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
         chunk_inputs=chunk_inputs, model_flops_per_step=mf, hw_flops_per_step=hw, tokens_per_step=tokens,
         world_size=cluster.num_gpus, peak_flops_per_gpu=cluster.gpu.flops("bf16"),
         capacity_bytes=cluster.gpu.memory_bytes, bottleneck_rank=r_star,
-        contiguous_states=contiguous)
+        contiguous_states=contiguous,
+        overlaps_p2p=p2p_overlapped(workload.framework, plan.schedule, plan.vpp))

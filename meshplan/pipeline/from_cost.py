@@ -94,9 +94,15 @@ def _pipeline_parts(sim: SimResult) -> dict[str, float]:
     return {"pipeline_work_s": r.busy_s, "pp_bubble_s": r.compute_end_s - r.busy_s}
 
 
-def simulate_estimate(est, *, overlap_p2p: bool = True, record: bool = True) -> PlanSimulation:
-    """Simulate the pipeline of an existing ``Estimate``."""
+def simulate_estimate(est, *, overlap_p2p: bool | None = None,
+                      record: bool = True) -> PlanSimulation:
+    """Simulate the pipeline of an existing ``Estimate``. ``overlap_p2p``: whether compute
+    runs on while a stage transfer is on the wire; by default as the estimate's engine runs
+    its schedule (``Estimate.overlaps_p2p``, cost/engine_p2p.p2p_overlapped: torch's
+    Schedule1F1B, Megatron's 1F1B and DeepSpeed wait for each transfer)."""
     plan = est.plan
+    if overlap_p2p is None:
+        overlap_p2p = est.overlaps_p2p
     sched = schedule_for_plan(plan, est.num_microbatches)
     sim = simulate(sched, from_estimate(est, plan), overlap_p2p=overlap_p2p, record=record)
     parts = _pipeline_parts(sim)
@@ -116,7 +122,7 @@ def simulate_estimate(est, *, overlap_p2p: bool = True, record: bool = True) -> 
     return PlanSimulation(est, sim, parts, mem)
 
 
-def simulate_plan(model, cluster, workload, plan: Plan, *, overlap_p2p: bool = True,
+def simulate_plan(model, cluster, workload, plan: Plan, *, overlap_p2p: bool | None = None,
                   record: bool = True) -> PlanSimulation:
     """``meshplan.cost.estimate`` then the event simulation of its pipeline (for re-ranking
     the search's best candidates: pass ``record=False`` there)."""
@@ -140,7 +146,7 @@ def simulated_size(est) -> int:
     return est.plan.pp * max(1, est.plan.vpp) * est.num_microbatches
 
 
-def rerank(estimates, *, overlap_p2p: bool = True) -> tuple[list[PlanSimulation], dict[str, int]]:
+def rerank(estimates, *, overlap_p2p: bool | None = None) -> tuple[list[PlanSimulation], dict[str, int]]:
     """Simulate the search's best candidates and order them by simulated step time (plans
     that still fit first). A candidate whose schedule the runtime cannot build (e.g.
     interleaving with a micro-batch count that is not a multiple of max(1, m // pp)) is

@@ -157,7 +157,7 @@ from typing import NamedTuple
 
 from ..cost.collectives import Placement, p2p_s
 from ..cost.compute import p2p_message_bytes
-from ..cost.engine_p2p import P2P_OVERLAP_ENGINES, p2p_exposed_s
+from ..cost.engine_p2p import may_overlap_p2p, p2p_exposed_s, p2p_overlapped
 from ..cost.efficiency import NETWORK
 from ..specs.workload import FP32_STORAGE
 from ..cost.layer import CommPlacements, LayerCost, layer_cost
@@ -183,10 +183,10 @@ LAYOUT_FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "hsdp_shard", "sequence_pa
                  "overlap_param_gather", "offload_optimizer", "moe_dispatcher", "ep_comm_overlap")
 
 
-def _with_p2p(compute: list, framework: str, vpp: int, p2p: float) -> list:
+def _with_p2p(compute: list, framework: str, schedule: str, vpp: int, p2p: float) -> list:
     """Per-rank forward (or backward) seconds plus the exposed stage transfers, as
     estimate() adds them (engine_p2p.p2p_exposed_s per chunk)."""
-    return [c + vpp * p2p_exposed_s(framework, vpp, p2p, c / vpp) for c in compute]
+    return [c + vpp * p2p_exposed_s(framework, schedule, vpp, p2p, c / vpp) for c in compute]
 
 
 class PointCosts(NamedTuple):
@@ -388,8 +388,8 @@ class Bounds:
             total = sum(n * _layer_time(x) for n, x in zip(_model_counts(self.model), pc.kinds)
                         if n)
             self._totals[id(pc)] = total  # pc lives in self._pc as long as self
-        # engines that hide transfers under the interleaved schedule may expose none
-        p2p = 0.0 if self.workload.framework in P2P_OVERLAP_ENGINES else pc.p2p_s
+        # engines that hide transfers under some schedule may expose none (engine_p2p.py)
+        p2p = 0.0 if may_overlap_p2p(self.workload.framework) else pc.p2p_s
         return m * (total / pp + (2 * p2p if pp > 1 else 0.0)) * (1 - SLACK)
 
     def pipe_s(self, pc: PointCosts, m: int, pp: int, rows) -> dict:
@@ -407,8 +407,8 @@ class Bounds:
         out = {}
         for vpp, schedule in rows:
             fw = self.workload.framework  # estimate()'s exposed transfers (engine_p2p.py)
-            f = f0 + vpp * p2p_exposed_s(fw, vpp, pc.p2p_s, f0 / vpp)
-            b = b0 + vpp * p2p_exposed_s(fw, vpp, pc.p2p_s, b0 / vpp)
+            f = f0 + vpp * p2p_exposed_s(fw, schedule, vpp, pc.p2p_s, f0 / vpp)
+            b = b0 + vpp * p2p_exposed_s(fw, schedule, vpp, pc.p2p_s, b0 / vpp)
             out[(vpp, schedule)] = (m * (f + b + w0) + bubble_s(
                 _Pipe(pp, vpp, schedule), m, [f] * pp, [b] * pp, [w0] * pp)) * (1 - SLACK)
         return out
@@ -553,7 +553,8 @@ class PairBounds:
         communication, activations of one micro-batch, working set."""
         v_shape = schedule in V_SCHEDULES
         ov = self.overlaps(schedule)
-        key = (vpp, v_shape, ov, rc)
+        fw = self.b.workload.framework
+        key = (vpp, v_shape, ov, p2p_overlapped(fw, schedule, vpp), rc)
         out = self._per_rc.get(key)
         if out is not None:
             return out
@@ -561,9 +562,8 @@ class PairBounds:
         # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
         pc, v = self.costs(rc, ov)
         vw = v["working_bytes"]
-        fw = self.b.workload.framework
-        fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, vpp, pc.p2p_s)
-        bu = _with_p2p([_sum4(c, v["bwd_input_s"]) for c in uniq], fw, vpp, pc.p2p_s)
+        fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, schedule, vpp, pc.p2p_s)
+        bu = _with_p2p([_sum4(c, v["bwd_input_s"]) for c in uniq], fw, schedule, vpp, pc.p2p_s)
         wu = [_sum4(c, v["bwd_weight_s"]) for c in uniq]
         t = [f + b + w for f, b, w in zip(fu, bu, wu)]
         top = max(t) * (1 - SLACK)
@@ -711,8 +711,8 @@ class PairBounds:
         uniq, idx, _ = partial_rank_layout(model, pp, vpp, schedule in V_SCHEDULES, n)
         vec, p2p, w1 = self._partial_static(vpp, schedule)
         fw = bd.workload.framework
-        fu = _with_p2p([_sum4(c, vec["fwd_s"]) for c in uniq], fw, vpp, p2p)
-        bu = _with_p2p([_sum4(c, vec["bwd_input_s"]) for c in uniq], fw, vpp, p2p)
+        fu = _with_p2p([_sum4(c, vec["fwd_s"]) for c in uniq], fw, schedule, vpp, p2p)
+        bu = _with_p2p([_sum4(c, vec["bwd_input_s"]) for c in uniq], fw, schedule, vpp, p2p)
         wu = [_sum4(c, vec["bwd_weight_s"]) for c in uniq]
         z = m * max(f + b_ + w for f, b_, w in zip(fu, bu, wu))
         if pp > 1:
