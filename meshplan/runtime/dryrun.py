@@ -20,6 +20,22 @@ MoE: token counts per expert are data-dependent, which fake tensors cannot follo
 router picks experts round-robin (every expert gets n*topk/E rows, the balanced routing
 the cost model assumes) and the EP all-to-all uses those static splits.
 
+What a GPU run would hold, not what the CPU path holds: torch.rms_norm on CPU runs
+PyTorch's decomposition (torch/_decomp/decompositions.py ``_fused_rms_norm``), whose
+autograd keeps an fp32 copy of the input, the fp32 normalised input and the rstd (8 bytes
+per element + 4 per row), where CUDA runs aten's fused kernel, whose backward
+(``_fused_rms_norm_backward(grad, input, shape, rstd, weight)``) needs only the input and
+the rstd (2 bytes per element in bf16 + 4 per row). The dry run's RMSNorms keep exactly
+that (``gpu_rms_norm``); with input and weight in different dtypes CUDA also falls back
+("Mismatch dtype between input and weight ... Cannot dispatch to fused implementation",
+aten layer_norm.cpp), and so does the dry run. Likewise the attention: CUDA's flash and
+efficient SDPA (aten transformers/cuda/attention.cu) run on [b, s, heads, d] and return
+their output as a transposed view of it, so the output projection's input (``out.transpose(
+1, 2).reshape``) is that saved output itself; the CPU kernel returns a contiguous [b, heads,
+s, d] output and the reshape copies it (2 bytes per query-head element per token more).
+The dry run's causal attention (no context parallelism) returns the CUDA layout
+(``gpu_attention``). What stays CPU-specific is reported as such (docs/runtime.md).
+
 On CPU the host is the device: with ``offload_optimizer`` MemTracker sees the offloaded
 master weights, gradient shards and AdamW states in the same (cpu) memory, so they are
 reported apart by computing their bytes from the shards (``host_bytes``).
@@ -116,6 +132,93 @@ class _real_mesh_concat:
         DeviceMesh._concatenate = staticmethod(self.orig)
 
 
+class _FusedRMSNorm(torch.autograd.Function):
+    """torch.rms_norm keeping what the CUDA fused kernel keeps: input, weight, fp32 rstd
+    (see the module doc); backward runs the decomposition again from them."""
+
+    @staticmethod
+    def forward(ctx, x, weight, shape, eps):
+        import torch.nn.functional as F
+        y = F.rms_norm(x, shape, weight, eps)
+        dims = tuple(range(-len(shape), 0))
+        rstd = torch.rsqrt(x.float().pow(2).mean(dims, keepdim=True) + eps)
+        ctx.save_for_backward(x, weight, rstd)
+        ctx.shape, ctx.eps = shape, eps
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        import torch.nn.functional as F
+        x, weight, _rstd = ctx.saved_tensors
+        with torch.enable_grad():
+            xd = x.detach().requires_grad_()
+            wd = weight.detach().requires_grad_()
+            y = F.rms_norm(xd, ctx.shape, wd, ctx.eps)
+            gx, gw = torch.autograd.grad(y, (xd, wd), grad)
+        return gx, gw, None, None
+
+
+class _CudaLayoutSdpa(torch.autograd.Function):
+    """Causal SDPA keeping q, k, v, the output in CUDA's [b, s, heads, d] layout and the
+    fp32 log-sum-exp, as the CUDA flash kernel does (see the module doc)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scale):
+        import torch.nn.functional as F
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+        out = out.transpose(1, 2).contiguous().transpose(1, 2)
+        lse = q.new_empty(q.shape[:3], dtype=torch.float32)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        import torch.nn.functional as F
+        q, k, v, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            qkv = [t.detach().requires_grad_() for t in (q, k, v)]
+            out = F.scaled_dot_product_attention(*qkv, is_causal=True, scale=ctx.scale)
+            grads = torch.autograd.grad(out, qkv, grad)
+        return (*grads, None)
+
+
+def _cuda_layout_core(q, k, v, positions, scale):
+    assert positions is None  # set only where context parallelism did not set a core
+    return _CudaLayoutSdpa.apply(q, k, v, scale)
+
+
+def gpu_attention(model: torch.nn.Module) -> int:
+    """Give every attention without a core (no context parallelism) the CUDA output layout
+    (the module doc); returns how many were changed."""
+    from .model import Attention, MLAttention
+    n = 0
+    for mod in model.modules():
+        if isinstance(mod, (Attention, MLAttention)) and mod.core is None:
+            mod.core = _cuda_layout_core
+            n += 1
+    return n
+
+
+def gpu_rms_norm(model: torch.nn.Module) -> int:
+    """Make every RMSNorm of ``model`` keep for backward what it keeps on CUDA (the module
+    doc); returns how many were changed."""
+    n = 0
+    for mod in model.modules():
+        if not isinstance(mod, torch.nn.RMSNorm) or mod.weight is None:
+            continue
+
+        def forward(x, mod=mod, fwd=mod.forward):
+            w = mod.weight
+            if x.dtype != w.dtype:  # CUDA's unfused fallback too
+                return fwd(x)
+            eps = mod.eps if mod.eps is not None else torch.finfo(x.dtype).eps
+            return _FusedRMSNorm.apply(x, w, tuple(mod.normalized_shape), eps)
+        mod.forward = forward
+        n += 1
+    return n
+
+
 class _StageTrainer:
     """One rank's local chunks, driven into the schedule's peak state (see the module doc)."""
 
@@ -141,6 +244,7 @@ class _StageTrainer:
         for c in self.chunk_ids:
             m = build_model(spec, cfg.seed, layers[c], c == 0, c == plan.num_chunks - 1,
                             param_dtype(cfg.dtype))
+            gpu_rms_norm(m)
             apply_recompute(m, plan)  # per block: partial recomputation does the first N
             experts = []
             if spec.is_moe:
@@ -149,6 +253,7 @@ class _StageTrainer:
                              else None, plan.etp)
             apply_tp(m, plan, self.meshes.tp)
             apply_cp(m, plan, self.meshes.group("cp"))
+            gpu_attention(m)
             if plan.cp > 1:
                 m.set_positions(cp_positions(cfg.seq_len, plan.cp, self.coords["cp"]))
             apply_dp(m, plan, self.meshes, experts, cfg.dtype, "cpu")
