@@ -81,17 +81,51 @@ def dryrun_rank(cfg: RunConfig, rank: int) -> dict:
             mt = step_mem_tracker()
             cat_peaks = _track_category_peaks(mt)
             mt.track_external(*tr.parts, *tr.optimizers)
-            with mt:
+            with mt, _accumulated_grads_as_gradient(mt):
                 tr.train_step(1)
             peak = mt.get_tracker_snapshot("peak")
             host = tr.host_bytes()
+            held_grads = tr.unsharded_grad_peak
     finally:
         dist.destroy_process_group()
     snap = next(iter(peak.values())) if peak else {}
     out = {getattr(k, "value", str(k)): int(v) for k, v in snap.items()}
     out.update({f"peak_{k}": int(v) for k, v in cat_peaks.items()})
     out.update({f"host_{k}": int(v) for k, v in host.items()})  # computed, not tracked
+    # the unsharded gradients FSDP2 accumulates without sync (read off its parameters;
+    # MemTracker files them as Temp, not Gradient: see agreement)
+    out["held_unsharded_grads"] = int(held_grads)
     return out
+
+
+class _accumulated_grads_as_gradient:
+    """File the unsharded fp32 gradients FSDP2 accumulates without gradient sync as
+    Gradient: MemTracker files only ``.grad`` as Gradient, and FSDPParam keeps these in
+    ``unsharded_accumulated_grad`` (to_accumulated_grad_if_needed, torch 2.13
+    distributed/fsdp/_fully_shard/_fsdp_param.py), so they were counted as Temp, in the
+    activations' comparison, and missing from the gradients' (0.70 GiB measured against
+    2.79 unsharded on Llama-3.2-1B dp4 pp2 zero1: the shards only)."""
+
+    def __init__(self, mt):
+        self.mt = mt
+
+    def __enter__(self):
+        from torch.distributed._tools.mem_tracker import _MemRefType
+        from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+        self.orig = orig = FSDPParam.to_accumulated_grad_if_needed
+        mt = self.mt
+
+        def to_accumulated(fsdp_param):
+            orig(fsdp_param)
+            g = fsdp_param.unsharded_accumulated_grad
+            if g is not None:
+                mt._update_and_maybe_create_winfos(g, _MemRefType.GRAD)
+        FSDPParam.to_accumulated_grad_if_needed = to_accumulated
+        return self
+
+    def __exit__(self, *exc):
+        from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+        FSDPParam.to_accumulated_grad_if_needed = self.orig
 
 
 def _track_category_peaks(mt) -> dict:
@@ -103,9 +137,12 @@ def _track_category_peaks(mt) -> dict:
     def update(state):
         orig(state)
         for dev_snap in mt._curr_mem_snap.values():
-            for k, v in dev_snap.items():
-                name = getattr(k, "value", str(k))
+            named = {getattr(k, "value", str(k)): v for k, v in dev_snap.items()}
+            for name, v in named.items():
                 peaks[name] = max(peaks.get(name, 0), v)
+            # activations and the temporaries around them, at their own peak (see agreement)
+            act = named.get("Activation", 0) + named.get("Temp", 0)
+            peaks["Activation+Temp"] = max(peaks.get("Activation+Temp", 0), act)
     mt._update_peak_stats = update
     return peaks
 
@@ -261,8 +298,29 @@ class _StageTrainer:
             self.parts.append(m)
         self.optimizers = [make_optimizer(list(m.parameters()), cfg) for m in self.parts]
         self.loss_fn = make_loss_fn(plan, self.meshes.tp)
+        self.unsharded_grad_peak = 0
         self.in_flight = peak_in_flight(plan, cfg.n_microbatches, self.coords["pp"],
                                         [len(layers[c]) for c in self.chunk_ids])
+
+    def _note_unsharded_grads(self) -> None:
+        """Bytes of the unsharded gradients FSDP2 holds now: the fp32
+        ``unsharded_accumulated_grad`` it keeps between backwards without gradient sync
+        (FSDPParam.to_accumulated_grad_if_needed casts the bf16 gradient to the reduce
+        dtype) and any unsharded ``.grad`` not yet folded in; the step's maximum is kept."""
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        total = 0
+        for m in self.parts:
+            if not isinstance(m, FSDPModule):
+                continue
+            for st in fully_shard.state(m)._state_ctx.all_states:
+                for group in st._fsdp_param_groups:
+                    for fp in group.fsdp_params:
+                        grads = [fp.unsharded_accumulated_grad]
+                        if hasattr(fp, "_unsharded_param"):
+                            grads.append(fp._unsharded_param.grad)
+                        total += sum(_local(g).numel() * _local(g).element_size()
+                                     for g in grads if g is not None)
+        self.unsharded_grad_peak = max(self.unsharded_grad_peak, total)
 
     def host_bytes(self) -> dict:
         """Bytes of the sharded fp32 master weights (mixed precision) and, offloaded, of
@@ -300,6 +358,7 @@ class _StageTrainer:
         from .data_parallel import grad_sync
         from .tensor_parallel import loss_context
         plan = self.plan
+        self.unsharded_grad_peak = 0
         with loss_context(plan):
             if plan.pp > 1:
                 _pipeline_sync(self.parts, False)
@@ -307,12 +366,14 @@ class _StageTrainer:
                 for o in outs:
                     o.backward()
                 del outs
+                self._note_unsharded_grads()
                 _pipeline_sync(self.parts, True)
             else:
                 n = 2 if plan.zero == 1 and self.cfg.n_microbatches > 1 else 1
                 for i in range(n):
                     grad_sync(self.parts, plan, i == n - 1)
                     self._forward(0).backward()
+                    self._note_unsharded_grads()
         for opt in self.optimizers:
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -420,15 +481,23 @@ def agreement(measured: dict, predicted: dict) -> dict[str, tuple[float, float]]
     copies (gathered layers); gradients, weights and optimizer each at their own peak over
     the step (the cost model adds the parts as if they peak together), except the optimizer
     states, taken at the step's peak (their own peak adds AdamW's per-tensor temporaries
-    inside the step); activations are
-    Activation + Temp at the step's peak against activations + working set.
+    inside the step); gradients include the unsharded fp32 gradients FSDP2 accumulates
+    without sync (filed as Gradient by ``_accumulated_grads_as_gradient``; a GPU run holds
+    them too and the cost model charges them under accumulation), never less than
+    ``held_unsharded_grads`` (read off FSDP2's parameters at the end of the backwards);
+    activations are Activation + Temp at their own peak (at the step's peak, in the
+    backward once those gradients count as Gradient, part of them is freed: 3.98 against
+    6.06 GiB on stage 0 of Llama-3.2-1B dp4 pp2 zero1 mb4, seq 1024) against activations +
+    working set.
     """
     master = measured.get("host_master", 0)
     return {
         "weights": (measured.get("peak_Parameter", 0) - master, predicted["weights"]),
-        "gradients": (measured.get("peak_Gradient", 0), predicted["gradients"]),
+        "gradients": (max(measured.get("peak_Gradient", 0),
+                          measured.get("held_unsharded_grads", 0)), predicted["gradients"]),
         "optimizer_states": (measured.get("Optstate", 0) + master,
                              predicted["optimizer_states"]),
-        "activations": (measured.get("Activation", 0) + measured.get("Temp", 0),
+        "activations": (measured.get("peak_Activation+Temp",
+                                     measured.get("Activation", 0) + measured.get("Temp", 0)),
                         predicted["activations"] + predicted.get("activation_working_set", 0)),
     }
