@@ -88,13 +88,15 @@ def test_search_takes_a_module_rung_where_it_wins():
 
 def test_exhaustive_reference_enumerates_the_ladder():
     """A tiny MoE model whose activations only fit with some recomputation: the exhaustive
-    best and the pruned search agree, and they recompute modules (the ladder is in both)."""
+    best and the pruned search agree, and they recompute modules (the ladder is in both).
+    The runtime's case ("") squeezes at 2.5e9 bytes, not 2.8e9, since the cost model
+    charges its repeated k/v and silu output (cost/ops.py runtime_saved)."""
     model = ModelSpec(name="tiny-moe", layers=2, hidden=512, heads=8, kv_heads=4, ffn=1408,
                       vocab=8192, moe_experts=4, moe_topk=2, moe_expert_ffn=512)
     found = []
     for fw, mem, seq, n, gb in (("megatron", 2.75e9, 8192, 4, 8), ("megatron", 2.8e9, 4096, 2, 4),
                                 ("megatron", 2.8e9, 8192, 2, 4), ("megatron", 3.3e9, 8192, 4, 8),
-                                ("", 2.8e9, 8192, 4, 8), ("megatron", 3.3e9, 4096, 2, 4)):
+                                ("", 2.5e9, 8192, 4, 8), ("megatron", 3.3e9, 4096, 2, 4)):
         gpu = dataclasses.replace(GPUS["H100-SXM-80GB"], memory_bytes=mem)
         cl, w = Cluster(gpu, n), Workload(seq, gb, "bf16", framework=fw)
         ref, _ = exhaustive_best(model, cl, w)

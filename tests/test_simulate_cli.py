@@ -161,10 +161,12 @@ def test_simulated_allocator_cache_is_never_negative(capsys):
     GPU's capacity, a smaller simulated activation took it below zero (-0.27 GiB on ranks 1-7
     here). Now it is recomputed from the uncapped share and capped again
     (cost/memory.refragment): never negative, never past the capacity, and equal to the share
-    of the fragmented bytes where there is room."""
+    of the fragmented bytes where there is room. (Seq 15360, not 16384: since the cost
+    model charges the runtime's repeated k/v, 16384 held 83 GiB on ranks 1-7, past the
+    80 GiB; at 15360 they hold 79.6 GiB and the cap binds, 0.41 GiB room for an 11.7 share.)"""
     from meshplan.cost.efficiency import HOST
     assert main(["simulate", "--model", "qwen3-235b-a22b", "--gpus", "512xH800-SXM-80GB",
-                 "--seq-len", "16384", "--global-batch", "2048", "--plan",
+                 "--seq-len", "15360", "--global-batch", "2048", "--plan",
                  "dp8 tp4 pp8 vpp2 cp2 ep8 zero1 mb1 rc-selective-moe_act dualpipev sp tpo",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)

@@ -25,7 +25,8 @@ from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchan
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
                   gathered_logits, gathered_norm_outputs,
-                  head_ops, layer_ops, unfused_norms, unfused_swiglu)
+                  head_ops, layer_ops, runtime_saved, unfused_norms,
+                  unfused_swiglu)
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,7 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         ops = gathered_norm_outputs(ops, model, shard, engine, linears=2)
         if kind == "dense":
             ops = unfused_swiglu(ops, model, shard, engine)
+        ops = runtime_saved(ops, model, shard, engine, dense=kind == "dense")
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
             ops = eager_expert_epilogue(ops, model, shard, engine)

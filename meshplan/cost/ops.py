@@ -490,6 +490,38 @@ def unfused_swiglu(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> La
     return ops
 
 
+# meshplan's own runtime (engine "", meshplan/runtime/model.py), eager PyTorch: what autograd
+# keeps per layer beyond attention_ops' and mlp_ops' count, read from
+# torch.autograd.graph.saved_tensors_hooks on its model (tests/test_runtime_saved.py):
+# - Attention.forward repeats k and v to every local query head (repeat_interleave) before
+#   F.scaled_dot_product_attention, which keeps its inputs for backward (flash/efficient
+#   on GPU, flash-for-cpu on CPU alike): k and v of q_w each, not the kv_w of both.
+# - MLP.forward runs ``w2(F.silu(gate) * w3(x))`` eagerly: silu keeps the gate, the product
+#   both factors (silu's output and the up projection), w2 its input: silu's output is the
+#   one tensor of width w beyond mlp_ops' gate + up + fc2 input.
+# Both sit in the runtime's ``recomputed()`` regions (repeat after the kept q/k/v
+# projections, activation and product after the kept gate), so they are recomputable.
+# Its RMSNorm (torch.rms_norm) runs the fused kernel on CUDA when input and weight share a
+# dtype (aten _fused_rms_norm, which keeps the input and the fp32 rstd: what layer_ops
+# counts); the CPU dry run decomposes it and is corrected there (runtime/dryrun.py).
+RUNTIME_ENGINE = ""
+
+
+def runtime_saved(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
+                  dense: bool = True) -> LayerOps:
+    """Adds what meshplan's runtime keeps in a layer beyond the fused count (the SwiGLU
+    part in a ``dense`` layer's MLP only)."""
+    if engine != RUNTIME_ENGINE or model.is_mla:
+        return ops
+    T, tp, d = s.tokens, s.tp, model.head_dim
+    q_w = model.heads / tp * d
+    kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
+    ops.recomputable_bytes += ACT * T * (2 * q_w - kv_w)
+    if dense and model.mlp == "swiglu":
+        ops.recomputable_bytes += ACT * T * model.ffn / tp
+    return ops
+
+
 # Engines whose attention calls flash-attn's varlen kernel from eager PyTorch with einops
 # reshapes and a gathered rotary table. Aleph Alpha's scaling (github Aleph-Alpha/scaling at
 # 78489292, src/scaling/core/nn/attention/attention.py and rotary.py); what autograd keeps
