@@ -541,7 +541,6 @@ def combined_1f1b_exposed_parts(attn_f: float, attn_b: float, attn_w: float, mlp
                                 again: float = 0.0) -> float:
     """combined_1f1b_exposed_s from the nodes' seconds (forward, backward, weight gradient of
     attn and mlp; one dispatch- and one combine-shaped all-to-all)."""
-    dispatch_s, combine_s = dispatch, combine
     comb_b = dispatch + again
     comp = comm = f_ready = b_ready = 0.0  # stream clocks, inputs of the next layer
     ends = []
@@ -550,10 +549,10 @@ def combined_1f1b_exposed_parts(attn_f: float, attn_b: float, attn_w: float, mlp
         af_end = max(comp, f_ready) + attn_f
         t1 = max(af_end, cb_end)  # mlp_bwd and dispatch_fwd start
         mb_end = t1 + mlp_b
-        df_end = t1 + dispatch_s
-        db_end = max(df_end, mb_end) + combine_s
+        df_end = t1 + dispatch
+        db_end = max(df_end, mb_end) + combine
         mf_end = max(mb_end + mlp_w, df_end) + mlp_f
-        f_ready = comm = max(db_end, mf_end) + combine_s
+        f_ready = comm = max(db_end, mf_end) + combine
         b_ready = max(mf_end, db_end) + attn_b
         comp = b_ready + attn_w
         ends.append(max(comp, comm))

@@ -38,9 +38,8 @@ from __future__ import annotations
 from ..specs.model import ModelSpec
 from ..specs.workload import FP32_STORAGE
 from .compute import STREAM_BWD_BYTE_RATIO
-from .ops import LayerOps, Shard
+from .ops import HEAD_LOSS_FWD_BYTES, LayerOps, Shard
 
-GENERIC_LOSS_FWD_BYTES = 12.0  # ops.head_ops, per logit
 UNFUSED_LOSS_FWD_BYTES = (2 + 4) + 4 + (4 + 4) + (4 + 4) + 4 + (4 + 4)
 UNFUSED_LOSS_BWD_BYTES = (4 + 4) + (4 + 2)
 # (its ~14 forward and 3 backward kernels are not charged gaps: head_ops counts none for the
@@ -59,8 +58,8 @@ def unfused_loss(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
     if engine not in UNFUSED_LOSS_ENGINES or precision in FP32_STORAGE:
         return ops
     logits = s.tokens * model.vocab / s.tp
-    fwd = logits * (UNFUSED_LOSS_FWD_BYTES - GENERIC_LOSS_FWD_BYTES)
-    bwd = logits * (UNFUSED_LOSS_BWD_BYTES - STREAM_BWD_BYTE_RATIO * GENERIC_LOSS_FWD_BYTES)
+    fwd = logits * (UNFUSED_LOSS_FWD_BYTES - HEAD_LOSS_FWD_BYTES)
+    bwd = logits * (UNFUSED_LOSS_BWD_BYTES - STREAM_BWD_BYTE_RATIO * HEAD_LOSS_FWD_BYTES)
     ops.stream_bytes += fwd
     ops.stream_bwd_extra_bytes += bwd - STREAM_BWD_BYTE_RATIO * fwd
     return ops

@@ -655,13 +655,20 @@ def embedding_ops(model: ModelSpec, s: Shard) -> LayerOps:
     return ops
 
 
+# The loss's forward traffic per logit that head_ops charges every engine: the logits read
+# in 16-bit and written in fp32, the fp32 softmax / loss read and its 16-bit gradient
+# written (read 2 + write 4 + read 4 + write 2); engines that move more add the difference
+# (mcore_loss.unfused_loss).
+HEAD_LOSS_FWD_BYTES = 2 + 4 + 4 + 2
+
+
 def head_ops(model: ModelSpec, s: Shard) -> LayerOps:
     """Final norm, output layer and cross-entropy loss on the last stage."""
     ops = LayerOps()
     h, T, V = model.hidden, s.tokens, model.vocab / s.tp
     ops.matmuls.append(MatMul("output", T, V, h, high_precision=s.fp8))
-    # logits written in 16-bit, softmax/loss in fp32 (read 2 + write 4 + read 4 + write 2)
-    ops.stream_bytes = T * V * 12 + ACT * s.stream_tokens * h * 2
+    # logits written in 16-bit, softmax/loss in fp32 (HEAD_LOSS_FWD_BYTES per logit)
+    ops.stream_bytes = T * V * HEAD_LOSS_FWD_BYTES + ACT * s.stream_tokens * h * 2
     ops.saved_bytes = _linear_in(ACT * s.stream_tokens * h, s)
     ops.params = model.norm_params(h) + (model.vocab * h / s.tp)
     if model.output_bias:  # vocab-parallel like the weight

@@ -90,10 +90,11 @@ def tied_embedding_group(plan: Plan, cluster: Cluster) -> Placement:
 
 
 def tied_embedding_sync(model: ModelSpec, plan: Plan, cluster: Cluster,
-                        grad_bytes: float) -> tuple[float, float]:
-    """(bytes, seconds) of one step's all-reduce that keeps the two copies of a tied
-    embedding equal when the embedding and the output layer sit on different pipeline ranks;
-    (0, 0) when the model is untied, pp is 1 or a V schedule puts both on rank 0.
+                        grad_bytes: float) -> tuple[float, float, Placement | None]:
+    """(bytes, seconds, the group's placement) of one step's all-reduce that keeps the two
+    copies of a tied embedding equal when the embedding and the output layer sit on different
+    pipeline ranks; (0, 0, None) when the model is untied, pp is 1 or a V schedule puts both
+    on rank 0.
 
     Megatron-Core: the last stage holds its own copy of the word embedding as the output
     layer (LanguageModule.setup_embeddings_and_output_layer), and finalize_model_grads.py
@@ -105,9 +106,11 @@ def tied_embedding_sync(model: ModelSpec, plan: Plan, cluster: Cluster,
     ``grad_bytes`` per element (the main_grad buffer: Workload.grad_buffer_bytes). The last
     rank's copy itself (weights, gradient, optimizer states) is already charged: its head
     holds vocab x hidden / tp parameters, and only a chunk holding both ends (pp = 1) stores
-    the matrix once (step.py; a V schedule's rank 0 holds two chunks, two copies). DeepSpeed's pipeline engine does the same for tied layers
+    the matrix once (step.py; a V schedule's rank 0 holds two chunks, two copies).
+    DeepSpeed's pipeline engine does the same for tied layers
     (PipelineEngine._exec_reduce_tied_grads); torchtitan refuses the layout (engines.py)."""
     if not model.tied_embeddings or plan.pp == 1 or plan.output_rank() == 0:
-        return 0.0, 0.0
+        return 0.0, 0.0, None
     nbytes = grad_bytes * model.vocab * model.hidden / plan.tp
-    return nbytes, all_reduce_s(cluster, tied_embedding_group(plan, cluster), nbytes)
+    place = tied_embedding_group(plan, cluster)
+    return nbytes, all_reduce_s(cluster, place, nbytes), place

@@ -32,8 +32,7 @@ from .ops import ACT, GROUPED_GEMM_KERNEL, Shard, eager_norm, logits_bytes
 from .pipeline_buffers import pipeline_buffer_bytes
 from .dispatcher_buffers import dispatcher_buffer_bytes
 from .engine_p2p import p2p_split
-from .pipeline import (bubble_s, combined_1f1b_unpaired, in_flight, tied_embedding_group,
-                       tied_embedding_sync)
+from .pipeline import bubble_s, combined_1f1b_unpaired, in_flight, tied_embedding_sync
 from .stragglers import straggler_s, straggler_units
 from .dp_tail import bucket_params, dense_layer_tensors, megatron_buckets
 from .fsdp2_copies import fsdp2_copy_s
@@ -534,7 +533,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                    * grad_buffer_bytes_per_param(workload.framework, plan.dp * plan.cp,
                                                  workload.grad_buffer_bytes) / hbm)
     # ---- tied embedding split over pipeline ranks: its two copies' gradients summed -----
-    tied_bytes, tied_s = tied_embedding_sync(model, plan, cluster, workload.grad_buffer_bytes)
+    tied_bytes, tied_s, tied_place = tied_embedding_sync(model, plan, cluster,
+                                                         workload.grad_buffer_bytes)
     # ---- step breakdown -----------------------------------------------------------------
     p2p_exposed = nv * (fx[r_star] + bx[r_star])
     # compute slowed beside hidden communication (efficiency.py): the layers' own (TP overlap
@@ -591,8 +591,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
     ]
     if tied_bytes:
         # all-reduce over two ranks: each sends and receives the buffer once (ring, n = 2)
-        comm.append(axis("emb", "all-reduce (tied embedding)", 2,
-                         tied_embedding_group(plan, cluster), tied_bytes, tied_s, tied_s))
+        comm.append(axis("emb", "all-reduce (tied embedding)", 2, tied_place, tied_bytes,
+                         tied_s, tied_s))
     # ---- memory -------------------------------------------------------------------------
     logits = logits_bytes(model, shard, workload.framework, workload.compiled_loss, m)
 
