@@ -193,3 +193,66 @@ def test_moedata_rows_agree_with_their_printed_step_times():
             derived = (int(r["global_batch_seqs"]) * int(r["seq_len"])
                        / float(r["measured_step_time_s"]) / int(r["num_gpus"]))
             assert derived == pytest.approx(float(r["measured_tokens_per_s_per_gpu"]), rel=2e-3), r["id"]
+
+
+def test_gpt_oss_rows_state_the_local_attention_they_are_predicted_with():
+    """The GPT-OSS rows' shape columns cannot say which layers are windowed; their `model`
+    names the gpt-oss-120b preset, and the prediction takes its 18 windowed layers and sinks
+    from the config.json it was built from (18 "sliding_attention" entries of layer_types,
+    sliding_window 128). Their derivations said full causal attention on every layer (the
+    bug: the text contradicted what the tool predicts); now they say what the engine ran."""
+    import json
+
+    from meshplan.row_model import model_from_row
+
+    cfg = json.loads((ROOT / "meshplan" / "specs" / "catalog" / "models" /
+                      "gpt-oss-120b.json").read_text())
+    windowed = sum(t == "sliding_attention" for t in cfg["layer_types"])
+    rows = [r for r in _rows(HELDOUT) if r["model"] == "GPT-OSS 120B"]
+    assert len(rows) == 14
+    for r in rows:
+        m, notes = model_from_row(r)
+        assert (m.sliding_layers, m.sliding_window) == (windowed, cfg["sliding_window"]) == (18, 128)
+        assert m.attention_sinks and m.glu_clamp == cfg["swiglu_limit"], r["id"]
+        assert any("sliding window (18 layers, 128 keys) from preset gpt-oss-120b" in n
+                   for n in notes), r["id"]
+        d = r["derivation"]
+        assert "full causal attention on every layer" not in d, r["id"]
+        assert "fused cuDNN attention with the sinks and the window" in d, r["id"]
+
+
+@pytest.mark.skipif(not MB_MIRROR.exists(), reason="needs a local clone of NVIDIA-NeMo/Megatron-Bridge")
+def test_gpt_oss_rows_cite_their_containers_transformer_engine_and_cudnn():
+    """Every GPT-OSS row's container ships TE >= 2.8 (Megatron-Bridge's local-attention
+    fallback for sinks does not trigger) and cuDNN >= 9.13.1 (TE's fused attention takes
+    learnable softmax): the versions cited are the ones software-versions.md lists."""
+    import re
+    import subprocess
+
+    git = ["git", "-C", str(MB_MIRROR), "show"]
+    versions = subprocess.run(git + ["e49e451:docs/releases/software-versions.md"],
+                              capture_output=True, text=True, check=True).stdout
+    listed = {}
+    for block in re.split(r"\n## NeMo Framework ", versions)[1:]:
+        te = re.search(r"\| Transformer Engine \| (\S+) \|", block).group(1)
+        cudnn = re.search(r"\| cuDNN \| (\S+?)(-1)? \|", block).group(1)
+        listed[block.split()[0]] = (te, cudnn)
+    for r in _rows(HELDOUT):
+        if r["model"] != "GPT-OSS 120B":
+            continue
+        cont = re.search(r"\((\S+) NeMo container", r["source"]).group(1)
+        m = re.search(r"TE (\S+), cuDNN (\d+\.\d+\.\d+(\.\d+)*)", r["derivation"])
+        base = cont.split(".01")[0] if cont.endswith(".01") else cont
+        if base in listed:
+            te, cudnn = listed[base]
+            assert (m.group(1), m.group(2)) == (te, cudnn), r["id"]
+        else:  # 26.08: not listed; the derivation quotes the newest entry, 26.06
+            assert "not listed" in r["derivation"] and (m.group(1), m.group(2)) == listed["26.06"]
+        assert tuple(int(x) for x in re.findall(r"\d+", m.group(1))[:2]) >= (2, 8), r["id"]
+        assert tuple(int(x) for x in m.group(2).split(".")[:3]) >= (9, 13, 1), r["id"]
+    for tag in ("v0.2.0", "v0.3.0"):
+        provider = subprocess.run(git + [f"{tag}:src/megatron/bridge/models/gpt_oss/"
+                                         "gpt_oss_provider.py"],
+                                  capture_output=True, text=True, check=True).stdout
+        assert re.search(r'if not is_te_min_version\("2\.8"\):\s+logger\.info\([^)]*\)\s+'
+                         r'self\.attention_backend = AttnBackend\.local', provider), tag

@@ -120,6 +120,28 @@ GRAD_FILES = {  # model -> (v0.1.0rc4 YAML, v0.2.0 file, v0.3.0..v0.5.x file, co
 }
 GRAD_TAGS = {'25.09': 'v0.1.0rc4', '25.11': 'v0.2.0', '26.02': 'v0.3.0', '26.02.01': 'v0.3.0 and v0.3.1', '26.04': 'v0.4.0 / v0.4.1',
              '26.04.01': 'v0.4.0 / v0.4.1', '26.06': 'v0.5.0 / v0.5.1', '26.08': 'v0.6.0'}
+# GPT-OSS attention as the engine ran it, per NeMo container: Transformer Engine and cuDNN of the container from
+# Megatron-Bridge docs/releases/software-versions.md at e49e451 (no separate entry for the .01 patch releases; no 26.08
+# entry: its newest is 26.06). Megatron-Bridge v0.2.0 / v0.3.0 src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py
+# provide() falls back to Megatron-Core's unfused local attention only when TE < 2.8 (later releases have no fallback and
+# leave the backend to TE); Megatron-Core core_v0.15.0 extensions/transformer_engine.py TEDotProductAttention passes
+# softmax_type and, on the windowed layers, window_size to TE; TE transformer_engine/common/fused_attn/fused_attn.cpp
+# nvte_get_fused_attn_backend (v2.9 .. v2.16) admits learnable softmax on cuDNN >= 9.13.1 and a (left, 0) window with the
+# causal mask, and pytorch/attention/dot_product_attention/utils.py only drops FlashAttention for sinks. The unfused
+# path keeps the b x h x s x s probabilities (mb 4 x 64 heads x 4096^2 x 2 B = 8.6 GB a layer): these runs could not hold it.
+_GOSS_FUSED = ("attention: Transformer Engine's fused cuDNN attention with the sinks and the window (no unfused fallback: "
+               "{why}; TE fused_attn.cpp admits learnable softmax from cuDNN 9.13.1), container {cont}")
+_GOSS_OLD = "Megatron-Bridge {tag} gpt_oss_provider.py falls back to local attention only under TE < 2.8"
+_GOSS_NEW = "Megatron-Bridge {tag} has no GPT-OSS fallback and leaves the backend to TE"
+GOSS_ATTN = {
+ '25.11': _GOSS_FUSED.format(why=_GOSS_OLD.format(tag='v0.2.0'), cont='TE 2.9, cuDNN 9.13.1.26'),
+ '26.02': _GOSS_FUSED.format(why=_GOSS_OLD.format(tag='v0.3.0'), cont='TE 2.12, cuDNN 9.18.0.50'),
+ '26.04.01': _GOSS_FUSED.format(why=_GOSS_NEW.format(tag='v0.4.0 / v0.4.1'),
+                                cont='26.04 entry TE 2.14+71bbefb, cuDNN 9.20.0.48'),
+ '26.06': _GOSS_FUSED.format(why=_GOSS_NEW.format(tag='v0.5.0 / v0.5.1'), cont='TE 2.16, cuDNN 9.21.1.3'),
+ '26.08': _GOSS_FUSED.format(why=_GOSS_NEW.format(tag='v0.6.0'),
+                             cont='not listed, later than 26.06 (TE 2.16, cuDNN 9.21.1.3)'),
+}
 def grad_bf16(ver, m, sysdir='gb200'):
     """The derivation text of grad_reduce_dtype bf16 for a Megatron-Bridge row of container ver, model key m
     (sysdir: the system's folder under v0.6.0 perf_recipes/<model>/, for the 26.08 rows)."""
@@ -408,8 +430,10 @@ def add_mba(ver, sysn, m, flag, prec, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep
     elif m in ('DS3', 'Q30', 'Q235') and ver != '25.09':
         notes.append("MoE tokens force-balanced among experts, dropless (page footnote)")
     if m == 'GOSS':
-        notes.append("GPT-OSS: half the layers use a 128-token sliding window and attention sinks/biases and a clamped SwiGLU; "
-                     "the schema has full causal attention on every layer (attention FLOPs over-counted on 18 of 36 layers)")
+        notes.append("GPT-OSS: the shape columns cannot state its 128-key sliding window on 18 of 36 layers, learnable attention "
+                     "sinks, q/k/v/o and expert biases, clamped quick-GEGLU experts and YaRN RoPE; model 'GPT-OSS 120B' names the "
+                     "preset gpt-oss-120b (meshplan/row_model.py match_preset), which carries them from openai/gpt-oss-120b "
+                     "config.json; " + GOSS_ATTN[ver])
     if fsdp is None:
         notes.append(fsdp_note or "this container's table has no FSDP column: FSDP 0 (distributed optimizer, zero 1) inferred as in the earlier containers' same layout")
     fs = bool(fsdp)
