@@ -212,7 +212,8 @@ def test_gpt_oss_rows_state_the_local_attention_they_are_predicted_with():
     assert len(rows) == 14
     for r in rows:
         m, notes = model_from_row(r)
-        assert (m.sliding_layers, m.sliding_window) == (windowed, cfg["sliding_window"]) == (18, 128)
+        assert (m.sliding_layers, m.sliding_window) == (windowed, cfg["sliding_window"])
+        assert windowed == 18 and cfg["sliding_window"] == 128
         assert m.attention_sinks and m.glu_clamp == cfg["swiglu_limit"], r["id"]
         assert any("sliding window (18 layers, 128 keys) from preset gpt-oss-120b" in n
                    for n in notes), r["id"]
@@ -247,7 +248,8 @@ def test_gpt_oss_rows_cite_their_containers_transformer_engine_and_cudnn():
             te, cudnn = listed[base]
             assert (m.group(1), m.group(2)) == (te, cudnn), r["id"]
         else:  # 26.08: not listed; the derivation quotes the newest entry, 26.06
-            assert "not listed" in r["derivation"] and (m.group(1), m.group(2)) == listed["26.06"]
+            assert "not listed" in r["derivation"], r["id"]
+            assert (m.group(1), m.group(2)) == listed["26.06"], r["id"]
         assert tuple(int(x) for x in re.findall(r"\d+", m.group(1))[:2]) >= (2, 8), r["id"]
         assert tuple(int(x) for x in m.group(2).split(".")[:3]) >= (9, 13, 1), r["id"]
     for tag in ("v0.2.0", "v0.3.0"):
