@@ -21,6 +21,7 @@ from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .dispatcher_buffers import runs_deepep_kernels
+from .engine_async_tp import async_tp_shares
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
@@ -306,7 +307,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved_bytes=c.saved, working_bytes=c.working,
         params=ops.params, expert_params=ops.expert_params,
         model_flops=c.model_flops, hw_flops=c.hw_flops,
-        fwd_exposed_s=(tp_wire - gather - c.regather - (tp_hidden - c.tp_async)) / passes
+        fwd_exposed_s=((tp_wire - gather - c.regather - (tp_hidden - c.tp_async)) / passes
+                       if c.tp_fwd_hidden is None else tp_wire / passes - c.tp_fwd_hidden)
         + ep_fwd + c.cp_fwd_exposed
         + gather)
 
@@ -332,6 +334,8 @@ class LayerCore(NamedTuple):
     hw_flops: float
     regather: float = 0.0  # backward-only TP wire (megatron_async_dgrad)
     tp_async: float = 0.0  # its hidden part, also in tp_hidden
+    # the forward pass's hidden TP time where it differs from tp_hidden / passes (async TP)
+    tp_fwd_hidden: float | None = None
 
 
 @lru_cache(maxsize=1 << 15)
@@ -415,6 +419,13 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     # the next op needs the whole reduced tensor, so it stays on the critical path
     # (Shoeybi et al. 2019, the 'g' all-reduce of the MLP and attention blocks).
     tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap and shard.sp else 0.0
+    # torchtitan's async TP fuses only some of a pass's collectives (engine_async_tp.py):
+    # its share of the forward (and recomputed forward) and of the backward pass
+    tp_fwd_hidden = None
+    shares = async_tp_shares(engine, kind, shard.fp8_recipe.name if shard.fp8_recipe else "")
+    if tp_overlap and shard.sp and shares is not None and not gather:
+        tp_fwd_hidden = NETWORK.tp_overlap * shares[0] * tp_pass
+        tp_hidden = tp_fwd_hidden * (passes - 1) + NETWORK.tp_overlap * shares[1] * tp_pass
     # Without those kernels Megatron still hides the backward collectives of its
     # column-parallel linears behind their own GEMMs (megatron_async_dgrad).
     regather = tp_async = 0.0
@@ -457,7 +468,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
     return LayerCore(ops, dev, t, rc, passes, saved, working, ep_again, tp_wire, tp_hidden,
                      gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops,
-                     regather, tp_async)
+                     regather, tp_async, tp_fwd_hidden)
 
 
 def _ep_times(model: ModelSpec, cluster: Cluster, c: LayerCore, place: Placement,
