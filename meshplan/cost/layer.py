@@ -21,7 +21,8 @@ from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .dispatcher_buffers import runs_deepep_kernels
-from .engine_async_tp import async_tp_shares
+from .engine_titan_tp import async_tp_shares
+from .fp8_recipe import FP8 as FP8_BYTES
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
@@ -95,10 +96,16 @@ class LayerCost:
         return self.bwd_weight_compute_s
 
 
-def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
-    """One pass (forward or backward) of the layer's TP collectives."""
+def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool,
+             fp8_gathers: bool = False) -> float:
+    """One pass (forward or backward) of the layer's TP collectives; ``fp8_gathers``: the
+    all-gathers (half of them) move FP8 (fp8_recipe.Fp8Recipe.tp_float8_gather)."""
     if p.size == 1 or not ops.tp_collectives:
         return 0.0
+    if sp and fp8_gathers:  # the reduce-scatters stay 16-bit
+        return ops.tp_collectives / 2 * (
+            all_gather_s(cluster, p, ops.tp_buffer_bytes * FP8_BYTES / ACT)
+            + all_gather_s(cluster, p, ops.tp_buffer_bytes))
     if sp:  # all-gather + reduce-scatter pairs of the full hidden state
         return ops.tp_collectives * all_gather_s(cluster, p, ops.tp_buffer_bytes)
     # all-reduce; tp_collectives counts halves of AG+RS pairs, one AR per pair
@@ -404,7 +411,9 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved = ops.saved_bytes + ops.recomputable_bytes + scores
         working = 0.0
     # TP: one set of collectives per pass (forward, backward, recomputed forward)
-    tp_pass = _tp_time(cluster, tp_place, ops, shard.sp)
+    fp8_gathers = kind == "dense" and bool(shard.fp8_recipe
+                                           and shard.fp8_recipe.tp_float8_gather)
+    tp_pass = _tp_time(cluster, tp_place, ops, shard.sp, fp8_gathers)
     if ops.etp_buffer_bytes and etp_place.size > 1:
         tp_pass += 2 * all_gather_s(cluster, etp_place, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
@@ -419,7 +428,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     # the next op needs the whole reduced tensor, so it stays on the critical path
     # (Shoeybi et al. 2019, the 'g' all-reduce of the MLP and attention blocks).
     tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap and shard.sp else 0.0
-    # torchtitan's async TP fuses only some of a pass's collectives (engine_async_tp.py):
+    # torchtitan's async TP fuses only some of a pass's collectives (engine_titan_tp.py):
     # its share of the forward (and recomputed forward) and of the backward pass
     tp_fwd_hidden = None
     shares = async_tp_shares(engine, kind, shard.fp8_recipe.name if shard.fp8_recipe else "")

@@ -1,14 +1,21 @@
-"""torchtitan's async TP hides only the collectives torch._inductor's micro-pipeline TP pass
-fuses (cost/engine_async_tp.py). The rules are checked on the library's own pattern
-functions (torch/_inductor/fx_passes/micro_pipeline_tp.py ``_find_producer_matmul``,
-``_find_consumer_matmuls``) on graphs shaped like a torchtitan Llama block's, then the layer
-cost is checked to hide exactly the fusable collectives' share of each pass."""
+"""torchtitan's tensor parallelism as its code runs it (cost/engine_titan_tp.py, the float8
+TP of cost/fp8_recipe.py Fp8Recipe.tp_float8_gather):
+- async TP hides only the collectives torch._inductor's micro-pipeline TP pass fuses. The
+  rules are checked on the library's own pattern functions (torch/_inductor/fx_passes/
+  micro_pipeline_tp.py ``_find_producer_matmul``, ``_find_consumer_matmuls``) on graphs
+  shaped like a torchtitan Llama block's, then the layer cost is checked to hide exactly the
+  fusable collectives' share of each pass;
+- tensorwise float8 TP casts the block input on the shard and all-gathers FP8 (torchao
+  float8_tensor_parallel.py), rowwise gathers 16-bit and casts per module."""
 
 import pytest
 
 from meshplan.cost.collectives import all_gather_s
 from meshplan.cost.efficiency import NETWORK
-from meshplan.cost.engine_async_tp import async_tp_shares
+from meshplan.cost import fp8_recipe
+from meshplan.cost.engine_titan_tp import async_tp_shares
+from meshplan.cost.ops import Shard, layer_ops
+from meshplan.specs.catalog.presets import preset
 from meshplan.cost.layer import CommPlacements, layer_cost, layer_ops_times
 from meshplan.cost.step import placements, training_shard
 from meshplan.plan import Plan
@@ -84,17 +91,20 @@ MODEL = ModelSpec(name="8B", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=1
 CLUSTER = make_cluster(gpu="H100-SXM-80GB", num_gpus=8)
 
 
-def _cost(engine, precision="bf16", recipe="", recompute="selective"):
+def _cost(engine, precision="bf16", recipe="", recompute="selective", tp_overlap=True):
     wl = Workload(8192, 2, precision, framework=engine, fp8_recipe=recipe)
     plan = Plan(dp=1, tp=8, pp=1, micro_batch=2, recompute=recompute, sequence_parallel=True)
     shard = training_shard(wl, CLUSTER, 2, 8, 1, True, 1, 1)
     pl = placements(plan, CLUSTER)
     places = CommPlacements(pl["tp"], pl["cp"], pl["ep"], pl["etp"])
-    c = layer_cost(MODEL, CLUSTER, "dense", shard, recompute, places, True, precision,
+    c = layer_cost(MODEL, CLUSTER, "dense", shard, recompute, places, tp_overlap, precision,
                    "ring", engine)
     ops, _, _ = layer_ops_times(MODEL, CLUSTER, "dense", shard, precision, engine)
-    tp_pass = ops.tp_collectives * all_gather_s(CLUSTER, pl["tp"], ops.tp_buffer_bytes)
-    return c, tp_pass
+    half = ops.tp_collectives / 2  # all-gathers (and as many reduce-scatters) a pass
+    rs = all_gather_s(CLUSTER, pl["tp"], ops.tp_buffer_bytes)  # the same time (16-bit)
+    fp8_ag = engine == "torchtitan" and recipe == "tensorwise"  # torchao float8 TP
+    ag = all_gather_s(CLUSTER, pl["tp"], ops.tp_buffer_bytes / (2 if fp8_ag else 1))
+    return c, half * (ag + rs), half * ag
 
 
 @pytest.mark.parametrize("precision, recipe, fwd, bwd", [
@@ -102,13 +112,54 @@ def _cost(engine, precision="bf16", recipe="", recompute="selective"):
 @pytest.mark.parametrize("recompute, passes", [("selective", 2), ("full", 3)])
 def test_torchtitan_layer_hides_the_fused_collectives_only(precision, recipe, fwd, bwd,
                                                            recompute, passes):
-    c, tp_pass = _cost("torchtitan", precision, recipe, recompute)
-    assert c.tp_wire_s == pytest.approx(passes * tp_pass)
-    hidden = NETWORK.tp_overlap * tp_pass * (fwd * (passes - 1) + bwd)
+    c, tp_pass, gathers = _cost("torchtitan", precision, recipe, recompute)
+    regather = 0.0
+    assert c.tp_wire_s == pytest.approx(passes * tp_pass + regather)
+    hidden = NETWORK.tp_overlap * (tp_pass * (fwd * (passes - 1) + bwd)
+                                   + (regather if fwd == 1.0 else 0.0))
     assert c.tp_exposed_s == pytest.approx(c.tp_wire_s - hidden)
     assert c.fwd_exposed_s == pytest.approx(tp_pass * (1 - NETWORK.tp_overlap * fwd))
 
 
 def test_megatron_userbuffers_keep_the_uniform_share():
-    c, tp_pass = _cost("megatron")
+    c, tp_pass, _ = _cost("megatron")
+    assert c.tp_wire_s == pytest.approx(2 * tp_pass)
     assert c.tp_exposed_s == pytest.approx((1 - NETWORK.tp_overlap) * c.tp_wire_s)
+
+
+def _cast_bytes(recipe, tp, sp=True):
+    m = preset("llama3.1-8b")
+    r = fp8_recipe.resolve("fp8", recipe, "torchtitan", "hopper")
+    ops = layer_ops(m, False, Shard(8192, 1, tp=tp, sp=sp, fp8=True, fp8_recipe=r))
+    return ops.fp8_fwd_bytes, ops.fp8_bwd_bytes
+
+
+def test_float8_tp_casts_the_shard_once_and_copies_the_gathered_tensor():
+    """Tensorwise under TP 8 with SP: wq/wk/wv's input and w1/w3's input are cast once on the
+    1/8 shard (max_abs read 2 + read 2 + FP8 write 1 bytes), then the gathered FP8 tensor
+    gets its column-major copy (read 1 + write 1); not 3 and 2 casts of the gathered tensor
+    at 6 bytes. The weights and the other inputs are as without float8 TP."""
+    T, h, f, kv, tp = 8192, 4096, 14336, 1024, 8
+    fwd, bwd = _cast_bytes("tensorwise", tp)
+    weights = (h * (h + 2 * kv) + h * h + 2 * f * h + f * h) / tp
+    gathered = T * h * (5 / tp + 2)  # each of the two gathered inputs
+    others = 6 * T * (h / tp + f / tp)  # wo's and w2's inputs (already sharded on k)
+    assert fwd == pytest.approx(2 * gathered + others + 8 * weights)
+    # without SP the float8 TP path does not apply: per-module casts of the full input
+    fwd_nosp, _ = _cast_bytes("tensorwise", tp, sp=False)
+    assert fwd_nosp == pytest.approx(6 * T * (3 * h + h / tp + 2 * h + f / tp) + 8 * weights)
+    # rowwise keeps 16-bit TP: its casts are those of the gathered tensor, per module
+    assert _cast_bytes("rowwise", tp)[0] > 3 * _cast_bytes("tensorwise", tp)[0]
+    assert bwd < _cast_bytes("tensorwise", tp, sp=False)[1]
+
+
+def test_float8_tp_gathers_move_fp8_bytes():
+    """Tensorwise: the all-gathers (half a pass) move 1 byte an element, the reduce-scatters
+    2; rowwise and bf16: 2 and 2."""
+    _, tw_pass, tw_ag = _cost("torchtitan", "fp8", "tensorwise", "full")
+    _, bf_pass, bf_ag = _cost("torchtitan", "bf16", "", "full")
+    assert tw_ag < bf_ag and tw_pass == pytest.approx(bf_pass - bf_ag + tw_ag)
+    c_tw, *_ = _cost("torchtitan", "fp8", "tensorwise", "full", tp_overlap=False)
+    c_rw, *_ = _cost("torchtitan", "fp8", "rowwise", "full", tp_overlap=False)
+    assert c_tw.tp_wire_s == pytest.approx(3 * tw_pass)
+    assert c_rw.tp_wire_s == pytest.approx(3 * bf_pass)

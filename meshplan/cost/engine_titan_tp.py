@@ -1,4 +1,5 @@
-"""Which tensor-parallel collectives torchtitan's async TP can hide, by pass.
+"""torchtitan's tensor parallelism as its code runs it: which collectives its async TP can
+hide, by pass.
 
 torchtitan's async TP (``--parallelism.enable_async_tensor_parallel``) is not a separate set
 of overlap kernels like Transformer Engine's userbuffers: it turns on torch._inductor's
@@ -49,6 +50,12 @@ ASYNC_TP_ENGINES = ("torchtitan",)
 FLOAT8_AWARE_TP_RECIPES = ("tensorwise",)
 
 
+def gathers_fuse(fp8_recipe: str = "") -> bool:
+    """Whether the TP all-gathers of a torchtitan block feed matmuls directly (16-bit, or
+    FP8 gathered by float8-aware TP) and so fuse under async TP."""
+    return not fp8_recipe or fp8_recipe in FLOAT8_AWARE_TP_RECIPES
+
+
 def async_tp_shares(engine: str, kind: str, fp8_recipe: str = "") -> tuple[float, float] | None:
     """(forward, backward) share of one pass's TP collective time that the engine's TP
     overlap can hide in a ``kind`` layer, or None where the engine's overlap is not
@@ -57,7 +64,8 @@ def async_tp_shares(engine: str, kind: str, fp8_recipe: str = "") -> tuple[float
     each is half of the pass. ``fp8_recipe``: the recipe's name under FP8, "" in 16-bit."""
     if engine not in ASYNC_TP_ENGINES or kind != "dense":
         return None
-    gathers_fuse = not fp8_recipe or fp8_recipe in FLOAT8_AWARE_TP_RECIPES
-    fwd = 0.5 + (0.5 if gathers_fuse else 0.0)  # reduce-scatters always, gathers if fusable
-    bwd = 0.5 if gathers_fuse else 0.0  # output-gradient gathers; input-grad RS never
+    fuse = gathers_fuse(fp8_recipe)
+    fwd = 0.5 + (0.5 if fuse else 0.0)  # reduce-scatters always, gathers if fusable
+    bwd = 0.5 if fuse else 0.0  # output-gradient gathers; input-grad RS never
     return fwd, bwd
+
