@@ -5,6 +5,9 @@ TP of cost/fp8_recipe.py Fp8Recipe.tp_float8_gather):
   micro_pipeline_tp.py ``_find_producer_matmul``, ``_find_consumer_matmuls``) on graphs
   shaped like a torchtitan Llama block's, then the layer cost is checked to hide exactly the
   fusable collectives' share of each pass;
+- per-op selective checkpointing runs the block's input all-gathers again in backward
+  (torchtitan ``_save_list`` has no all-gather; torch/_functorch/partitioners.py
+  ``must_recompute`` counts PREFER_RECOMPUTE, so force_save_collectives leaves them);
 - tensorwise float8 TP casts the block input on the shard and all-gathers FP8 (torchao
   float8_tensor_parallel.py), rowwise gathers 16-bit and casts per module."""
 
@@ -13,7 +16,7 @@ import pytest
 from meshplan.cost.collectives import all_gather_s
 from meshplan.cost.efficiency import NETWORK
 from meshplan.cost import fp8_recipe
-from meshplan.cost.engine_titan_tp import async_tp_shares
+from meshplan.cost.engine_titan_tp import async_tp_shares, sac_regathers
 from meshplan.cost.ops import Shard, layer_ops
 from meshplan.specs.catalog.presets import preset
 from meshplan.cost.layer import CommPlacements, layer_cost, layer_ops_times
@@ -113,7 +116,7 @@ def _cost(engine, precision="bf16", recipe="", recompute="selective", tp_overlap
 def test_torchtitan_layer_hides_the_fused_collectives_only(precision, recipe, fwd, bwd,
                                                            recompute, passes):
     c, tp_pass, gathers = _cost("torchtitan", precision, recipe, recompute)
-    regather = 0.0
+    regather = gathers if recompute == "selective" else 0.0  # per-op SAC: once more
     assert c.tp_wire_s == pytest.approx(passes * tp_pass + regather)
     hidden = NETWORK.tp_overlap * (tp_pass * (fwd * (passes - 1) + bwd)
                                    + (regather if fwd == 1.0 else 0.0))
@@ -123,8 +126,21 @@ def test_torchtitan_layer_hides_the_fused_collectives_only(precision, recipe, fw
 
 def test_megatron_userbuffers_keep_the_uniform_share():
     c, tp_pass, _ = _cost("megatron")
-    assert c.tp_wire_s == pytest.approx(2 * tp_pass)
+    assert c.tp_wire_s == pytest.approx(2 * tp_pass)  # Megatron's selective re-gathers nothing
     assert c.tp_exposed_s == pytest.approx((1 - NETWORK.tp_overlap) * c.tp_wire_s)
+
+
+@pytest.mark.parametrize("engine, recompute, modules, regathers", [
+    ("torchtitan", "selective", "", True), ("torchtitan", "full", "", False),
+    ("torchtitan", "none", "", False), ("torchtitan", "selective", "core_attn", False),
+    ("megatron", "selective", "", False), ("deepspeed", "selective", "", False)])
+def test_only_torchtitan_op_sac_regathers(engine, recompute, modules, regathers):
+    assert sac_regathers(engine, "dense", recompute, modules) is regathers
+
+
+def test_vanilla_tp_exposes_the_regathers():
+    c, tp_pass, gathers = _cost("torchtitan", tp_overlap=False)
+    assert c.tp_exposed_s == pytest.approx(c.tp_wire_s) == pytest.approx(2 * tp_pass + gathers)
 
 
 def _cast_bytes(recipe, tp, sp=True):

@@ -1,5 +1,5 @@
 """torchtitan's tensor parallelism as its code runs it: which collectives its async TP can
-hide, by pass.
+hide, by pass, and the all-gathers its per-op selective checkpointing runs again.
 
 torchtitan's async TP (``--parallelism.enable_async_tensor_parallel``) is not a separate set
 of overlap kernels like Transformer Engine's userbuffers: it turns on torch._inductor's
@@ -69,3 +69,25 @@ def async_tp_shares(engine: str, kind: str, fp8_recipe: str = "") -> tuple[float
     bwd = 0.5 if fuse else 0.0  # output-gradient gathers; input-grad RS never
     return fwd, bwd
 
+
+# torchtitan's per-op selective activation checkpointing (``--activation_checkpoint.mode
+# selective --activation_checkpoint.selective_ac_option op``; torchtitan models/llama3/
+# parallelize.py, later distributed/activation_checkpoint.py, ``_save_list``): it saves
+# aten.mm (all but every second one), the flash / efficient SDPA outputs,
+# _c10d_functional.reduce_scatter_tensor and aten.max, and marks every other op
+# PREFER_RECOMPUTE. The all-gather is not in the list, and torch's partitioner saves a
+# collective only when it is not marked for recomputation
+# (torch/_functorch/partitioners.py force_save_collectives, must_recompute: PREFER_RECOMPUTE
+# counts): so the two sequence-parallel input all-gathers of a block (attention, MLP) run
+# again in backward, where the weight-gradient GEMMs of wq/wk/wv and w1/w3 need the gathered
+# input. Their consumers there include the recomputed GEMMs (the second of each pair: wk, w3),
+# so async TP can fuse them as it fuses the forward's.
+SAC_REGATHER_ENGINES = ("torchtitan",)
+
+
+def sac_regathers(engine: str, kind: str, recompute: str, modules: str = "") -> bool:
+    """Whether a ``kind`` layer's sequence-parallel input all-gathers (half of a forward
+    pass's TP collectives) run once more in backward: torchtitan's op-level selective
+    checkpointing (recompute "selective" with no Megatron module list)."""
+    return (engine in SAC_REGATHER_ENGINES and kind == "dense" and recompute == "selective"
+            and not modules)
