@@ -143,6 +143,30 @@ class Fp8Recipe:
     # models/common/attention.py QKVLinear, feed_forward.py), so that input is cast once per
     # module; TE's fused QKV / fc1 linears cast it once
     per_module_casts: bool = False
+    # the engine's tensor parallelism is float8-aware: with sequence parallelism it casts the
+    # column-parallel linears' input once, on this rank's sequence shard, and all-gathers it
+    # in FP8 (torchao float8_tensor_parallel.py PrepareFloat8ModuleInput /
+    # Float8ColwiseParallel: "the float8 cast happens before the all-gather ... so that if
+    # there are multiple float8 users of the input activation, we perform fp8 allgather only
+    # once"); in backward Float8RowwiseParallel casts the row-parallel linears' output
+    # gradient on the shard before its all-gather (_NoopFwToFloat8BwDynamic after the
+    # forward redistribute). torchtitan applies these only to tensorwise scaling
+    # (torchtitan models/llama3/parallelize.py, 820504e and later: "float8 all-gather with
+    # TP is only supported for tensorwise float8 scaling recipes. For rowwise recipes, we
+    # use regular TP and all-gather happens in high precision"). The reduce-scatters stay
+    # 16-bit (the scaled GEMM's output).
+    tp_float8_gather: bool = False
+
+
+# Under float8-aware TP (Fp8Recipe.tp_float8_gather) a gathered tensor costs, per element:
+# on the shard (1/tp of them), the max_abs read and a cast writing one FP8 layout; on the
+# gathered tensor, the column-major FP8 copy its weight-gradient GEMM needs: torchao's
+# Float8Tensor keeps the gathered input (and output gradient) as cast, and float8_ops.py
+# preprocess_addmm makes ``b`` column-major (``b.t().contiguous().t()``) and ``a`` row-major
+# (``a.contiguous()``) before torch._scaled_mm: one FP8 read and one FP8 write. Without it
+# the cast writes both layouts in one kernel (tensorwise branch of _recipe below).
+FLOAT8_TP_SHARD_BYTES = BF16 + BF16 + FP8
+FLOAT8_TP_GATHERED_BYTES = FP8 + FP8
 
 
 def _family(generation: str) -> str:
@@ -220,7 +244,7 @@ def _recipe(name: str, gen: str, torchao: bool = False) -> Fp8Recipe:
         a = BF16 + BF16 + 2 * FP8
         w = BF16 + 2 * (BF16 + FP8)
         return Fp8Recipe(name, a, a, w, 2, 3, True, True, 0.0, share, experts=False,
-                         per_module_casts=True)
+                         per_module_casts=True, tp_float8_gather=torchao)
     # rowwise (torchao): cast writing FP8 and a 16-bit transpose, then a cast of the
     # transpose; weights: cast, transpose (read + write 16-bit), cast -- roofline_utils.py.
     # Its backward GEMMs run tensor-wise and rescale their 16-bit output (read + write).

@@ -21,6 +21,8 @@ from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .dispatcher_buffers import runs_deepep_kernels
+from .engine_titan_tp import async_tp_shares, gathers_fuse, sac_regathers
+from .fp8_recipe import FP8 as FP8_BYTES
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
@@ -94,10 +96,16 @@ class LayerCost:
         return self.bwd_weight_compute_s
 
 
-def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool) -> float:
-    """One pass (forward or backward) of the layer's TP collectives."""
+def _tp_time(cluster: Cluster, p: Placement, ops: LayerOps, sp: bool,
+             fp8_gathers: bool = False) -> float:
+    """One pass (forward or backward) of the layer's TP collectives; ``fp8_gathers``: the
+    all-gathers (half of them) move FP8 (fp8_recipe.Fp8Recipe.tp_float8_gather)."""
     if p.size == 1 or not ops.tp_collectives:
         return 0.0
+    if sp and fp8_gathers:  # the reduce-scatters stay 16-bit
+        return ops.tp_collectives / 2 * (
+            all_gather_s(cluster, p, ops.tp_buffer_bytes * FP8_BYTES / ACT)
+            + all_gather_s(cluster, p, ops.tp_buffer_bytes))
     if sp:  # all-gather + reduce-scatter pairs of the full hidden state
         return ops.tp_collectives * all_gather_s(cluster, p, ops.tp_buffer_bytes)
     # all-reduce; tp_collectives counts halves of AG+RS pairs, one AR per pair
@@ -306,7 +314,9 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved_bytes=c.saved, working_bytes=c.working,
         params=ops.params, expert_params=ops.expert_params,
         model_flops=c.model_flops, hw_flops=c.hw_flops,
-        fwd_exposed_s=(tp_wire - gather - c.regather - (tp_hidden - c.tp_async)) / passes
+        fwd_exposed_s=((tp_wire - gather - c.regather - (tp_hidden - c.tp_async)) / passes
+                       if c.tp_fwd_hidden is None
+                       else (tp_wire - c.regather_sac) / passes - c.tp_fwd_hidden)
         + ep_fwd + c.cp_fwd_exposed
         + gather)
 
@@ -332,6 +342,9 @@ class LayerCore(NamedTuple):
     hw_flops: float
     regather: float = 0.0  # backward-only TP wire (megatron_async_dgrad)
     tp_async: float = 0.0  # its hidden part, also in tp_hidden
+    # the forward pass's hidden TP time where it differs from tp_hidden / passes (async TP)
+    tp_fwd_hidden: float | None = None
+    regather_sac: float = 0.0  # backward-only TP wire (engine_titan_tp.sac_regathers)
 
 
 @lru_cache(maxsize=1 << 15)
@@ -400,10 +413,19 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         saved = ops.saved_bytes + ops.recomputable_bytes + scores
         working = 0.0
     # TP: one set of collectives per pass (forward, backward, recomputed forward)
-    tp_pass = _tp_time(cluster, tp_place, ops, shard.sp)
+    fp8_gathers = kind == "dense" and bool(shard.fp8_recipe
+                                           and shard.fp8_recipe.tp_float8_gather)
+    tp_pass = _tp_time(cluster, tp_place, ops, shard.sp, fp8_gathers)
     if ops.etp_buffer_bytes and etp_place.size > 1:
         tp_pass += 2 * all_gather_s(cluster, etp_place, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
+    # the input all-gathers torchtitan's per-op checkpointing runs again in backward
+    # (engine_titan_tp.sac_regathers): half of a pass's collectives, at the gathers' bytes
+    regather_sac = 0.0
+    if shard.sp and tp_place.size > 1 and sac_regathers(engine, kind, recompute, modules):
+        regather_sac = ops.tp_collectives / 2 * all_gather_s(
+            cluster, tp_place, ops.tp_buffer_bytes * (FP8_BYTES / ACT if fp8_gathers else 1))
+        tp_wire += regather_sac
     gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
     if ops.tp_gather_bytes and tp_place.size > 1:
         gather = all_gather_s(cluster, tp_place, ops.tp_gather_bytes)
@@ -415,6 +437,16 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     # the next op needs the whole reduced tensor, so it stays on the critical path
     # (Shoeybi et al. 2019, the 'g' all-reduce of the MLP and attention blocks).
     tp_hidden = NETWORK.tp_overlap * tp_wire if tp_overlap and shard.sp else 0.0
+    # torchtitan's async TP fuses only some of a pass's collectives (engine_titan_tp.py):
+    # its share of the forward (and recomputed forward) and of the backward pass
+    tp_fwd_hidden = None
+    recipe = shard.fp8_recipe.name if shard.fp8_recipe else ""
+    shares = async_tp_shares(engine, kind, recipe)
+    if tp_overlap and shard.sp and shares is not None and not gather:
+        tp_fwd_hidden = NETWORK.tp_overlap * shares[0] * tp_pass
+        tp_hidden = tp_fwd_hidden * (passes - 1) + NETWORK.tp_overlap * shares[1] * tp_pass
+        if gathers_fuse(recipe):  # the re-run gathers fuse where the forward's do
+            tp_hidden += NETWORK.tp_overlap * regather_sac
     # Without those kernels Megatron still hides the backward collectives of its
     # column-parallel linears behind their own GEMMs (megatron_async_dgrad).
     regather = tp_async = 0.0
@@ -457,7 +489,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
     return LayerCore(ops, dev, t, rc, passes, saved, working, ep_again, tp_wire, tp_hidden,
                      gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops,
-                     regather, tp_async)
+                     regather, tp_async, tp_fwd_hidden, regather_sac)
 
 
 def _ep_times(model: ModelSpec, cluster: Cluster, c: LayerCore, place: Placement,

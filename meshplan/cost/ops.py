@@ -607,6 +607,11 @@ NORM_FED = ("qkv", "mlp_fc1")
 # whose FP8 linears cast per module (fp8_recipe.Fp8Recipe.per_module_casts): q, k, v; the
 # gated MLP's gate and up projections
 PER_MODULE = {"qkv": 3, "mlp_fc1": 2, "shared_fc1": 2}
+# Under float8-aware TP (fp8_recipe.Fp8Recipe.tp_float8_gather, sequence parallelism): the
+# linears whose input is cast on the sequence shard before the all-gather, once for all of
+# them, and those whose output gradient is (the row-parallel ones)
+FLOAT8_TP_GATHERED_INPUT = ("qkv", "mlp_fc1")
+FLOAT8_TP_GATHERED_GRAD = ("o_proj", "mlp_fc2")
 
 
 def fp8_casts(ops: LayerOps, s: Shard, gated: bool = True) -> LayerOps:
@@ -622,13 +627,23 @@ def fp8_casts(ops: LayerOps, s: Shard, gated: bool = True) -> LayerOps:
         copies = PER_MODULE.get(mm.name, 1) if r.per_module_casts else 1
         if mm.name.endswith("_fc1") and not gated:
             copies = 1
-        ops.fp8_fwd_bytes += copies * x * (r.norm_input_bytes if fed else r.act_bytes)
-        ops.fp8_fwd_kernels += copies * r.kernels_per_tensor
+        f8tp = r.tp_float8_gather and s.sp and s.tp > 1
+        if f8tp and mm.name in FLOAT8_TP_GATHERED_INPUT:  # one cast, of the shard
+            ops.fp8_fwd_bytes += x * (fp8_recipe.FLOAT8_TP_SHARD_BYTES / s.tp
+                                      + fp8_recipe.FLOAT8_TP_GATHERED_BYTES)
+            ops.fp8_fwd_kernels += r.kernels_per_tensor + 1
+        else:
+            ops.fp8_fwd_bytes += copies * x * (r.norm_input_bytes if fed else r.act_bytes)
+            ops.fp8_fwd_kernels += copies * r.kernels_per_tensor
         if r.weights_every_microbatch:
             ops.fp8_fwd_bytes += w * r.weight_bytes
             ops.fp8_fwd_kernels += r.weight_kernels
-        ops.fp8_bwd_bytes += dy * r.act_bytes + r.bwd_output_bytes * (x + w)
-        ops.fp8_bwd_kernels += r.kernels_per_tensor + (2 if r.bwd_output_bytes else 0)
+        gathered_dy = f8tp and mm.name in FLOAT8_TP_GATHERED_GRAD  # cast on the shard
+        ops.fp8_bwd_bytes += r.bwd_output_bytes * (x + w) + dy * (
+            fp8_recipe.FLOAT8_TP_SHARD_BYTES / s.tp + fp8_recipe.FLOAT8_TP_GATHERED_BYTES
+            if gathered_dy else r.act_bytes)
+        ops.fp8_bwd_kernels += (r.kernels_per_tensor + (2 if r.bwd_output_bytes else 0)
+                                + (1 if gathered_dy else 0))
     if r.amax_allreduce and s.sp and s.tp > 1:
         # the inputs all-gathered in forward and the gradients all-gathered in backward
         ops.fp8_fwd_kernels += ops.tp_collectives / 2
