@@ -24,7 +24,7 @@ from .dispatcher_buffers import runs_deepep_kernels
 from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
-                  gathered_logits, gathered_norm_outputs,
+                  gathered_logits, gathered_norm_outputs, graph_replay,
                   head_ops, layer_ops, runtime_saved, unfused_norms,
                   unfused_swiglu)
 
@@ -262,6 +262,7 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
             ops = eager_expert_epilogue(ops, model, shard, engine)
             ops = fp8_expert_padding(ops, model, shard, engine,
                                      padded_by_dispatch=moe_dispatcher == HYBRIDEP)
+        ops = graph_replay(ops, model, shard, moe=kind == "moe")
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
     dev = device(cluster.gpu, precision, engine, attention_kernel, share)
     if dev.act_scale != 1.0:
