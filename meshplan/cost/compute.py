@@ -468,5 +468,7 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     b_total = bin_ + attn_b + stream_b + bw
     host_wait_f = max(0.0, ops.host_ops * efficiency.HOST_OP_FWD_S - f_total)
     host_wait_b = max(0.0, ops.host_ops * efficiency.HOST_OP_BWD_S - b_total)
-    return OpTimes(f_total + host_wait_f, bin_ + attn_b + stream_b + host_wait_b, bw,
+    # each host-device sync drains the stream: the GPU idles until the host launches again
+    sync_f = ops.host_syncs * efficiency.HOST_SYNC_S
+    return OpTimes(f_total + host_wait_f + sync_f, bin_ + attn_b + stream_b + host_wait_b, bw,
                    attn_f, act_f, norm_f)

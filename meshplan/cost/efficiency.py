@@ -461,6 +461,13 @@ KERNEL_GAP_S = 16e-6  # refitted 2026-11-23 (was 8 us; grid 0-32 us)
 # (serve/cost.py KERNEL_FLOOR_S) and training layers replayed from CUDA graphs
 # (Workload.cuda_graph, ops.graph_replay, compute.op_times) read it here. Not fitted.
 GRAPHED_KERNEL_S = 2.75e-6
+# GPU idle time one host-device synchronisation adds to a stream of work: the stream drains,
+# the host wakes, and the next kernel waits for its launch. Measured here: an .item() after
+# each 4096^3 GEMM of a chain (bench/gpu_layer_step.py sync_cost) costs 18.7-58.1 us a sync
+# over the seven runs of bench/data/measured/h*_2026-11-28/layer_*/layer_step.json
+# (sync_gemm_chain.per_sync_s, H100 and H200), median 27.3 us. Charged where an engine's code
+# synchronises every step (moe_comm.host_syncs). Not fitted.
+HOST_SYNC_S = 27.3e-6
 # Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
 # and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
 # PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",

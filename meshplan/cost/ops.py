@@ -127,6 +127,8 @@ class LayerOps:
     graphed_fp8_fwd_kernels: float = 0.0
     graphed_fp8_bwd_kernels: float = 0.0
     host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
+    # host-device synchronisations in forward (efficiency.HOST_SYNC_S each; moe_comm.host_syncs)
+    host_syncs: float = 0.0
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
     # element-wise HBM traffic of the backward beyond STREAM_BWD_BYTE_RATIO x stream_bytes
     # (the fp32 eager RMSNorm's backward, unfused_norms)
