@@ -164,6 +164,21 @@ def test_the_cited_recipes_set_the_graphs_the_rows_state():
     assert 'cuda_graph_impl="full_iteration"' in b300 and rows["H190"]["cuda_graph"] == "full"
 
 
+def test_the_cli_flag_reaches_the_prediction_and_the_header_says_it(capsys):
+    from meshplan.cli import main
+    argv = ["predict", "--model", "Qwen3-30B-A3B", "--gpus", "8xB200", "--seq-len", "4096",
+            "--global-batch", "512", "--precision", "fp8", "--engine", "megatron", "--ep", "8",
+            "--dp", "8", "--json"]
+    import json
+    tps = {}
+    for graph in ("none", "full"):
+        assert main(argv + ["--cuda-graph", graph]) == 0
+        tps[graph] = json.loads(capsys.readouterr().out)["tokens_per_s_per_gpu"]
+    assert tps["full"] > 1.5 * tps["none"]
+    assert main(argv[:-1] + ["--cuda-graph", "full"]) == 0
+    assert "CUDA graphs: full" in capsys.readouterr().out.splitlines()[0]
+
+
 # ---- the dispatcher's host-device sync (moe_comm.host_syncs, efficiency.HOST_SYNC_S) --------
 
 def test_the_sync_cost_is_the_median_of_the_committed_measurements():
