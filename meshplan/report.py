@@ -83,7 +83,8 @@ def scenario_line(sc: Scenario) -> str:
             f"sequence{'' if w.global_batch == 1 else 's'} "
             f"({_tokens(w.tokens_per_step)} tokens), {w.precision}"
             + (f" ({w.fp8_recipe} scaling)" if w.precision == "fp8" and w.fp8_recipe else "")
-            + (f", as {w.framework} runs it" if w.framework else ""))
+            + (f", as {w.framework} runs it" if w.framework else "")
+            + (f", CUDA graphs: {w.cuda_graph}" if w.cuda_graph else ""))
     return line + (f"\n  note: {m.description}" if m.description else "")
 
 

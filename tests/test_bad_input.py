@@ -240,6 +240,12 @@ CASES = [
     ("scenario-compiled-loss-string", {"s.toml": GOOD_SCENARIO.replace(
         "global_batch = 32\n", 'global_batch = 32\ncompiled_loss = "false"\n')},
      ["predict", "--scenario", "{d}/s.toml"], "compiled_loss='false'"),
+    # a CUDA graph scope the cost model does not know (cost/ops.py CUDA_GRAPHS), flag and TOML
+    ("cuda-graph-flag-unknown-scope", {}, ["predict", *M, *W, "--dp", "8", "--cuda-graph", "mlp"],
+     "cuda_graph='mlp'"),
+    ("scenario-cuda-graph-unknown-scope", {"s.toml": GOOD_SCENARIO.replace(
+        "global_batch = 32\n", 'global_batch = 32\ncuda_graph = "attn+mlp"\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "cuda_graph='attn+mlp'"),
     # a key beside preset was silently ignored (the preset's 32 layers were planned)
     ("scenario-model-preset-and-field", {"s.toml": GOOD_SCENARIO.replace(
         'preset = "llama3.1-8b"\n', 'preset = "llama3.1-8b"\nlayers = 4\n')},

@@ -120,7 +120,9 @@ def test_megatron_bridge_and_nemo_rows_state_their_recipes_gradient_dtype():
             assert r["recompute"] in ("none", "selective") and r["zero"] == "1", r["id"]
             if r["precision"] == "fp8":
                 assert r["fp8_recipe"] == "delayed", r["id"]
-    assert mb == 90 and nemo1 == 60  # 59 DGX-H100/B200/GB200 rows + 31 DGX-GB300/B300 rows (H181-H211)
+    # 59 DGX-H100/B200/GB200 rows + 31 DGX-GB300/B300 rows (H181-H211) + Qwen3-30B-A3B H296-H298
+    # (26.04.01 GB300, B300, GB200) and H299 (25.09 DGX-H100)
+    assert mb == 94 and nemo1 == 60
 
 
 @pytest.mark.skipif(not MB_MIRROR.exists(), reason="needs a local clone of NVIDIA-NeMo/Megatron-Bridge")

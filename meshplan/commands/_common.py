@@ -40,6 +40,9 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16"),
                    help="gradient buffer and data-parallel reduction dtype (default fp32; bf16 = "
                         "Megatron's --grad-reduce-in-bf16, what Megatron-Bridge's perf recipes run)")
+    g.add_argument("--cuda-graph", help="what of each layer runs from CUDA graphs: full, or "
+                   "Transformer Engine scopes joined by '+' (attn, moe_router, moe_preprocess); "
+                   "none (default): eager (cost/ops.py CUDA_GRAPHS)")
 
 
 def add_plan_args(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
@@ -157,6 +160,7 @@ def _cluster_on_top(sc: Scenario, gpus, per_node, nic, gpu_file) -> dict:
 def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenario:
     recipe = getattr(args, "fp8_recipe", None) or ""  # "" = the scenario's, else the engine's
     grads = getattr(args, "grad_reduce_dtype", None)  # None = the scenario's, else fp32
+    graph = getattr(args, "cuda_graph", None)  # None = the scenario's, else eager
     if args.scenario:
         sc = load_scenario(args.scenario)
         from ._profile import apply_scenario_profile
@@ -190,7 +194,8 @@ def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenar
                            # the scenario's recipe belongs to its fp8 runs: a --precision
                            # bf16 comparison drops it
                            fp8_recipe=recipe or (w.fp8_recipe if precision == "fp8" else ""),
-                           grad_reduce_dtype=grads or w.grad_reduce_dtype)
+                           grad_reduce_dtype=grads or w.grad_reduce_dtype,
+                           cuda_graph=w.cuda_graph if graph is None else graph)
         return Scenario(model, cluster, workload, sc.plan, one_pool, plan_stated=sc.plan_stated,
                         cluster_stated=sc.cluster_stated)
     defaults = LOCAL_DEFAULTS if local else {}
@@ -213,10 +218,11 @@ def _scenario_from_args(args: argparse.Namespace, local: bool = False) -> Scenar
     _check_recipe_flag(recipe, precision)
     if tokens is not None:
         workload = Workload.from_tokens(seq, tokens, precision=precision,
-                                        fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32")
+                                        fp8_recipe=recipe, grad_reduce_dtype=grads or "fp32",
+                                        cuda_graph=graph or "")
     elif gb is not None:
         workload = Workload(seq, gb, precision, fp8_recipe=recipe,
-                            grad_reduce_dtype=grads or "fp32")
+                            grad_reduce_dtype=grads or "fp32", cuda_graph=graph or "")
     else:
         raise InputError("--global-batch", None, "required (sequences per step)")
     return Scenario(model, cluster, workload, None)

@@ -446,16 +446,20 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
         attn_b = sum(ATTN_BWD_FLOP_RATIO * f
                      / (dev.attn_flops * eb * attention_occupancy(s, True, g))
                      for f, s in work if f)
-    # kernel gaps: forward launches ops.kernels kernels, backward about twice as many
-    gap_f = ops.kernels * dev.kernel_gap_s
+    # kernel gaps: forward launches ops.kernels kernels, backward about twice as many; a
+    # kernel replayed from a CUDA graph pays efficiency.GRAPHED_KERNEL_S instead
+    graph_saving = max(dev.kernel_gap_s - efficiency.GRAPHED_KERNEL_S, 0.0)
+    gap_f = ops.kernels * dev.kernel_gap_s - ops.graphed_kernels * graph_saving
     stream_f = ops.stream_bytes * dev.act_scale / dev.hbm_bytes_per_s + gap_f
     stream_b = (STREAM_BWD_BYTE_RATIO * stream_f
                 + ops.stream_bwd_extra_bytes * dev.act_scale / dev.hbm_bytes_per_s)
     # FP8 casts (fp8_recipe.py): their own forward and backward traffic and kernels
     stream_f += (ops.fp8_fwd_bytes / dev.hbm_bytes_per_s
-                 + ops.fp8_fwd_kernels * dev.kernel_gap_s)
+                 + ops.fp8_fwd_kernels * dev.kernel_gap_s
+                 - ops.graphed_fp8_fwd_kernels * graph_saving)
     stream_b += (ops.fp8_bwd_bytes / dev.hbm_bytes_per_s
-                 + ops.fp8_bwd_kernels * dev.kernel_gap_s)
+                 + ops.fp8_bwd_kernels * dev.kernel_gap_s
+                 - ops.graphed_fp8_bwd_kernels * graph_saving)
     act_f = ops.act_fn_bytes * dev.act_scale / dev.hbm_bytes_per_s
     norm_f = ops.norm_bytes * dev.act_scale / dev.hbm_bytes_per_s
     # the host issues kernels while earlier ones run; when the GPU work of a layer is shorter
@@ -464,5 +468,7 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
     b_total = bin_ + attn_b + stream_b + bw
     host_wait_f = max(0.0, ops.host_ops * efficiency.HOST_OP_FWD_S - f_total)
     host_wait_b = max(0.0, ops.host_ops * efficiency.HOST_OP_BWD_S - b_total)
-    return OpTimes(f_total + host_wait_f, bin_ + attn_b + stream_b + host_wait_b, bw,
+    # each host-device sync drains the stream: the GPU idles until the host launches again
+    sync_f = ops.host_syncs * efficiency.HOST_SYNC_S
+    return OpTimes(f_total + host_wait_f + sync_f, bin_ + attn_b + stream_b + host_wait_b, bw,
                    attn_f, act_f, norm_f)

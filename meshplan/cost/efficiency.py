@@ -451,6 +451,23 @@ SUSTAINED_TENSOR = 0.75 / NVIDIA_SUSTAINED_CLOCK
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
 # adds CPU time that is hidden only when the GPU is ahead of the host.
 KERNEL_GAP_S = 16e-6  # refitted 2026-11-23 (was 8 us; grid 0-32 us)
+# Fixed time of one kernel replayed from a CUDA graph (no host launch, no eager dispatch: the
+# GPU runs the captured kernels back to back), what a kernel costs before its bytes or FLOPs.
+# Measured: AIConfigurator's TensorRT-LLM 1.2.0rc5 static FP8 quantize kernel on H100
+# (h100_sxm/quantize/trtllm/1.2.0rc5/scale_matrix_perf.parquet: m = 1-8 rows of k = 32-65,536,
+# replayed in a CUDA graph) takes 2.67-3.22 us, median 2.75, where its bytes take at most
+# 0.5 us; the same table at m = 256 (6 MB) gives 4.66 us, this floor plus its bytes at HBM
+# bandwidth 4.8 us. No such table for other GPUs: the H100 figure stands in. Serving
+# (serve/cost.py KERNEL_FLOOR_S) and training layers replayed from CUDA graphs
+# (Workload.cuda_graph, ops.graph_replay, compute.op_times) read it here. Not fitted.
+GRAPHED_KERNEL_S = 2.75e-6
+# GPU idle time one host-device synchronisation adds to a stream of work: the stream drains,
+# the host wakes, and the next kernel waits for its launch. Measured here: an .item() after
+# each 4096^3 GEMM of a chain (bench/gpu_layer_step.py sync_cost) costs 18.7-58.1 us a sync
+# over the seven runs of bench/data/measured/h*_2026-11-28/layer_*/layer_step.json
+# (sync_gemm_chain.per_sync_s, H100 and H200), median 27.3 us. Charged where an engine's code
+# synchronises every step (moe_comm.host_syncs). Not fitted.
+HOST_SYNC_S = 27.3e-6
 # Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
 # and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
 # PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",

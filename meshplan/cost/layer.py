@@ -23,10 +23,11 @@ from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .dispatcher_buffers import runs_deepep_kernels
 from .engine_titan_tp import async_tp_shares, gathers_fuse, sac_regathers
 from .fp8_recipe import FP8 as FP8_BYTES
-from .moe_comm import BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s
+from .moe_comm import (BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s,
+                       host_syncs)
 from .mcore_loss import embedding_grad, unfused_loss
 from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
-                  gathered_logits, gathered_norm_outputs,
+                  gathered_logits, gathered_norm_outputs, graph_replay,
                   head_ops, layer_ops, runtime_saved, unfused_norms,
                   unfused_swiglu)
 
@@ -270,6 +271,9 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
             ops = eager_expert_epilogue(ops, model, shard, engine)
             ops = fp8_expert_padding(ops, model, shard, engine,
                                      padded_by_dispatch=moe_dispatcher == HYBRIDEP)
+        ops = graph_replay(ops, model, shard, moe=kind == "moe")
+        if kind == "moe":
+            ops = replace(ops, host_syncs=host_syncs(engine, shard.cuda_graph))
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
     dev = device(cluster.gpu, precision, engine, attention_kernel, share)
     if dev.act_scale != 1.0:

@@ -108,6 +108,22 @@ def exchange_s(cluster: Cluster, place: Placement, model: ModelSpec, tokens: flo
     return max(inside, across) + _latency(cluster, place, place.per_node - 1)
 
 
+def host_syncs(engine: str, cuda_graph: str) -> int:
+    """Host-device synchronisations in the forward of one MoE layer. Megatron-Core's dropless
+    dispatchers need the per-expert token counts on the host: MoEAlltoAllTokenDispatcher
+    copies them device-to-host and synchronises at its cuda_sync_point (before the expert
+    all-to-all, or before returning without expert parallelism), MoEAllGatherTokenDispatcher
+    calls .cpu() on them, and the flex dispatcher's DeepEP / HybridEP dispatch returns them
+    to the host (megatron/core/transformer/moe/token_dispatcher.py, fused_a2a.py). A layer
+    captured whole in a CUDA graph (cuda_graph "full") cannot synchronise: its recipe runs a
+    sync-free dispatch (token drop with padding to capacity, cuda_sync_point "no_sync"; or
+    the full-iteration graph's fixed expert capacity). The backward reuses the forward's
+    counts: no sync."""
+    from .layer import MEGATRON_ENGINES  # one list of the Megatron-family engines
+    from .ops import CUDA_GRAPH_FULL
+    return int(engine in MEGATRON_ENGINES and cuda_graph != CUDA_GRAPH_FULL)
+
+
 def node_copies(model: ModelSpec, place: Placement) -> float:
     """Expected destination nodes of one token under DeepEP-class dispatch, its own node
     included (device-limited routing applied)."""

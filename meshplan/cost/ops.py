@@ -11,8 +11,9 @@ norms and residual stream over tp; expert layers per MoE Parallel Folding (Liu e
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..errors import InputError
 from ..specs.model import ModelSpec
 from . import efficiency, fp8_recipe
 
@@ -74,6 +75,9 @@ class Shard:
     fp8_recipe: object = None
     # the single-kernel grouped GEMM the engine runs its experts with (GROUPED_GEMM_KERNEL)
     grouped_gemm: str = ""
+    # what of each transformer layer is replayed from CUDA graphs (Workload.cuda_graph,
+    # CUDA_GRAPHS; graph_replay): "" = nothing (eager)
+    cuda_graph: str = ""
 
     @property
     def tokens(self) -> float:
@@ -117,7 +121,14 @@ class LayerOps:
     score_qk_head_dim: float = 0.0
     score_v_head_dim: float = 0.0
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
+    # the part of ``kernels`` (and of the FP8 cast kernels, forward and backward) replayed
+    # from CUDA graphs: each costs efficiency.GRAPHED_KERNEL_S instead (graph_replay)
+    graphed_kernels: float = 0.0
+    graphed_fp8_fwd_kernels: float = 0.0
+    graphed_fp8_bwd_kernels: float = 0.0
     host_ops: float = 0.0  # framework ops the host issues in forward (efficiency.HOST_OP_FWD_S)
+    # host-device synchronisations in forward (efficiency.HOST_SYNC_S each; moe_comm.host_syncs)
+    host_syncs: float = 0.0
     stream_bytes: float = 0.0  # element-wise HBM traffic, forward
     # element-wise HBM traffic of the backward beyond STREAM_BWD_BYTE_RATIO x stream_bytes
     # (the fp32 eager RMSNorm's backward, unfused_norms)
@@ -172,6 +183,18 @@ def attn_window_seq(window: int, local_seq: float) -> float:
     return min(2.0 * window, local_seq)
 
 
+def attention_kernels(attn: LayerOps) -> float:
+    """Forward kernels of the attention block whose GEMMs ``attn`` holds (and no other):
+    norm, the projections, rope, the attention core, the residual add."""
+    return 4 + len(attn.matmuls)
+
+
+def attention_host_ops(attn: LayerOps) -> float:
+    """Host ops of the same block: norm, the projections, q/k/v split and reshape, rope on
+    q and k, attention, residual add."""
+    return 8 + len(attn.matmuls)
+
+
 def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     h, tp, T, Ts = model.hidden, s.tp, s.tokens, s.stream_tokens
     heads = model.heads / tp
@@ -213,9 +236,9 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.attn_seq = s.seq / s.cp
     keys = model.causal_keys(s.seq)
     # norm, projections, rope, attention core, residual add
-    ops.kernels += 4 + sum(1 for mm in ops.matmuls)
+    ops.kernels += attention_kernels(ops)
     # norm, projections, q/k/v split and reshape, rope on q and k, attention, residual add
-    ops.host_ops += 8 + sum(1 for mm in ops.matmuls)
+    ops.host_ops += attention_host_ops(ops)
     ops.attn_fwd_flops += 2 * T * keys * heads * (d_qk + d_v)
     ops.attn_model_flops += 2 * T * model.attention_keys(s.seq) * heads * (d_qk + d_v)
     if model.sliding_window and model.sliding_window < s.seq:
@@ -287,6 +310,17 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     ops.params += model.mlp_params(width) / tp
 
 
+# The MoE router's kernels: router GEMM, softmax + top-k (one fused kernel under
+# moe_router_fusion), auxiliary loss; and its host ops: linear, score, top-k, gather, aux
+# loss (Megatron-Core moe/router.py TopKRouter.forward). The dispatcher's preprocessing
+# (MoEAlltoAllTokenDispatcher.preprocess, moe/token_dispatcher.py) issues the per-expert
+# histogram and the device-to-host copy of the counts from the host; its few tiny kernels
+# are not in ``kernels``.
+MOE_ROUTER_KERNELS = 3
+MOE_ROUTER_HOST_OPS = 5
+MOE_PREPROCESS_HOST_OPS = 2
+
+
 def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     """Router, dispatch over ep, grouped expert GEMMs (etp-sharded), combine, shared experts."""
     h = model.hidden
@@ -304,9 +338,9 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.matmuls.append(MatMul("expert_fc1", m, (2 if gated else 1) * w, h, local_experts, streams,
                               hp, kn))
     ops.matmuls.append(MatMul("expert_fc2", m, h, w, local_experts, streams, hp, kn))
-    # router GEMM, softmax + top-k, aux loss, permute, two grouped GEMMs, activation,
+    # router (MOE_ROUTER_KERNELS) and the rest: permute, two grouped GEMMs, activation,
     # unpermute, weighted combine (Megatron-Core MoE layer)
-    ops.kernels += 10
+    ops.kernels += MOE_ROUTER_KERNELS + 7
     if s.per_expert_gemms and local_experts > 1:
         # the two grouped GEMMs are local_experts GEMM kernels each (the 10 above count them
         # once), plus one quantize kernel per expert and GEMM input under FP8; backward
@@ -354,6 +388,65 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
                                              mo.matmuls + sh.matmuls,
                                              mo.stream_bytes + sh.stream_bytes,
                                              mo.kernels + sh.kernels, ep_comm=True)
+
+
+# What of each transformer layer a run replays from CUDA graphs (Workload.cuda_graph; a runs
+# CSV's optional column ``cuda_graph``): "full" = the whole layer, forward and backward
+# (Megatron-Core's cuda_graph_impl "local" with the default scope, the legacy
+# enable_cuda_graph, and "full_iteration", which captures the whole step); or the
+# Transformer Engine scopes it captures (cuda_graph_impl "transformer_engine" with
+# cuda_graph_scope), joined by "+": "attn" (input norm, self-attention, residual add),
+# "moe_router", "moe_preprocess" (Megatron-Core transformer_config.py cuda_graph_scope).
+# "" or "none" = eager. A captured kernel runs without a host launch or eager dispatch:
+# efficiency.GRAPHED_KERNEL_S replaces KERNEL_GAP_S for it, and the captured ops cost the
+# host one graph launch.
+CUDA_GRAPH_FULL = "full"
+CUDA_GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess")
+CUDA_GRAPHS = ("none", CUDA_GRAPH_FULL) + CUDA_GRAPH_SCOPES
+GRAPH_LAUNCH_HOST_OPS = 1  # one cudaGraphLaunch (torch.cuda.CUDAGraph.replay) a graph
+
+
+def normalise_cuda_graph(value) -> str:
+    """The column's value as graph_replay reads it: "" (eager), "full", or TE scopes in
+    CUDA_GRAPH_SCOPES order joined by "+". Raises InputError naming what is allowed."""
+    text = str(value or "").strip().lower()
+    if text in ("", "none"):
+        return ""
+    parts = [p.strip() for p in text.split("+")]
+    allowed = ("allowed: none, full, or Transformer Engine scopes joined by '+' from "
+               + ", ".join(CUDA_GRAPH_SCOPES))
+    if parts == [CUDA_GRAPH_FULL]:
+        return CUDA_GRAPH_FULL
+    if not parts or any(p not in CUDA_GRAPH_SCOPES for p in parts):
+        raise InputError("cuda_graph", value, allowed)
+    return "+".join(p for p in CUDA_GRAPH_SCOPES if p in parts)
+
+
+def graph_replay(ops: LayerOps, model: ModelSpec, s: Shard, moe: bool) -> LayerOps:
+    """``ops`` of a transformer layer with the part s.cuda_graph captures marked as replayed
+    from CUDA graphs (graphed_* kernels) and its host ops folded into one launch a graph."""
+    graph = s.cuda_graph
+    if not graph:
+        return ops
+    if graph == CUDA_GRAPH_FULL:
+        return replace(ops, graphed_kernels=ops.kernels,
+                       graphed_fp8_fwd_kernels=ops.fp8_fwd_kernels,
+                       graphed_fp8_bwd_kernels=ops.fp8_bwd_kernels,
+                       host_ops=min(ops.host_ops, GRAPH_LAUNCH_HOST_OPS))
+    scopes = graph.split("+")
+    kernels = host = 0.0
+    if "attn" in scopes:
+        attn = LayerOps()
+        attention_ops(model, s, attn)
+        kernels += attention_kernels(attn)
+        host += attention_host_ops(attn) - GRAPH_LAUNCH_HOST_OPS
+    if moe and "moe_router" in scopes:
+        kernels += MOE_ROUTER_KERNELS
+        host += MOE_ROUTER_HOST_OPS - GRAPH_LAUNCH_HOST_OPS
+    if moe and "moe_preprocess" in scopes:
+        host += MOE_PREPROCESS_HOST_OPS - GRAPH_LAUNCH_HOST_OPS
+    return replace(ops, graphed_kernels=min(kernels, ops.kernels),
+                   host_ops=max(ops.host_ops - host, 0.0))
 
 
 def expert_rows(ops: LayerOps) -> float:

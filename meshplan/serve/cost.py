@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from math import ceil
 
-from ..cost import collectives, compute
+from ..cost import collectives, compute, efficiency
 from ..cost.ops import ACT, MatMul, Shard, head_ops, layer_ops
 from ..specs.hardware import Cluster
 from ..specs.model import ModelSpec
@@ -196,13 +196,9 @@ FP8_INPUT_QUANT_KERNELS = 2
 # for one token, where the two expert GEMMs alone model 11.4 us (tests/test_serve.py).
 MOE_ROUTING_KERNELS = 3
 FP8_QUANT_BYTES_PER_ELEM = ACT + 1
-# Fixed time of one small kernel inside the step's CUDA graph on H100: AIConfigurator's
-# measured TensorRT-LLM 1.2.0rc5 static FP8 quantize kernel (h100_sxm/quantize/trtllm/1.2.0rc5/
-# scale_matrix_perf.parquet: m = 1-8 rows of k = 32-65,536, replayed in a CUDA graph) takes
-# 2.67-3.22 us, median 2.75, where its bytes take at most 0.5 us. The same table at m = 256
-# (6 MB) gives 4.66 us, this floor plus its bytes at HBM bandwidth 4.8 us. No such table for
-# other parts: the H100 figure stands in.
-KERNEL_FLOOR_S = 2.75e-6
+# Fixed time of one small kernel inside the step's CUDA graph: efficiency.GRAPHED_KERNEL_S
+# (AIConfigurator's measured H100 quantize kernel; its source there).
+KERNEL_FLOOR_S = efficiency.GRAPHED_KERNEL_S
 # vLLM V1's sampling after the output layer, every iteration: the vocab-split logits of
 # the sampled rows are all-gathered over the tensor-parallel group in the model's 16-bit
 # dtype (LogitsProcessor._gather_logits: tensor_model_parallel_all_gather when

@@ -95,6 +95,10 @@ class Workload:
     # kernel option "flash_attention2 + RMS kernel", Hagemann et al. 2023); "" = the default.
     # A runs CSV says so in the optional column ``norm_kernel``.
     norm_kernel: str = ""
+    # what of each transformer layer the run replays from CUDA graphs (cost/ops.py CUDA_GRAPHS,
+    # graph_replay): "full", or Transformer Engine scopes joined by "+" ("attn", "moe_router",
+    # "moe_preprocess"); "" = eager. A runs CSV says so in the optional column ``cuda_graph``
+    cuda_graph: str = ""
     # the dtype of the gradient buffer (GRAD_REDUCE_DTYPES); a runs CSV says so in the optional
     # column ``grad_reduce_dtype``
     grad_reduce_dtype: str = "fp32"
@@ -144,6 +148,8 @@ class Workload:
             from ..cost.ops import NORM_KERNELS
             norm = require_choice("norm_kernel", norm, NORM_KERNELS)
         object.__setattr__(self, "norm_kernel", norm)
+        from ..cost.ops import normalise_cuda_graph
+        object.__setattr__(self, "cuda_graph", normalise_cuda_graph(self.cuda_graph))
         object.__setattr__(self, "fp8_recipe", normalise_fp8_recipe(self.fp8_recipe))
         object.__setattr__(self, "fp8_param_gather",
                            require_bool("fp8_param_gather", self.fp8_param_gather))
