@@ -55,6 +55,8 @@ def splits(heldout_src: dict) -> list[tuple[str, object]]:
     return [
         ("held-out runs, all", lambda i: True),
         ("held-out, rows H001-H290 (the set before this release's rows)", lambda i: 1 <= _hid(i) <= 290),
+        ("held-out, rows H296-H299 (Qwen3-30B-A3B, Megatron-Bridge tables, added this release)",
+         lambda i: 296 <= _hid(i) <= 299),
         ("held-out, rows H400-H409 (AMD Instinct, added this release)", lambda i: 400 <= _hid(i) <= 409),
         ("held-out, rows H500-H531 (OLMo-core, MLPerf GPT-3 / 405B, added this release)",
          lambda i: 500 <= _hid(i) <= 531),
