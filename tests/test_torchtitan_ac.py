@@ -64,6 +64,29 @@ def test_h718_frees_the_closed_form():
     assert on.hw_flops_per_step > off.hw_flops_per_step
 
 
+def test_tp_repeats_the_attention_collectives():
+    # with TP the re-run attention forward repeats its two collectives (all-reduce halves
+    # without sequence parallelism): one more attention pass on the TP wire
+    from meshplan.cost.layer import _tp_time
+    from meshplan.plan import Plan
+    row = dict(_row("H718"), tp="2", dp="4")
+    prep = prepare(row)
+    plan = Plan(**{"micro_batch": 4, "vpp": 1, **dict(prep.pins)})
+    on = estimate(prep.model, prep.cluster, replace(prep.workload, attention_full_ac=True), plan)
+    off = estimate(prep.model, prep.cluster, replace(prep.workload, attention_full_ac=False),
+                   plan)
+    from meshplan.cost.step import placements
+    from meshplan.cost.ops import Shard as S
+    tp_on = next(a for a in on.comm if a.axis == "tp").wire_s
+    tp_off = next(a for a in off.comm if a.axis == "tp").wire_s
+    shard = S(seq=4096, micro_batch=4, tp=2)
+    one = _tp_time(prep.cluster, placements(plan, prep.cluster)["tp"],
+                   torchtitan_ac.attention_part(prep.model, shard), False)
+    assert one > 0
+    # every layer (one dense, 26 MoE) has the attention; m micro-batches per step
+    assert tp_on - tp_off == pytest.approx(on.num_microbatches * 27 * one, rel=1e-9)
+
+
 def test_flag_only_under_the_engines_op_sac():
     assert torchtitan_ac.applies("torchtitan", True, "selective", "", "moe")
     assert not torchtitan_ac.applies("torchtitan", False, "selective", "", "moe")

@@ -419,6 +419,9 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if ops.etp_buffer_bytes and etp_place.size > 1:
         tp_pass += 2 * all_gather_s(cluster, etp_place, ops.etp_buffer_bytes)
     tp_wire = tp_pass * passes
+    if attn_rerun_flops:  # the re-run attention forward repeats its TP collectives
+        tp_wire += _tp_time(cluster, tp_place, torchtitan_ac.attention_part(model, shard),
+                            shard.sp)
     gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
     if ops.tp_gather_bytes and tp_place.size > 1:
         gather = all_gather_s(cluster, tp_place, ops.tp_gather_bytes)

@@ -21,7 +21,9 @@ ops.LayerOps.saved_bytes and drops recomputable_bytes): the attention's own save
 (attention_ops: the norm input, the latents or q/k/v, the log-sum-exp) are replaced by the
 norm's input and the attention module's input (two hidden states of the stream); the
 attention is rebuilt in backward, so its tensors join the layer's backward working set and its
-projection GEMMs run forward again (the core already does in the op-level branch).
+projection GEMMs and TP collectives run forward again (the core already does in the op-level
+branch). Its element-wise work (kv_norm, RoPE) re-runs too and is not charged: a few bytes per
+token against the projections' GEMMs.
 """
 
 from __future__ import annotations
