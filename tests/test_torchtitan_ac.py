@@ -174,3 +174,33 @@ def test_bad_flag_is_refused():
     row = dict(_row("H718"), attention_full_ac="maybe")
     res = predict_row(row, False)
     assert res.error and "attention_full_ac" in res.error
+
+
+def _moe_core(ep: int, engine: str = "torchtitan", recompute: str = "selective"):
+    from meshplan.cost import layer
+    from meshplan.cost.collectives import Placement
+    prep = prepare(_row("H718"))
+    shard = Shard(seq=4096, micro_batch=4, ep=ep)
+    one = Placement(1, 1)
+    return layer.layer_core(prep.model, prep.cluster, "moe", shard, recompute, one, one, one,
+                            False, "bf16", "ring", engine, "alltoall", "", "", "", False)
+
+
+def test_routed_experts_keep_the_all_to_all_outputs():
+    # torchtitan's save list names all_to_all_single, not _grouped_mm: with expert
+    # parallelism the routed path keeps the dispatch output (the experts' input rows) and
+    # the combine output (tokens x top-k rows back on this rank), 16-bit; without it, nothing
+    from meshplan.cost.efficiency import MOE_LOAD_IMBALANCE
+    T, h, k = 4 * 4096, 2048, 6
+    rows = T * k * MOE_LOAD_IMBALANCE
+    assert _moe_core(8).saved - _moe_core(1).saved == pytest.approx(2 * h * (rows + T * k),
+                                                                      rel=1e-9)
+    # the rule is the engine's: Megatron's op-level count does not depend on ep here
+    assert _moe_core(8, "megatron").saved == pytest.approx(_moe_core(1, "megatron").saved)
+    # the experts' GEMMs run forward again: more recomputation than the same layer keeps
+    # under the count that saves their outputs
+    tt, mg = _moe_core(8), _moe_core(8, "megatron")
+    experts = sum(mm.flops for mm in tt.ops.matmuls if mm.name in ("expert_fc1", "expert_fc2"))
+    assert experts > 0
+    assert tt.hw_flops - mg.hw_flops == pytest.approx(experts, rel=1e-9)
+    assert tt.rc > mg.rc

@@ -361,6 +361,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
                                                if dev.act_scale != 1.0 else 1.0)
     ep_again = False  # module-level recomputation of the whole MoE layer (dispatch included)
     attn_rerun_flops = 0.0  # the attention's projections run again (torchtitan_ac.py)
+    routed_rerun_flops = 0.0  # the routed experts' GEMMs run again (torchtitan_ac.py)
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
     skipped = unreplayed(ops, engine) if recompute == "full" else []
@@ -410,6 +411,15 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             again = [mm for mm in ops.matmuls if mm.name in names]
             rc += sum(matmul_s(dev, mm)[0] for mm in again)
             attn_rerun_flops = sum(mm.flops for mm in again)
+        if torchtitan_ac.routed_applies(engine, recompute, modules, kind):
+            # the routed experts' grouped GEMMs are not in the save list (torchtitan_ac.py):
+            # only the all-to-all outputs stay, the experts run forward again in backward
+            freed = torchtitan_ac.routed_freed_bytes(model, shard, ops)
+            saved -= freed
+            working += freed
+            again = [mm for mm in ops.matmuls if mm.name in torchtitan_ac.ROUTED_MATMULS]
+            rc += sum(matmul_s(dev, mm)[0] for mm in again)
+            routed_rerun_flops = sum(mm.flops for mm in again)
     else:
         rc, passes = 0.0, 2
         saved = ops.saved_bytes + ops.recomputable_bytes + scores
@@ -472,7 +482,8 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     elif recompute == "selective" and engine in MEGATRON_ENGINES and kind == "dense":
         hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":
-        hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops + attn_rerun_flops
+        hw_flops += (ops.attn_fwd_flops + ops.selective_matmul_flops + attn_rerun_flops
+                     + routed_rerun_flops)
     return LayerCore(ops, dev, t, rc, passes, saved, working, ep_again, tp_wire, tp_hidden,
                      gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops,
                      regather, tp_async)

@@ -29,7 +29,7 @@ token against the projections' GEMMs.
 from __future__ import annotations
 
 from ..specs.model import ModelSpec
-from .ops import ACT, LayerOps, Shard, attention_ops
+from .ops import ACT, LayerOps, Shard, attention_ops, expert_rows
 
 ENGINE = "torchtitan"
 
@@ -61,3 +61,48 @@ def freed_bytes(model: ModelSpec, shard: Shard) -> float:
 def rerun_matmul_names(model: ModelSpec, shard: Shard) -> tuple[str, ...]:
     """The attention's projection GEMMs, which the checkpoint runs forward again."""
     return tuple(mm.name for mm in attention_part(model, shard).matmuls)
+
+
+# --- the routed experts under the same op-level SAC ------------------------------------------
+# torchtitan's op-level SAC saves the outputs of the ops in its save list and recomputes every
+# other op in backward. The DeepSeek-V3 list (models/deepseek_v3/infra/parallelize.py
+# _op_sac_save_list at 8a2686c: aten.mm, the SDPA kernels, reduce_scatter_tensor,
+# _c10d_functional.all_to_all_single, aten.max, flex_attention) and the shared one at later
+# commits (distributed/activation_checkpoint.py _get_default_save_ops at b5bcd76: linear, topk,
+# the attention kernels, reduce_scatter, all_to_all_single, DeepEP / HybridEP dispatch and
+# combine) do not name torch._grouped_mm, which runs the routed experts (models/moe.py
+# _run_experts_grouped_mm at 8a2686c: w1, w3 and w2 each one _grouped_mm). So the experts'
+# GEMM outputs, their activation and the token permutations are recomputed from what is saved:
+# with expert parallelism the dispatch and the combine all-to-all outputs
+# (distributed/expert_parallel.py _token_dispatch / _token_combine: all_to_all_single_autograd,
+# whose forward runs _c10d_functional.all_to_all_single), in 16-bit: the experts' input rows
+# and the combined rows (tokens x top-k x hidden) returned to this rank. Without expert
+# parallelism nothing of the routed path is saved. Against ops.moe_ops' count (the experts'
+# input, their fc1 output, the combine input) that frees the difference; the recomputation
+# runs the expert GEMMs forward again and holds their tensors while the layer runs backward.
+# Not charged: the permutation copies the recomputation repeats (element-wise).
+
+
+def routed_applies(engine: str, recompute: str, modules: str, kind: str) -> bool:
+    """Whether an MoE layer runs torchtitan's op-level SAC (the engine's own selective
+    recomputation, without Megatron modules)."""
+    return engine == ENGINE and recompute == "selective" and not modules and kind == "moe"
+
+
+def routed_freed_bytes(model: ModelSpec, shard: Shard, ops: LayerOps) -> float:
+    """Bytes per micro-batch of the routed experts that op-level SAC does not keep: what
+    ops.moe_ops counts as their saved tensors (its 'moe' module record, less the shared
+    experts' and the activation's, which the op-level branch already drops) less the
+    all-to-all outputs the save list keeps."""
+    moe = ops.modules["moe"].freed_bytes
+    shared = ops.modules["shared_experts"].freed_bytes if "shared_experts" in ops.modules else 0.0
+    routed_saved = moe - shared - ops.modules["moe_act"].freed_bytes
+    kept = 0.0
+    if shard.ep > 1:
+        rows = expert_rows(ops)
+        returned = shard.tokens / shard.tp * model.moe_topk
+        kept = ACT * rows * model.hidden + ACT * returned * model.hidden
+    return routed_saved - kept
+
+
+ROUTED_MATMULS = ("expert_fc1", "expert_fc2")
