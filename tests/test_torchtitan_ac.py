@@ -163,9 +163,13 @@ def test_h718_and_the_default_toml_verdicts():
     toml = dict(_row("H718"), id="H718-lbs8", micro_batch="8", global_batch_seqs="64",
                 measured_tokens_per_s_per_gpu="", measured_peak_mem_gib="", oom="1")
     oom = predict_row(toml, False)
-    assert ran.error is None and oom.error is None
+    # the same issue: "If we set the expert_parallel_degree to 1, instead of lowering
+    # local_batch_size, the workload runs as well, but at almost 96% memory usage"
+    ep1 = predict_row(dict(toml, id="H718-lbs8-ep1", ep="1", oom="0"), False)
+    assert ran.error is None and oom.error is None and ep1.error is None
     assert ran.predicted_oom is False and ran.measured_oom is False
     assert oom.predicted_oom is True and oom.measured_oom is True
+    assert ep1.predicted_oom is False
 
 
 def test_bad_flag_is_refused():
