@@ -226,6 +226,7 @@ def prepare(row: dict) -> Prepared:
                         precision,
                         framework=framework,
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
+                        attention_full_ac=bool(flag(row, "attention_full_ac")),
                         attention_kernel=text(row, "attention_kernel"),
                         norm_kernel=text(row, "norm_kernel"),
                         cuda_graph=text(row, "cuda_graph"),

@@ -246,6 +246,9 @@ CASES = [
     ("scenario-cuda-graph-unknown-scope", {"s.toml": GOOD_SCENARIO.replace(
         "global_batch = 32\n", 'global_batch = 32\ncuda_graph = "attn+mlp"\n')},
      ["predict", "--scenario", "{d}/s.toml"], "cuda_graph='attn+mlp'"),
+    ("scenario-attention-full-ac-string", {"s.toml": GOOD_SCENARIO.replace(
+        "global_batch = 32\n", 'global_batch = 32\nattention_full_ac = "yes"\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "attention_full_ac='yes'"),
     # a key beside preset was silently ignored (the preset's 32 layers were planned)
     ("scenario-model-preset-and-field", {"s.toml": GOOD_SCENARIO.replace(
         'preset = "llama3.1-8b"\n', 'preset = "llama3.1-8b"\nlayers = 4\n')},

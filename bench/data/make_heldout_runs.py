@@ -35,6 +35,9 @@ cols += ['fp8_param_gather']
 # (printed in the logs' DDP config line, or the config script / conf/custom.yaml default); blank = the engine's
 # default (cost/dp_tail.py)
 cols += ['ddp_bucket_size']
+# optional: 1 where the engine's op-level selective recomputation checkpoints the attention module whole (torchtitan
+# from PR #1683 to PR #2118 with flex attention and the model not compiled: meshplan/cost/torchtitan_ac.py)
+cols += ['attention_full_ac']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -2053,7 +2056,8 @@ add(id=_h7(), source=("pytorch/torchtitan issue #1789 (DeepSeek-V3-16B OOMs on 8
                       "torchtitan/models/deepseek_v3/train_configs/deepseek_v3_16b.toml at 8a2686c and PR #1792 (82a9530)"),
     trust='C', **DS16, seq_len=4096, global_batch_seqs=32, micro_batch=4, gpu='H100-SXM-80GB', num_gpus=8, tp=1, pp=1,
     vpp=1, dp=8, cp=1, ep=8, etp=1, zero=3, sequence_parallel=0, recompute='selective', precision='bf16',
-    framework='torchtitan', compiled_loss=1, measured_tokens_per_s_per_gpu=11584.5, measured_peak_mem_gib=73.32, oom=0,
+    framework='torchtitan', compiled_loss=1, attention_full_ac=1, measured_tokens_per_s_per_gpu=11584.5,
+    measured_peak_mem_gib=73.32, oom=0,
     derivation=("tps 11,636 / 11,758 / 11,533 / 11,254 at steps 10-40 of the issue's log (median 11584.5; step 1 "
                 "excluded), memory 73.32 GiB (92.70%) at every step. Config: the issue runs the then-default "
                 "deepseek_v3_16b.toml (8a2686c: FSDP over the 8 GPUs, EP 8, ETP 1, TP 1, PP 1, seq 4096, AC "
@@ -2061,7 +2065,10 @@ add(id=_h7(), source=("pytorch/torchtitan issue #1789 (DeepSeek-V3-16B OOMs on 8
                 "the log shown is the run with the batch lowered ('instead of lowering local_batch_size' for the EP 1 "
                 "variant), and the fix PR #1792 set local_batch_size 4: micro batch 4 is inferred from that (trust "
                 "C). The model's use_flex_attn with block_causal (document) masking is not in the schema: full "
-                "causal attention is charged."))
+                "causal attention is charged. attention_full_ac 1: at 8a2686c a use_flex_attn model under op SAC with "
+                "the model not compiled gets full AC on its attention modules "
+                "(torchtitan/distributed/activation_checkpoint.py _apply_op_sac_to_transformer_block_with_flex), "
+                "from the code, not from the issue."))
 # END SECTION heldout-moedata
 for i, r in enumerate(rows):
     r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+, heldout-trainnew: H500+)

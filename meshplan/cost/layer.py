@@ -19,6 +19,7 @@ from .compute import (ATTN_BWD_FLOP_RATIO, STREAM_BWD_BYTE_RATIO, core_attention
 from .efficiency import NETWORK
 from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
+from . import torchtitan_ac
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
 from .dispatcher_buffers import runs_deepep_kernels
 from .engine_titan_tp import async_tp_shares, gathers_fuse, sac_regathers
@@ -286,7 +287,8 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
                places: CommPlacements, tp_overlap: bool, precision: str,
                cp_kind: str = "ring", engine: str = "", moe_dispatcher: str = "alltoall",
                ep_overlap: bool = False, modules: str = "",
-               attention_kernel: str = "", norm_kernel: str = "") -> LayerCost:
+               attention_kernel: str = "", norm_kernel: str = "",
+               attention_full_ac: bool = False) -> LayerCost:
     """``kind`` is "dense", "moe", "embedding" or "head"; ``engine`` the framework whose
     kernels run it (Workload.framework); ``moe_dispatcher`` the token dispatcher
     (moe_comm.py); ``ep_overlap``: the expert all-to-all of one micro-batch runs under the
@@ -294,13 +296,15 @@ def layer_cost(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     "selective", the Megatron-Core modules recomputed (Plan.recompute_modules; "" = the
     engine's own selective recomputation); ``attention_kernel``: the attention kernel class
     the run states (Workload.attention_kernel; "" = the engine's default); ``norm_kernel``
-    likewise for the RMSNorm (Workload.norm_kernel)."""
+    likewise for the RMSNorm (Workload.norm_kernel); ``attention_full_ac``: the engine's
+    op-level selective recomputation checkpoints the attention module whole
+    (Workload.attention_full_ac, torchtitan_ac.py)."""
     if kind != "moe":  # only the MoE layer has an expert all-to-all (ops.moe_ops)
         moe_dispatcher, ep_overlap = "alltoall", False
     c = layer_core(model, cluster, kind, shard, recompute, places.tp, places.cp, places.etp,
                    tp_overlap, precision, cp_kind, engine,
                    shaping_dispatcher(model, cluster, kind, shard, moe_dispatcher),
-                   modules, attention_kernel, norm_kernel)
+                   modules, attention_kernel, norm_kernel, attention_full_ac)
     ep_wire = ep_hidden = ep_fwd = 0.0
     if c.ops.ep_alltoalls and places.ep.size > 1:
         ep_wire, ep_hidden, ep_fwd = _ep_times(model, cluster, c, places.ep, recompute,
@@ -356,7 +360,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
                tp_place: Placement, cp_place: Placement, etp_place: Placement,
                tp_overlap: bool, precision: str, cp_kind: str, engine: str,
                sort_dispatcher: str, modules: str, attention_kernel: str,
-               norm_kernel: str = "") -> LayerCore:
+               norm_kernel: str = "", attention_full_ac: bool = False) -> LayerCore:
     """layer_cost less the expert all-to-all: compute, recomputation, memory, TP and CP
     communication and FLOPs, which neither the expert-parallel placement, nor the expert
     overlap, nor the dispatcher change, except through the dispatcher's second permutation
@@ -373,6 +377,8 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         scores = scores_bytes(model, shard) * (FP32_SCORE_BYTES / SCORE_BYTES
                                                if dev.act_scale != 1.0 else 1.0)
     ep_again = False  # module-level recomputation of the whole MoE layer (dispatch included)
+    attn_rerun_flops = 0.0  # the attention's projections run again (torchtitan_ac.py)
+    routed_rerun_flops = 0.0  # the routed experts' GEMMs run again (torchtitan_ac.py)
     # recomputation: full repeats the forward; selective repeats the attention core, the
     # norms and the MLP activation function
     skipped = unreplayed(ops, engine) if recompute == "full" else []
@@ -412,6 +418,25 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
         passes = 2
         saved = ops.saved_bytes
         working = ops.recomputable_bytes + scores
+        if torchtitan_ac.applies(engine, attention_full_ac, recompute, modules, kind):
+            # the attention module checkpointed whole (torchtitan_ac.py): it keeps its
+            # input, rebuilds the rest in backward and runs its projections again
+            freed = torchtitan_ac.freed_bytes(model, shard)
+            saved -= freed
+            working += freed
+            names = torchtitan_ac.rerun_matmul_names(model, shard)
+            again = [mm for mm in ops.matmuls if mm.name in names]
+            rc += sum(matmul_s(dev, mm)[0] for mm in again)
+            attn_rerun_flops = sum(mm.flops for mm in again)
+        if torchtitan_ac.routed_applies(engine, recompute, modules, kind):
+            # the routed experts' grouped GEMMs are not in the save list (torchtitan_ac.py):
+            # only the all-to-all outputs stay, the experts run forward again in backward
+            freed = torchtitan_ac.routed_freed_bytes(model, shard, ops)
+            saved -= freed
+            working += freed
+            again = [mm for mm in ops.matmuls if mm.name in torchtitan_ac.ROUTED_MATMULS]
+            rc += sum(matmul_s(dev, mm)[0] for mm in again)
+            routed_rerun_flops = sum(mm.flops for mm in again)
     else:
         rc, passes = 0.0, 2
         saved = ops.saved_bytes + ops.recomputable_bytes + scores
@@ -429,7 +454,14 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     if shard.sp and tp_place.size > 1 and sac_regathers(engine, kind, recompute, modules):
         regather_sac = ops.tp_collectives / 2 * all_gather_s(
             cluster, tp_place, ops.tp_buffer_bytes * (FP8_BYTES / ACT if fp8_gathers else 1))
+        if attn_rerun_flops:
+            # the attention's input all-gather re-runs with the whole attention (below):
+            # only the MLP's is left to count here
+            regather_sac /= 2
         tp_wire += regather_sac
+    if attn_rerun_flops:  # the re-run attention forward repeats its TP collectives
+        tp_wire += _tp_time(cluster, tp_place, torchtitan_ac.attention_part(model, shard),
+                            shard.sp)
     gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
     if ops.tp_gather_bytes and tp_place.size > 1:
         gather = all_gather_s(cluster, tp_place, ops.tp_gather_bytes)
@@ -490,7 +522,8 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     elif recompute == "selective" and engine in MEGATRON_ENGINES and kind == "dense":
         hw_flops += ops.attn_fwd_flops
     elif recompute == "selective":
-        hw_flops += ops.attn_fwd_flops + ops.selective_matmul_flops
+        hw_flops += (ops.attn_fwd_flops + ops.selective_matmul_flops + attn_rerun_flops
+                     + routed_rerun_flops)
     return LayerCore(ops, dev, t, rc, passes, saved, working, ep_again, tp_wire, tp_hidden,
                      gather, cp_wire, cp_hidden, cp_fwd_exposed, model_flops, hw_flops,
                      regather, tp_async, tp_fwd_hidden, regather_sac)

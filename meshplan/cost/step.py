@@ -405,7 +405,8 @@ def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan)
                           workload.framework, plan.moe_dispatcher,
                           plan.ep_comm_overlap or plan.schedule == "dualpipev",
                           plan.recompute_modules if recompute == "selective" else "",
-                          workload.attention_kernel, workload.norm_kernel)
+                          workload.attention_kernel, workload.norm_kernel,
+                          workload.attention_full_ac)
 
     dense = cost("dense") if model.num_dense_layers else None
     moe = cost("moe") if model.is_moe else None

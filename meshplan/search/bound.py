@@ -346,7 +346,7 @@ class Bounds:
             return layer_cost(model, cluster, kind, shard, rc_kind, places,
                               layout.tp_comm_overlap, w.precision, layout.cp_kind, w.framework,
                               layout.moe_dispatcher, ep_overlap, modules, w.attention_kernel,
-                              w.norm_kernel)
+                              w.norm_kernel, w.attention_full_ac)
 
         dkey = (layout.tp, layout.cp, sp, layout.tp_comm_overlap, layout.cp_kind,
                 pl["tp"], pl["cp"], mb, rc)

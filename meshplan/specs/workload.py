@@ -99,6 +99,10 @@ class Workload:
     # graph_replay): "full", or Transformer Engine scopes joined by "+" ("attn", "moe_router",
     # "moe_preprocess"); "" = eager. A runs CSV says so in the optional column ``cuda_graph``
     cuda_graph: str = ""
+    # the engine's op-level selective recomputation checkpoints the attention module whole
+    # (torchtitan from PR #1683 to PR #2118 with flex attention and the model not compiled:
+    # cost/torchtitan_ac.py); a runs CSV says so in the optional column ``attention_full_ac``
+    attention_full_ac: bool = False
     # the dtype of the gradient buffer (GRAD_REDUCE_DTYPES); a runs CSV says so in the optional
     # column ``grad_reduce_dtype``
     grad_reduce_dtype: str = "fp32"
@@ -138,6 +142,8 @@ class Workload:
         object.__setattr__(self, "framework", framework)
         # a bool, not a string: bool("false") is True (errors.require_bool)
         object.__setattr__(self, "compiled_loss", require_bool("compiled_loss", self.compiled_loss))
+        object.__setattr__(self, "attention_full_ac",
+                           require_bool("attention_full_ac", self.attention_full_ac))
         kernel = str(self.attention_kernel or "").strip().lower()
         if kernel:
             from ..cost.efficiency import ATTENTION_KERNELS
