@@ -228,6 +228,7 @@ def prepare(row: dict) -> Prepared:
                         compiled_loss=bool(flag(row, "compiled_loss")),  # optional columns
                         attention_kernel=text(row, "attention_kernel"),
                         norm_kernel=text(row, "norm_kernel"),
+                        cuda_graph=text(row, "cuda_graph"),
                         fp8_recipe=text(row, "fp8_recipe") or "",
                         fp8_param_gather=bool(flag(row, "fp8_param_gather")),
                         ddp_bucket_size=count(row, "ddp_bucket_size", minimum=0) or 0,

@@ -35,6 +35,11 @@ cols += ['fp8_param_gather']
 # (printed in the logs' DDP config line, or the config script / conf/custom.yaml default); blank = the engine's
 # default (cost/dp_tail.py)
 cols += ['ddp_bucket_size']
+# optional: the CUDA graphs the run replays its step from (meshplan/specs/workload.py CUDA_GRAPHS: full_iteration
+# = the whole step in one graph, none = host-launched), where the row's derivation quotes the source's setting
+# (CUDA_GRAPH_ROWS below); per-layer / per-module graphs (layer_cuda_graph, cuda_graph_scope attn, ...) and rows
+# whose recipe is not the row's layout stay blank (not modelled / not known)
+cols += ['cuda_graph']
 rows = []
 def add(**kw): rows.append(kw)
 LF = "llm-foundry scripts/train/benchmarking/README.md (MPT Training Benchmarks, table '{t}')"
@@ -2042,6 +2047,22 @@ add(id=_h7(), source=("pytorch/torchtitan issue #1789 (DeepSeek-V3-16B OOMs on 8
 for i, r in enumerate(rows):
     r['id'] = r.get('id') or f'H{i+1:03d}'  # a block may set its ids (heldout-amd-2: H400+, heldout-trainnew: H500+)
 assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'
+# cuda_graph: set from the setting each row's derivation already quotes (its recipe, config script or printed log):
+# 'full-iteration CUDA graph' (Megatron-Bridge perf recipes' _enable_*_full_iteration_* helpers, cuda_graph_impl
+# 'full_iteration'), 'full_cuda_graph' / 'enable_cuda_graph 1 ... full_iteration' (NeMo MLPerf config_common_cg.sh);
+# 'cuda graphs off' / 'no CUDA graphs' / 'enable_cuda_graph 0' -> none
+CUDA_GRAPH_ROWS = {
+    'full_iteration': ('H052', 'H053', 'H087', 'H181', 'H182', 'H183', 'H184', 'H190', 'H262', 'H271', 'H272',
+                       'H273', 'H274', 'H275', 'H276', 'H277', 'H278', 'H279', 'H280', 'H281', 'H282', 'H283',
+                       'H284', 'H285', 'H529', 'H530', 'H531', 'H600', 'H601', 'H602', 'H603', 'H604', 'H605',
+                       'H606'),
+    'none': ('H263', 'H264', 'H287', 'H288', 'H607'),
+}
+for r in rows:
+    for g, ids in CUDA_GRAPH_ROWS.items():
+        if r['id'] in ids:
+            r['cuda_graph'] = g
+            r['derivation'] += f"; cuda_graph {g}: the CUDA-graph setting quoted above"
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for r in rows:

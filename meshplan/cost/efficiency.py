@@ -451,6 +451,17 @@ SUSTAINED_TENSOR = 0.75 / NVIDIA_SUSTAINED_CLOCK
 # stream synchronisation): CUDA launch latency alone is ~3-5 us; PyTorch eager dispatch
 # adds CPU time that is hidden only when the GPU is ahead of the host.
 KERNEL_GAP_S = 16e-6  # refitted 2026-11-23 (was 8 us; grid 0-32 us)
+# What replaying a step from one CUDA graph saves per kernel against launching it eagerly,
+# where the GPU, not the host, sets the pace (a graphed kernel still waits for its
+# predecessor to drain; only the launch path between them goes): measured on this project's
+# lent H100 and H200 (bench/data/measured/h*_2026-11-28/layer_*/layer_step.json: the same
+# four-layer Llama-2-7B-shaped training step run eagerly and then replayed from one CUDA
+# graph, back to back in the first seconds; kernels per step from layer_kernels.csv):
+# (eager_s - graph_first_s) / kernels = H200 eager cuDNN 3.91 us (304 kernels), eager flash
+# 4.26 (296), compiled 3.22 (173); H100 eager cuDNN 4.07 (304), compiled 1.47 (173): the
+# median 3.91 us (tests/test_cuda_graph.py re-derives it). Measured, not fitted: a graphed
+# step's kernels each pay KERNEL_GAP_S less this (layer.py layer_ops_times, ops.Shard.graphed).
+GRAPH_LAUNCH_SAVING_S = 3.91e-6
 # Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
 # and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
 # PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",

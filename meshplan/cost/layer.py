@@ -16,7 +16,7 @@ from .collectives import Placement, all_gather_s, all_reduce_s, all_to_all_s, p2
 from ..recompute_modules import modules_of
 from .compute import (ATTN_BWD_FLOP_RATIO, STREAM_BWD_BYTE_RATIO, core_attention_efficiency,
                       device, matmul_s, op_times)
-from .efficiency import NETWORK
+from .efficiency import GRAPH_LAUNCH_SAVING_S, NETWORK
 from .mcore_experts import eager_expert_epilogue, fp8_expert_padding
 from .mcore_rope import eager_rope
 from .attention_memory import FP32_SCORE_BYTES, SCORE_BYTES, scores_bytes
@@ -264,6 +264,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
                                      padded_by_dispatch=moe_dispatcher == HYBRIDEP)
     share = shard.fp8_recipe.gemm_share if shard.fp8_recipe is not None else 1.0
     dev = device(cluster.gpu, precision, engine, attention_kernel, share)
+    if shard.graphed:  # replayed from a CUDA graph: no launch per kernel (ops.Shard.graphed)
+        dev = replace(dev, kernel_gap_s=max(0.0, dev.kernel_gap_s - GRAPH_LAUNCH_SAVING_S))
     if dev.act_scale != 1.0:
         ops = fp32_activations(ops, dev.act_scale)
     return ops, dev, op_times(dev, ops)

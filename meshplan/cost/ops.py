@@ -74,6 +74,11 @@ class Shard:
     fp8_recipe: object = None
     # the single-kernel grouped GEMM the engine runs its experts with (GROUPED_GEMM_KERNEL)
     grouped_gemm: str = ""
+    # the whole step is replayed from one CUDA graph (Workload.cuda_graph "full_iteration"):
+    # its kernels are graph nodes the host does not launch one by one, so each pays
+    # KERNEL_GAP_S less the measured efficiency.GRAPH_LAUNCH_SAVING_S (layer.py
+    # layer_ops_times)
+    graphed: bool = False
 
     @property
     def tokens(self) -> float:

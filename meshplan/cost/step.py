@@ -384,7 +384,8 @@ def training_shard(workload: Workload, cluster: Cluster, micro_batch: int, tp: i
     return Shard(workload.seq_len, micro_batch, tp, cp, sp, ep, etp, fp8, fp8 and megatron,
                  megatron, fp8_recipe.resolve(workload.precision, workload.fp8_recipe,
                                               workload.framework, cluster.gpu.generation),
-                 GROUPED_GEMM_KERNEL.get(workload.framework, ""))
+                 GROUPED_GEMM_KERNEL.get(workload.framework, ""),
+                 workload.cuda_graph == "full_iteration")
 
 
 def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan) -> Estimate:

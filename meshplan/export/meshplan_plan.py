@@ -93,7 +93,7 @@ def scenario_toml(sc: Scenario) -> dict[str, str]:
                 "grad_reduce_dtype": w.grad_reduce_dtype}
     # what else the predictions depend on (the engine's kernels and defaults), where set
     for k in ("framework", "fp8_recipe", "attention_kernel", "norm_kernel", "compiled_loss",
-              "fp8_param_gather"):
+              "fp8_param_gather", "cuda_graph"):
         if getattr(w, k):
             workload[k] = getattr(w, k)
     plan = {LONG_NAMES.get(k, k): v for k, v in p.to_dict().items()}

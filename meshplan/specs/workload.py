@@ -65,6 +65,17 @@ def normalise_fp8_recipe(name: str) -> str:
 
 MAX_TOKENS_PER_STEP = 2**36
 
+# CUDA graphs a run states (Workload.cuda_graph; a runs CSV's optional column ``cuda_graph``),
+# Megatron-Core's cuda_graph_impl values that cost/ models: "none" (every kernel launched by
+# the host, what a blank means) and "full_iteration" (the whole training step, forward and
+# backward of every micro-batch, captured once and replayed: Megatron-Bridge v0.6.0
+# src/megatron/bridge/perf_recipes/deepseek/common.py _enable_deepseek_full_iteration_mxfp8
+# sets cuda_graph_impl = "full_iteration", cuda_graph_scope = []). The per-module graphs of
+# cuda_graph_impl "transformer_engine" / "local" with a cuda_graph_scope (e.g. attn,
+# moe_router, moe_preprocess) graph only part of a layer's kernels and are not modelled: a row
+# running them leaves the column blank.
+CUDA_GRAPHS = ("none", "full_iteration")
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -110,6 +121,9 @@ class Workload:
     # one (e.g. NeMo's MLPerf configs: 134217728 or 768000000); 0 = the engine's default
     # (cost/dp_tail.py). A runs CSV says so in the optional column ``ddp_bucket_size``
     ddp_bucket_size: int = 0
+    # the CUDA graphs the run replays its step from (CUDA_GRAPHS); "" = none (cost/ops.py
+    # Shard.graphed). A runs CSV says so in the optional column ``cuda_graph``
+    cuda_graph: str = ""
 
     def __post_init__(self) -> None:
         for f in ("seq_len", "global_batch"):
@@ -144,6 +158,10 @@ class Workload:
             from ..cost.ops import NORM_KERNELS
             norm = require_choice("norm_kernel", norm, NORM_KERNELS)
         object.__setattr__(self, "norm_kernel", norm)
+        graph = str(self.cuda_graph or "").strip().lower()
+        if graph:
+            graph = require_choice("cuda_graph", graph, CUDA_GRAPHS)
+        object.__setattr__(self, "cuda_graph", graph)
         object.__setattr__(self, "fp8_recipe", normalise_fp8_recipe(self.fp8_recipe))
         object.__setattr__(self, "fp8_param_gather",
                            require_bool("fp8_param_gather", self.fp8_param_gather))
