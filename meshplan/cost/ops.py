@@ -292,6 +292,13 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     ops.params += model.mlp_params(width) / tp
 
 
+# the token permutation before the experts and the unpermutation after them: a read and a
+# write of every token copy's hidden state each (layer.py fused_permutation removes them
+# where the dispatch does them)
+PERMUTE_PASSES = 4
+PERMUTE_KERNELS = 2
+
+
 def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     """Router, dispatch over ep, grouped expert GEMMs (etp-sharded), combine, shared experts."""
     h = model.hidden
@@ -324,7 +331,7 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.host_ops += 34 + (4 * local_experts if s.fp8 else 0)
     act = ACT * rows * w * (3 if gated else 2)
     # permute / unpermute token copies (read + write each way) and the activation function
-    ops.stream_bytes += act + 4 * ACT * rows * h
+    ops.stream_bytes += act + PERMUTE_PASSES * ACT * rows * h
     ops.act_fn_bytes += act
     ops.saved_bytes += _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1)
     ops.saved_bytes += ACT * rows * h  # combine input
@@ -343,7 +350,7 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.modules["moe"] = ModuleRecompute(
         _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1) + ACT * rows * h
         + _linear_in(ACT * rows * w, s), ("router", "expert_fc1", "expert_fc2"),
-        act + 4 * ACT * rows * h, 10, ep_comm=True)
+        act + PERMUTE_PASSES * ACT * rows * h, 10, ep_comm=True)
     ops.params += model.moe_router_params()
     ops.expert_params += local_experts * model.moe_expert_params() / s.etp
     if s.ep > 1:
