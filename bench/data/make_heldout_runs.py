@@ -2058,6 +2058,15 @@ CUDA_GRAPH_ROWS = {
                        'H606'),
     'none': ('H263', 'H264', 'H287', 'H288', 'H607'),
 }
+# moe_dispatcher hybridep (meshplan/plan.py MOE_DISPATCHERS): rows off rack-scale NVLink whose derivation quotes
+# the recipe's moe_flex_dispatcher_backend 'hybridep' (B200 / B300 / H100 nodes of 8); 'deepep' on NVL72 already
+# runs HybridEP
+HYBRIDEP_ROWS = ('H057', 'H062', 'H065', 'H089', 'H189', 'H190', 'H195', 'H197')
+for r in rows:
+    if r['id'] in HYBRIDEP_ROWS:
+        assert r['moe_dispatcher'] == 'deepep' and 'hybridep' in r['derivation'], r['id']
+        r['moe_dispatcher'] = 'hybridep'
+        r['derivation'] += "; moe_dispatcher hybridep: the recipe's HybridEP backend quoted above"
 for r in rows:
     for g, ids in CUDA_GRAPH_ROWS.items():
         if r['id'] in ids:

@@ -181,6 +181,8 @@ def shaping_dispatcher(model: ModelSpec, cluster: Cluster, kind: str, shard: Sha
         return ""
     if sorts_by_local_expert(model, shard, dispatcher):
         return dispatcher
+    if dispatcher == HYBRIDEP and shard.ep > 1:  # stated: HybridEP on any NVLink domain
+        return HYBRIDEP
     if (dispatcher == "deepep" and shard.ep > 1
             and not runs_deepep_kernels(dispatcher, shard.ep, cluster.scaleup_domain)):
         return HYBRIDEP
