@@ -31,9 +31,11 @@ import math
 from .errors import InputError
 from .plan import MOE_DISPATCHERS
 
-# knob -> the values a framework that runs every setting may take (plan.MOE_DISPATCHERS;
+# knob -> the values a framework that runs every setting may take (plan.MOE_DISPATCHERS less
+# "hybridep", the DeepEP class's other kernels, which the search does not propose either;
 # expert all-to-all overlap on or off)
-KNOB_VALUES = {"moe_dispatcher": MOE_DISPATCHERS, "ep_comm_overlap": (False, True)}
+KNOB_VALUES = {"moe_dispatcher": tuple(d for d in MOE_DISPATCHERS if d != "hybridep"),
+               "ep_comm_overlap": (False, True)}
 # frameworks with one setting of both knobs: alltoall, no overlap (engines.py _common:
 # "dispatches MoE tokens with an all-to-all (no DeepEP backend)", "does not overlap the
 # expert all-to-all with another micro-batch's compute")

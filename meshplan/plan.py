@@ -30,7 +30,15 @@ CP_KINDS = ("ring", "all_to_all")
 # alltoall dispatcher, NCCL all-to-all); "deepep" sends one copy per destination GPU inside a
 # node and one per destination node across nodes, forwarding over NVLink (DeepEP normal
 # kernels; HybridEP on NVL72 is the same class; Megatron --moe-token-dispatcher-type flex).
-MOE_DISPATCHERS = ("alltoall", "deepep")
+# "hybridep" is that class run by HybridEP's kernels where a run states it off rack-scale
+# NVLink too (Megatron-Bridge v0.4.0 / v0.4.1 scripts/performance/configs/deepseek/
+# deepseek_workload_base_configs.py: the B200 and B300 DeepSeek-V3 presets set
+# moe_flex_dispatcher_backend="hybridep" on 8-GPU nodes): the same exchange as "deepep",
+# with HybridEP's fused permutation and FP8 padding (cost/layer.py shaping_dispatcher) and
+# without DeepEP's buffers (cost/dispatcher_buffers.py). The search proposes "alltoall" and
+# "deepep" only (search/space.py); "deepep" on rack-scale NVLink already runs HybridEP.
+MOE_DISPATCHERS = ("alltoall", "deepep", "hybridep")
+DEEPEP_CLASS = ("deepep", "hybridep")
 AXES = ("tp", "cp", "dp", "pp")
 DEFAULT_ORDER = "tp-cp-dp-pp"
 

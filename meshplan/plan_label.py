@@ -46,6 +46,7 @@ _FLAGS = {  # token -> (field, value)
     "cp-a2a": ("cp_kind", "all_to_all"), "cp-ring": ("cp_kind", "ring"),
     "tpo": ("tp_comm_overlap", True), "no-tpo": ("tp_comm_overlap", False),
     "deepep": ("moe_dispatcher", "deepep"), "a2a": ("moe_dispatcher", "alltoall"),
+    "hybridep": ("moe_dispatcher", "hybridep"),
     "epo": ("ep_comm_overlap", True), "no-epo": ("ep_comm_overlap", False),
     "no-ogr": ("overlap_grad_reduce", False), "ogr": ("overlap_grad_reduce", True),
     "no-opg": ("overlap_param_gather", False), "opg": ("overlap_param_gather", True),

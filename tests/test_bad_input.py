@@ -392,6 +392,11 @@ CASES = [
      {"s.toml": GOOD_SCENARIO.replace("global_batch = 32\n",
                                       'global_batch = 32\nnorm_kernel = "garbage"\n')},
      ["predict", "--scenario", "{d}/s.toml"], "norm_kernel='garbage'"),
+    # CUDA graphs: only the whole-step graph is modelled; per-module scopes are refused
+    ("scenario-cuda-graph-partial",
+     {"s.toml": GOOD_SCENARIO.replace("global_batch = 32\n",
+                                      'global_batch = 32\ncuda_graph = "transformer_engine"\n')},
+     ["predict", "--scenario", "{d}/s.toml"], "cuda_graph='transformer_engine'"),
     # m = 2 / (2 x 1) = 1 < pp 4: torchtitan and the runtime refuse 1F1B there, Megatron's
     # interleaved schedule too
     ("export-torchtitan-m-below-pp", {},

@@ -1,13 +1,16 @@
 """Layers replayed from CUDA graphs (Workload.cuda_graph, cost/ops.py graph_replay).
 
 A kernel captured in a CUDA graph is replayed without a host launch or eager dispatch: it
-pays the measured in-graph floor (efficiency.GRAPHED_KERNEL_S, AIConfigurator's H100
-quantize kernel replayed in a graph) instead of the eager per-kernel gap (KERNEL_GAP_S), and
-the captured ops cost the host one graph launch. Which part of a layer is captured follows
+pays the eager per-kernel gap (KERNEL_GAP_S) less the launch saving measured on this
+project's lent H100 / H200 (efficiency.GRAPH_LAUNCH_SAVING_S, re-derived here from the
+measured files), and the captured ops cost the host one graph launch. Which part of a layer is captured follows
 Megatron-Core's cuda_graph_scope (transformer_config.py) and the recipe a row ran
 (Megatron-Bridge scripts/performance at the row's release tag)."""
+import ast
 import csv
+import json
 import re
+import statistics
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -45,23 +48,47 @@ def _qwen_layer(graph: str, kind: str = "moe"):
     return model, shard, ops, dev, t
 
 
-def test_the_in_graph_kernel_floor_is_the_measured_one_and_serving_reads_the_same():
+def test_the_in_graph_kernel_floor_serving_reads_is_the_measured_one():
     # AIConfigurator h100_sxm/quantize/trtllm/1.2.0rc5: 2.67-3.22 us, median 2.75, in a graph
     assert efficiency.GRAPHED_KERNEL_S == 2.75e-6
     from meshplan.serve import cost as serve_cost
     assert serve_cost.KERNEL_FLOOR_S is efficiency.GRAPHED_KERNEL_S
-    assert efficiency.GRAPHED_KERNEL_S < efficiency.KERNEL_GAP_S
 
 
-def test_a_fully_captured_layer_pays_the_floor_per_kernel_instead_of_the_gap():
+MEASURED = ROOT / "bench" / "data" / "measured"
+LAYER_STEPS = ("h200_2026-11-28/layer_eager_cudnn", "h200_2026-11-28/layer_eager_flash",
+               "h200_2026-11-28/layer_compiled_cudnn", "h100_2026-11-28/layer_eager_cudnn",
+               "h100_2026-11-28/layer_compiled_cudnn")
+
+
+def _saving_per_kernel(folder: str) -> float:
+    """(eager step - the same step replayed from a CUDA graph) / kernels per step, one of
+    the lent GPUs' layer-stack measurements (bench/gpu_layer_step.py)."""
+    d = MEASURED / folder
+    res = json.loads((d / "layer_step.json").read_text())["results"]
+    res = res if isinstance(res, dict) else ast.literal_eval(res)  # a printed dict
+    with open(d / "layer_kernels.csv") as f:
+        kernels = sum(float(r["calls"]) for r in csv.DictReader(f) if r["phase"] == "cold")
+    return (res["eager_s"] - res["graph_first_s"]) / kernels
+
+
+def test_the_launch_saving_is_the_median_of_the_lent_gpus_measurements():
+    per_kernel = [_saving_per_kernel(f) for f in LAYER_STEPS]
+    assert all(0 < x < 5e-6 for x in per_kernel)  # a few us: far below KERNEL_GAP_S
+    assert efficiency.GRAPH_LAUNCH_SAVING_S == pytest.approx(statistics.median(per_kernel),
+                                                             abs=0.01e-6)
+    assert efficiency.GRAPH_LAUNCH_SAVING_S < efficiency.KERNEL_GAP_S
+
+
+def test_a_fully_captured_layer_pays_the_gap_less_the_launch_saving_per_kernel():
     """Closed form: every forward kernel (and FP8 cast kernel) of the layer saves
-    KERNEL_GAP_S - GRAPHED_KERNEL_S; the backward saves STREAM_BWD_BYTE_RATIO times the
+    GRAPH_LAUNCH_SAVING_S; the backward saves STREAM_BWD_BYTE_RATIO times the
     forward's kernel launches (compute.op_times scales the forward's element-wise part
     before the cast kernels are added) plus its own cast kernels'. GEMM, attention and byte times are
     those of the eager layer."""
     _, _, eager_ops, dev, eager = _qwen_layer("")
     _, _, ops, _, full = _qwen_layer("full")
-    saving = dev.kernel_gap_s - efficiency.GRAPHED_KERNEL_S
+    saving = efficiency.GRAPH_LAUNCH_SAVING_S
     assert ops.graphed_kernels == eager_ops.kernels > 50
     fwd_saved = (eager_ops.kernels + eager_ops.fp8_fwd_kernels) * saving
     bwd_saved = (STREAM_BWD_BYTE_RATIO * eager_ops.kernels + eager_ops.fp8_bwd_kernels) * saving
@@ -105,7 +132,7 @@ def test_more_capture_is_never_slower():
            .predicted_tokens_per_s_per_gpu
            for g in ("none", "moe_router+moe_preprocess", "attn+moe_router+moe_preprocess",
                      "full")]
-    assert tps == sorted(tps) and tps[-1] > 1.5 * tps[0]
+    assert tps == sorted(tps) and tps[-1] > tps[0]
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -133,7 +160,11 @@ def test_rows_stating_cuda_graphs_name_the_recipe_that_set_them():
     for i, r in stated.items():
         d = r["derivation"]
         assert f"cuda_graph {r['cuda_graph']}" in d, i
-        assert re.search(r"Megatron-Bridge v0\.\d", d), i
+        # the recipe read at its release tag, or the setting the derivation already quotes
+        # (full_cuda_graph / full-iteration / enable_cuda_graph in a config script or log)
+        assert (re.search(r"Megatron-Bridge v0\.\d", d)
+                or ("setting quoted above" in d
+                    and re.search(r"(?i)cuda.?graph|full.iteration", d.split("; cuda_graph ")[0]))), i
 
 
 @pytest.mark.skipif(not MB_MIRROR.exists(), reason="needs a local clone of NVIDIA-NeMo/Megatron-Bridge")
@@ -174,7 +205,7 @@ def test_the_cli_flag_reaches_the_prediction_and_the_header_says_it(capsys):
     for graph in ("none", "full"):
         assert main(argv + ["--cuda-graph", graph]) == 0
         tps[graph] = json.loads(capsys.readouterr().out)["tokens_per_s_per_gpu"]
-    assert tps["full"] > 1.5 * tps["none"]
+    assert tps["full"] > tps["none"]
     assert main(argv[:-1] + ["--cuda-graph", "full"]) == 0
     assert "CUDA graphs: full" in capsys.readouterr().out.splitlines()[0]
 
@@ -202,3 +233,28 @@ def test_a_megatron_moe_layer_syncs_once_in_forward_unless_captured_whole():
     assert _qwen_layer("full")[2].host_syncs == 0
     assert _qwen_layer("", kind="dense")[2].host_syncs == 0
     assert host_syncs("torchtitan", "") == 0 and host_syncs("nemo", "") == 1
+
+
+def test_full_iteration_is_read_as_a_whole_layer_graph():
+    # Megatron-Core cuda_graph_impl "full_iteration" (Megatron-Bridge v0.6.0 perf recipes)
+    assert Workload(4096, 32, cuda_graph=" Full_Iteration ").cuda_graph == "full"
+
+
+@pytest.mark.parametrize("value", ["transformer_engine", "local", "partial", "yes"])
+def test_graph_implementations_without_a_scope_are_refused_by_name(value):
+    with pytest.raises(InputError, match="cuda_graph"):
+        Workload(4096, 32, cuda_graph=value)
+
+
+def test_a_graphed_step_is_faster_and_does_the_same_work():
+    from meshplan.cost.step import estimate
+    from meshplan.plan import Plan
+    model = load_model("deepseek-v3")
+    cluster = make_cluster(gpu="GB300", num_gpus=256)
+    plan = Plan(dp=128, pp=2, vpp=8, ep=32, micro_batch=1, moe_dispatcher="deepep")
+    base = Workload(4096, 4096, "fp8", framework="nemo", fp8_recipe="mx")
+    e0 = estimate(model, cluster, base, plan)
+    e1 = estimate(model, cluster, replace(base, cuda_graph="full_iteration"), plan)
+    assert e1.step_time_s < e0.step_time_s
+    assert e1.model_flops_per_step == e0.model_flops_per_step
+    assert e1.peak_reserved_bytes == e0.peak_reserved_bytes

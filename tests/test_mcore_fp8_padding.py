@@ -14,7 +14,7 @@ from meshplan.cost import mcore_experts as mx
 from meshplan.cost.compute import STREAM_BWD_BYTE_RATIO
 from meshplan.cost.fp8_recipe import resolve
 from meshplan.cost.layer import HYBRIDEP, layer_ops_times, shaping_dispatcher
-from meshplan.cost.ops import ACT, Shard
+from meshplan.cost.ops import ACT, PERMUTE_KERNELS, PERMUTE_PASSES, Shard
 from meshplan.scenario import make_cluster
 from meshplan.specs.catalog.presets import preset
 
@@ -132,6 +132,9 @@ def test_hybridep_pads_in_its_dispatch_without_a_copy():
     assert _fc(hy, "expert_fc1").m == _fc(de, "expert_fc1").m > 4096 * 8 / 16
     rows = shard.tokens * m.moe_topk
     padded = _fc(de, "expert_fc1").m * m.moe_experts / 8
+    # HybridEP makes neither the pad / unpad copies nor the permutation passes (it permutes
+    # inside its dispatch and combine: tests/test_hybridep_permute.py)
     assert de.stream_bytes - hy.stream_bytes == pytest.approx(
-        (rows + padded) * (2 * ACT * m.hidden + mx.PROB_BYTES))
-    assert de.kernels - hy.kernels == mx.PAD_KERNELS
+        (rows + padded) * (2 * ACT * m.hidden + mx.PROB_BYTES)
+        + PERMUTE_PASSES * ACT * rows * m.hidden)
+    assert de.kernels - hy.kernels == mx.PAD_KERNELS + PERMUTE_KERNELS

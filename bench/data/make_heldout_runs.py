@@ -2108,6 +2108,32 @@ add(id='H298', source="Megatron-Bridge docs/performance-summary-archive.md (26.0
 add(id='H299', source="Megatron-Bridge docs/performance-summary-archive.md (25.09 NeMo container, Pre-Training, table 'System: DGX-H100')", trust='B', model='Qwen3-30B-A3B', arch='moe', layers='48', hidden='2048', heads='32', kv_heads='4', ffn='6144', vocab='151936', moe_experts='128', moe_topk='8', moe_expert_ffn='768', moe_shared_experts='0', moe_dense_layers='0', head_dim='128', attention='gqa', mlp='swiglu', tied_embeddings='0', seq_len='4096', global_batch_seqs='512', micro_batch='2', gpu='H100-SXM-80GB', num_gpus='16', tp='1', pp='2', vpp='24', dp='8', cp='1', ep='8', etp='1', zero='1', sequence_parallel='0', recompute='none', precision='fp8', framework='nemo', measured_tokens_per_s_per_gpu='10494', oom='0', derivation="Row 'Qwen3_30B_a3B (tokendrop) | 16 | 512 | 2 | 4096 | 0 | 1 | 2 | 1 | 24 | 8 | 32 | 10494 | 241' of the 25.09 section, table 'System: DGX-H100' (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md at 067f987): Tokens / sec / GPU as printed; dp = GPUs/(tp*pp*cp) = 8; the 25.09 tables print no precision column: FP8 current scaling from the recipe, whose H100 entry (NVIDIA-NeMo/Megatron-Bridge v0.1.0rc4 scripts/performance/configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml perf_matrix h100 num_gpus_16) is the printed layout (tp1 pp2 vp12 ep8 gbs512) with mbs 1 under bf16 and mbs 2 under fp8_cs: the printed MBS 2 is the fp8_cs run (trust B; the page prints VP 24 where the yaml has vp 12: kept as printed); MoE 'tokendrop' run: scripts/performance/run_script.py apply_moe_token_drop (capacity factor 1.0, moe_pad_expert_input_to_capacity) on the alltoall dispatcher (QwenProvider default 'alltoall', which apply_moe_token_drop asserts); ep_overlap 0: v0.1.0rc4 src/megatron/bridge/training/comm_overlap.py sets overlap_moe_expert_parallel_comm False and run_script.py passes only CommOverlapConfig(tp_comm_overlap=True) for qwen3 (tp 1: no TP overlap); recompute none from the yaml (recompute_granularity null over the recipe's full); zero 1 (FSDP 0: distributed optimizer) inferred; sequence_parallel 0 (tp 1); cuda_graph none: the yaml's h100 cuda_graphs: false (scripts/performance/utils/helpers.py set_cuda_graph_overrides: enable_cuda_graph False); grad_reduce_dtype bf16 (16-bit gradient buffer and reduction) from Megatron-Bridge v0.1.0rc4 scripts/performance/configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml: mixed_precision.grad_reduce_in_fp32: false. Same layout as H033 (25.11, dropless, moe_a2a_overlap, 5275 tokens/s/GPU).", moe_dispatcher='alltoall', ep_overlap='0', fp8_recipe='cs', grad_reduce_dtype='bf16', cuda_graph='none')
 # END SECTION heldout-cudagraph
 assert len({r['id'] for r in rows}) == len(rows), 'duplicate row ids'
+# cuda_graph: set from the setting each row's derivation already quotes (its recipe, config script or printed log):
+# 'full-iteration CUDA graph' (Megatron-Bridge perf recipes' _enable_*_full_iteration_* helpers, cuda_graph_impl
+# 'full_iteration'), 'full_cuda_graph' / 'enable_cuda_graph 1 ... full_iteration' (NeMo MLPerf config_common_cg.sh);
+# 'cuda graphs off' / 'no CUDA graphs' / 'enable_cuda_graph 0' -> none (meshplan/cost/ops.py reads full_iteration as
+# full)
+CUDA_GRAPH_ROWS = {
+    'full_iteration': ('H052', 'H053', 'H087', 'H181', 'H182', 'H183', 'H184', 'H190', 'H262', 'H271', 'H272',
+                       'H273', 'H274', 'H275', 'H276', 'H277', 'H278', 'H279', 'H280', 'H281', 'H282', 'H283',
+                       'H284', 'H285', 'H529', 'H530', 'H531', 'H600', 'H601', 'H602', 'H603', 'H604', 'H605',
+                       'H606'),
+    'none': ('H263', 'H264', 'H287', 'H288', 'H607'),
+}
+# moe_dispatcher hybridep (meshplan/plan.py MOE_DISPATCHERS): rows off rack-scale NVLink whose derivation quotes
+# the recipe's moe_flex_dispatcher_backend 'hybridep' (B200 / B300 / H100 nodes of 8); 'deepep' on NVL72 already
+# runs HybridEP
+HYBRIDEP_ROWS = ('H057', 'H062', 'H065', 'H089', 'H189', 'H190', 'H195', 'H197')
+for r in rows:
+    if r['id'] in HYBRIDEP_ROWS:
+        assert r['moe_dispatcher'] == 'deepep' and 'hybridep' in r['derivation'], r['id']
+        r['moe_dispatcher'] = 'hybridep'
+        r['derivation'] += "; moe_dispatcher hybridep: the recipe's HybridEP backend quoted above"
+for r in rows:
+    for g, ids in CUDA_GRAPH_ROWS.items():
+        if r['id'] in ids and not r.get('cuda_graph'):  # the heldout-cudagraph section's cells stand
+            r['cuda_graph'] = g
+            r['derivation'] += f"; cuda_graph {g}: the CUDA-graph setting quoted above"
 w = csv.DictWriter(open(__import__('pathlib').Path(__file__).with_name('heldout_runs.csv'), 'w', newline=''), fieldnames=cols)
 w.writeheader()
 for r in rows:

@@ -447,8 +447,9 @@ def op_times(dev: Device, ops: LayerOps) -> OpTimes:
                      / (dev.attn_flops * eb * attention_occupancy(s, True, g))
                      for f, s in work if f)
     # kernel gaps: forward launches ops.kernels kernels, backward about twice as many; a
-    # kernel replayed from a CUDA graph pays efficiency.GRAPHED_KERNEL_S instead
-    graph_saving = max(dev.kernel_gap_s - efficiency.GRAPHED_KERNEL_S, 0.0)
+    # kernel replayed from a CUDA graph pays the gap less the measured launch-path saving
+    # (efficiency.GRAPH_LAUNCH_SAVING_S); the host time graphs save is ops.host_ops'
+    graph_saving = min(dev.kernel_gap_s, efficiency.GRAPH_LAUNCH_SAVING_S)
     gap_f = ops.kernels * dev.kernel_gap_s - ops.graphed_kernels * graph_saving
     stream_f = ops.stream_bytes * dev.act_scale / dev.hbm_bytes_per_s + gap_f
     stream_b = (STREAM_BWD_BYTE_RATIO * stream_f

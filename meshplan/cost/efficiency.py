@@ -458,8 +458,9 @@ KERNEL_GAP_S = 16e-6  # refitted 2026-11-23 (was 8 us; grid 0-32 us)
 # replayed in a CUDA graph) takes 2.67-3.22 us, median 2.75, where its bytes take at most
 # 0.5 us; the same table at m = 256 (6 MB) gives 4.66 us, this floor plus its bytes at HBM
 # bandwidth 4.8 us. No such table for other GPUs: the H100 figure stands in. Serving
-# (serve/cost.py KERNEL_FLOOR_S) and training layers replayed from CUDA graphs
-# (Workload.cuda_graph, ops.graph_replay, compute.op_times) read it here. Not fitted.
+# (serve/cost.py KERNEL_FLOOR_S) reads it here. Not fitted. (A training kernel's gap under a
+# graph is KERNEL_GAP_S less GRAPH_LAUNCH_SAVING_S below: the fitted gap holds more than the
+# launch, as the measured eager-vs-graph steps show.)
 GRAPHED_KERNEL_S = 2.75e-6
 # GPU idle time one host-device synchronisation adds to a stream of work: the stream drains,
 # the host wakes, and the next kernel waits for its launch. Measured here: an .item() after
@@ -468,6 +469,17 @@ GRAPHED_KERNEL_S = 2.75e-6
 # (sync_gemm_chain.per_sync_s, H100 and H200), median 27.3 us. Charged where an engine's code
 # synchronises every step (moe_comm.host_syncs). Not fitted.
 HOST_SYNC_S = 27.3e-6
+# What replaying a step from one CUDA graph saves per kernel against launching it eagerly,
+# where the GPU, not the host, sets the pace (a graphed kernel still waits for its
+# predecessor to drain; only the launch path between them goes): measured on this project's
+# lent H100 and H200 (bench/data/measured/h*_2026-11-28/layer_*/layer_step.json: the same
+# four-layer Llama-2-7B-shaped training step run eagerly and then replayed from one CUDA
+# graph, back to back in the first seconds; kernels per step from layer_kernels.csv):
+# (eager_s - graph_first_s) / kernels = H200 eager cuDNN 3.91 us (304 kernels), eager flash
+# 4.26 (296), compiled 3.22 (173); H100 eager cuDNN 4.07 (304), compiled 1.47 (173): the
+# median 3.91 us (tests/test_cuda_graph.py re-derives it). Measured, not fitted: a graphed
+# layer's captured kernels each pay KERNEL_GAP_S less this (ops.graph_replay, compute.op_times).
+GRAPH_LAUNCH_SAVING_S = 3.91e-6
 # Host time to issue one framework op (Python + PyTorch dispatch + CUDA launch) in forward,
 # and in backward (autograd's C++ engine issues ~1.5 ops per forward op without Python).
 # PyTorch eager costs ~5-10 us of CPU per op ("Accelerating PyTorch with CUDA Graphs",

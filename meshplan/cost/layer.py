@@ -27,7 +27,8 @@ from .fp8_recipe import FP8 as FP8_BYTES
 from .moe_comm import (BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s,
                        host_syncs)
 from .mcore_loss import embedding_grad, unfused_loss
-from .ops import (ACT, LayerOps, Shard, eager_attention, embedding_ops, expert_rows,
+from .ops import (ACT, PERMUTE_KERNELS, PERMUTE_PASSES, LayerOps, Shard, eager_attention,
+                  embedding_ops, expert_rows,
                   gathered_logits, gathered_norm_outputs, graph_replay,
                   head_ops, layer_ops, runtime_saved, unfused_norms,
                   unfused_swiglu)
@@ -190,6 +191,8 @@ def shaping_dispatcher(model: ModelSpec, cluster: Cluster, kind: str, shard: Sha
         return ""
     if sorts_by_local_expert(model, shard, dispatcher):
         return dispatcher
+    if dispatcher == HYBRIDEP and shard.ep > 1:  # stated: HybridEP on any NVLink domain
+        return HYBRIDEP
     if (dispatcher == "deepep" and shard.ep > 1
             and not runs_deepep_kernels(dispatcher, shard.ep, cluster.scaleup_domain)):
         return HYBRIDEP
@@ -212,6 +215,28 @@ def sort_by_local_expert(ops: LayerOps, model: ModelSpec, shard: Shard,
     rows = expert_rows(ops)
     ops.stream_bytes += 2 * 2 * ACT * rows * model.hidden  # sort + unsort, read + write
     ops.kernels += 2
+    return ops
+
+
+def fused_permutation(ops: LayerOps, model: ModelSpec, dispatcher: str) -> LayerOps:
+    """HybridEP permutes inside its dispatch and unpermutes inside its combine: its dispatch
+    kernel writes the received tokens expert-major, straight into the grouped GEMM's input,
+    and its combine reads them from there (megatron-core 0.16.1 token_dispatcher.py
+    _HybridEPManager: "Permute tokens for communication, perform all-to-all communication,
+    and permute tokens for experts in single step"; its get_permuted_hidden_states_by_experts
+    and get_restored_hidden_states_by_experts return the tensor unchanged, where
+    _DeepepManager's call permute / unpermute). So the separate permutation passes ops.moe_ops
+    counts are not run (their bytes are the dispatch's and combine's, priced as the expert
+    exchange), nor run again by the moe recompute module. Other dispatchers: unchanged."""
+    if dispatcher != HYBRIDEP:
+        return ops
+    moved = PERMUTE_PASSES * ACT * expert_rows(ops) * model.hidden
+    ops.stream_bytes -= moved
+    ops.kernels -= PERMUTE_KERNELS
+    m = ops.modules.get("moe")
+    if m is not None:
+        ops.modules["moe"] = replace(m, stream_bytes=m.stream_bytes - moved,
+                                     kernels=m.kernels - PERMUTE_KERNELS)
     return ops
 
 
@@ -269,6 +294,7 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         ops = runtime_saved(ops, model, shard, engine, dense=kind == "dense")
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
+            ops = fused_permutation(ops, model, moe_dispatcher)
             ops = eager_expert_epilogue(ops, model, shard, engine)
             ops = fp8_expert_padding(ops, model, shard, engine,
                                      padded_by_dispatch=moe_dispatcher == HYBRIDEP)

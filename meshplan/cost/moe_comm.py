@@ -28,6 +28,8 @@ dispatcher's interface: it takes the bf16 hidden states).
 
 from __future__ import annotations
 
+from ..plan import DEEPEP_CLASS
+
 from functools import lru_cache
 from math import comb
 
@@ -55,7 +57,7 @@ def copies_per_token(model: ModelSpec, place: Placement, dispatcher: str) -> tup
     """(copies to other GPUs, copies to other nodes) of one token in one dispatch."""
     n, nodes = place.size, place.nodes
     k, e = model.moe_topk, model.moe_experts
-    if dispatcher != "deepep":
+    if dispatcher not in DEEPEP_CLASS:
         return k * (n - 1) / n, k * (n - place.per_node) / n
     ranks = _limited(model, n, expected_distinct(n, e, k))
     return ranks * (n - 1) / n, node_copies(model, place) * (nodes - 1) / nodes
@@ -75,7 +77,7 @@ def dispatch_bytes_per_element(dispatcher: str, precision: str, engine: str) -> 
     the combine); combine-shaped ones are 16-bit."""
     from .layer import MEGATRON_ENGINES  # one list of the Megatron-family engines
 
-    if dispatcher == "deepep" and precision == "fp8" and engine not in MEGATRON_ENGINES:
+    if dispatcher in DEEPEP_CLASS and precision == "fp8" and engine not in MEGATRON_ENGINES:
         return FP8_BYTES_PER_ELEMENT
     return BF16_BYTES_PER_ELEMENT
 
@@ -85,7 +87,7 @@ def exchange_s(cluster: Cluster, place: Placement, model: ModelSpec, tokens: flo
     """One dispatch (or combine) of ``tokens`` tokens of this rank over the EP group."""
     if place.size == 1 or tokens <= 0:
         return 0.0
-    if dispatcher != "deepep":
+    if dispatcher not in DEEPEP_CLASS:
         return all_to_all_s(cluster, place, bytes_per_element * tokens * model.moe_topk
                             * model.hidden)
     gpus, _ = copies_per_token(model, place, dispatcher)

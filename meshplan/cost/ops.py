@@ -122,7 +122,7 @@ class LayerOps:
     score_v_head_dim: float = 0.0
     kernels: float = 0.0  # GPU kernels launched in forward (each costs KERNEL_GAP_S)
     # the part of ``kernels`` (and of the FP8 cast kernels, forward and backward) replayed
-    # from CUDA graphs: each costs efficiency.GRAPHED_KERNEL_S instead (graph_replay)
+    # from CUDA graphs: each pays efficiency.GRAPH_LAUNCH_SAVING_S less gap (graph_replay)
     graphed_kernels: float = 0.0
     graphed_fp8_fwd_kernels: float = 0.0
     graphed_fp8_bwd_kernels: float = 0.0
@@ -319,6 +319,11 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
 MOE_ROUTER_KERNELS = 3
 MOE_ROUTER_HOST_OPS = 5
 MOE_PREPROCESS_HOST_OPS = 2
+# the token permutation before the experts and the unpermutation after them: a read and a
+# write of every token copy's hidden state each (layer.py fused_permutation removes them
+# where the dispatch does them)
+PERMUTE_PASSES = 4
+PERMUTE_KERNELS = 2
 
 
 def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
@@ -353,7 +358,7 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.host_ops += 34 + (4 * local_experts if s.fp8 else 0)
     act = ACT * rows * w * (3 if gated else 2)
     # permute / unpermute token copies (read + write each way) and the activation function
-    ops.stream_bytes += act + 4 * ACT * rows * h
+    ops.stream_bytes += act + PERMUTE_PASSES * ACT * rows * h
     ops.act_fn_bytes += act
     ops.saved_bytes += _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1)
     ops.saved_bytes += ACT * rows * h  # combine input
@@ -372,7 +377,7 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.modules["moe"] = ModuleRecompute(
         _linear_in(ACT * rows * h, s) + ACT * rows * w * (2 if gated else 1) + ACT * rows * h
         + _linear_in(ACT * rows * w, s), ("router", "expert_fc1", "expert_fc2"),
-        act + 4 * ACT * rows * h, 10, ep_comm=True)
+        act + PERMUTE_PASSES * ACT * rows * h, 10, ep_comm=True)
     ops.params += model.moe_router_params()
     ops.expert_params += local_experts * model.moe_expert_params() / s.etp
     if s.ep > 1:
@@ -397,10 +402,13 @@ def moe_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
 # Transformer Engine scopes it captures (cuda_graph_impl "transformer_engine" with
 # cuda_graph_scope), joined by "+": "attn" (input norm, self-attention, residual add),
 # "moe_router", "moe_preprocess" (Megatron-Core transformer_config.py cuda_graph_scope).
-# "" or "none" = eager. A captured kernel runs without a host launch or eager dispatch:
-# efficiency.GRAPHED_KERNEL_S replaces KERNEL_GAP_S for it, and the captured ops cost the
-# host one graph launch.
+# "" or "none" = eager; "full_iteration" (Megatron-Bridge's perf recipes, e.g. v0.6.0
+# perf_recipes/deepseek/common.py _enable_deepseek_full_iteration_mxfp8) is read as "full".
+# A captured kernel runs without a host launch or eager dispatch: it pays KERNEL_GAP_S less
+# the measured efficiency.GRAPH_LAUNCH_SAVING_S (compute.op_times), and the captured ops cost
+# the host one graph launch.
 CUDA_GRAPH_FULL = "full"
+CUDA_GRAPH_FULL_ITERATION = "full_iteration"
 CUDA_GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess")
 CUDA_GRAPHS = ("none", CUDA_GRAPH_FULL) + CUDA_GRAPH_SCOPES
 GRAPH_LAUNCH_HOST_OPS = 1  # one cudaGraphLaunch (torch.cuda.CUDAGraph.replay) a graph
@@ -413,9 +421,9 @@ def normalise_cuda_graph(value) -> str:
     if text in ("", "none"):
         return ""
     parts = [p.strip() for p in text.split("+")]
-    allowed = ("allowed: none, full, or Transformer Engine scopes joined by '+' from "
+    allowed = ("allowed: none, full (or full_iteration), or Transformer Engine scopes joined by '+' from "
                + ", ".join(CUDA_GRAPH_SCOPES))
-    if parts == [CUDA_GRAPH_FULL]:
+    if parts in ([CUDA_GRAPH_FULL], [CUDA_GRAPH_FULL_ITERATION]):
         return CUDA_GRAPH_FULL
     if not parts or any(p not in CUDA_GRAPH_SCOPES for p in parts):
         raise InputError("cuda_graph", value, allowed)

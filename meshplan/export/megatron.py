@@ -150,7 +150,10 @@ def megatron_args(sc: Scenario) -> tuple[list[tuple[str, list[str]]], list[str]]
         if freq:
             add("--moe-layer-freq", freq)
         add("--moe-grouped-gemm")
-        if p.moe_dispatcher == "deepep":  # Megatron-Core's flex dispatcher, DeepEP class:
+        if p.moe_dispatcher == "hybridep":  # stated HybridEP (plan.MOE_DISPATCHERS)
+            add("--moe-token-dispatcher-type", "flex")
+            add("--moe-flex-dispatcher-backend", "hybridep")
+        elif p.moe_dispatcher == "deepep":  # Megatron-Core's flex dispatcher, DeepEP class:
             # DeepEP's kernels on 8-GPU NVLink nodes, HybridEP on rack-scale NVLink (NVL72),
             # as Megatron-Bridge's GB200 / GB300 MoE recipes set moe_flex_dispatcher_backend
             # (framework_defaults MBRIDGE_PERF_RACK); TransformerConfig.moe_flex_dispatcher_

@@ -65,7 +65,6 @@ def normalise_fp8_recipe(name: str) -> str:
 
 MAX_TOKENS_PER_STEP = 2**36
 
-
 @dataclass(frozen=True)
 class Workload:
     seq_len: int
