@@ -7,9 +7,10 @@ runs it. The rule for each default, in this order:
 
 1. what the framework's own published performance runs and recipes use, where they use one
    setting (ablation baselines aside): Megatron-LM's README scaling runs and NeMo /
-   Megatron-Bridge's performance recipes overlap TP communication, and so do torchtitan's
-   published benchmark configurations with TP;
-2. otherwise the framework's code default at a cited version (what it does unless told).
+   Megatron-Bridge's performance recipes overlap TP communication;
+2. otherwise the framework's code default at a cited version (what it does unless told),
+   or, where the framework ships a preset for the row's model family, that preset's value
+   (torchtitan's train_configs with TP: TORCHTITAN_RECIPE).
 
 Where a framework's performance recipes choose a knob per model and GPU (Megatron-Bridge's
 MoE dispatcher and expert all-to-all overlap; NeMo's gradient-reduction dtype across its
@@ -50,15 +51,19 @@ Sources (versions as read; each value below names its source key):
   dispatcher per model and GPU (e.g. v0.2.0 DeepSeek-V3 H100 deepep + overlap, Qwen3-235B
   H100 alltoall + overlap, GPT-OSS H100 alltoall without overlap, GB200 hybridep), so no
   one value is "the recipe's".
-- TORCHTITAN_BENCH: torchtitan's published performance runs with TP enable async TP
-  except as an ablation's baseline: benchmarks/llama3_h100_202412_torchtitan.md Tables 5
-  and 6 ("+ Float8 + AsyncTP", 6 runs) and Table 4's "2D + AsyncTP" (its "2D" is the
-  baseline); docs/performance.md 405B ("Float8 + Async TP" after "None", "Float8");
-  benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md is an A/B of the feature (both);
-  its TP preset torchtitan/models/llama3/train_configs/llama3_405b.toml sets
-  ``enable_async_tensor_parallel = true``. The code default is off (job_config.py
-  ``Parallelism.enable_async_tensor_parallel: bool = False``): runs that did not enable it
-  must say so (tp_comm_overlap 0).
+- TORCHTITAN_RECIPE: torchtitan's TP communication overlap (async TP) is off unless a run
+  enables it: torchtitan/config/job_config.py ``Parallelism.enable_async_tensor_parallel: bool
+  = False`` (pytorch/torchtitan at 238fa99, 2026-02-23, the last commit with the TOML presets
+  before #2386 moved them to config_registry.py). Its model presets with TP do not use one
+  setting (torchtitan/models/*/train_configs/*.toml at 238fa99): llama3_405b.toml
+  ``tensor_parallel_degree = 8``, ``enable_async_tensor_parallel = true``; llama3_70b.toml
+  ``tensor_parallel_degree = 8`` without it (off); llama4_17bx16e.toml and llama4_17bx128e.toml
+  TP 8, ``enable_async_tensor_parallel = false``; the rest (llama3_8b, qwen3, deepseek_v3)
+  TP 1. Its published benchmarks do not use one setting either
+  (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md is an A/B of the feature;
+  llama3_h100_202412_torchtitan.md Table 4 has "2D" and "2D + AsyncTP"). So rule 2: the code
+  default (off), and the model family's own preset where torchtitan ships one with TP
+  (TORCHTITAN_TP_OVERLAP_PRESETS: Llama 3.1 405B on, 70B off).
 - TORCHTITAN: FSDP2 MixedPrecisionPolicy
   ``mixed_precision_reduce = "float32"``; MoE token exchange by all-to-all
   (torchtitan/distributed/expert_parallel.py), no overlap.
@@ -104,6 +109,8 @@ Sources (versions as read; each value below names its source key):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 # the frameworks a runs CSV names (shared/validation/README.md), plus "" (meshplan's own)
 FRAMEWORKS = ("megatron", "nemo", "torchtitan", "deepspeed", "maxtext", "paxml", "other", "")
 # ... and the engines whose own kernels the cost model names (llm-foundry's Triton attention
@@ -134,11 +141,15 @@ def row_framework(name: str | None) -> tuple[str, str]:
 
 # TP communication overlap when TP > 1 (TE userbuffers / Megatron --tp-comm-overlap,
 # torchtitan async TP, DeepSpeed AutoTP tp_overlap_comm). Frameworks not listed: NONE.
-TP_COMM_OVERLAP = {"megatron": True, "nemo": True, "torchtitan": True, "deepspeed": False,
+TP_COMM_OVERLAP = {"megatron": True, "nemo": True, "torchtitan": False, "deepspeed": False,
                    "aleph-alpha": False}
 TP_COMM_OVERLAP_SOURCE = {"megatron": "MEGATRON_README", "nemo": "MBRIDGE_PERF",
-                          "torchtitan": "TORCHTITAN_BENCH", "deepspeed": "DEEPSPEED",
+                          "torchtitan": "TORCHTITAN_RECIPE", "deepspeed": "DEEPSPEED",
                           "aleph-alpha": "ALEPH_ALPHA"}
+# ... and where the framework ships a preset for the model family that sets it with TP
+# (framework -> meshplan preset -> setting; the model is matched by name as a runs CSV's
+# `model` is, row_model.match_preset): TORCHTITAN_RECIPE
+TP_COMM_OVERLAP_PRESETS = {"torchtitan": {"llama3.1-405b": True, "llama3.1-70b": False}}
 
 # MoE token dispatcher (plan.MOE_DISPATCHERS). Megatron-LM's own default is all-gather,
 # which meshplan does not cost; its MoE documentation and Megatron-Bridge's providers run
@@ -177,11 +188,22 @@ def _fw(framework: str | None) -> str:
     return str(framework or "").strip().lower()
 
 
-def tp_comm_overlap(framework: str | None, tp: int) -> bool:
-    """Whether ``framework`` overlaps TP communication with compute when a run does not say."""
+def tp_comm_overlap(framework: str | None, tp: int, model: str = "") -> bool:
+    """Whether ``framework`` overlaps TP communication with compute when a run of the model
+    named ``model`` (a preset name or a name that matches one; "" = none) does not say."""
     if tp <= 1:
         return False
-    return TP_COMM_OVERLAP.get(_fw(framework), True)
+    fw = _fw(framework)
+    preset = _preset_of(model) if fw in TP_COMM_OVERLAP_PRESETS else None
+    if preset in TP_COMM_OVERLAP_PRESETS.get(fw, {}):
+        return TP_COMM_OVERLAP_PRESETS[fw][preset]
+    return TP_COMM_OVERLAP.get(fw, True)
+
+
+@lru_cache(maxsize=256)
+def _preset_of(model: str) -> str | None:
+    from .row_model import match_preset
+    return match_preset(model or "")
 
 
 def rack_scale(scaleup_domain_gpus: int) -> bool:
@@ -223,12 +245,14 @@ def grad_reduce_dtype(framework: str | None) -> str:
 
 
 def plan_defaults(framework: str | None, tp: int,
-                  scaleup_domain_gpus: int = NODE_SCALEUP_GPUS, moe: bool = True) -> dict:
+                  scaleup_domain_gpus: int = NODE_SCALEUP_GPUS, moe: bool = True,
+                  model: str = "") -> dict:
     """Plan fields a search sets for ``framework`` unless pinned, at TP degree ``tp`` on a
-    cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs. A dense model
+    cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs, for the model named
+    ``model`` (its family's preset, where the framework ships one). A dense model
     (``moe`` False) has no token dispatcher and no expert all-to-all to overlap: the
     Plan's neutral values (validity._expert_rules)."""
-    return {"tp_comm_overlap": tp_comm_overlap(framework, tp),
+    return {"tp_comm_overlap": tp_comm_overlap(framework, tp, model),
             "moe_dispatcher": (moe_dispatcher(framework, scaleup_domain_gpus) if moe
                                else "alltoall"),
             "ep_comm_overlap": ep_comm_overlap(framework) and moe}

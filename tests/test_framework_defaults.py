@@ -52,8 +52,9 @@ def _without(row: dict, *cols: str) -> dict:
     ("megatron", 8, True),
     # Megatron-Bridge performance scripts: CommOverlapConfig(tp_comm_overlap=bool(tp > 1))
     ("nemo", 2, True),
-    # torchtitan's published TP benchmarks run async TP (job_config default off)
-    ("torchtitan", 8, True),
+    # torchtitan: job_config.py enable_async_tensor_parallel = False (238fa99); its
+    # presets with TP do not all enable it (TORCHTITAN_RECIPE)
+    ("torchtitan", 8, False),
     # DeepSpeed AutoTP tp_overlap_comm defaults to False
     ("deepspeed", 4, False),
     # nothing to overlap without TP, whatever the framework
@@ -62,6 +63,22 @@ def _without(row: dict, *cols: str) -> dict:
 def test_tp_comm_overlap_follows_the_cited_framework_setting(framework, tp, expected):
     assert fd.tp_comm_overlap(framework, tp) is expected
     assert fd.tp_comm_overlap(framework.upper(), tp) is expected  # names as rows write them
+
+
+@pytest.mark.parametrize("model, expected", [
+    # torchtitan/models/llama3/train_configs at 238fa99: llama3_405b.toml TP 8 with
+    # enable_async_tensor_parallel = true; llama3_70b.toml TP 8 without it
+    ("Llama 3.1 405B", True), ("meta-llama/Llama-3.1-405B", True), ("llama3.1-405b", True),
+    ("Llama 3.1 70B", False),
+    # llama3_8b.toml is TP 1: no preset with TP, the code default (job_config.py: False)
+    ("Llama 3.1 8B", False), ("GPT 126M", False), ("", False),
+])
+def test_torchtitan_tp_overlap_is_the_code_default_or_the_family_preset(model, expected):
+    assert fd.tp_comm_overlap("torchtitan", 8, model) is expected
+    assert fd.plan_defaults("torchtitan", 8, model=model)["tp_comm_overlap"] is expected
+    # the preset table is torchtitan's: other frameworks keep their one setting
+    assert fd.tp_comm_overlap("megatron", 8, model) is True
+    assert fd.tp_comm_overlap("deepspeed", 8, model) is False
 
 
 def test_every_named_framework_default_has_a_source_in_the_module_docstring():
@@ -138,14 +155,19 @@ def test_nemo_reduces_gradients_in_bf16_as_its_performance_runs_do():
 # -- a stripped row predicts as its stated twin ------------------------------------------
 
 def test_blank_tp_overlap_predicts_as_the_stated_framework_default():
-    async_tp = ROWS["H101"]  # torchtitan async TP, stated tp_comm_overlap 1
+    async_tp = ROWS["H101"]  # torchtitan async TP on Llama 3.1 8B, stated tp_comm_overlap 1
     vanilla = ROWS["H100"]  # the same run with vanilla TP (stated 0)
     assert async_tp["tp_comm_overlap"] == "1" and vanilla["tp_comm_overlap"] == "0"
     stated = _predict(async_tp).predicted_tokens_per_s_per_gpu
     blank = _predict(_without(async_tp, "tp_comm_overlap")).predicted_tokens_per_s_per_gpu
     off = _predict(vanilla).predicted_tokens_per_s_per_gpu
-    assert blank == stated
+    assert blank == off  # torchtitan's code default: no async TP (TORCHTITAN_RECIPE)
     assert off < stated  # the stated value wins and the overlap is costed (not a no-op)
+    # Llama 3.1 405B: torchtitan's own preset runs async TP, so a blank row does too
+    big = dict(_without(async_tp, "tp_comm_overlap"), model="Llama 3.1 405B", layers="",
+               hidden="", heads="", kv_heads="", ffn="", vocab="", head_dim="",
+               num_gpus="512", dp="", micro_batch="1", global_batch_seqs="512")
+    assert _predict(big).chosen.get("tp_comm_overlap") is True
 
 
 def test_blank_tp_overlap_of_a_deepspeed_row_is_off():
@@ -253,7 +275,7 @@ def test_qwen3_row_without_head_dim_takes_the_presets():
 
 @pytest.mark.parametrize("engine, framework, expected", [
     ("deepspeed", "", False), ("megatron", "", True), (None, "deepspeed", False),
-    (None, "torchtitan", True), (None, "", True),
+    (None, "torchtitan", False), (None, "", True),
 ])
 def test_search_plans_tp_overlap_as_the_framework_runs(engine, framework, expected):
     m = preset("tiny-llama")

@@ -61,7 +61,7 @@ def _all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dic
     disp = pins.get("moe_dispatcher", plan_defaults(workload.framework, 1, cluster.scaleup_domain,
                                                     model.is_moe)["moe_dispatcher"])
     for tp in opts("tp", divisors(n)):
-        tpo = tp_comm_overlap(workload.framework, tp)
+        tpo = tp_comm_overlap(workload.framework, tp, model.name)
         sp = False if sequence_parallel_off(workload.seq_len, tp) else None  # as the search
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
             rest = n // (tp * cp)
