@@ -13,12 +13,14 @@ runs it. The rule for each default, in this order:
    (torchtitan's train_configs with TP: TORCHTITAN_RECIPE).
 
 Where a framework's performance recipes choose a knob per model and GPU (Megatron-Bridge's
-MoE dispatcher and expert all-to-all overlap; NeMo's gradient-reduction dtype across its
-releases), rule 2 applies: the model provider's / config's default. The exception is the
+MoE dispatcher and expert all-to-all overlap), a row of a model family the framework ships a
+recipe for, on a GPU it ships one for, takes that recipe's setting (MBRIDGE_PERF_MOE:
+DeepSeek-V3, Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS 120B on H100, B200, B300, GB200,
+GB300); other models and GPUs take the model provider's default (rule 2), except the
 dispatcher on rack-scale NVLink (GB200 NVL72), where nearly every recipe uses one setting
-(MBRIDGE_PERF_RACK): rule 1. Intervals of rows that leave these knobs blank cover the
-other settings (engine_spread.py). A row that states a value
-always wins (validate.pins_from_row, Workload).
+(MBRIDGE_PERF_RACK): rule 1. NeMo's gradient-reduction dtype: NEMO_DTYPES. Intervals of
+rows that leave these knobs blank cover the other settings (engine_spread.py). A row that
+states a value always wins (validate.pins_from_row, Workload).
 
 Who reads this: ``meshplan validate`` (validate.prepare / pins_from_row), the search's plan
 defaults (search._base_fields, search/exhaustive.py) for the workload's framework or the
@@ -92,6 +94,24 @@ Sources (versions as read; each value below names its source key):
   domain is larger than one 8-GPU node. meshplan costs HybridEP as the DeepEP class
   (plan.MOE_DISPATCHERS "deepep", cost/moe_comm.py). Expert all-to-all overlap stays off
   (``moe_a2a_overlap=False`` in most of those GB200 presets: MBRIDGE_PROVIDER).
+- MBRIDGE_PERF_MOE: Megatron-Bridge scripts/performance at v0.2.0, v0.3.1, v0.4.2 and v0.5.1
+  (2026-07-20): the workload base configs (configs/{deepseek,qwen3,gpt_oss}/
+  workload_base_configs.py at v0.2.0, configs/{deepseek,qwen,gpt_oss}/
+  *_workload_base_configs.py after), at the variant the launcher picks by default
+  (argument_parser.py ``--config_variant`` default "v2", "v1" where no v2 exists:
+  utils.get_workload_base_config), per model, GPU (h100, b200, b300, gb200, gb300) and
+  compute dtype (bf16, fp8_cs, fp8_mx): ``moe_flex_dispatcher_backend`` ("hybridep" or
+  "deepep": the flex dispatcher, costed as the DeepEP class; None: alltoall, which v0.5.1's
+  overrides.py set_workload_base_configs then sets) and ``moe_a2a_overlap``
+  (_set_moe_a2a_overlap_overrides: ``overlap_moe_expert_parallel_comm``). The releases
+  disagree on some (Qwen3-235B-A22B on H100: alltoall, deepep, alltoall, alltoall; its
+  overlap is on in all four), so a knob is taken from the recipes only where every release
+  that ships the recipe uses one setting (rule 1), else the provider's default stands and
+  the interval covers both (engine_spread.py). apply_flex_dispatcher_backend
+  (src/megatron/bridge/training/flex_dispatcher_backend.py) runs HybridEP on compute
+  capability 8.x-10.x, H100 included. A blank fp8 row reads the fp8_mx recipe where the FP8
+  recipe it is predicted with is MXFP8 (fp8_recipe below: NeMo's Blackwell default), else
+  fp8_cs (the one FP8 recipe of these models on H100).
 - NONE: no cited default; meshplan's previous behaviour is kept (TP overlap assumed when
   TP > 1: maxtext, paxml, other, and "" = meshplan's own runtime / the plain planner).
 - NEMO_DTYPES: NeMo's published performance runs reduce gradients in bf16 (rule 1): NeMo 2.0's
@@ -164,6 +184,67 @@ MOE_DISPATCHER_SOURCE = {"megatron": "MCORE (allgather, not costed: alltoall)",
 NODE_SCALEUP_GPUS = 8
 MOE_DISPATCHER_RACK = {"nemo": "deepep"}
 MOE_DISPATCHER_RACK_SOURCE = {"nemo": "MBRIDGE_PERF_RACK"}
+# ... and where Megatron-Bridge ships a performance recipe for the model family on the GPU
+# (MBRIDGE_PERF_MOE): (meshplan preset, GPU id, compute dtype) -> the (dispatcher, expert
+# all-to-all overlap) of each release's recipe, MBRIDGE_PERF_RELEASES in order (None: that
+# release ships no recipe for it). A knob is the recipe's where every release that ships
+# the recipe uses one setting of it (rule 1); where they differ, the provider's default.
+MBRIDGE_PERF_RELEASES = ("v0.2.0", "v0.3.1", "v0.4.2", "v0.5.1")
+MBRIDGE_PERF_MOE = {
+    ("deepseek-v3", "B200", "bf16"): (("alltoall", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "B200", "fp8_cs"): (("alltoall", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "B200", "fp8_mx"): (("alltoall", False), ("deepep", False), ("deepep", True), ("deepep", True)),
+    ("deepseek-v3", "B300", "bf16"): (None, ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "B300", "fp8_cs"): (None, ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "B300", "fp8_mx"): (None, ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("deepseek-v3", "GB200", "bf16"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "GB200", "fp8_cs"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "GB200", "fp8_mx"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("deepseek-v3", "GB300", "bf16"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "GB300", "fp8_cs"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "GB300", "fp8_mx"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("deepseek-v3", "H100-SXM-80GB", "bf16"): (("deepep", True), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("deepseek-v3", "H100-SXM-80GB", "fp8_cs"): (("deepep", True), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "B200", "bf16"): (("alltoall", True), ("deepep", False), ("alltoall", False), ("alltoall", False)),
+    ("qwen3-235b-a22b", "B200", "fp8_cs"): (("alltoall", True), ("deepep", False), ("alltoall", False), ("alltoall", False)),
+    ("qwen3-235b-a22b", "B200", "fp8_mx"): (("alltoall", True), ("deepep", False), ("alltoall", False), ("deepep", True)),
+    ("qwen3-235b-a22b", "B300", "bf16"): (None, ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "B300", "fp8_cs"): (None, ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "B300", "fp8_mx"): (None, ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-235b-a22b", "GB200", "bf16"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "GB200", "fp8_cs"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "GB200", "fp8_mx"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-235b-a22b", "GB300", "bf16"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "GB300", "fp8_cs"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-235b-a22b", "GB300", "fp8_mx"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-235b-a22b", "H100-SXM-80GB", "bf16"): (("alltoall", True), ("deepep", True), ("alltoall", True), ("alltoall", True)),
+    ("qwen3-235b-a22b", "H100-SXM-80GB", "fp8_cs"): (("alltoall", True), ("deepep", True), ("alltoall", True), ("alltoall", True)),
+    ("qwen3-30b-a3b", "B200", "bf16"): (("alltoall", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "B200", "fp8_cs"): (("alltoall", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "B200", "fp8_mx"): (("alltoall", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-30b-a3b", "B300", "bf16"): (None, ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "B300", "fp8_cs"): (None, ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "B300", "fp8_mx"): (None, ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-30b-a3b", "GB200", "bf16"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "GB200", "fp8_cs"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "GB200", "fp8_mx"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-30b-a3b", "GB300", "bf16"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "GB300", "fp8_cs"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "GB300", "fp8_mx"): (("deepep", False), ("deepep", False), ("deepep", False), ("deepep", True)),
+    ("qwen3-30b-a3b", "H100-SXM-80GB", "bf16"): (("alltoall", True), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("qwen3-30b-a3b", "H100-SXM-80GB", "fp8_cs"): (("alltoall", True), ("deepep", False), ("deepep", False), ("deepep", False)),
+    ("gpt-oss-120b", "B200", "bf16"): (("alltoall", False), ("alltoall", False), ("alltoall", False), ("alltoall", False)),
+    ("gpt-oss-120b", "B200", "fp8_mx"): (None, None, ("alltoall", False), ("alltoall", False)),
+    ("gpt-oss-120b", "B300", "bf16"): (None, ("alltoall", False), ("deepep", False), ("deepep", False)),
+    ("gpt-oss-120b", "B300", "fp8_mx"): (None, None, ("deepep", False), ("deepep", False)),
+    ("gpt-oss-120b", "GB200", "bf16"): (("alltoall", False), ("alltoall", False), ("alltoall", True), ("alltoall", True)),
+    ("gpt-oss-120b", "GB200", "fp8_mx"): (None, None, ("alltoall", True), ("deepep", True)),
+    ("gpt-oss-120b", "GB300", "bf16"): (("alltoall", False), ("alltoall", False), ("alltoall", False), ("alltoall", False)),
+    ("gpt-oss-120b", "GB300", "fp8_mx"): (None, None, ("alltoall", False), ("deepep", True)),
+    ("gpt-oss-120b", "H100-SXM-80GB", "bf16"): (("alltoall", False), ("alltoall", False), ("alltoall", False), ("alltoall", False)),
+    ("gpt-oss-120b", "H100-SXM-80GB", "fp8_cs"): (None, None, ("alltoall", False), ("alltoall", False)),
+}
+MBRIDGE_PERF_MOE_FRAMEWORKS = ("nemo",)  # Megatron-Bridge is NeMo's training library
 # expert all-to-all overlapped with compute (Megatron-Core overlap_moe_expert_parallel_comm)
 EP_COMM_OVERLAP = {"megatron": False, "nemo": False, "torchtitan": False}
 EP_COMM_OVERLAP_SOURCE = {"megatron": "MCORE", "nemo": "MBRIDGE_PROVIDER",
@@ -211,16 +292,50 @@ def rack_scale(scaleup_domain_gpus: int) -> bool:
     return scaleup_domain_gpus > NODE_SCALEUP_GPUS
 
 
-def moe_dispatcher(framework: str | None, scaleup_domain_gpus: int = NODE_SCALEUP_GPUS) -> str:
+def recipe_moe(framework: str | None, model: str = "", gpu: str = "", precision: str = "",
+               fp8_recipe_name: str = "") -> tuple[str | None, bool | None] | None:
+    """(dispatcher, expert all-to-all overlap) of the framework's performance recipes for the
+    model family named ``model`` on the GPU ``gpu`` (a catalog id) at ``precision`` (and the
+    FP8 recipe the run states, "" = the framework's default): each knob where every release
+    that ships the recipe uses one setting, else None; None where no release ships one
+    (MBRIDGE_PERF_MOE)."""
+    fw = _fw(framework)
+    if fw not in MBRIDGE_PERF_MOE_FRAMEWORKS or not model or not gpu:
+        return None
+    preset = _preset_of(model)
+    if preset is None:
+        return None
+    prec = str(precision or "bf16").lower()
+    if prec == "fp8":
+        from .specs.catalog.gpus import GPUS
+        part = GPUS.get(gpu)
+        recipe = fp8_recipe_name or (fp8_recipe(fw, part.generation) if part else "")
+        prec = "fp8_mx" if recipe == "mx" else "fp8_cs"
+    releases = [r for r in MBRIDGE_PERF_MOE.get((preset, gpu, prec), ()) if r is not None]
+    if not releases:
+        return None
+    dispatchers = {d for d, _ in releases}
+    overlaps = {o for _, o in releases}
+    return (dispatchers.pop() if len(dispatchers) == 1 else None,
+            overlaps.pop() if len(overlaps) == 1 else None)
+
+
+def moe_dispatcher(framework: str | None, scaleup_domain_gpus: int = NODE_SCALEUP_GPUS,
+                   recipe: tuple | None = None) -> str:
     """The MoE token dispatcher ``framework`` runs on a cluster whose scale-up domain holds
-    ``scaleup_domain_gpus`` GPUs (Cluster.scaleup_domain) when a run does not say."""
+    ``scaleup_domain_gpus`` GPUs (Cluster.scaleup_domain) when a run does not say;
+    ``recipe``: the framework's recipe for the model and GPU (recipe_moe), where it has one."""
+    if recipe is not None and recipe[0] is not None:
+        return recipe[0]
     fw = _fw(framework)
     if rack_scale(scaleup_domain_gpus) and fw in MOE_DISPATCHER_RACK:
         return MOE_DISPATCHER_RACK[fw]
     return MOE_DISPATCHER.get(fw, "alltoall")
 
 
-def ep_comm_overlap(framework: str | None) -> bool:
+def ep_comm_overlap(framework: str | None, recipe: tuple | None = None) -> bool:
+    if recipe is not None and recipe[1] is not None:
+        return recipe[1]
     return EP_COMM_OVERLAP.get(_fw(framework), False)
 
 
@@ -246,16 +361,19 @@ def grad_reduce_dtype(framework: str | None) -> str:
 
 def plan_defaults(framework: str | None, tp: int,
                   scaleup_domain_gpus: int = NODE_SCALEUP_GPUS, moe: bool = True,
-                  model: str = "") -> dict:
+                  model: str = "", gpu: str = "", precision: str = "",
+                  fp8_recipe_name: str = "") -> dict:
     """Plan fields a search sets for ``framework`` unless pinned, at TP degree ``tp`` on a
     cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs, for the model named
-    ``model`` (its family's preset, where the framework ships one). A dense model
-    (``moe`` False) has no token dispatcher and no expert all-to-all to overlap: the
+    ``model`` (its family's preset or recipe, where the framework ships one) on the GPU
+    ``gpu`` (catalog id) at ``precision`` / ``fp8_recipe_name`` ("" = the default). A dense
+    model (``moe`` False) has no token dispatcher and no expert all-to-all to overlap: the
     Plan's neutral values (validity._expert_rules)."""
+    recipe = recipe_moe(framework, model, gpu, precision, fp8_recipe_name) if moe else None
     return {"tp_comm_overlap": tp_comm_overlap(framework, tp, model),
-            "moe_dispatcher": (moe_dispatcher(framework, scaleup_domain_gpus) if moe
+            "moe_dispatcher": (moe_dispatcher(framework, scaleup_domain_gpus, recipe) if moe
                                else "alltoall"),
-            "ep_comm_overlap": ep_comm_overlap(framework) and moe}
+            "ep_comm_overlap": ep_comm_overlap(framework, recipe) and moe}
 
 
 def source(knob: str, framework: str | None,
