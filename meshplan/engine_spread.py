@@ -29,6 +29,11 @@ framework with a switch for it may have run the other setting (Megatron / NeMo
 tp_overlap_comm, XLA's collective matmul); Aleph Alpha's engine has none
 (framework_defaults ALEPH_ALPHA). It only changes a plan with TP > 1 and sequence
 parallelism (plan.py drops the overlap without it).
+
+The attention kernel is the third: where a framework's published runs on a GPU generation
+use more than one kernel class (framework_defaults.ATTENTION_CHOICES: Pax with and without
+Transformer Engine; Megatron on Volta with and without its fused softmax), a row that leaves
+``attention_kernel`` blank is re-estimated with each (the workload's kernel, not the plan's).
 """
 
 from __future__ import annotations
@@ -76,11 +81,16 @@ NONE = Spread()
 
 
 def blank_knobs(stated: set[str] | frozenset[str], framework: str) -> tuple[str, ...]:
-    """The engine knobs a run left blank that its framework may have set otherwise."""
+    """The engine knobs a run left blank that its framework may have set otherwise (the
+    attention kernel: where the framework has choices on some GPU generation; spread()
+    drops it where the workload states one or the GPU's generation has none)."""
+    from .framework_defaults import attention_kernel_open
     fw = str(framework or "").strip().lower()
     knobs = () if fw in SINGLE_SETTING else MOE_KNOBS
     if fw not in NO_TP_OVERLAP:
         knobs += ("tp_comm_overlap",)
+    if attention_kernel_open(fw):
+        knobs += ("attention_kernel",)
     return tuple(k for k in knobs if k not in stated)
 
 
@@ -96,6 +106,8 @@ def applies(knob: str, model, plan) -> bool:
     sequence parallelism, which plan.py requires of it)."""
     if knob == "tp_comm_overlap":
         return plan.tp > 1 and plan.sequence_parallel
+    if knob == "attention_kernel":  # every plan has an attention core (spread checks the GPU)
+        return True
     return has_expert_all_to_all(model, plan)
 
 
@@ -112,21 +124,31 @@ def blank_knobs_of(plan, model, stated, framework: str) -> tuple[str, ...]:
 
 def spread(est, model, cluster, workload, blank: tuple[str, ...]) -> Spread:
     """Re-estimate ``est``'s plan at every other combination of the ``blank`` knobs."""
+    from .framework_defaults import attention_kernel_choices
     plan = est.plan
-    blank = tuple(k for k in blank if applies(k, model, plan))
+    kernels = (() if workload.attention_kernel else
+               attention_kernel_choices(workload.framework, cluster.gpu.generation))
+    blank = tuple(k for k in blank if applies(k, model, plan)
+                  and (k != "attention_kernel" or kernels))
     if not blank:
         return NONE
     from .cost import estimate
     point = est.tokens_per_s_per_gpu
     ratios, settings = [], []
-    for values in itertools.product(*(KNOB_VALUES[k] for k in blank)):
+    values_of = {k: (kernels if k == "attention_kernel" else KNOB_VALUES[k]) for k in blank}
+    for values in itertools.product(*(values_of[k] for k in blank)):
         alt = dict(zip(blank, values))
-        if all(getattr(plan, k) == v for k, v in alt.items()):
+        kernel = alt.pop("attention_kernel", "")
+        if not kernel and all(getattr(plan, k) == v for k, v in alt.items()):
             continue
         try:
-            other = estimate(model, cluster, workload, dataclasses.replace(plan, **alt))
+            other = estimate(model, cluster,
+                             dataclasses.replace(workload, attention_kernel=kernel) if kernel
+                             else workload, dataclasses.replace(plan, **alt))
         except InputError:  # a setting this plan cannot take
             continue
+        if kernel:
+            alt["attention_kernel"] = kernel
         ratios.append(other.tokens_per_s_per_gpu / point)
         settings.append(tuple(alt.items()))
     if not ratios:

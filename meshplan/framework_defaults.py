@@ -112,6 +112,18 @@ Sources (versions as read; each value below names its source key):
   capability 8.x-10.x, H100 included. A blank fp8 row reads the fp8_mx recipe where the FP8
   recipe it is predicted with is MXFP8 (fp8_recipe below: NeMo's Blackwell default), else
   fp8_cs (the one FP8 recipe of these models on H100).
+- PAX_ATTENTION: NVIDIA/JAX-Toolbox rosetta/rosetta/projects/pax/README.md (12d19d5c): Pax on
+  GPUs is published with two attention paths, its results table giving "Sequences/Sec (bf16 /
+  TE bf16)": Pax's own attention (praxis DotProductAttention, an einsum, a softmax and an
+  einsum compiled by XLA: the scores materialised) and Transformer Engine's (``ENABLE_TE=1``:
+  TE's fused attention). meshplan's point default for paxml is the unlisted engines' fa2
+  (cost/efficiency.py ENGINE_ATTENTION); the interval covers both published paths.
+- MEGATRON_VOLTA_SOFTMAX: on Volta no flash kernel runs (cost/attention_memory.py
+  NO_FLASH_GENERATIONS), so Megatron's attention core is unfused; its scale, mask and softmax
+  run as one fused kernel since megatron/model/fused_softmax.py (FusedScaleMaskSoftmax), as
+  separate PyTorch ops in the Megatron-LM paper's code (mpu/transformer.py at abe36e2e5f,
+  2019-07: cost/efficiency.py "unfused-eager"). A V100 row may be of either era: the point is
+  the fused softmax, the interval covers both.
 - NONE: no cited default; meshplan's previous behaviour is kept (TP overlap assumed when
   TP > 1: maxtext, paxml, other, and "" = meshplan's own runtime / the plain planner).
 - NEMO_DTYPES: NeMo's published performance runs reduce gradients in bf16 (rule 1): NeMo 2.0's
@@ -349,6 +361,27 @@ def attention_kernel(framework: str | None) -> str:
     """The attention kernel class ``framework`` runs (cost/compute.attention_kernel_of)."""
     from .cost.compute import attention_kernel_of
     return attention_kernel_of(_fw(framework))
+
+
+# Attention kernel classes (cost/efficiency.py ATTENTION_KERNELS) a framework's runs on a GPU
+# generation ("" = any) are published with where they do not use one: a row that leaves
+# attention_kernel blank is predicted with the engine's default (attention_kernel above) and
+# its interval covers these (engine_spread.py). Sources: PAX_ATTENTION,
+# MEGATRON_VOLTA_SOFTMAX.
+ATTENTION_CHOICES = {("paxml", ""): ("te", "unfused"),
+                     ("megatron", "volta"): ("unfused", "unfused-eager")}
+
+
+def attention_kernel_choices(framework: str | None, generation: str) -> tuple[str, ...]:
+    """The attention kernel classes ``framework`` may have run on ``generation`` where its
+    published runs do not use one (ATTENTION_CHOICES); () where they do."""
+    fw = _fw(framework)
+    return ATTENTION_CHOICES.get((fw, generation or ""), ATTENTION_CHOICES.get((fw, ""), ()))
+
+
+def attention_kernel_open(framework: str | None) -> bool:
+    """Whether ``framework`` has attention kernel choices on some generation."""
+    return any(fw == _fw(framework) for fw, _ in ATTENTION_CHOICES)
 
 
 def optimizer_state_precision(framework: str | None) -> str:

@@ -111,6 +111,32 @@ def test_blank_tp_overlap_widens_to_both_settings():
     assert _predict(tp1).engine_spread == (0.0, 0.0)
 
 
+@pytest.mark.parametrize("rid, kernels", [
+    # Pax on GPUs is published with its own XLA attention and with Transformer Engine's
+    # (JAX-Toolbox rosetta pax README: "Sequences/Sec (bf16 / TE bf16)")
+    ("H252", ("te", "unfused")),
+    # Megatron on V100: fused softmax, or the 2019 paper code's eager ops (unfused-eager)
+    ("H231", ("unfused", "unfused-eager")),
+])
+def test_blank_attention_kernel_widens_to_the_frameworks_published_kernels(rid, kernels):
+    row = ROWS[rid]
+    assert row["attention_kernel"]  # the full row states it
+    blank = _predict(_blank(row, "attention_kernel"))
+    # the other blank engine columns as the blank row has them, only the kernel stated
+    twins = [_predict(dict(_blank(row, "attention_kernel"), attention_kernel=k))
+             for k in kernels]
+    point = blank.predicted_tokens_per_s_per_gpu
+    alts = [t.predicted_tokens_per_s_per_gpu for t in twins]
+    assert len({round(a) for a in alts}) == len(kernels)  # the kernels are costed apart
+    assert twins[0].engine_spread == (0.0, 0.0)  # a stated kernel is not widened
+    # the blank row's interval spans every kernel's prediction over its point
+    assert blank.engine_spread == pytest.approx((math.log(min(1.0, min(alts) / point)),
+                                                 math.log(max(1.0, max(alts) / point))))
+    assert blank.engine_spread != (0.0, 0.0)
+    # a framework whose published runs use one kernel is not widened for it
+    assert "attention_kernel" not in es.blank_knobs(set(), "torchtitan")
+
+
 def test_widen_never_narrows_and_keeps_the_point_inside():
     s = es.Spread(1.2, 1.5)  # every other setting faster: only the top moves
     assert es.widen_tokens((80.0, 120.0), s) == pytest.approx((80.0, 180.0))
