@@ -456,7 +456,8 @@ def _fill_prediction(res: RowResult, prep: Prepared, cache: dict, residuals) -> 
             lean.pop("schedules", None)
             fill = {"micro_batch": 1, "vpp": 1, **framework_defaults.plan_defaults(
                 prep.workload.framework, pins.get("tp", 1), prep.cluster.scaleup_domain,
-                prep.model.is_moe)}
+                prep.model.is_moe, prep.model.name, prep.cluster.gpu.name,
+                prep.workload.precision, prep.workload.fp8_recipe)}
             try:
                 cache[key] = estimate(prep.model, prep.cluster, prep.workload,
                                       Plan(**{**fill, **lean}))

@@ -76,14 +76,65 @@ def test_rows_that_state_both_knobs_and_dense_rows_are_not_widened():
 
 
 def test_a_single_setting_framework_is_not_widened():
-    # torchtitan dispatches with an all-to-all and does not overlap it (engines.py)
-    assert es.blank_knobs(set(), "torchtitan") == ()
-    assert es.blank_knobs(set(), "DeepSpeed") == ()
-    assert es.blank_knobs(set(), "nemo") == ("moe_dispatcher", "ep_comm_overlap")
-    assert es.blank_knobs({"moe_dispatcher"}, "other") == ("ep_comm_overlap",)
+    # torchtitan dispatches with an all-to-all and does not overlap it (engines.py); its TP
+    # overlap (async TP) is a switch like any framework's
+    assert es.blank_knobs(set(), "torchtitan") == ("tp_comm_overlap",)
+    assert es.blank_knobs({"tp_comm_overlap"}, "DeepSpeed") == ()
+    assert es.blank_knobs(set(), "nemo") == ("moe_dispatcher", "ep_comm_overlap",
+                                             "tp_comm_overlap")
+    assert es.blank_knobs({"moe_dispatcher", "tp_comm_overlap"}, "other") == ("ep_comm_overlap",)
+    # Aleph Alpha's engine has no TP overlap to switch on (framework_defaults ALEPH_ALPHA)
+    assert es.blank_knobs(set(), "aleph-alpha") == ("moe_dispatcher", "ep_comm_overlap")
     row = dict(_blank(ROWS["H042"], "moe_dispatcher", "ep_overlap"), framework="torchtitan")
     res = _predict(row)
     assert res.engine_spread == (0.0, 0.0)
+
+
+def test_blank_tp_overlap_widens_to_both_settings():
+    # torchtitan's async TP A/B (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md):
+    # H100 states vanilla TP, H101 the same run with async TP
+    off_row, on_row = ROWS["H100"], ROWS["H101"]
+    assert (off_row["tp_comm_overlap"], on_row["tp_comm_overlap"]) == ("0", "1")
+    off, on = _predict(off_row), _predict(on_row)
+    blank = _predict(_blank(off_row, "tp_comm_overlap"))
+    point = off.predicted_tokens_per_s_per_gpu
+    assert blank.predicted_tokens_per_s_per_gpu == point  # the point: the code default (off)
+    assert on.predicted_tokens_per_s_per_gpu > point  # the overlap is costed
+    assert off.engine_spread == (0.0, 0.0)  # stated: not widened
+    lo_f, hi_f = (x / point for x in off.tokens_p10_p90)
+    assert blank.tokens_p10_p90[0] == pytest.approx(lo_f * point, rel=1e-9)
+    assert blank.tokens_p10_p90[1] == pytest.approx(
+        hi_f * on.predicted_tokens_per_s_per_gpu, rel=1e-9)
+    # without TP there is nothing to overlap: no widening
+    tp1 = next(r for r in ROWS.values() if r["tp"] == "1" and not r["moe_experts"]
+               and r["framework"] == "torchtitan")
+    assert _predict(tp1).engine_spread == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("rid, kernels", [
+    # Pax on GPUs is published with its own XLA attention and with Transformer Engine's
+    # (JAX-Toolbox rosetta pax README: "Sequences/Sec (bf16 / TE bf16)")
+    ("H252", ("te", "unfused")),
+    # Megatron on V100: fused softmax, or the 2019 paper code's eager ops (unfused-eager)
+    ("H231", ("unfused", "unfused-eager")),
+])
+def test_blank_attention_kernel_widens_to_the_frameworks_published_kernels(rid, kernels):
+    row = ROWS[rid]
+    assert row["attention_kernel"]  # the full row states it
+    blank = _predict(_blank(row, "attention_kernel"))
+    # the other blank engine columns as the blank row has them, only the kernel stated
+    twins = [_predict(dict(_blank(row, "attention_kernel"), attention_kernel=k))
+             for k in kernels]
+    point = blank.predicted_tokens_per_s_per_gpu
+    alts = [t.predicted_tokens_per_s_per_gpu for t in twins]
+    assert len({round(a) for a in alts}) == len(kernels)  # the kernels are costed apart
+    assert twins[0].engine_spread == (0.0, 0.0)  # a stated kernel is not widened
+    # the blank row's interval spans every kernel's prediction over its point
+    assert blank.engine_spread == pytest.approx((math.log(min(1.0, min(alts) / point)),
+                                                 math.log(max(1.0, max(alts) / point))))
+    assert blank.engine_spread != (0.0, 0.0)
+    # a framework whose published runs use one kernel is not widened for it
+    assert "attention_kernel" not in es.blank_knobs(set(), "torchtitan")
 
 
 def test_widen_never_narrows_and_keeps_the_point_inside():

@@ -52,8 +52,9 @@ def _without(row: dict, *cols: str) -> dict:
     ("megatron", 8, True),
     # Megatron-Bridge performance scripts: CommOverlapConfig(tp_comm_overlap=bool(tp > 1))
     ("nemo", 2, True),
-    # torchtitan's published TP benchmarks run async TP (job_config default off)
-    ("torchtitan", 8, True),
+    # torchtitan: job_config.py enable_async_tensor_parallel = False (238fa99); its
+    # presets with TP do not all enable it (TORCHTITAN_RECIPE)
+    ("torchtitan", 8, False),
     # DeepSpeed AutoTP tp_overlap_comm defaults to False
     ("deepspeed", 4, False),
     # nothing to overlap without TP, whatever the framework
@@ -62,6 +63,22 @@ def _without(row: dict, *cols: str) -> dict:
 def test_tp_comm_overlap_follows_the_cited_framework_setting(framework, tp, expected):
     assert fd.tp_comm_overlap(framework, tp) is expected
     assert fd.tp_comm_overlap(framework.upper(), tp) is expected  # names as rows write them
+
+
+@pytest.mark.parametrize("model, expected", [
+    # torchtitan/models/llama3/train_configs at 238fa99: llama3_405b.toml TP 8 with
+    # enable_async_tensor_parallel = true; llama3_70b.toml TP 8 without it
+    ("Llama 3.1 405B", True), ("meta-llama/Llama-3.1-405B", True), ("llama3.1-405b", True),
+    ("Llama 3.1 70B", False),
+    # llama3_8b.toml is TP 1: no preset with TP, the code default (job_config.py: False)
+    ("Llama 3.1 8B", False), ("GPT 126M", False), ("", False),
+])
+def test_torchtitan_tp_overlap_is_the_code_default_or_the_family_preset(model, expected):
+    assert fd.tp_comm_overlap("torchtitan", 8, model) is expected
+    assert fd.plan_defaults("torchtitan", 8, model=model)["tp_comm_overlap"] is expected
+    # the preset table is torchtitan's: other frameworks keep their one setting
+    assert fd.tp_comm_overlap("megatron", 8, model) is True
+    assert fd.tp_comm_overlap("deepspeed", 8, model) is False
 
 
 def test_every_named_framework_default_has_a_source_in_the_module_docstring():
@@ -138,14 +155,19 @@ def test_nemo_reduces_gradients_in_bf16_as_its_performance_runs_do():
 # -- a stripped row predicts as its stated twin ------------------------------------------
 
 def test_blank_tp_overlap_predicts_as_the_stated_framework_default():
-    async_tp = ROWS["H101"]  # torchtitan async TP, stated tp_comm_overlap 1
+    async_tp = ROWS["H101"]  # torchtitan async TP on Llama 3.1 8B, stated tp_comm_overlap 1
     vanilla = ROWS["H100"]  # the same run with vanilla TP (stated 0)
     assert async_tp["tp_comm_overlap"] == "1" and vanilla["tp_comm_overlap"] == "0"
     stated = _predict(async_tp).predicted_tokens_per_s_per_gpu
     blank = _predict(_without(async_tp, "tp_comm_overlap")).predicted_tokens_per_s_per_gpu
     off = _predict(vanilla).predicted_tokens_per_s_per_gpu
-    assert blank == stated
+    assert blank == off  # torchtitan's code default: no async TP (TORCHTITAN_RECIPE)
     assert off < stated  # the stated value wins and the overlap is costed (not a no-op)
+    # Llama 3.1 405B: torchtitan's own preset runs async TP, so a blank row does too
+    big = dict(_without(async_tp, "tp_comm_overlap"), model="Llama 3.1 405B", layers="",
+               hidden="", heads="", kv_heads="", ffn="", vocab="", head_dim="",
+               num_gpus="512", dp="", micro_batch="1", global_batch_seqs="512")
+    assert _predict(big).chosen.get("tp_comm_overlap") is True
 
 
 def test_blank_tp_overlap_of_a_deepspeed_row_is_off():
@@ -175,8 +197,9 @@ def test_blank_dispatcher_of_a_gb200_nemo_moe_row_predicts_as_deepep():
     assert "deepep" in blank.plan
     a2a = _predict(dict(row, moe_dispatcher="alltoall"))
     assert a2a.predicted_tokens_per_s_per_gpu != stated.predicted_tokens_per_s_per_gpu
-    # the same row on B200 (8-GPU NVLink nodes) keeps the provider's alltoall
-    b200 = _predict(_without(dict(row, gpu="B200"), "moe_dispatcher"))
+    # the same shape under a name no recipe is for, on B200 (8-GPU NVLink nodes), keeps the
+    # provider's alltoall (Qwen3-30B-A3B itself has a B200 recipe: MBRIDGE_PERF_MOE)
+    b200 = _predict(_without(dict(row, gpu="B200", model="a 30B MoE"), "moe_dispatcher"))
     assert "deepep" not in b200.plan
 
 
@@ -253,7 +276,7 @@ def test_qwen3_row_without_head_dim_takes_the_presets():
 
 @pytest.mark.parametrize("engine, framework, expected", [
     ("deepspeed", "", False), ("megatron", "", True), (None, "deepspeed", False),
-    (None, "torchtitan", True), (None, "", True),
+    (None, "torchtitan", False), (None, "", True),
 ])
 def test_search_plans_tp_overlap_as_the_framework_runs(engine, framework, expected):
     m = preset("tiny-llama")
@@ -311,3 +334,62 @@ def test_a_dense_model_gets_no_token_dispatcher_on_rack_scale_nemo():
     assert "deepep" not in dense.describe()
     moe = search(load_model("qwen3-30b-a3b"), cluster, wl, {}, top_k=1, rerank_k=1).best.plan
     assert moe.moe_dispatcher == "deepep"
+
+
+# -- NeMo MoE rows of a model family Megatron-Bridge ships a performance recipe for -------
+# Megatron-Bridge scripts/performance workload base configs at v0.2.0, v0.3.1, v0.4.2, v0.5.1
+# (default variant v2, else v1): moe_flex_dispatcher_backend (hybridep / deepep: the DeepEP
+# class; None: alltoall) and moe_a2a_overlap. A knob is the recipes' where all releases that
+# ship the recipe agree.
+
+@pytest.mark.parametrize("model, gpu, precision, expected", [
+    # DEEPSEEK_V3 ..._H100_V2 / H100_FP8_CS_BASE_CONFIG: hybridep in all four releases; the
+    # overlap on at v0.2.0 only -> (deepep, provider's no overlap)
+    ("DeepSeek-V3", "H100-SXM-80GB", "fp8", ("deepep", None)),
+    # QWEN3_235B_A22B ..._H100_FP8_CS: alltoall, hybridep (v0.3.1), alltoall, alltoall; the
+    # overlap on in all four
+    ("Qwen3-235B-A22B", "H100-SXM-80GB", "fp8", (None, True)),
+    # QWEN3_30B_A3B ..._GB200_BF16: hybridep, no overlap in all four
+    ("Qwen3-30B-A3B", "GB200", "bf16", ("deepep", False)),
+    # GPT_OSS_120B ..._H100_BF16: no flex backend, no overlap in all four
+    ("openai/gpt-oss-120b", "H100-SXM-80GB", "bf16", ("alltoall", False)),
+    # DEEPSEEK_V3 ..._B200_FP8_MX (NeMo's Blackwell FP8 default is MXFP8): alltoall at v0.2.0,
+    # then deepep; overlap off, off, on, on -> neither knob
+    ("DeepSeek-V3", "B200", "fp8", (None, None)),
+])
+def test_nemo_moe_recipe_of_the_model_family_on_the_gpu(model, gpu, precision, expected):
+    assert fd.recipe_moe("nemo", model, gpu, precision) == expected
+    d = fd.plan_defaults("nemo", 1, 8, True, model, gpu, precision)
+    # a knob the releases disagree on keeps the provider's default (alltoall, no overlap)
+    assert d["moe_dispatcher"] == (expected[0] or "alltoall")
+    assert d["ep_comm_overlap"] is bool(expected[1])
+    # Megatron-Bridge's recipes are NeMo's, not Megatron-LM's or torchtitan's
+    for fw in ("megatron", "torchtitan", "other"):
+        assert fd.recipe_moe(fw, model, gpu, precision) is None
+
+
+def test_nemo_moe_without_a_recipe_keeps_the_provider_default():
+    # no Megatron-Bridge recipe for Mixtral, nor for H800 / H200: MBRIDGE_PROVIDER alltoall
+    assert fd.recipe_moe("nemo", "Mixtral 8x7B", "B200", "fp8") is None
+    assert fd.recipe_moe("nemo", "DeepSeek-V3", "H800-SXM-80GB", "fp8") is None
+    assert fd.plan_defaults("nemo", 1, 8, True, "Mixtral 8x7B", "B200", "fp8")[
+        "moe_dispatcher"] == "alltoall"
+    # a dense model has no dispatcher whatever its name
+    assert fd.plan_defaults("nemo", 1, 8, False, "DeepSeek-V3", "GB200", "bf16")[
+        "moe_dispatcher"] == "alltoall"
+    # a stated FP8 recipe picks the recipe's variant: current scaling on B200 -> fp8_cs
+    # (alltoall at v0.2.0, hybridep after; overlap off in all four)
+    assert fd.recipe_moe("nemo", "DeepSeek-V3", "B200", "fp8", "cs") == (None, False)
+    # on rack-scale NVLink a knob the recipes disagree on keeps the rack default (deepep)
+    assert fd.plan_defaults("nemo", 1, 72, True, "GPT-OSS 120B", "GB200", "fp8")[
+        "moe_dispatcher"] == "deepep"
+
+
+def test_blank_moe_columns_of_a_nemo_recipe_row_predict_as_the_recipe():
+    row = ROWS["H064"]  # NeMo Qwen3-235B-A22B on 256 H100, FP8: states alltoall, ep_overlap 1
+    assert (row["moe_dispatcher"], row["ep_overlap"]) == ("alltoall", "1")
+    blank = _predict(_without(row, "moe_dispatcher", "ep_overlap"))
+    stated = _predict(row)
+    assert blank.predicted_tokens_per_s_per_gpu == stated.predicted_tokens_per_s_per_gpu
+    off = _predict(dict(row, ep_overlap="0"))
+    assert off.predicted_tokens_per_s_per_gpu != stated.predicted_tokens_per_s_per_gpu

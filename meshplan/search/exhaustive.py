@@ -58,10 +58,13 @@ def _all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dic
                 shapes[pp, vpp, schedule] = False
         return shapes[pp, vpp, schedule]
 
-    disp = pins.get("moe_dispatcher", plan_defaults(workload.framework, 1, cluster.scaleup_domain,
-                                                    model.is_moe)["moe_dispatcher"])
+    moe_default = plan_defaults(workload.framework, 1, cluster.scaleup_domain, model.is_moe,
+                                model.name, cluster.gpu.name, workload.precision,
+                                workload.fp8_recipe)
+    disp = pins.get("moe_dispatcher", moe_default["moe_dispatcher"])
+    epo = pins.get("ep_comm_overlap", moe_default["ep_comm_overlap"])
     for tp in opts("tp", divisors(n)):
-        tpo = tp_comm_overlap(workload.framework, tp)
+        tpo = tp_comm_overlap(workload.framework, tp, model.name)
         sp = False if sequence_parallel_off(workload.seq_len, tp) else None  # as the search
         for cp in opts("cp", [c for c in divisors(n // tp) if n % (tp * c) == 0] if n % tp == 0 else []):
             rest = n // (tp * cp)
@@ -95,6 +98,7 @@ def _all_plans(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dic
                                                 dict(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                      zero=z, vpp=v, schedule=s, micro_batch=mb,
                                                      tp_comm_overlap=tpo, moe_dispatcher=disp,
+                                                     ep_comm_overlap=epo,
                                                      sequence_parallel=sp, **rung_fields(rc)),
                                                 **dict(knobs)))
                                         except InputError:

@@ -149,10 +149,13 @@ def in_flight_rank0(pp: int, vs: tuple[int, str]) -> float:
 def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
                  framework: str = "",
                  scaleup_domain_gpus: int = framework_defaults.NODE_SCALEUP_GPUS,
-                 moe: bool = True, seq_len: int = 0) -> dict:
+                 moe: bool = True, seq_len: int = 0, model_name: str = "", gpu: str = "",
+                 precision: str = "", fp8_recipe: str = "") -> dict:
     """Plan fields of every plan at TP degree ``tp``: the pins, then the engine's search
     hints, then what ``framework`` does when a run does not say (framework_defaults.py) on
-    a cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs; sequence parallelism
+    a cluster whose scale-up domain holds ``scaleup_domain_gpus`` GPUs for the model named
+    ``model_name`` on the GPU ``gpu`` at ``precision`` / ``fp8_recipe`` (the family's preset
+    or recipe, where the framework ships one); sequence parallelism
     off where ``seq_len`` does not divide by ``tp`` (space.sequence_parallel_off)."""
     kw = {k: pins[k] for k in PINNABLE if k in pins and k != "schedules"}
     if seq_len and sequence_parallel_off(seq_len, tp):
@@ -160,7 +163,8 @@ def _base_fields(pins: dict, tp: int, engine_defaults: dict | None = None,
     for k, v in (engine_defaults or {}).items():
         kw.setdefault(k, v)
     for k, v in framework_defaults.plan_defaults(framework, tp, scaleup_domain_gpus,
-                                                 moe).items():
+                                                 moe, model_name, gpu, precision,
+                                                 fp8_recipe).items():
         kw.setdefault(k, v)
     return kw
 
@@ -229,7 +233,9 @@ def search(model: ModelSpec, cluster: Cluster, workload: Workload, pins: dict | 
                     runs_on_engine,
                     lambda tp: _base_fields(pins, tp, engine_defaults, engine or workload.framework,
                                             cluster.scaleup_domain, model.is_moe,
-                                            workload.seq_len),
+                                            workload.seq_len, model.name,
+                                            cluster.gpu.name, workload.precision,
+                                            workload.fp8_recipe),
                     schedule_dominated, in_flight_rank0, partial, modules)
         walk.run(points, progress)
         considered, evaluated, fitting = walk.considered, walk.evaluated, walk.fitting
