@@ -97,7 +97,7 @@ def test_kv_capacity_arithmetic():
     assert m.weights_bytes == pytest.approx(L70.total_params() * 2 / 4, rel=0.01)
     # vLLM's share holds weights, activations and cache; the runtime sits outside it
     # (vllm/v1/worker/gpu_worker.py: the snapshot is taken after the CUDA context and NCCL)
-    free = 80 * 2**30 * 0.9 - m.weights_bytes - m.activation_bytes
+    free = H100.gpu.memory_bytes * 0.9 - m.weights_bytes - m.activation_bytes
     assert m.kv_bytes == pytest.approx(free)
     assert m.kv_tokens == int(free // 81_920) // 16 * 16
     # attention data parallel: each DP rank holds its own requests' latent cache

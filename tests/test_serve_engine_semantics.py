@@ -146,7 +146,7 @@ def test_sglang_memory_check_uses_the_static_fraction(tp, fraction):
     runtime = HOST.runtime_reserved_bytes + (HOST.comm_buffer_bytes if tp > 1 else 0)
     w = weight_bytes_per_gpu(L70 if tp > 1 else L8, pool, "bf16")
     assert m.runtime_bytes == runtime and m.weights_bytes == w
-    assert m.kv_bytes == pytest.approx(_sglang_pool_bytes(fraction, 80 * GiB, runtime, w))
+    assert m.kv_bytes == pytest.approx(_sglang_pool_bytes(fraction, H100.gpu.memory_bytes, runtime, w))
     # the activations are outside the static pool, not taken out of the cache
     assert m.activation_shortfall_bytes == 0 and m.fits
 
@@ -159,12 +159,12 @@ def test_sglang_fraction_leaving_no_room_for_activations_does_not_fit():
     (Worker.init_device); at 0.98 (1.6 GiB outside) it runs."""
     pool = Pool(tp=1, gpu_mem_util=0.99, max_batched_tokens=16384, max_num_seqs=256)
     m = serve_memory(L8, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
-    assert m.activation_bytes > 0.01 * (80 * GiB - m.runtime_bytes)
+    assert m.activation_bytes > 0.01 * (H100.gpu.memory_bytes - m.runtime_bytes)
     assert not m.fits and m.activation_shortfall_bytes == pytest.approx(
-        m.activation_bytes - 0.01 * (80 * GiB - m.runtime_bytes))
+        m.activation_bytes - 0.01 * (H100.gpu.memory_bytes - m.runtime_bytes))
     v = serve_memory(L8, H100.gpu, pool, "bf16", "bf16")
     assert not v.fits and v.runtime_shortfall_bytes == pytest.approx(
-        v.runtime_bytes - 0.01 * 80 * GiB) and "refuses to start" in v.why_not()
+        v.runtime_bytes - 0.01 * H100.gpu.memory_bytes) and "refuses to start" in v.why_not()
     assert serve_memory(L8, H100.gpu, replace(pool, gpu_mem_util=0.98), "bf16", "bf16").fits
     plan = ServePlan((pool,), scheduler="sglang")
     traffic = synthetic(4, Lengths(100, 100), Lengths(10, 10), rate_per_s=None, concurrency=2)
@@ -186,9 +186,9 @@ def test_sglang_export_gives_the_simulated_kv_cache(util):
     sim = serve_memory(L70, H100.gpu, pool, "fp8", "fp8")
     argv = commands("sglang", plan, L70, "org/x", H100, 2300)[0][1]
     f = _flag(argv, "--mem-fraction-static")
-    got = _sglang_pool_bytes(f, 80 * GiB, sim.runtime_bytes, sim.weights_bytes)
-    assert sim.kv_bytes - 1e-4 * 80 * GiB <= got <= sim.kv_bytes
-    assert (1 - f) * (80 * GiB - sim.runtime_bytes) >= sim.activation_bytes
+    got = _sglang_pool_bytes(f, H100.gpu.memory_bytes, sim.runtime_bytes, sim.weights_bytes)
+    assert sim.kv_bytes - 1e-4 * H100.gpu.memory_bytes <= got <= sim.kv_bytes
+    assert (1 - f) * (H100.gpu.memory_bytes - sim.runtime_bytes) >= sim.activation_bytes
 
 
 def test_memory_flags_pass_through_when_the_meanings_agree():
@@ -208,8 +208,8 @@ def test_vllm_export_of_an_sglang_plan_gives_its_kv_cache():
     sim = serve_memory(L70, H100.gpu, pool, "bf16", "bf16", scheduler="sglang")
     argv = commands("vllm", plan, L70, "org/x", H100, 2300)[0][1]
     u = _flag(argv, "--gpu-memory-utilization")
-    got = u * 80 * GiB - sim.weights_bytes - sim.activation_bytes
-    assert sim.kv_bytes - 1e-4 * 80 * GiB <= got <= sim.kv_bytes
+    got = u * H100.gpu.memory_bytes - sim.weights_bytes - sim.activation_bytes
+    assert sim.kv_bytes - 1e-4 * H100.gpu.memory_bytes <= got <= sim.kv_bytes
     assert re.fullmatch(r"0\.\d{1,4}", argv[argv.index("--gpu-memory-utilization") + 1])
 
 
@@ -220,7 +220,7 @@ def _runtime(pool):
                                           else 0)
 
 
-def _trtllm_kv_bytes(model, pool, dtype, memory=80 * GiB):
+def _trtllm_kv_bytes(model, pool, dtype, memory=H100.gpu.memory_bytes):
     """TensorRT-LLM's KV cache: fraction x (memory - peak), the peak being the weights, the
     profiled forward pass's activations and what lives outside torch (CUDA context, NCCL)."""
     peak = weight_bytes_per_gpu(model, pool, dtype) + activation_bytes(model, pool) + _runtime(pool)
@@ -276,8 +276,8 @@ def test_trtllm_plan_exported_for_vllm_gives_trtllms_kv_cache(fraction):
     plan = ServePlan((pool,), "fp8", "fp8", scheduler="trtllm")
     kv = _trtllm_kv_bytes(L70, pool, "fp8")
     u = _flag(commands("vllm", plan, L70, "org/x", H100, 2300)[0][1], "--gpu-memory-utilization")
-    got = u * 80 * GiB - weight_bytes_per_gpu(L70, pool, "fp8") - activation_bytes(L70, pool)
-    assert kv - 1e-4 * 80 * GiB <= got <= kv
+    got = u * H100.gpu.memory_bytes - weight_bytes_per_gpu(L70, pool, "fp8") - activation_bytes(L70, pool)
+    assert kv - 1e-4 * H100.gpu.memory_bytes <= got <= kv
 
 
 def test_trtllm_plan_exported_for_sglang_gives_trtllms_kv_cache():
@@ -285,8 +285,8 @@ def test_trtllm_plan_exported_for_sglang_gives_trtllms_kv_cache():
     plan = ServePlan((pool,), "fp8", "fp8", scheduler="trtllm")
     kv = _trtllm_kv_bytes(L70, pool, "fp8")
     f = _flag(commands("sglang", plan, L70, "org/x", H100, 2300)[0][1], "--mem-fraction-static")
-    got = _sglang_pool_bytes(f, 80 * GiB, _runtime(pool), weight_bytes_per_gpu(L70, pool, "fp8"))
-    assert kv - 1e-4 * 80 * GiB <= got <= kv
+    got = _sglang_pool_bytes(f, H100.gpu.memory_bytes, _runtime(pool), weight_bytes_per_gpu(L70, pool, "fp8"))
+    assert kv - 1e-4 * H100.gpu.memory_bytes <= got <= kv
 
 
 # ---- plan.json states the launch line's memory share ----------------------------------------

@@ -39,17 +39,22 @@ GPUS: dict[str, GPU] = {
     "A100-SXM-40GB": GPU(
         "A100-SXM-40GB", AMPERE_PEAKS, 40 * GiB, 1555 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
         source="NVIDIA A100 datasheet; DGX A100 user guide"),
-    # As above, 80GB HBM2e at 2,039 GB/s.
+    # As above, 80GB HBM2e at 2,039 GB/s. The device gives CUDA 79.14 GiB of it: NVML used +
+    # free on two "NVIDIA A100-SXM4-80GB" = 62,853 + 18,185 MiB, "79.14 GiB available to
+    # PyTorch" (driver 550.127.05, torch 2.11; a public deployment report, find_string
+    # "A100-SXM4-80GB; 79.14"); OOM messages of other A100 80GB boards print 79.25 GiB.
     "A100-SXM-80GB": GPU(
-        "A100-SXM-80GB", AMPERE_PEAKS, 80 * GiB, 2039 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
+        "A100-SXM-80GB", AMPERE_PEAKS, 79.14 * GiB, 2039 * GB, 300 * GB, nic_bytes_per_s=_gbps(200), generation="ampere",
         source="NVIDIA A100 datasheet; DGX A100 user guide"),
     # NVIDIA H100 SXM5 datasheet: 989.4 TF bf16 dense (1,979 sparse), 1,979 fp8 dense,
     # 494.7 tf32, 66.9 fp32; 80GB HBM3 3.35 TB/s; NVLink4 900 GB/s total.
-    # DGX H100: 8x 400 Gb/s ConnectX-7, one per GPU.
+    # DGX H100: 8x 400 Gb/s ConnectX-7, one per GPU. The device gives CUDA 79.11 GiB of the
+    # 80 GB: torch's "GPU 0 has a total capacity of 79.11 GiB" in H100 80GB OOM reports (e.g.
+    # vllm-project/vllm#27508) and torchtitan issue #1789's log (73.32 GiB = 92.70%).
     "H100-SXM-80GB": GPU(
         "H100-SXM-80GB",
         HOPPER_PEAKS,
-        80 * GiB, 3350 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        79.11 * GiB, 3350 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         source="NVIDIA H100 datasheet; DGX H100 user guide"),
     # H100 SXM 96GB HBM2e at a 500 W power limit (Meta Grand Teton, used by the torchtitan
     # benchmarks): same tensor cores, six HBM2e stacks (~2.4 TB/s, six stacks x 1024 bit x
@@ -62,17 +67,20 @@ GPUS: dict[str, GPU] = {
         power_limit_w=500,
         source="H100 SXM tensor peaks; HBM2e stack arithmetic; torchtitan benchmark notes (500 W)"),
     # H800 SXM: H100 compute, NVLink cut to 400 GB/s total (DeepSeek-V3 report, sec. 3.1);
-    # 8x 400 Gb/s InfiniBand per node.
+    # 8x 400 Gb/s InfiniBand per node. Memory as the H100 SXM's (the same 80 GB HBM3 part;
+    # no H800 report of its own found).
     "H800-SXM-80GB": GPU(
         "H800-SXM-80GB",
         HOPPER_PEAKS,
-        80 * GiB, 3350 * GB, 200 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        79.11 * GiB, 3350 * GB, 200 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         source="DeepSeek-V3 technical report; H100 datasheet for compute"),
-    # NVIDIA H200 datasheet: H100 compute, 141 GB HBM3e at 4.8 TB/s (140 GiB as reported).
+    # NVIDIA H200 datasheet: H100 compute, 141 GB HBM3e at 4.8 TB/s; the device gives CUDA
+    # 139.72 GiB (torch's "total capacity of 139.72 GiB" in H200 OOM reports, e.g.
+    # sgl-project/sglang#2895).
     "H200-SXM-141GB": GPU(
         "H200-SXM-141GB",
         HOPPER_PEAKS,
-        140 * GiB, 4800 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
+        139.72 * GiB, 4800 * GB, 450 * GB, nic_bytes_per_s=_gbps(400), generation="hopper",
         source="NVIDIA H200 datasheet; DGX H200 user guide"),
     # NVIDIA HGX/DGX B200: 2.25 PF bf16 dense, 4.5 PF fp8 dense, 1.1 PF tf32; 180 GB HBM3e
     # at 8 TB/s (179 GiB reported); NVLink5 1.8 TB/s total; 8x 400 Gb/s ConnectX-7.
