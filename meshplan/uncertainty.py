@@ -38,6 +38,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from .specs.hardware import gib_text
+
 Z90 = 1.2815515655446004  # standard normal 90th percentile
 SHRINK_ROWS = 3.0  # pseudo-rows of the parent class a class is shrunk with
 GiB = 2**30
@@ -327,7 +329,7 @@ def verdict(est, iv: Interval) -> str:
                f" (no published peak of engine {iv.memory_class.split('/')[0]!r} was measured: "
                "the pooled memory spread of other engines, widened)")
         return (f"may not fit: 90th percentile {need:.1f} GiB per GPU held by tensors, "
-                f"the GPU has {iv.capacity_gib:.0f} GiB" + why)
+                f"the GPU has {gib_text(iv.capacity_gib * 2**30)} GiB" + why)
     return "fits"
 
 

@@ -96,8 +96,7 @@ def test_memory_is_judged_per_stage_on_its_own_gpu():
     r = search_pools(M, pc, W, top_k=3, single_rerank_k=0)
     for p in r.ranked:
         for s in p.stages:
-            cap = {"H100-SXM-80GB": 80, "A100-SXM-40GB": 40}[s.pool]
-            assert s.capacity_bytes == cap * 2**30
+            assert s.capacity_bytes == GPUS[s.pool].memory_bytes
             assert s.fits
 
 

@@ -129,11 +129,11 @@ def test_a_1f1b_plan_that_fits_is_not_pruned_for_a_zero_bubble_one_that_does_not
     on the closed form's word that both hold the same micro-batches on every rank. ZB-H1
     holds p on every rank where 1F1B's rank r holds p - r (Qi et al. 2023; the action lists
     of pipeline/schedules.py, tests/test_schedules.py), so on the last rank, which also
-    holds the output layer, ZB-H1 needs more. Here (dp2 pp4 mb1, seq 9728) 1F1B needs 77.7
-    GiB and fits, ZB-H1 82.0 GiB and does not: the search must still find the 1F1B plan
-    (it pruned it and answered that no plan fits)."""
+    holds the output layer, ZB-H1 needs more. Here (dp2 pp4 mb1, seq 9216) 1F1B fits the
+    H100's 79.11 GiB and ZB-H1, at about 90 GiB, does not: the search must still find the
+    1F1B plan (it pruned it and answered that no plan fits)."""
     from meshplan.plan import Plan
-    m, c, w = preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"), Workload(9728, 64)
+    m, c, w = preset("llama3.1-8b"), make_cluster("8xH100-SXM-80GB"), Workload(9216, 64)
     pins = {"dp": 2, "tp": 1, "pp": 4, "micro_batch": 1, "zero": 1, "recompute": "none",
             "vpp": 1}
     fits = {s: estimate(m, c, w, Plan(dp=2, pp=4, zero=1, micro_batch=1, schedule=s)).fits

@@ -161,16 +161,18 @@ def test_simulated_allocator_cache_is_never_negative(capsys):
     GPU's capacity, a smaller simulated activation took it below zero (-0.27 GiB on ranks 1-7
     here). Now it is recomputed from the uncapped share and capped again
     (cost/memory.refragment): never negative, never past the capacity, and equal to the share
-    of the fragmented bytes where there is room. (Seq 15360, not 16384: since the cost
-    model charges the runtime's repeated k/v, 16384 held 83 GiB on ranks 1-7, past the
-    80 GiB; at 15360 they hold 79.6 GiB and the cap binds, 0.41 GiB room for an 11.7 share.)"""
+    of the fragmented bytes where there is room. (Seq 14848: since the cost model charges the
+    runtime's repeated k/v and the H800's capacity is the 79.11 GiB the device reports,
+    longer sequences hold more than the GPU on ranks 1-7; at 14848 they hold 77.9 GiB and
+    the cap binds, 1.2 GiB room for an 11.5 share.)"""
     from meshplan.cost.efficiency import HOST
     assert main(["simulate", "--model", "qwen3-235b-a22b", "--gpus", "512xH800-SXM-80GB",
-                 "--seq-len", "15360", "--global-batch", "2048", "--plan",
+                 "--seq-len", "14848", "--global-batch", "2048", "--plan",
                  "dp8 tp4 pp8 vpp2 cp2 ep8 zero1 mb1 rc-selective-moe_act dualpipev sp tpo",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    cap = 80 * 2**30
+    from meshplan.specs.catalog.gpus import GPUS
+    cap = GPUS["H800-SXM-80GB"].memory_bytes
     for r in d["memory_per_rank_bytes"]:
         assert all(v >= 0 for v in r.values()), r
         held = sum(v for k, v in r.items() if k != "allocator_fragmentation")

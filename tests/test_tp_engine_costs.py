@@ -213,7 +213,8 @@ def test_published_out_of_memory_verdicts():
     gradient copy is held only during the optimizer step, as the engine's code does
     (cost/memory.py STEP_ONLY_MAIN_GRAD_ENGINES, 2026-11-29): L230 (65B, TP8 PP8 DP2,
     micro-batch 2, 72.6 GiB predicted) went from 'may not fit' to 'fits'. The rule is kept
-    because the code shows it; the miss is pinned, not a target met."""
+    because the code shows it. With the A100's capacity at the 79.14 GiB the device gives CUDA
+    (not 80: specs/catalog/gpus.py, 2026-11-29) L230 is 'may not fit' again: all 126."""
     from meshplan.validate import predict_row
     rows = [r for r in _hagemann_rows() if not r["norm_kernel"]]  # the five main sheets
     res = [predict_row(r, with_search_best=False) for r in rows]
@@ -223,7 +224,7 @@ def test_published_out_of_memory_verdicts():
     flagged = [r for r in ooms if r.predicted_oom or r.predicted_may_not_fit]
     assert len(ooms) == 126
     missed = sorted(set(r.id for r in ooms) - set(r.id for r in flagged))
-    assert missed == ["L230"], missed
+    assert missed == [], missed
 
 
 def test_sequence_parallel_sheets_out_of_memory_verdicts():
@@ -233,9 +234,11 @@ def test_sequence_parallel_sheets_out_of_memory_verdicts():
     and L331: TP8 PP2 without SP, 65.6 GiB; L322 is flagged since the linears after a norm
     keep the gathered sequence, cost/ops.py SEQUENCE_GATHERED_NORM_ENGINES), and it calls 2
     layouts that ran "does not fit" (L467, L468: 65B TP8 micro-batch 4 without SP, 84-86
-    GiB; L282 and L283, 13B TP1 PP1 DP32, are 'may not fit' since the fp32 gradient copy is
-    held only at the optimizer step, cost/memory.py STEP_ONLY_MAIN_GRAD_ENGINES). Pinned so
-    that a change that makes these verdicts worse fails; not a target met."""
+    GiB; L282 and L283, 13B TP1 PP1 DP32, were 'may not fit' since the fp32 gradient copy is
+    held only at the optimizer step, cost/memory.py STEP_ONLY_MAIN_GRAD_ENGINES, and are
+    'does not fit' since the A100's capacity is the 79.14 GiB its device reports, 2026-11-29:
+    4 layouts that ran). Pinned so that a change that makes these verdicts worse fails; not a
+    target met."""
     from meshplan.validate import predict_row
     rows = [r for r in _hagemann_rows() if r["norm_kernel"] == "fused"]
     res = [predict_row(r, with_search_best=False) for r in rows]
@@ -244,7 +247,7 @@ def test_sequence_parallel_sheets_out_of_memory_verdicts():
     flagged = [r for r in ooms if r.predicted_oom or r.predicted_may_not_fit]
     assert len(rows) == 219 and len(ooms) == 126
     assert len(flagged) >= 124, sorted(set(r.id for r in ooms) - set(r.id for r in flagged))
-    assert len(ran_flagged) <= 2, ran_flagged
+    assert len(ran_flagged) <= 4, ran_flagged
 
 
 # Every layout of the five Hagemann sheets that ran with both norms (kernel

@@ -11,6 +11,7 @@ from ..cost import estimate
 from ..errors import InputError, require_nonneg_int, require_positive_int
 from ..export import ENGINES, check_out_dir, render, write
 from ..plan_label import parse_label
+from ..specs.hardware import gib_text
 from ..progress import Progress
 from ..report import (intervals_of, right_size_json, right_size_text, search_json,
                       search_text)
@@ -92,7 +93,7 @@ def _run(args) -> int:
                 r.top, r.pareto = ([estimate(sc.model, sc.cluster, sc.workload, e.plan) for e in x]
                                    for x in (r.top, r.pareto))
                 held_note = (f"searched with {gpu.memory_bytes / factor / GiB:.1f} of the "
-                             f"{gpu.memory_bytes / GiB:.0f} GiB per GPU (the capacity over the "
+                             f"{gib_text(gpu.memory_bytes)} GiB per GPU (the capacity over the "
                              f"memory class's 90th percentile factor, {factor:.3f}), so every "
                              "plan shown fits at the 90th percentile")
             else:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from ..plan import Plan
-from ..specs.hardware import Cluster
+from ..specs.hardware import Cluster, gib_text
 from ..specs.model import ModelSpec
 from ..specs.pools import PoolCluster
 from ..specs.workload import Workload
@@ -84,7 +84,7 @@ class StageFigure:
     def verdict(self) -> str:
         need, cap = self.memory_bytes / GiB, self.capacity_bytes / GiB
         return (f"{'fits' if self.fits else 'does not fit'}: needs {need:.1f} GiB per "
-                f"{self.pool}, the GPU has {cap:.0f} GiB")
+                f"{self.pool}, the GPU has {gib_text(self.capacity_bytes)} GiB")
 
 
 @dataclass

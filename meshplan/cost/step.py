@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..plan import V_SCHEDULES, Plan
-from ..specs.hardware import Cluster
+from ..specs.hardware import Cluster, gib_text
 from ..specs.model import ModelSpec
 from ..specs.workload import FP32_STORAGE, Workload
 from .collectives import Placement, all_gather_s, all_reduce_s, group_placement, p2p_s
@@ -177,8 +177,8 @@ class Estimate:
         cap = self.capacity_bytes / GiB
         where = f" on pipeline stage {r}" if self.plan.pp > 1 else ""
         if self.fits:
-            return f"fits: needs {need:.1f} GiB per GPU{where}, the GPU has {cap:.0f} GiB"
-        return f"does not fit: needs {need:.1f} GiB per GPU{where}, the GPU has {cap:.0f} GiB"
+            return f"fits: needs {need:.1f} GiB per GPU{where}, the GPU has {gib_text(self.capacity_bytes)} GiB"
+        return f"does not fit: needs {need:.1f} GiB per GPU{where}, the GPU has {gib_text(self.capacity_bytes)} GiB"
 
     @property
     def bottleneck(self) -> str:

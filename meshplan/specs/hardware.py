@@ -25,6 +25,12 @@ def vendor_of(generation: str) -> str:
     return "amd" if generation.startswith("cdna") else "nvidia"
 
 
+def gib_text(nbytes: float) -> str:
+    """A GPU's memory in GiB as messages print it: whole numbers bare, others to 0.01 GiB
+    (79.11 for an H100 80GB, whose device reports that much, not 79 or 80)."""
+    return f"{round(nbytes / 2**30, 2):g}"
+
+
 @dataclass(frozen=True)
 class GPU:
     """One accelerator type with its usual node. Datasheet numbers (see catalog/gpus.py)."""
