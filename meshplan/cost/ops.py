@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..specs.model import ModelSpec
 from . import efficiency, fp8_recipe
+from .engine_projections import FUSED, gate_up_parts, qkv_parts
 
 
 # Transformer Engine's multi-stream cuBLAS backend for per-expert GEMMs: num_streams = 4
@@ -41,10 +42,19 @@ class MatMul:
     # the grouped kernel that runs it where that kernel has a fixed tile (gemm.kernel_tiles;
     # "" = a cuBLAS-class kernel choosing its tile)
     kernel: str = ""
+    # output widths of the separate GEMMs (one per nn.Linear) that read the same input and
+    # together make this record, summing to n (engine_projections: q/k/v, gate/up);
+    # () = one GEMM of width n. compute.matmul_s prices each part as its own GEMM.
+    parts: tuple[float, ...] = ()
 
     @property
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k * self.count
+
+    @property
+    def gemms(self) -> int:
+        """GEMM kernels one pass of this record launches (one per part)."""
+        return len(self.parts) or 1
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,9 @@ class Shard:
     fp8_recipe: object = None
     # the single-kernel grouped GEMM the engine runs its experts with (GROUPED_GEMM_KERNEL)
     grouped_gemm: str = ""
+    # how the engine's model code builds q/k/v and gate/up: fused or one GEMM each
+    # (engine_projections.projections)
+    projections: object = FUSED
 
     @property
     def tokens(self) -> float:
@@ -201,7 +214,8 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         q_w = heads * model.head_dim
         kv_w = 2 * kv_heads * model.head_dim
         o_w = heads * model.head_dim
-        ops.matmuls.append(MatMul("qkv", T, q_w + kv_w, h))
+        ops.matmuls.append(MatMul("qkv", T, q_w + kv_w, h, parts=qkv_parts(
+            s.projections, q_w, kv_w, model.kv_heads == model.heads)))
         ops.matmuls.append(MatMul("o_proj", T, h, o_w))
         norm = model.norm_params(h)
         ops.params += norm + (model.attention_params() - norm) / tp
@@ -213,9 +227,9 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
     ops.attn_seq = s.seq / s.cp
     keys = model.causal_keys(s.seq)
     # norm, projections, rope, attention core, residual add
-    ops.kernels += 4 + sum(1 for mm in ops.matmuls)
+    ops.kernels += 4 + sum(mm.gemms for mm in ops.matmuls)
     # norm, projections, q/k/v split and reshape, rope on q and k, attention, residual add
-    ops.host_ops += 8 + sum(1 for mm in ops.matmuls)
+    ops.host_ops += 8 + sum(mm.gemms for mm in ops.matmuls)
     ops.attn_fwd_flops += 2 * T * keys * heads * (d_qk + d_v)
     ops.attn_model_flops += 2 * T * model.attention_keys(s.seq) * heads * (d_qk + d_v)
     if model.sliding_window and model.sliding_window < s.seq:
@@ -265,10 +279,12 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     tp = s.tp if tp is None else tp
     w = width / tp
     gated = model.mlp == "swiglu"
-    ops.matmuls.append(MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h))
+    fc1 = MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h,
+                 parts=gate_up_parts(s.projections, w, gated))
+    ops.matmuls.append(fc1)
     ops.matmuls.append(MatMul(f"{name}_fc2", T, h, w))
-    ops.kernels += 3  # fc1, activation, fc2
-    ops.host_ops += 4
+    ops.kernels += 2 + fc1.gemms  # fc1 (gate and up: one GEMM each where separate), act, fc2
+    ops.host_ops += 3 + fc1.gemms
     act = ACT * T * w * (3 if gated else 2)
     ops.stream_bytes += act
     ops.act_fn_bytes += act
