@@ -106,3 +106,15 @@ def test_rule_is_keyed_by_engine():
     assert projections("torchtitan").qkv == "separate"
     assert projections("megatron").qkv == projections("megatron").gate_up == "fused"
     assert projections("llmfoundry") == projections("llm-foundry")
+
+
+def test_input_gradients_of_separate_linears_are_summed():
+    """Three q/k/v dgrads and two gate/up dgrads of the gathered [T, h] input are added
+    (autograd); a fused linear's one dgrad writes it whole: nothing to add."""
+    titan, shard = _ops("torchtitan")
+    mega, _ = _ops("megatron")
+    th = shard.tokens * LLAMA8B.hidden * 2  # the 16-bit gathered input of the linears
+    assert titan.stream_bwd_extra_bytes - mega.stream_bwd_extra_bytes == pytest.approx(
+        (3 + 1) * th + (2 + 1) * th)
+    foundry, _ = _ops("llm-foundry")
+    assert foundry.stream_bwd_extra_bytes - mega.stream_bwd_extra_bytes == pytest.approx(3 * th)

@@ -82,3 +82,17 @@ def qkv_parts(p: Projections, q_w: float, kv_w: float, mha: bool) -> tuple[float
 def gate_up_parts(p: Projections, w: float, gated: bool) -> tuple[float, ...]:
     """Output widths of a gated MLP's gate and up GEMMs (() = one fused GEMM of 2 w)."""
     return (w, w) if gated and p.gate_up == "separate" else ()
+
+
+def input_grad_sum_bytes(parts: tuple[float, ...], tokens: float, width: float,
+                         elem_bytes: float) -> float:
+    """HBM bytes of summing the input gradients of ``parts`` separate linears that read the
+    same [tokens, width] input (autograd accumulates the gradients of every use of a tensor:
+    torch/csrc/autograd/input_buffer.cpp InputBuffer::add); a fused linear's one dgrad GEMM
+    writes it whole. Counted as one pass that reads each gradient and writes their sum
+    (len(parts) + 1 tensors: what a fused element-wise kernel, e.g. Inductor's, moves);
+    eager autograd's pairwise adds move 3 (len(parts) - 1), the same for two parts."""
+    if len(parts) < 2:
+        return 0.0
+    return (len(parts) + 1) * tokens * width * elem_bytes
+

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..specs.model import ModelSpec
 from . import efficiency, fp8_recipe
-from .engine_projections import FUSED, gate_up_parts, qkv_parts
+from .engine_projections import FUSED, gate_up_parts, input_grad_sum_bytes, qkv_parts
 
 
 # Transformer Engine's multi-stream cuBLAS backend for per-expert GEMMs: num_streams = 4
@@ -214,8 +214,10 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         q_w = heads * model.head_dim
         kv_w = 2 * kv_heads * model.head_dim
         o_w = heads * model.head_dim
-        ops.matmuls.append(MatMul("qkv", T, q_w + kv_w, h, parts=qkv_parts(
-            s.projections, q_w, kv_w, model.kv_heads == model.heads)))
+        qkv = MatMul("qkv", T, q_w + kv_w, h, parts=qkv_parts(
+            s.projections, q_w, kv_w, model.kv_heads == model.heads))
+        ops.matmuls.append(qkv)
+        ops.stream_bwd_extra_bytes += input_grad_sum_bytes(qkv.parts, T, h, ACT)
         ops.matmuls.append(MatMul("o_proj", T, h, o_w))
         norm = model.norm_params(h)
         ops.params += norm + (model.attention_params() - norm) / tp
@@ -282,6 +284,7 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     fc1 = MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h,
                  parts=gate_up_parts(s.projections, w, gated))
     ops.matmuls.append(fc1)
+    ops.stream_bwd_extra_bytes += input_grad_sum_bytes(fc1.parts, T, h, ACT)
     ops.matmuls.append(MatMul(f"{name}_fc2", T, h, w))
     ops.kernels += 2 + fc1.gemms  # fc1 (gate and up: one GEMM each where separate), act, fc2
     ops.host_ops += 3 + fc1.gemms
