@@ -118,3 +118,12 @@ def test_input_gradients_of_separate_linears_are_summed():
         (3 + 1) * th + (2 + 1) * th)
     foundry, _ = _ops("llm-foundry")
     assert foundry.stream_bwd_extra_bytes - mega.stream_bwd_extra_bytes == pytest.approx(3 * th)
+
+
+def test_inductor_does_not_merge_the_separate_linears_by_default():
+    """torchtitan's compiled runs keep wq/wk/wv and w1/w3 as separate GEMMs: Inductor's
+    group/batch linear fusions are opt-in (empty option dicts by default)."""
+    pytest.importorskip("torch")
+    import torch._inductor.config as inductor
+    assert inductor.pre_grad_fusion_options == {}
+    assert inductor.post_grad_fusion_options == {}

@@ -22,7 +22,11 @@ Engines, from their model code (the version the runs they name were measured wit
   code of every published torchtitan run. Later torchtitan (3396a4b37d, 2026-06-24, "Enable
   Fused qkv by default") builds llama3's q/k/v as one ``wqkv`` (models/common/attention.py
   FusedQKVLinear) and keeps w1 / w3 separate (models/common/feed_forward.py FeedForward):
-  not modelled, the measured runs predate it. DeepSeek-V3's MLA projections are separate
+  not modelled, the measured runs predate it. torch.compile does not merge them: Inductor's
+  horizontal linear fusions (torch/_inductor/fx_passes/group_batch_fusion.py, batch_linear
+  and friends) run only when listed in ``pre_grad_fusion_options`` /
+  ``post_grad_fusion_options``, both ``{}`` by default (torch/_inductor/config.py, torch
+  2.13.0), and torchtitan sets neither. DeepSeek-V3's MLA projections are separate
   modules in every engine (ops.attention_ops builds them one by one).
 - meshplan's own runtime (engine ""): separate ``wq``, ``wk``, ``wv`` and ``w1``, ``w3``
   (meshplan/runtime/model.py Attention, MLP).
