@@ -9,6 +9,7 @@ against published kernel-level figures (tests/test_kernel_tables.py).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from meshplan import runs_csv
 from meshplan.cost.compute import STREAM_BWD_BYTE_RATIO, matmul_s
@@ -18,12 +19,16 @@ from meshplan.search.search import search
 from meshplan.validate import prepare
 
 
-def layer_parts(prep, plan) -> dict:
+def layer_parts(prep, plan, projections=None) -> dict:
     """Seconds of one dense layer, one micro-batch, on one rank, by kind of work (forward and
-    backward; recomputation not included), and the GEMM and attention rates in FLOP/s."""
+    backward; recomputation not included), and the GEMM and attention rates in FLOP/s.
+    ``projections``: the q/k/v and gate/up layout of the code measured
+    (engine_projections.Projections) where it is not the engine's own; None = the engine's."""
     wl = prep.workload
     shard = training_shard(wl, prep.cluster, plan.micro_batch, plan.tp, plan.cp,
                            bool(plan.sequence_parallel), plan.ep, plan.etp)
+    if projections is not None:
+        shard = replace(shard, projections=projections)
     ops, dev, t = layer_ops_times(prep.model, prep.cluster, "dense", shard, wl.precision,
                                   wl.framework, "alltoall", wl.attention_kernel)
     times = [matmul_s(dev, mm) for mm in ops.matmuls]

@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dense_breakdown import layer_parts  # noqa: E402
 
+from meshplan.cost.engine_projections import FUSED  # noqa: E402
 from meshplan.plan import Plan  # noqa: E402
 from meshplan.validate import prepare  # noqa: E402
 
@@ -41,7 +42,10 @@ def measured(run_dir: Path) -> dict:
 def model(meta: dict) -> dict:
     """The cost model's seconds per layer (forward + backward) for the measured shape: one
     GPU, bf16, the measured SDPA backend's kernel class; the engine is torchtitan for a
-    compiled stack (its compiled runs) and meshplan's own runtime ("") for an eager one."""
+    compiled stack (its compiled runs) and meshplan's own runtime ("") for an eager one, but
+    with the measured stack's projections: gpu_layer_step.py's Layer runs q/k/v as one
+    nn.Linear(hidden, 3 hidden) and gate/up as one nn.Linear(hidden, 2 ffn), fused, where
+    both engines' own code runs one GEMM each (cost/engine_projections.py)."""
     sh = meta["shape"]
     row = {"id": "layer-stack", "model": "layer stack", "arch": "dense",
            "layers": str(sh["layers"]), "hidden": str(sh["hidden"]), "heads": str(sh["heads"]),
@@ -54,7 +58,7 @@ def model(meta: dict) -> dict:
            "measured_tokens_per_s_per_gpu": "1"}
     prep = prepare(row)
     plan = Plan(dp=1, tp=1, pp=1, micro_batch=sh["micro_batch"], recompute="none")
-    p = layer_parts(prep, plan)
+    p = layer_parts(prep, plan, projections=FUSED)
     return {"gemm": p["gemm_fwd_s"] + p["gemm_bwd_s"],
             "attention": p["attention_fwd_s"] + p["attention_bwd_s"],
             "other": p["stream_fwd_s"] + p["stream_bwd_s"] + p["kernel_gaps_fwd_s"]

@@ -391,13 +391,18 @@ def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
 
 
 def matmul_s(dev: Device, mm: MatMul) -> tuple[float, float, float]:
-    """(forward, input-gradient, weight-gradient) seconds of one GEMM record."""
+    """(forward, input-gradient, weight-gradient) seconds of one GEMM record: of each of its
+    separate GEMMs (MatMul.parts, one nn.Linear each: its forward, its dgrad (m x n_i) @
+    (n_i x k) and its wgrad (n_i x m) @ (m x k), one after the other) where it has them."""
     c, s, kn = mm.count, mm.streams, mm.kernel
     if mm.high_precision and dev.hp is not None:
         dev = dev.hp
-    return (gemm_time_s(dev, mm.m, mm.n, mm.k, c, s, kn),
-            gemm_time_s(dev, mm.m, mm.k, mm.n, c, s, kn),
-            gemm_time_s(dev, mm.n, mm.k, mm.m, c, s, kn))
+    f = i = w = 0.0
+    for n in mm.parts or (mm.n,):
+        f += gemm_time_s(dev, mm.m, n, mm.k, c, s, kn)
+        i += gemm_time_s(dev, mm.m, mm.k, n, c, s, kn)
+        w += gemm_time_s(dev, n, mm.k, mm.m, c, s, kn)
+    return f, i, w
 
 
 @dataclass(frozen=True)

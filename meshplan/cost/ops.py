@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import InputError
 from ..specs.model import ModelSpec
 from . import efficiency, fp8_recipe
+from .engine_projections import FUSED, gate_up_parts, input_grad_sum_bytes, qkv_parts
 
 
 # Transformer Engine's multi-stream cuBLAS backend for per-expert GEMMs: num_streams = 4
@@ -42,10 +43,19 @@ class MatMul:
     # the grouped kernel that runs it where that kernel has a fixed tile (gemm.kernel_tiles;
     # "" = a cuBLAS-class kernel choosing its tile)
     kernel: str = ""
+    # output widths of the separate GEMMs (one per nn.Linear) that read the same input and
+    # together make this record, summing to n (engine_projections: q/k/v, gate/up);
+    # () = one GEMM of width n. compute.matmul_s prices each part as its own GEMM.
+    parts: tuple[float, ...] = ()
 
     @property
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k * self.count
+
+    @property
+    def gemms(self) -> int:
+        """GEMM kernels one pass of this record launches (one per part)."""
+        return len(self.parts) or 1
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,9 @@ class Shard:
     # what of each transformer layer is replayed from CUDA graphs (Workload.cuda_graph,
     # CUDA_GRAPHS; graph_replay): "" = nothing (eager)
     cuda_graph: str = ""
+    # how the engine's model code builds q/k/v and gate/up: fused or one GEMM each
+    # (engine_projections.projections)
+    projections: object = FUSED
 
     @property
     def tokens(self) -> float:
@@ -185,14 +198,15 @@ def attn_window_seq(window: int, local_seq: float) -> float:
 
 def attention_kernels(attn: LayerOps) -> float:
     """Forward kernels of the attention block whose GEMMs ``attn`` holds (and no other):
-    norm, the projections, rope, the attention core, the residual add."""
-    return 4 + len(attn.matmuls)
+    norm, the projections (one GEMM each where the engine runs them separately: MatMul.gemms),
+    rope, the attention core, the residual add."""
+    return 4 + sum(mm.gemms for mm in attn.matmuls)
 
 
 def attention_host_ops(attn: LayerOps) -> float:
     """Host ops of the same block: norm, the projections, q/k/v split and reshape, rope on
     q and k, attention, residual add."""
-    return 8 + len(attn.matmuls)
+    return 8 + sum(mm.gemms for mm in attn.matmuls)
 
 
 def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
@@ -224,7 +238,10 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         q_w = heads * model.head_dim
         kv_w = 2 * kv_heads * model.head_dim
         o_w = heads * model.head_dim
-        ops.matmuls.append(MatMul("qkv", T, q_w + kv_w, h))
+        qkv = MatMul("qkv", T, q_w + kv_w, h, parts=qkv_parts(
+            s.projections, q_w, kv_w, model.kv_heads == model.heads))
+        ops.matmuls.append(qkv)
+        ops.stream_bwd_extra_bytes += input_grad_sum_bytes(qkv.parts, T, h, ACT)
         ops.matmuls.append(MatMul("o_proj", T, h, o_w))
         norm = model.norm_params(h)
         ops.params += norm + (model.attention_params() - norm) / tp
@@ -288,10 +305,13 @@ def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "
     tp = s.tp if tp is None else tp
     w = width / tp
     gated = model.mlp == "swiglu"
-    ops.matmuls.append(MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h))
+    fc1 = MatMul(f"{name}_fc1", T, (2 if gated else 1) * w, h,
+                 parts=gate_up_parts(s.projections, w, gated))
+    ops.matmuls.append(fc1)
+    ops.stream_bwd_extra_bytes += input_grad_sum_bytes(fc1.parts, T, h, ACT)
     ops.matmuls.append(MatMul(f"{name}_fc2", T, h, w))
-    ops.kernels += 3  # fc1, activation, fc2
-    ops.host_ops += 4
+    ops.kernels += 2 + fc1.gemms  # fc1 (gate and up: one GEMM each where separate), act, fc2
+    ops.host_ops += 3 + fc1.gemms
     act = ACT * T * w * (3 if gated else 2)
     ops.stream_bytes += act
     ops.act_fn_bytes += act

@@ -22,7 +22,7 @@ from .compute import device, p2p_message_bytes
 from .engine_p2p import p2p_exposed_s, p2p_overlapped
 from .efficiency import HOST, NETWORK
 from .engine_dp import flush_sync, sharded_schedule
-from . import fp8_recipe
+from . import engine_projections, fp8_recipe
 from .engine_split import engine_layer_split
 from .flops import model_flops_per_token
 from .layer import MEGATRON_ENGINES, CommPlacements, LayerCost, layer_cost
@@ -377,14 +377,16 @@ def training_shard(workload: Workload, cluster: Cluster, micro_batch: int, tp: i
                    sp: bool, ep: int, etp: int) -> Shard:
     """The slice of a layer one rank computes in a training step, with the engine's kernels
     (Megatron/NeMo fuse the FP8 casts and run per-expert GEMMs; torchtitan's experts run
-    torch._grouped_mm, ops.GROUPED_GEMM_KERNEL) and the FP8 recipe the step
-    runs: the one rule estimate() and the search's floors (search/bound.py) both use."""
+    torch._grouped_mm, ops.GROUPED_GEMM_KERNEL; q/k/v and gate/up fused or one GEMM
+    each, engine_projections) and the FP8 recipe the step runs: the one rule estimate()
+    and the search's floors (search/bound.py) both use."""
     fp8 = workload.precision == "fp8"
     megatron = workload.framework in MEGATRON_ENGINES
     return Shard(workload.seq_len, micro_batch, tp, cp, sp, ep, etp, fp8, fp8 and megatron,
                  megatron, fp8_recipe.resolve(workload.precision, workload.fp8_recipe,
                                               workload.framework, cluster.gpu.generation),
-                 GROUPED_GEMM_KERNEL.get(workload.framework, ""), workload.cuda_graph)
+                 GROUPED_GEMM_KERNEL.get(workload.framework, ""), workload.cuda_graph,
+                 engine_projections.projections(workload.framework))
 
 
 def estimate(model: ModelSpec, cluster: Cluster, workload: Workload, plan: Plan) -> Estimate:
