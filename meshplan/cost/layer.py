@@ -256,7 +256,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         ops = gathered_norm_outputs(ops, model, shard, engine, linears=2)
         if kind == "dense":
             ops = unfused_swiglu(ops, model, shard, engine)
-        ops = runtime_saved(ops, model, shard, engine, dense=kind == "dense")
+        ops = runtime_saved(ops, model, shard, engine, dense=kind == "dense",
+                            gpu=cluster.gpu, precision=precision)
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
             ops = eager_expert_epilogue(ops, model, shard, engine)

@@ -492,10 +492,10 @@ def unfused_swiglu(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> La
 
 # meshplan's own runtime (engine "", meshplan/runtime/model.py), eager PyTorch: what autograd
 # keeps per layer beyond attention_ops' and mlp_ops' count, read from
-# torch.autograd.graph.saved_tensors_hooks on its model (tests/test_runtime_saved.py):
-# - Attention.forward repeats k and v to every local query head (repeat_interleave) before
-#   F.scaled_dot_product_attention, which keeps its inputs for backward (flash/efficient
-#   on GPU, flash-for-cpu on CPU alike): k and v of q_w each, not the kv_w of both.
+# torch.autograd.graph.saved_tensors_hooks on its model (tests/runtime/test_saved_activations.py):
+# - k and v repeated to every local query head (repeat_interleave), where the runtime still
+#   repeats them or torch's SDPA does: k and v of q_w each, not the kv_w of both. See
+#   runtime_repeats_kv for when.
 # - MLP.forward runs ``w2(F.silu(gate) * w3(x))`` eagerly: silu keeps the gate, the product
 #   both factors (silu's output and the up projection), w2 its input: silu's output is the
 #   one tensor of width w beyond mlp_ops' gate + up + fc2 input.
@@ -505,18 +505,51 @@ def unfused_swiglu(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> La
 # dtype (aten _fused_rms_norm, which keeps the input and the fp32 rstd: what layer_ops
 # counts); the CPU dry run decomposes it and is corrected there (runtime/dryrun.py).
 RUNTIME_ENGINE = ""
+# ROCm's flash SDPA takes head dims up to aotriton_max_hdim(): 512 from AOTriton 0.9 on
+# (256 on gfx11, not a training part), torch 2.13 aten/src/ATen/native/transformers/cuda/
+# sdp_utils.cpp check_head_dim_size_flash
+ROCM_FLASH_MAX_HEAD_DIM = 512
+
+
+def runtime_repeats_kv(model: ModelSpec, s: Shard, gpu=None, precision: str = "bf16") -> bool:
+    """Whether meshplan's runtime keeps a GQA layer's k and v at the query head count.
+
+    Without context parallelism the runtime hands grouped k/v to torch's SDPA
+    (F.scaled_dot_product_attention(..., enable_gqa=True), runtime/model.py
+    takes_grouped_kv). torch 2.13 passes them unexpanded to the fused kernels, which keep
+    them so for backward (aten/src/ATen/native/transformers/attention.cpp
+    scaled_dot_product_attention), where its backend selection admits GQA
+    (transformers/cuda/sdp_utils.cpp): flash (``backend_supports_grouped_query_attention =
+    true``: 16-bit, head dim <= 256 on CUDA), cuDNN (``supports_gqa`` true) and, on CUDA
+    only, the memory-efficient kernel, which takes fp32 and any aligned head dim: so on
+    NVIDIA GPUs every case. On ROCm the efficient kernel refuses GQA (``supports_gqa =
+    false`` under USE_ROCM), so what flash refuses (fp32 storage, head dim over
+    ROCM_FLASH_MAX_HEAD_DIM) falls to the math backend, which repeats k and v itself
+    (pre_process_group_query_attention_input) and keeps the repeated ones (the rest the math
+    backend keeps, the fp32 score matrix, is not counted here). Ring attention and Ulysses
+    (runtime/context_parallel.py) take k and v repeated (cp > 1)."""
+    from ..specs.workload import FP32_STORAGE
+    if model.kv_heads >= model.heads:
+        return False
+    if s.cp > 1:
+        return True
+    if gpu is None or gpu.vendor != "amd":
+        return False
+    return precision in FP32_STORAGE or model.head_dim > ROCM_FLASH_MAX_HEAD_DIM
 
 
 def runtime_saved(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
-                  dense: bool = True) -> LayerOps:
+                  dense: bool = True, gpu=None, precision: str = "bf16") -> LayerOps:
     """Adds what meshplan's runtime keeps in a layer beyond the fused count (the SwiGLU
-    part in a ``dense`` layer's MLP only)."""
+    part in a ``dense`` layer's MLP only) on ``gpu`` (hardware.GPU; None: an NVIDIA part)
+    at the workload's ``precision``."""
     if engine != RUNTIME_ENGINE or model.is_mla:
         return ops
     T, tp, d = s.tokens, s.tp, model.head_dim
-    q_w = model.heads / tp * d
-    kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
-    ops.recomputable_bytes += ACT * T * (2 * q_w - kv_w)
+    if runtime_repeats_kv(model, s, gpu, precision):
+        q_w = model.heads / tp * d
+        kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
+        ops.recomputable_bytes += ACT * T * (2 * q_w - kv_w)
     if dense and model.mlp == "swiglu":
         ops.recomputable_bytes += ACT * T * model.ffn / tp
     return ops
