@@ -511,7 +511,15 @@ RUNTIME_ENGINE = ""
 ROCM_FLASH_MAX_HEAD_DIM = 512
 
 
-def runtime_repeats_kv(model: ModelSpec, s: Shard, gpu=None, precision: str = "bf16") -> bool:
+def ulysses_grouped_kv(kv_heads: int, tp: int, cp: int) -> bool:
+    """Whether the runtime's Ulysses attention takes k and v with their own heads: cp
+    divides the rank's kv heads (one where tp is over more ranks than kv heads,
+    runtime/tensor_parallel.py kv_pick); runtime/context_parallel.py reads this rule."""
+    return max(kv_heads // tp, 1) % cp == 0
+
+
+def runtime_repeats_kv(model: ModelSpec, s: Shard, gpu=None, precision: str = "bf16",
+                       cp_kind: str = "ring") -> bool:
     """Whether meshplan's runtime keeps a GQA layer's k and v at the query head count.
 
     Without context parallelism the runtime hands grouped k/v to torch's SDPA
@@ -526,27 +534,32 @@ def runtime_repeats_kv(model: ModelSpec, s: Shard, gpu=None, precision: str = "b
     false`` under USE_ROCM), so what flash refuses (fp32 storage, head dim over
     ROCM_FLASH_MAX_HEAD_DIM) falls to the math backend, which repeats k and v itself
     (pre_process_group_query_attention_input) and keeps the repeated ones (the rest the math
-    backend keeps, the fp32 score matrix, is not counted here). Ring attention and Ulysses
-    (runtime/context_parallel.py) take k and v repeated (cp > 1)."""
+    backend keeps, the fp32 score matrix, is not counted here). Under context parallelism
+    (runtime/context_parallel.py) ring attention takes grouped k/v; Ulysses
+    (``cp_kind`` "all_to_all") only where cp divides the rank's kv heads
+    (ulysses_grouped_kv), and repeated ones otherwise."""
     from ..specs.workload import FP32_STORAGE
     if model.kv_heads >= model.heads:
         return False
+    if s.cp > 1 and cp_kind != "ring":
+        return not ulysses_grouped_kv(model.kv_heads, s.tp, s.cp)
     if s.cp > 1:
-        return True
+        return False
     if gpu is None or gpu.vendor != "amd":
         return False
     return precision in FP32_STORAGE or model.head_dim > ROCM_FLASH_MAX_HEAD_DIM
 
 
 def runtime_saved(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
-                  dense: bool = True, gpu=None, precision: str = "bf16") -> LayerOps:
+                  dense: bool = True, gpu=None, precision: str = "bf16",
+                  cp_kind: str = "ring") -> LayerOps:
     """Adds what meshplan's runtime keeps in a layer beyond the fused count (the SwiGLU
     part in a ``dense`` layer's MLP only) on ``gpu`` (hardware.GPU; None: an NVIDIA part)
-    at the workload's ``precision``."""
+    at the workload's ``precision`` under context parallelism ``cp_kind``."""
     if engine != RUNTIME_ENGINE or model.is_mla:
         return ops
     T, tp, d = s.tokens, s.tp, model.head_dim
-    if runtime_repeats_kv(model, s, gpu, precision):
+    if runtime_repeats_kv(model, s, gpu, precision, cp_kind):
         q_w = model.heads / tp * d
         kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
         ops.recomputable_bytes += ACT * T * (2 * q_w - kv_w)

@@ -129,26 +129,72 @@ def test_cost_model_charges_what_the_runtime_keeps():
     assert charged - (megatron.saved_bytes + megatron.recomputable_bytes) == 2 * MB * SEQ * w
 
 
-@pytest.mark.parametrize("gpus,precision,cp,repeated", [
-    ("1xH100-SXM-80GB", "bf16", 1, False),  # flash (or cuDNN) takes GQA
-    ("1xH100-SXM-80GB", "fp32", 1, False),  # flash refuses fp32; CUDA's efficient takes GQA
-    ("1xMI300X", "bf16", 1, False),  # ROCm flash takes GQA
-    ("1xMI300X", "fp32", 1, True),  # ROCm efficient refuses GQA: math repeats k/v itself
-    ("2xH100-SXM-80GB", "bf16", 2, True),  # ring attention takes k/v repeated
+@pytest.mark.parametrize("gpus,precision,tp,cp,cp_kind,repeated", [
+    ("1xH100-SXM-80GB", "bf16", 1, 1, "ring", False),  # flash (or cuDNN) takes GQA
+    ("1xH100-SXM-80GB", "fp32", 1, 1, "ring", False),  # no fp32 flash; CUDA efficient takes GQA
+    ("1xMI300X", "bf16", 1, 1, "ring", False),  # ROCm flash takes GQA
+    ("1xMI300X", "fp32", 1, 1, "ring", True),  # ROCm efficient refuses GQA: math repeats
+    ("2xH100-SXM-80GB", "bf16", 1, 2, "ring", False),  # ring attention takes grouped k/v
+    ("2xH100-SXM-80GB", "bf16", 1, 2, "all_to_all", False),  # Ulysses: cp divides 2 kv heads
+    ("4xH100-SXM-80GB", "bf16", 1, 4, "all_to_all", True),  # ... not 4: k/v repeated
+    ("4xH100-SXM-80GB", "bf16", 2, 2, "all_to_all", True),  # ... nor 1 kv head per tp rank
 ])
 def test_cost_model_charges_repeated_kv_where_torch_or_the_runtime_repeats(
-        gpus, precision, cp, repeated):
+        gpus, precision, tp, cp, cp_kind, repeated):
     """Engine "": the repeated k/v (2 (2 q_w - kv_w) bytes per token) are charged only where
     the SDPA backend torch 2.13 picks on the GPU expands them (sdp_utils.cpp: GQA admitted
     by flash and cuDNN, and by the efficient kernel except on ROCm; the math fallback
-    repeats) or a context-parallel core takes them repeated."""
+    repeats) or a context-parallel core takes them repeated (Ulysses where cp does not
+    divide the rank's kv heads)."""
     cluster = make_cluster(gpus)
-    q_w, kv_w = SPEC.heads * SPEC.head_dim, 2 * SPEC.kv_heads * SPEC.head_dim
-    shard = Shard(SEQ * cp, MB, cp=cp)
-    ours, _d, _t = layer_ops_times(SPEC, cluster, "dense", shard, precision, "")
-    mega, _d, _t = layer_ops_times(SPEC, cluster, "dense", shard, precision, "megatron")
+    q_w, kv_w = SPEC.heads * SPEC.head_dim / tp, 2 * SPEC.kv_heads * SPEC.head_dim / tp
+    shard = Shard(SEQ * cp, MB, tp=tp, cp=cp)
+    ours, _d, _t = layer_ops_times(SPEC, cluster, "dense", shard, precision, "",
+                                   cp_kind=cp_kind)
+    mega, _d, _t = layer_ops_times(SPEC, cluster, "dense", shard, precision, "megatron",
+                                   cp_kind=cp_kind)
     extra = (ours.saved_bytes + ours.recomputable_bytes
              - mega.saved_bytes - mega.recomputable_bytes)
     scale = 2.0 if precision == "fp32" else 1.0  # fp32 activations (compute.device act_scale)
-    want = 2 * MB * SEQ * (SPEC.ffn + (2 * q_w - kv_w if repeated else 0)) * scale
+    want = 2 * MB * SEQ * (SPEC.ffn / tp + (2 * q_w - kv_w if repeated else 0)) * scale
     assert extra == pytest.approx(want)
+
+
+def test_ring_attention_keeps_grouped_kv(monkeypatch):
+    """Ring attention (one rank, whose hop hands its own block back; the multi-rank exchange
+    is test_equivalence's cp cases) on 4 query heads over 2 kv heads: output and gradients
+    equal SDPA on k/v repeated by repeat_interleave, and autograd keeps q, k and v at their
+    own heads, the output and the log-sum-exp (before: k and v repeated, 4 heads each)."""
+    import torch.distributed as dist
+
+    from meshplan.runtime import context_parallel
+    from meshplan.runtime.context_parallel import make_ring_core
+    from meshplan.runtime.model import local_causal_attention, takes_grouped_kv
+    b, h, g, s, d, scale = 2, 4, 2, 16, 8, 0.3
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, n, s, d, dtype=torch.float64, requires_grad=True)
+               for n in (h, g, g))
+    pos = torch.arange(s)
+    # a ring of one: gloo does not send to itself
+    monkeypatch.setattr(context_parallel, "_ring_exchange", lambda t, group: t.clone())
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        core = make_ring_core(dist.group.WORLD, 1)
+        kept: dict[int, int] = {}
+
+        def pack(t):
+            kept.setdefault(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+            return t
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = core(q, k, v, pos, scale)
+        grads = torch.autograd.grad(out.pow(2).sum(), (q, k, v))
+    finally:
+        dist.destroy_process_group()
+    assert takes_grouped_kv(core)
+    ref = local_causal_attention(q, k.repeat_interleave(h // g, 1),
+                                 v.repeat_interleave(h // g, 1), pos, pos, scale)
+    torch.testing.assert_close(out, ref)
+    for got, want in zip(grads, torch.autograd.grad(ref.pow(2).sum(), (q, k, v))):
+        torch.testing.assert_close(got, want)
+    e = 8  # float64
+    assert sum(kept.values()) == (2 * b * h * s * d + 2 * b * g * s * d + b * h * s) * e + s * 8
