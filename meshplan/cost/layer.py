@@ -237,12 +237,15 @@ def fp32_activations(ops: LayerOps, scale: float) -> LayerOps:
 def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
                     precision: str, engine: str = "", moe_dispatcher: str = "alltoall",
                     attention_kernel: str = "",
-                    norm_kernel: str = "", cp_kind: str = "ring") -> tuple[LayerOps, object, object]:
+                    norm_kernel: str = "",
+                    cp_kind: str = "ring") -> tuple[LayerOps, object, object]:
     """(the layer's operations, the device, their times): what layer_cost reads that does
     not depend on recomputation, placements or overlap. Cached: the search asks for the same
     layer shape under many placements and recomputation settings (DeepSeek-V3 on 2,048
     H800 with --engine megatron: 12,435 distinct layer_cost calls, 7,257 distinct
-    layer_core calls, 5,877 distinct shapes). The results are immutable."""
+    layer_core calls, 5,877 distinct shapes). The results are immutable. ``cp_kind``: the
+    context-parallel attention, which decides for engine "" whether k/v are kept repeated
+    (ops.runtime_saved)."""
     if kind == "embedding":
         ops = embedding_grad(embedding_ops(model, shard), model, shard, engine)
     elif kind == "head":
