@@ -511,6 +511,22 @@ RUNTIME_ENGINE = ""
 ROCM_FLASH_MAX_HEAD_DIM = 512
 
 
+def sdpa_expands_gqa(vendor: str, fp32: bool, head_dim: int, masked: bool) -> bool:
+    """Whether torch 2.13's SDPA on a GPU of ``vendor`` ("nvidia", "amd") has no fused
+    kernel for grouped k/v (enable_gqa), so that the math backend would repeat them
+    (attention.cpp pre_process_group_query_attention_input) and keep them and its fp32
+    scores for backward. Backend admission in transformers/cuda/sdp_utils.cpp: on CUDA,
+    flash and cuDNN admit GQA and so does the memory-efficient kernel, which takes fp32,
+    masks and any aligned head dim: always a fused kernel. Under ROCm the efficient kernel
+    refuses GQA (``supports_gqa = false`` under USE_ROCM) and flash refuses masks
+    (check_for_attn_mask), fp32 (check_dtypes_flash_attention) and head dims over
+    ROCM_FLASH_MAX_HEAD_DIM. The runtime repeats k/v itself where this holds
+    (runtime/model.py local_causal_attention), so the efficient kernel runs instead."""
+    if vendor != "amd":
+        return False
+    return masked or fp32 or head_dim > ROCM_FLASH_MAX_HEAD_DIM
+
+
 def ulysses_grouped_kv(kv_heads: int, tp: int, cp: int) -> bool:
     """Whether the runtime's Ulysses attention takes k and v with their own heads: cp
     divides the rank's kv heads (one where tp is over more ranks than kv heads,
@@ -526,28 +542,22 @@ def runtime_repeats_kv(model: ModelSpec, s: Shard, gpu=None, precision: str = "b
     (F.scaled_dot_product_attention(..., enable_gqa=True), runtime/model.py
     takes_grouped_kv). torch 2.13 passes them unexpanded to the fused kernels, which keep
     them so for backward (aten/src/ATen/native/transformers/attention.cpp
-    scaled_dot_product_attention), where its backend selection admits GQA
-    (transformers/cuda/sdp_utils.cpp): flash (``backend_supports_grouped_query_attention =
-    true``: 16-bit, head dim <= 256 on CUDA), cuDNN (``supports_gqa`` true) and, on CUDA
-    only, the memory-efficient kernel, which takes fp32 and any aligned head dim: so on
-    NVIDIA GPUs every case. On ROCm the efficient kernel refuses GQA (``supports_gqa =
-    false`` under USE_ROCM), so what flash refuses (fp32 storage, head dim over
-    ROCM_FLASH_MAX_HEAD_DIM) falls to the math backend, which repeats k and v itself
-    (pre_process_group_query_attention_input) and keeps the repeated ones (the rest the math
-    backend keeps, the fp32 score matrix, is not counted here). Under context parallelism
-    (runtime/context_parallel.py) ring attention takes grouped k/v; Ulysses
-    (``cp_kind`` "all_to_all") only where cp divides the rank's kv heads
-    (ulysses_grouped_kv), and repeated ones otherwise."""
+    scaled_dot_product_attention), wherever one admits GQA: on NVIDIA GPUs always; on
+    AMD ones where sdpa_expands_gqa says no, and elsewhere the runtime repeats them for the
+    efficient kernel. Under context parallelism (runtime/context_parallel.py) ring
+    attention takes grouped k/v; Ulysses (``cp_kind`` "all_to_all") where cp divides the
+    rank's kv heads (ulysses_grouped_kv), then into a masked SDPA, repeated otherwise."""
     from ..specs.workload import FP32_STORAGE
     if model.kv_heads >= model.heads:
         return False
+    vendor = gpu.vendor if gpu is not None else "nvidia"
+    fp32 = precision in FP32_STORAGE
     if s.cp > 1 and cp_kind != "ring":
-        return not ulysses_grouped_kv(model.kv_heads, s.tp, s.cp)
+        return (not ulysses_grouped_kv(model.kv_heads, s.tp, s.cp)
+                or sdpa_expands_gqa(vendor, fp32, model.head_dim, masked=True))
     if s.cp > 1:
         return False
-    if gpu is None or gpu.vendor != "amd":
-        return False
-    return precision in FP32_STORAGE or model.head_dim > ROCM_FLASH_MAX_HEAD_DIM
+    return sdpa_expands_gqa(vendor, fp32, model.head_dim, masked=False)
 
 
 def runtime_saved(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,

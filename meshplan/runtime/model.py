@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..cost.ops import sdpa_expands_gqa
 from ..errors import InputError
 from ..specs.model import ModelSpec
 from .expert_bias import count_load
@@ -200,6 +201,14 @@ def local_causal_attention(q, k, v, q_pos, k_pos, scale):
     v may hold fewer heads than q (grouped-query attention: query head i reads kv head
     i // (q heads / kv heads), what repeat_interleave would lay out)."""
     gqa = q.shape[-3] != k.shape[-3]
+    vendor = "amd" if torch.version.hip else "nvidia"
+    if gqa and sdpa_expands_gqa(vendor, q.dtype == torch.float32, q.shape[-1],
+                                q_pos is not None):
+        # no fused kernel for grouped k/v here: repeat them for the efficient kernel rather
+        # than have the math backend repeat them and keep its fp32 scores besides
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
+        gqa = False
     if q_pos is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
                                               enable_gqa=gqa)

@@ -138,6 +138,8 @@ def test_cost_model_charges_what_the_runtime_keeps():
     ("2xH100-SXM-80GB", "bf16", 1, 2, "all_to_all", False),  # Ulysses: cp divides 2 kv heads
     ("4xH100-SXM-80GB", "bf16", 1, 4, "all_to_all", True),  # ... not 4: k/v repeated
     ("4xH100-SXM-80GB", "bf16", 2, 2, "all_to_all", True),  # ... nor 1 kv head per tp rank
+    ("2xMI300X", "bf16", 1, 2, "all_to_all", True),  # masked: ROCm flash refuses, repeated
+    ("2xMI300X", "bf16", 1, 2, "ring", False),  # ring runs no SDPA
 ])
 def test_cost_model_charges_repeated_kv_where_torch_or_the_runtime_repeats(
         gpus, precision, tp, cp, cp_kind, repeated):
@@ -158,6 +160,37 @@ def test_cost_model_charges_repeated_kv_where_torch_or_the_runtime_repeats(
     scale = 2.0 if precision == "fp32" else 1.0  # fp32 activations (compute.device act_scale)
     want = 2 * MB * SEQ * (SPEC.ffn / tp + (2 * q_w - kv_w if repeated else 0)) * scale
     assert extra == pytest.approx(want)
+
+
+@pytest.mark.parametrize("hip,masked,dtype,repeated", [
+    (None, True, torch.float32, False),  # CUDA (and CPU): fused kernels take GQA
+    ("6.4", False, torch.bfloat16, False),  # ROCm flash takes GQA
+    ("6.4", True, torch.bfloat16, True),  # ROCm: flash refuses masks, efficient GQA
+    ("6.4", False, torch.float32, True),  # ROCm: flash refuses fp32
+])
+def test_sdpa_gets_repeated_kv_only_where_no_fused_kernel_takes_grouped(
+        monkeypatch, hip, masked, dtype, repeated):
+    """local_causal_attention repeats k/v itself where torch 2.13's SDPA would send grouped
+    ones to the math backend (ops.sdpa_expands_gqa: ROCm with a mask, fp32 or a large
+    head dim), else hands them grouped; the result is the same either way."""
+    from meshplan.runtime.model import local_causal_attention
+    monkeypatch.setattr(torch.version, "hip", hip)
+    b, h, g, s, d = 1, 4, 2, 8, 16
+    q, k, v = (torch.randn(b, n, s, d, dtype=dtype) for n in (h, g, g))
+    pos = torch.arange(s) if masked else None
+    seen = []
+    real = torch.nn.functional.scaled_dot_product_attention
+
+    def sdpa(q, k, *a, **kw):
+        seen.append(k.shape[1])
+        return real(q, k, *a, **kw)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", sdpa)
+    out = local_causal_attention(q, k, v, pos, pos, 0.25)
+    assert seen == [h if repeated else g]
+    monkeypatch.setattr(torch.version, "hip", None)
+    ref = local_causal_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1),
+                                 pos, pos, 0.25)
+    torch.testing.assert_close(out, ref)
 
 
 def test_ring_attention_keeps_grouped_kv(monkeypatch):
