@@ -272,12 +272,15 @@ def fp32_activations(ops: LayerOps, scale: float) -> LayerOps:
 def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
                     precision: str, engine: str = "", moe_dispatcher: str = "alltoall",
                     attention_kernel: str = "",
-                    norm_kernel: str = "") -> tuple[LayerOps, object, object]:
+                    norm_kernel: str = "",
+                    cp_kind: str = "ring") -> tuple[LayerOps, object, object]:
     """(the layer's operations, the device, their times): what layer_cost reads that does
     not depend on recomputation, placements or overlap. Cached: the search asks for the same
     layer shape under many placements and recomputation settings (DeepSeek-V3 on 2,048
     H800 with --engine megatron: 12,435 distinct layer_cost calls, 7,257 distinct
-    layer_core calls, 5,877 distinct shapes). The results are immutable."""
+    layer_core calls, 5,877 distinct shapes). The results are immutable. ``cp_kind``: the
+    context-parallel attention, which decides for engine "" whether k/v are kept repeated
+    (ops.runtime_saved)."""
     if kind == "embedding":
         ops = embedding_grad(embedding_ops(model, shard), model, shard, engine)
     elif kind == "head":
@@ -291,7 +294,8 @@ def layer_ops_times(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard,
         ops = gathered_norm_outputs(ops, model, shard, engine, linears=2)
         if kind == "dense":
             ops = unfused_swiglu(ops, model, shard, engine)
-        ops = runtime_saved(ops, model, shard, engine, dense=kind == "dense")
+        ops = runtime_saved(ops, model, shard, engine, dense=kind == "dense",
+                            gpu=cluster.gpu, precision=precision, cp_kind=cp_kind)
         if kind == "moe":
             ops = sort_by_local_expert(ops, model, shard, moe_dispatcher)
             ops = fused_permutation(ops, model, moe_dispatcher)
@@ -394,7 +398,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
     the search prices each MoE layer under every setting of rule 8's knobs
     (search/space.py moe_comm_knobs), and those share this part."""
     ops, dev, t = layer_ops_times(model, cluster, kind, shard, precision, engine,
-                                  sort_dispatcher, attention_kernel, norm_kernel)
+                                  sort_dispatcher, attention_kernel, norm_kernel, cp_kind)
     # attention scores a device without flash-class kernels keeps (attention_memory.py;
     # compute.device decides, materialises_scores); fp32: softmax output 4 + dropout mask 1
     # + dropout output 4 bytes per score

@@ -613,10 +613,10 @@ def unfused_swiglu(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> La
 
 # meshplan's own runtime (engine "", meshplan/runtime/model.py), eager PyTorch: what autograd
 # keeps per layer beyond attention_ops' and mlp_ops' count, read from
-# torch.autograd.graph.saved_tensors_hooks on its model (tests/test_runtime_saved.py):
-# - Attention.forward repeats k and v to every local query head (repeat_interleave) before
-#   F.scaled_dot_product_attention, which keeps its inputs for backward (flash/efficient
-#   on GPU, flash-for-cpu on CPU alike): k and v of q_w each, not the kv_w of both.
+# torch.autograd.graph.saved_tensors_hooks on its model (tests/runtime/test_saved_activations.py):
+# - k and v repeated to every local query head (repeat_interleave), where the runtime still
+#   repeats them or torch's SDPA does: k and v of q_w each, not the kv_w of both. See
+#   runtime_repeats_kv for when.
 # - MLP.forward runs ``w2(F.silu(gate) * w3(x))`` eagerly: silu keeps the gate, the product
 #   both factors (silu's output and the up projection), w2 its input: silu's output is the
 #   one tensor of width w beyond mlp_ops' gate + up + fc2 input.
@@ -626,18 +626,74 @@ def unfused_swiglu(ops: LayerOps, model: ModelSpec, s: Shard, engine: str) -> La
 # dtype (aten _fused_rms_norm, which keeps the input and the fp32 rstd: what layer_ops
 # counts); the CPU dry run decomposes it and is corrected there (runtime/dryrun.py).
 RUNTIME_ENGINE = ""
+# ROCm's flash SDPA takes head dims up to aotriton_max_hdim(): 512 from AOTriton 0.9 on
+# (256 on gfx11, not a training part), torch 2.13 aten/src/ATen/native/transformers/cuda/
+# sdp_utils.cpp check_head_dim_size_flash
+ROCM_FLASH_MAX_HEAD_DIM = 512
+
+
+def sdpa_expands_gqa(vendor: str, fp32: bool, head_dim: int, masked: bool) -> bool:
+    """Whether torch 2.13's SDPA on a GPU of ``vendor`` ("nvidia", "amd") has no fused
+    kernel for grouped k/v (enable_gqa), so that the math backend would repeat them
+    (attention.cpp pre_process_group_query_attention_input) and keep them and its fp32
+    scores for backward. Backend admission in transformers/cuda/sdp_utils.cpp: on CUDA,
+    flash and cuDNN admit GQA and so does the memory-efficient kernel, which takes fp32,
+    masks and any aligned head dim: always a fused kernel. Under ROCm the efficient kernel
+    refuses GQA (``supports_gqa = false`` under USE_ROCM) and flash refuses masks
+    (check_for_attn_mask), fp32 (check_dtypes_flash_attention) and head dims over
+    ROCM_FLASH_MAX_HEAD_DIM. The runtime repeats k/v itself where this holds
+    (runtime/model.py local_causal_attention), so the efficient kernel runs instead."""
+    if vendor != "amd":
+        return False
+    return masked or fp32 or head_dim > ROCM_FLASH_MAX_HEAD_DIM
+
+
+def ulysses_grouped_kv(kv_heads: int, tp: int, cp: int) -> bool:
+    """Whether the runtime's Ulysses attention takes k and v with their own heads: cp
+    divides the rank's kv heads (one where tp is over more ranks than kv heads,
+    runtime/tensor_parallel.py kv_pick); runtime/context_parallel.py reads this rule."""
+    return max(kv_heads // tp, 1) % cp == 0
+
+
+def runtime_repeats_kv(model: ModelSpec, s: Shard, gpu=None, precision: str = "bf16",
+                       cp_kind: str = "ring") -> bool:
+    """Whether meshplan's runtime keeps a GQA layer's k and v at the query head count.
+
+    Without context parallelism the runtime hands grouped k/v to torch's SDPA
+    (F.scaled_dot_product_attention(..., enable_gqa=True), runtime/model.py
+    takes_grouped_kv). torch 2.13 passes them unexpanded to the fused kernels, which keep
+    them so for backward (aten/src/ATen/native/transformers/attention.cpp
+    scaled_dot_product_attention), wherever one admits GQA: on NVIDIA GPUs always; on
+    AMD ones where sdpa_expands_gqa says no, and elsewhere the runtime repeats them for the
+    efficient kernel. Under context parallelism (runtime/context_parallel.py) ring
+    attention takes grouped k/v; Ulysses (``cp_kind`` "all_to_all") where cp divides the
+    rank's kv heads (ulysses_grouped_kv), then into a masked SDPA, repeated otherwise."""
+    from ..specs.workload import FP32_STORAGE
+    if model.kv_heads >= model.heads:
+        return False
+    vendor = gpu.vendor if gpu is not None else "nvidia"
+    fp32 = precision in FP32_STORAGE
+    if s.cp > 1 and cp_kind != "ring":
+        return (not ulysses_grouped_kv(model.kv_heads, s.tp, s.cp)
+                or sdpa_expands_gqa(vendor, fp32, model.head_dim, masked=True))
+    if s.cp > 1:
+        return False
+    return sdpa_expands_gqa(vendor, fp32, model.head_dim, masked=False)
 
 
 def runtime_saved(ops: LayerOps, model: ModelSpec, s: Shard, engine: str,
-                  dense: bool = True) -> LayerOps:
+                  dense: bool = True, gpu=None, precision: str = "bf16",
+                  cp_kind: str = "ring") -> LayerOps:
     """Adds what meshplan's runtime keeps in a layer beyond the fused count (the SwiGLU
-    part in a ``dense`` layer's MLP only)."""
+    part in a ``dense`` layer's MLP only) on ``gpu`` (hardware.GPU; None: an NVIDIA part)
+    at the workload's ``precision`` under context parallelism ``cp_kind``."""
     if engine != RUNTIME_ENGINE or model.is_mla:
         return ops
     T, tp, d = s.tokens, s.tp, model.head_dim
-    q_w = model.heads / tp * d
-    kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
-    ops.recomputable_bytes += ACT * T * (2 * q_w - kv_w)
+    if runtime_repeats_kv(model, s, gpu, precision, cp_kind):
+        q_w = model.heads / tp * d
+        kv_w = 2 * max(model.kv_heads / tp, 1.0) * d
+        ops.recomputable_bytes += ACT * T * (2 * q_w - kv_w)
     if dense and model.mlp == "swiglu":
         ops.recomputable_bytes += ACT * T * model.ffn / tp
     return ops

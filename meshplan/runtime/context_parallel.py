@@ -17,8 +17,13 @@ an all-to-all over the cp group turns q, k, v from [b, heads, s/cp, d] (this ran
 all local heads) into [b, heads/cp, s, d] (every token, a slice of the heads); attention is
 then local, causal by the global positions of the gathered tokens (the concatenation of every
 cp rank's ``cp_positions``), and a second all-to-all returns the output to [b, heads, s/cp, d].
-k and v arrive already repeated to the q head count (GQA, MLA), so the local heads
-(heads / tp) must be divisible by cp.
+The local heads (heads / tp) must be divisible by cp.
+
+Grouped-query attention: ring attention takes k and v with their own heads (query head i
+reads kv head i // (heads / kv heads), as repeat_interleave would lay them out): the kept
+and exchanged K/V blocks are kv heads wide, not query heads wide. Ulysses does too where
+cp divides the local kv heads (cp rank j then receives query heads j H/cp.. and exactly
+their kv heads j G/cp..); otherwise k and v arrive repeated to the query heads.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from ..cost.ops import ulysses_grouped_kv
 from ..errors import InputError
 from .data import cp_positions
 from .model import local_causal_attention
@@ -54,6 +60,8 @@ class RingAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, q_pos, seq_len, scale, group):
         n, r = dist.get_world_size(group), dist.get_rank(group)
+        # q is [b, G, H/G, s, d] and k, v [b, G, 1, s, d] (G kv heads, make_ring_core):
+        # the matmuls broadcast each kv head over its query heads
         dk_, dv_ = k.shape[-1], v.shape[-1]
         out = torch.zeros(*q.shape[:-1], dv_, dtype=q.dtype, device=q.device)
         lse = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device)
@@ -93,10 +101,11 @@ class RingAttention(torch.autograd.Function):
             k_pos = cp_positions(ctx.seq_len, n, src).to(q.device)
             kb, vb, dkb, dvb = buf.split([dk_, dv_, dk_, dv_], dim=-1)
             p = torch.exp(_scores(q, kb, q_pos, k_pos, scale) - lse[..., None])
-            dvb = dvb + torch.matmul(p.transpose(-1, -2), dout)
+            # a kv head's gradient sums over its query heads (the broadcast dim)
+            dvb = dvb + torch.matmul(p.transpose(-1, -2), dout).sum_to_size(dvb.shape)
             ds = p * (torch.matmul(dout, vb.transpose(-1, -2)) - delta)
             dq = dq + torch.matmul(ds, kb) * scale
-            dkb = dkb + torch.matmul(ds.transpose(-1, -2), q) * scale
+            dkb = dkb + (torch.matmul(ds.transpose(-1, -2), q) * scale).sum_to_size(dkb.shape)
             buf = torch.cat([kb, vb, dkb, dvb], dim=-1)
             buf = _ring_exchange(buf, group)  # n hops: the accumulators come home
         _, _, dk, dv = buf.split([dk_, dv_, dk_, dv_], dim=-1)
@@ -105,8 +114,13 @@ class RingAttention(torch.autograd.Function):
 
 def make_ring_core(group, cp: int):
     def core(q, k, v, positions, scale):
-        return RingAttention.apply(q.contiguous(), k.contiguous(), v.contiguous(),
-                                   positions, positions.numel() * cp, scale, group)
+        b, h, s, _ = q.shape
+        g = k.shape[1]  # kv heads (h under MHA and MLA)
+        out = RingAttention.apply(q.contiguous().view(b, g, h // g, s, q.shape[-1]),
+                                  k.contiguous().unsqueeze(2), v.contiguous().unsqueeze(2),
+                                  positions, positions.numel() * cp, scale, group)
+        return out.view(b, h, s, out.shape[-1])
+    core.grouped_kv = True  # model.takes_grouped_kv
     return core
 
 
@@ -158,7 +172,7 @@ def _seq_to_heads(x: torch.Tensor, group) -> torch.Tensor:
     return recv.transpose(0, 1).reshape(b, n * hn, sn // n, d)
 
 
-def make_ulysses_core(group, cp: int):
+def make_ulysses_core(group, cp: int, grouped_kv: bool = False):
     gathered: dict = {}  # seq_len -> global positions of the gathered tokens
 
     def core(q, k, v, positions, scale):
@@ -172,6 +186,7 @@ def make_ulysses_core(group, cp: int):
         q, k, v = (_HeadsToSeq.apply(t, group) for t in (q, k, v))
         out = local_causal_attention(q, k, v, pos, pos, scale)
         return _SeqToHeads.apply(out, group)
+    core.grouped_kv = grouped_kv  # model.takes_grouped_kv
     return core
 
 
@@ -191,7 +206,9 @@ def apply_cp(model, plan, group) -> None:
         return
     check_cp(model.spec, plan)
     if plan.cp_kind == "all_to_all":
-        core = make_ulysses_core(group, plan.cp)
+        spec = model.spec
+        core = make_ulysses_core(group, plan.cp, not spec.is_mla and ulysses_grouped_kv(
+            spec.kv_heads, plan.tp, plan.cp))
     else:
         core = make_ring_core(group, plan.cp)
     for block in model.layers.values():

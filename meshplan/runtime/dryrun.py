@@ -197,12 +197,14 @@ class _FusedRMSNorm(torch.autograd.Function):
 
 class _CudaLayoutSdpa(torch.autograd.Function):
     """Causal SDPA keeping q, k, v, the output in CUDA's [b, s, heads, d] layout and the
-    fp32 log-sum-exp, as the CUDA flash kernel does (see the module doc)."""
+    fp32 log-sum-exp, as the CUDA flash kernel does (see the module doc); k and v with
+    their own heads under GQA, as flash keeps them (model.takes_grouped_kv)."""
 
     @staticmethod
     def forward(ctx, q, k, v, scale):
         import torch.nn.functional as F
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
+                                             enable_gqa=q.shape[1] != k.shape[1])
         out = out.transpose(1, 2).contiguous().transpose(1, 2)
         lse = q.new_empty(q.shape[:3], dtype=torch.float32)
         ctx.save_for_backward(q, k, v, out, lse)
@@ -215,7 +217,8 @@ class _CudaLayoutSdpa(torch.autograd.Function):
         q, k, v, _out, _lse = ctx.saved_tensors
         with torch.enable_grad():
             qkv = [t.detach().requires_grad_() for t in (q, k, v)]
-            out = F.scaled_dot_product_attention(*qkv, is_causal=True, scale=ctx.scale)
+            out = F.scaled_dot_product_attention(*qkv, is_causal=True, scale=ctx.scale,
+                                                 enable_gqa=q.shape[1] != k.shape[1])
             grads = torch.autograd.grad(out, qkv, grad)
         return (*grads, None)
 
@@ -223,6 +226,9 @@ class _CudaLayoutSdpa(torch.autograd.Function):
 def _cuda_layout_core(q, k, v, positions, scale):
     assert positions is None  # set only where context parallelism did not set a core
     return _CudaLayoutSdpa.apply(q, k, v, scale)
+
+
+_cuda_layout_core.grouped_kv = True  # the local SDPA's own GQA (model.takes_grouped_kv)
 
 
 def gpu_attention(model: torch.nn.Module) -> int:

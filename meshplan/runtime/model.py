@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..cost.ops import sdpa_expands_gqa
 from ..errors import InputError
 from ..specs.model import ModelSpec
 from .expert_bias import count_load
@@ -196,11 +197,38 @@ def apply_rope_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> to
 
 
 def local_causal_attention(q, k, v, q_pos, k_pos, scale):
-    """softmax(q k^T * scale + causal mask by global position) v, all heads at once."""
+    """softmax(q k^T * scale + causal mask by global position) v, all heads at once. k and
+    v may hold fewer heads than q (grouped-query attention: query head i reads kv head
+    i // (q heads / kv heads), what repeat_interleave would lay out)."""
+    gqa = q.shape[-3] != k.shape[-3]
+    vendor = "amd" if torch.version.hip else "nvidia"
+    if gqa and sdpa_expands_gqa(vendor, q.dtype == torch.float32, q.shape[-1],
+                                q_pos is not None):
+        # no fused kernel for grouped k/v here: repeat them for the efficient kernel rather
+        # than have the math backend repeat them and keep its fp32 scores besides
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
+        gqa = False
     if q_pos is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
+                                              enable_gqa=gqa)
     mask = q_pos[:, None] >= k_pos[None, :]
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+
+
+def takes_grouped_kv(core) -> bool:
+    """Whether an attention core takes k and v with their own (fewer) heads: the local SDPA
+    (``core`` None) does, through ``enable_gqa``; a core says so by ``core.grouped_kv``.
+
+    torch 2.13's SDPA hands grouped k/v as they are to every fused backend that accepts
+    them (aten/src/ATen/native/transformers/attention.cpp scaled_dot_product_attention: the
+    cudnn, flash and efficient cases pass key/value unchanged; sdp_utils.cpp admits GQA in
+    can_use_flash_attention, can_use_cudnn_attention and, except on ROCm,
+    can_use_mem_efficient_attention; the CPU flash kernel likewise), and those keep the
+    grouped k/v for backward. Only the math fallback expands them
+    (pre_process_group_query_attention_input: repeat_interleave). Repeating them here
+    instead allocated and kept k and v at the query head count in every layer."""
+    return core is None or getattr(core, "grouped_kv", False)
 
 
 class Attention(nn.Module):
@@ -237,7 +265,9 @@ class Attention(nn.Module):
         k = self.wk(xkv).view(b, s, -1, self.head_dim).transpose(1, 2)
         v = self.wv(xkv).view(b, s, -1, self.head_dim).transpose(1, 2)
         if self.kv_pick is not None:
-            k, v = k[:, self.kv_pick], v[:, self.kv_pick]
+            # v is passed on as it is (k gets new storage from rotary): a copy of the picked
+            # head, or SDPA would keep the whole wv output for backward
+            k, v = k[:, self.kv_pick], v[:, self.kv_pick].contiguous()
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         pos = positions if positions is not None else torch.arange(s, device=x.device)
@@ -249,7 +279,7 @@ class Attention(nn.Module):
             q = torch.cat([self.rope_fn(q[..., :r], cos, sin), q[..., r:]], dim=-1)
             k = torch.cat([self.rope_fn(k[..., :r], cos, sin), k[..., r:]], dim=-1)
         rep = q.shape[1] // k.shape[1]  # local heads per local kv head (TP shards both)
-        if rep > 1:
+        if rep > 1 and not takes_grouped_kv(self.core):
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
         with recomputed():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from torch.distributed.tensor import DTensor, Replicate, Shard
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput,
                                                RowwiseParallel, SequenceParallel,
                                                loss_parallel, parallelize_module)
@@ -55,6 +55,37 @@ class _ReduceInBackward(torch.autograd.Function):
         return g, None
 
 
+def vocab_parallel_embedding(emb: torch.nn.Embedding, tp_mesh) -> None:
+    """Look tokens up in this rank's vocabulary rows only (Megatron-LM's
+    VocabParallelEmbedding, core/tensor_parallel/layers.py), on the Shard(0) DTensor weight
+    RowwiseParallel gave ``emb``: tokens of other ranks' rows read row 0 and are zeroed, and
+    the partial outputs are summed by RowwiseParallel's output redistribution.
+
+    RowwiseParallel alone runs DTensor's embedding op, whose forward does the same
+    (MaskPartial), but torch 2.13 has no vocabulary-sharded strategy for its backward
+    (distributed/tensor/_ops/_embedding_ops.py embedding_dense_backward_strategy: weight
+    gradient Shard(1), or Partial from a batch- or sequence-sharded gradient): each rank
+    built a Partial gradient of the whole [vocab, hidden] weight, which FSDP2 casts to its
+    fp32 reduce dtype and keeps while gradient sync is deferred
+    (FSDPParam.to_accumulated_grad_if_needed) and reduce-scatters to the Shard(0) rows only
+    at the reduction (_get_grad_inner_tensor). Here the lookup runs on the local rows
+    (``to_local``, whose backward hands the gradient back as Shard(0)): a
+    [vocab/tp, hidden] gradient, the rows' Shard(0) offset as torch.chunk splits them (the
+    Shard placement's rule)."""
+    import torch.nn.functional as F
+
+    def forward(tokens):
+        idx = tokens.to_local() if isinstance(tokens, DTensor) else tokens
+        local = emb.weight.to_local()
+        rows = -(-emb.weight.shape[0] // tp_mesh.size())  # torch.chunk's chunk size
+        start = min(tp_mesh.get_local_rank() * rows, emb.weight.shape[0])
+        mine = (idx >= start) & (idx < start + local.shape[0])
+        out = F.embedding(torch.where(mine, idx - start, 0), local)
+        out = out.masked_fill(~mine.unsqueeze(-1), 0.0)
+        return DTensor.from_local(out, tp_mesh, [Partial()], run_check=False)
+    emb.forward = forward
+
+
 def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[str]:
     """Parallelise ``model`` (whole or a pipeline chunk) in place.
 
@@ -76,6 +107,8 @@ def apply_tp(model: Transformer, plan: Plan, tp_mesh) -> list[str]:
                                         use_local_output=True)
     if top:
         parallelize_module(model, tp_mesh, top)
+    if hasattr(model, "tok_embeddings"):
+        vocab_parallel_embedding(model.tok_embeddings, tp_mesh)
     if model.spec.tied_embeddings and hasattr(model, "output") \
             and hasattr(model, "tok_embeddings"):
         # both layers split the [vocab, hidden] weight by vocabulary rows (Shard(0)): tie the

@@ -83,10 +83,13 @@ def test_llama8b_zero1_pp2_model_states_agree_with_the_cost_model(recompute):
     recompute the runtime holds more than the cost model (the recomputed layer, fp32 loss
     temporaries), pinned as at most 25x (see the report). Gradients: the fp32 unsharded
     accumulators FSDP2 keeps under the pipeline's deferred sync count as Gradient now, at
-    least the cost model's 4 B/param. Under tp the stage holding the (RowwiseParallel)
-    embedding holds a tp-unsharded fp32 gradient of it besides (Temp 1.96 GiB at stage 0's
-    peak, before this change too), left as a finding (docs/runtime.md): activations are
-    compared on a plan without tp in test_activations_agree_with_the_cost_model."""
+    least the cost model's 4 B/param. The stage holding the embedding held a tp-unsharded
+    fp32 gradient of it besides (DTensor's embedding backward; 3.34 against 0.90 GiB of
+    gradients on stage 0, and its 1.96 GiB in Temp and so in the activations' row) until the
+    runtime looked tokens up in its vocabulary rows (tensor_parallel.vocab_parallel_embedding):
+    1.14 against 0.90 now, the difference the embedding shard's bf16 gradient before FSDP2
+    casts it (test_tp_embedding_gradient_is_the_vocabulary_shard). Activations are compared
+    on a plan without tp in test_activations_agree_with_the_cost_model."""
     mem, agree = _agree(LLAMA8B, Plan(dp=8, tp=4, pp=2, zero=1), recompute,
                         seq_len=2048, global_batch=16)
     for m, a in zip(mem, agree):
@@ -103,10 +106,11 @@ def test_activations_agree_with_the_cost_model():
     vocab x hidden temporary of the embedding's backward on CPU, 1.73 against 1.50 GiB)
     dp4 pp2 zero1 mb4 1f1b, seq 1024, bf16-mixed: each stage's activations (at their own
     peak, with the logits temporaries on the last) within 5% of the cost model's
-    activations + working set (measured: +2.4%, +0.2%). Before the dry run kept what a GPU run
+    activations + working set (measured: +2.5%, +0.2%). Before the dry run kept what a GPU run
     keeps (RMSNorm's CPU fp32 copies, the CPU SDPA's output copy) and the cost model charged
     the runtime's repeated k/v and silu output, stage 0 measured 1.7x (full model: 7.90
-    against 4.63 GiB; now 6.15 against 6.01)."""
+    against 4.63 GiB; then 6.15 against 6.01). With k/v no longer repeated (SDPA's
+    enable_gqa) both sides drop alike: 5.78 against 5.63 GiB, stage 1 8.72 against 8.70."""
     spec = preset("llama3.2-1b")
     _mem, agree = _agree(spec, Plan(dp=4, pp=2, zero=1, micro_batch=4), "none",
                          seq_len=1024, global_batch=64)
@@ -134,6 +138,29 @@ def test_pipeline_zero1_gradients_are_the_unsharded_fp32_accumulators():
         # them into the fp32 accumulators (FSDPParamGroup.post_backward)
         assert want == 4 * n and 4 * n <= got <= 4 * n + 2 * spec.dense_layer_params(), \
             (got, want)
+
+
+def test_tp_embedding_gradient_is_the_vocabulary_shard():
+    """dp2 tp2 pp2 zero1: stage 0 accumulates each parameter's fp32 gradient for its tp
+    shard only (4 B per local parameter), the embedding's [vocab/tp, hidden] rows included,
+    as the cost model charges. Before, DTensor's embedding backward (no vocabulary-sharded
+    strategy in torch 2.13) made a Partial gradient of the whole [vocab, hidden] table on
+    every tp rank and FSDP2 kept it in fp32 until the deferred reduce-scatter: 126.4 MiB
+    held here against 63.8 (on the README's worked example, Llama-3.1-70B tp4 stage 0 with 8
+    of its layers: 6.67 GiB of gradients against 3.55)."""
+    spec = dataclasses.replace(preset("llama3.2-1b"), layers=2, hidden=256, heads=4,
+                               kv_heads=2, head_dim=64, ffn=512, vocab=128256,
+                               tied_embeddings=False)
+    mem, agree = _agree(spec, Plan(dp=2, tp=2, pp=2, zero=1), "none", seq_len=64,
+                        global_batch=8)
+    norms = 2 * spec.hidden  # replicated over tp; every other weight is split in two
+    local = (spec.dense_layer_params() - norms) / 2 + norms + spec.vocab * spec.hidden / 2
+    assert mem[0]["held_unsharded_grads"] == 4 * local
+    got, want = agree[0]["gradients"]
+    # at their own peak: plus the embedding shard's bf16 gradient, alive until FSDP2 casts it
+    # into the fp32 accumulator (FSDPParam.to_accumulated_grad_if_needed)
+    shard_bf16 = 2 * spec.vocab * spec.hidden / 2
+    assert want == 4 * local and got <= 4 * local + shard_bf16, (got, want)
 
 
 def test_moe_dry_run_with_balanced_routing_and_ep():
