@@ -469,6 +469,24 @@ def _sum4(c, v) -> float:
     return t
 
 
+@lru_cache(maxsize=4096)
+def _nonzero(uniq: tuple) -> tuple:
+    """Per counts tuple of ``uniq``, its (index, count) pairs with a nonzero count."""
+    return tuple(tuple((i, k) for i, k in enumerate(c) if k) for c in uniq)
+
+
+def _dots(terms: tuple, v) -> list[float]:
+    """[_sum4(c, v) for c in uniq] from ``terms`` = _nonzero(uniq): the same products
+    added in the same order, one call per vector instead of one per rank layout."""
+    out = []
+    for tc in terms:
+        t = 0
+        for i, k in tc:
+            t += k * v[i]
+        out.append(t)
+    return out
+
+
 class PairBounds:
     """Floors of one (degree point, micro-batch) pair, per schedule row and ladder rung."""
 
@@ -520,16 +538,18 @@ class PairBounds:
         # stored once only where one chunk holds both ends (pp = 1): cost/step.py estimate
         tied = (model.vocab * model.hidden / layout.tp
                 if model.tied_embeddings and layout.pp * vpp == 1 else 0.0)
-        params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
-        eparams = [_sum4(c, v["expert_params"]) for c in uniq]
+        terms = _nonzero(uniq)
+        params = [x - (tied if c[2] and c[3] else 0.0)
+                  for x, c in zip(_dots(terms, v["params"]), uniq)]
+        eparams = _dots(terms, v["expert_params"])
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
         # estimate()'s backward window holds the rank's recomputation too (cost/step.py): at
         # its largest, full recomputation of every layer (no rung recomputes more: Lemma R),
         # so the exposure below is no larger than any rung's
         vf = self.costs("full")[1]
-        wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
-                 + _sum4(c, v["bwd_weight_compute_s"]) + _sum4(c, vf["recompute_s"]))
-                for c in uniq]
+        wins = [(f, b + w + r) for f, b, w, r in zip(
+            _dots(terms, v["fwd_compute_s"]), _dots(terms, v["bwd_input_compute_s"]),
+            _dots(terms, v["bwd_weight_compute_s"]), _dots(terms, vf["recompute_s"]))]
         out = self._lay[key] = self.b._ranks[shared] = (uniq, idx, params, eparams, largest,
                                                         wins)
         return out
@@ -591,15 +611,16 @@ class PairBounds:
         # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
         pc, v = self.costs(rc, ov)
         vw = v["working_bytes"]
-        fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, schedule, vpp, pc.p2p_s)
-        bu = _with_p2p([_sum4(c, v["bwd_input_s"]) for c in uniq], fw, schedule, vpp, pc.p2p_s)
-        wu = [_sum4(c, v["bwd_weight_s"]) for c in uniq]
+        terms = _nonzero(uniq)
+        fu = _with_p2p(_dots(terms, v["fwd_s"]), fw, schedule, vpp, pc.p2p_s)
+        bu = _with_p2p(_dots(terms, v["bwd_input_s"]), fw, schedule, vpp, pc.p2p_s)
+        wu = _dots(terms, v["bwd_weight_s"])
         t = [f + b + w for f, b, w in zip(fu, bu, wu)]
         top = max(t) * (1 - SLACK)
         slowest = [u for u, tu in enumerate(t) if tu >= top]  # where r* can be
         out = self._per_rc[key] = self._rc_of[(vpp, schedule, rc)] = (
-            fu, bu, wu, [self.m * _sum4(c, v["overlap_slowdown_s"]) for c in uniq],
-            [_sum4(c, v["saved_bytes"]) for c in uniq],
+            fu, bu, wu, [self.m * x for x in _dots(terms, v["overlap_slowdown_s"])],
+            _dots(terms, v["saved_bytes"]),
             [max(x for k, x in zip(c, vw) if k) for c in uniq], slowest)
         return out
 
