@@ -29,14 +29,14 @@ schedules (zb_v, dualpipev) where rank ``r`` holds stages ``r`` and ``2*pp - 1 -
 from __future__ import annotations
 
 import gc
-from collections import defaultdict, deque
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..errors import InputError, require_positive_int
 from ..plan import MULTI_CHUNK_SCHEDULES, SCHEDULES, V_SCHEDULES
-from .actions import B, F, I, W, Action, overlap
+from .actions import B, F, I, OVERLAP_F_B, W, Action
 
 
 
@@ -90,13 +90,25 @@ def stage_to_rank(stage: int, pp: int, v_shape: bool) -> int:
 def no_gc():
     """Pause the cyclic garbage collector: building or walking hundreds of thousands of
     small tuples otherwise triggers collections that rescan every live object (they make
-    up most of the time at 128 stages x 1,024 micro-batches). Nothing here makes cycles."""
+    up most of the time at 128 stages x 1,024 micro-batches). Nothing here makes cycles.
+
+    On the way out, what was made meanwhile (the search's caches: 270,000 objects for
+    DeepSeek-V3) goes straight to the oldest generation, which only a full collection
+    examines: left young, the first allocation after the pause scanned it all as one
+    young generation and, ten young collections later, again as the middle one (0.4 s of
+    DeepSeek-V3's 5 s search). ``gc.freeze()`` then ``gc.unfreeze()`` does that move
+    (CPython's gcmodule: freeze moves every generation to the permanent one and zeroes the
+    young count, unfreeze moves the permanent one to the oldest); not when something else
+    froze objects, which must stay frozen."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -210,50 +222,41 @@ def _interleaved(pp: int, vpp: int, m: int, rank: int, zero_bubble: bool) -> lis
     Depth first: micro-batches go through the local chunks in rounds of ``per_round``
     (= m // rounds, rounds = max(1, m // pp)). The zero-bubble variant splits each backward
     into I then W and delays the W of rank r by r steps (ZB1P).
+
+    torch's loop, step by step: ``warm`` forwards; then per step a forward and a backward,
+    and, ``rank`` backwards behind, the W of the backward that many steps earlier; then the
+    cool-down's backwards (and Ws); then the Ws left. Its j-th forward runs chunk
+    (j // per_round) % vpp, its j-th backward chunk vpp - 1 - (j // per_round) % vpp, each
+    on micro-batch (j // (vpp * per_round)) * per_round + j % per_round (rounds_fit: m is
+    rounds * per_round), as torch's per-stage counters give; its j-th W is the j-th
+    backward's. Built from those three lists.
     """
     rounds = max(1, m // pp)
     per_round = m // rounds
     warm = _warmup_ops(rank, vpp, per_round, pp, m, 1 if zero_bubble else 2)
     total = vpp * m  # forward ops; as many backward ops
-    fwd_bwd = total - warm
-
-    def fwd_stage(step: int) -> int:
-        return ((step // per_round) % vpp) * pp + rank
-
-    def bwd_stage(step: int) -> int:
-        return (vpp - 1 - ((step - warm) // per_round) % vpp) * pp + rank
-
-    f_mb: dict[int, int] = defaultdict(int)
-    b_mb: dict[int, int] = defaultdict(int)
-    w_mb: dict[int, int] = defaultdict(int)
-    ops: list[Action] = []
-    bwd_kind = I if zero_bubble else B
-    backward_steps: list[int] = []
-    w_done = 0
+    span = vpp * per_round
+    new = tuple.__new__  # Action(stage, kind, mb) without the Python-level __new__
+    fwd = [new(Action, (((j // per_round) % vpp) * pp + rank, F, (j // span) * per_round
+                        + j % per_round, None)) for j in range(total)]
+    bwd = [new(Action, ((vpp - 1 - (j // per_round) % vpp) * pp + rank, I if zero_bubble else B,
+                        (j // span) * per_round + j % per_round, None)) for j in range(total)]
+    ops = fwd[:warm]
+    if not zero_bubble:
+        for f, b in zip(fwd[warm:], bwd):
+            ops.append(f)
+            ops.append(b)
+        ops.extend(bwd[total - warm:])
+        return ops
+    wgt = [new(Action, (a.stage, W, a.mb, None)) for a in bwd]
     delay = rank  # num_1f1b_microbatches in torch
-
-    def weight() -> None:
-        nonlocal w_done
-        s = bwd_stage(backward_steps[w_done])
-        ops.append(Action(s, W, w_mb[s]))
-        w_mb[s] += 1
-        w_done += 1
-
-    for op in range(warm + fwd_bwd + warm):  # warm-up, steady 1F1B, cool-down
-        if op < warm + fwd_bwd:
-            s = fwd_stage(op)
-            ops.append(Action(s, F, f_mb[s]))
-            f_mb[s] += 1
-            if op < warm:
-                continue
-        s = bwd_stage(op)
-        ops.append(Action(s, bwd_kind, b_mb[s]))
-        b_mb[s] += 1
-        backward_steps.append(op)
-        if zero_bubble and op - warm >= delay:
-            weight()
-    while zero_bubble and w_done < len(backward_steps):
-        weight()
+    for j in range(total):
+        if j < total - warm:
+            ops.append(fwd[warm + j])
+        ops.append(bwd[j])
+        if j >= delay:
+            ops.append(wgt[j - delay])
+    ops.extend(wgt[max(0, total - delay):])
     return ops
 
 
@@ -302,34 +305,34 @@ def _dualpipev(pp: int, m: int, rank: int) -> list[Action]:
     backward of the other run together so that one hides the other's communication.
     """
     s0, s1 = rank, 2 * pp - 1 - rank
-    cnt: dict[tuple[int, str], int] = defaultdict(int)
+    # per stage, the next micro-batch to run forward and backward (B or I: one count)
+    n_fwd = {s0: 0, s1: 0}
+    n_bwd = {s0: 0, s1: 0}
     wq: deque[tuple[int, int]] = deque()
     ops: list[Action] = []
+    new = tuple.__new__  # Action(...) without the Python-level __new__
 
     def act(stage: int, kind: str) -> Action:
-        key = (stage, I if kind == B else kind)
-        a = Action(stage, kind, cnt[key])
-        if kind == B:
-            cnt[(stage, I)] += 1
-            cnt[(stage, W)] += 1
+        if kind == F:
+            mb = n_fwd[stage]
+            n_fwd[stage] = mb + 1
         else:
+            mb = n_bwd[stage]
+            n_bwd[stage] = mb + 1
             if kind == I:
-                wq.append((stage, cnt[key]))
-            cnt[key] += 1
-        return a
+                wq.append((stage, mb))
+        return new(Action, (stage, kind, mb, None))
 
     def add(stage: int, kind: str) -> None:
         ops.append(act(stage, kind))
 
-    def pair(fstage: int, bstage: int) -> None:
-        fwd = act(fstage, F)
-        ops.append(overlap(fwd, act(bstage, B)))
+    def pair(fstage: int, bstage: int) -> None:  # overlap(F, B)
+        ops.append(new(Action, (-1, OVERLAP_F_B, None, (act(fstage, F), act(bstage, B)))))
 
     def pending_w() -> None:
         if wq:
             stage, mb = wq.popleft()
-            ops.append(Action(stage, W, mb))
-            cnt[(stage, W)] += 1
+            ops.append(new(Action, (stage, W, mb, None)))
 
     for _ in range((pp - rank - 1) * 2):           # 1: F0
         add(s0, F)

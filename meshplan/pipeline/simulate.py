@@ -37,11 +37,17 @@ pins that and the other closed forms.
 Speed: each action is simulated once; a rank blocked on a remote input is parked on that
 input and woken when it is produced, so a step costs O(actions) (128 stages x 1,024
 micro-batches of 1F1B, 262,144 actions, in well under a second; ``bench/bench_simulate.py``).
+What does not change between simulations of one schedule (every action's input and output
+slots, link and cost index; the peak count in flight) is worked out once per schedule
+(``_Program``), so the loop per action reads one tuple and does the arithmetic of the times
+(``tests/test_simulate_work.py`` counts its bytecodes per action).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import accumulate, compress
+from operator import add
 
 from ..errors import InputError
 from .actions import B, F, I, OVERLAP_F_B, W
@@ -165,32 +171,23 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     for c in chunks:
         if min(c.fwd_s, c.bwd_input_s, c.bwd_weight_s, c.p2p_s) < 0:
             raise InputError("chunks", c, "times must be >= 0")
-    rank_of = [sched.stage_to_rank(s) for s in range(S)]
-    fwd = [c.fwd_s for c in chunks]
-    bin_ = [c.bwd_input_s for c in chunks]
-    bwt = [c.bwd_weight_s for c in chunks]
-    bfull = [c.bwd_input_s + c.bwd_weight_s for c in chunks]
+    prog = _encoded(sched)
+    tpl, KS, MB, over = prog.tpl, prog.ks, prog.mbs, prog.over
+    # durations by _Program's duration index: kind * S + stage (F, B, I, W)
+    dur = ([c.fwd_s for c in chunks] + [c.bwd_input_s + c.bwd_weight_s for c in chunks]
+           + [c.bwd_input_s for c in chunks] + [c.bwd_weight_s for c in chunks])
     p2p = [c.p2p_s for c in chunks]
     comp_f = [c.fwd_s - c.a2a_fwd_s for c in chunks]
     comp_b = [c.bwd_s - c.a2a_bwd_s for c in chunks]
     a2a_f = [c.a2a_fwd_s for c in chunks]
     a2a_b = [c.a2a_bwd_s for c in chunks]
-    last = S - 1
-    n_keys = S * m
     NEG = -1.0
-    f_end = [NEG] * n_keys     # forward end, per (stage, mb): key = stage * m + mb
-    f_arr = [NEG] * n_keys     # forward output's arrival at stage + 1
-    b_arr = [NEG] * n_keys     # input gradient's arrival at stage - 1
-    i_end = [NEG] * n_keys     # B or I end (W's input)
-    # producing action of each (for the critical path): global action id
-    f_gid = [0] * n_keys
-    b_gid = [0] * n_keys
-    i_gid = [0] * n_keys
+    last = S - 1
+    # one time per slot (_Program): -1 until the output exists
+    T = [NEG] * prog.zero + [0.0] * (prog.n_slots - prog.zero)
+    G = [0] * prog.n_slots if record else None  # producing action (global id) of each slot
+    waiter = [-1] * prog.n_slots  # the rank parked on the slot
     link_free = [0.0] * (pp * pp)  # per (sender, receiver): when the link is free
-    waiting: dict[int, int] = {}  # key * 2 (+1 for gradients) -> parked rank
-
-    # the lists as parallel int lists (the same for every simulation of this schedule)
-    kinds, stages, mbs, subs, used, peak_items = _encoded(sched)
 
     # data-parallel stream: parameter gathers at the start, in order of first use
     dp_free = [0.0] * pp
@@ -198,7 +195,7 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
     dp_events: list[tuple] = []
     rank_t0 = [0.0] * pp
     for r in range(pp):
-        order_used = used[r]
+        order_used = prog.used[r]
         for s in order_used:
             g = chunks[s].param_gather_s
             if g > 0:
@@ -210,213 +207,139 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
             rank_t0[r] = dp_free[r]
             for s in order_used:
                 gather_done[s] = 0.0
+    # a forward cannot end before its chunk's parameters are there (overlapped gather); by
+    # duration index (forwards first); None when no gather is left to wait for
+    gather = gather_done + [0.0] * (3 * S) if any(g > 0 for g in gather_done) else None
 
     free = list(rank_t0)
     busy = [0.0] * pp
     ptr = [0] * pp
-    starts: list[list[float]] = [[] for _ in range(pp)]
-    ends: list[list[float]] = [[] for _ in range(pp)]
-    # critical-path bookkeeping: for each action (gid), its binding predecessor gid or -1,
-    # and whether the binding edge was a transfer (src, dst, start, end)
+    starts: list[list[float]] = [[0.0] * len(x) for x in KS]
+    ends: list[list[float]] = [[0.0] * len(x) for x in KS]
+    # critical-path bookkeeping: for each action (gid), its binding predecessor gid or -1
     gid_base = [0] * pp
     tot = 0
     for r in range(pp):
         gid_base[r] = tot
-        tot += len(kinds[r])
+        tot += len(KS[r])
     pred = [-1] * tot if record else None
     transfers: list[tuple] = []
-    wgrad_count = [0] * S
-    reduce_issue = [NEG] * S  # start of the chunk's last weight-gradient action
-    reduce_floor = [NEG] * S  # its end: the last bucket cannot be reduced before it
     ready = list(range(pp - 1, -1, -1))
-
-    def send(r: int, dst: int, end: float, s_out: int) -> float:
-        """Issue a transfer of chunk ``s_out``'s activation size on link r->dst."""
-        link = r * pp + dst
-        lf = link_free[link]
-        ts = end if end > lf else lf
-        arr = ts + p2p[s_out]
-        link_free[link] = arr
-        return arr
 
     while ready:
         r = ready.pop()
-        K, St, Mb, sub = kinds[r], stages[r], mbs[r], subs[r]
-        n = len(K)
+        ks_r, mb_r = KS[r], MB[r]
+        n = len(ks_r)
         i = ptr[r]
         t = free[r]
         st_r, en_r = starts[r], ends[r]
         base = gid_base[r]
         bsy = busy[r]
         while i < n:
-            k = K[i]
-            if k == _O:
-                fa, ba = sub[i]
-                sf, mf, sb, mbb = fa.stage, fa.mb, ba.stage, ba.mb
-                kf = sf * m + mf
-                kb = sb * m + mbb
-                dep_f = 0.0
-                pf = -1
-                if sf > 0:
-                    d = f_arr[kf - m]
-                    if d < 0:
-                        waiting[(kf - m) * 2] = r
-                        break
-                    if d > dep_f:
-                        dep_f, pf = d, f_gid[kf - m]
-                if sb == last:
-                    dep_b = f_end[kb]
-                    pb = f_gid[kb]
-                else:
-                    dep_b = b_arr[kb + m]
-                    pb = b_gid[kb + m]
-                if dep_b < 0:
-                    waiting[(kb + m) * 2 + 1 if sb != last else kb * 2 + 0] = r
+            ks = ks_r[i]
+            if ks >= 0:  # F, B, I or W
+                k, dep, di, oa, oe, lk, pix = tpl[ks]
+                mb = mb_r[i]
+                dep += mb
+                d = T[dep]
+                if d < 0:  # its input is not there yet: park on it
+                    if k == _W:
+                        raise ScheduleError(f"rank {r}: {sched.order[r][i]} before its I")
+                    waiter[dep] = r
                     break
-                dep, p = (dep_f, pf) if dep_f >= dep_b else (dep_b, pb)
+                start = t if t >= d else d
+                end = start + dur[di]
+                if gather is not None and gather[di] > end:  # parameters still arriving
+                    end = gather[di]
+                t_after = end
+                oe += mb
+                T[oe] = end
+                if record:
+                    gid = base + i
+                    pred[gid] = G[dep] if d > t else (gid - 1 if i else -1)
+                    G[oe] = gid
+                if oa >= 0:  # an output another action waits for
+                    oa += mb
+                    if lk >= 0:  # on the link to another rank
+                        lf = link_free[lk]
+                        arr = (end if end > lf else lf) + p2p[pix]
+                        link_free[lk] = arr
+                        if record:
+                            transfers.append((r, lk - r * pp, ks % S, mb,
+                                              "F" if k == _F else "B", arr - p2p[pix], arr))
+                        if not overlap_p2p:
+                            t_after = arr
+                    else:
+                        arr = end
+                    T[oa] = arr
+                    if record:
+                        G[oa] = gid
+                    w = waiter[oa]
+                    if w >= 0:
+                        ready.append(w)
+            else:  # OVERLAP_F_B: a forward and a full backward together
+                sf, mf, sb, mbb, dep_f, dep_b, fo, f_lk, bo, ie, b_lk = over[~ks]
+                d = T[dep_f]
+                if d < 0:
+                    waiter[dep_f] = r
+                    break
+                db = T[dep_b]
+                if db < 0:
+                    waiter[dep_b] = r
+                    break
+                if d >= db:
+                    dep, slot = d, dep_f
+                else:
+                    dep, slot = db, dep_b
                 start = t if t >= dep else dep
                 comp = comp_f[sf] + comp_b[sb]
                 comm = a2a_f[sf] + a2a_b[sb]
                 end = start + (comp if comp >= comm else comm)
-                if gather_done[sf] > end:  # parameters still arriving (overlapped gather)
-                    end = gather_done[sf]
+                if gather is not None and gather[sf] > end:  # parameters still arriving
+                    end = gather[sf]
                 t_after = end
                 gid = base + i
                 if record:
-                    pred[gid] = p if dep > t else (gid - 1 if i else -1)
-                # forward half
-                f_end[kf] = end
-                f_gid[kf] = gid
-                if sf < last:
-                    dst = rank_of[sf + 1]
-                    arr = send(r, dst, end, sf) if dst != r else end
-                    f_arr[kf] = arr
-                    if record and dst != r:
-                        transfers.append((r, dst, sf, mf, "F", arr - p2p[sf], arr))
-                    w = waiting.pop(kf * 2, -1)
+                    pred[gid] = G[slot] if dep > t else (gid - 1 if i else -1)
+                    G[fo] = G[ie] = gid
+                # forward half (on the last stage: its own backward's input)
+                if f_lk >= 0:
+                    lf = link_free[f_lk]
+                    arr = (end if end > lf else lf) + p2p[sf]
+                    link_free[f_lk] = arr
+                    if record:
+                        transfers.append((r, f_lk - r * pp, sf, mf, "F", arr - p2p[sf], arr))
+                else:
+                    arr = end
+                T[fo] = arr
+                if sf != last:
+                    w = waiter[fo]
                     if w >= 0:
                         ready.append(w)
-                # backward half (full B)
-                i_end[kb] = end
-                i_gid[kb] = gid
-                if sb > 0:
-                    dst = rank_of[sb - 1]
-                    arr = send(r, dst, end, sb - 1) if dst != r else end
-                    b_arr[kb] = arr
-                    b_gid[kb] = gid
-                    if record and dst != r:
-                        transfers.append((r, dst, sb, mbb, "B", arr - p2p[sb - 1], arr))
-                    w = waiting.pop(kb * 2 + 1, -1)
-                    if w >= 0:
-                        ready.append(w)
-                wgrad_count[sb] += 1
-                if wgrad_count[sb] == m:
-                    reduce_issue[sb] = start
-                    reduce_floor[sb] = end
-                if last == sf:
-                    w = waiting.pop(kf * 2, -1)
-                    if w >= 0:
-                        ready.append(w)
-            else:
-                s = St[i]
-                key = s * m + Mb[i]
-                if k == _F:
-                    dep = 0.0
-                    p = -1
-                    if s > 0:
-                        d = f_arr[key - m]
-                        if d < 0:
-                            waiting[(key - m) * 2] = r
-                            break
-                        if d > dep:
-                            dep, p = d, f_gid[key - m]
-                    start = t if t >= dep else dep
-                    end = start + fwd[s]
-                    if gather_done[s] > end:  # parameters still arriving (overlapped gather)
-                        end = gather_done[s]
-                    t_after = end
-                    gid = base + i
-                    f_end[key] = end
-                    f_gid[key] = gid
-                    if s < last:
-                        dst = rank_of[s + 1]
-                        if dst != r:
-                            link = r * pp + dst  # inline send(): the hot path
-                            lf = link_free[link]
-                            arr = (end if end > lf else lf) + p2p[s]
-                            link_free[link] = arr
-                            if record:
-                                transfers.append((r, dst, s, Mb[i], "F", arr - p2p[s], arr))
-                            if not overlap_p2p:
-                                t_after = arr
-                        else:
-                            arr = end
-                        f_arr[key] = arr
-                        w = waiting.pop(key * 2, -1)
-                        if w >= 0:
-                            ready.append(w)
+                # backward half
+                T[ie] = end
+                if bo >= 0:
+                    if b_lk >= 0:
+                        lf = link_free[b_lk]
+                        arr = (end if end > lf else lf) + p2p[sb - 1]
+                        link_free[b_lk] = arr
+                        if record:
+                            transfers.append((r, b_lk - r * pp, sb, mbb, "B",
+                                              arr - p2p[sb - 1], arr))
                     else:
-                        w = waiting.pop(key * 2, -1)  # the last stage's own backward
-                        if w >= 0:
-                            ready.append(w)
-                elif k == _W:
-                    dep = i_end[key]
-                    if dep < 0:
-                        raise ScheduleError(f"rank {r}: {s}W{Mb[i]} before its I")
-                    p = i_gid[key]
-                    start = t if t >= dep else dep
-                    end = t_after = start + bwt[s]
-                    gid = base + i
-                    wgrad_count[s] += 1
-                    if wgrad_count[s] == m:
-                        reduce_issue[s] = start
-                        reduce_floor[s] = end
-                else:  # B or I
-                    if s == last:
-                        dep = f_end[key]
-                        if dep < 0:
-                            waiting[key * 2] = r
-                            break
-                        p = f_gid[key]
-                    else:
-                        dep = b_arr[key + m]
-                        if dep < 0:
-                            waiting[(key + m) * 2 + 1] = r
-                            break
-                        p = b_gid[key + m]
-                    start = t if t >= dep else dep
-                    end = t_after = start + (bfull[s] if k == _B else bin_[s])
-                    gid = base + i
-                    i_end[key] = end
-                    i_gid[key] = gid
-                    if k == _B:
-                        wgrad_count[s] += 1
-                        if wgrad_count[s] == m:
-                            reduce_issue[s] = start
-                            reduce_floor[s] = end
-                    if s > 0:
-                        dst = rank_of[s - 1]
-                        if dst != r:
-                            link = r * pp + dst
-                            lf = link_free[link]
-                            arr = (end if end > lf else lf) + p2p[s - 1]
-                            link_free[link] = arr
-                            if record:
-                                transfers.append((r, dst, s, Mb[i], "B",
-                                                  arr - p2p[s - 1], arr))
-                            if not overlap_p2p:
-                                t_after = arr
-                        else:
-                            arr = end
-                        b_arr[key] = arr
-                        b_gid[key] = gid
-                        w = waiting.pop(key * 2 + 1, -1)
-                        if w >= 0:
-                            ready.append(w)
-                if record:
-                    pred[gid] = p if dep > t else (gid - 1 if i else -1)
-            st_r.append(start)
-            en_r.append(end)
+                        arr = end
+                    T[bo] = arr
+                    if record:
+                        G[bo] = gid
+                    w = waiter[bo]
+                    if w >= 0:
+                        ready.append(w)
+                if sf == last:  # (woken after the backward half, as before)
+                    w = waiter[fo]
+                    if w >= 0:
+                        ready.append(w)
+            st_r[i] = start
+            en_r[i] = end
             bsy += end - start
             t = t_after
             i += 1
@@ -424,119 +347,202 @@ def _simulate(sched: Schedule, chunks: list[ChunkTimes], overlap_p2p: bool,
         free[r] = t
         busy[r] = bsy
 
-    stuck = [r for r in range(pp) if ptr[r] < len(kinds[r])]
+    stuck = [r for r in range(pp) if ptr[r] < len(KS[r])]
     if stuck:
         r = stuck[0]
         raise ScheduleError(f"{sched.name}: deadlock, rank {r} waits at "
                             f"{sched.order[r][ptr[r]]} (ranks stuck: {stuck})")
 
-    # data-parallel gradient reduction and the optimizer
+    # data-parallel gradient reduction (issued when the chunk's last weight-gradient action
+    # starts, ending no earlier than that action) and the optimizer
     ranks: list[RankResult] = []
     ends_rank = []
     act = [c.act_bytes for c in chunks]
     hold = [c.act_bytes if c.w_hold_bytes is None else min(c.w_hold_bytes, c.act_bytes)
             for c in chunks]
+    reduce_issue = reduce_floor = None
+    if any(c.grad_reduce_s > 0 for c in chunks):
+        reduce_issue = [NEG] * S
+        reduce_floor = [NEG] * S
+        for s, (r, i) in enumerate(prog.last_grad()):
+            if r >= 0:
+                reduce_issue[s] = starts[r][i]
+                reduce_floor[s] = ends[r][i]
     for r in range(pp):
         comp_end = free[r]
         dpf = dp_free[r]
         rstages = sched.rank_stages(r)
-        issue_order = sorted(rstages, key=lambda s: reduce_issue[s])
-        for s in issue_order:
-            g = chunks[s].grad_reduce_s
-            if g <= 0:
-                continue
-            at = reduce_issue[s] if overlap_grad_reduce else comp_end
-            st = dpf if dpf > at else at
-            dpf = st + g
-            if dpf < reduce_floor[s]:
-                dpf = reduce_floor[s]
-            dp_events.append((r, "reduce", s, st, dpf))
+        if reduce_issue is not None:
+            for s in sorted(rstages, key=lambda s: reduce_issue[s]):
+                g = chunks[s].grad_reduce_s
+                if g <= 0:
+                    continue
+                at = reduce_issue[s] if overlap_grad_reduce else comp_end
+                st = dpf if dpf > at else at
+                dpf = st + g
+                if dpf < reduce_floor[s]:
+                    dpf = reduce_floor[s]
+                dp_events.append((r, "reduce", s, st, dpf))
         end_r = comp_end if comp_end > dpf else dpf
         opt = sum(chunks[s].optimizer_s for s in rstages)
         ends_rank.append((comp_end, end_r - comp_end, opt, end_r + opt))
     step = max(e[3] for e in ends_rank)
+    # stashed activations: a forward adds its chunk's bytes at its start, B frees them, I
+    # all but what W holds, W the rest; by kind * S + stage
+    change = (act + [-a for a in act] + [-(a - h) for a, h in zip(act, hold)]
+              + [-h for h in hold])
+    peak_in_flight = prog.peak_in_flight()
     for r in range(pp):
         comp_end, dp_exp, opt, end_r = ends_rank[r]
         idle = step - busy[r] - opt
-        peak_b, peak_n = _peak_of(peak_items[r], act, hold)
         ranks.append(RankResult(r, busy[r], idle, idle / step if step > 0 else 0.0,
-                                comp_end, dp_exp, opt, end_r, peak_b, peak_n))
+                                comp_end, dp_exp, opt, end_r, prog.peak(r, change),
+                                peak_in_flight[r]))
 
     crit: list[tuple] = []
     if record and tot:
+        rank_of = [sched.stage_to_rank(s) for s in range(S)]
         crit = _critical_path(sched, starts, ends, pred, gid_base, rank_of, step, ends_rank)
     return SimResult(sched, list(chunks), step, ranks, crit, starts, ends, transfers, dp_events)
 
 
-_ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its encoding)
+class _Program:
+    """A schedule as the simulator reads it, the same for every simulation of it.
+
+    The simulation keeps one time per slot: for each (stage, micro-batch) key =
+    stage * m + mb, the forward's output as the next stage receives it (on the last stage:
+    the forward's end, its own backward's input), the input gradient as the previous stage
+    receives it, and the end of its B or I (W's input); then m slots that read 0.0 (the
+    first stage's forwards have no input) and m that nobody reads. An action of kind k on
+    stage s is ``tpl[k * S + s]``, (kind, input slot, duration index, output slot or -1,
+    end slot, link or -1, p2p index), each slot without its micro-batch, added when it
+    runs: the duration index is k * S + s, the link sender * pp + receiver where the output
+    goes to another rank, the p2p index the stage whose activation size travels.
+    Per rank ``ks`` lists k * S + s of each action, or ~j for the j-th OVERLAP_F_B, whose
+    ``over[j]`` holds (forward stage, its mb, backward stage, its mb, the two input slots,
+    the forward's output slot and link, the backward's gradient slot or -1, its end slot,
+    its link), and ``mbs`` the micro-batches.
+    """
+
+    __slots__ = ("tpl", "ks", "mbs", "over", "used", "items", "zero", "n_slots", "_grads",
+                 "_in_flight", "_first", "_sched")
+
+    def __init__(self, sched: Schedule):
+        S, m, pp = sched.num_stages, sched.num_microbatches, sched.pp
+        nk = S * m
+        FO, BA, IE = 0, nk, 2 * nk  # the blocks of slots
+        ZB, SB = 3 * nk, 3 * nk + m
+        last = S - 1
+        rank_of = [sched.stage_to_rank(s) for s in range(S)]
+
+        def link(s: int, to: int) -> int:
+            r, dst = rank_of[s], rank_of[to]
+            return r * pp + dst if dst != r else -1
+
+        tpl = [None] * (4 * S)
+        for s in range(S):
+            tpl[_F * S + s] = (_F, FO + (s - 1) * m if s > 0 else ZB, _F * S + s, FO + s * m,
+                               SB, link(s, s + 1) if s < last else -1, s)
+            for k in (_B, _I):
+                tpl[k * S + s] = (k, FO + s * m if s == last else BA + (s + 1) * m, k * S + s,
+                                  BA + s * m if s > 0 else -1, IE + s * m,
+                                  link(s, s - 1) if s > 0 else -1, s - 1)
+            tpl[_W * S + s] = (_W, IE + s * m, _W * S + s, -1, SB, -1, -1)
+        self.tpl = tpl
+        self.ks, self.mbs, self.over, self.used, self.items = [], [], [], [], []
+        offset = {kind: c * S for kind, c in _CODE.items()}.__getitem__
+        for r in range(pp):
+            acts = sched.order[r]
+            stages, kinds, mbs, _ = zip(*acts) if acts else ((), (), (), ())
+            if OVERLAP_F_B not in kinds:
+                ks = list(map(add, map(offset, kinds), stages))
+                self.ks.append(ks)
+                self.used.append(list(dict.fromkeys(stages)))
+                self.items.append(ks)
+            else:
+                ks, used, items = [], {}, []
+                for a in acts:
+                    if a.sub is None:
+                        ks.append(_CODE[a.kind] * S + a.stage)
+                        used[a.stage] = None
+                        items.append(ks[-1])
+                        continue
+                    fa, ba = a.sub
+                    sf, sb = fa.stage, ba.stage
+                    kf, kb = sf * m + fa.mb, sb * m + ba.mb
+                    ks.append(~len(self.over))
+                    self.over.append((
+                        sf, fa.mb, sb, ba.mb, FO + kf - m if sf > 0 else ZB + fa.mb,
+                        FO + kb if sb == last else BA + kb + m, FO + kf,
+                        link(sf, sf + 1) if sf < last else -1, BA + kb if sb > 0 else -1,
+                        IE + kb, link(sb, sb - 1) if sb > 0 else -1))
+                    used[sf] = used[sb] = None
+                    items.append(_F * S + sf)
+                    items.append(_CODE[ba.kind] * S + sb)
+                self.ks.append(ks)
+                self.used.append(list(used))
+                self.items.append(items)
+            self.mbs.append(mbs)
+        self.zero, self.n_slots = ZB, SB + m
+        self._grads = self._in_flight = None
+        self._first = [[True] + [x < S for x in items] for items in self.items]  # 0, F
+        self._sched = sched
+
+    def peak(self, r: int, change: list[float]) -> float:
+        """Rank r's peak stashed bytes: the running sum of ``change`` (by kind * S + stage)
+        over its items (the actions, an OVERLAP_F_B's forward then backward) in order, at
+        its forwards' starts, and 0 before any."""
+        sums = accumulate(map(change.__getitem__, self.items[r]), initial=0.0)
+        return max(compress(sums, self._first[r]))
+
+    def peak_in_flight(self) -> list[int]:
+        """Per rank, the most chunk-micro-batches stashed at once (a forward adds one, B and
+        W free it)."""
+        if self._in_flight is None:
+            S = self._sched.num_stages
+            step = [1] * S + [-1] * S + [0] * S + [-1] * S
+            self._in_flight = [max(compress(accumulate(map(step.__getitem__, items),
+                                                       initial=0), first))
+                               for items, first in zip(self.items, self._first)]
+        return self._in_flight
+
+    def last_grad(self) -> list[tuple[int, int]]:
+        """Per stage, (rank, index) of the action that completes its weight gradients (its
+        m-th B, W or OVERLAP_F_B backward), or (-1, -1)."""
+        if self._grads is None:
+            sched = self._sched
+            S, m = sched.num_stages, sched.num_microbatches
+            count = [0] * S
+            out = [(-1, -1)] * S
+            for r in range(sched.pp):
+                for i, ks in enumerate(self.ks[r]):
+                    if ks >= 0:
+                        k, s = divmod(ks, S)
+                        if k != _B and k != _W:
+                            continue
+                    else:
+                        s = self.over[~ks][2]
+                    count[s] += 1
+                    if count[s] == m:
+                        out[s] = (r, i)
+            self._grads = out
+        return self._grads
 
 
-def _encoded(sched: Schedule) -> tuple:
-    """Per rank: the action kinds, stages and micro-batches as int lists, the OVERLAP_F_B
-    halves by index, the stages in order of first use, and the (kind, stage) items of
-    _peak_of's walk. Cached per Schedule object (build_schedule's are never mutated)."""
+_ENCODED: dict[int, tuple] = {}  # id(schedule) -> (schedule, its _Program)
+
+
+def _encoded(sched: Schedule) -> _Program:
+    """The schedule's _Program, cached per Schedule object (build_schedule's are never
+    mutated)."""
     hit = _ENCODED.get(id(sched))
     if hit is not None and hit[0] is sched:
         return hit[1]
-    kinds: list[list[int]] = []
-    stages: list[list[int]] = []
-    mbs: list[list[int]] = []
-    subs: list[dict[int, tuple]] = []
-    used: list[list[int]] = []
-    items: list[list[tuple[int, int]]] = []
-    for r in range(sched.pp):
-        acts = sched.order[r]
-        kinds.append([_CODE[a.kind] for a in acts])
-        stages.append([a.stage for a in acts])
-        mbs.append([-1 if a.mb is None else a.mb for a in acts])
-        subs.append({i: a.sub for i, a in enumerate(acts) if a.sub is not None})
-        order_used: list[int] = []
-        seen: set = set()
-        for a in acts:
-            for x in a.leaves():
-                if x.stage not in seen:
-                    seen.add(x.stage)
-                    order_used.append(x.stage)
-        used.append(order_used)
-        it: list[tuple[int, int]] = []
-        for i, k in enumerate(kinds[r]):
-            if k == _O:
-                fa, ba = subs[r][i]
-                it.append((_F, fa.stage))
-                it.append((_CODE[ba.kind], ba.stage))
-            else:
-                it.append((k, stages[r][i]))
-        items.append(it)
+    prog = _Program(sched)
     if len(_ENCODED) >= 64:  # (as many as build_schedule keeps)
         _ENCODED.clear()
-    enc = (kinds, stages, mbs, subs, used, items)
-    _ENCODED[id(sched)] = (sched, enc)
-    return enc
-
-
-def _peak_of(items: list[tuple[int, int]], act: list[float], hold: list[float]
-             ) -> tuple[float, int]:
-    """Peak stashed bytes and chunk-micro-batches, walking one rank's (kind, stage) items in
-    order."""
-    cur = peak = 0.0
-    n = peak_n = 0
-    for kk, s in items:
-        if kk == _F:
-            cur += act[s]
-            n += 1
-            if cur > peak:
-                peak = cur
-            if n > peak_n:
-                peak_n = n
-        elif kk == _B:
-            cur -= act[s]
-            n -= 1
-        elif kk == _I:
-            cur -= act[s] - hold[s]
-        else:
-            cur -= hold[s]
-            n -= 1
-    return peak, peak_n
+    _ENCODED[id(sched)] = (sched, prog)
+    return prog
 
 
 def _memory_events(res: SimResult, rank: int) -> list[tuple[float, float]]:

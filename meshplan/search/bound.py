@@ -276,6 +276,24 @@ class Bounds:
         self._fbw: dict = {}
         self._ranks: dict = {}  # (id of the PointCosts at rc0, pp, vpp, v_shape) -> ranks
         self._fast: dict = {}  # (id of the layout, micro-batch, rc, ep_overlap) -> costs
+        # the same costs as _pc's, keyed by the placements dict (_pl_of's, one per
+        # placement_key, alive as long as self) instead of the Placements it holds, whose
+        # hashing made most of a hit's time
+        self._pc_by_pl: dict = {}
+        self._held = None
+
+    def held_args(self) -> tuple:
+        """The workload's arguments of held_bytes_of (Theorem M), the same for every rank:
+        optimizer state bytes, fp16_grads, fp32_weights, grad_buffer_bytes, keeps_master,
+        step_main_grad."""
+        out = self._held
+        if out is None:
+            w = self.workload
+            out = self._held = (w.master_and_state_bytes,
+                                keeps_16bit_grads(w.precision, w.framework),
+                                w.precision in FP32_STORAGE, w.grad_buffer_bytes,
+                                w.keeps_master, main_grad_at_step_only(w.framework))
+        return out
 
     def placements(self, layout: Plan) -> dict:
         pl = self._pl.get(id(layout))
@@ -326,12 +344,18 @@ class Bounds:
             ep_overlap = layout.ep_comm_overlap or (self.dualpipe and layout.pp > 1)
         pl = self.placements(layout)
         sp = bool(layout.sequence_parallel)
+        fast = (id(pl), layout.tp, layout.cp, layout.ep, layout.etp, sp, layout.tp_comm_overlap,
+                layout.cp_kind, layout.pp > 1, mb, rc, layout.moe_dispatcher, ep_overlap)
+        pc = self._pc_by_pl.get(fast)
+        if pc is not None:
+            return pc
         across = layout.pp > 1 and pl["pp_across_nodes"].nodes > 1
         key = (layout.tp, layout.cp, layout.ep, layout.etp, sp, layout.tp_comm_overlap,
                layout.cp_kind, pl["tp"], pl["cp"], pl["ep"], pl["etp"], layout.pp > 1, across,
                mb, rc, layout.moe_dispatcher, ep_overlap)
         pc = self._pc.get(key)
         if pc is not None:
+            self._pc_by_pl[fast] = pc
             return pc
 
         # a rung of rule 7's module ladder ("selective:<modules>", space.module_ladder)
@@ -368,8 +392,8 @@ class Bounds:
         if layout.pp > 1:
             p2p = p2p_across if across else p2p_in
         # (the last two: estimate()'s recomputed-layer kinds, weighed 0 at a ladder rung)
-        pc = self._pc[key] = PointCosts((dense or moe, moe or dense, emb, head,
-                                         dense or moe, moe or dense), p2p)
+        pc = self._pc[key] = self._pc_by_pl[fast] = PointCosts(
+            (dense or moe, moe or dense, emb, head, dense or moe, moe or dense), p2p)
         return pc
 
     def vectors(self, pc: PointCosts) -> dict:
@@ -445,6 +469,24 @@ def _sum4(c, v) -> float:
     return t
 
 
+@lru_cache(maxsize=4096)
+def _nonzero(uniq: tuple) -> tuple:
+    """Per counts tuple of ``uniq``, its (index, count) pairs with a nonzero count."""
+    return tuple(tuple((i, k) for i, k in enumerate(c) if k) for c in uniq)
+
+
+def _dots(terms: tuple, v) -> list[float]:
+    """[_sum4(c, v) for c in uniq] from ``terms`` = _nonzero(uniq): the same products
+    added in the same order, one call per vector instead of one per rank layout."""
+    out = []
+    for tc in terms:
+        t = 0
+        for i, k in tc:
+            t += k * v[i]
+        out.append(t)
+    return out
+
+
 class PairBounds:
     """Floors of one (degree point, micro-batch) pair, per schedule row and ladder rung."""
 
@@ -456,6 +498,7 @@ class PairBounds:
         self._lay: dict = {}
         self._dp: dict = {}
         self._per_rc: dict = {}
+        self._rc_of: dict = {}  # (vpp, schedule, rc) -> _per_rc's entry, without its key
         self._z: dict = {}
         self._fit: dict = {}
         self._partial: dict = {}
@@ -495,16 +538,18 @@ class PairBounds:
         # stored once only where one chunk holds both ends (pp = 1): cost/step.py estimate
         tied = (model.vocab * model.hidden / layout.tp
                 if model.tied_embeddings and layout.pp * vpp == 1 else 0.0)
-        params = [_sum4(c, v["params"]) - (tied if c[2] and c[3] else 0.0) for c in uniq]
-        eparams = [_sum4(c, v["expert_params"]) for c in uniq]
+        terms = _nonzero(uniq)
+        params = [x - (tied if c[2] and c[3] else 0.0)
+                  for x, c in zip(_dots(terms, v["params"]), uniq)]
+        eparams = _dots(terms, v["expert_params"])
         largest = [max(x.params + x.expert_params for k, x in zip(c, kinds) if k) for c in uniq]
         # estimate()'s backward window holds the rank's recomputation too (cost/step.py): at
         # its largest, full recomputation of every layer (no rung recomputes more: Lemma R),
         # so the exposure below is no larger than any rung's
         vf = self.costs("full")[1]
-        wins = [(_sum4(c, v["fwd_compute_s"]), _sum4(c, v["bwd_input_compute_s"])
-                 + _sum4(c, v["bwd_weight_compute_s"]) + _sum4(c, vf["recompute_s"]))
-                for c in uniq]
+        wins = [(f, b + w + r) for f, b, w, r in zip(
+            _dots(terms, v["fwd_compute_s"]), _dots(terms, v["bwd_input_compute_s"]),
+            _dots(terms, v["bwd_weight_compute_s"]), _dots(terms, vf["recompute_s"]))]
         out = self._lay[key] = self.b._ranks[shared] = (uniq, idx, params, eparams, largest,
                                                         wins)
         return out
@@ -551,26 +596,31 @@ class PairBounds:
     def _rc_parts(self, vpp: int, schedule: str, rc: str):
         """Per distinct rank layout at recomputation rc: f, b, w, contention * m * hidden
         communication, activations of one micro-batch, working set."""
+        out = self._rc_of.get((vpp, schedule, rc))
+        if out is not None:
+            return out
         v_shape = schedule in V_SCHEDULES
         ov = self.overlaps(schedule)
         fw = self.b.workload.framework
         key = (vpp, v_shape, ov, p2p_overlapped(fw, schedule, vpp), rc)
         out = self._per_rc.get(key)
         if out is not None:
+            self._rc_of[(vpp, schedule, rc)] = out
             return out
         uniq = self._ranks(vpp, v_shape)[0]
         # the row's own expert all-to-all overlap (estimate(): the plan's switch or DualPipeV)
         pc, v = self.costs(rc, ov)
         vw = v["working_bytes"]
-        fu = _with_p2p([_sum4(c, v["fwd_s"]) for c in uniq], fw, schedule, vpp, pc.p2p_s)
-        bu = _with_p2p([_sum4(c, v["bwd_input_s"]) for c in uniq], fw, schedule, vpp, pc.p2p_s)
-        wu = [_sum4(c, v["bwd_weight_s"]) for c in uniq]
+        terms = _nonzero(uniq)
+        fu = _with_p2p(_dots(terms, v["fwd_s"]), fw, schedule, vpp, pc.p2p_s)
+        bu = _with_p2p(_dots(terms, v["bwd_input_s"]), fw, schedule, vpp, pc.p2p_s)
+        wu = _dots(terms, v["bwd_weight_s"])
         t = [f + b + w for f, b, w in zip(fu, bu, wu)]
         top = max(t) * (1 - SLACK)
         slowest = [u for u, tu in enumerate(t) if tu >= top]  # where r* can be
-        out = self._per_rc[key] = (
-            fu, bu, wu, [self.m * _sum4(c, v["overlap_slowdown_s"]) for c in uniq],
-            [_sum4(c, v["saved_bytes"]) for c in uniq],
+        out = self._per_rc[key] = self._rc_of[(vpp, schedule, rc)] = (
+            fu, bu, wu, [self.m * x for x in _dots(terms, v["overlap_slowdown_s"])],
+            _dots(terms, v["saved_bytes"]),
             [max(x for k, x in zip(c, vw) if k) for c in uniq], slowest)
         return out
 
@@ -605,15 +655,13 @@ class PairBounds:
     def _all_fit(self, pz, states) -> bool:
         """Theorem M's test: every rank's held bytes (model states at ``pz``'s ZeRO stage plus
         what ``states`` hold), less the slack, within the capacity."""
-        bd, w = self.b, self.b.workload
-        fp16 = keeps_16bit_grads(w.precision, w.framework)
-        fp32 = w.precision in FP32_STORAGE
-        return all(held_bytes_of(pz, st, w.master_and_state_bytes, self.m,
-                                 fp16_grads=fp16, fp32_weights=fp32,
-                                 grad_buffer_bytes=w.grad_buffer_bytes,
-                                 keeps_master=w.keeps_master,
-                                 step_main_grad=main_grad_at_step_only(w.framework))
-                   * (1 - SLACK) <= bd.capacity_bytes for st in states)
+        bd = self.b
+        state_b, fp16, fp32, grad_b, master, step_grad = bd.held_args()
+        cap, m = bd.capacity_bytes, self.m
+        return all(held_bytes_of(pz, st, state_b, m, fp16_grads=fp16, fp32_weights=fp32,
+                                 grad_buffer_bytes=grad_b, keeps_master=master,
+                                 step_main_grad=step_grad) * (1 - SLACK) <= cap
+                   for st in states)
 
     def states_fit(self, vpp: int, v_shape: bool, b: int) -> bool:
         """Theorem M with no activations and no working set (a floor for every
