@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs.hardware import GPU
+from ..specs.hashing import cached_hash
 from . import efficiency, gemm
 from .efficiency import KernelEfficiency, kernel_efficiency
 from .engine_p2p import p2p_split
@@ -39,6 +40,7 @@ ATTN_BWD_FLOP_RATIO = 2.5
 STREAM_BWD_BYTE_RATIO = 2.0
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Device:
     """A GPU as the compute model sees it for one precision."""
@@ -390,10 +392,14 @@ def gemm_time_s(dev: Device, m: float, n: float, k: float, count: float = 1.0,
     return max(count * t1 * busy, ceil(count / streams) * t1)
 
 
+@lru_cache(maxsize=1 << 16)
 def matmul_s(dev: Device, mm: MatMul) -> tuple[float, float, float]:
     """(forward, input-gradient, weight-gradient) seconds of one GEMM record: of each of its
     separate GEMMs (MatMul.parts, one nn.Linear each: its forward, its dgrad (m x n_i) @
-    (n_i x k) and its wgrad (n_i x m) @ (m x k), one after the other) where it has them."""
+    (n_i x k) and its wgrad (n_i x m) @ (m x k), one after the other) where it has them.
+    Cached: both arguments are frozen, and a layer's GEMM records recur across the layer
+    shapes and recomputation settings the search prices (op_times, modules_recompute,
+    layer_core)."""
     c, s, kn = mm.count, mm.streams, mm.kernel
     if mm.high_precision and dev.hp is not None:
         dev = dev.hp

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from ..specs.model import ModelSpec
+from ..specs.hashing import cached_hash
 from . import efficiency, fp8_recipe
 from .engine_projections import FUSED, gate_up_parts, input_grad_sum_bytes, qkv_parts
 
@@ -58,6 +59,7 @@ class MatMul:
         return len(self.parts) or 1
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Shard:
     """How one rank sees a layer: local tokens and parallel degrees that shape its ops."""

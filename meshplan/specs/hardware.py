@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import (InputError, did_you_mean, require_plain_text, require_positive_int,
                       require_positive_number)
 from ..inputs import read_input
+from .hashing import cached_hash
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 # generations whose node is a full mesh of point-to-point links (GPU.scaleup_full_mesh)
@@ -31,6 +32,7 @@ def gib_text(nbytes: float) -> str:
     return f"{round(nbytes / 2**30, 2):g}"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class GPU:
     """One accelerator type with its usual node. Datasheet numbers (see catalog/gpus.py)."""
@@ -80,6 +82,7 @@ class GPU:
         return vendor_of(self.generation)
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Cluster:
     """N GPUs of one type; node size and NIC bandwidth may override the GPU's usual node."""

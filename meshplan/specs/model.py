@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from .hashing import cached_hash
 from ..errors import (InputError, require_bool, require_choice, require_nonneg_int,
                       require_plain_text, require_positive_int, require_positive_number)
 
@@ -82,6 +83,7 @@ def check_rope_scaling(field: str, v: dict) -> None:
         if k == "original_max_position_embeddings" and not float(x).is_integer():
             raise InputError(f"{field}.{k}", x, "must be a positive integer")
 
+@cached_hash
 @dataclass(frozen=True)
 class ModelSpec:
     """Transformer shape. Sizes are element counts; ``ffn`` is the dense MLP width.
