@@ -64,3 +64,27 @@ def test_matmul_s_cache_agrees_with_pricing_each_gemm():
                 want[2] += gemm_time_s(d, n, mm.k, mm.m, *args)
             assert matmul_s(dev, mm) == tuple(want) == matmul_s.__wrapped__(dev, mm)
             assert matmul_s(dev, mm) == tuple(want)  # a cache hit
+
+
+def test_links_and_attention_efficiency_caches_follow_a_profile():
+    """collectives._links and compute.attention_efficiency are cached; a profile that changes
+    the constants they read must clear them (profile._clear_caches), never leave them stale."""
+    from meshplan import profile
+    from meshplan.cost import collectives
+    from meshplan.cost.compute import attention_efficiency
+    from meshplan.cost.efficiency import NETWORK
+
+    cluster = make_cluster("2048xH800-SXM-80GB")
+    dev = device(cluster.gpu, "bf16")
+    before = collectives._links(cluster)
+    assert before == collectives._links.__wrapped__(cluster)
+    for args in ((128.0,), (192.0, True, 192.0, 128.0), (64.0, False)):
+        assert attention_efficiency(dev, *args) == attention_efficiency.__wrapped__(dev, *args)
+    restore = profile.apply({"NETWORK.scaleout": NETWORK.scaleout / 2})
+    try:
+        after = collectives._links(cluster)
+        assert after.nic == before.nic / 2
+        assert after == collectives._links.__wrapped__(cluster)
+    finally:
+        restore()
+    assert collectives._links(cluster) == before

@@ -106,6 +106,7 @@ def _carry_attention(fraction: float, tc: float, backward: bool, head_dim_from: 
     return mma / (mma * x_mma + efficiency.ATTENTION_EXP / exp_to)
 
 
+@lru_cache(maxsize=4096)
 def attention_efficiency(dev: Device, head_dim: float, backward: bool = False,
                          d_qk: float = 0.0, d_v: float = 0.0) -> float:
     """Fraction of ``dev.attn_flops`` a flash-attention kernel reaches at mean head dimension
@@ -114,7 +115,8 @@ def attention_efficiency(dev: Device, head_dim: float, backward: bool = False,
     tensor-core time and exposed exponential time; a smaller head dim does fewer FLOPs per
     exponential, and a part with a faster exponential unit (Blackwell Ultra) hides more.
     Given the query/key and value head dims, a kernel above head dim 128 runs at its measured
-    share of its head-dim-128 rate (wide_head_factor)."""
+    share of its head-dim-128 rate (wide_head_factor). Cached: a few devices and head dims
+    recur for every layer shape the search prices."""
     e = _carry_attention(dev.attn_bwd_eff if backward else dev.attn_fwd_eff,
                          dev.tc_flops_per_sm_clock, backward,
                          efficiency.ATTENTION_REF_HEAD_DIM, efficiency.EXP_PER_SM_CLOCK,
