@@ -82,7 +82,7 @@ class StageFigure:
 
     @property
     def verdict(self) -> str:
-        need, cap = self.memory_bytes / GiB, self.capacity_bytes / GiB
+        need = self.memory_bytes / GiB
         return (f"{'fits' if self.fits else 'does not fit'}: needs {need:.1f} GiB per "
                 f"{self.pool}, the GPU has {gib_text(self.capacity_bytes)} GiB")
 

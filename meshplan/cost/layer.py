@@ -27,8 +27,8 @@ from .fp8_recipe import FP8 as FP8_BYTES
 from .moe_comm import (BF16_BYTES_PER_ELEMENT, dispatch_bytes_per_element, exchange_s,
                        host_syncs)
 from .mcore_loss import embedding_grad, unfused_loss
-from .ops import (ACT, PERMUTE_KERNELS, PERMUTE_PASSES, LayerOps, Shard, eager_attention,
-                  embedding_ops, expert_rows,
+from .ops import (ACT, PERMUTE_KERNELS, PERMUTE_PASSES, LayerOps, Shard, attention_part,
+                  eager_attention, embedding_ops, expert_rows,
                   gathered_logits, gathered_norm_outputs, graph_replay,
                   head_ops, layer_ops, runtime_saved, unfused_norms,
                   unfused_swiglu)
@@ -490,7 +490,7 @@ def layer_core(model: ModelSpec, cluster: Cluster, kind: str, shard: Shard, reco
             regather_sac /= 2
         tp_wire += regather_sac
     if attn_rerun_flops:  # the re-run attention forward repeats its TP collectives
-        tp_wire += _tp_time(cluster, tp_place, torchtitan_ac.attention_part(model, shard),
+        tp_wire += _tp_time(cluster, tp_place, attention_part(model, shard),
                             shard.sp)
     gather = 0.0  # forward only (its backward is a split), exposed in the forward pass
     if ops.tp_gather_bytes and tp_place.size > 1:

@@ -300,6 +300,15 @@ def attention_ops(model: ModelSpec, s: Shard, ops: LayerOps) -> None:
         ops.cp_a2a_bytes += ACT * T * (q_w + kv_w + o_w)
 
 
+def attention_part(model: ModelSpec, s: Shard) -> LayerOps:
+    """The attention half of one layer's operations (attention_ops), on its own: what a
+    graph scope "attn" captures (graph_replay) and what torchtitan's whole-attention
+    checkpoint runs again (torchtitan_ac)."""
+    ops = LayerOps()
+    attention_ops(model, s, ops)
+    return ops
+
+
 def mlp_ops(model: ModelSpec, s: Shard, ops: LayerOps, width: int, name: str = "mlp",
             tp: int | None = None) -> None:
     """A dense (or shared-expert) MLP of intermediate ``width``, sharded over ``tp``."""
@@ -466,8 +475,7 @@ def graph_replay(ops: LayerOps, model: ModelSpec, s: Shard, moe: bool) -> LayerO
     scopes = graph.split("+")
     kernels = host = 0.0
     if "attn" in scopes:
-        attn = LayerOps()
-        attention_ops(model, s, attn)
+        attn = attention_part(model, s)
         kernels += attention_kernels(attn)
         host += attention_host_ops(attn) - GRAPH_LAUNCH_HOST_OPS
     if moe and "moe_router" in scopes:

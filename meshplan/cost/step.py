@@ -174,11 +174,10 @@ class Estimate:
     def verdict(self) -> str:
         r = self.peak_memory_rank
         need = self.peak_memory_bytes / GiB
-        cap = self.capacity_bytes / GiB
         where = f" on pipeline stage {r}" if self.plan.pp > 1 else ""
-        if self.fits:
-            return f"fits: needs {need:.1f} GiB per GPU{where}, the GPU has {gib_text(self.capacity_bytes)} GiB"
-        return f"does not fit: needs {need:.1f} GiB per GPU{where}, the GPU has {gib_text(self.capacity_bytes)} GiB"
+        word = "fits" if self.fits else "does not fit"
+        return (f"{word}: needs {need:.1f} GiB per GPU{where}, the GPU has "
+                f"{gib_text(self.capacity_bytes)} GiB")
 
     @property
     def bottleneck(self) -> str:

@@ -29,7 +29,7 @@ token against the projections' GEMMs.
 from __future__ import annotations
 
 from ..specs.model import ModelSpec
-from .ops import ACT, LayerOps, Shard, attention_ops, expert_rows
+from .ops import ACT, LayerOps, Shard, attention_part, expert_rows
 
 ENGINE = "torchtitan"
 
@@ -41,13 +41,6 @@ def applies(engine: str, attention_full_ac: bool, recompute: str, modules: str,
     the wrapping of the module docstring, in a transformer layer."""
     return (attention_full_ac and engine == ENGINE and recompute == "selective"
             and not modules and kind in ("dense", "moe"))
-
-
-def attention_part(model: ModelSpec, shard: Shard) -> LayerOps:
-    """The attention half of one layer's operations (ops.attention_ops), on its own."""
-    ops = LayerOps()
-    attention_ops(model, shard, ops)
-    return ops
 
 
 def freed_bytes(model: ModelSpec, shard: Shard) -> float:
